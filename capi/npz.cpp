@@ -1,0 +1,187 @@
+#include "guard.hpp"
+#include "npz_restore.hpp"
+#include "npz_writer.hpp"
+
+#include <cstring>
+#include <memory>
+
+using ckpt::Code;
+using ckpt::Layout;
+using ckpt::capi::guard;
+using ckpt::capi::require;
+
+namespace {
+
+// The caller's options (NULL = defaults), checked. Fields are read according to opts->version, so a program
+// built against an older header keeps working.
+ckpt_npz_options checked(const ckpt_npz_options* opts, const char* function) {
+    ckpt_npz_options o;
+    ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION);
+    if (opts == nullptr) return o;
+    if (opts->version < 1 || opts->version > CKPT_NPZ_OPTIONS_VERSION)
+        ckpt::fail(Code::invalid, "{}: ckpt_npz_options version {} is not supported (1..{})", function, opts->version,
+                   CKPT_NPZ_OPTIONS_VERSION);
+    o = *opts;
+    if (o.layout > CKPT_LAYOUT_OBJAX) ckpt::fail(Code::invalid, "{}: unknown layout {}", function, o.layout);
+    if (o.compression > CKPT_DEFLATE) ckpt::fail(Code::invalid, "{}: unknown compression {}", function, o.compression);
+    if (o.level < 0 || o.level > 9) ckpt::fail(Code::invalid, "{}: deflate level {} is not in 0..9", function, o.level);
+    if (o.max_header_bytes > SIZE_MAX) ckpt::fail(Code::invalid, "{}: max_header_bytes is too large", function);
+    return o;
+}
+
+ckpt::NpzReadOptions read_options(const ckpt_npz_options& o) {
+    ckpt::NpzReadOptions r;
+    r.layout = static_cast<Layout>(o.layout);
+    r.max_header_bytes = o.max_header_bytes != 0 ? static_cast<size_t>(o.max_header_bytes) : ckpt::kDefaultMaxHeaderBytes;
+    r.progress.fn = o.progress;
+    r.progress.payload = o.progress_payload;
+    return r;
+}
+
+// Adapts the C renamer (caller's buffer, snprintf-style retry when it needs more room) to the core's.
+ckpt::Renamer renamer(const ckpt_npz_options& o) {
+    if (o.rename == nullptr) return {};
+    return [fn = o.rename, payload = o.rename_payload](const std::string& name) {
+        std::string buf(256, '\0');
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            const int r = fn(name.c_str(), &buf[0], buf.size(), payload);
+            if (r < 0) ckpt::fail(static_cast<Code>(r), "the renamer refused '{}' (code {})", name, r);
+            if (r == 0) return name;
+            if (static_cast<size_t>(r) <= buf.size()) return buf.substr(0, static_cast<size_t>(r));
+            buf.assign(static_cast<size_t>(r), '\0');
+        }
+        ckpt::fail(Code::buffer_small, "the renamer asked twice for a larger buffer for '{}'", name);
+    };
+}
+
+ckpt_vars* read_all(ckpt::NpzReader& reader) {
+    auto vars = std::make_unique<ckpt_vars>();
+    uint64_t total = 0;
+    for (size_t i = 0; i < reader.size(); ++i) total += reader.entry(i).header.nbytes;
+    reader.progress().start(total);
+    for (size_t i = 0; i < reader.size(); ++i) vars->vc.add(reader.entry(i).name, reader.read(i));
+    return vars.release();
+}
+
+const ckpt::NpzReader::Entry* at(const ckpt_npz* npz, size_t i) {
+    return npz != nullptr && i < npz->reader.size() ? &npz->reader.entry(i) : nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+CKPT_API int ckpt_npz_options_init(ckpt_npz_options* opts, uint32_t version) {
+    return guard([&] {
+        require(opts, "ckpt_npz_options_init", "opts");
+        if (version < 1 || version > CKPT_NPZ_OPTIONS_VERSION)
+            ckpt::fail(Code::invalid, "ckpt_npz_options_init: version {} is not supported (1..{})", version,
+                       CKPT_NPZ_OPTIONS_VERSION);
+        std::memset(opts, 0, sizeof *opts);
+        opts->version = version;
+        opts->layout = CKPT_LAYOUT_AUTO;
+        opts->compression = CKPT_STORE;
+    });
+}
+
+CKPT_API int ckpt_npz_save(const char* path, const ckpt_vars* vars, const ckpt_npz_options* opts) {
+    return guard([&] {
+        require(path, "ckpt_npz_save", "path");
+        require(vars, "ckpt_npz_save", "vars");
+        const ckpt_npz_options o = checked(opts, "ckpt_npz_save");
+        ckpt::NpzWriteOptions w;
+        w.layout = static_cast<Layout>(o.layout);
+        w.deflate = o.compression == CKPT_DEFLATE;
+        w.level = o.level;
+        w.progress.fn = o.progress;
+        w.progress.payload = o.progress_payload;
+        ckpt::save_npz(path, vars->vc, w);
+    });
+}
+
+CKPT_API int ckpt_npz_read(ckpt_vars** out, const char* path, const ckpt_npz_options* opts) {
+    if (out != nullptr) *out = nullptr;
+    return guard([&] {
+        require(out, "ckpt_npz_read", "out");
+        require(path, "ckpt_npz_read", "path");
+        auto reader = ckpt::NpzReader::open_file(path, read_options(checked(opts, "ckpt_npz_read")));
+        *out = read_all(reader);
+    });
+}
+
+CKPT_API int ckpt_npz_read_memory(ckpt_vars** out, const void* bytes, size_t size, const ckpt_npz_options* opts) {
+    if (out != nullptr) *out = nullptr;
+    return guard([&] {
+        require(out, "ckpt_npz_read_memory", "out");
+        if (size > 0) require(bytes, "ckpt_npz_read_memory", "bytes");
+        auto reader = ckpt::NpzReader::open_memory(bytes, size, read_options(checked(opts, "ckpt_npz_read_memory")));
+        *out = read_all(reader);
+    });
+}
+
+CKPT_API int ckpt_npz_restore(const char* path, ckpt_vars* vars, const ckpt_npz_options* opts) {
+    return guard([&] {
+        require(path, "ckpt_npz_restore", "path");
+        require(vars, "ckpt_npz_restore", "vars");
+        const ckpt_npz_options o = checked(opts, "ckpt_npz_restore");
+        auto reader = ckpt::NpzReader::open_file(path, read_options(o));
+        ckpt::restore_npz(reader, vars->vc, renamer(o));
+    });
+}
+
+CKPT_API int ckpt_npz_open(ckpt_npz** out, const char* path, const ckpt_npz_options* opts) {
+    if (out != nullptr) *out = nullptr;
+    return guard([&] {
+        require(out, "ckpt_npz_open", "out");
+        require(path, "ckpt_npz_open", "path");
+        auto reader = ckpt::NpzReader::open_file(path, read_options(checked(opts, "ckpt_npz_open")));
+        *out = new ckpt_npz{std::move(reader)};
+    });
+}
+
+CKPT_API void ckpt_npz_close(ckpt_npz* npz) { delete npz; }
+
+CKPT_API size_t ckpt_npz_count(const ckpt_npz* npz) { return npz != nullptr ? npz->reader.size() : 0; }
+
+CKPT_API const char* ckpt_npz_name(const ckpt_npz* npz, size_t i) {
+    const auto* e = at(npz, i);
+    return e != nullptr ? e->name.c_str() : nullptr;
+}
+CKPT_API uint32_t ckpt_npz_dtype(const ckpt_npz* npz, size_t i) {
+    const auto* e = at(npz, i);
+    return e != nullptr ? static_cast<uint32_t>(e->header.dtype) : 0;
+}
+CKPT_API size_t ckpt_npz_itemsize(const ckpt_npz* npz, size_t i) {
+    const auto* e = at(npz, i);
+    return e != nullptr ? e->header.itemsize : 0;
+}
+CKPT_API uint32_t ckpt_npz_ndim(const ckpt_npz* npz, size_t i) {
+    const auto* e = at(npz, i);
+    return e != nullptr ? static_cast<uint32_t>(e->header.shape.size()) : 0;
+}
+CKPT_API const int64_t* ckpt_npz_shape(const ckpt_npz* npz, size_t i) {
+    const auto* e = at(npz, i);
+    if (e == nullptr) return nullptr;
+    return e->header.shape.empty() ? ckpt::capi::kNoDims : e->header.shape.data();
+}
+CKPT_API size_t ckpt_npz_nbytes(const ckpt_npz* npz, size_t i) {
+    const auto* e = at(npz, i);
+    return e != nullptr ? e->header.nbytes : 0;
+}
+
+CKPT_API int ckpt_npz_read_into(ckpt_npz* npz, size_t i, void* dst, size_t dst_size) {
+    return guard([&] {
+        require(npz, "ckpt_npz_read_into", "npz");
+        const auto* e = at(npz, i);
+        if (e == nullptr)
+            ckpt::fail(Code::not_found, "{}: no array #{} (the file has {})", npz->reader.label(), i, npz->reader.size());
+        if (dst_size < e->header.nbytes)
+            ckpt::fail(Code::buffer_small, "{}: array '{}' needs {} bytes; the buffer has {}", npz->reader.label(),
+                       e->name, e->header.nbytes, dst_size);
+        if (e->header.nbytes > 0) require(dst, "ckpt_npz_read_into", "dst");
+        npz->reader.progress().start(e->header.nbytes);
+        npz->reader.read_into(i, dst);
+    });
+}
+
+}

@@ -1,0 +1,116 @@
+#include "guard.hpp"
+
+#include <memory>
+#include <vector>
+
+using ckpt::Array;
+using ckpt::Code;
+using ckpt::DType;
+using ckpt::capi::guard;
+using ckpt::capi::require;
+
+namespace {
+
+const Array* at(const ckpt_vars* vars, size_t i) {
+    return vars != nullptr && i < vars->vc.size() ? &vars->vc.array(i) : nullptr;
+}
+
+int add(const char* function, ckpt_vars* vars, const char* name, DType dtype, size_t itemsize, uint32_t ndim,
+        const int64_t* shape, const void* data, uint32_t flags) {
+    return guard([&] {
+        require(vars, function, "vars");
+        require(name, function, "name");
+        if (flags != CKPT_COPY && flags != CKPT_BORROW) ckpt::fail(Code::invalid, "{}: unknown flags {}", function, flags);
+        if (ndim > ckpt::kMaxDims) ckpt::fail(Code::invalid, "{}: '{}' has {} dimensions; the limit is {}", function, name, ndim, ckpt::kMaxDims);
+        if (ndim > 0) require(shape, function, "shape");
+        std::vector<int64_t> dims(shape, shape + ndim);
+        try {
+            Array a = flags == CKPT_BORROW ? Array::borrow(dtype, itemsize, std::move(dims), const_cast<void*>(data))
+                                           : Array::copy_of(dtype, itemsize, std::move(dims), data);
+            vars->vc.add(name, std::move(a));
+        } catch (const ckpt::Error& e) {
+            ckpt::rethrow_with_context(e, fmt::format("{}: variable '{}'", function, name));
+        }
+    });
+}
+
+}  // namespace
+
+extern "C" {
+
+CKPT_API int ckpt_vars_new(ckpt_vars** out) {
+    if (out != nullptr) *out = nullptr;
+    return guard([&] {
+        require(out, "ckpt_vars_new", "out");
+        *out = new ckpt_vars();
+    });
+}
+
+CKPT_API void ckpt_vars_free(ckpt_vars* vars) { delete vars; }
+
+CKPT_API int ckpt_vars_add(ckpt_vars* vars, const char* name, uint32_t dtype, uint32_t ndim, const int64_t* shape,
+                           const void* data, uint32_t flags) {
+    if (!ckpt::is_dtype(dtype) || ckpt::is_string_dtype(static_cast<DType>(dtype))) {
+        return guard([&] {
+            ckpt::fail(Code::invalid, "ckpt_vars_add: dtype {} is not a numeric dtype{}", dtype,
+                       ckpt::is_dtype(dtype) ? " (use ckpt_vars_add_strings)" : "");
+        });
+    }
+    const DType d = static_cast<DType>(dtype);
+    return add("ckpt_vars_add", vars, name, d, ckpt::numeric_size(d), ndim, shape, data, flags);
+}
+
+CKPT_API int ckpt_vars_add_strings(ckpt_vars* vars, const char* name, uint32_t dtype, size_t itemsize, uint32_t ndim,
+                                   const int64_t* shape, const void* data, uint32_t flags) {
+    if (dtype != CKPT_UNICODE && dtype != CKPT_BYTES) {
+        return guard([&] {
+            ckpt::fail(Code::invalid, "ckpt_vars_add_strings: dtype {} is not CKPT_UNICODE or CKPT_BYTES", dtype);
+        });
+    }
+    return add("ckpt_vars_add_strings", vars, name, static_cast<DType>(dtype), itemsize, ndim, shape, data, flags);
+}
+
+CKPT_API size_t ckpt_vars_count(const ckpt_vars* vars) { return vars != nullptr ? vars->vc.size() : 0; }
+
+CKPT_API const char* ckpt_vars_name(const ckpt_vars* vars, size_t i) {
+    return at(vars, i) != nullptr ? vars->vc.name(i).c_str() : nullptr;
+}
+
+CKPT_API int ckpt_vars_find(const ckpt_vars* vars, const char* name, size_t* out_index) {
+    return guard([&] {
+        require(vars, "ckpt_vars_find", "vars");
+        require(name, "ckpt_vars_find", "name");
+        require(out_index, "ckpt_vars_find", "out_index");
+        auto i = vars->vc.find(name);
+        if (!i) ckpt::fail(Code::not_found, "ckpt_vars_find: no variable '{}'", name);
+        *out_index = *i;
+    });
+}
+
+CKPT_API uint32_t ckpt_vars_dtype(const ckpt_vars* vars, size_t i) {
+    const Array* a = at(vars, i);
+    return a != nullptr ? static_cast<uint32_t>(a->dtype()) : 0;
+}
+CKPT_API size_t ckpt_vars_itemsize(const ckpt_vars* vars, size_t i) {
+    const Array* a = at(vars, i);
+    return a != nullptr ? a->itemsize() : 0;
+}
+CKPT_API uint32_t ckpt_vars_ndim(const ckpt_vars* vars, size_t i) {
+    const Array* a = at(vars, i);
+    return a != nullptr ? static_cast<uint32_t>(a->shape().size()) : 0;
+}
+CKPT_API const int64_t* ckpt_vars_shape(const ckpt_vars* vars, size_t i) {
+    const Array* a = at(vars, i);
+    if (a == nullptr) return nullptr;
+    return a->shape().empty() ? ckpt::capi::kNoDims : a->shape().data();
+}
+CKPT_API size_t ckpt_vars_nbytes(const ckpt_vars* vars, size_t i) {
+    const Array* a = at(vars, i);
+    return a != nullptr ? a->nbytes() : 0;
+}
+CKPT_API void* ckpt_vars_data(const ckpt_vars* vars, size_t i) {
+    const Array* a = at(vars, i);
+    return a != nullptr ? a->data() : nullptr;
+}
+
+}

@@ -1,0 +1,25 @@
+#include "dtype.hpp"
+
+namespace ckpt {
+
+namespace {
+struct Info {
+    const char* name;
+    size_t size;
+    size_t swap_unit;
+};
+constexpr Info kInfo[] = {
+    {nullptr, 0, 0},        {"bool", 1, 1},          {"int8", 1, 1},        {"int16", 2, 2},
+    {"int32", 4, 4},        {"int64", 8, 8},         {"uint8", 1, 1},       {"uint16", 2, 2},
+    {"uint32", 4, 4},       {"uint64", 8, 8},        {"float16", 2, 2},     {"float32", 4, 4},
+    {"float64", 8, 8},      {"complex64", 8, 4},     {"complex128", 16, 8}, {"unicode", 0, 4},
+    {"bytes", 0, 1},
+};
+}  // namespace
+
+bool is_dtype(uint32_t value) { return value >= 1 && value <= 16; }
+size_t numeric_size(DType d) { return kInfo[static_cast<uint32_t>(d)].size; }
+const char* dtype_name(DType d) { return kInfo[static_cast<uint32_t>(d)].name; }
+size_t swap_unit(DType d) { return kInfo[static_cast<uint32_t>(d)].swap_unit; }
+
+}  // namespace ckpt

@@ -1,0 +1,18 @@
+#include "error.hpp"
+
+#include <cstring>
+
+namespace ckpt {
+
+void fail_errno(int err, const std::string& what) {
+    char buf[256];
+    // GNU strerror_r returns the message pointer (which may or may not be buf).
+    const char* text = strerror_r(err, buf, sizeof buf);
+    throw Error(Code::io, fmt::format("{}: {}", what, text));
+}
+
+void rethrow_with_context(const Error& e, const std::string& prefix) {
+    throw Error(e.code(), fmt::format("{}: {}", prefix, e.what()));
+}
+
+}  // namespace ckpt

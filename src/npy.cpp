@@ -1,0 +1,451 @@
+#include "npy.hpp"
+
+#include "array.hpp"
+#include "error.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+#include <utility>
+
+namespace ckpt {
+
+namespace {
+
+#if !defined(__BYTE_ORDER__) || !defined(__ORDER_LITTLE_ENDIAN__)
+#error "ckpt needs __BYTE_ORDER__ to know the host's byte order"
+#endif
+constexpr bool kLittleEndianHost = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+constexpr char kNativeOrder = kLittleEndianHost ? '<' : '>';
+constexpr char kForeignOrder = kLittleEndianHost ? '>' : '<';
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr size_t kArrayAlign = 64;        // numpy's ARRAY_ALIGN
+constexpr size_t kGrowthAxisDigits = 21;  // numpy's GROWTH_AXIS_MAX_DIGITS
+constexpr int kMaxNesting = 16;           // bounds the recursion that skips structured descrs
+constexpr const char* kKeys[] = {"descr", "fortran_order", "shape"};
+
+// The longest header format_npy_header can produce (kMaxDims dimensions of 19 digits each, plus the fixed text,
+// a descr and padding) fits the u16 length of version 1.0, so the 2.0 fallback numpy has is never needed.
+static_assert(kMaxDims * 21 + 256 + kArrayAlign <= 65535, "npy headers of kMaxDims dimensions need format 2.0");
+
+template <typename... A>
+[[noreturn]] void malformed(fmt::format_string<A...> f, A&&... args) {
+    throw Error(Code::format, "npy header: " + fmt::format(f, std::forward<A>(args)...));
+}
+
+// Header text for a message: printable ASCII as is, anything else as \xNN, cut after 32 characters.
+std::string shown(std::string_view s) {
+    std::string out;
+    for (size_t i = 0; i < s.size() && i < 32; ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x20 && c < 0x7f) out += static_cast<char>(c);
+        else out += fmt::format("\\x{:02x}", c);
+    }
+    if (s.size() > 32) out += "...";
+    return out;
+}
+
+std::string shape_repr(const std::vector<int64_t>& shape) {  // as Python's repr(tuple)
+    if (shape.size() == 1) return fmt::format("({},)", shape[0]);
+    std::string out = "(";
+    for (size_t i = 0; i < shape.size(); ++i) out += fmt::format(i ? ", {}" : "{}", shape[i]);
+    return out + ")";
+}
+
+// numpy's kind character of a numeric dtype ('b', 'i', 'u', 'f', 'c'); 0 for string dtypes.
+char numeric_kind(DType d) {
+    switch (d) {
+        case DType::bool_: return 'b';
+        case DType::int8: case DType::int16: case DType::int32: case DType::int64: return 'i';
+        case DType::uint8: case DType::uint16: case DType::uint32: case DType::uint64: return 'u';
+        case DType::float16: case DType::float32: case DType::float64: return 'f';
+        case DType::complex64: case DType::complex128: return 'c';
+        case DType::unicode: case DType::bytes: break;
+    }
+    return 0;
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_word_char(char c) { return is_digit(c) || c == '_' || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z'); }
+
+struct Descr {
+    DType dtype = DType::float32;
+    size_t itemsize = 0;
+    bool byteswap = false;
+    std::string unsupported;  // why ckpt refuses a descr numpy knows; empty when supported
+};
+
+Descr unsupported(std::string why) {
+    Descr d;
+    d.unsupported = std::move(why);
+    return d;
+}
+
+// A typestring as dtype.str writes it: byte order [<>|=] (optional), kind, decimal size.
+Descr parse_typestring(std::string_view whole) {
+    std::string_view s = whole;
+    char order = '=';
+    if (!s.empty() && std::strchr("<>|=", s[0]) != nullptr) {
+        order = s[0];
+        s.remove_prefix(1);
+    }
+    const char kind = s.empty() ? '\0' : s[0];
+    const std::string_view rest = s.substr(s.empty() ? 0 : 1);
+    size_t ndigits = 0;
+    while (ndigits < rest.size() && is_digit(rest[ndigits])) ++ndigits;
+    const std::string_view digits = rest.substr(0, ndigits), tail = rest.substr(ndigits);
+    const std::string name = shown(whole);
+
+    // Kinds numpy knows that ckpt does not store. The rest must still look like numpy's, so garbage stays EFORMAT.
+    const bool unit_tail = tail.size() > 2 && tail.front() == '[' && tail.back() == ']';
+    if (kind == 'O' && tail.empty())
+        return unsupported(fmt::format("'descr' '{}' is an object array; pickled object arrays are refused", name));
+    if ((kind == 'M' || kind == 'm') && !digits.empty() && (tail.empty() || unit_tail))
+        return unsupported(fmt::format("'descr' '{}' is a datetime/timedelta type, which ckpt does not store", name));
+    if (kind == 'V' && !digits.empty() && tail.empty())
+        return unsupported(fmt::format("'descr' '{}' is a void (raw bytes) type, which ckpt does not store", name));
+    if (kind == 'a' && !digits.empty() && tail.empty())
+        return unsupported(fmt::format("'descr' '{}' uses numpy's deprecated 'a' bytes kind; ckpt reads 'S'", name));
+
+    // 18 digits cannot overflow, and 4 * 10^18 still fits in size_t for unicode.
+    if (!tail.empty() || digits.empty() || digits.size() > 18) malformed("'descr' '{}' is not a dtype", name);
+    uint64_t size = 0;
+    for (char c : digits) size = size * 10 + static_cast<uint64_t>(c - '0');
+
+    if ((kind == 'f' && (size == 12 || size == 16)) || (kind == 'c' && (size == 24 || size == 32)))
+        return unsupported(fmt::format("'descr' '{}' is a long double type, which ckpt does not store", name));
+    Descr d;
+    if ((kind == 'U' || kind == 'S') && size >= 1) {
+        d.dtype = kind == 'U' ? DType::unicode : DType::bytes;
+        d.itemsize = kind == 'U' ? 4 * size : size;
+    } else {
+        for (uint32_t v = 1; is_dtype(v) && d.itemsize == 0; ++v)
+            if (numeric_kind(DType(v)) == kind && numeric_size(DType(v)) == size) {
+                d.dtype = DType(v);
+                d.itemsize = size;
+            }
+        if (d.itemsize == 0) malformed("'descr' '{}' is not a dtype", name);
+    }
+    // numpy reads '|' on a multi-byte type as native order (np.dtype('|f4') is float32), and so does ckpt.
+    d.byteswap = order == kForeignOrder && swap_unit(d.dtype) > 1;
+    return d;
+}
+
+// A strict recursive-descent parser of the tiny subset of Python literals that npy headers use.
+class HeaderParser {
+public:
+    HeaderParser(const char* begin, const char* end, unsigned major) : p_(begin), end_(end), major_(major) {}
+
+    NpyHeader parse() {
+        NpyHeader h;
+        Descr descr;
+        bool seen[3] = {false, false, false};
+        if (!accept('{')) malformed("the header is not a dict literal: it starts with {}", found());
+        while (!accept('}')) {
+            const std::string_view key = string_literal("a key");
+            size_t k = 0;
+            while (k < 3 && key != kKeys[k]) ++k;
+            if (k == 3)
+                malformed("unexpected key '{}' (only 'descr', 'fortran_order' and 'shape' are allowed)", shown(key));
+            if (seen[k]) malformed("key '{}' appears twice", kKeys[k]);
+            seen[k] = true;
+            expect(':', "after a key");
+            if (k == 0) descr = parse_descr();
+            if (k == 1) h.fortran_order = boolean();
+            if (k == 2) h.shape = shape();
+            if (!accept(',')) {
+                expect('}', "after a value");
+                break;
+            }
+        }
+        skip_space();
+        if (p_ != end_) malformed("unexpected {} after the dict", found());
+        for (size_t k = 0; k < 3; ++k)
+            if (!seen[k]) malformed("missing key '{}'", kKeys[k]);
+        // Only a well-formed header earns EUNSUPPORTED; anything malformed above is EFORMAT.
+        if (!descr.unsupported.empty()) throw Error(Code::unsupported, "npy header: " + descr.unsupported);
+
+        h.dtype = descr.dtype;
+        h.itemsize = descr.itemsize;
+        h.byteswap = descr.byteswap;
+        const auto nbytes = checked_nbytes(h.shape.data(), h.shape.size(), h.itemsize);
+        if (!nbytes) malformed("shape {} of {}-byte items overflows the byte size", shape_repr(h.shape), h.itemsize);
+        h.nbytes = *nbytes;
+        return h;
+    }
+
+private:
+    const char* p_;
+    const char* const end_;
+    const unsigned major_;
+
+    char peek() const { return p_ < end_ ? *p_ : '\0'; }
+    std::string found() const {
+        if (p_ == end_) return "the end of the header";
+        return fmt::format("'{}'", shown(std::string_view(p_, std::min<size_t>(end_ - p_, 16))));
+    }
+    void skip_space() {
+        while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\r' || *p_ == '\n')) ++p_;
+    }
+    bool accept(char c) {
+        skip_space();
+        if (p_ == end_ || *p_ != c) return false;
+        ++p_;
+        return true;
+    }
+    void expect(char c, const char* where) {
+        if (!accept(c)) malformed("expected '{}' {}, found {}", c, where, found());
+    }
+
+    // Quoted with ' or ", without escapes (numpy's own headers never need them).
+    std::string_view string_literal(const char* what) {
+        skip_space();
+        const char quote = peek();
+        if (quote != '\'' && quote != '"') malformed("expected a quoted string as {}, found {}", what, found());
+        const char* start = ++p_;
+        while (p_ < end_ && *p_ != quote && *p_ != '\n') {
+            if (*p_ == '\\') malformed("backslash escapes in strings are not supported");
+            ++p_;
+        }
+        if (p_ == end_ || *p_ != quote) malformed("unterminated string {}{}", quote, shown({start, size_t(p_ - start)}));
+        return {start, size_t(p_++ - start)};
+    }
+
+    // [-]digits[L]; returns the text without the 'L'.
+    std::string_view integer_literal(const char* what) {
+        skip_space();
+        const char* start = p_;
+        if (peek() == '-') ++p_;
+        const char* digits = p_;
+        while (p_ < end_ && is_digit(*p_)) ++p_;
+        if (p_ == digits) {
+            p_ = start;
+            malformed("expected an integer in {}, found {}", what, found());
+        }
+        const std::string_view text(start, size_t(p_ - start));
+        if (peek() == 'L') {
+            // Python 2 wrote 3L for longs; numpy filters the suffix from format 1.0 and 2.0 headers only.
+            if (major_ >= 3) malformed("{}L in {}: the Python 2 'L' suffix is not allowed in format 3.0", text, what);
+            ++p_;
+        }
+        if (p_ < end_ && is_word_char(*p_)) malformed("malformed integer {}{} in {}", text, shown({p_, 1}), what);
+        return text;
+    }
+
+    int64_t dimension() {
+        const std::string_view text = integer_literal("'shape'");
+        if (text[0] == '-') malformed("'shape' holds a negative dimension ({})", shown(text));
+        int64_t value = 0;
+        for (char c : text) {
+            if (value > (INT64_MAX - (c - '0')) / 10) malformed("'shape' dimension {} overflows int64", shown(text));
+            value = value * 10 + (c - '0');
+        }
+        return value;
+    }
+
+    std::vector<int64_t> shape() {
+        std::vector<int64_t> dims;
+        if (!accept('(')) malformed("'shape' must be a tuple such as (2, 3), found {}", found());
+        if (accept(')')) return dims;
+        for (bool comma = false;;) {
+            if (dims.size() == kMaxDims) malformed("'shape' has more than {} dimensions", kMaxDims);
+            dims.push_back(dimension());
+            if (accept(',')) {
+                comma = true;
+                if (accept(')')) return dims;
+            } else if (accept(')')) {
+                if (!comma) malformed("'shape' ({}) is an integer, not a tuple (that would be ({},))", dims[0], dims[0]);
+                return dims;
+            } else {
+                malformed("expected ',' or ')' in 'shape', found {}", found());
+            }
+        }
+    }
+
+    bool boolean() {
+        skip_space();
+        const char* start = p_;
+        while (p_ < end_ && is_word_char(*p_)) ++p_;
+        const std::string_view word(start, size_t(p_ - start));
+        if (word == "True") return true;
+        if (word == "False") return false;
+        p_ = start;
+        malformed("'fortran_order' must be True or False, found {}", found());
+    }
+
+    Descr parse_descr() {
+        skip_space();
+        const char c = peek();
+        if (c == '[' || c == '(') {
+            skip_literal(1);
+            return unsupported(c == '[' ? "'descr' is a structured dtype (a list of fields), which ckpt does not store"
+                                        : "'descr' is a subarray dtype (a tuple), which ckpt does not store");
+        }
+        return parse_typestring(string_literal("'descr'"));
+    }
+
+    // Skips a string, integer, True/False/None, or a tuple or list of them, nested at most kMaxNesting deep: enough
+    // to step over a structured descr such as [('a', '<i4'), ('b', '<f8', (2,))].
+    void skip_literal(int depth) {
+        if (depth > kMaxNesting) malformed("'descr' is nested more than {} levels deep", kMaxNesting);
+        skip_space();
+        const char c = peek();
+        if (c == '(' || c == '[') {
+            const char close = c == '(' ? ')' : ']';
+            ++p_;
+            while (!accept(close)) {
+                skip_literal(depth + 1);
+                if (!accept(',')) return expect(close, "in 'descr'");
+            }
+        } else if (c == '\'' || c == '"') {
+            string_literal("a string in 'descr'");
+        } else if (c == '-' || is_digit(c)) {
+            integer_literal("'descr'");
+        } else {
+            const char* start = p_;
+            while (p_ < end_ && is_word_char(*p_)) ++p_;
+            const std::string_view word(start, size_t(p_ - start));
+            const bool unicode_prefix = word == "u" && (peek() == '\'' || peek() == '"');  // Python 2's u'name'
+            if (unicode_prefix) string_literal("a string in 'descr'");
+            else if (word != "True" && word != "False" && word != "None") {
+                p_ = start;
+                malformed("unexpected {} in 'descr'", found());
+            }
+        }
+    }
+};
+
+// Copies every item of a Fortran-order array to its C-order place: dst is written in order while an index
+// counter (last axis fastest) tracks the source offset, so the work is O(items) with no recursion.
+template <size_t kFixedSize>
+void gather_c_order(const unsigned char* src, unsigned char* dst, const std::vector<int64_t>& shape, size_t itemsize,
+                    size_t count) {
+    const size_t size = kFixedSize ? kFixedSize : itemsize;  // a constant size lets memcpy become one move
+    const size_t ndim = shape.size();
+    std::vector<size_t> index(ndim, 0), stride(ndim);
+    for (size_t k = 0, s = size; k < ndim; s *= size_t(shape[k]), ++k) stride[k] = s;
+    size_t from = 0;
+    for (size_t i = 0; i < count; ++i, dst += size) {
+        std::memcpy(dst, src + from, size);
+        for (size_t k = ndim; k-- > 0;) {
+            if (++index[k] < size_t(shape[k])) {
+                from += stride[k];
+                break;
+            }
+            index[k] = 0;
+            from -= (size_t(shape[k]) - 1) * stride[k];
+        }
+    }
+}
+
+template <typename Unit, typename Swap>
+void swap_units(unsigned char* p, size_t count, Swap swap) {
+    for (size_t i = 0; i < count; ++i, p += sizeof(Unit)) {
+        Unit u;
+        std::memcpy(&u, p, sizeof u);
+        u = swap(u);
+        std::memcpy(p, &u, sizeof u);
+    }
+}
+
+}  // namespace
+
+size_t npy_data_offset(const void* bytes, size_t n, uint64_t member_size, size_t max_header_bytes) {
+    const auto* b = static_cast<const unsigned char*>(bytes);
+    const size_t avail = n < member_size ? n : size_t(member_size);
+    if (avail > 0 && std::memcmp(b, kMagic, std::min(avail, kNpyMagicBytes)) != 0)
+        malformed("not an npy array: the magic string \\x93NUMPY is missing");
+    if (avail < 8) malformed("truncated: {} bytes cannot hold the preamble", avail);
+    const unsigned major = b[6], minor = b[7];
+    if (major < 1 || major > 3 || minor != 0)
+        malformed("format version {}.{} is not 1.0, 2.0 or 3.0", major, minor);
+    const size_t preamble = major == 1 ? 10 : 12;
+    if (avail < preamble) malformed("truncated: {} bytes cannot hold the preamble of format {}.0", avail, major);
+    uint64_t header_len = b[8] | uint32_t(b[9]) << 8;
+    if (major > 1) header_len |= uint32_t(b[10]) << 16 | uint32_t(b[11]) << 24;
+    if (header_len > max_header_bytes)
+        malformed("header length {} exceeds the limit of {} bytes (max_header_bytes)", header_len, max_header_bytes);
+    if (preamble + header_len > member_size)
+        malformed("truncated: the header needs {} bytes but the member holds {}", preamble + header_len, member_size);
+    return preamble + size_t(header_len);
+}
+
+NpyHeader parse_npy_header(const void* bytes, size_t data_offset, size_t max_header_bytes) {
+    const size_t offset = npy_data_offset(bytes, data_offset, data_offset, max_header_bytes);
+    if (offset != data_offset) malformed("the header ends at byte {}, not at data offset {}", offset, data_offset);
+    const auto* b = static_cast<const char*>(bytes);
+    const unsigned major = static_cast<unsigned char>(b[6]);
+    NpyHeader h = HeaderParser(b + (major == 1 ? 10 : 12), b + data_offset, major).parse();
+    h.data_offset = data_offset;
+    return h;
+}
+
+std::string npy_descr(DType dtype, size_t itemsize) {
+    if (!is_dtype(static_cast<uint32_t>(dtype))) fail(Code::invalid, "unknown dtype {}", static_cast<uint32_t>(dtype));
+    if (dtype == DType::unicode) {
+        if (itemsize == 0 || itemsize % 4 != 0) fail(Code::invalid, "unicode itemsize {} is not a positive multiple of 4", itemsize);
+        return fmt::format("{}U{}", kNativeOrder, itemsize / 4);
+    }
+    if (dtype == DType::bytes) {
+        if (itemsize == 0) fail(Code::invalid, "bytes itemsize must be at least 1");
+        return fmt::format("|S{}", itemsize);
+    }
+    if (itemsize != numeric_size(dtype))
+        fail(Code::invalid, "itemsize {} does not match dtype {}", itemsize, dtype_name(dtype));
+    return fmt::format("{}{}{}", itemsize == 1 ? '|' : kNativeOrder, numeric_kind(dtype), itemsize);
+}
+
+std::string format_npy_header(DType dtype, size_t itemsize, const std::vector<int64_t>& shape) {
+    const std::string descr = npy_descr(dtype, itemsize);
+    if (shape.size() > kMaxDims) fail(Code::invalid, "{} dimensions exceed the limit of {}", shape.size(), kMaxDims);
+    if (!checked_nbytes(shape.data(), shape.size(), itemsize))
+        fail(Code::invalid, "shape {} has a negative dimension or its byte size overflows", shape_repr(shape));
+
+    std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr, shape_repr(shape));
+    // numpy >= 1.24 leaves room for the first dimension to grow to 21 digits when rewriting the header in place.
+    if (!shape.empty()) dict.append(kGrowthAxisDigits - fmt::formatted_size("{}", shape[0]), ' ');
+    constexpr size_t kPreamble = 10;  // version 1.0; see the static_assert on the size above
+    // Like numpy, pad a whole 64 bytes when the header would already end on the boundary.
+    const size_t pad = kArrayAlign - (kPreamble + dict.size() + 1) % kArrayAlign;
+    const size_t header_len = dict.size() + pad + 1;
+
+    std::string out(kMagic, kNpyMagicBytes);
+    out += {'\x01', '\x00', static_cast<char>(header_len & 0xff), static_cast<char>(header_len >> 8)};
+    out += dict;
+    out.append(pad, ' ');
+    out += '\n';
+    return out;
+}
+
+void byteswap_in_place(DType dtype, void* data, size_t nbytes) {
+    const size_t unit = swap_unit(dtype);
+    if (unit <= 1) return;
+    if (nbytes % unit != 0) fail(Code::invalid, "{} bytes are not a whole number of {}-byte units", nbytes, unit);
+    auto* p = static_cast<unsigned char*>(data);
+    switch (unit) {
+        case 2: return swap_units<uint16_t>(p, nbytes / 2, [](uint16_t u) { return __builtin_bswap16(u); });
+        case 4: return swap_units<uint32_t>(p, nbytes / 4, [](uint32_t u) { return __builtin_bswap32(u); });
+        case 8: return swap_units<uint64_t>(p, nbytes / 8, [](uint64_t u) { return __builtin_bswap64(u); });
+        default: fail(Code::invalid, "no byte swap for {}-byte units", unit);
+    }
+}
+
+void fortran_to_c_order(const void* src, void* dst, const std::vector<int64_t>& shape, size_t itemsize) {
+    const auto nbytes = checked_nbytes(shape.data(), shape.size(), itemsize);
+    if (!nbytes || itemsize == 0) fail(Code::invalid, "fortran_to_c_order: invalid shape {} or itemsize {}", shape_repr(shape), itemsize);
+    if (*nbytes == 0) return;
+    const auto* s = static_cast<const unsigned char*>(src);
+    auto* d = static_cast<unsigned char*>(dst);
+    const size_t count = *nbytes / itemsize;
+    switch (itemsize) {
+        case 1: return gather_c_order<1>(s, d, shape, itemsize, count);
+        case 2: return gather_c_order<2>(s, d, shape, itemsize, count);
+        case 4: return gather_c_order<4>(s, d, shape, itemsize, count);
+        case 8: return gather_c_order<8>(s, d, shape, itemsize, count);
+        case 16: return gather_c_order<16>(s, d, shape, itemsize, count);
+        default: return gather_c_order<0>(s, d, shape, itemsize, count);
+    }
+}
+
+}  // namespace ckpt

@@ -1,0 +1,75 @@
+// Reading .npz files as numpy and objax write them, treating every byte as untrusted. Opening reads the zip
+// central directory (through libzip, which trusts it over local headers, so streamed members with data
+// descriptors and zip64 extras read fine) and every member's npy header; array data is read on demand,
+// straight into the destination, with its CRC-32 verified.
+#pragma once
+
+#include "array.hpp"
+#include "npy.hpp"
+#include "npz.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+typedef struct zip zip_t;
+
+namespace ckpt {
+
+struct NpzReadOptions {
+    Layout layout = Layout::automatic;
+    size_t max_header_bytes = kDefaultMaxHeaderBytes;
+    Progress progress;
+};
+
+class NpzReader {
+public:
+    struct Entry {
+        std::string name;     // variable name: member name without ".npy", or the objax name
+        std::string member;   // zip member name, for messages
+        uint64_t index = 0;   // zip index
+        uint64_t size = 0;    // member bytes (npy header + data)
+        NpyHeader header;
+    };
+
+    // Throws Error: not_found (no file), io, format (not a zip, malformed member), unsupported, no_memory.
+    static NpzReader open_file(const std::string& path, NpzReadOptions options);
+    // `bytes` must stay valid for the reader's life. `label` names the data in messages.
+    static NpzReader open_memory(const void* bytes, size_t size, NpzReadOptions options,
+                                 std::string label = "<memory>");
+
+    NpzReader(NpzReader&&) noexcept;
+    NpzReader& operator=(NpzReader&&) noexcept;
+    ~NpzReader();
+
+    const std::string& label() const { return label_; }
+    Layout layout() const { return layout_; }
+    size_t size() const { return entries_.size(); }
+    const Entry& entry(size_t i) const { return entries_[i]; }
+    Progress& progress() { return options_.progress; }
+
+    // Reads entry i's data into dst (entry(i).header.nbytes bytes), in native byte order and C order,
+    // verifying the CRC-32. Throws Error(format) for corrupt data, Error(io).
+    void read_into(size_t i, void* dst);
+    // Reads entry i into a new owned array.
+    Array read(size_t i);
+
+private:
+    NpzReader(zip_t* za, std::string label, NpzReadOptions options, uint64_t file_size);
+    void scan(uint64_t file_size);
+    void read_header(Entry& e, const std::string& here);
+    void detect_layout();
+    std::string where(const Entry& e) const;
+
+    struct ZipCloser {
+        void operator()(zip_t* za) const;
+    };
+    std::unique_ptr<zip_t, ZipCloser> zip_;
+    std::string label_;
+    NpzReadOptions options_;
+    Layout layout_ = Layout::plain;
+    std::vector<Entry> entries_;
+};
+
+}  // namespace ckpt

@@ -1,0 +1,73 @@
+#include "npz_restore.hpp"
+
+#include "error.hpp"
+
+#include <fmt/ranges.h>
+
+#include <unordered_map>
+#include <vector>
+
+namespace ckpt {
+
+namespace {
+std::string describe(DType dtype, size_t itemsize, const std::vector<int64_t>& shape) {
+    const std::string type = is_string_dtype(dtype) ? fmt::format("{}{}", dtype_name(dtype), itemsize)
+                                                    : std::string(dtype_name(dtype));
+    return fmt::format("{} ({})", type, fmt::join(shape, ", "));
+}
+
+std::string quoted_list(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
+    return out;
+}
+}  // namespace
+
+void restore_npz(NpzReader& reader, const VarCollection& vars, const Renamer& rename) {
+    std::unordered_map<std::string, size_t> on_disk;  // name after renaming -> entry
+    std::vector<std::string> renamed(reader.size());
+    for (size_t i = 0; i < reader.size(); ++i) {
+        renamed[i] = rename ? rename(reader.entry(i).name) : reader.entry(i).name;
+        auto [it, fresh] = on_disk.emplace(renamed[i], i);
+        if (!fresh)
+            fail(Code::invalid, "{}: the renamer maps both '{}' and '{}' to '{}'", reader.label(),
+                 reader.entry(it->second).name, reader.entry(i).name, renamed[i]);
+    }
+
+    std::vector<size_t> source(vars.size());
+    std::vector<bool> used(reader.size(), false);
+    std::vector<std::string> missing, differ;
+    uint64_t total = 0;
+    for (size_t v = 0; v < vars.size(); ++v) {
+        auto it = on_disk.find(vars.name(v));
+        if (it == on_disk.end()) {
+            missing.push_back(vars.name(v));
+            continue;
+        }
+        const Array& a = vars.array(v);
+        const NpyHeader& h = reader.entry(it->second).header;
+        used[it->second] = true;
+        source[v] = it->second;
+        if (a.dtype() != h.dtype || a.itemsize() != h.itemsize || a.shape() != h.shape) {
+            differ.push_back(fmt::format("'{}' is {} in the collection but {} in the file", vars.name(v),
+                                         describe(a.dtype(), a.itemsize(), a.shape()),
+                                         describe(h.dtype, h.itemsize, h.shape)));
+        }
+        total += a.nbytes();
+    }
+    if (!missing.empty() || !differ.empty()) {
+        std::vector<std::string> unused;
+        for (size_t i = 0; i < reader.size(); ++i)
+            if (!used[i]) unused.push_back(renamed[i]);
+        std::string msg = fmt::format("{}: cannot restore", reader.label());
+        if (!missing.empty()) msg += fmt::format("; missing from the file: {}", quoted_list(missing));
+        if (!differ.empty()) msg += fmt::format("; dtype or shape differ: {}", fmt::join(differ, "; "));
+        if (!unused.empty()) msg += fmt::format("; unused names in the file: {}", quoted_list(unused));
+        throw Error(Code::mismatch, msg);
+    }
+
+    reader.progress().start(total);
+    for (size_t v = 0; v < vars.size(); ++v) reader.read_into(source[v], vars.array(v).data());
+}
+
+}  // namespace ckpt

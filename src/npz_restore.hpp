@@ -1,0 +1,22 @@
+// Restoring an existing collection in place from a file, with objax's load_var_collection semantics: every
+// variable must be found (after renaming the names on disk) with the same dtype and shape; arrays on disk that
+// no variable asks for are ignored.
+#pragma once
+
+#include "npz_reader.hpp"
+#include "var_collection.hpp"
+
+#include <functional>
+#include <string>
+
+namespace ckpt {
+
+// Maps a name on disk to the name it is matched under; may throw Error to abort the restore.
+using Renamer = std::function<std::string(const std::string& name_on_disk)>;
+
+// Checks every variable against the file before writing any data, so Error(mismatch) — whose message lists
+// every missing or differing variable and every unused name on disk — leaves `vars` unchanged. Then reads each
+// variable's data straight into its buffer. Throws the reader's errors too.
+void restore_npz(NpzReader& reader, const VarCollection& vars, const Renamer& rename);
+
+}  // namespace ckpt

@@ -1,0 +1,24 @@
+#include "var_collection.hpp"
+
+#include "error.hpp"
+#include "utf8.hpp"
+
+namespace ckpt {
+
+void VarCollection::add(std::string name, Array array) {
+    if (name.empty()) fail(Code::invalid, "variable name is empty");
+    if (name.find('\0') != std::string::npos) fail(Code::invalid, "variable name contains NUL");
+    if (!valid_utf8(name)) fail(Code::invalid, "variable name is not valid UTF-8");
+    if (index_.count(name)) fail(Code::exists, "variable '{}' is already in the collection", name);
+    entries_.reserve(entries_.size() + 1);  // so a failed insert below cannot leave the two out of step
+    index_.emplace(name, entries_.size());
+    entries_.emplace_back(std::move(name), std::move(array));
+}
+
+std::optional<size_t> VarCollection::find(std::string_view name) const {
+    auto it = index_.find(std::string(name));
+    if (it == index_.end()) return std::nullopt;
+    return it->second;
+}
+
+}  // namespace ckpt
