@@ -20,6 +20,9 @@ namespace {
 // MS-DOS date of 1980-01-01, the earliest a zip can hold and what Python's zipfile (so numpy) writes.
 constexpr zip_uint16_t kDosDate1980 = (0 << 9) | (1 << 5) | 1;
 
+// Unix mode of the members: a regular file, rw-r--r--.
+constexpr zip_uint32_t kRegularFile0644 = 0100644u << 16;
+
 // The 22-byte end-of-central-directory record of an archive with no members. libzip writes no file at all
 // for zero entries, but numpy writes (and reads) exactly this.
 constexpr unsigned char kEmptyZip[22] = {'P', 'K', 5, 6};
@@ -284,7 +287,8 @@ void save_npz(const std::string& path, const VarCollection& vars, NpzWriteOption
         }
         const auto i = static_cast<zip_uint64_t>(idx);
         if (zip_set_file_compression(za, i, method, static_cast<zip_uint32_t>(options.level)) != 0 ||
-            zip_file_set_dostime(za, i, 0, kDosDate1980, 0) != 0)
+            zip_file_set_dostime(za, i, 0, kDosDate1980, 0) != 0 ||
+            zip_file_set_external_attributes(za, i, 0, ZIP_OPSYS_UNIX, kRegularFile0644) != 0)
             fail_zip(path, fmt::format("cannot set up member '{}'", m.name).c_str(), zip_get_error(za));
     }
 
