@@ -5,8 +5,11 @@
 #include "ckpt/ckpt.h"
 #include "error.hpp"
 #include "npz_reader.hpp"
+#include "npz_writer.hpp"
+#include "storage.hpp"
 #include "var_collection.hpp"
 
+#include <memory>
 #include <new>
 #include <string>
 #include <type_traits>
@@ -16,7 +19,12 @@ struct ckpt_vars {
 };
 
 struct ckpt_npz {
+    std::shared_ptr<ckpt::Storage> storage;  // kept alive as long as the file read through it
     ckpt::NpzReader reader;
+};
+
+struct ckpt_storage {
+    std::shared_ptr<ckpt::Storage> storage;
 };
 
 namespace ckpt::capi {
@@ -46,6 +54,15 @@ int guard(Body&& body) noexcept {
         return CKPT_ERROR;
     }
 }
+
+// The storage an option names: the caller's, or the local filesystem for NULL.
+std::shared_ptr<Storage> storage_of(const ckpt_storage* s);
+
+// The caller's ckpt_npz_options (NULL = defaults), checked; fields beyond opts->version are defaults.
+ckpt_npz_options checked_npz_options(const ckpt_npz_options* opts, const char* function);
+
+// The core's write options from checked C options.
+NpzWriteOptions write_options(const ckpt_npz_options& o);
 
 // Throws Error(invalid) naming the argument when p is NULL.
 inline void require(const void* p, const char* function, const char* argument) {

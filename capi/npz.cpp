@@ -1,7 +1,9 @@
 #include "guard.hpp"
+#include "memory_storage.hpp"
 #include "npz_restore.hpp"
 #include "npz_writer.hpp"
 
+#include <cstddef>
 #include <cstring>
 #include <memory>
 
@@ -12,21 +14,9 @@ using ckpt::capi::require;
 
 namespace {
 
-// The caller's options (NULL = defaults), checked. Fields are read according to opts->version, so a program
-// built against an older header keeps working.
-ckpt_npz_options checked(const ckpt_npz_options* opts, const char* function) {
-    ckpt_npz_options o;
-    ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION);
-    if (opts == nullptr) return o;
-    if (opts->version < 1 || opts->version > CKPT_NPZ_OPTIONS_VERSION)
-        ckpt::fail(Code::invalid, "{}: ckpt_npz_options version {} is not supported (1..{})", function, opts->version,
-                   CKPT_NPZ_OPTIONS_VERSION);
-    o = *opts;
-    if (o.layout > CKPT_LAYOUT_OBJAX) ckpt::fail(Code::invalid, "{}: unknown layout {}", function, o.layout);
-    if (o.compression > CKPT_DEFLATE) ckpt::fail(Code::invalid, "{}: unknown compression {}", function, o.compression);
-    if (o.level < 0 || o.level > 9) ckpt::fail(Code::invalid, "{}: deflate level {} is not in 0..9", function, o.level);
-    if (o.max_header_bytes > SIZE_MAX) ckpt::fail(Code::invalid, "{}: max_header_bytes is too large", function);
-    return o;
+// Bytes of each version of ckpt_npz_options: a caller built against an older header passes a shorter struct.
+size_t npz_options_size(uint32_t version) {
+    return version == 1 ? offsetof(ckpt_npz_options, storage) : sizeof(ckpt_npz_options);
 }
 
 ckpt::NpzReadOptions read_options(const ckpt_npz_options& o) {
@@ -69,6 +59,39 @@ const ckpt::NpzReader::Entry* at(const ckpt_npz* npz, size_t i) {
 
 }  // namespace
 
+namespace ckpt::capi {
+
+ckpt_npz_options checked_npz_options(const ckpt_npz_options* opts, const char* function) {
+    ckpt_npz_options o;
+    ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION);
+    if (opts == nullptr) return o;
+    if (opts->version < 1 || opts->version > CKPT_NPZ_OPTIONS_VERSION)
+        ckpt::fail(Code::invalid, "{}: ckpt_npz_options version {} is not supported (1..{})", function, opts->version,
+                   CKPT_NPZ_OPTIONS_VERSION);
+    std::memcpy(&o, opts, npz_options_size(opts->version));
+    o.version = CKPT_NPZ_OPTIONS_VERSION;
+    if (o.layout > CKPT_LAYOUT_OBJAX) ckpt::fail(Code::invalid, "{}: unknown layout {}", function, o.layout);
+    if (o.compression > CKPT_DEFLATE) ckpt::fail(Code::invalid, "{}: unknown compression {}", function, o.compression);
+    if (o.level < 0 || o.level > 9) ckpt::fail(Code::invalid, "{}: deflate level {} is not in 0..9", function, o.level);
+    if (o.max_header_bytes > SIZE_MAX) ckpt::fail(Code::invalid, "{}: max_header_bytes is too large", function);
+    return o;
+}
+
+ckpt::NpzWriteOptions write_options(const ckpt_npz_options& o) {
+    ckpt::NpzWriteOptions w;
+    w.layout = static_cast<Layout>(o.layout);
+    w.deflate = o.compression == CKPT_DEFLATE;
+    w.level = o.level;
+    w.progress.fn = o.progress;
+    w.progress.payload = o.progress_payload;
+    return w;
+}
+
+}  // namespace ckpt::capi
+
+using ckpt::capi::checked_npz_options;
+using ckpt::capi::storage_of;
+
 extern "C" {
 
 CKPT_API int ckpt_npz_options_init(ckpt_npz_options* opts, uint32_t version) {
@@ -77,7 +100,7 @@ CKPT_API int ckpt_npz_options_init(ckpt_npz_options* opts, uint32_t version) {
         if (version < 1 || version > CKPT_NPZ_OPTIONS_VERSION)
             ckpt::fail(Code::invalid, "ckpt_npz_options_init: version {} is not supported (1..{})", version,
                        CKPT_NPZ_OPTIONS_VERSION);
-        std::memset(opts, 0, sizeof *opts);
+        std::memset(opts, 0, npz_options_size(version));
         opts->version = version;
         opts->layout = CKPT_LAYOUT_AUTO;
         opts->compression = CKPT_STORE;
@@ -88,14 +111,8 @@ CKPT_API int ckpt_npz_save(const char* path, const ckpt_vars* vars, const ckpt_n
     return guard([&] {
         require(path, "ckpt_npz_save", "path");
         require(vars, "ckpt_npz_save", "vars");
-        const ckpt_npz_options o = checked(opts, "ckpt_npz_save");
-        ckpt::NpzWriteOptions w;
-        w.layout = static_cast<Layout>(o.layout);
-        w.deflate = o.compression == CKPT_DEFLATE;
-        w.level = o.level;
-        w.progress.fn = o.progress;
-        w.progress.payload = o.progress_payload;
-        ckpt::save_npz(path, vars->vc, w);
+        const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_save");
+        ckpt::save_npz(*storage_of(o.storage), path, vars->vc, ckpt::capi::write_options(o));
     });
 }
 
@@ -104,7 +121,8 @@ CKPT_API int ckpt_npz_read(ckpt_vars** out, const char* path, const ckpt_npz_opt
     return guard([&] {
         require(out, "ckpt_npz_read", "out");
         require(path, "ckpt_npz_read", "path");
-        auto reader = ckpt::NpzReader::open_file(path, read_options(checked(opts, "ckpt_npz_read")));
+        const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_read");
+        auto reader = ckpt::NpzReader::open(*storage_of(o.storage), path, read_options(o));
         *out = read_all(reader);
     });
 }
@@ -114,7 +132,8 @@ CKPT_API int ckpt_npz_read_memory(ckpt_vars** out, const void* bytes, size_t siz
     return guard([&] {
         require(out, "ckpt_npz_read_memory", "out");
         if (size > 0) require(bytes, "ckpt_npz_read_memory", "bytes");
-        auto reader = ckpt::NpzReader::open_memory(bytes, size, read_options(checked(opts, "ckpt_npz_read_memory")));
+        const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_read_memory");
+        ckpt::NpzReader reader(std::make_unique<ckpt::BytesInput>(bytes, size), "<memory>", read_options(o));
         *out = read_all(reader);
     });
 }
@@ -123,8 +142,8 @@ CKPT_API int ckpt_npz_restore(const char* path, ckpt_vars* vars, const ckpt_npz_
     return guard([&] {
         require(path, "ckpt_npz_restore", "path");
         require(vars, "ckpt_npz_restore", "vars");
-        const ckpt_npz_options o = checked(opts, "ckpt_npz_restore");
-        auto reader = ckpt::NpzReader::open_file(path, read_options(o));
+        const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_restore");
+        auto reader = ckpt::NpzReader::open(*storage_of(o.storage), path, read_options(o));
         ckpt::restore_npz(reader, vars->vc, renamer(o));
     });
 }
@@ -134,8 +153,10 @@ CKPT_API int ckpt_npz_open(ckpt_npz** out, const char* path, const ckpt_npz_opti
     return guard([&] {
         require(out, "ckpt_npz_open", "out");
         require(path, "ckpt_npz_open", "path");
-        auto reader = ckpt::NpzReader::open_file(path, read_options(checked(opts, "ckpt_npz_open")));
-        *out = new ckpt_npz{std::move(reader)};
+        const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_open");
+        std::shared_ptr<ckpt::Storage> storage = storage_of(o.storage);
+        auto reader = ckpt::NpzReader::open(*storage, path, read_options(o));
+        *out = new ckpt_npz{std::move(storage), std::move(reader)};
     });
 }
 

@@ -1,6 +1,7 @@
 #include "error.hpp"
 
 #include <cstring>
+#include <string_view>
 
 namespace ckpt {
 
@@ -13,6 +14,11 @@ void fail_errno(int err, const std::string& what) {
 
 void rethrow_with_context(const Error& e, const std::string& prefix) {
     throw Error(e.code(), fmt::format("{}: {}", prefix, e.what()));
+}
+
+void rethrow_naming(const Error& e, const std::string& path) {
+    if (std::string_view(e.what()).find(path) != std::string_view::npos) throw e;
+    rethrow_with_context(e, path);
 }
 
 }  // namespace ckpt

@@ -45,5 +45,7 @@ template <typename... Args>
 // Rethrows `e` with "<prefix>: " in front of its message, keeping its code: how a lower layer's message gains
 // the file and member it concerns.
 [[noreturn]] void rethrow_with_context(const Error& e, const std::string& prefix);
+// As rethrow_with_context, unless the message already names `path` (storage messages do).
+[[noreturn]] void rethrow_naming(const Error& e, const std::string& path);
 
 }  // namespace ckpt

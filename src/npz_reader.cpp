@@ -3,13 +3,11 @@
 #include "error.hpp"
 #include "utf8.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zip.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <exception>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -58,13 +56,84 @@ bool is_canonical_index(const std::string& s, uint64_t limit, uint64_t& value) {
     return value < limit;
 }
 
+}  // namespace
+
+// libzip reads the archive through this source, which reads the InputFile: so every storage — and memory —
+// is read the same way, with libzip's reads going straight to pread-style calls of the caller's size.
+class NpzReader::InputSource {
+public:
+    explicit InputSource(InputFile& file) : file_(file) { zip_error_init(&zerr_); }
+    ~InputSource() { zip_error_fini(&zerr_); }
+
+    static zip_int64_t callback(void* self, void* data, zip_uint64_t len, zip_source_cmd_t cmd) {
+        return static_cast<InputSource*>(self)->handle(data, len, cmd);
+    }
+
+    // The storage's own error behind a libzip read error, with its path and OS reason.
+    std::exception_ptr error;
+
+private:
+    zip_int64_t handle(void* data, zip_uint64_t len, zip_source_cmd_t cmd) {
+        try {
+            switch (cmd) {
+                case ZIP_SOURCE_SUPPORTS:
+                    return ZIP_SOURCE_SUPPORTS_SEEKABLE;
+                case ZIP_SOURCE_OPEN:
+                    pos_ = 0;
+                    return 0;
+                case ZIP_SOURCE_READ: {
+                    const size_t got = file_.read_at(pos_, data, static_cast<size_t>(len));
+                    pos_ += got;
+                    return static_cast<zip_int64_t>(got);
+                }
+                case ZIP_SOURCE_CLOSE:
+                case ZIP_SOURCE_FREE:  // owned by the NpzReader
+                    return 0;
+                case ZIP_SOURCE_STAT: {
+                    auto* st = ZIP_SOURCE_GET_ARGS(zip_stat_t, data, len, &zerr_);
+                    if (st == nullptr) return -1;
+                    zip_stat_init(st);
+                    st->size = file_.size();
+                    st->valid |= ZIP_STAT_SIZE;
+                    return sizeof(zip_stat_t);
+                }
+                case ZIP_SOURCE_SEEK: {
+                    const zip_int64_t to = zip_source_seek_compute_offset(pos_, file_.size(), data, len, &zerr_);
+                    if (to < 0) return -1;
+                    pos_ = static_cast<uint64_t>(to);
+                    return 0;
+                }
+                case ZIP_SOURCE_TELL:
+                    return static_cast<zip_int64_t>(pos_);
+                case ZIP_SOURCE_ERROR:
+                    return zip_error_to_data(&zerr_, data, len);
+                default:
+                    zip_error_set(&zerr_, ZIP_ER_OPNOTSUPP, 0);
+                    return -1;
+            }
+        } catch (...) {
+            // libzip is C: no exception may unwind through it. The error is rethrown once libzip returns.
+            if (!error) error = std::current_exception();
+            zip_error_set(&zerr_, ZIP_ER_READ, EIO);
+            return -1;
+        }
+    }
+
+    InputFile& file_;
+    uint64_t pos_ = 0;
+    zip_error_t zerr_;
+};
+
+namespace {
+
 // One member opened for reading. libzip checks the CRC only when a read reaches the end of the member, so
 // every read of data ends with expect_end().
 class MemberFile {
 public:
-    MemberFile(zip_t* za, uint64_t index, const std::string& where) : where_(where) {
+    MemberFile(zip_t* za, uint64_t index, const std::string& where, const std::exception_ptr& storage_error)
+        : where_(where), storage_error_(storage_error) {
         zf_ = zip_fopen_index(za, index, 0);
-        if (zf_ == nullptr) fail_zip(where_, zip_get_error(za));
+        if (zf_ == nullptr) fail(zip_get_error(za));
     }
     ~MemberFile() { zip_fclose(zf_); }
     MemberFile(const MemberFile&) = delete;
@@ -76,7 +145,7 @@ public:
         size_t done = 0;
         while (done < n) {
             const zip_int64_t got = zip_fread(zf_, p + done, std::min(n - done, kReadChunk));
-            if (got < 0) fail_zip(where_, zip_file_get_error(zf_));
+            if (got < 0) fail(zip_file_get_error(zf_));
             if (got == 0) break;
             done += static_cast<size_t>(got);
         }
@@ -85,7 +154,7 @@ public:
 
     void read_exact(void* dst, size_t n) {
         const size_t got = read_some(dst, n);
-        if (got != n) fail(Code::format, "{}: data ends after {} of {} bytes", where_, got, n);
+        if (got != n) ckpt::fail(Code::format, "{}: data ends after {} of {} bytes", where_, got, n);
     }
 
     void skip(size_t n) {
@@ -100,11 +169,17 @@ public:
     // Reads past the last byte: libzip reports a CRC mismatch only here.
     void expect_end() {
         char extra;
-        if (read_some(&extra, 1) != 0) fail(Code::format, "{}: data is longer than its zip entry says", where_);
+        if (read_some(&extra, 1) != 0) ckpt::fail(Code::format, "{}: data is longer than its zip entry says", where_);
     }
 
 private:
+    [[noreturn]] void fail(zip_error_t* err) {
+        if (zip_error_code_zip(err) == ZIP_ER_READ && storage_error_) std::rethrow_exception(storage_error_);
+        fail_zip(where_, err);
+    }
+
     std::string where_;
+    const std::exception_ptr& storage_error_;
     zip_file_t* zf_ = nullptr;
 };
 
@@ -112,9 +187,27 @@ private:
 
 void NpzReader::ZipCloser::operator()(zip_t* za) const { zip_discard(za); }
 
-NpzReader::NpzReader(zip_t* za, std::string label, NpzReadOptions options, uint64_t file_size)
-    : zip_(za), label_(std::move(label)), options_(options) {
-    scan(file_size);
+NpzReader::NpzReader(std::unique_ptr<InputFile> file, std::string label, NpzReadOptions options)
+    : file_(std::move(file)), label_(std::move(label)), options_(options) {
+    const uint64_t size = file_->size();
+    if (size == 0) fail(Code::format, "{}: empty file, not a zip archive", label_);
+    zip_error_t err;
+    zip_error_init(&err);
+    source_ = std::make_unique<InputSource>(*file_);
+    zip_source_t* src = zip_source_function_create(&InputSource::callback, source_.get(), &err);
+    if (src == nullptr) fail_zip(label_, &err);
+    zip_t* za = zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &err);
+    if (za == nullptr) {
+        zip_source_free(src);
+        if (source_->error) std::rethrow_exception(source_->error);
+        const Code code = code_of(zip_error_code_zip(&err));
+        const std::string text = zip_error_strerror(&err);
+        zip_error_fini(&err);
+        throw Error(code, fmt::format("{}: not a valid npz (zip) file: {}", label_, text));
+    }
+    zip_error_fini(&err);
+    zip_.reset(za);
+    scan(size);
     detect_layout();
 }
 
@@ -122,61 +215,12 @@ NpzReader::NpzReader(NpzReader&&) noexcept = default;
 NpzReader& NpzReader::operator=(NpzReader&&) noexcept = default;
 NpzReader::~NpzReader() = default;
 
-NpzReader NpzReader::open_file(const std::string& path, NpzReadOptions options) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        const int err = errno;
-        if (err == ENOENT) fail(Code::not_found, "{}: no such file", path);
-        fail_errno(err, fmt::format("{}: cannot open", path));
-    }
-    struct stat st;
-    if (::fstat(fd, &st) != 0) {
-        const int err = errno;
-        ::close(fd);
-        fail_errno(err, fmt::format("{}: cannot stat", path));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
-        fail(Code::invalid, "{}: not a regular file", path);
-    }
-    if (st.st_size == 0) {
-        ::close(fd);
-        fail(Code::format, "{}: empty file, not a zip archive", path);
-    }
-    int zerr = 0;
-    zip_t* za = zip_fdopen(fd, ZIP_CHECKCONS, &zerr);  // owns fd from here on success
-    if (za == nullptr) {
-        ::close(fd);
-        zip_error_t err;
-        zip_error_init_with_code(&err, zerr);
-        const Code code = code_of(zerr);
-        const std::string text = zip_error_strerror(&err);
-        zip_error_fini(&err);
-        throw Error(code, fmt::format("{}: not a valid npz (zip) file: {}", path, text));
-    }
-    return NpzReader(za, path, options, static_cast<uint64_t>(st.st_size));
-}
-
-NpzReader NpzReader::open_memory(const void* bytes, size_t size, NpzReadOptions options, std::string label) {
-    if (size == 0) fail(Code::format, "{}: empty, not a zip archive", label);
-    zip_error_t err;
-    zip_error_init(&err);
-    zip_source_t* src = zip_source_buffer_create(bytes, size, 0, &err);
-    if (src == nullptr) fail_zip(label, &err);
-    zip_t* za = zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &err);
-    if (za == nullptr) {
-        zip_source_free(src);
-        const Code code = code_of(zip_error_code_zip(&err));
-        const std::string text = zip_error_strerror(&err);
-        zip_error_fini(&err);
-        throw Error(code, fmt::format("{}: not a valid npz (zip) file: {}", label, text));
-    }
-    zip_error_fini(&err);
-    return NpzReader(za, std::move(label), options, size);
+NpzReader NpzReader::open(Storage& storage, const std::string& path, NpzReadOptions options) {
+    return NpzReader(storage.open_read(path), path, options);
 }
 
 void NpzReader::read_header(Entry& e, const std::string& here) {
-    MemberFile f(zip_.get(), e.index, here);
+    MemberFile f(zip_.get(), e.index, here, source_->error);
     char preamble[kNpyPreambleMax];
     const size_t got = f.read_some(preamble, std::min<uint64_t>(sizeof preamble, e.size));
     try {
@@ -308,7 +352,7 @@ void NpzReader::read_into(size_t i, void* dst) {
     const Entry& e = entries_.at(i);
     const NpyHeader& h = e.header;
     const std::string here = where(e);
-    MemberFile f(zip_.get(), e.index, here);
+    MemberFile f(zip_.get(), e.index, here, source_->error);
     f.skip(h.data_offset);
     if (h.fortran_order && h.shape.size() > 1 && h.nbytes > 0) {
         Array scratch = Array::allocate(h.dtype, h.itemsize, h.shape, false);

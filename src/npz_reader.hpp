@@ -7,6 +7,7 @@
 #include "array.hpp"
 #include "npy.hpp"
 #include "npz.hpp"
+#include "storage.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -33,11 +34,11 @@ public:
         NpyHeader header;
     };
 
-    // Throws Error: not_found (no file), io, format (not a zip, malformed member), unsupported, no_memory.
-    static NpzReader open_file(const std::string& path, NpzReadOptions options);
-    // `bytes` must stay valid for the reader's life. `label` names the data in messages.
-    static NpzReader open_memory(const void* bytes, size_t size, NpzReadOptions options,
-                                 std::string label = "<memory>");
+    // Reads `file`, named `label` in messages (a path, or "<memory>"). Throws Error: io, format (not a zip,
+    // malformed member), unsupported, no_memory.
+    NpzReader(std::unique_ptr<InputFile> file, std::string label, NpzReadOptions options);
+    // Opens `path` in `storage`; adds not_found (no file) and invalid (not a regular file) to the errors above.
+    static NpzReader open(Storage& storage, const std::string& path, NpzReadOptions options);
 
     NpzReader(NpzReader&&) noexcept;
     NpzReader& operator=(NpzReader&&) noexcept;
@@ -56,7 +57,6 @@ public:
     Array read(size_t i);
 
 private:
-    NpzReader(zip_t* za, std::string label, NpzReadOptions options, uint64_t file_size);
     void scan(uint64_t file_size);
     void read_header(Entry& e, const std::string& here);
     void detect_layout();
@@ -65,7 +65,10 @@ private:
     struct ZipCloser {
         void operator()(zip_t* za) const;
     };
-    std::unique_ptr<zip_t, ZipCloser> zip_;
+    class InputSource;
+    std::unique_ptr<InputFile> file_;
+    std::unique_ptr<InputSource> source_;
+    std::unique_ptr<zip_t, ZipCloser> zip_;  // declared last: closed first, while the source still exists
     std::string label_;
     NpzReadOptions options_;
     Layout layout_ = Layout::plain;

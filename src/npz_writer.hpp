@@ -3,6 +3,7 @@
 #pragma once
 
 #include "npz.hpp"
+#include "storage.hpp"
 #include "var_collection.hpp"
 
 #include <string>
@@ -16,8 +17,11 @@ struct NpzWriteOptions {
     Progress progress;
 };
 
-// Writes `vars` to `path` atomically and durably (see AtomicFile). Throws Error: invalid (bad options),
+// Writes the whole archive for `vars` into `out`. Throws Error: invalid (bad options), io, no_memory.
+void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions options);
+
+// Saves `vars` to `path` atomically and durably through `storage` (see write_atomically). Throws Error: invalid,
 // not_found (no such directory), io, no_memory.
-void save_npz(const std::string& path, const VarCollection& vars, NpzWriteOptions options);
+void save_npz(Storage& storage, const std::string& path, const VarCollection& vars, const NpzWriteOptions& options);
 
 }  // namespace ckpt

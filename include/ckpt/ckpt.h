@@ -149,12 +149,15 @@ CKPT_API void *ckpt_vars_data(const ckpt_vars *vars, size_t i);
 
 /* Renamer, applied by restores to each variable name found on disk before it is matched against the
  * collection (objax's `renamer`). Write the new name (UTF-8, no NUL needed) into buf and return its length;
- * return 0 to keep the name; return a negative CKPT_* code to abort the restore with that code. A length larger
- * than buf_size is an error (CKPT_EBUFS). */
+ * return 0 to keep the name; return a negative CKPT_* code to abort the restore with that code. If the new name
+ * does not fit, return the length it needs (> buf_size): the renamer is called once more with a buffer that
+ * large; needing more again aborts with CKPT_EBUFS. */
 typedef int (*ckpt_rename_fn)(const char *name_on_disk, char *buf, size_t buf_size, void *payload);
 /* Progress of a save or read: bytes of array data done so far out of the total. Called from the thread doing
  * the work. */
 typedef void (*ckpt_progress_fn)(uint64_t done_bytes, uint64_t total_bytes, void *payload);
+
+typedef struct ckpt_storage ckpt_storage; /* see "storage" below */
 
 typedef struct ckpt_npz_options {
     uint32_t version;          /* CKPT_NPZ_OPTIONS_VERSION */
@@ -166,12 +169,14 @@ typedef struct ckpt_npz_options {
     uint64_t max_header_bytes; /* npy header limit per member; 0 = 10000 (numpy's own limit) */
     ckpt_progress_fn progress; /* NULL: no progress reports */
     void *progress_payload;
+    /* version 2 */
+    ckpt_storage *storage;     /* where files are read and written; NULL = the local filesystem (POSIX) */
 } ckpt_npz_options;
-#define CKPT_NPZ_OPTIONS_VERSION 1
+#define CKPT_NPZ_OPTIONS_VERSION 2
 #define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION}
 
-/* Fills *opts with the defaults of struct version `version` (pass CKPT_NPZ_OPTIONS_VERSION).
- * Returns CKPT_OK, CKPT_EINVAL (NULL opts, or a version this library does not know). */
+/* Fills *opts with the defaults of struct version `version` (pass CKPT_NPZ_OPTIONS_VERSION), writing only the
+ * fields that version has. Returns CKPT_OK, CKPT_EINVAL (NULL opts, or a version this library does not know). */
 CKPT_API int ckpt_npz_options_init(ckpt_npz_options *opts, uint32_t version);
 
 /* Saves `vars` to `path` as an .npz that numpy.load reads, atomically and durably: the bytes go to a temporary
@@ -223,6 +228,122 @@ CKPT_API size_t ckpt_npz_nbytes(const ckpt_npz *npz, size_t i);
  * Returns CKPT_OK; CKPT_EINVAL (NULL npz, NULL dst with a non-empty array); CKPT_ENOTFOUND (i out of range);
  * CKPT_EBUFS (dst_size too small); CKPT_EFORMAT (corrupt data, CRC mismatch); CKPT_EIO; CKPT_ENOMEM. */
 CKPT_API int ckpt_npz_read_into(ckpt_npz *npz, size_t i, void *dst, size_t dst_size);
+
+/* -------------------------------------------------------------------------------------------------- storage */
+/* Where checkpoints live: the local filesystem by default, or any medium a program plugs in through a table of
+ * callbacks (an object store, HDFS, memory). ckpt writes files front to back (never seeking), as a temporary file
+ * that it then renames over the target, and reads them at arbitrary offsets.
+ *
+ * Every callback receives `payload` first and returns CKPT_OK or a negative CKPT_* code: CKPT_ENOTFOUND for a
+ * missing file or directory, CKPT_EEXIST from `create` when the path exists, CKPT_EIO for failures of the medium.
+ * Callbacks may run on a writer's background thread, concurrently with calls from other threads, so they must be
+ * thread-safe for different files. A failing callback makes the ckpt call fail with its code and a message naming
+ * the operation and path. */
+typedef int (*ckpt_list_entry_fn)(const char *name, void *ctx);
+typedef struct ckpt_storage_ops {
+    uint32_t version; /* CKPT_STORAGE_OPS_VERSION */
+    void *payload;
+    /* Creates dir and its missing parents; CKPT_OK if it exists. */
+    int (*make_dirs)(void *payload, const char *dir);
+    /* Creates a new empty file at path, failing with CKPT_EEXIST if anything is there; *file is the callback's
+     * handle for it, passed to write/sync/close. ckpt chooses the (temporary) paths. */
+    int (*create)(void *payload, const char *path, void **file);
+    /* Opens path for appending, creating it if missing (CKPT_APPEND saves only; may be NULL). */
+    int (*open_append)(void *payload, const char *path, void **file);
+    /* Appends size bytes. */
+    int (*write)(void *payload, void *file, const void *data, size_t size);
+    /* Makes the file's bytes durable. A failed sync is never retried: ckpt discards the file. */
+    int (*sync)(void *payload, void *file);
+    /* Releases the file; called exactly once per file, also after failures (the result is then ignored). */
+    int (*close)(void *payload, void *file);
+    /* Replaces `to` with `from` atomically. */
+    int (*rename)(void *payload, const char *from, const char *to);
+    /* Makes renames and creations in dir durable (may be NULL when the medium has no such notion). */
+    int (*sync_dir)(void *payload, const char *dir);
+    /* Removes a file. */
+    int (*remove)(void *payload, const char *path);
+    /* Calls entry(name, ctx) for each entry of dir (names, not paths); stops and returns entry's code if it
+     * returns non-zero. */
+    int (*list)(void *payload, const char *dir, ckpt_list_entry_fn entry, void *ctx);
+    /* Opens a file for reading and reports its size. */
+    int (*open_read)(void *payload, const char *path, void **file, uint64_t *size);
+    /* Reads up to size bytes at offset into dst; *got < size only at the end of the file. */
+    int (*read_at)(void *payload, void *file, uint64_t offset, void *dst, size_t size, size_t *got);
+    /* Releases a file opened by open_read. */
+    void (*close_read)(void *payload, void *file);
+    /* Called once when the storage is no longer used by anything (may be NULL). */
+    void (*destroy)(void *payload);
+} ckpt_storage_ops;
+#define CKPT_STORAGE_OPS_VERSION 1
+
+/* Makes a storage from a callback table (copied; `ops->payload` is kept). Every callback except open_append,
+ * sync_dir and destroy is required. Returns CKPT_OK, CKPT_EINVAL (NULL argument, unknown version, a required
+ * callback missing), CKPT_ENOMEM. */
+CKPT_API int ckpt_storage_new(ckpt_storage **out, const ckpt_storage_ops *ops);
+/* A storage held in this process's memory (thread-safe): for tests, and for programs that want checkpoint bytes
+ * without a filesystem. Directories must be made (make_dirs) before files go in them; "" and "." always exist.
+ * Returns CKPT_OK, CKPT_EINVAL, CKPT_ENOMEM. */
+CKPT_API int ckpt_storage_new_memory(ckpt_storage **out);
+/* Releases the caller's reference. Writers and managers that use the storage keep their own; the storage (and its
+ * destroy callback) goes when the last one is released. NULL is fine. */
+CKPT_API void ckpt_storage_free(ckpt_storage *storage);
+
+/* -------------------------------------------------------------------------------------------------- writers */
+/* pytorch-pfn-extras' writers: save bytes to a file atomically and durably, in the caller's thread or in the
+ * background. Errors of background saves are never lost: each is returned exactly once, by the next
+ * ckpt_writer_save*, ckpt_writer_wait or ckpt_writer_finalize call. */
+typedef struct ckpt_writer ckpt_writer;
+typedef struct ckpt_sink ckpt_sink; /* the file a save function writes into */
+
+#define CKPT_WRITER_SIMPLE 0u /* saves run in the caller's thread */
+#define CKPT_WRITER_THREAD 1u /* one background save at a time: a save first waits for the previous one */
+#define CKPT_WRITER_QUEUE 2u  /* one background thread behind a queue of queue_depth saves */
+
+#define CKPT_APPEND 1u  /* ckpt_writer_save: append to the file in place — not atomic (as pfn-extras' append) */
+#define CKPT_NO_COPY 2u /* ckpt_writer_save_vars: do not copy the arrays; the caller promises the collection and
+                           its data stay alive and unchanged until the save completes (ckpt_writer_wait) */
+
+typedef struct ckpt_writer_options {
+    uint32_t version;      /* CKPT_WRITER_OPTIONS_VERSION */
+    uint32_t kind;         /* CKPT_WRITER_*; default SIMPLE */
+    uint32_t queue_depth;  /* QUEUE: saves queued or running before a save blocks; 0 = 1 */
+    ckpt_storage *storage; /* NULL = the local filesystem; the writer keeps its own reference */
+    const char *out_dir;   /* directory for saves given out_dir NULL; copied; NULL = "." */
+} ckpt_writer_options;
+#define CKPT_WRITER_OPTIONS_VERSION 1
+#define CKPT_WRITER_OPTIONS_INIT {CKPT_WRITER_OPTIONS_VERSION}
+/* Fills *opts with the defaults of struct version `version`. Returns CKPT_OK, CKPT_EINVAL. */
+CKPT_API int ckpt_writer_options_init(ckpt_writer_options *opts, uint32_t version);
+
+/* Writes the file's bytes: called once per save, on the writer's thread for background kinds. Return CKPT_OK,
+ * or a negative CKPT_* code to fail the save (the target then keeps its previous content). */
+typedef int (*ckpt_save_fn)(ckpt_sink *sink, void *payload);
+
+/* Creates a writer (background kinds start their thread). Returns CKPT_OK, CKPT_EINVAL (bad options),
+ * CKPT_ENOMEM, CKPT_ERROR (no thread could be started). */
+CKPT_API int ckpt_writer_new(ckpt_writer **out, const ckpt_writer_options *opts);
+/* Saves what fn writes to <out_dir>/<filename> (out_dir NULL: the writer's). Atomic and durable unless flags has
+ * CKPT_APPEND. For background kinds fn runs later on the writer's thread: payload must stay valid until then
+ * (ckpt_writer_wait). Blocks while the writer's queue is full.
+ * Returns CKPT_OK (for background kinds: queued); the error of an earlier background save, in which case this save
+ * was not started; CKPT_EINVAL (NULL writer, filename or fn, unknown flags, writer finalized); for SIMPLE writers,
+ * the save's own errors: CKPT_ENOTFOUND (no such directory), CKPT_EIO, fn's code. */
+CKPT_API int ckpt_writer_save(ckpt_writer *w, const char *out_dir, const char *filename, ckpt_save_fn fn,
+                              void *payload, uint32_t flags);
+/* Saves a collection as .npz (ckpt_npz_save's format and options; npz->storage is ignored: the writer's storage
+ * is used). Background kinds copy every array before returning, so training may change them at once — unless
+ * flags has CKPT_NO_COPY. Returns the codes of ckpt_writer_save, plus CKPT_ENOMEM for the copy. */
+CKPT_API int ckpt_writer_save_vars(ckpt_writer *w, const char *out_dir, const char *filename, const ckpt_vars *vars,
+                                   const ckpt_npz_options *npz, uint32_t flags);
+/* Appends size bytes to the file being saved. Returns CKPT_OK, CKPT_EINVAL, CKPT_EIO (the storage failed). */
+CKPT_API int ckpt_sink_write(ckpt_sink *sink, const void *data, size_t size);
+/* Waits for every queued save; returns CKPT_OK or the first error not yet reported (CKPT_EINVAL for NULL). */
+CKPT_API int ckpt_writer_wait(ckpt_writer *w);
+/* Waits, then stops the background thread; later saves fail with CKPT_EINVAL. Idempotent: a second call returns
+ * CKPT_OK. Returns the first unreported error. Never hangs on a failed save. */
+CKPT_API int ckpt_writer_finalize(ckpt_writer *w);
+/* Finalizes (discarding unreported errors: call ckpt_writer_finalize first to see them) and frees. NULL is fine. */
+CKPT_API void ckpt_writer_free(ckpt_writer *w);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,166 @@
+// ckpt_storage: the C face of ckpt::Storage, and the adapter that turns a C callback table into one.
+#include "guard.hpp"
+#include "memory_storage.hpp"
+
+using ckpt::Code;
+using ckpt::capi::guard;
+using ckpt::capi::require;
+
+namespace {
+
+[[noreturn]] void fail_callback(int rc, const char* op, const std::string& path) {
+    const Code code = rc < 0 ? static_cast<Code>(rc) : Code::error;
+    ckpt::fail(code, "{}: storage callback '{}' failed: {} ({})", path, op, ckpt_strerror(static_cast<int>(code)), rc);
+}
+
+class CallbackOutput final : public ckpt::OutputFile {
+public:
+    CallbackOutput(const ckpt_storage_ops& ops, void* file, std::string path)
+        : ops_(ops), file_(file), path_(std::move(path)) {}
+    ~CallbackOutput() override {
+        if (file_ != nullptr) ops_.close(ops_.payload, file_);
+    }
+    void write(const void* data, size_t n) override {
+        if (int rc = ops_.write(ops_.payload, file_, data, n)) fail_callback(rc, "write", path_);
+    }
+    void sync() override {
+        if (int rc = ops_.sync(ops_.payload, file_)) fail_callback(rc, "sync", path_);
+    }
+    void close() override {
+        void* file = file_;
+        file_ = nullptr;
+        if (int rc = ops_.close(ops_.payload, file)) fail_callback(rc, "close", path_);
+    }
+
+private:
+    const ckpt_storage_ops& ops_;
+    void* file_;
+    std::string path_;
+};
+
+class CallbackInput final : public ckpt::InputFile {
+public:
+    CallbackInput(const ckpt_storage_ops& ops, void* file, uint64_t size, std::string path)
+        : ops_(ops), file_(file), size_(size), path_(std::move(path)) {}
+    ~CallbackInput() override { ops_.close_read(ops_.payload, file_); }
+    uint64_t size() const override { return size_; }
+    size_t read_at(uint64_t offset, void* dst, size_t n) override {
+        size_t got = 0;
+        if (int rc = ops_.read_at(ops_.payload, file_, offset, dst, n, &got)) fail_callback(rc, "read_at", path_);
+        if (got > n) ckpt::fail(Code::io, "{}: storage callback 'read_at' reported {} bytes for {}", path_, got, n);
+        return got;
+    }
+
+private:
+    const ckpt_storage_ops& ops_;
+    void* file_;
+    uint64_t size_;
+    std::string path_;
+};
+
+class CallbackStorage final : public ckpt::Storage {
+public:
+    explicit CallbackStorage(const ckpt_storage_ops& ops) : ops_(ops) {}
+    ~CallbackStorage() override {
+        if (ops_.destroy != nullptr) ops_.destroy(ops_.payload);
+    }
+
+    void make_dirs(const std::string& dir) override {
+        if (int rc = ops_.make_dirs(ops_.payload, dir.c_str())) fail_callback(rc, "make_dirs", dir);
+    }
+    std::unique_ptr<ckpt::OutputFile> create_temp(const std::string& target, std::string* temp_path) override {
+        for (int attempt = 0;; ++attempt) {
+            std::string temp = ckpt::join_path(ckpt::parent_dir(target), ckpt::temp_name_for(ckpt::base_name(target)));
+            void* file = nullptr;
+            const int rc = ops_.create(ops_.payload, temp.c_str(), &file);
+            if (rc == CKPT_EEXIST && attempt < 100) continue;
+            if (rc != 0) fail_callback(rc, "create", temp);
+            *temp_path = temp;
+            return std::make_unique<CallbackOutput>(ops_, file, std::move(temp));
+        }
+    }
+    std::unique_ptr<ckpt::OutputFile> open_append(const std::string& path) override {
+        if (ops_.open_append == nullptr) ckpt::fail(Code::unsupported, "{}: this storage cannot append", path);
+        void* file = nullptr;
+        if (int rc = ops_.open_append(ops_.payload, path.c_str(), &file)) fail_callback(rc, "open_append", path);
+        return std::make_unique<CallbackOutput>(ops_, file, path);
+    }
+    void rename(const std::string& from, const std::string& to) override {
+        if (int rc = ops_.rename(ops_.payload, from.c_str(), to.c_str())) fail_callback(rc, "rename", to);
+    }
+    void sync_dir(const std::string& dir) override {
+        if (ops_.sync_dir == nullptr) return;
+        if (int rc = ops_.sync_dir(ops_.payload, dir.c_str())) fail_callback(rc, "sync_dir", dir);
+    }
+    void remove(const std::string& path) override {
+        if (int rc = ops_.remove(ops_.payload, path.c_str())) fail_callback(rc, "remove", path);
+    }
+    std::vector<std::string> list(const std::string& dir) override {
+        std::vector<std::string> names;
+        const auto entry = [](const char* name, void* ctx) -> int {
+            try {
+                static_cast<std::vector<std::string>*>(ctx)->emplace_back(name);
+                return CKPT_OK;
+            } catch (...) {
+                return CKPT_ENOMEM;
+            }
+        };
+        if (int rc = ops_.list(ops_.payload, dir.c_str(), entry, &names)) fail_callback(rc, "list", dir);
+        return names;
+    }
+    std::unique_ptr<ckpt::InputFile> open_read(const std::string& path) override {
+        void* file = nullptr;
+        uint64_t size = 0;
+        if (int rc = ops_.open_read(ops_.payload, path.c_str(), &file, &size)) fail_callback(rc, "open_read", path);
+        return std::make_unique<CallbackInput>(ops_, file, size, path);
+    }
+
+private:
+    const ckpt_storage_ops ops_;
+};
+
+}  // namespace
+
+namespace ckpt::capi {
+std::shared_ptr<Storage> storage_of(const ckpt_storage* s) { return s != nullptr ? s->storage : posix_storage(); }
+}  // namespace ckpt::capi
+
+extern "C" {
+
+CKPT_API int ckpt_storage_new(ckpt_storage** out, const ckpt_storage_ops* ops) {
+    if (out != nullptr) *out = nullptr;
+    return guard([&] {
+        require(out, "ckpt_storage_new", "out");
+        require(ops, "ckpt_storage_new", "ops");
+        if (ops->version != CKPT_STORAGE_OPS_VERSION)
+            ckpt::fail(Code::invalid, "ckpt_storage_new: ops version {} is not supported (1)", ops->version);
+        const std::pair<const void*, const char*> required[] = {
+            {reinterpret_cast<const void*>(ops->make_dirs), "make_dirs"},
+            {reinterpret_cast<const void*>(ops->create), "create"},
+            {reinterpret_cast<const void*>(ops->write), "write"},
+            {reinterpret_cast<const void*>(ops->sync), "sync"},
+            {reinterpret_cast<const void*>(ops->close), "close"},
+            {reinterpret_cast<const void*>(ops->rename), "rename"},
+            {reinterpret_cast<const void*>(ops->remove), "remove"},
+            {reinterpret_cast<const void*>(ops->list), "list"},
+            {reinterpret_cast<const void*>(ops->open_read), "open_read"},
+            {reinterpret_cast<const void*>(ops->read_at), "read_at"},
+            {reinterpret_cast<const void*>(ops->close_read), "close_read"},
+        };
+        for (const auto& [fn, name] : required)
+            if (fn == nullptr) ckpt::fail(Code::invalid, "ckpt_storage_new: callback '{}' is required", name);
+        *out = new ckpt_storage{std::make_shared<CallbackStorage>(*ops)};
+    });
+}
+
+CKPT_API int ckpt_storage_new_memory(ckpt_storage** out) {
+    if (out != nullptr) *out = nullptr;
+    return guard([&] {
+        require(out, "ckpt_storage_new_memory", "out");
+        *out = new ckpt_storage{std::make_shared<ckpt::MemoryStorage>()};
+    });
+}
+
+CKPT_API void ckpt_storage_free(ckpt_storage* storage) { delete storage; }
+
+}

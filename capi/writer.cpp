@@ -1,0 +1,145 @@
+// ckpt_writer and ckpt_sink: the C face of ckpt::Writer.
+#include "guard.hpp"
+#include "writer.hpp"
+
+#include <cstring>
+
+using ckpt::Code;
+using ckpt::capi::guard;
+using ckpt::capi::require;
+
+struct ckpt_writer {
+    std::unique_ptr<ckpt::Writer> writer;
+    std::string out_dir;
+};
+
+struct ckpt_sink {
+    ckpt::OutputFile* out;
+};
+
+namespace {
+
+std::string target(const ckpt_writer* w, const char* out_dir, const char* filename, const char* function) {
+    require(w, function, "w");
+    require(filename, function, "filename");
+    if (*filename == '\0') ckpt::fail(Code::invalid, "{}: filename is empty", function);
+    return ckpt::join_path(out_dir != nullptr ? out_dir : w->out_dir, filename);
+}
+
+// A collection the background save owns: every array copied, so the caller may change or free its own at once.
+std::shared_ptr<const ckpt::VarCollection> snapshot(const ckpt::VarCollection& vc) {
+    auto copy = std::make_shared<ckpt::VarCollection>();
+    for (size_t i = 0; i < vc.size(); ++i) {
+        const ckpt::Array& a = vc.array(i);
+        copy->add(vc.name(i), ckpt::Array::copy_of(a.dtype(), a.itemsize(), a.shape(), a.data()));
+    }
+    return copy;
+}
+
+}  // namespace
+
+extern "C" {
+
+CKPT_API int ckpt_writer_options_init(ckpt_writer_options* opts, uint32_t version) {
+    return guard([&] {
+        require(opts, "ckpt_writer_options_init", "opts");
+        if (version != CKPT_WRITER_OPTIONS_VERSION)
+            ckpt::fail(Code::invalid, "ckpt_writer_options_init: version {} is not supported (1)", version);
+        std::memset(opts, 0, sizeof *opts);
+        opts->version = version;
+        opts->kind = CKPT_WRITER_SIMPLE;
+    });
+}
+
+CKPT_API int ckpt_writer_new(ckpt_writer** out, const ckpt_writer_options* opts) {
+    if (out != nullptr) *out = nullptr;
+    return guard([&] {
+        require(out, "ckpt_writer_new", "out");
+        ckpt_writer_options o;
+        ckpt_writer_options_init(&o, CKPT_WRITER_OPTIONS_VERSION);
+        if (opts != nullptr) {
+            if (opts->version != CKPT_WRITER_OPTIONS_VERSION)
+                ckpt::fail(Code::invalid, "ckpt_writer_new: options version {} is not supported (1)", opts->version);
+            o = *opts;
+        }
+        if (o.kind > CKPT_WRITER_QUEUE) ckpt::fail(Code::invalid, "ckpt_writer_new: unknown kind {}", o.kind);
+        auto w = std::make_unique<ckpt_writer>();
+        w->out_dir = o.out_dir != nullptr ? o.out_dir : ".";
+        try {
+            w->writer = std::make_unique<ckpt::Writer>(static_cast<ckpt::Writer::Kind>(o.kind), o.queue_depth,
+                                                       ckpt::capi::storage_of(o.storage));
+        } catch (const std::system_error& e) {
+            ckpt::fail(Code::error, "ckpt_writer_new: cannot start the background thread: {}", e.what());
+        }
+        *out = w.release();
+    });
+}
+
+CKPT_API int ckpt_writer_save(ckpt_writer* w, const char* out_dir, const char* filename, ckpt_save_fn fn,
+                              void* payload, uint32_t flags) {
+    return guard([&] {
+        const std::string path = target(w, out_dir, filename, "ckpt_writer_save");
+        require(reinterpret_cast<const void*>(fn), "ckpt_writer_save", "fn");
+        if ((flags & ~CKPT_APPEND) != 0) ckpt::fail(Code::invalid, "ckpt_writer_save: unknown flags {}", flags);
+        w->writer->submit(
+            path,
+            [fn, payload, path](ckpt::OutputFile& out) {
+                ckpt_sink sink{&out};
+                if (const int rc = fn(&sink, payload))
+                    ckpt::fail(rc < 0 ? static_cast<Code>(rc) : Code::error, "{}: the save function returned {}", path, rc);
+            },
+            (flags & CKPT_APPEND) != 0);
+    });
+}
+
+CKPT_API int ckpt_writer_save_vars(ckpt_writer* w, const char* out_dir, const char* filename, const ckpt_vars* vars,
+                                   const ckpt_npz_options* npz, uint32_t flags) {
+    return guard([&] {
+        const std::string path = target(w, out_dir, filename, "ckpt_writer_save_vars");
+        require(vars, "ckpt_writer_save_vars", "vars");
+        if ((flags & ~CKPT_NO_COPY) != 0) ckpt::fail(Code::invalid, "ckpt_writer_save_vars: unknown flags {}", flags);
+        const ckpt::NpzWriteOptions options =
+            ckpt::capi::write_options(ckpt::capi::checked_npz_options(npz, "ckpt_writer_save_vars"));
+        std::shared_ptr<const ckpt::VarCollection> data;
+        if (w->writer->kind() == ckpt::Writer::Kind::simple || (flags & CKPT_NO_COPY) != 0)
+            data = std::shared_ptr<const ckpt::VarCollection>(&vars->vc, [](const ckpt::VarCollection*) {});
+        else
+            data = snapshot(vars->vc);
+        w->writer->submit(
+            path,
+            [data, options, path](ckpt::OutputFile& out) {
+                try {
+                    ckpt::write_npz(out, *data, options);
+                } catch (const ckpt::Error& e) {
+                    ckpt::rethrow_naming(e, path);
+                }
+            },
+            false);
+    });
+}
+
+CKPT_API int ckpt_sink_write(ckpt_sink* sink, const void* data, size_t size) {
+    return guard([&] {
+        require(sink, "ckpt_sink_write", "sink");
+        if (size > 0) require(data, "ckpt_sink_write", "data");
+        sink->out->write(data, size);
+    });
+}
+
+CKPT_API int ckpt_writer_wait(ckpt_writer* w) {
+    return guard([&] {
+        require(w, "ckpt_writer_wait", "w");
+        w->writer->wait();
+    });
+}
+
+CKPT_API int ckpt_writer_finalize(ckpt_writer* w) {
+    return guard([&] {
+        require(w, "ckpt_writer_finalize", "w");
+        w->writer->finalize();
+    });
+}
+
+CKPT_API void ckpt_writer_free(ckpt_writer* w) { delete w; }
+
+}

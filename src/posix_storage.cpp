@@ -1,0 +1,192 @@
+// Storage on the local filesystem: O_CLOEXEC everywhere, loops on short writes and EINTR, O_NOFOLLOW and a
+// regular-file check on reads, errno text in every message.
+#include "error.hpp"
+#include "storage.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace ckpt {
+
+namespace {
+
+// Linux moves at most 0x7ffff000 bytes per read/write call; ask for no more than 1 GiB at a time.
+constexpr size_t kMaxIo = size_t{1} << 30;
+
+class PosixOutputFile final : public OutputFile {
+public:
+    PosixOutputFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+    ~PosixOutputFile() override {
+        if (fd_ >= 0) ::close(fd_);
+    }
+
+    void write(const void* data, size_t n) override {
+        const char* p = static_cast<const char*>(data);
+        while (n > 0) {
+            const ssize_t w = ::write(fd_, p, std::min(n, kMaxIo));
+            if (w < 0) {
+                if (errno == EINTR) continue;
+                fail_errno(errno, fmt::format("{}: write failed", path_));
+            }
+            if (w == 0) fail(Code::io, "{}: write made no progress", path_);
+            p += w;
+            n -= static_cast<size_t>(w);
+        }
+    }
+
+    void sync() override {
+        if (::fsync(fd_) != 0) fail_errno(errno, fmt::format("{}: fsync failed", path_));
+    }
+
+    void close() override {
+        const int fd = fd_;
+        fd_ = -1;
+        if (::close(fd) != 0) fail_errno(errno, fmt::format("{}: close failed", path_));
+    }
+
+private:
+    int fd_;
+    std::string path_;
+};
+
+class PosixInputFile final : public InputFile {
+public:
+    PosixInputFile(int fd, uint64_t size, std::string path) : fd_(fd), size_(size), path_(std::move(path)) {}
+    ~PosixInputFile() override { ::close(fd_); }
+
+    uint64_t size() const override { return size_; }
+
+    size_t read_at(uint64_t offset, void* dst, size_t n) override {
+        char* p = static_cast<char*>(dst);
+        size_t done = 0;
+        while (done < n) {
+            const ssize_t r = ::pread(fd_, p + done, std::min(n - done, kMaxIo), static_cast<off_t>(offset + done));
+            if (r < 0) {
+                if (errno == EINTR) continue;
+                fail_errno(errno, fmt::format("{}: read failed", path_));
+            }
+            if (r == 0) break;
+            done += static_cast<size_t>(r);
+        }
+        return done;
+    }
+
+private:
+    int fd_;
+    uint64_t size_;
+    std::string path_;
+};
+
+class PosixStorage final : public Storage {
+public:
+    void make_dirs(const std::string& dir) override {
+        for (size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
+            const std::string prefix = dir.substr(0, end);
+            if (!prefix.empty() && ::mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST)
+                fail_errno(errno, fmt::format("{}: cannot create directory", prefix));
+            if (end == std::string::npos) break;
+        }
+        struct stat st;
+        if (::stat(dir.c_str(), &st) != 0) fail_errno(errno, fmt::format("{}: cannot create directory", dir));
+        if (!S_ISDIR(st.st_mode)) fail(Code::io, "{}: exists and is not a directory", dir);
+    }
+
+    std::unique_ptr<OutputFile> create_temp(const std::string& target, std::string* temp_path) override {
+        const std::string dir = parent_dir(target);
+        const std::string name = base_name(target);
+        for (int attempt = 0;; ++attempt) {
+            std::string temp = join_path(dir, temp_name_for(name));
+            const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+            if (fd >= 0) {
+                *temp_path = temp;
+                return std::make_unique<PosixOutputFile>(fd, std::move(temp));
+            }
+            const int err = errno;
+            if (err == EEXIST && attempt < 100) continue;
+            if (err == ENOENT) fail(Code::not_found, "{}: directory {} does not exist", target, dir);
+            fail_errno(err, fmt::format("{}: cannot create a temporary file in {}", target, dir));
+        }
+    }
+
+    std::unique_ptr<OutputFile> open_append(const std::string& path) override {
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+        if (fd < 0) {
+            if (errno == ENOENT) fail(Code::not_found, "{}: directory {} does not exist", path, parent_dir(path));
+            fail_errno(errno, fmt::format("{}: cannot open for appending", path));
+        }
+        return std::make_unique<PosixOutputFile>(fd, path);
+    }
+
+    void rename(const std::string& from, const std::string& to) override {
+        if (::rename(from.c_str(), to.c_str()) != 0) fail_errno(errno, fmt::format("{}: rename from {} failed", to, from));
+    }
+
+    void sync_dir(const std::string& dir) override {
+        const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) fail_errno(errno, fmt::format("{}: cannot open directory to sync it", dir));
+        const int rc = ::fsync(fd);
+        const int err = errno;
+        ::close(fd);
+        if (rc != 0) fail_errno(err, fmt::format("{}: fsync of directory failed", dir));
+    }
+
+    void remove(const std::string& path) override {
+        if (::unlink(path.c_str()) != 0) {
+            if (errno == ENOENT) fail(Code::not_found, "{}: no such file", path);
+            fail_errno(errno, fmt::format("{}: cannot remove", path));
+        }
+    }
+
+    std::vector<std::string> list(const std::string& dir) override {
+        DIR* d = ::opendir(dir.c_str());
+        if (d == nullptr) {
+            if (errno == ENOENT) fail(Code::not_found, "{}: no such directory", dir);
+            fail_errno(errno, fmt::format("{}: cannot list directory", dir));
+        }
+        std::vector<std::string> names;
+        errno = 0;
+        while (const dirent* e = ::readdir(d)) {
+            const std::string name = e->d_name;
+            if (name != "." && name != "..") names.push_back(name);
+        }
+        const int err = errno;
+        ::closedir(d);
+        if (err != 0) fail_errno(err, fmt::format("{}: cannot list directory", dir));
+        return names;
+    }
+
+    std::unique_ptr<InputFile> open_read(const std::string& path) override {
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0) {
+            const int err = errno;
+            if (err == ENOENT) fail(Code::not_found, "{}: no such file", path);
+            if (err == ELOOP) fail(Code::invalid, "{}: is a symbolic link; ckpt reads only regular files", path);
+            fail_errno(err, fmt::format("{}: cannot open", path));
+        }
+        struct stat st;
+        if (::fstat(fd, &st) != 0) {
+            const int err = errno;
+            ::close(fd);
+            fail_errno(err, fmt::format("{}: cannot stat", path));
+        }
+        if (!S_ISREG(st.st_mode)) {
+            ::close(fd);
+            fail(Code::invalid, "{}: not a regular file", path);
+        }
+        return std::make_unique<PosixInputFile>(fd, static_cast<uint64_t>(st.st_size), path);
+    }
+};
+
+}  // namespace
+
+std::shared_ptr<Storage> posix_storage() {
+    static const std::shared_ptr<Storage> instance = std::make_shared<PosixStorage>();
+    return instance;
+}
+
+}  // namespace ckpt

@@ -1,0 +1,76 @@
+// Storage: where checkpoints live — the `fs` of pytorch-pfn-extras' writers. Everything ckpt writes or reads
+// goes through this interface, so a test can inject faults and crashes, and a user can plug in an object
+// store or HDFS through the C callback table. Paths are '/'-separated UTF-8 strings; the implementation
+// decides what they mean.
+//
+// Writes are sequential (no seeking), so a storage can stream to a network service. Every method either
+// completes or throws ckpt::Error (usually Code::io, with the path and the system's reason in the message).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ckpt {
+
+// A file being written, front to back.
+class OutputFile {
+public:
+    virtual ~OutputFile() = default;  // closes without syncing if close() was not called; never throws
+    virtual void write(const void* data, size_t n) = 0;
+    virtual void sync() = 0;   // durable once this returns; a failed sync is never retried on the same data
+    virtual void close() = 0;  // checked: a failure here is a failed write
+};
+
+// A file being read at any offset.
+class InputFile {
+public:
+    virtual ~InputFile() = default;
+    virtual uint64_t size() const = 0;
+    // Reads up to n bytes at offset; returns fewer only at the end of the file.
+    virtual size_t read_at(uint64_t offset, void* dst, size_t n) = 0;
+};
+
+class Storage {
+public:
+    virtual ~Storage() = default;
+    // Creates `dir` and its missing parents; succeeds if it exists.
+    virtual void make_dirs(const std::string& dir) = 0;
+    // Creates a new, empty file in the directory of `target`, with a name that no other writer can be using
+    // and that never ends in ".npz" (".<name>.tmp-XXXXXX"). Returns it; its path goes to *temp_path.
+    virtual std::unique_ptr<OutputFile> create_temp(const std::string& target, std::string* temp_path) = 0;
+    // Opens `path` for appending, creating it if it is missing (not atomic: pfn-extras' append mode).
+    virtual std::unique_ptr<OutputFile> open_append(const std::string& path) = 0;
+    // Replaces `to` with `from` atomically.
+    virtual void rename(const std::string& from, const std::string& to) = 0;
+    // Makes the renames and creations in `dir` durable.
+    virtual void sync_dir(const std::string& dir) = 0;
+    // Removes a file; throws Error(not_found) if it is missing.
+    virtual void remove(const std::string& path) = 0;
+    // Names (not paths) of the entries of `dir`, in no particular order; throws Error(not_found) if missing.
+    virtual std::vector<std::string> list(const std::string& dir) = 0;
+    // Opens a regular file for reading; throws Error(not_found) if it is missing.
+    virtual std::unique_ptr<InputFile> open_read(const std::string& path) = 0;
+};
+
+// The directory part of a path ("." when there is none) and the name part.
+std::string parent_dir(const std::string& path);
+std::string base_name(const std::string& path);
+// "<dir>/<name>", or just name when dir is "" or ".".
+std::string join_path(const std::string& dir, const std::string& name);
+// ".<name>.tmp-" + 6 random characters from [A-Za-z0-9].
+std::string temp_name_for(const std::string& name);
+// True for names temp_name_for makes (so a manager can clean up after a crash).
+bool is_temp_name(const std::string& name);
+
+// The default: the local filesystem through POSIX calls.
+std::shared_ptr<Storage> posix_storage();
+
+// The atomic save sequence over any storage: write `body` into a temporary beside `path`, sync, close, rename
+// onto `path`, sync the directory. On any failure the temporary is removed and `path` is left as it was.
+void write_atomically(Storage& storage, const std::string& path, const std::function<void(OutputFile&)>& body);
+
+}  // namespace ckpt

@@ -1,0 +1,110 @@
+#include "writer.hpp"
+
+#include "error.hpp"
+
+namespace ckpt {
+
+Writer::Writer(Kind kind, size_t queue_depth, std::shared_ptr<Storage> storage)
+    : kind_(kind), depth_(kind == Kind::thread || queue_depth == 0 ? 1 : queue_depth), storage_(std::move(storage)) {
+    if (kind_ != Kind::simple) thread_ = std::thread([this] { worker(); });
+}
+
+Writer::~Writer() {
+    try {
+        finalize();
+    } catch (...) {
+        // Documented: errors that nobody asked for by then are dropped.
+    }
+}
+
+void Writer::run(const Task& task) {
+    if (task.append) {
+        std::unique_ptr<OutputFile> out = storage_->open_append(task.path);
+        task.body(*out);
+        out->sync();
+        out->close();
+    } else {
+        write_atomically(*storage_, task.path, task.body);
+    }
+}
+
+void Writer::throw_unreported(std::unique_lock<std::mutex>& lock) {
+    if (unreported_.empty()) return;
+    std::vector<std::exception_ptr> errors;
+    errors.swap(unreported_);
+    lock.unlock();
+    if (errors.size() == 1) std::rethrow_exception(errors.front());
+    // Several saves failed before anyone asked: report the first with its code, and say how many more.
+    try {
+        std::rethrow_exception(errors.front());
+    } catch (const Error& first) {
+        std::string last;
+        try {
+            std::rethrow_exception(errors.back());
+        } catch (const std::exception& e) {
+            last = e.what();
+        }
+        throw Error(first.code(), fmt::format("{} (and {} later background saves failed too; the last: {})",
+                                              first.what(), errors.size() - 1, last));
+    }
+}
+
+void Writer::submit(const std::string& path, Body body, bool append) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (finalized_) fail(Code::invalid, "{}: the writer was finalized", path);
+    if (kind_ == Kind::simple) {
+        throw_unreported(lock);
+        lock.unlock();
+        run(Task{path, std::move(body), append});
+        return;
+    }
+    changed_.wait(lock, [&] { return in_flight_ < depth_; });
+    throw_unreported(lock);
+    queue_.push_back(Task{path, std::move(body), append});
+    ++in_flight_;
+    changed_.notify_all();
+}
+
+void Writer::wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return in_flight_ == 0; });
+    throw_unreported(lock);
+}
+
+void Writer::finalize() {
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (finalized_) return;
+        changed_.wait(lock, [&] { return in_flight_ == 0; });
+        finalized_ = true;
+        stopping_ = true;
+        changed_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+    std::unique_lock<std::mutex> lock(mutex_);
+    throw_unreported(lock);
+}
+
+void Writer::worker() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+        changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping, and nothing left
+        Task task = std::move(queue_.front());
+        queue_.pop_front();
+        lock.unlock();
+        std::exception_ptr error;
+        try {
+            run(task);
+        } catch (...) {
+            error = std::current_exception();
+        }
+        task = Task{};  // frees the save's copy of the data before the slot is released
+        lock.lock();
+        if (error) unreported_.push_back(error);
+        --in_flight_;
+        changed_.notify_all();
+    }
+}
+
+}  // namespace ckpt
