@@ -1,5 +1,6 @@
 // ckpt_writer and ckpt_sink: the C face of ckpt::Writer.
 #include "guard.hpp"
+#include "snapshot_pool.hpp"
 #include "writer.hpp"
 
 #include <cstring>
@@ -10,6 +11,7 @@ using ckpt::capi::require;
 
 struct ckpt_writer {
     std::unique_ptr<ckpt::Writer> writer;
+    std::shared_ptr<ckpt::SnapshotPool> snapshots;
     std::string out_dir;
 };
 
@@ -24,16 +26,6 @@ std::string target(const ckpt_writer* w, const char* out_dir, const char* filena
     require(filename, function, "filename");
     if (*filename == '\0') ckpt::fail(Code::invalid, "{}: filename is empty", function);
     return ckpt::join_path(out_dir != nullptr ? out_dir : w->out_dir, filename);
-}
-
-// A collection the background save owns: every array copied, so the caller may change or free its own at once.
-std::shared_ptr<const ckpt::VarCollection> snapshot(const ckpt::VarCollection& vc) {
-    auto copy = std::make_shared<ckpt::VarCollection>();
-    for (size_t i = 0; i < vc.size(); ++i) {
-        const ckpt::Array& a = vc.array(i);
-        copy->add(vc.name(i), ckpt::Array::copy_of(a.dtype(), a.itemsize(), a.shape(), a.data()));
-    }
-    return copy;
 }
 
 }  // namespace
@@ -65,6 +57,7 @@ CKPT_API int ckpt_writer_new(ckpt_writer** out, const ckpt_writer_options* opts)
         if (o.kind > CKPT_WRITER_QUEUE) ckpt::fail(Code::invalid, "ckpt_writer_new: unknown kind {}", o.kind);
         auto w = std::make_unique<ckpt_writer>();
         w->out_dir = o.out_dir != nullptr ? o.out_dir : ".";
+        w->snapshots = ckpt::SnapshotPool::create(o.kind == CKPT_WRITER_QUEUE ? o.queue_depth : 1);
         try {
             w->writer = std::make_unique<ckpt::Writer>(static_cast<ckpt::Writer::Kind>(o.kind), o.queue_depth,
                                                        ckpt::capi::storage_of(o.storage));
@@ -104,7 +97,7 @@ CKPT_API int ckpt_writer_save_vars(ckpt_writer* w, const char* out_dir, const ch
         if (w->writer->kind() == ckpt::Writer::Kind::simple || (flags & CKPT_NO_COPY) != 0)
             data = std::shared_ptr<const ckpt::VarCollection>(&vars->vc, [](const ckpt::VarCollection*) {});
         else
-            data = snapshot(vars->vc);
+            data = w->snapshots->copy(vars->vc);
         w->writer->submit(
             path,
             [data, options, path](ckpt::OutputFile& out) {

@@ -6,6 +6,10 @@
 #include "zip_writer.hpp"
 
 #include <algorithm>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 namespace ckpt {
 
@@ -24,6 +28,59 @@ std::u32string objax_names(const VarCollection& vars, size_t& chars) {
     return table;
 }
 
+// Stored members need their CRC-32 before their first byte is written (it goes in the local header). Computing
+// it in a pass just before writing cost 0.73x the throughput of raw write()+fsync for 512 MiB in 64 arrays
+// (bench/bench_writers); computing every member's CRC on a second thread, ahead of the writer, hides it.
+class CrcAhead {
+public:
+    explicit CrcAhead(std::vector<std::vector<ZipWriter::Piece>> members)
+        : members_(std::move(members)), crcs_(members_.size()) {
+        thread_ = std::thread([this] { run(); });
+    }
+    ~CrcAhead() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            cancelled_ = true;
+        }
+        thread_.join();
+    }
+    uint32_t get(size_t i) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [&] { return done_ > i; });
+        return crcs_[i];
+    }
+
+private:
+    void run() {
+        for (size_t i = 0; i < members_.size(); ++i) {
+            const uint32_t crc = ZipWriter::crc_of(members_[i]);
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (cancelled_) return;
+            crcs_[i] = crc;
+            done_ = i + 1;
+            ready_.notify_all();
+        }
+    }
+
+    std::vector<std::vector<ZipWriter::Piece>> members_;
+    std::vector<uint32_t> crcs_;
+    std::mutex mutex_;
+    std::condition_variable ready_;
+    size_t done_ = 0;
+    bool cancelled_ = false;
+    std::thread thread_;
+};
+
+// Below this much data a second thread costs more than it saves.
+constexpr uint64_t kCrcAheadMinBytes = uint64_t{16} << 20;
+
+struct Member {
+    std::string name;
+    std::string header;
+    const void* data;
+    size_t nbytes;
+};
+
 }  // namespace
 
 void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions options) {
@@ -41,21 +98,37 @@ void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions optio
         if (piece == 1) options.progress.advance(n);
     };
 
-    ZipWriter zip(out);
+    std::vector<Member> members;
+    members.reserve(vars.size() + 1);
+    std::u32string names;  // the objax names array, alive until written
     if (options.layout == Layout::objax) {
         size_t chars = 0;
-        const std::u32string names = objax_names(vars, chars);
-        const std::string header =
-            format_npy_header(DType::unicode, 4 * chars, {static_cast<int64_t>(vars.size())});
-        zip.add("names.npy", {{header.data(), header.size()}, {names.data(), names.size() * sizeof(char32_t)}}, level,
-                nullptr);
+        names = objax_names(vars, chars);
+        members.push_back({"names.npy", format_npy_header(DType::unicode, 4 * chars, {static_cast<int64_t>(vars.size())}),
+                           names.data(), names.size() * sizeof(char32_t)});
     }
     for (size_t i = 0; i < vars.size(); ++i) {
         const Array& a = vars.array(i);
         const std::string name = options.layout == Layout::objax ? std::to_string(i) : vars.name(i);
-        const std::string header = format_npy_header(a.dtype(), a.itemsize(), a.shape());
-        zip.add(name + std::string(kNpySuffix), {{header.data(), header.size()}, {a.data(), a.nbytes()}}, level,
-                on_bytes);
+        members.push_back({name + std::string(kNpySuffix), format_npy_header(a.dtype(), a.itemsize(), a.shape()),
+                           a.data(), a.nbytes()});
+    }
+    const auto pieces = [](const Member& m) {
+        return std::vector<ZipWriter::Piece>{{m.header.data(), m.header.size()}, {m.data, m.nbytes}};
+    };
+
+    std::unique_ptr<CrcAhead> crc_ahead;
+    if (level < 0 && total >= kCrcAheadMinBytes) {
+        std::vector<std::vector<ZipWriter::Piece>> all;
+        for (const Member& m : members) all.push_back(pieces(m));
+        crc_ahead = std::make_unique<CrcAhead>(std::move(all));
+    }
+    ZipWriter zip(out);
+    for (size_t i = 0; i < members.size(); ++i) {
+        const bool is_names = options.layout == Layout::objax && i == 0;
+        std::function<uint32_t()> crc;
+        if (crc_ahead) crc = [&, i] { return crc_ahead->get(i); };
+        zip.add(members[i].name, pieces(members[i]), level, is_names ? ZipWriter::OnPieceBytes() : on_bytes, crc);
     }
     zip.finish();
 }

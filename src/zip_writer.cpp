@@ -86,23 +86,28 @@ void ZipWriter::flush() {
     buf_.clear();
 }
 
+uint32_t ZipWriter::crc_of(const std::vector<Piece>& pieces) {
+    uLong crc = crc32_z(0, Z_NULL, 0);
+    for (const auto& p : pieces)
+        if (p.size > 0) crc = crc32_z(crc, static_cast<const Bytef*>(p.data), p.size);  // (crc, NULL, 0) resets
+    return static_cast<uint32_t>(crc);
+}
+
 void ZipWriter::add(const std::string& name, const std::vector<Piece>& pieces, int level,
-                    const OnPieceBytes& on_bytes) {
+                    const OnPieceBytes& on_bytes, const std::function<uint32_t()>& crc) {
     if (name.size() > kMax16) fail(Code::invalid, "member name '{}' is longer than a zip allows", name);
     Entry e{name, offset_, 0, total_size(pieces), 0, level < 0 ? kMethodStore : kMethodDeflate,
             static_cast<uint16_t>(is_ascii(name) ? 0 : kFlagUtf8)};
     if (level < 0)
-        add_stored(e, pieces, on_bytes);
+        add_stored(e, pieces, on_bytes, crc);
     else
         add_deflated(e, pieces, level, on_bytes);
     entries_.push_back(std::move(e));
 }
 
-void ZipWriter::add_stored(Entry& e, const std::vector<Piece>& pieces, const OnPieceBytes& on_bytes) {
-    uLong crc = crc32_z(0, Z_NULL, 0);
-    for (const auto& p : pieces)
-        if (p.size > 0) crc = crc32_z(crc, static_cast<const Bytef*>(p.data), p.size);  // (crc, NULL, 0) resets
-    e.crc = static_cast<uint32_t>(crc);
+void ZipWriter::add_stored(Entry& e, const std::vector<Piece>& pieces, const OnPieceBytes& on_bytes,
+                           const std::function<uint32_t()>& crc) {
+    e.crc = crc ? crc() : crc_of(pieces);
     e.compressed = e.size;
 
     const bool zip64 = e.size >= kMax32;

@@ -26,14 +26,18 @@ public:
         const void* data;
         size_t size;
     };
+    // CRC-32 of the concatenated pieces.
+    static uint32_t crc_of(const std::vector<Piece>& pieces);
     // Called with the number of bytes of a piece just written (uncompressed), for progress reports.
     using OnPieceBytes = std::function<void(size_t piece_index, uint64_t bytes)>;
 
     explicit ZipWriter(OutputFile& out);
 
     // A member holding the concatenation of `pieces`, stored (level < 0) or deflated at `level` (0 = zlib's
-    // default, 1..9).
-    void add(const std::string& name, const std::vector<Piece>& pieces, int level, const OnPieceBytes& on_bytes);
+    // default, 1..9). A stored member's CRC-32 comes from `crc` when given (computed ahead, e.g. on another
+    // thread), otherwise from a pass over the pieces before they are written.
+    void add(const std::string& name, const std::vector<Piece>& pieces, int level, const OnPieceBytes& on_bytes,
+             const std::function<uint32_t()>& crc = nullptr);
     // Writes the central directory and end records and flushes everything to the output.
     void finish();
 
@@ -47,7 +51,8 @@ private:
         uint16_t method;
         uint16_t flags;
     };
-    void add_stored(Entry& e, const std::vector<Piece>& pieces, const OnPieceBytes& on_bytes);
+    void add_stored(Entry& e, const std::vector<Piece>& pieces, const OnPieceBytes& on_bytes,
+                    const std::function<uint32_t()>& crc);
     void add_deflated(Entry& e, const std::vector<Piece>& pieces, int level, const OnPieceBytes& on_bytes);
     void put(const void* data, size_t n);
     void flush();

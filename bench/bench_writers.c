@@ -1,0 +1,144 @@
+/* Benchmarks of saving, as ratios measured in one run (never pass/fail):
+ *  - how long a background save blocks the caller, against a memcpy of the same bytes;
+ *  - synchronous save throughput, against raw write() + fsync + rename + directory fsync of the same bytes.
+ * Usage: bench_writers [dir] [total MiB] [arrays] [runs]   (defaults: /tmp 512 64 5) */
+#define _POSIX_C_SOURCE 200809L
+#include <ckpt/ckpt.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void check(int rc, const char *what) {
+    if (rc != CKPT_OK) {
+        fprintf(stderr, "%s failed: %s (%s)\n", what, ckpt_strerror(rc), ckpt_error_message());
+        exit(1);
+    }
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* write() everything, fsync, close, rename, fsync the directory: the floor for a durable save. */
+static void raw_save(const char *dir, const char *path, float **arrays, int count, size_t each) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.raw-tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) { perror("open"); exit(1); }
+    for (int i = 0; i < count; i++) {
+        const char *p = (const char *)arrays[i];
+        size_t left = each;
+        while (left > 0) {
+            ssize_t w = write(fd, p, left);
+            if (w < 0) { perror("write"); exit(1); }
+            p += w;
+            left -= (size_t)w;
+        }
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) { perror("fsync/close"); exit(1); }
+    if (rename(tmp, path) != 0) { perror("rename"); exit(1); }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || fsync(dfd) != 0) { perror("dir fsync"); exit(1); }
+    close(dfd);
+}
+
+int main(int argc, char **argv) {
+    const char *dir = argc > 1 ? argv[1] : "/tmp";
+    const size_t total_mib = argc > 2 ? (size_t)atol(argv[2]) : 512;
+    const int count = argc > 3 ? atoi(argv[3]) : 64;
+    const int runs = argc > 4 ? atoi(argv[4]) : 5;
+    const size_t each = total_mib * 1024 * 1024 / (size_t)count;
+    const int64_t shape[1] = {(int64_t)(each / sizeof(float))};
+
+    float **arrays = malloc(sizeof *arrays * (size_t)count);
+    float **copies = malloc(sizeof *copies * (size_t)count);
+    ckpt_vars *vars;
+    check(ckpt_vars_new(&vars), "ckpt_vars_new");
+    for (int i = 0; i < count; i++) {
+        arrays[i] = malloc(each);
+        copies[i] = malloc(each);
+        for (size_t k = 0; k < each / sizeof(float); k++) arrays[i][k] = (float)(k * 0.5 + i);
+        memset(copies[i], 1, each); /* prefault: memcpy then measures copying, not page faults */
+        char name[32];
+        snprintf(name, sizeof name, "layer%03d/w", i);
+        check(ckpt_vars_add(vars, name, CKPT_FLOAT32, 1, shape, arrays[i], CKPT_BORROW), "ckpt_vars_add");
+    }
+
+    char ckpt_path[4096], raw_path[4096];
+    snprintf(ckpt_path, sizeof ckpt_path, "%s/bench_ckpt.npz", dir);
+    snprintf(raw_path, sizeof raw_path, "%s/bench_raw.bin", dir);
+
+    ckpt_writer_options wo = CKPT_WRITER_OPTIONS_INIT;
+    wo.kind = CKPT_WRITER_THREAD;
+    wo.out_dir = dir;
+    ckpt_writer *bg;
+    check(ckpt_writer_new(&bg, &wo), "ckpt_writer_new");
+
+    double *t_memcpy = calloc((size_t)runs, sizeof(double)), *t_block = calloc((size_t)runs, sizeof(double));
+    double *t_bg_total = calloc((size_t)runs, sizeof(double)), *t_sync = calloc((size_t)runs, sizeof(double));
+    double *t_raw = calloc((size_t)runs, sizeof(double));
+    for (int r = -1; r < runs; r++) { /* run -1 warms up caches and the page cache */
+        double t0 = now();
+        for (int i = 0; i < count; i++) memcpy(copies[i], arrays[i], each);
+        double t1 = now();
+        check(ckpt_writer_save_vars(bg, NULL, "bench_bg.npz", vars, NULL, 0), "ckpt_writer_save_vars");
+        double t2 = now();
+        check(ckpt_writer_wait(bg), "ckpt_writer_wait");
+        double t3 = now();
+        check(ckpt_npz_save(ckpt_path, vars, NULL), "ckpt_npz_save");
+        double t4 = now();
+        raw_save(dir, raw_path, arrays, count, each);
+        double t5 = now();
+        if (r >= 0) {
+            t_memcpy[r] = t1 - t0;
+            t_block[r] = t2 - t1;
+            t_bg_total[r] = t3 - t1;
+            t_sync[r] = t4 - t3;
+            t_raw[r] = t5 - t4;
+        }
+    }
+    const double mib = (double)each * count / (1024.0 * 1024.0);
+    const double m_memcpy = median(t_memcpy, runs), m_block = median(t_block, runs);
+    const double m_bg = median(t_bg_total, runs), m_sync = median(t_sync, runs), m_raw = median(t_raw, runs);
+    printf("state: %.0f MiB in %d float32 arrays; directory %s; median of %d runs after a warm-up\n\n", mib, count,
+           dir, runs);
+    printf("| measure | seconds | MiB/s | ratio |\n|---|---|---|---|\n");
+    printf("| memcpy of the state (prefaulted) | %.3f | %.0f | 1.00 |\n", m_memcpy, mib / m_memcpy);
+    printf("| background save: caller blocked | %.3f | %.0f | %.2f x memcpy (goal <= 1.5) |\n", m_block,
+           mib / m_block, m_block / m_memcpy);
+    printf("| background save: until durable | %.3f | %.0f | |\n", m_bg, mib / m_bg);
+    printf("| raw write+fsync+rename+dir fsync | %.3f | %.0f | 1.00 |\n", m_raw, mib / m_raw);
+    printf("| ckpt_npz_save (synchronous) | %.3f | %.0f | %.2f x raw throughput (goal >= 0.8) |\n", m_sync,
+           mib / m_sync, m_raw / m_sync);
+
+    check(ckpt_writer_finalize(bg), "ckpt_writer_finalize");
+    ckpt_writer_free(bg);
+    ckpt_vars_free(vars);
+    unlink(ckpt_path);
+    unlink(raw_path);
+    char bg_path[4096];
+    snprintf(bg_path, sizeof bg_path, "%s/bench_bg.npz", dir);
+    unlink(bg_path);
+    for (int i = 0; i < count; i++) {
+        free(arrays[i]);
+        free(copies[i]);
+    }
+    free(arrays); free(copies); free(t_memcpy); free(t_block); free(t_bg_total); free(t_sync); free(t_raw);
+    return 0;
+}
