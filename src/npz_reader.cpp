@@ -279,6 +279,7 @@ void NpzReader::scan(uint64_t file_size) {
                               e.member.compare(e.member.size() - kNpySuffix.size(), kNpySuffix.size(), kNpySuffix) == 0;
         e.name = suffixed ? e.member.substr(0, e.member.size() - kNpySuffix.size()) : e.member;
         if (e.name.empty()) fail(Code::format, "{}: empty variable name", here);
+        if (!valid_utf8(e.name)) fail(Code::format, "{}: name is not valid UTF-8", here);
         auto [it, fresh] = names.emplace(e.name, e.member);
         if (!fresh) fail(Code::format, "{}: variable '{}' also stored as member '{}'", here, e.name, it->second);
 
