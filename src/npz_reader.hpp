@@ -1,20 +1,19 @@
 // Reading .npz files as numpy and objax write them, treating every byte as untrusted. Opening reads the zip
-// central directory (through libzip, which trusts it over local headers, so streamed members with data
-// descriptors and zip64 extras read fine) and every member's npy header; array data is read on demand,
-// straight into the destination, with its CRC-32 verified.
+// directory (ZipReader: the central directory is authoritative, so streamed members with data descriptors and
+// zip64 extras read fine) and every member's npy header; array data is read on demand, straight into the
+// destination, with its CRC-32 verified.
 #pragma once
 
 #include "array.hpp"
 #include "npy.hpp"
 #include "npz.hpp"
 #include "storage.hpp"
+#include "zip_reader.hpp"
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-typedef struct zip zip_t;
 
 namespace ckpt {
 
@@ -29,13 +28,13 @@ public:
     struct Entry {
         std::string name;     // variable name: member name without ".npy", or the objax name
         std::string member;   // zip member name, for messages
-        uint64_t index = 0;   // zip index
+        size_t index = 0;     // position in the zip directory
         uint64_t size = 0;    // member bytes (npy header + data)
         NpyHeader header;
     };
 
-    // Reads `file`, named `label` in messages (a path, or "<memory>"). Throws Error: io, format (not a zip,
-    // malformed member), unsupported, no_memory.
+    // Reads `file`, named `label` in messages (a path, or "<memory>"): the zip directory and every npy header,
+    // all validated. Throws Error: io, format (not a zip, malformed member), unsupported, no_memory.
     NpzReader(std::unique_ptr<InputFile> file, std::string label, NpzReadOptions options);
     // Opens `path` in `storage`; adds not_found (no file) and invalid (not a regular file) to the errors above.
     static NpzReader open(Storage& storage, const std::string& path, NpzReadOptions options);
@@ -44,7 +43,7 @@ public:
     NpzReader& operator=(NpzReader&&) noexcept;
     ~NpzReader();
 
-    const std::string& label() const { return label_; }
+    const std::string& label() const { return zip_->label(); }
     Layout layout() const { return layout_; }
     size_t size() const { return entries_.size(); }
     const Entry& entry(size_t i) const { return entries_[i]; }
@@ -57,19 +56,12 @@ public:
     Array read(size_t i);
 
 private:
-    void scan(uint64_t file_size);
-    void read_header(Entry& e, const std::string& here);
+    void scan();
     void detect_layout();
     std::string where(const Entry& e) const;
 
-    struct ZipCloser {
-        void operator()(zip_t* za) const;
-    };
-    class InputSource;
     std::unique_ptr<InputFile> file_;
-    std::unique_ptr<InputSource> source_;
-    std::unique_ptr<zip_t, ZipCloser> zip_;  // declared last: closed first, while the source still exists
-    std::string label_;
+    std::unique_ptr<ZipReader> zip_;
     NpzReadOptions options_;
     Layout layout_ = Layout::plain;
     std::vector<Entry> entries_;

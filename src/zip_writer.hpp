@@ -1,9 +1,9 @@
 // A sequential zip writer: local header, data, (data descriptor), …, central directory, end records — written
 // front to back, never seeking, so it can stream into any Storage (an object store, a pipe).
 //
-// ckpt writes zips itself rather than through libzip (which it still uses to read) because libzip's writer
-// (1.7.3) needs a seekable output — it rewrites every local header after the data — and compresses members
-// one after another with no way to run them in parallel or align their data.
+// ckpt writes zips itself rather than through libzip because libzip's writer (1.7.3) needs a seekable output —
+// it rewrites every local header after the data — and compresses members one after another with no way to run
+// them in parallel or align their data. (Reading: see zip_reader.hpp.)
 //
 // Stored members get their CRC-32 computed before they are written, so their local headers carry the real
 // CRC and sizes like numpy's; deflated members stream through zlib and end with a data descriptor (general
