@@ -1,4 +1,5 @@
 #include "guard.hpp"
+#include "utf8.hpp"
 
 #include <memory>
 #include <vector>
@@ -15,21 +16,26 @@ const Array* at(const ckpt_vars* vars, size_t i) {
     return vars != nullptr && i < vars->vc.size() ? &vars->vc.array(i) : nullptr;
 }
 
-int add(const char* function, ckpt_vars* vars, const char* name, DType dtype, size_t itemsize, uint32_t ndim,
-        const int64_t* shape, const void* data, uint32_t flags) {
+int add(const char* function, ckpt_vars* vars, const char* name, uint32_t dtype, bool strings, size_t itemsize,
+        uint32_t ndim, const int64_t* shape, const void* data, uint32_t flags) {
     return guard([&] {
         require(vars, function, "vars");
         require(name, function, "name");
-        if (flags != CKPT_COPY && flags != CKPT_BORROW) ckpt::fail(Code::invalid, "{}: unknown flags {}", function, flags);
-        if (ndim > ckpt::kMaxDims) ckpt::fail(Code::invalid, "{}: '{}' has {} dimensions; the limit is {}", function, name, ndim, ckpt::kMaxDims);
-        if (ndim > 0) require(shape, function, "shape");
-        std::vector<int64_t> dims(shape, shape + ndim);
         try {
-            Array a = flags == CKPT_BORROW ? Array::borrow(dtype, itemsize, std::move(dims), const_cast<void*>(data))
-                                           : Array::copy_of(dtype, itemsize, std::move(dims), data);
+            if (!ckpt::is_dtype(dtype) || ckpt::is_string_dtype(static_cast<DType>(dtype)) != strings)
+                ckpt::fail(Code::invalid, "dtype {} is not {}", dtype,
+                           strings ? "CKPT_UNICODE or CKPT_BYTES" : "a numeric dtype (strings: ckpt_vars_add_strings)");
+            const DType d = static_cast<DType>(dtype);
+            if (flags != CKPT_COPY && flags != CKPT_BORROW) ckpt::fail(Code::invalid, "unknown flags {}", flags);
+            if (ndim > ckpt::kMaxDims) ckpt::fail(Code::invalid, "{} dimensions; the limit is {}", ndim, ckpt::kMaxDims);
+            if (ndim > 0 && shape == nullptr) ckpt::fail(Code::invalid, "shape is NULL with {} dimensions", ndim);
+            std::vector<int64_t> dims(shape, shape + ndim);
+            const size_t size = strings ? itemsize : ckpt::numeric_size(d);
+            Array a = flags == CKPT_BORROW ? Array::borrow(d, size, std::move(dims), const_cast<void*>(data))
+                                           : Array::copy_of(d, size, std::move(dims), data);
             vars->vc.add(name, std::move(a));
         } catch (const ckpt::Error& e) {
-            ckpt::rethrow_with_context(e, fmt::format("{}: variable '{}'", function, name));
+            ckpt::rethrow_with_context(e, fmt::format("{}: variable '{}'", function, ckpt::printable(name)));
         }
     });
 }
@@ -50,24 +56,12 @@ CKPT_API void ckpt_vars_free(ckpt_vars* vars) { delete vars; }
 
 CKPT_API int ckpt_vars_add(ckpt_vars* vars, const char* name, uint32_t dtype, uint32_t ndim, const int64_t* shape,
                            const void* data, uint32_t flags) {
-    if (!ckpt::is_dtype(dtype) || ckpt::is_string_dtype(static_cast<DType>(dtype))) {
-        return guard([&] {
-            ckpt::fail(Code::invalid, "ckpt_vars_add: dtype {} is not a numeric dtype{}", dtype,
-                       ckpt::is_dtype(dtype) ? " (use ckpt_vars_add_strings)" : "");
-        });
-    }
-    const DType d = static_cast<DType>(dtype);
-    return add("ckpt_vars_add", vars, name, d, ckpt::numeric_size(d), ndim, shape, data, flags);
+    return add("ckpt_vars_add", vars, name, dtype, false, 0, ndim, shape, data, flags);
 }
 
 CKPT_API int ckpt_vars_add_strings(ckpt_vars* vars, const char* name, uint32_t dtype, size_t itemsize, uint32_t ndim,
                                    const int64_t* shape, const void* data, uint32_t flags) {
-    if (dtype != CKPT_UNICODE && dtype != CKPT_BYTES) {
-        return guard([&] {
-            ckpt::fail(Code::invalid, "ckpt_vars_add_strings: dtype {} is not CKPT_UNICODE or CKPT_BYTES", dtype);
-        });
-    }
-    return add("ckpt_vars_add_strings", vars, name, static_cast<DType>(dtype), itemsize, ndim, shape, data, flags);
+    return add("ckpt_vars_add_strings", vars, name, dtype, true, itemsize, ndim, shape, data, flags);
 }
 
 CKPT_API size_t ckpt_vars_count(const ckpt_vars* vars) { return vars != nullptr ? vars->vc.size() : 0; }

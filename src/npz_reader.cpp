@@ -115,7 +115,9 @@ void NpzReader::detect_layout() {
     const size_t n = entries_.size() - 1;
     std::vector<std::string> names(n);
     if (n > 0) {
-        const Array table = read(static_cast<size_t>(names_at - entries_.begin()));
+        const NpyHeader& h = names_at->header;
+        Array table = Array::allocate(h.dtype, h.itemsize, h.shape, false);
+        read_into(static_cast<size_t>(names_at - entries_.begin()), table.data(), nullptr);  // not array data
         const size_t chars = table.itemsize() / 4;
         const auto* units = static_cast<const char32_t*>(table.data());
         std::unordered_set<std::string> seen;
@@ -138,7 +140,9 @@ void NpzReader::detect_layout() {
     layout_ = Layout::objax;
 }
 
-void NpzReader::read_into(size_t i, void* dst) {
+void NpzReader::read_into(size_t i, void* dst) { read_into(i, dst, &options_.progress); }
+
+void NpzReader::read_into(size_t i, void* dst, Progress* progress) {
     const Entry& e = entries_.at(i);
     const NpyHeader& h = e.header;
     ZipReader::Stream in(*zip_, e.index);
@@ -156,7 +160,7 @@ void NpzReader::read_into(size_t i, void* dst) {
         const size_t n = std::min(h.nbytes - done, kProgressChunk);
         in.read_exact(out + done, n);
         done += n;
-        options_.progress.advance(n);
+        if (progress != nullptr) progress->advance(n);
     }
     in.finish();
     if (transpose) fortran_to_c_order(scratch->data(), dst, h.shape, h.itemsize);

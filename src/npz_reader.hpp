@@ -56,6 +56,7 @@ public:
     Array read(size_t i);
 
 private:
+    void read_into(size_t i, void* dst, Progress* progress);
     void scan();
     void detect_layout();
     std::string where(const Entry& e) const;

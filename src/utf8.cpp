@@ -43,6 +43,26 @@ bool valid_utf8(std::string_view s) {
     return true;
 }
 
+std::string printable(std::string_view s) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    char32_t cp;
+    for (size_t i = 0; i < s.size();) {
+        const size_t n = decode(s, i, cp);
+        if (n == 0) {
+            const auto b = static_cast<unsigned char>(s[i]);
+            out += "\\x";
+            out += kHex[b >> 4];
+            out += kHex[b & 15];
+            ++i;
+        } else {
+            out.append(s, i, n);
+            i += n;
+        }
+    }
+    return out;
+}
+
 std::u32string utf8_to_utf32(std::string_view s) {
     std::u32string out;
     char32_t cp;

@@ -173,7 +173,8 @@ typedef struct ckpt_npz_options {
     ckpt_storage *storage;     /* where files are read and written; NULL = the local filesystem (POSIX) */
 } ckpt_npz_options;
 #define CKPT_NPZ_OPTIONS_VERSION 2
-#define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION}
+/* Every field spelled out, so -Wmissing-field-initializers stays quiet. */
+#define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL}
 
 /* Fills *opts with the defaults of struct version `version` (pass CKPT_NPZ_OPTIONS_VERSION), writing only the
  * fields that version has. Returns CKPT_OK, CKPT_EINVAL (NULL opts, or a version this library does not know). */
@@ -311,7 +312,7 @@ typedef struct ckpt_writer_options {
     const char *out_dir;   /* directory for saves given out_dir NULL; copied; NULL = "." */
 } ckpt_writer_options;
 #define CKPT_WRITER_OPTIONS_VERSION 1
-#define CKPT_WRITER_OPTIONS_INIT {CKPT_WRITER_OPTIONS_VERSION}
+#define CKPT_WRITER_OPTIONS_INIT {CKPT_WRITER_OPTIONS_VERSION, 0, 0, NULL, NULL}
 /* Fills *opts with the defaults of struct version `version`. Returns CKPT_OK, CKPT_EINVAL. */
 CKPT_API int ckpt_writer_options_init(ckpt_writer_options *opts, uint32_t version);
 
