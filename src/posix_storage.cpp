@@ -161,7 +161,9 @@ public:
     }
 
     std::unique_ptr<InputFile> open_read(const std::string& path) override {
-        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        // O_NONBLOCK: opening a FIFO must not wait for a writer before the regular-file check refuses it (it has
+        // no effect on regular files).
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         if (fd < 0) {
             const int err = errno;
             if (err == ENOENT) fail(Code::not_found, "{}: no such file", path);
