@@ -17,6 +17,9 @@ struct ckpt_writer {
 
 struct ckpt_sink {
     ckpt::OutputFile* out;
+    // The first write that failed: the save fails with it whatever the save function then returns, so a
+    // function that ignores ckpt_sink_write's result cannot commit a truncated file.
+    std::exception_ptr error;
 };
 
 namespace {
@@ -77,8 +80,10 @@ CKPT_API int ckpt_writer_save(ckpt_writer* w, const char* out_dir, const char* f
         w->writer->submit(
             path,
             [fn, payload, path](ckpt::OutputFile& out) {
-                ckpt_sink sink{&out};
-                if (const int rc = fn(&sink, payload))
+                ckpt_sink sink{&out, nullptr};
+                const int rc = fn(&sink, payload);
+                if (sink.error) std::rethrow_exception(sink.error);
+                if (rc != 0)
                     ckpt::fail(rc < 0 ? static_cast<Code>(rc) : Code::error, "{}: the save function returned {}", path, rc);
             },
             (flags & CKPT_APPEND) != 0);
@@ -114,8 +119,14 @@ CKPT_API int ckpt_writer_save_vars(ckpt_writer* w, const char* out_dir, const ch
 CKPT_API int ckpt_sink_write(ckpt_sink* sink, const void* data, size_t size) {
     return guard([&] {
         require(sink, "ckpt_sink_write", "sink");
+        if (sink->error) std::rethrow_exception(sink->error);  // nothing more goes to a file that failed
         if (size > 0) require(data, "ckpt_sink_write", "data");
-        sink->out->write(data, size);
+        try {
+            sink->out->write(data, size);
+        } catch (...) {
+            sink->error = std::current_exception();
+            throw;
+        }
     });
 }
 

@@ -44,8 +44,9 @@ void Writer::throw_unreported(std::unique_lock<std::mutex>& lock) {
         } catch (const std::exception& e) {
             last = e.what();
         }
-        throw Error(first.code(), fmt::format("{} (and {} later background saves failed too; the last: {})",
-                                              first.what(), errors.size() - 1, last));
+        const size_t more = errors.size() - 1;
+        throw Error(first.code(), fmt::format("{} (and {} later background save{} failed too; the last: {})",
+                                              first.what(), more, more == 1 ? "" : "s", last));
     }
 }
 
