@@ -182,8 +182,9 @@ CKPT_API int ckpt_npz_options_init(ckpt_npz_options *opts, uint32_t version);
 
 /* Saves `vars` to `path` as an .npz that numpy.load reads, atomically and durably: the bytes go to a temporary
  * file beside `path` (".<name>.tmp-XXXXXX"), which is fsynced, renamed over `path`, and the directory fsynced.
- * On any failure `path` keeps its previous content (or stays absent) and the temporary file is removed.
- * Arrays are written in collection order; an empty collection writes a valid empty archive.
+ * On any failure `path` keeps its previous content (or stays absent) and the temporary file is removed — except
+ * when only the final directory fsync fails: the new file is then in place but may not survive a power loss, and
+ * the save still reports CKPT_EIO. Arrays are written in collection order; an empty collection writes a valid empty archive.
  * Returns CKPT_OK; CKPT_EINVAL (NULL argument, bad options, a name that cannot be a member name: containing NUL
  * or, for the plain layout, empty); CKPT_EIO (the message names the path and the OS error); CKPT_ENOMEM. */
 CKPT_API int ckpt_npz_save(const char *path, const ckpt_vars *vars, const ckpt_npz_options *opts);
@@ -307,7 +308,7 @@ typedef struct ckpt_sink ckpt_sink; /* the file a save function writes into */
 typedef struct ckpt_writer_options {
     uint32_t version;      /* CKPT_WRITER_OPTIONS_VERSION */
     uint32_t kind;         /* CKPT_WRITER_*; default SIMPLE */
-    uint32_t queue_depth;  /* QUEUE: saves queued or running before a save blocks; 0 = 1 */
+    uint32_t queue_depth;  /* QUEUE: saves queued or running before a save blocks; 0 = 1. THREAD is always 1 */
     ckpt_storage *storage; /* NULL = the local filesystem; the writer keeps its own reference */
     const char *out_dir;   /* directory for saves given out_dir NULL; copied; NULL = "." */
 } ckpt_writer_options;
@@ -326,9 +327,10 @@ CKPT_API int ckpt_writer_new(ckpt_writer **out, const ckpt_writer_options *opts)
 /* Saves what fn writes to <out_dir>/<filename> (out_dir NULL: the writer's). Atomic and durable unless flags has
  * CKPT_APPEND. For background kinds fn runs later on the writer's thread: payload must stay valid until then
  * (ckpt_writer_wait). Blocks while the writer's queue is full.
+ * If a ckpt_sink_write fails, the save fails with that error whatever fn returns (the target is left alone).
  * Returns CKPT_OK (for background kinds: queued); the error of an earlier background save, in which case this save
- * was not started; CKPT_EINVAL (NULL writer, filename or fn, unknown flags, writer finalized); for SIMPLE writers,
- * the save's own errors: CKPT_ENOTFOUND (no such directory), CKPT_EIO, fn's code. */
+ * was not started; CKPT_EINVAL (NULL writer, filename or fn, empty filename, flags other than CKPT_APPEND, writer
+ * finalized); for SIMPLE writers, the save's own errors: CKPT_ENOTFOUND (no such directory), CKPT_EIO, fn's code. */
 CKPT_API int ckpt_writer_save(ckpt_writer *w, const char *out_dir, const char *filename, ckpt_save_fn fn,
                               void *payload, uint32_t flags);
 /* Saves a collection as .npz (ckpt_npz_save's format and options; npz->storage is ignored: the writer's storage
@@ -336,7 +338,8 @@ CKPT_API int ckpt_writer_save(ckpt_writer *w, const char *out_dir, const char *f
  * flags has CKPT_NO_COPY. Returns the codes of ckpt_writer_save, plus CKPT_ENOMEM for the copy. */
 CKPT_API int ckpt_writer_save_vars(ckpt_writer *w, const char *out_dir, const char *filename, const ckpt_vars *vars,
                                    const ckpt_npz_options *npz, uint32_t flags);
-/* Appends size bytes to the file being saved. Returns CKPT_OK, CKPT_EINVAL, CKPT_EIO (the storage failed). */
+/* Appends size bytes to the file being saved. Returns CKPT_OK, CKPT_EINVAL, CKPT_EIO (the storage failed; every
+ * later write to this sink fails the same way). */
 CKPT_API int ckpt_sink_write(ckpt_sink *sink, const void *data, size_t size);
 /* Waits for every queued save; returns CKPT_OK or the first error not yet reported (CKPT_EINVAL for NULL). */
 CKPT_API int ckpt_writer_wait(ckpt_writer *w);
