@@ -1,0 +1,1266 @@
+// The writers through the C API: where a save lands, atomicity, order, the queue bound, how background errors
+// come back, finalize, the copies background saves take, append mode and the storage option.
+//
+// Catch2's assertions are not thread-safe: only the test's own thread asserts. Other threads (the writer's, and
+// the ones a test starts to see whether a call blocks) only touch atomics and mutex-protected state.
+#include "ckpt/ckpt.h"
+
+#include <catch2/catch.hpp>
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Loops that shake out races in the hand-offs between the caller and the writer's thread.
+constexpr int kRaceIterations = 50;
+// Loops whose every iteration sleeps kBlockedFor to see that a call stays blocked.
+constexpr int kBlockingIterations = 10;
+// How long a blocked call is watched before the test lets it go. Only "did not return" is asserted: a correct
+// writer never returns early, so a slow machine cannot make this flaky.
+constexpr auto kBlockedFor = 30ms;
+// Longer than anything here takes on a loaded machine under a sanitizer; a call that takes longer is hung.
+constexpr auto kGenerous = 60s;
+
+struct WriterFree {
+    void operator()(ckpt_writer* w) const { ckpt_writer_free(w); }
+};
+struct VarsFree {
+    void operator()(ckpt_vars* v) const { ckpt_vars_free(v); }
+};
+struct StorageFree {
+    void operator()(ckpt_storage* s) const { ckpt_storage_free(s); }
+};
+using WriterPtr = std::unique_ptr<ckpt_writer, WriterFree>;
+using VarsPtr = std::unique_ptr<ckpt_vars, VarsFree>;
+using StoragePtr = std::unique_ptr<ckpt_storage, StorageFree>;
+
+const char* kind_name(uint32_t kind) {
+    switch (kind) {
+        case CKPT_WRITER_SIMPLE: return "SIMPLE";
+        case CKPT_WRITER_THREAD: return "THREAD";
+        case CKPT_WRITER_QUEUE: return "QUEUE";
+        default: return "?";
+    }
+}
+
+std::string message() { return ckpt_error_message(); }
+
+// A fresh directory, removed with everything in it. On tmpfs when there is one: hundreds of saves each fsync a
+// file and a directory, which costs milliseconds apiece on a disk and nothing on tmpfs.
+class TempDir {
+public:
+    TempDir() {
+        const bool shm = fs::is_directory("/dev/shm") && ::access("/dev/shm", W_OK) == 0;
+        std::string pattern = std::string(shm ? "/dev/shm" : "/tmp") + "/ckpt-test-writer-XXXXXX";
+        if (::mkdtemp(&pattern[0]) == nullptr) throw std::runtime_error("mkdtemp failed");
+        path_ = pattern;
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path_, ec);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+
+    const std::string& str() const { return path_; }
+    std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+private:
+    std::string path_;
+};
+
+// Makes dir the working directory until the scope ends (also when a REQUIRE fails inside it).
+class InDirectory {
+public:
+    explicit InDirectory(const std::string& dir) : previous_(fs::current_path()) { fs::current_path(dir); }
+    ~InDirectory() {
+        std::error_code ec;
+        fs::current_path(previous_, ec);
+    }
+    InDirectory(const InDirectory&) = delete;
+    InDirectory& operator=(const InDirectory&) = delete;
+
+private:
+    fs::path previous_;
+};
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return "<no file at " + path + ">";
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void put(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+}
+
+// Names in dir that look like the writers' temporaries (".<name>.tmp-XXXXXX").
+std::vector<std::string> temporaries(const std::string& dir) {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        const std::string name = entry.path().filename().string();
+        if (!name.empty() && name[0] == '.' && name.find(".tmp-") != std::string::npos) names.push_back(name);
+    }
+    return names;
+}
+
+// Bytes that differ at every offset a little, so a misplaced or missing chunk shows.
+std::string pattern(size_t n, unsigned seed) {
+    std::string s(n, '\0');
+    uint32_t x = 2654435761u * (seed + 1);
+    for (auto& c : s) {
+        x = x * 1664525u + 1013904223u;
+        c = static_cast<char>(x >> 24);
+    }
+    return s;
+}
+
+// A barrier a save passes through: the save counts its arrival and blocks until the test opens the gate.
+class Gate {
+public:
+    void pass() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ++arrived_;
+        changed_.notify_all();
+        changed_.wait(lock, [&] { return open_; });
+    }
+    // True once n saves have arrived; false if they did not within kGenerous.
+    bool arrived(int n) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        return changed_.wait_for(lock, kGenerous, [&] { return arrived_ >= n; });
+    }
+    void open() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            open_ = true;
+        }
+        changed_.notify_all();
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    int arrived_ = 0;
+    bool open_ = false;
+};
+
+// Opens a gate when the scope ends. Declared after the writer, so a failed REQUIRE releases the saves before the
+// writer's destructor waits for them (rather than hanging).
+class OpenOnExit {
+public:
+    explicit OpenOnExit(Gate& gate) : gate_(gate) {}
+    ~OpenOnExit() { gate_.open(); }
+    OpenOnExit(const OpenOnExit&) = delete;
+    OpenOnExit& operator=(const OpenOnExit&) = delete;
+
+private:
+    Gate& gate_;
+};
+
+// What a save function does, as data: pass a gate, note its turn, write `bytes` (in two pieces), return `result`.
+struct Job {
+    explicit Job(std::string b = {}, int r = CKPT_OK) : bytes(std::move(b)), result(r) {}
+    std::string bytes;
+    int result;
+    Gate* gate = nullptr;
+    std::mutex* order_mutex = nullptr;
+    std::vector<int>* order = nullptr;
+    int index = 0;
+    std::atomic<int> runs{0};
+    std::thread::id ran_on;
+};
+
+int run_job(ckpt_sink* sink, void* payload) {
+    Job& job = *static_cast<Job*>(payload);
+    job.runs.fetch_add(1);
+    job.ran_on = std::this_thread::get_id();
+    if (job.gate != nullptr) job.gate->pass();
+    if (job.order != nullptr) {
+        std::lock_guard<std::mutex> lock(*job.order_mutex);
+        job.order->push_back(job.index);
+    }
+    const size_t half = job.bytes.size() / 2;
+    if (const int rc = ckpt_sink_write(sink, job.bytes.data(), half)) return rc;
+    if (const int rc = ckpt_sink_write(sink, job.bytes.data() + half, job.bytes.size() - half)) return rc;
+    return job.result;
+}
+
+int save(const WriterPtr& w, const char* filename, Job& job, uint32_t flags = 0) {
+    return ckpt_writer_save(w.get(), nullptr, filename, run_job, &job, flags);
+}
+
+WriterPtr make_writer(uint32_t kind, const std::string& out_dir, uint32_t queue_depth = 0,
+                      ckpt_storage* storage = nullptr) {
+    ckpt_writer_options o;
+    REQUIRE(ckpt_writer_options_init(&o, CKPT_WRITER_OPTIONS_VERSION) == CKPT_OK);
+    o.kind = kind;
+    o.queue_depth = queue_depth;
+    o.storage = storage;
+    o.out_dir = out_dir.empty() ? nullptr : out_dir.c_str();
+    ckpt_writer* w = nullptr;
+    const int rc = ckpt_writer_new(&w, &o);
+    INFO(message());
+    REQUIRE(rc == CKPT_OK);
+    REQUIRE(w != nullptr);
+    return WriterPtr(w);
+}
+
+// Runs one ckpt call on a thread of its own, so that the test can watch whether it blocks.
+class Background {
+public:
+    template <typename Call>
+    explicit Background(Call call)
+        : thread_([this, call] {
+              const int rc = call();
+              if (rc != CKPT_OK) message_ = ckpt_error_message();
+              rc_ = rc;
+              done_ = true;
+          }) {}
+    ~Background() {
+        if (thread_.joinable()) thread_.join();
+    }
+    Background(const Background&) = delete;
+    Background& operator=(const Background&) = delete;
+
+    bool returned() const { return done_; }
+    // The call's result. A call still running after kGenerous has hung: the program aborts with a message rather
+    // than hanging the test run.
+    int result() {
+        const auto deadline = std::chrono::steady_clock::now() + kGenerous;
+        while (!done_ && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+        if (!done_) {
+            std::fprintf(stderr, "a ckpt call made on another thread did not return within %lld s\n",
+                         static_cast<long long>(std::chrono::seconds(kGenerous).count()));
+            std::abort();
+        }
+        thread_.join();
+        return rc_;
+    }
+    const std::string& error_message() const { return message_; }  // after result()
+
+private:
+    std::atomic<bool> done_{false};
+    std::atomic<int> rc_{CKPT_ERROR};
+    std::string message_;
+    std::thread thread_;  // last: starts once the members above exist
+};
+
+// Arrays whose bytes make a bit-exact comparison mean something: NaN payloads, negative zero, infinities,
+// subnormals, integer extremes, a 0-d scalar, an empty array, UTF-32 strings, a non-ASCII name.
+struct Sample {
+    std::vector<float> weights;          // float32 2x3
+    std::vector<int64_t> step;           // int64 0-d
+    std::vector<uint8_t> mask;           // bool 4
+    std::vector<double> rotation;        // complex128 2 (4 doubles)
+    std::vector<uint16_t> half;          // float16 3, raw bits
+    std::vector<char32_t> labels;        // '<U3' 2
+    std::vector<int32_t> empty;          // int32 0x4
+
+    Sample() {
+        uint32_t nan_bits = 0x7fc00123u;
+        float nan;
+        std::memcpy(&nan, &nan_bits, sizeof nan);
+        weights = {nan, -0.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::denorm_min(),
+                   std::numeric_limits<float>::max(), 1.5f};
+        step = {std::numeric_limits<int64_t>::min() + 7};
+        mask = {1, 0, 0, 1};
+        rotation = {0.25, -1e300, std::numeric_limits<double>::lowest(), -0.0};
+        half = {0x3c00, 0x7e01, 0x8001};
+        labels = {U'a', U'\u00e9', U'\U0001F600', U'x', 0, 0};
+    }
+    // What training does to the arrays after a save returns.
+    void overwrite() {
+        std::memset(weights.data(), 0xA5, weights.size() * sizeof(float));
+        std::memset(step.data(), 0xA5, step.size() * sizeof(int64_t));
+        std::memset(mask.data(), 0xA5, mask.size());
+        std::memset(rotation.data(), 0xA5, rotation.size() * sizeof(double));
+        std::memset(half.data(), 0xA5, half.size() * sizeof(uint16_t));
+        std::memset(labels.data(), 0xA5, labels.size() * sizeof(char32_t));
+    }
+    // Gives the memory back, so that a save still reading it would read freed memory (which ASan reports).
+    void release() {
+        std::vector<float>().swap(weights);
+        std::vector<int64_t>().swap(step);
+        std::vector<uint8_t>().swap(mask);
+        std::vector<double>().swap(rotation);
+        std::vector<uint16_t>().swap(half);
+        std::vector<char32_t>().swap(labels);
+    }
+};
+
+// A collection over a Sample: CKPT_COPY owns copies of its bytes, CKPT_BORROW points into it.
+VarsPtr make_vars(Sample& s, uint32_t flags) {
+    ckpt_vars* raw = nullptr;
+    REQUIRE(ckpt_vars_new(&raw) == CKPT_OK);
+    VarsPtr v(raw);
+    const int64_t weights_shape[] = {2, 3};
+    const int64_t mask_shape[] = {4};
+    const int64_t rotation_shape[] = {2};
+    const int64_t half_shape[] = {3};
+    const int64_t labels_shape[] = {2};
+    const int64_t empty_shape[] = {0, 4};
+    REQUIRE(ckpt_vars_add(v.get(), "layer/w\u00e9ights", CKPT_FLOAT32, 2, weights_shape, s.weights.data(), flags) ==
+            CKPT_OK);
+    REQUIRE(ckpt_vars_add(v.get(), "step", CKPT_INT64, 0, nullptr, s.step.data(), flags) == CKPT_OK);
+    REQUIRE(ckpt_vars_add(v.get(), "mask", CKPT_BOOL, 1, mask_shape, s.mask.data(), flags) == CKPT_OK);
+    REQUIRE(ckpt_vars_add(v.get(), "rotation", CKPT_COMPLEX128, 1, rotation_shape, s.rotation.data(), flags) ==
+            CKPT_OK);
+    REQUIRE(ckpt_vars_add(v.get(), "half", CKPT_FLOAT16, 1, half_shape, s.half.data(), flags) == CKPT_OK);
+    REQUIRE(ckpt_vars_add_strings(v.get(), "labels", CKPT_UNICODE, 12, 1, labels_shape, s.labels.data(), flags) ==
+            CKPT_OK);
+    REQUIRE(ckpt_vars_add(v.get(), "empty", CKPT_INT32, 2, empty_shape, s.empty.data(), flags) == CKPT_OK);
+    return v;
+}
+
+VarsPtr read_npz(const std::string& path, ckpt_storage* storage = nullptr) {
+    ckpt_npz_options o;
+    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+    o.storage = storage;
+    ckpt_vars* raw = nullptr;
+    const int rc = ckpt_npz_read(&raw, path.c_str(), &o);
+    INFO(path << ": " << message());
+    REQUIRE(rc == CKPT_OK);
+    return VarsPtr(raw);
+}
+
+// Same names in the same order, same dtypes, itemsizes, shapes and bytes.
+void require_same(const ckpt_vars* expected, const ckpt_vars* actual) {
+    REQUIRE(ckpt_vars_count(actual) == ckpt_vars_count(expected));
+    for (size_t i = 0; i < ckpt_vars_count(expected); ++i) {
+        INFO("array " << i << " '" << ckpt_vars_name(expected, i) << "'");
+        REQUIRE(std::string(ckpt_vars_name(actual, i)) == ckpt_vars_name(expected, i));
+        REQUIRE(ckpt_vars_dtype(actual, i) == ckpt_vars_dtype(expected, i));
+        REQUIRE(ckpt_vars_itemsize(actual, i) == ckpt_vars_itemsize(expected, i));
+        const uint32_t ndim = ckpt_vars_ndim(expected, i);
+        REQUIRE(ckpt_vars_ndim(actual, i) == ndim);
+        const std::vector<int64_t> shape(ckpt_vars_shape(expected, i), ckpt_vars_shape(expected, i) + ndim);
+        REQUIRE(std::vector<int64_t>(ckpt_vars_shape(actual, i), ckpt_vars_shape(actual, i) + ndim) == shape);
+        const size_t n = ckpt_vars_nbytes(expected, i);
+        REQUIRE(ckpt_vars_nbytes(actual, i) == n);
+        if (n > 0) REQUIRE(std::memcmp(ckpt_vars_data(actual, i), ckpt_vars_data(expected, i), n) == 0);
+    }
+}
+
+// The npz bytes ckpt_npz_save writes for a collection (made through a scratch file).
+std::string npz_bytes(const ckpt_vars* vars) {
+    TempDir scratch;
+    const std::string path = scratch.file("scratch.npz");
+    REQUIRE(ckpt_npz_save(path.c_str(), vars, nullptr) == CKPT_OK);
+    return slurp(path);
+}
+
+// A progress callback that holds a save in the middle of writing its arrays until the test opens the gate.
+struct ProgressHold {
+    Gate gate;
+    std::atomic<bool> first{true};
+};
+void hold_on_first_progress(uint64_t, uint64_t, void* payload) {
+    auto& hold = *static_cast<ProgressHold*>(payload);
+    if (hold.first.exchange(false)) hold.gate.pass();
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------- where saves land
+
+TEST_CASE("A save lands at out_dir/filename holding the bytes its function wrote, atomically", "[writer]") {
+    const uint32_t kind = GENERATE(CKPT_WRITER_SIMPLE, CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
+    INFO("kind " << kind_name(kind));
+    TempDir dir, other;
+    Job job(pattern(100000, 1));
+
+    SECTION("with out_dir NULL the save goes to the writer's out_dir") {
+        auto w = make_writer(kind, dir.str());
+        REQUIRE(save(w, "model.bin", job) == CKPT_OK);
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+        CHECK(slurp(dir.file("model.bin")) == job.bytes);
+        CHECK(job.runs == 1);
+        CHECK(temporaries(dir.str()).empty());
+    }
+    SECTION("an explicit out_dir wins over the writer's") {
+        auto w = make_writer(kind, dir.str());
+        REQUIRE(ckpt_writer_save(w.get(), other.str().c_str(), "model.bin", run_job, &job, 0) == CKPT_OK);
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+        CHECK(slurp(other.file("model.bin")) == job.bytes);
+        CHECK_FALSE(fs::exists(dir.file("model.bin")));
+        CHECK(temporaries(other.str()).empty());
+    }
+    SECTION("with no out_dir anywhere the save goes to the working directory") {
+        {
+            InDirectory cwd(dir.str());
+            ckpt_writer_options o;
+            REQUIRE(ckpt_writer_options_init(&o, CKPT_WRITER_OPTIONS_VERSION) == CKPT_OK);
+            o.kind = kind;
+            ckpt_writer* raw = nullptr;
+            REQUIRE(ckpt_writer_new(&raw, &o) == CKPT_OK);
+            WriterPtr w(raw);
+            REQUIRE(save(w, "model.bin", job) == CKPT_OK);
+            REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+        }
+        CHECK(slurp(dir.file("model.bin")) == job.bytes);
+    }
+    SECTION("the writer keeps its own copy of the options' out_dir") {
+        std::string out_dir = dir.str();
+        auto w = make_writer(kind, out_dir);
+        out_dir.assign(out_dir.size(), 'x');  // the caller's string changes (and could be freed)
+        REQUIRE(save(w, "model.bin", job) == CKPT_OK);
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+        CHECK(slurp(dir.file("model.bin")) == job.bytes);
+    }
+    SECTION("a save replaces an existing file and leaves nothing else behind") {
+        put(dir.file("model.bin"), "previous content");
+        auto w = make_writer(kind, dir.str());
+        REQUIRE(save(w, "model.bin", job) == CKPT_OK);
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+        CHECK(slurp(dir.file("model.bin")) == job.bytes);
+        std::vector<std::string> names;
+        for (const auto& e : fs::directory_iterator(dir.str())) names.push_back(e.path().filename().string());
+        CHECK(names == std::vector<std::string>{"model.bin"});
+    }
+    SECTION("a save function that writes nothing makes an empty file") {
+        Job nothing;
+        auto w = make_writer(kind, dir.str());
+        REQUIRE(save(w, "empty.bin", nothing) == CKPT_OK);
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+        CHECK(fs::exists(dir.file("empty.bin")));
+        CHECK(fs::file_size(dir.file("empty.bin")) == 0);
+    }
+}
+
+TEST_CASE("A simple writer saves in the caller's thread; background writers save on another", "[writer]") {
+    TempDir dir;
+    SECTION("a simple writer's save has run and finished when the call returns") {
+        Job job("bytes");
+        auto w = make_writer(CKPT_WRITER_SIMPLE, dir.str());
+        REQUIRE(save(w, "a.bin", job) == CKPT_OK);
+        CHECK(job.runs == 1);
+        CHECK(job.ran_on == std::this_thread::get_id());
+        CHECK(slurp(dir.file("a.bin")) == "bytes");
+    }
+    SECTION("a background save returns while its function is still running") {
+        const uint32_t kind = GENERATE(CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
+        INFO("kind " << kind_name(kind));
+        Gate gate;
+        Job job("bytes");
+        job.gate = &gate;
+        auto w = make_writer(kind, dir.str());
+        OpenOnExit release(gate);
+        REQUIRE(save(w, "a.bin", job) == CKPT_OK);
+        REQUIRE(gate.arrived(1));
+        CHECK_FALSE(fs::exists(dir.file("a.bin")));
+        gate.open();
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+        CHECK(job.ran_on != std::this_thread::get_id());
+        CHECK(slurp(dir.file("a.bin")) == "bytes");
+    }
+}
+
+TEST_CASE("A save into a missing directory fails with CKPT_ENOTFOUND", "[writer][errors]") {
+    TempDir dir;
+    const std::string missing = dir.file("no-such-dir");
+    Job job("bytes");
+    SECTION("a simple writer returns it from the save") {
+        auto w = make_writer(CKPT_WRITER_SIMPLE, missing);
+        CHECK(save(w, "a.bin", job) == CKPT_ENOTFOUND);
+        CHECK_THAT(message(), Contains(missing));
+        CHECK(job.runs == 0);
+    }
+    SECTION("a background writer returns it from the next wait") {
+        const uint32_t kind = GENERATE(CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
+        INFO("kind " << kind_name(kind));
+        auto w = make_writer(kind, missing);
+        REQUIRE(save(w, "a.bin", job) == CKPT_OK);
+        CHECK(ckpt_writer_wait(w.get()) == CKPT_ENOTFOUND);
+        CHECK_THAT(message(), Contains(missing));
+        CHECK(ckpt_writer_wait(w.get()) == CKPT_OK);
+    }
+    CHECK_FALSE(fs::exists(missing));
+}
+
+// ------------------------------------------------------------------------------------------------ save_vars
+
+TEST_CASE("ckpt_writer_save_vars writes an npz that ckpt_npz_read reads back bit-exact", "[writer][vars]") {
+    const uint32_t kind = GENERATE(CKPT_WRITER_SIMPLE, CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
+    INFO("kind " << kind_name(kind));
+    TempDir dir;
+    Sample s;
+    auto vars = make_vars(s, CKPT_COPY);
+    auto w = make_writer(kind, dir.str());
+    ckpt_npz_options o;
+    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+
+    SECTION("with default options (NULL)") {
+        REQUIRE(ckpt_writer_save_vars(w.get(), nullptr, "vars.npz", vars.get(), nullptr, 0) == CKPT_OK);
+    }
+    SECTION("deflated") {
+        o.compression = CKPT_DEFLATE;
+        o.level = 9;
+        REQUIRE(ckpt_writer_save_vars(w.get(), nullptr, "vars.npz", vars.get(), &o, 0) == CKPT_OK);
+    }
+    SECTION("in objax's layout") {
+        o.layout = CKPT_LAYOUT_OBJAX;
+        REQUIRE(ckpt_writer_save_vars(w.get(), nullptr, "vars.npz", vars.get(), &o, 0) == CKPT_OK);
+    }
+    SECTION("in the writer's storage even when the npz options name another") {
+        ckpt_storage* memory = nullptr;
+        REQUIRE(ckpt_storage_new_memory(&memory) == CKPT_OK);
+        StoragePtr keep(memory);
+        o.storage = memory;
+        REQUIRE(ckpt_writer_save_vars(w.get(), nullptr, "vars.npz", vars.get(), &o, 0) == CKPT_OK);
+    }
+    REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+    auto back = read_npz(dir.file("vars.npz"));
+    require_same(vars.get(), back.get());
+    CHECK(temporaries(dir.str()).empty());
+}
+
+// ------------------------------------------------------------------------------------------------------ order
+
+TEST_CASE("A queue writer runs saves in the order they were made", "[writer][queue][order]") {
+    TempDir dir;
+    constexpr int kSaves = 20;
+
+    SECTION("twenty saves to one file leave the last one's content") {
+        for (int it = 0; it < kRaceIterations; ++it) {
+            std::vector<Job> jobs(kSaves);
+            for (int i = 0; i < kSaves; ++i) jobs[i].bytes = "content " + std::to_string(i) + " " + pattern(64, i);
+            auto w = make_writer(CKPT_WRITER_QUEUE, dir.str(), 4);
+            for (int i = 0; i < kSaves; ++i) REQUIRE(save(w, "same.bin", jobs[i]) == CKPT_OK);
+            REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+            REQUIRE(slurp(dir.file("same.bin")) == jobs[kSaves - 1].bytes);
+            REQUIRE(temporaries(dir.str()).empty());
+        }
+    }
+    SECTION("twenty saves to different files all land, each with its own content") {
+        for (int it = 0; it < kRaceIterations; ++it) {
+            std::vector<Job> jobs(kSaves);
+            for (int i = 0; i < kSaves; ++i) jobs[i].bytes = pattern(1000 + i, it * kSaves + i);
+            auto w = make_writer(CKPT_WRITER_QUEUE, dir.str(), 4);
+            for (int i = 0; i < kSaves; ++i)
+                REQUIRE(save(w, ("file-" + std::to_string(i)).c_str(), jobs[i]) == CKPT_OK);
+            REQUIRE(ckpt_writer_finalize(w.get()) == CKPT_OK);
+            for (int i = 0; i < kSaves; ++i) REQUIRE(slurp(dir.file("file-" + std::to_string(i))) == jobs[i].bytes);
+            REQUIRE(temporaries(dir.str()).empty());
+        }
+    }
+    SECTION("save functions are called first in, first out") {
+        std::vector<int> expected(kSaves);
+        for (int i = 0; i < kSaves; ++i) expected[i] = i;
+        for (int it = 0; it < kRaceIterations; ++it) {
+            std::mutex order_mutex;
+            std::vector<int> order;
+            std::vector<Job> jobs(kSaves);
+            for (int i = 0; i < kSaves; ++i) {
+                jobs[i].order = &order;
+                jobs[i].order_mutex = &order_mutex;
+                jobs[i].index = i;
+            }
+            auto w = make_writer(CKPT_WRITER_QUEUE, dir.str(), 4);
+            for (int i = 0; i < kSaves; ++i)
+                REQUIRE(save(w, ("fifo-" + std::to_string(i % 3)).c_str(), jobs[i]) == CKPT_OK);
+            REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+            std::lock_guard<std::mutex> lock(order_mutex);
+            REQUIRE(order == expected);
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------ the queue's bound
+
+TEST_CASE("A queue writer's save blocks while queue_depth saves are queued or running", "[writer][queue][block]") {
+    TempDir dir;
+    SECTION("with depth 2 the third save waits until the running one finishes") {
+        for (int it = 0; it < kBlockingIterations; ++it) {
+            Gate gate;
+            Job running("A"), queued("B"), third("C");
+            running.gate = &gate;
+            auto w = make_writer(CKPT_WRITER_QUEUE, dir.str(), 2);
+            OpenOnExit release(gate);
+
+            REQUIRE(save(w, "a.bin", running) == CKPT_OK);
+            REQUIRE(gate.arrived(1));
+            REQUIRE(save(w, "b.bin", queued) == CKPT_OK);  // two in flight: the bound, not past it
+            Background blocked([&] { return save(w, "c.bin", third); });
+            std::this_thread::sleep_for(kBlockedFor);
+            CHECK_FALSE(blocked.returned());
+            CHECK(queued.runs == 0);
+            CHECK(third.runs == 0);
+
+            gate.open();
+            CHECK(blocked.result() == CKPT_OK);
+            REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+            CHECK(slurp(dir.file("a.bin")) == "A");
+            CHECK(slurp(dir.file("b.bin")) == "B");
+            CHECK(slurp(dir.file("c.bin")) == "C");
+        }
+    }
+    SECTION("with depth 0 (meaning 1) the second save waits for the first") {
+        for (int it = 0; it < kBlockingIterations; ++it) {
+            Gate gate;
+            Job running("A"), second("B");
+            running.gate = &gate;
+            auto w = make_writer(CKPT_WRITER_QUEUE, dir.str(), 0);
+            OpenOnExit release(gate);
+
+            REQUIRE(save(w, "a.bin", running) == CKPT_OK);
+            REQUIRE(gate.arrived(1));
+            Background blocked([&] { return save(w, "b.bin", second); });
+            std::this_thread::sleep_for(kBlockedFor);
+            CHECK_FALSE(blocked.returned());
+
+            gate.open();
+            CHECK(blocked.result() == CKPT_OK);
+            REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+            CHECK(slurp(dir.file("b.bin")) == "B");
+        }
+    }
+    SECTION("the saves of a full queue all complete when nothing blocks them") {
+        for (int it = 0; it < kRaceIterations; ++it) {
+            std::vector<Job> jobs(8);
+            auto w = make_writer(CKPT_WRITER_QUEUE, dir.str(), 2);
+            for (int i = 0; i < 8; ++i) {
+                jobs[i].bytes = std::to_string(i);
+                REQUIRE(save(w, ("q" + std::to_string(i)).c_str(), jobs[i]) == CKPT_OK);
+            }
+            REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+            for (int i = 0; i < 8; ++i) REQUIRE(jobs[i].runs == 1);
+        }
+    }
+}
+
+TEST_CASE("A thread writer's save waits for the previous save to finish", "[writer][thread][block]") {
+    TempDir dir;
+    for (int it = 0; it < kBlockingIterations; ++it) {
+        Gate gate;
+        Job first("first"), second("second");
+        first.gate = &gate;
+        auto w = make_writer(CKPT_WRITER_THREAD, dir.str(), 8);  // queue_depth does not apply to THREAD
+        OpenOnExit release(gate);
+
+        REQUIRE(save(w, "a.bin", first) == CKPT_OK);
+        REQUIRE(gate.arrived(1));
+        Background blocked([&] { return save(w, "b.bin", second); });
+        std::this_thread::sleep_for(kBlockedFor);
+        CHECK_FALSE(blocked.returned());
+        CHECK(second.runs == 0);
+
+        gate.open();
+        CHECK(blocked.result() == CKPT_OK);
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+        CHECK(slurp(dir.file("a.bin")) == "first");
+        CHECK(slurp(dir.file("b.bin")) == "second");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------- error delivery
+
+TEST_CASE("A simple writer's save returns its own error, and the next call succeeds", "[writer][errors]") {
+    TempDir dir;
+    const std::string target = dir.file("model.bin");
+    Job old_job("old content"), failing("partial new content", CKPT_EIO), later("later");
+    auto w = make_writer(CKPT_WRITER_SIMPLE, dir.str());
+    REQUIRE(save(w, "model.bin", old_job) == CKPT_OK);
+
+    CHECK(save(w, "model.bin", failing) == CKPT_EIO);
+    CHECK_THAT(message(), Contains(target));
+    CHECK(slurp(target) == "old content");
+    CHECK(temporaries(dir.str()).empty());
+    CHECK(ckpt_writer_wait(w.get()) == CKPT_OK);
+    CHECK(save(w, "later.bin", later) == CKPT_OK);
+    CHECK(later.runs == 1);
+    CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
+}
+
+TEST_CASE("A background save's error is returned by the next save, which is then not started",
+          "[writer][errors]") {
+    // Deterministic for THREAD and QUEUE of depth 1: the next save waits for the failed one to finish.
+    const auto config = GENERATE(std::make_pair(CKPT_WRITER_THREAD, 0u), std::make_pair(CKPT_WRITER_QUEUE, 1u));
+    INFO("kind " << kind_name(config.first) << ", queue_depth " << config.second);
+    TempDir dir;
+    const std::string target = dir.file("model.bin");
+    for (int it = 0; it < kRaceIterations; ++it) {
+        Job old_job("old content"), failing("partial new content", CKPT_EIO), next("next");
+        auto w = make_writer(config.first, dir.str(), config.second);
+        REQUIRE(save(w, "model.bin", old_job) == CKPT_OK);
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+
+        REQUIRE(save(w, "model.bin", failing) == CKPT_OK);  // queued
+        const int rc = save(w, "next.bin", next);
+        const std::string reported = message();
+        REQUIRE(rc == CKPT_EIO);
+        CHECK_THAT(reported, Contains(target));
+        CHECK(ckpt_writer_wait(w.get()) == CKPT_OK);  // exactly once
+        CHECK(failing.runs == 1);
+        CHECK(next.runs == 0);
+        CHECK_FALSE(fs::exists(dir.file("next.bin")));
+        CHECK(slurp(target) == "old content");
+        CHECK(temporaries(dir.str()).empty());
+        CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
+    }
+}
+
+TEST_CASE("A background save's error is returned once, by the next wait or finalize", "[writer][errors]") {
+    const auto config = GENERATE(std::make_pair(CKPT_WRITER_THREAD, 0u), std::make_pair(CKPT_WRITER_QUEUE, 1u),
+                                 std::make_pair(CKPT_WRITER_QUEUE, 4u));
+    INFO("kind " << kind_name(config.first) << ", queue_depth " << config.second);
+    TempDir dir;
+    const std::string target = dir.file("model.bin");
+    Job old_job("old content");
+    auto w = make_writer(config.first, dir.str(), config.second);
+    REQUIRE(save(w, "model.bin", old_job) == CKPT_OK);
+    REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+
+    SECTION("the next wait returns it, the wait after that CKPT_OK") {
+        for (int it = 0; it < kRaceIterations; ++it) {
+            Job failing("partial new content", CKPT_EIO);
+            REQUIRE(save(w, "model.bin", failing) == CKPT_OK);
+            CHECK(ckpt_writer_wait(w.get()) == CKPT_EIO);
+            CHECK_THAT(message(), Contains(target));
+            CHECK(ckpt_writer_wait(w.get()) == CKPT_OK);
+            CHECK(failing.runs == 1);
+            CHECK(slurp(target) == "old content");
+            CHECK(temporaries(dir.str()).empty());
+        }
+    }
+    SECTION("finalize returns it, a second finalize CKPT_OK") {
+        Job failing("partial new content", CKPT_EIO);
+        REQUIRE(save(w, "model.bin", failing) == CKPT_OK);
+        Background finalize([&] { return ckpt_writer_finalize(w.get()); });
+        CHECK(finalize.result() == CKPT_EIO);
+        CHECK_THAT(finalize.error_message(), Contains(target));
+        CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
+        CHECK(slurp(target) == "old content");
+        CHECK(temporaries(dir.str()).empty());
+    }
+    SECTION("after the error was reported, saves work again") {
+        Job failing("partial new content", CKPT_EIO), fixed("new content");
+        REQUIRE(save(w, "model.bin", failing) == CKPT_OK);
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_EIO);
+        REQUIRE(save(w, "model.bin", fixed) == CKPT_OK);
+        CHECK(ckpt_writer_wait(w.get()) == CKPT_OK);
+        CHECK(slurp(target) == "new content");
+    }
+}
+
+TEST_CASE("Two background failures before a wait come back as one error that counts the other",
+          "[writer][errors]") {
+    TempDir dir;
+    for (int it = 0; it < kRaceIterations; ++it) {
+        Gate gate;
+        Job held("held"), first("first", CKPT_EIO), second("second", CKPT_EIO), after("after");
+        held.gate = &gate;
+        auto w = make_writer(CKPT_WRITER_QUEUE, dir.str(), 4);
+        OpenOnExit release(gate);
+        REQUIRE(save(w, "held.bin", held) == CKPT_OK);
+        REQUIRE(gate.arrived(1));
+        // Both failures are queued before either runs, so neither save call can see the other's error.
+        REQUIRE(save(w, "first.bin", first) == CKPT_OK);
+        REQUIRE(save(w, "second.bin", second) == CKPT_OK);
+        gate.open();
+
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_EIO);
+        const std::string reported = message();
+        CHECK_THAT(reported, Contains(dir.file("first.bin")));
+        CHECK_THAT(reported, Contains("and 1 later"));
+        CHECK_THAT(reported, Contains(dir.file("second.bin")));
+        CHECK(ckpt_writer_wait(w.get()) == CKPT_OK);
+        CHECK(first.runs == 1);
+        CHECK(second.runs == 1);
+        CHECK_FALSE(fs::exists(dir.file("first.bin")));
+        CHECK_FALSE(fs::exists(dir.file("second.bin")));
+        CHECK(slurp(dir.file("held.bin")) == "held");
+        CHECK(temporaries(dir.str()).empty());
+        REQUIRE(save(w, "after.bin", after) == CKPT_OK);
+        CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
+        CHECK(slurp(dir.file("after.bin")) == "after");
+    }
+}
+
+// --------------------------------------------------------------------------------------------------- finalize
+
+TEST_CASE("Finalize waits, reports, stops the writer, and is idempotent", "[writer][finalize]") {
+    TempDir dir;
+
+    SECTION("finalize returns an error that happens while it waits, without hanging") {
+        for (int it = 0; it < kBlockingIterations; ++it) {
+            Gate gate;
+            Job held("held"), failing("x", CKPT_EIO);
+            held.gate = &gate;
+            auto w = make_writer(CKPT_WRITER_QUEUE, dir.str(), 4);
+            OpenOnExit release(gate);
+            REQUIRE(save(w, "held.bin", held) == CKPT_OK);
+            REQUIRE(save(w, "failing.bin", failing) == CKPT_OK);
+            REQUIRE(gate.arrived(1));
+            Background finalize([&] { return ckpt_writer_finalize(w.get()); });
+            std::this_thread::sleep_for(kBlockedFor);
+            CHECK_FALSE(finalize.returned());  // it waits for the held save
+            gate.open();
+            CHECK(finalize.result() == CKPT_EIO);
+            CHECK_THAT(finalize.error_message(), Contains(dir.file("failing.bin")));
+            CHECK(slurp(dir.file("held.bin")) == "held");
+            CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
+        }
+    }
+    SECTION("a second finalize returns CKPT_OK") {
+        const uint32_t kind = GENERATE(CKPT_WRITER_SIMPLE, CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
+        INFO("kind " << kind_name(kind));
+        Job job("bytes");
+        auto w = make_writer(kind, dir.str());
+        REQUIRE(save(w, "a.bin", job) == CKPT_OK);
+        CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
+        CHECK(slurp(dir.file("a.bin")) == "bytes");
+        CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
+    }
+    SECTION("saves after finalize fail with CKPT_EINVAL and are not run") {
+        const uint32_t kind = GENERATE(CKPT_WRITER_SIMPLE, CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
+        INFO("kind " << kind_name(kind));
+        Job job("bytes");
+        Sample s;
+        auto vars = make_vars(s, CKPT_COPY);
+        auto w = make_writer(kind, dir.str());
+        REQUIRE(ckpt_writer_finalize(w.get()) == CKPT_OK);
+        CHECK(save(w, "a.bin", job) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("finalized"));
+        CHECK(ckpt_writer_save_vars(w.get(), nullptr, "v.npz", vars.get(), nullptr, 0) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("finalized"));
+        CHECK(ckpt_writer_wait(w.get()) == CKPT_OK);
+        CHECK(job.runs == 0);
+        CHECK_FALSE(fs::exists(dir.file("a.bin")));
+        CHECK_FALSE(fs::exists(dir.file("v.npz")));
+    }
+    SECTION("finalize completes every queued save first") {
+        for (int it = 0; it < kRaceIterations; ++it) {
+            std::vector<Job> jobs(6);
+            auto w = make_writer(CKPT_WRITER_QUEUE, dir.str(), 6);
+            for (int i = 0; i < 6; ++i) {
+                jobs[i].bytes = pattern(5000, i);
+                REQUIRE(save(w, ("f" + std::to_string(i)).c_str(), jobs[i]) == CKPT_OK);
+            }
+            REQUIRE(ckpt_writer_finalize(w.get()) == CKPT_OK);
+            for (int i = 0; i < 6; ++i) REQUIRE(slurp(dir.file("f" + std::to_string(i))) == jobs[i].bytes);
+        }
+    }
+    SECTION("a writer freed without finalize completes its pending saves") {
+        const auto config = GENERATE(std::make_pair(CKPT_WRITER_THREAD, 0u), std::make_pair(CKPT_WRITER_QUEUE, 4u));
+        INFO("kind " << kind_name(config.first));
+        for (int it = 0; it < kBlockingIterations; ++it) {
+            const bool queue = config.first == CKPT_WRITER_QUEUE;
+            Gate gate;
+            std::vector<Job> jobs(queue ? 3 : 1);
+            for (size_t i = 0; i < jobs.size(); ++i) jobs[i].bytes = "pending " + std::to_string(i);
+            jobs[0].gate = &gate;
+            Sample s;
+            auto vars = make_vars(s, CKPT_BORROW);
+            auto expected = make_vars(s, CKPT_COPY);
+            auto w = make_writer(config.first, dir.str(), config.second);
+            OpenOnExit release(gate);
+            for (size_t i = 0; i < jobs.size(); ++i)
+                REQUIRE(save(w, ("p" + std::to_string(i)).c_str(), jobs[i]) == CKPT_OK);
+            REQUIRE(gate.arrived(1));
+            if (queue) {
+                // A copied collection is pending too: its copy must outlive the writer's handle.
+                REQUIRE(ckpt_writer_save_vars(w.get(), nullptr, "p-vars.npz", vars.get(), nullptr, 0) == CKPT_OK);
+                s.overwrite();
+            }
+            std::thread opener([&] {
+                std::this_thread::sleep_for(kBlockedFor);
+                gate.open();
+            });
+            w.reset();  // ckpt_writer_free, while the saves are held
+            opener.join();
+            for (size_t i = 0; i < jobs.size(); ++i) {
+                CHECK(jobs[i].runs == 1);
+                CHECK(slurp(dir.file("p" + std::to_string(i))) == jobs[i].bytes);
+            }
+            if (queue) {
+                auto back = read_npz(dir.file("p-vars.npz"));
+                require_same(expected.get(), back.get());
+            }
+        }
+    }
+    SECTION("a writer freed after a failure neither hangs nor leaves a temporary") {
+        const uint32_t kind = GENERATE(CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
+        Job failing("x", CKPT_EIO);
+        auto w = make_writer(kind, dir.str());
+        REQUIRE(save(w, "failing.bin", failing) == CKPT_OK);
+        w.reset();
+        CHECK(failing.runs == 1);
+        CHECK(temporaries(dir.str()).empty());
+    }
+}
+
+// ------------------------------------------------------------------------------------------ copies of the data
+
+TEST_CASE("A background save_vars saves the values the arrays had when it returned", "[writer][vars][copy]") {
+    const uint32_t kind = GENERATE(CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
+    const uint32_t ownership = GENERATE(CKPT_BORROW, CKPT_COPY);
+    INFO("kind " << kind_name(kind) << ", arrays " << (ownership == CKPT_BORROW ? "borrowed" : "owned"));
+    TempDir dir;
+
+    SECTION("changed and freed while the save is writing them") {
+        for (int it = 0; it < kRaceIterations; ++it) {
+            Sample s;
+            auto expected = make_vars(s, CKPT_COPY);
+            auto vars = make_vars(s, ownership);
+            ProgressHold hold;
+            ckpt_npz_options o;
+            REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+            o.progress = hold_on_first_progress;
+            o.progress_payload = &hold;
+            auto w = make_writer(kind, dir.str());
+            OpenOnExit release(hold.gate);
+
+            REQUIRE(ckpt_writer_save_vars(w.get(), nullptr, "v.npz", vars.get(), &o, 0) == CKPT_OK);
+            REQUIRE(hold.gate.arrived(1));  // the first array is written, the rest are not
+            for (size_t i = 0; i < ckpt_vars_count(vars.get()); ++i)
+                if (ckpt_vars_nbytes(vars.get(), i) > 0)
+                    std::memset(ckpt_vars_data(vars.get(), i), 0x5A, ckpt_vars_nbytes(vars.get(), i));
+            s.overwrite();
+            vars.reset();
+            s.release();
+            hold.gate.open();
+
+            REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+            auto back = read_npz(dir.file("v.npz"));
+            require_same(expected.get(), back.get());
+        }
+    }
+    SECTION("changed and freed while the save waits in the queue") {
+        if (kind == CKPT_WRITER_QUEUE) {
+            for (int it = 0; it < kRaceIterations; ++it) {
+                Gate gate;
+                Job held("held");
+                held.gate = &gate;
+                Sample s;
+                auto expected = make_vars(s, CKPT_COPY);
+                auto vars = make_vars(s, ownership);
+                auto w = make_writer(kind, dir.str(), 4);
+                OpenOnExit release(gate);
+
+                REQUIRE(save(w, "held.bin", held) == CKPT_OK);
+                REQUIRE(gate.arrived(1));
+                REQUIRE(ckpt_writer_save_vars(w.get(), nullptr, "v.npz", vars.get(), nullptr, 0) == CKPT_OK);
+                s.overwrite();
+                vars.reset();
+                s.release();
+                gate.open();
+
+                REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+                auto back = read_npz(dir.file("v.npz"));
+                require_same(expected.get(), back.get());
+            }
+        }
+    }
+    SECTION("with CKPT_NO_COPY and the data left alone until wait, the file is right") {
+        for (int it = 0; it < kRaceIterations; ++it) {
+            Sample s;
+            auto vars = make_vars(s, ownership);
+            auto w = make_writer(kind, dir.str(), 2);
+            REQUIRE(ckpt_writer_save_vars(w.get(), nullptr, "v.npz", vars.get(), nullptr, CKPT_NO_COPY) == CKPT_OK);
+            REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+            auto back = read_npz(dir.file("v.npz"));
+            require_same(vars.get(), back.get());
+        }
+    }
+}
+
+TEST_CASE("Background copies never mix up the values of different saves", "[writer][vars][copy]") {
+    // Background saves copy into buffers recycled from earlier saves; a buffer handed out again while an
+    // earlier save still reads it would put one save's values into another's file.
+    TempDir dir;
+
+    SECTION("many small saves in flight, each of different values") {
+        const uint32_t kind = GENERATE(CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
+        INFO("kind " << kind_name(kind));
+        constexpr int kSaves = 30;
+        std::vector<float> weights(4096);
+        const int64_t shape[] = {64, 64};
+        ckpt_vars* raw = nullptr;
+        REQUIRE(ckpt_vars_new(&raw) == CKPT_OK);
+        VarsPtr vars(raw);
+        REQUIRE(ckpt_vars_add(vars.get(), "w", CKPT_FLOAT32, 2, shape, weights.data(), CKPT_BORROW) == CKPT_OK);
+        auto w = make_writer(kind, dir.str(), 3);
+        for (int i = 0; i < kSaves; ++i) {
+            std::fill(weights.begin(), weights.end(), static_cast<float>(i));
+            REQUIRE(ckpt_writer_save_vars(w.get(), nullptr, ("s" + std::to_string(i) + ".npz").c_str(), vars.get(),
+                                          nullptr, 0) == CKPT_OK);
+        }
+        REQUIRE(ckpt_writer_finalize(w.get()) == CKPT_OK);
+        for (int i = 0; i < kSaves; ++i) {
+            auto back = read_npz(dir.file("s" + std::to_string(i) + ".npz"));
+            REQUIRE(ckpt_vars_nbytes(back.get(), 0) == weights.size() * sizeof(float));
+            const float* got = static_cast<const float*>(ckpt_vars_data(back.get(), 0));
+            INFO("save " << i);
+            REQUIRE(std::all_of(got, got + weights.size(), [&](float v) { return v == static_cast<float>(i); }));
+        }
+    }
+    SECTION("large stored saves (CRC-32 computed ahead on another thread) read back bit-exact") {
+        const uint32_t kind = GENERATE(CKPT_WRITER_SIMPLE, CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
+        INFO("kind " << kind_name(kind));
+        constexpr int kSaves = 3;
+        constexpr size_t kWords = 5u << 20;  // 20 MiB over four arrays: above the size that starts a CRC thread
+        std::vector<uint32_t> bits(kWords);
+        const int64_t shape[] = {static_cast<int64_t>(kWords / 4)};
+        ckpt_vars* raw = nullptr;
+        REQUIRE(ckpt_vars_new(&raw) == CKPT_OK);
+        VarsPtr vars(raw);
+        for (int a = 0; a < 4; ++a)
+            REQUIRE(ckpt_vars_add(vars.get(), ("part" + std::to_string(a)).c_str(), CKPT_UINT32, 1, shape,
+                                  bits.data() + a * (kWords / 4), CKPT_BORROW) == CKPT_OK);
+        auto w = make_writer(kind, dir.str(), 2);
+        std::vector<VarsPtr> expected;
+        for (int i = 0; i < kSaves; ++i) {
+            for (size_t k = 0; k < kWords; ++k) bits[k] = static_cast<uint32_t>(k * 2654435761u) ^ (i << 28);
+            ckpt_vars* copy = nullptr;
+            REQUIRE(ckpt_vars_new(&copy) == CKPT_OK);
+            expected.emplace_back(copy);
+            for (int a = 0; a < 4; ++a)
+                REQUIRE(ckpt_vars_add(copy, ("part" + std::to_string(a)).c_str(), CKPT_UINT32, 1, shape,
+                                      bits.data() + a * (kWords / 4), CKPT_COPY) == CKPT_OK);
+            REQUIRE(ckpt_writer_save_vars(w.get(), nullptr, ("big" + std::to_string(i) + ".npz").c_str(),
+                                          vars.get(), nullptr, 0) == CKPT_OK);
+        }
+        REQUIRE(ckpt_writer_finalize(w.get()) == CKPT_OK);
+        for (int i = 0; i < kSaves; ++i) {
+            INFO("save " << i);
+            auto back = read_npz(dir.file("big" + std::to_string(i) + ".npz"));
+            require_same(expected[i].get(), back.get());
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------------------ append
+
+TEST_CASE("CKPT_APPEND saves append to the file in place", "[writer][append]") {
+    const uint32_t kind = GENERATE(CKPT_WRITER_SIMPLE, CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
+    INFO("kind " << kind_name(kind));
+    TempDir dir;
+    Job first("abc"), second("def");
+    auto w = make_writer(kind, dir.str());
+
+    SECTION("two appends follow the file's existing content") {
+        put(dir.file("log.txt"), "head:");
+        REQUIRE(save(w, "log.txt", first, CKPT_APPEND) == CKPT_OK);
+        REQUIRE(save(w, "log.txt", second, CKPT_APPEND) == CKPT_OK);
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+        CHECK(slurp(dir.file("log.txt")) == "head:abcdef");
+    }
+    SECTION("the first append creates a missing file") {
+        REQUIRE(save(w, "log.txt", first, CKPT_APPEND) == CKPT_OK);
+        REQUIRE(save(w, "log.txt", second, CKPT_APPEND) == CKPT_OK);
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+        CHECK(slurp(dir.file("log.txt")) == "abcdef");
+    }
+    SECTION("an atomic save and an append, in that order") {
+        REQUIRE(save(w, "log.txt", first) == CKPT_OK);
+        REQUIRE(save(w, "log.txt", second, CKPT_APPEND) == CKPT_OK);
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+        CHECK(slurp(dir.file("log.txt")) == "abcdef");
+    }
+    CHECK(temporaries(dir.str()).empty());
+}
+
+// ----------------------------------------------------------------------------------------------------- storage
+
+TEST_CASE("A writer saves through the storage of its options", "[writer][storage]") {
+    const uint32_t kind = GENERATE(CKPT_WRITER_SIMPLE, CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
+    INFO("kind " << kind_name(kind));
+    Sample s;
+    auto vars = make_vars(s, CKPT_COPY);
+    ckpt_storage* memory = nullptr;
+    REQUIRE(ckpt_storage_new_memory(&memory) == CKPT_OK);
+    StoragePtr storage(memory);
+    // A name no test writes on disk: the memory storage must hold it, the working directory must not.
+    const std::string name = "in-memory-" + std::to_string(::getpid()) + ".npz";
+
+    SECTION("ckpt_npz_read over the same storage reads what save_vars wrote") {
+        auto w = make_writer(kind, "", 0, storage.get());
+        REQUIRE(ckpt_writer_save_vars(w.get(), nullptr, name.c_str(), vars.get(), nullptr, 0) == CKPT_OK);
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+        auto back = read_npz(name, storage.get());
+        require_same(vars.get(), back.get());
+        CHECK_FALSE(fs::exists(name));
+        ckpt_vars* on_disk = nullptr;
+        CHECK(ckpt_npz_read(&on_disk, name.c_str(), nullptr) == CKPT_ENOTFOUND);
+        CHECK(on_disk == nullptr);
+    }
+    SECTION("a save function's bytes land in the storage") {
+        Job job(npz_bytes(vars.get()));
+        auto w = make_writer(kind, ".", 0, storage.get());
+        REQUIRE(save(w, name.c_str(), job) == CKPT_OK);
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+        auto back = read_npz(name, storage.get());
+        require_same(vars.get(), back.get());
+        CHECK_FALSE(fs::exists(name));
+    }
+    SECTION("a directory the storage lacks is CKPT_ENOTFOUND") {
+        Job job("bytes");
+        auto w = make_writer(kind, "missing", 0, storage.get());
+        int rc = save(w, name.c_str(), job);
+        if (kind != CKPT_WRITER_SIMPLE) {
+            CHECK(rc == CKPT_OK);
+            rc = ckpt_writer_wait(w.get());
+        }
+        CHECK(rc == CKPT_ENOTFOUND);
+        CHECK_THAT(message(), Contains("missing/" + name));
+    }
+    SECTION("freeing the storage while a writer uses it is safe: the writer keeps its own reference") {
+        for (int it = 0; it < (kind == CKPT_WRITER_SIMPLE ? 1 : kRaceIterations); ++it) {
+            ckpt_storage* raw = nullptr;
+            REQUIRE(ckpt_storage_new_memory(&raw) == CKPT_OK);
+            Gate gate;
+            Job held("held"), after("after");
+            held.gate = &gate;
+            auto w = make_writer(kind, "", 2, raw);
+            OpenOnExit release(gate);
+            if (kind != CKPT_WRITER_SIMPLE) {
+                REQUIRE(save(w, "held.bin", held) == CKPT_OK);
+                REQUIRE(gate.arrived(1));
+            }
+            ckpt_storage_free(raw);  // the caller's reference goes while a save is under way
+            gate.open();
+            CHECK(save(w, "after.bin", after) == CKPT_OK);
+            CHECK(ckpt_writer_save_vars(w.get(), nullptr, "after.npz", vars.get(), nullptr, 0) == CKPT_OK);
+            CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
+            CHECK(after.runs == 1);
+        }
+    }
+}
+
+// -------------------------------------------------------------------------------------------- invalid arguments
+
+TEST_CASE("Writer functions refuse invalid arguments with CKPT_EINVAL and a message", "[writer][args]") {
+    TempDir dir;
+    Job job("bytes");
+    Sample s;
+    auto vars = make_vars(s, CKPT_COPY);
+
+    SECTION("ckpt_writer_options_init fills the defaults of version 1 and refuses others") {
+        ckpt_writer_options o;
+        std::memset(&o, 0xFF, sizeof o);
+        REQUIRE(ckpt_writer_options_init(&o, CKPT_WRITER_OPTIONS_VERSION) == CKPT_OK);
+        CHECK(o.version == CKPT_WRITER_OPTIONS_VERSION);
+        CHECK(o.kind == CKPT_WRITER_SIMPLE);
+        CHECK(o.queue_depth == 0);
+        CHECK(o.storage == nullptr);
+        CHECK(o.out_dir == nullptr);
+        CHECK(ckpt_writer_options_init(nullptr, CKPT_WRITER_OPTIONS_VERSION) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("opts"));
+        CHECK(ckpt_writer_options_init(&o, 2) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("version 2"));
+        const ckpt_writer_options from_macro = CKPT_WRITER_OPTIONS_INIT;
+        CHECK(from_macro.version == CKPT_WRITER_OPTIONS_VERSION);
+        CHECK(from_macro.kind == CKPT_WRITER_SIMPLE);
+        CHECK(from_macro.queue_depth == 0);
+        CHECK(from_macro.storage == nullptr);
+        CHECK(from_macro.out_dir == nullptr);
+    }
+    SECTION("ckpt_writer_new refuses a NULL out, an unknown kind and an unknown options version") {
+        ckpt_writer_options o;
+        REQUIRE(ckpt_writer_options_init(&o, CKPT_WRITER_OPTIONS_VERSION) == CKPT_OK);
+        CHECK(ckpt_writer_new(nullptr, &o) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("out"));
+
+        ckpt_writer* w = reinterpret_cast<ckpt_writer*>(&o);  // not NULL, so the reset to NULL is observable
+        o.kind = 3;
+        CHECK(ckpt_writer_new(&w, &o) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("kind 3"));
+        CHECK(w == nullptr);
+
+        for (const uint32_t version : {0u, 2u}) {
+            INFO("version " << version);
+            ckpt_writer_options bad;
+            REQUIRE(ckpt_writer_options_init(&bad, CKPT_WRITER_OPTIONS_VERSION) == CKPT_OK);
+            bad.version = version;
+            w = reinterpret_cast<ckpt_writer*>(&o);
+            CHECK(ckpt_writer_new(&w, &bad) == CKPT_EINVAL);
+            CHECK_THAT(message(), Contains("version " + std::to_string(version)));
+            CHECK(w == nullptr);
+        }
+    }
+    SECTION("ckpt_writer_new with NULL options makes a simple writer into the working directory") {
+        ckpt_writer* w = nullptr;
+        REQUIRE(ckpt_writer_new(&w, nullptr) == CKPT_OK);
+        WriterPtr owner(w);
+        {
+            InDirectory cwd(dir.str());
+            REQUIRE(save(owner, "defaults.bin", job) == CKPT_OK);
+        }
+        CHECK(job.ran_on == std::this_thread::get_id());
+        CHECK(slurp(dir.file("defaults.bin")) == "bytes");
+    }
+    SECTION("saves refuse NULL and empty arguments and unknown flags") {
+        const uint32_t kind = GENERATE(CKPT_WRITER_SIMPLE, CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
+        INFO("kind " << kind_name(kind));
+        auto w = make_writer(kind, dir.str());
+
+        CHECK(ckpt_writer_save(nullptr, nullptr, "a.bin", run_job, &job, 0) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("ckpt_writer_save: w is NULL"));
+        CHECK(ckpt_writer_save(w.get(), nullptr, nullptr, run_job, &job, 0) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("ckpt_writer_save: filename is NULL"));
+        CHECK(ckpt_writer_save(w.get(), nullptr, "", run_job, &job, 0) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("ckpt_writer_save: filename is empty"));
+        CHECK(ckpt_writer_save(w.get(), nullptr, "a.bin", nullptr, &job, 0) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("ckpt_writer_save: fn is NULL"));
+        CHECK(ckpt_writer_save(w.get(), nullptr, "a.bin", run_job, &job, 0x80) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("ckpt_writer_save: unknown flags"));
+        CHECK(ckpt_writer_save(w.get(), nullptr, "a.bin", run_job, &job, CKPT_NO_COPY) == CKPT_EINVAL);
+
+        CHECK(ckpt_writer_save_vars(nullptr, nullptr, "v.npz", vars.get(), nullptr, 0) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("ckpt_writer_save_vars: w is NULL"));
+        CHECK(ckpt_writer_save_vars(w.get(), nullptr, nullptr, vars.get(), nullptr, 0) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("ckpt_writer_save_vars: filename is NULL"));
+        CHECK(ckpt_writer_save_vars(w.get(), nullptr, "", vars.get(), nullptr, 0) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("ckpt_writer_save_vars: filename is empty"));
+        CHECK(ckpt_writer_save_vars(w.get(), nullptr, "v.npz", nullptr, nullptr, 0) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("ckpt_writer_save_vars: vars is NULL"));
+        CHECK(ckpt_writer_save_vars(w.get(), nullptr, "v.npz", vars.get(), nullptr, 0x80) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("ckpt_writer_save_vars: unknown flags"));
+        ckpt_npz_options bad;
+        REQUIRE(ckpt_npz_options_init(&bad, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+        bad.version = 99;
+        CHECK(ckpt_writer_save_vars(w.get(), nullptr, "v.npz", vars.get(), &bad, 0) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("version 99"));
+
+        CHECK(ckpt_writer_wait(nullptr) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("ckpt_writer_wait: w is NULL"));
+        CHECK(ckpt_writer_finalize(nullptr) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("ckpt_writer_finalize: w is NULL"));
+        CHECK(ckpt_sink_write(nullptr, "x", 1) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("ckpt_sink_write: sink is NULL"));
+        ckpt_writer_free(nullptr);
+
+        // None of the refused calls ran or queued anything, and the writer still works.
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+        CHECK(job.runs == 0);
+        CHECK(fs::is_empty(dir.str()));
+        REQUIRE(save(w, "a.bin", job) == CKPT_OK);
+        REQUIRE(ckpt_writer_finalize(w.get()) == CKPT_OK);
+        CHECK(slurp(dir.file("a.bin")) == "bytes");
+    }
+}
