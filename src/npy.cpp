@@ -76,11 +76,7 @@ struct Descr {
     std::string unsupported;  // why ckpt refuses a descr numpy knows; empty when supported
 };
 
-Descr unsupported(std::string why) {
-    Descr d;
-    d.unsupported = std::move(why);
-    return d;
-}
+Descr unsupported(std::string why) { return Descr{DType::float32, 0, false, std::move(why)}; }
 
 // A typestring as dtype.str writes it: byte order [<>|=] (optional), kind, decimal size.
 Descr parse_typestring(std::string_view whole) {
@@ -109,7 +105,10 @@ Descr parse_typestring(std::string_view whole) {
         return unsupported(fmt::format("'descr' '{}' uses numpy's deprecated 'a' bytes kind; ckpt reads 'S'", name));
 
     // 18 digits cannot overflow, and 4 * 10^18 still fits in size_t for unicode.
-    if (!tail.empty() || digits.empty() || digits.size() > 18) malformed("'descr' '{}' is not a dtype", name);
+    const auto not_a_dtype = [&] {
+        malformed("'descr' '{}' is not a dtype (expected a typestring such as '<f4')", name);
+    };
+    if (!tail.empty() || digits.empty() || digits.size() > 18) not_a_dtype();
     uint64_t size = 0;
     for (char c : digits) size = size * 10 + static_cast<uint64_t>(c - '0');
 
@@ -125,7 +124,7 @@ Descr parse_typestring(std::string_view whole) {
                 d.dtype = DType(v);
                 d.itemsize = size;
             }
-        if (d.itemsize == 0) malformed("'descr' '{}' is not a dtype", name);
+        if (d.itemsize == 0) not_a_dtype();
     }
     // numpy reads '|' on a multi-byte type as native order (np.dtype('|f4') is float32), and so does ckpt.
     d.byteswap = order == kForeignOrder && swap_unit(d.dtype) > 1;
@@ -183,7 +182,9 @@ private:
     char peek() const { return p_ < end_ ? *p_ : '\0'; }
     std::string found() const {
         if (p_ == end_) return "the end of the header";
-        return fmt::format("'{}'", shown(std::string_view(p_, std::min<size_t>(end_ - p_, 16))));
+        const char* stop = p_ + 1;  // the next token-ish run of text, up to whitespace
+        while (stop < end_ && stop - p_ < 16 && !std::strchr(" \t\r\n", *stop)) ++stop;
+        return fmt::format("'{}'", shown(std::string_view(p_, size_t(stop - p_))));
     }
     void skip_space() {
         while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\r' || *p_ == '\n')) ++p_;
@@ -198,17 +199,24 @@ private:
         if (!accept(c)) malformed("expected '{}' {}, found {}", c, where, found());
     }
 
+    bool at_string() const {  // at a quote, or at Python 2's u prefix before one
+        const char* q = p_ < end_ && *p_ == 'u' ? p_ + 1 : p_;
+        return q < end_ && (*q == '\'' || *q == '"');
+    }
+
     // Quoted with ' or ", without escapes (numpy's own headers never need them).
     std::string_view string_literal(const char* what) {
         skip_space();
-        const char quote = peek();
-        if (quote != '\'' && quote != '"') malformed("expected a quoted string as {}, found {}", what, found());
+        if (!at_string()) malformed("expected a quoted string as {}, found {}", what, found());
+        if (*p_ == 'u') ++p_;
+        const char quote = *p_;
         const char* start = ++p_;
         while (p_ < end_ && *p_ != quote && *p_ != '\n') {
             if (*p_ == '\\') malformed("backslash escapes in strings are not supported");
             ++p_;
         }
-        if (p_ == end_ || *p_ != quote) malformed("unterminated string {}{}", quote, shown({start, size_t(p_ - start)}));
+        if (p_ == end_ || *p_ != quote)
+            malformed("unterminated string {}{}", quote, shown({start, size_t(p_ - start)}));
         return {start, size_t(p_++ - start)};
     }
 
@@ -229,7 +237,8 @@ private:
             if (major_ >= 3) malformed("{}L in {}: the Python 2 'L' suffix is not allowed in format 3.0", text, what);
             ++p_;
         }
-        if (p_ < end_ && is_word_char(*p_)) malformed("malformed integer {}{} in {}", text, shown({p_, 1}), what);
+        if (p_ < end_ && (is_word_char(*p_) || *p_ == '.'))
+            malformed("malformed integer {}{} in {}", text, shown({p_, 1}), what);
         return text;
     }
 
@@ -255,7 +264,7 @@ private:
                 comma = true;
                 if (accept(')')) return dims;
             } else if (accept(')')) {
-                if (!comma) malformed("'shape' ({}) is an integer, not a tuple (that would be ({},))", dims[0], dims[0]);
+                if (!comma) malformed("'shape' ({}) is an integer, not a tuple (that is ({},))", dims[0], dims[0]);
                 return dims;
             } else {
                 malformed("expected ',' or ')' in 'shape', found {}", found());
@@ -263,14 +272,18 @@ private:
         }
     }
 
-    bool boolean() {
+    std::string_view word() {  // a Python name such as True; empty if there is none
         skip_space();
         const char* start = p_;
         while (p_ < end_ && is_word_char(*p_)) ++p_;
-        const std::string_view word(start, size_t(p_ - start));
-        if (word == "True") return true;
-        if (word == "False") return false;
-        p_ = start;
+        return {start, size_t(p_ - start)};
+    }
+
+    bool boolean() {
+        const std::string_view w = word();
+        if (w == "True") return true;
+        if (w == "False") return false;
+        p_ = w.data();
         malformed("'fortran_order' must be True or False, found {}", found());
     }
 
@@ -298,18 +311,14 @@ private:
                 skip_literal(depth + 1);
                 if (!accept(',')) return expect(close, "in 'descr'");
             }
-        } else if (c == '\'' || c == '"') {
+        } else if (at_string()) {
             string_literal("a string in 'descr'");
         } else if (c == '-' || is_digit(c)) {
             integer_literal("'descr'");
         } else {
-            const char* start = p_;
-            while (p_ < end_ && is_word_char(*p_)) ++p_;
-            const std::string_view word(start, size_t(p_ - start));
-            const bool unicode_prefix = word == "u" && (peek() == '\'' || peek() == '"');  // Python 2's u'name'
-            if (unicode_prefix) string_literal("a string in 'descr'");
-            else if (word != "True" && word != "False" && word != "None") {
-                p_ = start;
+            const std::string_view w = word();
+            if (w != "True" && w != "False" && w != "None") {
+                p_ = w.data();
                 malformed("unexpected {} in 'descr'", found());
             }
         }
@@ -321,7 +330,9 @@ private:
 template <size_t kFixedSize>
 void gather_c_order(const unsigned char* src, unsigned char* dst, const std::vector<int64_t>& shape, size_t itemsize,
                     size_t count) {
-    const size_t size = kFixedSize ? kFixedSize : itemsize;  // a constant size lets memcpy become one move
+    // A constant size turns memcpy into one move: 4096x4096 float32 took 135 ms instead of 185 ms (-O2, 2 vCPUs;
+    // the strided reads dominate, a plain memcpy of the same 64 MiB took 10 ms).
+    const size_t size = kFixedSize ? kFixedSize : itemsize;
     const size_t ndim = shape.size();
     std::vector<size_t> index(ndim, 0), stride(ndim);
     for (size_t k = 0, s = size; k < ndim; s *= size_t(shape[k]), ++k) stride[k] = s;
@@ -384,7 +395,8 @@ NpyHeader parse_npy_header(const void* bytes, size_t data_offset, size_t max_hea
 std::string npy_descr(DType dtype, size_t itemsize) {
     if (!is_dtype(static_cast<uint32_t>(dtype))) fail(Code::invalid, "unknown dtype {}", static_cast<uint32_t>(dtype));
     if (dtype == DType::unicode) {
-        if (itemsize == 0 || itemsize % 4 != 0) fail(Code::invalid, "unicode itemsize {} is not a positive multiple of 4", itemsize);
+        if (itemsize == 0 || itemsize % 4 != 0)
+            fail(Code::invalid, "unicode itemsize {} is not a positive multiple of 4", itemsize);
         return fmt::format("{}U{}", kNativeOrder, itemsize / 4);
     }
     if (dtype == DType::bytes) {
@@ -402,7 +414,8 @@ std::string format_npy_header(DType dtype, size_t itemsize, const std::vector<in
     if (!checked_nbytes(shape.data(), shape.size(), itemsize))
         fail(Code::invalid, "shape {} has a negative dimension or its byte size overflows", shape_repr(shape));
 
-    std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr, shape_repr(shape));
+    std::string dict =
+        fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr, shape_repr(shape));
     // numpy >= 1.24 leaves room for the first dimension to grow to 21 digits when rewriting the header in place.
     if (!shape.empty()) dict.append(kGrowthAxisDigits - fmt::formatted_size("{}", shape[0]), ' ');
     constexpr size_t kPreamble = 10;  // version 1.0; see the static_assert on the size above
@@ -433,7 +446,8 @@ void byteswap_in_place(DType dtype, void* data, size_t nbytes) {
 
 void fortran_to_c_order(const void* src, void* dst, const std::vector<int64_t>& shape, size_t itemsize) {
     const auto nbytes = checked_nbytes(shape.data(), shape.size(), itemsize);
-    if (!nbytes || itemsize == 0) fail(Code::invalid, "fortran_to_c_order: invalid shape {} or itemsize {}", shape_repr(shape), itemsize);
+    if (!nbytes || itemsize == 0)
+        fail(Code::invalid, "fortran_to_c_order: invalid shape {} or itemsize {}", shape_repr(shape), itemsize);
     if (*nbytes == 0) return;
     const auto* s = static_cast<const unsigned char*>(src);
     auto* d = static_cast<unsigned char*>(dst);
