@@ -49,27 +49,31 @@ bool is_temp_name(const std::string& name) {
 
 void write_atomically(Storage& storage, const std::string& path, const std::function<void(OutputFile&)>& body) {
     if (base_name(path).empty()) fail(Code::invalid, "{}: not a file path", path);
-    std::string temp;
-    std::unique_ptr<OutputFile> file = storage.create_temp(path, &temp);
     try {
-        body(*file);
-        file->sync();
-        file->close();
-        file.reset();
-        storage.rename(temp, path);
-    } catch (...) {
-        file.reset();
+        std::string temp;
+        std::unique_ptr<OutputFile> file = storage.create_temp(path, &temp);
         try {
-            storage.remove(temp);
+            body(*file);
+            file->sync();
+            file->close();
+            file.reset();
+            storage.rename(temp, path);
         } catch (...) {
-            // The save already failed; that error is the one to report. A leftover temporary is removed by the
-            // next manager that opens the directory.
+            file.reset();
+            try {
+                storage.remove(temp);
+            } catch (...) {
+                // The save already failed; that error is the one to report. A leftover temporary is removed by the
+                // next manager that opens the directory.
+            }
+            throw;
         }
-        throw;
+        // Renamed but not yet durable: the directory entry needs its own sync. If that fails the new file may or
+        // may not survive a crash, so the save is reported as failed.
+        storage.sync_dir(parent_dir(path));
+    } catch (const Error& e) {
+        rethrow_naming(e, path);  // a failure on the temporary names the checkpoint it was for
     }
-    // Renamed but not yet durable: the directory entry needs its own sync. If that fails the new file may or may
-    // not survive a crash, so the save is reported as failed.
-    storage.sync_dir(parent_dir(path));
 }
 
 }  // namespace ckpt

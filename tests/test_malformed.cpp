@@ -300,7 +300,6 @@ bool same_values(const ckpt_vars* a, const ckpt_vars* b) {
 
 // ----------------------------------------------------------------------------------------------- fixtures
 
-// (CKPT_NPZ_OPTIONS_INIT trips -Wmissing-field-initializers in C++ with -Wextra, so use the function.)
 ckpt_npz_options default_options() {
     ckpt_npz_options o;
     REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
