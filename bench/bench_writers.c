@@ -101,16 +101,24 @@ int main(int argc, char **argv) {
         double t2 = now();
         check(ckpt_writer_wait(bg), "ckpt_writer_wait");
         double t3 = now();
-        check(ckpt_npz_save(ckpt_path, vars, NULL), "ckpt_npz_save");
-        double t4 = now();
-        raw_save(dir, raw_path, arrays, count, each);
-        double t5 = now();
+        /* The disk remembers: whichever save runs second pays for the first one's writeback. Alternate. */
+        double sync_s = 0, raw_s = 0;
+        for (int k = 0; k < 2; k++) {
+            double a = now();
+            if ((k == 0) == (r % 2 == 0)) {
+                check(ckpt_npz_save(ckpt_path, vars, NULL), "ckpt_npz_save");
+                sync_s = now() - a;
+            } else {
+                raw_save(dir, raw_path, arrays, count, each);
+                raw_s = now() - a;
+            }
+        }
         if (r >= 0) {
             t_memcpy[r] = t1 - t0;
             t_block[r] = t2 - t1;
             t_bg_total[r] = t3 - t1;
-            t_sync[r] = t4 - t3;
-            t_raw[r] = t5 - t4;
+            t_sync[r] = sync_s;
+            t_raw[r] = raw_s;
         }
     }
     const double mib = (double)each * count / (1024.0 * 1024.0);
