@@ -5,6 +5,7 @@
 #include "ckpt/ckpt.h"
 #include "error.hpp"
 #include "npz_reader.hpp"
+#include "npz_restore.hpp"
 #include "npz_writer.hpp"
 #include "storage.hpp"
 #include "var_collection.hpp"
@@ -61,8 +62,10 @@ std::shared_ptr<Storage> storage_of(const ckpt_storage* s);
 // The caller's ckpt_npz_options (NULL = defaults), checked; fields beyond opts->version are defaults.
 ckpt_npz_options checked_npz_options(const ckpt_npz_options* opts, const char* function);
 
-// The core's write options from checked C options.
+// The core's write options, read options and renamer from checked C options.
 NpzWriteOptions write_options(const ckpt_npz_options& o);
+NpzReadOptions read_options(const ckpt_npz_options& o);
+Renamer renamer(const ckpt_npz_options& o);
 
 // Throws Error(invalid) naming the argument when p is NULL.
 inline void require(const void* p, const char* function, const char* argument) {

@@ -19,39 +19,7 @@ size_t npz_options_size(uint32_t version) {
     return version == 1 ? offsetof(ckpt_npz_options, storage) : sizeof(ckpt_npz_options);
 }
 
-ckpt::NpzReadOptions read_options(const ckpt_npz_options& o) {
-    ckpt::NpzReadOptions r;
-    r.layout = static_cast<Layout>(o.layout);
-    r.max_header_bytes = o.max_header_bytes != 0 ? static_cast<size_t>(o.max_header_bytes) : ckpt::kDefaultMaxHeaderBytes;
-    r.progress.fn = o.progress;
-    r.progress.payload = o.progress_payload;
-    return r;
-}
-
-// Adapts the C renamer (caller's buffer, snprintf-style retry when it needs more room) to the core's.
-ckpt::Renamer renamer(const ckpt_npz_options& o) {
-    if (o.rename == nullptr) return {};
-    return [fn = o.rename, payload = o.rename_payload](const std::string& name) {
-        std::string buf(256, '\0');
-        for (int attempt = 0; attempt < 2; ++attempt) {
-            const int r = fn(name.c_str(), &buf[0], buf.size(), payload);
-            if (r < 0) ckpt::fail(static_cast<Code>(r), "the renamer refused '{}' (code {})", name, r);
-            if (r == 0) return name;
-            if (static_cast<size_t>(r) <= buf.size()) return buf.substr(0, static_cast<size_t>(r));
-            buf.assign(static_cast<size_t>(r), '\0');
-        }
-        ckpt::fail(Code::buffer_small, "the renamer asked twice for a larger buffer for '{}'", name);
-    };
-}
-
-ckpt_vars* read_all(ckpt::NpzReader& reader) {
-    auto vars = std::make_unique<ckpt_vars>();
-    uint64_t total = 0;
-    for (size_t i = 0; i < reader.size(); ++i) total += reader.entry(i).header.nbytes;
-    reader.progress().start(total);
-    for (size_t i = 0; i < reader.size(); ++i) vars->vc.add(reader.entry(i).name, reader.read(i));
-    return vars.release();
-}
+ckpt_vars* read_all(ckpt::NpzReader& reader) { return new ckpt_vars{reader.read_all()}; }
 
 const ckpt::NpzReader::Entry* at(const ckpt_npz* npz, size_t i) {
     return npz != nullptr && i < npz->reader.size() ? &npz->reader.entry(i) : nullptr;
@@ -87,9 +55,36 @@ ckpt::NpzWriteOptions write_options(const ckpt_npz_options& o) {
     return w;
 }
 
+ckpt::NpzReadOptions read_options(const ckpt_npz_options& o) {
+    ckpt::NpzReadOptions r;
+    r.layout = static_cast<Layout>(o.layout);
+    r.max_header_bytes = o.max_header_bytes != 0 ? static_cast<size_t>(o.max_header_bytes) : ckpt::kDefaultMaxHeaderBytes;
+    r.progress.fn = o.progress;
+    r.progress.payload = o.progress_payload;
+    return r;
+}
+
+// Adapts the C renamer (caller's buffer, snprintf-style retry when it needs more room) to the core's.
+ckpt::Renamer renamer(const ckpt_npz_options& o) {
+    if (o.rename == nullptr) return {};
+    return [fn = o.rename, payload = o.rename_payload](const std::string& name) {
+        std::string buf(256, '\0');
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            const int r = fn(name.c_str(), &buf[0], buf.size(), payload);
+            if (r < 0) ckpt::fail(static_cast<Code>(r), "the renamer refused '{}' (code {})", name, r);
+            if (r == 0) return name;
+            if (static_cast<size_t>(r) <= buf.size()) return buf.substr(0, static_cast<size_t>(r));
+            buf.assign(static_cast<size_t>(r), '\0');
+        }
+        ckpt::fail(Code::buffer_small, "the renamer asked twice for a larger buffer for '{}'", name);
+    };
+}
+
 }  // namespace ckpt::capi
 
 using ckpt::capi::checked_npz_options;
+using ckpt::capi::read_options;
+using ckpt::capi::renamer;
 using ckpt::capi::storage_of;
 
 extern "C" {

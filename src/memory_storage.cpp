@@ -119,6 +119,30 @@ std::unique_ptr<InputFile> MemoryStorage::open_read(const std::string& path) {
     return std::make_unique<StringInput>(std::make_shared<const std::string>(*it->second));
 }
 
+namespace {
+class MemoryDirLock final : public DirLock {
+public:
+    MemoryDirLock(std::mutex& mutex, std::shared_ptr<std::set<std::string>> locked, std::string dir)
+        : mutex_(mutex), locked_(std::move(locked)), dir_(std::move(dir)) {}
+    ~MemoryDirLock() override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        locked_->erase(dir_);
+    }
+
+private:
+    std::mutex& mutex_;
+    std::shared_ptr<std::set<std::string>> locked_;
+    std::string dir_;
+};
+}  // namespace
+
+std::unique_ptr<DirLock> MemoryStorage::lock(const std::string& dir) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    require_dir(dir, dir);
+    if (!locked_->insert(dir).second) fail(Code::busy, "{}: locked by another checkpoint manager", dir);
+    return std::make_unique<MemoryDirLock>(mutex_, locked_, dir);
+}
+
 std::string MemoryStorage::contents(const std::string& path) const {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = files_.find(path);

@@ -32,6 +32,7 @@ public:
     void remove(const std::string& path) override;
     std::vector<std::string> list(const std::string& dir) override;
     std::unique_ptr<InputFile> open_read(const std::string& path) override;
+    std::unique_ptr<DirLock> lock(const std::string& dir) override;
 
     // A copy of a file's bytes; throws Error(not_found).
     std::string contents(const std::string& path) const;
@@ -46,6 +47,7 @@ private:
     mutable std::mutex mutex_;
     std::set<std::string> dirs_{"", ".", "/"};
     std::map<std::string, std::shared_ptr<std::string>> files_;
+    std::shared_ptr<std::set<std::string>> locked_ = std::make_shared<std::set<std::string>>();
 };
 
 }  // namespace ckpt

@@ -174,4 +174,13 @@ Array NpzReader::read(size_t i) {
     return a;
 }
 
+VarCollection NpzReader::read_all() {
+    uint64_t total = 0;
+    for (const Entry& e : entries_) total += e.header.nbytes;
+    options_.progress.start(total);
+    VarCollection vars;
+    for (size_t i = 0; i < entries_.size(); ++i) vars.add(entries_[i].name, read(i));
+    return vars;
+}
+
 }  // namespace ckpt

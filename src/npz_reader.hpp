@@ -8,6 +8,7 @@
 #include "npy.hpp"
 #include "npz.hpp"
 #include "storage.hpp"
+#include "var_collection.hpp"
 #include "zip_reader.hpp"
 
 #include <cstdint>
@@ -54,6 +55,8 @@ public:
     void read_into(size_t i, void* dst);
     // Reads entry i into a new owned array.
     Array read(size_t i);
+    // Reads every entry into a new collection, in entry order.
+    VarCollection read_all();
 
 private:
     void read_into(size_t i, void* dst, Progress* progress);

@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -82,8 +83,40 @@ private:
     std::string path_;
 };
 
+// flock on "<dir>/.ckpt.lock", which holds the owner's pid for the message another process gets. The lock goes
+// with the descriptor, so a killed process never leaves the directory locked.
+class PosixDirLock final : public DirLock {
+public:
+    explicit PosixDirLock(int fd) : fd_(fd) {}
+    ~PosixDirLock() override { ::close(fd_); }
+
+private:
+    int fd_;
+};
+
 class PosixStorage final : public Storage {
 public:
+    std::unique_ptr<DirLock> lock(const std::string& dir) override {
+        const std::string path = join_path(dir, ".ckpt.lock");
+        const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+        if (fd < 0) fail_errno(errno, fmt::format("{}: cannot open the lock file", path));
+        if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            const int err = errno;
+            char pid[32] = {0};
+            const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
+            ::close(fd);
+            if (err == EWOULDBLOCK)
+                fail(Code::busy, "{}: locked by another checkpoint manager{}", dir,
+                     n > 0 ? fmt::format(" (pid {})", std::string(pid, static_cast<size_t>(n))) : std::string());
+            fail_errno(err, fmt::format("{}: cannot lock", path));
+        }
+        const std::string pid = std::to_string(::getpid());
+        if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+            // The pid is only for messages; the lock itself is held.
+        }
+        return std::make_unique<PosixDirLock>(fd);
+    }
+
     void make_dirs(const std::string& dir) override {
         for (size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
             const std::string prefix = dir.substr(0, end);

@@ -34,9 +34,21 @@ public:
     virtual size_t read_at(uint64_t offset, void* dst, size_t n) = 0;
 };
 
+// Held while a manager owns a directory; released by destruction.
+class DirLock {
+public:
+    virtual ~DirLock() = default;
+};
+
 class Storage {
 public:
     virtual ~Storage() = default;
+    // Takes the exclusive lock of `dir` for one checkpoint manager: throws Error(busy) — naming the holder where it
+    // can — when another holds it. Storages without locking return nullptr (no lock is taken).
+    virtual std::unique_ptr<DirLock> lock(const std::string& dir) {
+        (void)dir;
+        return nullptr;
+    }
     // Creates `dir` and its missing parents; succeeds if it exists.
     virtual void make_dirs(const std::string& dir) = 0;
     // Creates a new, empty file in the directory of `target`, with a name that no other writer can be using

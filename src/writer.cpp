@@ -26,6 +26,7 @@ void Writer::run(const Task& task) {
     } else {
         write_atomically(*storage_, task.path, task.body);
     }
+    if (task.after) task.after();
 }
 
 void Writer::throw_unreported(std::unique_lock<std::mutex>& lock) {
@@ -50,18 +51,18 @@ void Writer::throw_unreported(std::unique_lock<std::mutex>& lock) {
     }
 }
 
-void Writer::submit(const std::string& path, Body body, bool append) {
+void Writer::submit(const std::string& path, Body body, bool append, std::function<void()> after) {
     std::unique_lock<std::mutex> lock(mutex_);
     if (finalized_) fail(Code::invalid, "{}: the writer was finalized", path);
     if (kind_ == Kind::simple) {
         throw_unreported(lock);
         lock.unlock();
-        run(Task{path, std::move(body), append});
+        run(Task{path, std::move(body), append, std::move(after)});
         return;
     }
     changed_.wait(lock, [&] { return in_flight_ < depth_; });
     throw_unreported(lock);
-    queue_.push_back(Task{path, std::move(body), append});
+    queue_.push_back(Task{path, std::move(body), append, std::move(after)});
     ++in_flight_;
     changed_.notify_all();
 }
@@ -70,6 +71,11 @@ void Writer::wait() {
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [&] { return in_flight_ == 0; });
     throw_unreported(lock);
+}
+
+void Writer::drain() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return in_flight_ == 0; });
 }
 
 void Writer::finalize() {

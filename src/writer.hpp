@@ -37,9 +37,13 @@ public:
     // Saves `body`'s bytes to `path`: atomically (temporary, sync, rename, directory sync) or, with `append`,
     // appended in place (not atomic). First reports — by throwing — an error of an earlier background save;
     // the new save is then not started. Blocks while the queue is full. Throws Error(invalid) after finalize.
-    void submit(const std::string& path, Body body, bool append);
+    // `after`, if given, runs once the save has committed (on the same thread as the save): the checkpoint
+    // manager's retention, which must never delete anything before the new file is durable.
+    void submit(const std::string& path, Body body, bool append, std::function<void()> after = nullptr);
     // Waits until every submitted save has finished; throws the first unreported error.
     void wait();
+    // Waits until every submitted save has finished, leaving their errors for the next save, wait or finalize.
+    void drain();
     // wait(), then stops the background thread. Idempotent: later calls do nothing.
     void finalize();
 
@@ -51,6 +55,7 @@ private:
         std::string path;
         Body body;
         bool append;
+        std::function<void()> after;
     };
     void run(const Task& task);
     void worker();

@@ -349,6 +349,77 @@ CKPT_API int ckpt_writer_finalize(ckpt_writer *w);
 /* Finalizes (discarding unreported errors: call ckpt_writer_finalize first to see them) and frees. NULL is fine. */
 CKPT_API void ckpt_writer_free(ckpt_writer *w);
 
+/* ------------------------------------------------------------------------------------------ checkpoint manager */
+/* objax.io.Checkpoint: a directory <logdir>/<subdir> of numbered checkpoints "%010d.npz" (wider for indices past
+ * 9999999999) that a training program saves into and resumes from. Saves are atomic and durable; after each save
+ * is durable, retention keeps the newest `keep` checkpoints by index (as numbers, not strings) plus multiples of
+ * `keep_every`, and never deletes the checkpoint just written. Restoring the latest validates each file fully and
+ * falls back to older ones past corrupt or unreadable files. One manager owns a directory at a time (a lock file
+ * ".ckpt.lock"); opening removes temporary files that interrupted saves of checkpoints left behind, and never
+ * touches other files. Files are readable by numpy and objax. */
+typedef struct ckpt_manager ckpt_manager;
+#define CKPT_LOG_INFO 1    /* "Resuming from …", "No checkpoints found" */
+#define CKPT_LOG_WARNING 2 /* a corrupt checkpoint skipped, a stale temporary removed */
+/* Called from the thread doing the work (a background save's thread for retention messages). */
+typedef void (*ckpt_log_fn)(int level, const char *message, void *payload);
+#define CKPT_LATEST (-1)
+#define CKPT_MANAGER_ASYNC 1u       /* saves run on a background writer */
+#define CKPT_MANAGER_NO_FALLBACK 2u /* restore(LATEST) fails instead of trying older checkpoints */
+#define CKPT_MANAGER_NO_MAKEDIR 4u  /* the directory must exist */
+#define CKPT_MANAGER_VERBOSE 8u     /* log to stderr when no log callback is set */
+typedef struct ckpt_manager_options {
+    uint32_t version;              /* CKPT_MANAGER_OPTIONS_VERSION */
+    int32_t keep;                  /* newest checkpoints kept; <= 0 keeps all; default 10 */
+    int64_t keep_every;            /* also keep indices that are multiples of this; 0 = off */
+    uint32_t flags;                /* CKPT_MANAGER_* */
+    uint32_t queue_depth;          /* async: saves in flight before save() blocks; 0 = 1 */
+    const char *subdir;            /* NULL = "ckpt" (objax DIR_NAME); "" = the logdir itself; copied */
+    const ckpt_npz_options *npz;   /* NULL = defaults; copied (its storage field is ignored: see storage) */
+    ckpt_log_fn log;
+    void *log_payload;
+    ckpt_storage *storage;         /* NULL = the local filesystem; the manager keeps its own reference */
+} ckpt_manager_options;
+#define CKPT_MANAGER_OPTIONS_VERSION 1
+#define CKPT_MANAGER_OPTIONS_INIT {CKPT_MANAGER_OPTIONS_VERSION, 10, 0, 0, 0, NULL, NULL, NULL, NULL, NULL}
+/* Fills *opts with the defaults. Returns CKPT_OK, CKPT_EINVAL (NULL opts, unknown version). */
+CKPT_API int ckpt_manager_options_init(ckpt_manager_options *opts, uint32_t version);
+/* Opens (creating, unless CKPT_MANAGER_NO_MAKEDIR) the checkpoint directory of `logdir`, locks it and removes
+ * stale temporaries. Returns CKPT_OK; CKPT_EINVAL; CKPT_ENOTFOUND (NO_MAKEDIR and no directory); CKPT_EBUSY
+ * (another manager holds the directory: the message names its pid); CKPT_EIO; CKPT_ENOMEM. */
+CKPT_API int ckpt_manager_open(ckpt_manager **out, const char *logdir, const ckpt_manager_options *opts);
+/* Saves `vars` as checkpoint idx (>= 0), replacing an existing one atomically, then applies retention. With
+ * CKPT_MANAGER_ASYNC the arrays are copied before it returns, it blocks while queue_depth saves are in flight,
+ * and it returns an earlier background save's error (this save is then not started). Returns CKPT_OK; CKPT_EINVAL
+ * (NULL argument, idx < 0, manager closed); CKPT_EIO; CKPT_ENOMEM; an earlier save's code. */
+CKPT_API int ckpt_manager_save(ckpt_manager *m, const ckpt_vars *vars, int64_t idx);
+/* Restores `vars` in place (ckpt_npz_restore's rules) from checkpoint idx, or from the newest readable one for
+ * CKPT_LATEST: corrupt or unreadable files are skipped newest-first, each reported through the log (unless
+ * CKPT_MANAGER_NO_FALLBACK). Waits for background saves first. *restored_idx (may be NULL) gets the index used.
+ * Returns CKPT_OK; CKPT_ENOTFOUND (no checkpoint: objax's restore returns (0, '') here; no checkpoint idx);
+ * CKPT_EFORMAT/CKPT_EIO (the checkpoint asked for, every checkpoint, or with NO_FALLBACK the newest, is
+ * unreadable); CKPT_EMISMATCH (not retried on older checkpoints); CKPT_EINVAL. */
+CKPT_API int ckpt_manager_restore(ckpt_manager *m, ckpt_vars *vars, int64_t idx, int64_t *restored_idx);
+/* Reads checkpoint idx (or CKPT_LATEST, with fallback) into a new collection (*out, owned by the caller).
+ * Returns the codes of ckpt_manager_restore except CKPT_EMISMATCH. */
+CKPT_API int ckpt_manager_read(ckpt_manager *m, int64_t idx, ckpt_vars **out, int64_t *restored_idx);
+/* The newest checkpoint index on disk (not validated). Returns CKPT_OK, CKPT_ENOTFOUND (none), CKPT_EINVAL,
+ * CKPT_EIO. */
+CKPT_API int ckpt_manager_latest(ckpt_manager *m, int64_t *out_idx);
+/* Checkpoint indices, ascending: writes min(cap, n) of them to idx (NULL when cap is 0) and n to *count.
+ * Returns CKPT_OK; CKPT_EBUFS (cap < n: *count says how many there are); CKPT_EINVAL; CKPT_EIO. */
+CKPT_API int ckpt_manager_list(ckpt_manager *m, int64_t *idx, size_t cap, size_t *count);
+/* Writes the path of checkpoint idx (NUL-terminated) into buf. Returns CKPT_OK, CKPT_EBUFS (cap too small),
+ * CKPT_EINVAL (NULL argument, idx < 0). */
+CKPT_API int ckpt_manager_path(ckpt_manager *m, int64_t idx, char *buf, size_t cap);
+/* Waits for background saves; returns the first error not yet reported (CKPT_OK if none). */
+CKPT_API int ckpt_manager_wait(ckpt_manager *m);
+/* Waits for background saves, unlocks the directory and frees the manager; returns the first unreported error.
+ * NULL is fine (CKPT_OK). */
+CKPT_API int ckpt_manager_close(ckpt_manager *m);
+/* objax's checkpoint_idx: "…/0000000042.npz" -> 42; -1 if the file name is not a checkpoint's (ten or more
+ * digits, no extra leading zero, ".npz"). NULL gives -1. */
+CKPT_API int64_t ckpt_checkpoint_idx(const char *filename);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,199 @@
+#include "checkpoint.hpp"
+
+#include "error.hpp"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <set>
+
+namespace ckpt {
+
+namespace {
+
+constexpr std::string_view kSuffix = ".npz";
+constexpr size_t kPaddedDigits = 10;  // objax's %010d
+
+// True for the temporaries of checkpoint files: ".<checkpoint name>.tmp-XXXXXX".
+bool is_checkpoint_temp(const std::string& name) {
+    if (!is_temp_name(name)) return false;
+    const size_t end = name.rfind(".tmp-");
+    return checkpoint_index(name.substr(1, end - 1)).has_value();
+}
+
+}  // namespace
+
+std::optional<int64_t> checkpoint_index(const std::string& filename) {
+    const std::string name = base_name(filename);
+    if (name.size() <= kSuffix.size() || name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0)
+        return std::nullopt;
+    const std::string digits = name.substr(0, name.size() - kSuffix.size());
+    if (digits.size() < kPaddedDigits || digits.size() > 19) return std::nullopt;
+    if (digits.size() > kPaddedDigits && digits[0] == '0') return std::nullopt;  // not what checkpoint_name writes
+    uint64_t value = 0;
+    for (char c : digits) {
+        if (c < '0' || c > '9') return std::nullopt;
+        value = value * 10 + static_cast<uint64_t>(c - '0');
+    }
+    if (value > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+    return static_cast<int64_t>(value);
+}
+
+std::string checkpoint_name(int64_t index) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%010" PRId64 ".npz", index);
+    return buf;
+}
+
+CheckpointManager::CheckpointManager(std::string dir, Options options)
+    : dir_(std::move(dir)), options_(std::move(options)) {
+    if (!options_.storage) options_.storage = posix_storage();
+    Storage& storage = *options_.storage;
+    if (options_.make_dir) {
+        storage.make_dirs(dir_);
+    } else {
+        storage.list(dir_);  // throws not_found for a missing directory
+    }
+    lock_ = storage.lock(dir_);
+    remove_stale_temporaries();
+    const auto kind = options_.async ? Writer::Kind::queue : Writer::Kind::simple;
+    writer_ = std::make_unique<Writer>(kind, options_.queue_depth, options_.storage);
+    if (options_.async) snapshots_ = SnapshotPool::create(options_.queue_depth);
+}
+
+CheckpointManager::~CheckpointManager() {
+    try {
+        close();
+    } catch (...) {
+        // Documented: errors nobody asked for by now are dropped.
+    }
+}
+
+std::string CheckpointManager::path(int64_t index) const { return join_path(dir_, checkpoint_name(index)); }
+
+void CheckpointManager::log(int level, const std::string& message) const {
+    if (options_.log) options_.log(level, message);
+}
+
+void CheckpointManager::remove_stale_temporaries() {
+    for (const std::string& name : options_.storage->list(dir_)) {
+        if (!is_checkpoint_temp(name)) continue;  // never touch a file that is not ckpt's
+        const std::string path = join_path(dir_, name);
+        try {
+            options_.storage->remove(path);
+            log(warning, fmt::format("Removed stale temporary file {} (left by an interrupted save)", path));
+        } catch (const Error& e) {
+            log(warning, fmt::format("Could not remove stale temporary file: {}", e.what()));
+        }
+    }
+}
+
+std::vector<int64_t> CheckpointManager::list() {
+    writer_->drain();
+    std::vector<int64_t> indices;
+    for (const std::string& name : options_.storage->list(dir_))
+        if (auto i = checkpoint_index(name)) indices.push_back(*i);
+    std::sort(indices.begin(), indices.end());
+    return indices;
+}
+
+void CheckpointManager::apply_retention(int64_t just_saved) {
+    if (options_.keep <= 0) return;
+    std::vector<int64_t> indices;
+    try {
+        for (const std::string& name : options_.storage->list(dir_))
+            if (auto i = checkpoint_index(name)) indices.push_back(*i);
+    } catch (const Error& e) {
+        log(warning, fmt::format("Retention could not list the checkpoints: {}", e.what()));
+        return;
+    }
+    std::sort(indices.begin(), indices.end());
+    const size_t keep = static_cast<size_t>(options_.keep);
+    for (size_t k = 0; k + keep < indices.size(); ++k) {  // all but the newest `keep`, by number
+        const int64_t i = indices[k];
+        if (i == just_saved) continue;
+        if (options_.keep_every > 0 && i % options_.keep_every == 0) continue;
+        try {
+            options_.storage->remove(path(i));
+        } catch (const Error& e) {
+            // The new checkpoint is safe; a file that could not go is retried by the next save's retention.
+            log(warning, fmt::format("Retention could not remove a checkpoint: {}", e.what()));
+        }
+    }
+}
+
+void CheckpointManager::save(const VarCollection& vars, int64_t index) {
+    if (index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, index);
+    const std::string target = path(index);
+    std::shared_ptr<const VarCollection> data;
+    if (options_.async)
+        data = snapshots_->copy(vars);
+    else
+        data = std::shared_ptr<const VarCollection>(&vars, [](const VarCollection*) {});
+    const NpzWriteOptions npz = options_.npz_write;
+    writer_->submit(
+        target,
+        [data, npz, target](OutputFile& out) {
+            try {
+                write_npz(out, *data, npz);
+            } catch (const Error& e) {
+                rethrow_naming(e, target);
+            }
+        },
+        false, [this, index] { apply_retention(index); });
+}
+
+int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index,
+                                           const std::function<void(NpzReader&)>& attempt) {
+    writer_->drain();  // a restore sees every save made before it
+    std::vector<int64_t> candidates;
+    if (index) {
+        if (*index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, *index);
+        candidates.push_back(*index);
+    } else {
+        candidates = list();
+        std::reverse(candidates.begin(), candidates.end());
+        if (candidates.empty()) {
+            log(info, fmt::format("No checkpoints found in {}", dir_));
+            fail(Code::not_found, "{}: no checkpoints found", dir_);
+        }
+    }
+    std::vector<std::string> skipped;
+    for (int64_t i : candidates) {
+        const std::string p = path(i);
+        try {
+            NpzReader reader = NpzReader::open(*options_.storage, p, options_.npz_read);
+            attempt(reader);
+            log(info, fmt::format("Resuming from {}", p));
+            return i;
+        } catch (const Error& e) {
+            const bool unreadable = e.code() == Code::format || e.code() == Code::io || e.code() == Code::unsupported;
+            if (index || !options_.fallback || !unreadable) {
+                if (skipped.empty()) throw;
+                rethrow_with_context(e, fmt::format("after skipping {} unreadable newer checkpoint(s)", skipped.size()));
+            }
+            log(warning, fmt::format("Skipping unreadable checkpoint: {}", e.what()));
+            skipped.push_back(e.what());
+        }
+    }
+    fail(Code::format, "{}: every checkpoint is unreadable; the newest: {}", dir_, skipped.front());
+}
+
+int64_t CheckpointManager::restore(const VarCollection& vars, std::optional<int64_t> index) {
+    return with_checkpoint(index, [&](NpzReader& reader) { restore_npz(reader, vars, options_.rename); });
+}
+
+std::pair<VarCollection, int64_t> CheckpointManager::read(std::optional<int64_t> index) {
+    VarCollection out;
+    const int64_t i = with_checkpoint(index, [&](NpzReader& reader) { out = reader.read_all(); });
+    return {std::move(out), i};
+}
+
+void CheckpointManager::wait() { writer_->wait(); }
+
+void CheckpointManager::close() {
+    if (writer_) writer_->finalize();
+    lock_.reset();
+}
+
+}  // namespace ckpt
