@@ -1,6 +1,7 @@
 #include "zip_reader.hpp"
 
 #include "error.hpp"
+#include "zip_format.hpp"
 #include "utf8.hpp"
 
 #include <zlib.h>
@@ -13,23 +14,9 @@ namespace ckpt {
 
 namespace {
 
-constexpr uint32_t kLocalHeaderSig = 0x04034b50;
-constexpr uint32_t kCentralHeaderSig = 0x02014b50;
-constexpr uint32_t kZip64EndSig = 0x06064b50;
-constexpr uint32_t kZip64LocatorSig = 0x07064b50;
-constexpr uint32_t kEndSig = 0x06054b50;
-constexpr uint16_t kZip64ExtraId = 0x0001;
-constexpr size_t kLocalHeaderBytes = 30;
-constexpr size_t kCentralHeaderBytes = 46;
-constexpr size_t kEndBytes = 22;
-constexpr size_t kZip64EndBytes = 56;
-constexpr size_t kZip64LocatorBytes = 20;
+using namespace zip;
+
 constexpr size_t kMaxComment = 0xFFFF;
-constexpr uint16_t kFlagEncrypted = 1 << 0;
-constexpr uint16_t kFlagDataDescriptor = 1 << 3;
-constexpr uint16_t kFlagStrongEncryption = 1 << 6;
-constexpr uint32_t kMax32 = 0xFFFFFFFF;
-constexpr uint16_t kMax16 = 0xFFFF;
 constexpr size_t kInflateInput = size_t{256} << 10;
 // crc32_z and inflate take 32-bit lengths on some zlib builds; and smaller chunks keep data in cache for the CRC.
 constexpr size_t kChunk = size_t{8} << 20;
@@ -316,6 +303,17 @@ ZipReader::Stream::Stream(const ZipReader& zip, size_t index) : zip_(zip), m_(zi
 
 ZipReader::Stream::~Stream() = default;
 
+void ZipReader::Stream::refill() {
+    Inflater& inf = *inflater_;
+    if (inf.zs.avail_in != 0 || inf.consumed == m_.compressed) return;
+    const size_t k = static_cast<size_t>(std::min<uint64_t>(inf.input.size(), m_.compressed - inf.consumed));
+    if (zip_.file_.read_at(m_.data_offset + inf.consumed, inf.input.data(), k) != k)
+        fail(Code::format, "{}: compressed data runs past the end of the file", zip_.where(m_));
+    inf.zs.next_in = inf.input.data();
+    inf.zs.avail_in = static_cast<uInt>(k);
+    inf.consumed += k;
+}
+
 size_t ZipReader::Stream::read(void* dst, size_t n) {
     unsigned char* out = static_cast<unsigned char*>(dst);
     n = static_cast<size_t>(std::min<uint64_t>(n, m_.size - out_));  // never more than the declared size
@@ -329,14 +327,7 @@ size_t ZipReader::Stream::read(void* dst, size_t n) {
         } else {
             Inflater& inf = *inflater_;
             if (inf.ended) break;
-            if (inf.zs.avail_in == 0 && inf.consumed < m_.compressed) {
-                const size_t k = static_cast<size_t>(std::min<uint64_t>(inf.input.size(), m_.compressed - inf.consumed));
-                if (zip_.file_.read_at(m_.data_offset + inf.consumed, inf.input.data(), k) != k)
-                    fail(Code::format, "{}: compressed data runs past the end of the file", zip_.where(m_));
-                inf.zs.next_in = inf.input.data();
-                inf.zs.avail_in = static_cast<uInt>(k);
-                inf.consumed += k;
-            }
+            refill();
             inf.zs.next_out = out + done;
             inf.zs.avail_out = static_cast<uInt>(want);
             const int rc = inflate(&inf.zs, Z_NO_FLUSH);
@@ -371,14 +362,7 @@ void ZipReader::Stream::finish() {
         Inflater& inf = *inflater_;
         unsigned char extra;
         while (!inf.ended) {
-            if (inf.zs.avail_in == 0 && inf.consumed < m_.compressed) {
-                const size_t k = static_cast<size_t>(std::min<uint64_t>(inf.input.size(), m_.compressed - inf.consumed));
-                if (zip_.file_.read_at(m_.data_offset + inf.consumed, inf.input.data(), k) != k)
-                    fail(Code::format, "{}: compressed data runs past the end of the file", zip_.where(m_));
-                inf.zs.next_in = inf.input.data();
-                inf.zs.avail_in = static_cast<uInt>(k);
-                inf.consumed += k;
-            }
+            refill();
             inf.zs.next_out = &extra;
             inf.zs.avail_out = 1;
             const int rc = inflate(&inf.zs, Z_NO_FLUSH);

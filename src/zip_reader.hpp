@@ -55,6 +55,7 @@ public:
 
     private:
         struct Inflater;
+        void refill();  // gives zlib the next chunk of compressed data when it has used up the last
         const ZipReader& zip_;
         const Member& m_;
         uint64_t out_ = 0;  // uncompressed bytes delivered

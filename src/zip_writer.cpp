@@ -1,6 +1,7 @@
 #include "zip_writer.hpp"
 
 #include "error.hpp"
+#include "zip_format.hpp"
 
 #include <zlib.h>
 
@@ -11,24 +12,13 @@ namespace ckpt {
 
 namespace {
 
-constexpr uint32_t kLocalHeaderSig = 0x04034b50;
-constexpr uint32_t kCentralHeaderSig = 0x02014b50;
-constexpr uint32_t kDataDescriptorSig = 0x08074b50;
-constexpr uint32_t kZip64EndSig = 0x06064b50;
-constexpr uint32_t kZip64LocatorSig = 0x07064b50;
-constexpr uint32_t kEndSig = 0x06054b50;
-constexpr uint16_t kZip64ExtraId = 0x0001;
-constexpr uint16_t kMethodStore = 0;
-constexpr uint16_t kMethodDeflate = 8;
-constexpr uint16_t kFlagDataDescriptor = 1 << 3;
-constexpr uint16_t kFlagUtf8 = 1 << 11;
+using namespace zip;
+
 constexpr uint16_t kVersion20 = 20;
 constexpr uint16_t kVersionZip64 = 45;
 constexpr uint16_t kMadeByUnix = 3 << 8;
 constexpr uint16_t kDosDate1980 = (0 << 9) | (1 << 5) | 1;  // 1980-01-01, what Python's zipfile writes
 constexpr uint32_t kRegularFile0644 = 0100644u << 16;
-constexpr uint32_t kMax32 = 0xFFFFFFFF;
-constexpr uint16_t kMax16 = 0xFFFF;
 
 constexpr size_t kBufferBytes = size_t{1} << 20;
 constexpr size_t kChunk = size_t{64} << 20;  // progress granularity; also under zlib's 32-bit counts
