@@ -69,6 +69,7 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
         m.queue_depth = o.queue_depth == 0 ? 1 : o.queue_depth;
         m.npz_write = ckpt::capi::write_options(npz);
         m.npz_read = ckpt::capi::read_options(npz);
+        m.npz_read.layout = ckpt::Layout::automatic;  // the npz layout says how to write; reading detects either
         m.rename = ckpt::capi::renamer(npz);
         m.storage = ckpt::capi::storage_of(o.storage);
         if (o.log != nullptr) {

@@ -167,7 +167,9 @@ int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index,
             log(info, fmt::format("Resuming from {}", p));
             return i;
         } catch (const Error& e) {
-            const bool unreadable = e.code() == Code::format || e.code() == Code::io || e.code() == Code::unsupported;
+            // Corrupt, unreadable, or not a regular file (a FIFO with a checkpoint's name): try an older one.
+            const bool unreadable = e.code() == Code::format || e.code() == Code::io ||
+                                    e.code() == Code::unsupported || e.code() == Code::invalid;
             if (index || !options_.fallback || !unreadable) {
                 if (skipped.empty()) throw;
                 rethrow_with_context(e, fmt::format("after skipping {} unreadable newer checkpoint(s)", skipped.size()));

@@ -103,9 +103,7 @@ std::vector<std::string> MemoryStorage::list(const std::string& dir) {
     require_dir(dir, dir);
     std::vector<std::string> names;
     for (const auto& [path, bytes] : files_)
-        if (parent_dir(path) == dir || (dir == "." && path.find('/') == std::string::npos)) names.push_back(base_name(path));
-    for (const auto& d : dirs_)
-        if (!d.empty() && d != "." && d != "/" && d != dir && parent_dir(d) == dir) names.push_back(base_name(d));
+        if (parent_dir(path) == dir) names.push_back(base_name(path));
     return names;
 }
 

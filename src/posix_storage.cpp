@@ -185,7 +185,13 @@ public:
         errno = 0;
         while (const dirent* e = ::readdir(d)) {
             const std::string name = e->d_name;
-            if (name != "." && name != "..") names.push_back(name);
+            if (name == "." || name == "..") continue;
+            bool is_dir = e->d_type == DT_DIR;
+            if (e->d_type == DT_UNKNOWN) {  // some filesystems do not fill d_type
+                struct stat st;
+                is_dir = ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+            }
+            if (!is_dir) names.push_back(name);
         }
         const int err = errno;
         ::closedir(d);

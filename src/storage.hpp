@@ -62,7 +62,8 @@ public:
     virtual void sync_dir(const std::string& dir) = 0;
     // Removes a file; throws Error(not_found) if it is missing.
     virtual void remove(const std::string& path) = 0;
-    // Names (not paths) of the entries of `dir`, in no particular order; throws Error(not_found) if missing.
+    // Names (not paths) of the files in `dir` — subdirectories are left out — in no particular order; throws
+    // Error(not_found) if `dir` is missing.
     virtual std::vector<std::string> list(const std::string& dir) = 0;
     // Opens a regular file for reading; throws Error(not_found) if it is missing.
     virtual std::unique_ptr<InputFile> open_read(const std::string& path) = 0;

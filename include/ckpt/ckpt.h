@@ -264,8 +264,8 @@ typedef struct ckpt_storage_ops {
     int (*sync_dir)(void *payload, const char *dir);
     /* Removes a file. */
     int (*remove)(void *payload, const char *path);
-    /* Calls entry(name, ctx) for each entry of dir (names, not paths); stops and returns entry's code if it
-     * returns non-zero. */
+    /* Calls entry(name, ctx) for each file in dir (names, not paths; leave out subdirectories); stops and returns
+     * entry's code if it returns non-zero. */
     int (*list)(void *payload, const char *dir, ckpt_list_entry_fn entry, void *ctx);
     /* Opens a file for reading and reports its size. */
     int (*open_read)(void *payload, const char *path, void **file, uint64_t *size);
@@ -374,7 +374,8 @@ typedef struct ckpt_manager_options {
     uint32_t flags;                /* CKPT_MANAGER_* */
     uint32_t queue_depth;          /* async: saves in flight before save() blocks; 0 = 1 */
     const char *subdir;            /* NULL = "ckpt" (objax DIR_NAME); "" = the logdir itself; copied */
-    const ckpt_npz_options *npz;   /* NULL = defaults; copied (its storage field is ignored: see storage) */
+    const ckpt_npz_options *npz;   /* NULL = defaults; copied. Its layout is how saves write (reads detect either);
+                                      its storage field is ignored (see storage) */
     ckpt_log_fn log;
     void *log_payload;
     ckpt_storage *storage;         /* NULL = the local filesystem; the manager keeps its own reference */
