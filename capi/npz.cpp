@@ -71,12 +71,14 @@ ckpt::Renamer renamer(const ckpt_npz_options& o) {
         std::string buf(256, '\0');
         for (int attempt = 0; attempt < 2; ++attempt) {
             const int r = fn(name.c_str(), &buf[0], buf.size(), payload);
-            if (r < 0) ckpt::fail(static_cast<Code>(r), "the renamer refused '{}' (code {})", name, r);
+            if (r < 0)
+                throw ckpt::CallerError(static_cast<Code>(r), fmt::format("the renamer refused '{}' (code {})", name, r));
             if (r == 0) return name;
             if (static_cast<size_t>(r) <= buf.size()) return buf.substr(0, static_cast<size_t>(r));
             buf.assign(static_cast<size_t>(r), '\0');
         }
-        ckpt::fail(Code::buffer_small, "the renamer asked twice for a larger buffer for '{}'", name);
+        throw ckpt::CallerError(Code::buffer_small,
+                                fmt::format("the renamer asked twice for a larger buffer for '{}'", name));
     };
 }
 

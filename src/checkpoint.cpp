@@ -166,6 +166,8 @@ int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index,
             attempt(reader);
             log(info, fmt::format("Resuming from {}", p));
             return i;
+        } catch (const CallerError&) {
+            throw;  // the caller's renamer or arguments, not the file: an older checkpoint would not help
         } catch (const Error& e) {
             // Corrupt, unreadable, or not a regular file (a FIFO with a checkpoint's name): try an older one.
             const bool unreadable = e.code() == Code::format || e.code() == Code::io ||

@@ -34,6 +34,13 @@ private:
     Code code_;
 };
 
+// An error caused by the caller's own callbacks or arguments (a renamer's refusal, two names renamed to one),
+// not by the file being read: restoring the latest checkpoint does not fall back to older ones for it.
+class CallerError : public Error {
+public:
+    using Error::Error;
+};
+
 template <typename... Args>
 [[noreturn]] void fail(Code code, fmt::format_string<Args...> f, Args&&... args) {
     throw Error(code, fmt::format(f, std::forward<Args>(args)...));

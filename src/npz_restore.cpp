@@ -30,8 +30,9 @@ void restore_npz(NpzReader& reader, const VarCollection& vars, const Renamer& re
         renamed[i] = rename ? rename(reader.entry(i).name) : reader.entry(i).name;
         auto [it, fresh] = on_disk.emplace(renamed[i], i);
         if (!fresh)
-            fail(Code::invalid, "{}: the renamer maps both '{}' and '{}' to '{}'", reader.label(),
-                 reader.entry(it->second).name, reader.entry(i).name, renamed[i]);
+            throw CallerError(Code::invalid, fmt::format("{}: the renamer maps both '{}' and '{}' to '{}'",
+                                                         reader.label(), reader.entry(it->second).name,
+                                                         reader.entry(i).name, renamed[i]));
     }
 
     std::vector<size_t> source(vars.size());

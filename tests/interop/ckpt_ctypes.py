@@ -45,6 +45,16 @@ NPZ_OPTIONS_VERSION = 1
 UNICODE = 15
 BYTES = 16
 
+# Checkpoint manager (ckpt.h "checkpoint manager").
+LATEST = -1
+MANAGER_ASYNC = 1
+MANAGER_NO_FALLBACK = 2
+MANAGER_NO_MAKEDIR = 4
+MANAGER_VERBOSE = 8
+MANAGER_OPTIONS_VERSION = 1
+LOG_INFO = 1
+LOG_WARNING = 2
+
 # ckpt dtype code <-> numpy dtype (native byte order: ckpt data is always native).
 _NUMERIC = OrderedDict([
     (1, np.dtype(np.bool_)),
@@ -117,6 +127,29 @@ class NpzOptions(ctypes.Structure):
     ]
 
 
+LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+
+
+class ManagerOptions(ctypes.Structure):
+    """ckpt_manager_options (version 1). `npz` may point to an NpzOptions of version 1."""
+    _fields_ = [
+        ("version", ctypes.c_uint32),
+        ("keep", ctypes.c_int32),
+        ("keep_every", ctypes.c_int64),
+        ("flags", ctypes.c_uint32),
+        ("queue_depth", ctypes.c_uint32),
+        ("subdir", ctypes.c_char_p),
+        ("npz", ctypes.POINTER(NpzOptions)),
+        ("log", LOG_FN),
+        ("log_payload", ctypes.c_void_p),
+        ("storage", ctypes.c_void_p),
+    ]
+
+
+class _ManagerHandle(ctypes.Structure):
+    pass
+
+
 class _VarsHandle(ctypes.Structure):
     pass
 
@@ -127,6 +160,7 @@ class _NpzHandle(ctypes.Structure):
 
 VARS_P = ctypes.POINTER(_VarsHandle)
 NPZ_P = ctypes.POINTER(_NpzHandle)
+MANAGER_P = ctypes.POINTER(_ManagerHandle)
 _SHAPE_P = ctypes.POINTER(ctypes.c_int64)
 
 
@@ -167,6 +201,17 @@ def _signatures():
         "ckpt_npz_shape": (_SHAPE_P, [NPZ_P, c.c_size_t]),
         "ckpt_npz_nbytes": (c.c_size_t, [NPZ_P, c.c_size_t]),
         "ckpt_npz_read_into": (c.c_int, [NPZ_P, c.c_size_t, c.c_void_p, c.c_size_t]),
+        "ckpt_manager_options_init": (c.c_int, [c.POINTER(ManagerOptions), c.c_uint32]),
+        "ckpt_manager_open": (c.c_int, [c.POINTER(MANAGER_P), c.c_char_p, c.POINTER(ManagerOptions)]),
+        "ckpt_manager_save": (c.c_int, [MANAGER_P, VARS_P, c.c_int64]),
+        "ckpt_manager_restore": (c.c_int, [MANAGER_P, VARS_P, c.c_int64, c.POINTER(c.c_int64)]),
+        "ckpt_manager_read": (c.c_int, [MANAGER_P, c.c_int64, c.POINTER(VARS_P), c.POINTER(c.c_int64)]),
+        "ckpt_manager_latest": (c.c_int, [MANAGER_P, c.POINTER(c.c_int64)]),
+        "ckpt_manager_list": (c.c_int, [MANAGER_P, c.POINTER(c.c_int64), c.c_size_t, c.POINTER(c.c_size_t)]),
+        "ckpt_manager_path": (c.c_int, [MANAGER_P, c.c_int64, c.c_char_p, c.c_size_t]),
+        "ckpt_manager_wait": (c.c_int, [MANAGER_P]),
+        "ckpt_manager_close": (c.c_int, [MANAGER_P]),
+        "ckpt_checkpoint_idx": (c.c_int64, [c.c_char_p]),
     }
 
 

@@ -1,0 +1,1754 @@
+// The checkpoint manager through the C API: where checkpoints land and how they are named, which ones retention
+// keeps, restore of the latest with fallback past corrupt files, both npz layouts, the directory lock (also across
+// processes), stale temporaries, errors of background saves, logging and argument checks.
+//
+// Catch2's assertions are not thread-safe: only the test's own thread asserts. Log callbacks (which may run on a
+// background save's thread) and the storage callbacks only touch mutex-protected state.
+#include "ckpt/ckpt.h"
+
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+
+namespace {
+
+struct ManagerClose {
+    void operator()(ckpt_manager* m) const { ckpt_manager_close(m); }
+};
+struct VarsFree {
+    void operator()(ckpt_vars* v) const { ckpt_vars_free(v); }
+};
+using ManagerPtr = std::unique_ptr<ckpt_manager, ManagerClose>;
+using VarsPtr = std::unique_ptr<ckpt_vars, VarsFree>;
+
+std::string message() { return ckpt_error_message(); }
+
+// A fresh directory, removed with everything in it. On tmpfs when there is one: every save fsyncs a file and a
+// directory, which costs milliseconds apiece on a disk and nothing on tmpfs.
+class TempDir {
+public:
+    TempDir() {
+        const bool shm = fs::is_directory("/dev/shm") && ::access("/dev/shm", W_OK) == 0;
+        std::string pattern = std::string(shm ? "/dev/shm" : "/tmp") + "/ckpt-test-manager-XXXXXX";
+        if (::mkdtemp(&pattern[0]) == nullptr) throw std::runtime_error("mkdtemp failed");
+        path_ = pattern;
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path_, ec);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+
+    const std::string& str() const { return path_; }
+    std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+private:
+    std::string path_;
+};
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return "<no file at " + path + ">";
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void put(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+}
+
+// Names in dir, sorted (no "." and "..").
+std::vector<std::string> entries(const std::string& dir) {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+// Records what a manager logs; the callback may run on a background save's thread.
+class LogRecorder {
+public:
+    static void callback(int level, const char* text, void* payload) {
+        auto* self = static_cast<LogRecorder*>(payload);
+        std::lock_guard<std::mutex> lock(self->mutex_);
+        self->entries_.emplace_back(level, text);
+    }
+    void attach(ckpt_manager_options& o) {
+        o.log = &LogRecorder::callback;
+        o.log_payload = this;
+    }
+    std::vector<std::string> at(int level) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        std::vector<std::string> out;
+        for (const auto& [l, text] : entries_)
+            if (l == level) out.push_back(text);
+        return out;
+    }
+    std::string all() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        std::string out;
+        for (const auto& [l, text] : entries_) out += (l == CKPT_LOG_INFO ? "INFO " : "WARNING ") + text + "\n";
+        return out;
+    }
+    void clear() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        entries_.clear();
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<std::pair<int, std::string>> entries_;
+};
+
+ckpt_manager_options default_options() {
+    ckpt_manager_options o = CKPT_MANAGER_OPTIONS_INIT;
+    return o;
+}
+
+ManagerPtr open_manager(const std::string& logdir, const ckpt_manager_options* opts = nullptr) {
+    ckpt_manager* m = nullptr;
+    const int rc = ckpt_manager_open(&m, logdir.c_str(), opts);
+    INFO(message());
+    REQUIRE(rc == CKPT_OK);
+    REQUIRE(m != nullptr);
+    return ManagerPtr(m);
+}
+
+// The checkpoint most tests save: "w" float32[2,3] = seed*100 + i + 0.25 and "step" int64 = seed.
+// (seed % 100000 keeps the arithmetic far from overflow for indices up to INT64_MAX.)
+float w_value(int64_t seed, int i) { return static_cast<float>((seed % 100000) * 100 + i) + 0.25f; }
+
+VarsPtr make_vars(int64_t seed) {
+    ckpt_vars* v = nullptr;
+    REQUIRE(ckpt_vars_new(&v) == CKPT_OK);
+    VarsPtr vars(v);
+    float w[6];
+    for (int i = 0; i < 6; ++i) w[i] = w_value(seed, i);
+    const int64_t shape[2] = {2, 3};
+    REQUIRE(ckpt_vars_add(v, "w", CKPT_FLOAT32, 2, shape, w, CKPT_COPY) == CKPT_OK);
+    REQUIRE(ckpt_vars_add(v, "step", CKPT_INT64, 0, nullptr, &seed, CKPT_COPY) == CKPT_OK);
+    return vars;
+}
+
+// The bytes make_vars(seed) writes for "w": found in a checkpoint file to corrupt its data.
+std::string w_bytes(int64_t seed) {
+    float w[6];
+    for (int i = 0; i < 6; ++i) w[i] = w_value(seed, i);
+    return std::string(reinterpret_cast<const char*>(w), sizeof w);
+}
+
+// A zero-filled collection shaped like make_vars(), ready to be restored into.
+VarsPtr zeros_vars() {
+    ckpt_vars* v = nullptr;
+    REQUIRE(ckpt_vars_new(&v) == CKPT_OK);
+    VarsPtr vars(v);
+    const int64_t shape[2] = {2, 3};
+    REQUIRE(ckpt_vars_add(v, "w", CKPT_FLOAT32, 2, shape, nullptr, CKPT_COPY) == CKPT_OK);
+    REQUIRE(ckpt_vars_add(v, "step", CKPT_INT64, 0, nullptr, nullptr, CKPT_COPY) == CKPT_OK);
+    return vars;
+}
+
+int64_t step_of(const ckpt_vars* v) {
+    size_t i = 0;
+    REQUIRE(ckpt_vars_find(v, "step", &i) == CKPT_OK);
+    REQUIRE(ckpt_vars_dtype(v, i) == CKPT_INT64);
+    int64_t step = 0;
+    std::memcpy(&step, ckpt_vars_data(v, i), sizeof step);
+    return step;
+}
+
+// True if "w" holds exactly what make_vars(seed) put there.
+bool w_is(const ckpt_vars* v, int64_t seed) {
+    size_t i = 0;
+    if (ckpt_vars_find(v, "w", &i) != CKPT_OK || ckpt_vars_nbytes(v, i) != 6 * sizeof(float)) return false;
+    return std::memcmp(ckpt_vars_data(v, i), w_bytes(seed).data(), 6 * sizeof(float)) == 0;
+}
+
+void save(ckpt_manager* m, int64_t idx) {
+    VarsPtr v = make_vars(idx);
+    const int rc = ckpt_manager_save(m, v.get(), idx);
+    INFO("saving " << idx << ": " << message());
+    REQUIRE(rc == CKPT_OK);
+}
+
+void save_all(ckpt_manager* m, std::initializer_list<int64_t> indices) {
+    for (int64_t i : indices) save(m, i);
+}
+
+std::vector<int64_t> list_of(ckpt_manager* m) {
+    size_t n = 0;
+    const int rc = ckpt_manager_list(m, nullptr, 0, &n);
+    INFO(message());
+    REQUIRE((rc == CKPT_OK || rc == CKPT_EBUFS));
+    std::vector<int64_t> out(n);
+    if (n > 0) REQUIRE(ckpt_manager_list(m, out.data(), out.size(), &n) == CKPT_OK);
+    REQUIRE(n == out.size());
+    return out;
+}
+
+std::string path_of(ckpt_manager* m, int64_t idx) {
+    char buf[4096];
+    REQUIRE(ckpt_manager_path(m, idx, buf, sizeof buf) == CKPT_OK);
+    return buf;
+}
+
+// Restores LATEST (or idx) into a fresh zeros_vars(); returns the code, the restored index and the step read.
+struct Restored {
+    int rc;
+    int64_t idx;
+    int64_t step;
+    bool w_matches_step;
+};
+Restored restore(ckpt_manager* m, int64_t idx = CKPT_LATEST) {
+    VarsPtr v = zeros_vars();
+    int64_t restored = -100;
+    const int rc = ckpt_manager_restore(m, v.get(), idx, &restored);
+    const int64_t step = step_of(v.get());
+    return {rc, restored, step, w_is(v.get(), step)};
+}
+
+// ------------------------------------------------------------------------------------------------ corruption
+
+void truncate_file(const std::string& path) {
+    const auto size = fs::file_size(path);
+    fs::resize_file(path, size / 2);
+}
+
+void flip_data_byte(const std::string& path, int64_t seed) {
+    std::string bytes = slurp(path);
+    const std::string data = w_bytes(seed);
+    const auto at = bytes.find(data);
+    REQUIRE(at != std::string::npos);
+    REQUIRE(bytes.find(data, at + 1) == std::string::npos);
+    bytes[at + 9] = static_cast<char>(bytes[at + 9] ^ 0x10);
+    put(path, bytes);
+}
+
+void replace_with_non_zip(const std::string& path) { put(path, "this is not a zip archive, just some text\n"); }
+
+// --------------------------------------------------------------------------------------- a storage in memory
+
+// A ckpt_storage over a std::map, written against ckpt_storage_ops as an FFI user would; `fail_writes` makes
+// every write fail with CKPT_EIO (only writes to paths containing `fail_only`, when that is set: set it before the
+// saves it is meant for start).
+class MapStorage {
+public:
+    std::atomic<bool> fail_writes{false};
+    std::string fail_only;
+
+    // A storage handle for this map (the map must outlive every manager using it).
+    ckpt_storage* make() {
+        ckpt_storage_ops ops;
+        std::memset(&ops, 0, sizeof ops);
+        ops.version = CKPT_STORAGE_OPS_VERSION;
+        ops.payload = this;
+        ops.make_dirs = &MapStorage::make_dirs;
+        ops.create = &MapStorage::create;
+        ops.write = &MapStorage::write;
+        ops.sync = [](void*, void*) { return CKPT_OK; };
+        ops.close = [](void*, void* file) {
+            delete static_cast<std::string*>(file);
+            return CKPT_OK;
+        };
+        ops.rename = &MapStorage::rename;
+        ops.remove = &MapStorage::remove;
+        ops.list = &MapStorage::list;
+        ops.open_read = &MapStorage::open_read;
+        ops.read_at = &MapStorage::read_at;
+        ops.close_read = [](void*, void* file) { delete static_cast<std::string*>(file); };
+        ckpt_storage* s = nullptr;
+        REQUIRE(ckpt_storage_new(&s, &ops) == CKPT_OK);
+        return s;
+    }
+
+    // Names of the files directly in dir, sorted.
+    std::vector<std::string> files_in(const std::string& dir) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        std::vector<std::string> out;
+        for (const auto& [path, bytes] : files_)
+            if (parent_of(path) == dir) out.push_back(path.substr(dir.empty() ? 0 : dir.size() + 1));
+        return out;
+    }
+
+private:
+    static MapStorage& self(void* p) { return *static_cast<MapStorage*>(p); }
+    static std::string parent_of(const std::string& path) {
+        const auto slash = path.rfind('/');
+        return slash == std::string::npos ? std::string() : path.substr(0, slash);
+    }
+
+    static int make_dirs(void* p, const char* dir) {
+        std::lock_guard<std::mutex> lock(self(p).mutex_);
+        std::string d = dir;
+        for (size_t slash = d.find('/'); slash != std::string::npos; slash = d.find('/', slash + 1))
+            self(p).dirs_.insert(d.substr(0, slash));
+        self(p).dirs_.insert(d);
+        return CKPT_OK;
+    }
+    static int create(void* p, const char* path, void** file) {
+        std::lock_guard<std::mutex> lock(self(p).mutex_);
+        if (self(p).dirs_.count(parent_of(path)) == 0) return CKPT_ENOTFOUND;
+        if (self(p).files_.count(path) != 0) return CKPT_EEXIST;
+        self(p).files_[path];
+        *file = new std::string(path);
+        return CKPT_OK;
+    }
+    static int write(void* p, void* file, const void* data, size_t size) {
+        const std::string& path = *static_cast<std::string*>(file);
+        if (self(p).fail_writes && path.find(self(p).fail_only) != std::string::npos) return CKPT_EIO;
+        std::lock_guard<std::mutex> lock(self(p).mutex_);
+        self(p).files_[path].append(static_cast<const char*>(data), size);
+        return CKPT_OK;
+    }
+    static int rename(void* p, const char* from, const char* to) {
+        std::lock_guard<std::mutex> lock(self(p).mutex_);
+        auto it = self(p).files_.find(from);
+        if (it == self(p).files_.end()) return CKPT_ENOTFOUND;
+        std::string bytes = std::move(it->second);
+        self(p).files_.erase(it);
+        self(p).files_[to] = std::move(bytes);
+        return CKPT_OK;
+    }
+    static int remove(void* p, const char* path) {
+        std::lock_guard<std::mutex> lock(self(p).mutex_);
+        return self(p).files_.erase(path) == 1 ? CKPT_OK : CKPT_ENOTFOUND;
+    }
+    static int list(void* p, const char* dir, ckpt_list_entry_fn entry, void* ctx) {
+        std::vector<std::string> names;
+        {
+            std::lock_guard<std::mutex> lock(self(p).mutex_);
+            if (self(p).dirs_.count(dir) == 0) return CKPT_ENOTFOUND;
+        }
+        names = self(p).files_in(dir);
+        for (const auto& n : names)
+            if (int rc = entry(n.c_str(), ctx)) return rc;
+        return CKPT_OK;
+    }
+    static int open_read(void* p, const char* path, void** file, uint64_t* size) {
+        std::lock_guard<std::mutex> lock(self(p).mutex_);
+        auto it = self(p).files_.find(path);
+        if (it == self(p).files_.end()) return CKPT_ENOTFOUND;
+        auto* copy = new std::string(it->second);
+        *file = copy;
+        *size = copy->size();
+        return CKPT_OK;
+    }
+    static int read_at(void*, void* file, uint64_t offset, void* dst, size_t size, size_t* got) {
+        const std::string& bytes = *static_cast<std::string*>(file);
+        *got = 0;
+        if (offset >= bytes.size()) return CKPT_OK;
+        *got = std::min<size_t>(size, bytes.size() - static_cast<size_t>(offset));
+        std::memcpy(dst, bytes.data() + offset, *got);
+        return CKPT_OK;
+    }
+
+    std::mutex mutex_;
+    std::set<std::string> dirs_{"", "."};
+    std::map<std::string, std::string> files_;
+};
+
+// Redirects file descriptor 2 into a file until stop() (or the end of the scope).
+class StderrCapture {
+public:
+    explicit StderrCapture(std::string file) : file_(std::move(file)) {
+        std::fflush(stderr);
+        saved_ = ::dup(2);
+        const int fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (saved_ < 0 || fd < 0) throw std::runtime_error("cannot capture stderr");
+        ::dup2(fd, 2);
+        ::close(fd);
+    }
+    ~StderrCapture() { stop(); }
+    StderrCapture(const StderrCapture&) = delete;
+    StderrCapture& operator=(const StderrCapture&) = delete;
+
+    std::string stop() {
+        if (saved_ >= 0) {
+            std::fflush(stderr);
+            ::dup2(saved_, 2);
+            ::close(saved_);
+            saved_ = -1;
+        }
+        return slurp(file_);
+    }
+
+private:
+    std::string file_;
+    int saved_ = -1;
+};
+
+// One array of every numeric dtype, with the bit patterns that a lossy path would change.
+struct Sample {
+    std::string name;
+    uint32_t dtype;
+    std::vector<int64_t> shape;
+    std::string bytes;
+};
+
+template <typename T>
+std::string bytes_of(std::initializer_list<T> values) {
+    std::string out(values.size() * sizeof(T), '\0');
+    std::memcpy(&out[0], values.begin(), out.size());
+    return out;
+}
+
+std::vector<Sample> dtype_samples() {
+    using i64 = std::numeric_limits<int64_t>;
+    return {
+        {"bool", CKPT_BOOL, {4}, bytes_of<uint8_t>({1, 0, 0, 1})},
+        {"int8", CKPT_INT8, {4}, bytes_of<int8_t>({-128, 127, 0, -1})},
+        {"int16", CKPT_INT16, {2}, bytes_of<int16_t>({-32768, 32767})},
+        {"int32", CKPT_INT32, {3}, bytes_of<int32_t>({std::numeric_limits<int32_t>::min(), -7, 2147483647})},
+        {"int64", CKPT_INT64, {2}, bytes_of<int64_t>({i64::min(), i64::max()})},
+        {"uint8", CKPT_UINT8, {2, 2}, bytes_of<uint8_t>({0, 255, 0x5A, 0xA5})},
+        {"uint16", CKPT_UINT16, {2}, bytes_of<uint16_t>({0, 65535})},
+        {"uint32", CKPT_UINT32, {2}, bytes_of<uint32_t>({0, 0xFFFFFFFFu})},
+        {"uint64", CKPT_UINT64, {2}, bytes_of<uint64_t>({0, 0xFFFFFFFFFFFFFFFFull})},
+        {"float16", CKPT_FLOAT16, {4}, bytes_of<uint16_t>({0x7E01, 0xFC02, 0x8000, 0x0001})},
+        {"float32", CKPT_FLOAT32, {1, 4}, bytes_of<uint32_t>({0x7FC00001u, 0xFFA5A5A5u, 0x80000000u, 0x00000001u})},
+        {"float64", CKPT_FLOAT64, {3}, bytes_of<uint64_t>({0x7FF8000000000001ull, 0x8000000000000000ull, 1ull})},
+        {"complex64", CKPT_COMPLEX64, {2}, bytes_of<uint32_t>({0x3F800000u, 0x7FC00002u, 0x80000000u, 0xBF800000u})},
+        {"complex128", CKPT_COMPLEX128, {1}, bytes_of<uint64_t>({0xFFF0DEADBEEF0001ull, 0x0000000000000001ull})},
+        {"scalar", CKPT_FLOAT64, {}, bytes_of<double>({-0.0})},
+        {"empty", CKPT_INT32, {0, 3}, std::string()},
+        {"cube", CKPT_INT16, {2, 1, 2}, bytes_of<int16_t>({1, -2, 3, -4})},
+    };
+}
+
+VarsPtr vars_of(const std::vector<Sample>& samples, bool with_data) {
+    ckpt_vars* v = nullptr;
+    REQUIRE(ckpt_vars_new(&v) == CKPT_OK);
+    VarsPtr vars(v);
+    for (const Sample& s : samples) {
+        const void* data = with_data && !s.bytes.empty() ? s.bytes.data() : nullptr;
+        REQUIRE(ckpt_vars_add(v, s.name.c_str(), s.dtype, static_cast<uint32_t>(s.shape.size()), s.shape.data(), data,
+                              CKPT_COPY) == CKPT_OK);
+    }
+    return vars;
+}
+
+void require_samples(const ckpt_vars* v, const std::vector<Sample>& samples) {
+    REQUIRE(ckpt_vars_count(v) == samples.size());
+    for (size_t i = 0; i < samples.size(); ++i) {
+        const Sample& s = samples[i];
+        INFO("array " << s.name);
+        CHECK(ckpt_vars_name(v, i) == s.name);
+        CHECK(ckpt_vars_dtype(v, i) == s.dtype);
+        REQUIRE(ckpt_vars_ndim(v, i) == s.shape.size());
+        CHECK(std::vector<int64_t>(ckpt_vars_shape(v, i), ckpt_vars_shape(v, i) + s.shape.size()) == s.shape);
+        REQUIRE(ckpt_vars_nbytes(v, i) == s.bytes.size());
+        if (!s.bytes.empty()) CHECK(std::memcmp(ckpt_vars_data(v, i), s.bytes.data(), s.bytes.size()) == 0);
+    }
+}
+
+}  // namespace
+
+// ====================================================================================================== layout
+
+TEST_CASE("Checkpoints are files <logdir>/ckpt/%010d.npz by default", "[manager][layout]") {
+    TempDir logdir;
+    ManagerPtr m = open_manager(logdir.str());
+    save(m.get(), 7);
+    const std::string expected = logdir.file("ckpt/0000000007.npz");
+    CHECK(fs::is_regular_file(expected));
+    CHECK(path_of(m.get(), 7) == expected);
+    CHECK(entries(logdir.file("ckpt")) == std::vector<std::string>{".ckpt.lock", "0000000007.npz"});
+
+    ckpt_vars* read = nullptr;
+    REQUIRE(ckpt_npz_read(&read, expected.c_str(), nullptr) == CKPT_OK);
+    VarsPtr owned(read);
+    CHECK(step_of(read) == 7);
+    CHECK(w_is(read, 7));
+}
+
+TEST_CASE("An empty subdir puts the checkpoints in the logdir itself", "[manager][layout]") {
+    TempDir logdir;
+    ckpt_manager_options o = default_options();
+    o.subdir = "";
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    save(m.get(), 3);
+    CHECK(path_of(m.get(), 3) == logdir.file("0000000003.npz"));
+    CHECK(entries(logdir.str()) == std::vector<std::string>{".ckpt.lock", "0000000003.npz"});
+    CHECK(list_of(m.get()) == std::vector<int64_t>{3});
+}
+
+TEST_CASE("A custom subdir puts the checkpoints there", "[manager][layout]") {
+    TempDir logdir;
+    ckpt_manager_options o = default_options();
+    std::string subdir = "runs/first";
+    o.subdir = subdir.c_str();
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    subdir = "overwritten";  // the manager keeps its own copy
+    save(m.get(), 11);
+    CHECK(fs::is_regular_file(logdir.file("runs/first/0000000011.npz")));
+    CHECK(path_of(m.get(), 11) == logdir.file("runs/first/0000000011.npz"));
+    CHECK_FALSE(fs::exists(logdir.file("ckpt")));
+    CHECK_FALSE(fs::exists(logdir.file("overwritten")));
+}
+
+TEST_CASE("Indices wider than ten digits are saved, listed and restored", "[manager][layout]") {
+    TempDir logdir;
+    ckpt_manager_options o = default_options();
+    o.keep = 0;
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    const int64_t wide = 12345678901;
+    const int64_t max = std::numeric_limits<int64_t>::max();
+    save_all(m.get(), {max, wide, 42});
+
+    CHECK(fs::is_regular_file(logdir.file("ckpt/12345678901.npz")));
+    CHECK(fs::is_regular_file(logdir.file("ckpt/9223372036854775807.npz")));
+    CHECK(list_of(m.get()) == std::vector<int64_t>{42, wide, max});
+
+    const Restored latest = restore(m.get());
+    CHECK(latest.rc == CKPT_OK);
+    CHECK(latest.idx == max);
+    CHECK(latest.step == max);
+
+    const Restored specific = restore(m.get(), wide);
+    CHECK(specific.rc == CKPT_OK);
+    CHECK(specific.idx == wide);
+    CHECK(specific.step == wide);
+    CHECK(specific.w_matches_step);
+}
+
+TEST_CASE("ckpt_manager_path writes the path a checkpoint index has", "[manager][layout]") {
+    TempDir logdir;
+    ManagerPtr m = open_manager(logdir.str());
+    CHECK(path_of(m.get(), 0) == logdir.file("ckpt/0000000000.npz"));
+    CHECK(path_of(m.get(), 42) == logdir.file("ckpt/0000000042.npz"));
+    CHECK(path_of(m.get(), 9999999999) == logdir.file("ckpt/9999999999.npz"));
+    CHECK(path_of(m.get(), 12345678901) == logdir.file("ckpt/12345678901.npz"));
+    CHECK_FALSE(fs::exists(logdir.file("ckpt/0000000042.npz")));  // only a name: nothing is created
+}
+
+TEST_CASE("ckpt_checkpoint_idx accepts exactly the names of checkpoints", "[manager][layout]") {
+    SECTION("a ten-digit name is its number") {
+        CHECK(ckpt_checkpoint_idx("0000000042.npz") == 42);
+        CHECK(ckpt_checkpoint_idx("0000000000.npz") == 0);
+        CHECK(ckpt_checkpoint_idx("9999999999.npz") == 9999999999);
+    }
+    SECTION("a directory in front of the name is ignored") {
+        CHECK(ckpt_checkpoint_idx("dir/0000000042.npz") == 42);
+        CHECK(ckpt_checkpoint_idx("/abs/logdir/ckpt/0000000042.npz") == 42);
+    }
+    SECTION("wider names without leading zeros are their number, up to INT64_MAX") {
+        CHECK(ckpt_checkpoint_idx("12345678901.npz") == 12345678901);
+        CHECK(ckpt_checkpoint_idx("9223372036854775807.npz") == std::numeric_limits<int64_t>::max());
+    }
+    SECTION("fewer than ten digits is not a checkpoint") {
+        CHECK(ckpt_checkpoint_idx("42.npz") == -1);
+        CHECK(ckpt_checkpoint_idx("000000042.npz") == -1);
+    }
+    SECTION("a leading zero beyond the ten-digit padding is not a checkpoint") {
+        CHECK(ckpt_checkpoint_idx("00000000042.npz") == -1);
+        CHECK(ckpt_checkpoint_idx("012345678901.npz") == -1);
+    }
+    SECTION("temporaries and other suffixes are not checkpoints") {
+        CHECK(ckpt_checkpoint_idx("0000000042.npz.tmp-abc") == -1);
+        CHECK(ckpt_checkpoint_idx(".0000000042.npz.tmp-AbC123") == -1);
+        CHECK(ckpt_checkpoint_idx("0000000042.npy") == -1);
+        CHECK(ckpt_checkpoint_idx("0000000042.NPZ") == -1);
+        CHECK(ckpt_checkpoint_idx("0000000042") == -1);
+        CHECK(ckpt_checkpoint_idx("0000000042.npz/") == -1);
+    }
+    SECTION("anything but digits before .npz is not a checkpoint") {
+        CHECK(ckpt_checkpoint_idx("x0000000042.npz") == -1);
+        CHECK(ckpt_checkpoint_idx("000000004x.npz") == -1);
+        CHECK(ckpt_checkpoint_idx("-000000042.npz") == -1);
+        CHECK(ckpt_checkpoint_idx("+000000042.npz") == -1);
+        CHECK(ckpt_checkpoint_idx(" 0000000042.npz") == -1);
+        CHECK(ckpt_checkpoint_idx(".npz") == -1);
+        CHECK(ckpt_checkpoint_idx("") == -1);
+    }
+    SECTION("numbers beyond INT64_MAX are not checkpoints") {
+        CHECK(ckpt_checkpoint_idx("9223372036854775808.npz") == -1);
+        CHECK(ckpt_checkpoint_idx("18446744073709551615.npz") == -1);
+        CHECK(ckpt_checkpoint_idx("18446744073709551616.npz") == -1);
+        CHECK(ckpt_checkpoint_idx("99999999999999999999999999.npz") == -1);
+    }
+    SECTION("NULL is not a checkpoint") { CHECK(ckpt_checkpoint_idx(nullptr) == -1); }
+}
+
+TEST_CASE("Listing ignores every file that is not a checkpoint", "[manager][layout]") {
+    TempDir logdir;
+    ckpt_manager_options o = default_options();
+    o.keep = 0;
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    save_all(m.get(), {3, 5});
+    const std::string dir = logdir.file("ckpt");
+
+    SECTION("junk and temporary names are ignored") {
+        for (const char* junk : {"README", "42.npz", "00000000042.npz", "x0000000042.npz", "0000000042.npz.tmp-abc",
+                                 ".0000000042.npz.tmp-AbC123", "0000000042.NPZ", "0000000042.npy", ".npz"})
+            put(dir + "/" + junk, "junk");
+        CHECK(list_of(m.get()) == std::vector<int64_t>{3, 5});
+        int64_t latest = -1;
+        REQUIRE(ckpt_manager_latest(m.get(), &latest) == CKPT_OK);
+        CHECK(latest == 5);
+    }
+    SECTION("a subdirectory is ignored") {
+        fs::create_directory(dir + "/notes");
+        put(dir + "/notes/0000000099.npz", "not in the checkpoint directory");
+        CHECK(list_of(m.get()) == std::vector<int64_t>{3, 5});
+    }
+    SECTION("a subdirectory named like a checkpoint is not listed") {
+        fs::create_directory(dir + "/0000000099.npz");
+        CHECK(list_of(m.get()) == std::vector<int64_t>{3, 5});
+    }
+    SECTION("a subdirectory named like a checkpoint does not stop restoring the latest") {
+        fs::create_directory(dir + "/0000000099.npz");
+        const Restored r = restore(m.get());
+        INFO(message());
+        CHECK(r.rc == CKPT_OK);
+        CHECK(r.idx == 5);
+        CHECK(r.step == 5);
+    }
+}
+
+TEST_CASE("Listing sorts indices as numbers, not as strings", "[manager][layout]") {
+    TempDir logdir;
+    ckpt_manager_options o = default_options();
+    o.keep = 0;
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    save_all(m.get(), {100, 10000000000, 9, 10});
+    CHECK(list_of(m.get()) == std::vector<int64_t>{9, 10, 100, 10000000000});
+    int64_t latest = -1;
+    REQUIRE(ckpt_manager_latest(m.get(), &latest) == CKPT_OK);
+    CHECK(latest == 10000000000);
+}
+
+// =================================================================================================== retention
+
+TEST_CASE("keep=3 keeps the newest three checkpoints by number", "[manager][retention]") {
+    TempDir logdir;
+    ckpt_manager_options o = default_options();
+    o.keep = 3;
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    save_all(m.get(), {1, 2, 3});
+    CHECK(list_of(m.get()) == std::vector<int64_t>{1, 2, 3});
+    save_all(m.get(), {4, 5, 6});
+    CHECK(list_of(m.get()) == std::vector<int64_t>{4, 5, 6});
+    CHECK(entries(logdir.file("ckpt")) ==
+          std::vector<std::string>{".ckpt.lock", "0000000004.npz", "0000000005.npz", "0000000006.npz"});
+}
+
+TEST_CASE("The default keeps the newest ten checkpoints", "[manager][retention]") {
+    TempDir logdir;
+    ManagerPtr m = open_manager(logdir.str());
+    for (int64_t i = 1; i <= 12; ++i) save(m.get(), i);
+    CHECK(list_of(m.get()) == std::vector<int64_t>{3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+}
+
+TEST_CASE("keep <= 0 keeps every checkpoint", "[manager][retention]") {
+    const int32_t keep = GENERATE(0, -1, std::numeric_limits<int32_t>::min());
+    INFO("keep = " << keep);
+    TempDir logdir;
+    ckpt_manager_options o = default_options();
+    o.keep = keep;
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    for (int64_t i = 1; i <= 12; ++i) save(m.get(), i);
+    CHECK(list_of(m.get()) == std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+}
+
+TEST_CASE("keep_every also keeps the multiples of keep_every", "[manager][retention]") {
+    TempDir logdir;
+    ckpt_manager_options o = default_options();
+    o.keep = 2;
+    o.keep_every = 5;
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    for (int64_t i = 1; i <= 12; ++i) save(m.get(), i);
+    CHECK(list_of(m.get()) == std::vector<int64_t>{5, 10, 11, 12});
+}
+
+TEST_CASE("Saving an index lower than the existing ones keeps the newest by number and the one just written",
+          "[manager][retention]") {
+    TempDir logdir;
+    ckpt_manager_options o = default_options();
+    o.keep = 3;
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    save_all(m.get(), {10, 20, 30});
+    save(m.get(), 5);
+    CHECK(list_of(m.get()) == std::vector<int64_t>{5, 10, 20, 30});
+
+    const Restored just_written = restore(m.get(), 5);
+    CHECK(just_written.rc == CKPT_OK);
+    CHECK(just_written.step == 5);
+    const Restored latest = restore(m.get());
+    CHECK(latest.idx == 30);
+
+    SECTION("the next save removes it like any older checkpoint") {
+        save(m.get(), 40);
+        CHECK(list_of(m.get()) == std::vector<int64_t>{20, 30, 40});
+    }
+}
+
+TEST_CASE("An 11-digit index is newer than every 10-digit one for retention", "[manager][retention]") {
+    TempDir logdir;
+    ckpt_manager_options o = default_options();
+    o.keep = 2;
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    save_all(m.get(), {9999999998, 9999999999, 10000000000});
+    CHECK(list_of(m.get()) == std::vector<int64_t>{9999999999, 10000000000});
+    save(m.get(), 10000000001);
+    CHECK(list_of(m.get()) == std::vector<int64_t>{10000000000, 10000000001});
+    CHECK(entries(logdir.file("ckpt")) == std::vector<std::string>{".ckpt.lock", "10000000000.npz", "10000000001.npz"});
+}
+
+TEST_CASE("Saving an existing index replaces it with the new values and leaves no temporary", "[manager][retention]") {
+    TempDir logdir;
+    ManagerPtr m = open_manager(logdir.str());
+    save(m.get(), 7);
+    VarsPtr other = make_vars(8);
+    REQUIRE(ckpt_manager_save(m.get(), other.get(), 7) == CKPT_OK);
+
+    CHECK(list_of(m.get()) == std::vector<int64_t>{7});
+    const Restored r = restore(m.get(), 7);
+    CHECK(r.rc == CKPT_OK);
+    CHECK(r.step == 8);
+    CHECK(r.w_matches_step);
+    CHECK(entries(logdir.file("ckpt")) == std::vector<std::string>{".ckpt.lock", "0000000007.npz"});
+}
+
+TEST_CASE("Asynchronous saves keep the same checkpoints as synchronous ones", "[manager][retention][async]") {
+    TempDir sync_dir, async_dir;
+    ckpt_manager_options o = default_options();
+    o.keep = 3;
+    o.keep_every = 4;
+    ManagerPtr sync = open_manager(sync_dir.str(), &o);
+    o.flags = CKPT_MANAGER_ASYNC;
+    o.queue_depth = 2;
+    ManagerPtr async = open_manager(async_dir.str(), &o);
+    for (int64_t i = 1; i <= 12; ++i) {
+        save(sync.get(), i);
+        save(async.get(), i);
+    }
+    REQUIRE(ckpt_manager_wait(async.get()) == CKPT_OK);
+
+    const std::vector<int64_t> expected{4, 8, 10, 11, 12};
+    CHECK(list_of(sync.get()) == expected);
+    CHECK(list_of(async.get()) == expected);
+    CHECK(entries(async_dir.file("ckpt")) == entries(sync_dir.file("ckpt")));
+    for (int64_t i : expected) {
+        const Restored r = restore(async.get(), i);
+        CHECK(r.rc == CKPT_OK);
+        CHECK(r.step == i);
+        CHECK(r.w_matches_step);
+    }
+}
+
+TEST_CASE("Retention never deletes files that are not checkpoints", "[manager][retention]") {
+    TempDir logdir;
+    ckpt_manager_options o = default_options();
+    o.keep = 1;
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    const std::string dir = logdir.file("ckpt");
+    const std::vector<std::string> junk{"README", "42.npz", "00000000001.npz", "x0000000001.npz",
+                                        "0000000001.npz.tmp-abc", ".0000000001.npz.tmp-AbC123", "notes.txt"};
+    for (const auto& name : junk) put(dir + "/" + name, "keep me: " + name);
+    fs::create_directory(dir + "/sub");
+
+    for (int64_t i = 1; i <= 5; ++i) save(m.get(), i);
+
+    CHECK(list_of(m.get()) == std::vector<int64_t>{5});
+    for (const auto& name : junk) {
+        INFO(name);
+        CHECK(slurp(dir + "/" + name) == "keep me: " + name);
+    }
+    CHECK(fs::is_directory(dir + "/sub"));
+}
+
+TEST_CASE("An asynchronous save copies the arrays before it returns", "[manager][async]") {
+    TempDir logdir;
+    ckpt_manager_options o = default_options();
+    o.flags = CKPT_MANAGER_ASYNC;
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    int64_t step = 1;
+    float w[6];
+    for (int i = 0; i < 6; ++i) w[i] = w_value(1, i);
+    ckpt_vars* raw = nullptr;
+    REQUIRE(ckpt_vars_new(&raw) == CKPT_OK);
+    VarsPtr v(raw);
+    const int64_t shape[2] = {2, 3};
+    REQUIRE(ckpt_vars_add(raw, "w", CKPT_FLOAT32, 2, shape, w, CKPT_BORROW) == CKPT_OK);
+    REQUIRE(ckpt_vars_add(raw, "step", CKPT_INT64, 0, nullptr, &step, CKPT_BORROW) == CKPT_OK);
+
+    REQUIRE(ckpt_manager_save(m.get(), raw, 1) == CKPT_OK);
+    step = 666;  // training goes on at once
+    std::fill(std::begin(w), std::end(w), -1.0f);
+    REQUIRE(ckpt_manager_wait(m.get()) == CKPT_OK);
+
+    const Restored r = restore(m.get());
+    CHECK(r.idx == 1);
+    CHECK(r.step == 1);
+    CHECK(r.w_matches_step);
+}
+
+TEST_CASE("Restore waits for the asynchronous saves made before it", "[manager][async]") {
+    TempDir logdir;
+    ckpt_manager_options o = default_options();
+    o.flags = CKPT_MANAGER_ASYNC;
+    o.queue_depth = 3;
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    save_all(m.get(), {1, 2, 3});
+    const Restored r = restore(m.get());
+    CHECK(r.rc == CKPT_OK);
+    CHECK(r.idx == 3);
+    CHECK(r.step == 3);
+}
+
+// ===================================================================================================== restore
+
+TEST_CASE("A checkpoint round-trips bit-exact in every numeric dtype", "[manager][restore]") {
+    TempDir logdir;
+    ManagerPtr m = open_manager(logdir.str());
+    const std::vector<Sample> samples = dtype_samples();
+    VarsPtr original = vars_of(samples, true);
+    REQUIRE(ckpt_manager_save(m.get(), original.get(), 3) == CKPT_OK);
+
+    SECTION("restore fills an existing collection and reports the index") {
+        VarsPtr target = vars_of(samples, false);
+        int64_t restored = -100;
+        REQUIRE(ckpt_manager_restore(m.get(), target.get(), CKPT_LATEST, &restored) == CKPT_OK);
+        CHECK(restored == 3);
+        require_samples(target.get(), samples);
+    }
+    SECTION("restored_idx may be NULL") {
+        VarsPtr target = vars_of(samples, false);
+        REQUIRE(ckpt_manager_restore(m.get(), target.get(), 3, nullptr) == CKPT_OK);
+        require_samples(target.get(), samples);
+    }
+    SECTION("read returns the same arrays in the same order") {
+        ckpt_vars* read = nullptr;
+        int64_t restored = -100;
+        REQUIRE(ckpt_manager_read(m.get(), CKPT_LATEST, &read, &restored) == CKPT_OK);
+        VarsPtr owned(read);
+        CHECK(restored == 3);
+        require_samples(read, samples);
+    }
+}
+
+TEST_CASE("Restore of a specific index uses that checkpoint", "[manager][restore]") {
+    TempDir logdir;
+    ManagerPtr m = open_manager(logdir.str());
+    save_all(m.get(), {1, 2, 3});
+    const Restored r = restore(m.get(), 2);
+    CHECK(r.rc == CKPT_OK);
+    CHECK(r.idx == 2);
+    CHECK(r.step == 2);
+    CHECK(r.w_matches_step);
+}
+
+TEST_CASE("Restore of an index that has no checkpoint is CKPT_ENOTFOUND", "[manager][restore]") {
+    TempDir logdir;
+    ManagerPtr m = open_manager(logdir.str());
+    save_all(m.get(), {1, 3});
+    VarsPtr v = zeros_vars();
+    CHECK(ckpt_manager_restore(m.get(), v.get(), 2, nullptr) == CKPT_ENOTFOUND);
+    CHECK_THAT(message(), Contains("0000000002.npz"));
+    ckpt_vars* read = reinterpret_cast<ckpt_vars*>(&v);  // any non-NULL value: must come back NULL
+    CHECK(ckpt_manager_read(m.get(), 2, &read, nullptr) == CKPT_ENOTFOUND);
+    CHECK(read == nullptr);
+}
+
+TEST_CASE("Restore of the latest with no checkpoints is CKPT_ENOTFOUND and logs 'No checkpoints found'",
+          "[manager][restore]") {
+    TempDir logdir;
+    LogRecorder log;
+    ckpt_manager_options o = default_options();
+    log.attach(o);
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    put(logdir.file("ckpt/README"), "not a checkpoint");
+
+    const Restored r = restore(m.get());
+    CHECK(r.rc == CKPT_ENOTFOUND);
+    CHECK(r.step == 0);  // nothing was written into the collection
+    const auto infos = log.at(CKPT_LOG_INFO);
+    REQUIRE(infos.size() == 1);
+    CHECK_THAT(infos[0], Contains("No checkpoints found"));
+    CHECK(log.at(CKPT_LOG_WARNING).empty());
+
+    ckpt_vars* read = nullptr;
+    CHECK(ckpt_manager_read(m.get(), CKPT_LATEST, &read, nullptr) == CKPT_ENOTFOUND);
+    CHECK(read == nullptr);
+    int64_t latest = -100;
+    CHECK(ckpt_manager_latest(m.get(), &latest) == CKPT_ENOTFOUND);
+}
+
+TEST_CASE("A successful restore logs 'Resuming from <path>'", "[manager][restore]") {
+    TempDir logdir;
+    LogRecorder log;
+    ckpt_manager_options o = default_options();
+    log.attach(o);
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    save_all(m.get(), {1, 2});
+    REQUIRE(restore(m.get()).rc == CKPT_OK);
+    const auto infos = log.at(CKPT_LOG_INFO);
+    REQUIRE(infos.size() == 1);
+    CHECK_THAT(infos[0], Contains("Resuming from " + path_of(m.get(), 2)));
+    CHECK(log.at(CKPT_LOG_WARNING).empty());
+}
+
+TEST_CASE("A corrupt newest checkpoint is skipped for the previous one, with a warning naming it",
+          "[manager][restore]") {
+    TempDir logdir;
+    LogRecorder log;
+    ckpt_manager_options o = default_options();
+    log.attach(o);
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    save_all(m.get(), {1, 2});
+    const std::string newest = path_of(m.get(), 2);
+
+    SECTION("a truncated file") { truncate_file(newest); }
+    SECTION("one flipped data byte (CRC-32)") { flip_data_byte(newest, 2); }
+    SECTION("a file that is not a zip archive") { replace_with_non_zip(newest); }
+
+    const Restored r = restore(m.get());
+    INFO(log.all());
+    CHECK(r.rc == CKPT_OK);
+    CHECK(r.idx == 1);
+    CHECK(r.step == 1);
+    CHECK(r.w_matches_step);
+    const auto warnings = log.at(CKPT_LOG_WARNING);
+    REQUIRE(warnings.size() == 1);
+    CHECK_THAT(warnings[0], Contains(newest));
+    const auto infos = log.at(CKPT_LOG_INFO);
+    REQUIRE(infos.size() == 1);
+    CHECK_THAT(infos[0], Contains("Resuming from " + path_of(m.get(), 1)));
+
+    // Not validated: the newest file on disk is still the newest index.
+    int64_t latest = -1;
+    REQUIRE(ckpt_manager_latest(m.get(), &latest) == CKPT_OK);
+    CHECK(latest == 2);
+}
+
+TEST_CASE("ckpt_manager_read falls back past a corrupt newest checkpoint too", "[manager][restore]") {
+    TempDir logdir;
+    ManagerPtr m = open_manager(logdir.str());
+    save_all(m.get(), {1, 2});
+    flip_data_byte(path_of(m.get(), 2), 2);
+    ckpt_vars* read = nullptr;
+    int64_t restored = -100;
+    REQUIRE(ckpt_manager_read(m.get(), CKPT_LATEST, &read, &restored) == CKPT_OK);
+    VarsPtr owned(read);
+    CHECK(restored == 1);
+    CHECK(step_of(read) == 1);
+    CHECK(w_is(read, 1));
+}
+
+TEST_CASE("With the two newest corrupt the third is restored and two warnings are logged", "[manager][restore]") {
+    TempDir logdir;
+    LogRecorder log;
+    ckpt_manager_options o = default_options();
+    log.attach(o);
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    save_all(m.get(), {1, 2, 3, 4});
+    truncate_file(path_of(m.get(), 4));
+    flip_data_byte(path_of(m.get(), 3), 3);
+
+    const Restored r = restore(m.get());
+    INFO(log.all());
+    CHECK(r.rc == CKPT_OK);
+    CHECK(r.idx == 2);
+    CHECK(r.step == 2);
+    CHECK(r.w_matches_step);
+    const auto warnings = log.at(CKPT_LOG_WARNING);
+    REQUIRE(warnings.size() == 2);
+    CHECK_THAT(warnings[0], Contains(path_of(m.get(), 4)));
+    CHECK_THAT(warnings[1], Contains(path_of(m.get(), 3)));
+}
+
+TEST_CASE("With every checkpoint corrupt restore is CKPT_EFORMAT", "[manager][restore]") {
+    TempDir logdir;
+    LogRecorder log;
+    ckpt_manager_options o = default_options();
+    log.attach(o);
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    save_all(m.get(), {1, 2, 3});
+    truncate_file(path_of(m.get(), 3));
+    flip_data_byte(path_of(m.get(), 2), 2);
+    replace_with_non_zip(path_of(m.get(), 1));
+
+    const Restored r = restore(m.get());
+    CHECK(r.rc == CKPT_EFORMAT);
+    CHECK_THAT(message(), Contains(path_of(m.get(), 3)));
+    CHECK(log.at(CKPT_LOG_WARNING).size() == 3);
+    CHECK(log.at(CKPT_LOG_INFO).empty());
+
+    ckpt_vars* read = nullptr;
+    CHECK(ckpt_manager_read(m.get(), CKPT_LATEST, &read, nullptr) == CKPT_EFORMAT);
+    CHECK(read == nullptr);
+}
+
+TEST_CASE("NO_FALLBACK makes a corrupt newest checkpoint CKPT_EFORMAT", "[manager][restore]") {
+    TempDir logdir;
+    ckpt_manager_options o = default_options();
+    o.flags = CKPT_MANAGER_NO_FALLBACK;
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    save_all(m.get(), {1, 2});
+
+    SECTION("a truncated file") { truncate_file(path_of(m.get(), 2)); }
+    SECTION("one flipped data byte (CRC-32)") { flip_data_byte(path_of(m.get(), 2), 2); }
+    SECTION("a file that is not a zip archive") { replace_with_non_zip(path_of(m.get(), 2)); }
+
+    int64_t restored = -100;
+    VarsPtr v = zeros_vars();
+    CHECK(ckpt_manager_restore(m.get(), v.get(), CKPT_LATEST, &restored) == CKPT_EFORMAT);
+    CHECK_THAT(message(), Contains(path_of(m.get(), 2)));
+    CHECK(restored == -100);
+}
+
+TEST_CASE("A corrupt checkpoint asked for by index is CKPT_EFORMAT, without fallback", "[manager][restore]") {
+    TempDir logdir;
+    LogRecorder log;
+    ckpt_manager_options o = default_options();
+    log.attach(o);
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    save_all(m.get(), {1, 2});
+    flip_data_byte(path_of(m.get(), 2), 2);
+
+    const Restored r = restore(m.get(), 2);
+    CHECK(r.rc == CKPT_EFORMAT);
+    CHECK(r.idx == -100);
+    CHECK_THAT(message(), Contains(path_of(m.get(), 2)));
+    CHECK(log.at(CKPT_LOG_INFO).empty());
+}
+
+TEST_CASE("A dtype or shape mismatch is CKPT_EMISMATCH and is not retried on older checkpoints",
+          "[manager][restore]") {
+    TempDir logdir;
+    LogRecorder log;
+    ckpt_manager_options o = default_options();
+    log.attach(o);
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    save(m.get(), 1);  // "w" float32[2,3]
+
+    // Checkpoint 2's "w" differs from checkpoint 1's; the collection asks for checkpoint 1's kind of "w", so an
+    // implementation that retried older checkpoints would succeed with checkpoint 1.
+    ckpt_vars* raw = nullptr;
+    REQUIRE(ckpt_vars_new(&raw) == CKPT_OK);
+    VarsPtr newer(raw);
+    const int64_t step = 2;
+    REQUIRE(ckpt_vars_add(raw, "step", CKPT_INT64, 0, nullptr, &step, CKPT_COPY) == CKPT_OK);
+    SECTION("a different dtype") {
+        const int64_t shape[2] = {2, 3};
+        REQUIRE(ckpt_vars_add(raw, "w", CKPT_FLOAT64, 2, shape, nullptr, CKPT_COPY) == CKPT_OK);
+    }
+    SECTION("a different shape") {
+        const int64_t shape[2] = {3, 2};
+        REQUIRE(ckpt_vars_add(raw, "w", CKPT_FLOAT32, 2, shape, nullptr, CKPT_COPY) == CKPT_OK);
+    }
+    SECTION("a missing variable") {}
+    REQUIRE(ckpt_manager_save(m.get(), raw, 2) == CKPT_OK);
+
+    VarsPtr v = zeros_vars();
+    int64_t restored = -100;
+    CHECK(ckpt_manager_restore(m.get(), v.get(), CKPT_LATEST, &restored) == CKPT_EMISMATCH);
+    CHECK_THAT(message(), Contains("'w'"));
+    CHECK_THAT(message(), Contains(path_of(m.get(), 2)));
+    CHECK(restored == -100);
+    CHECK(step_of(v.get()) == 0);  // CKPT_EMISMATCH leaves the collection unchanged
+    INFO(log.all());
+    CHECK(log.at(CKPT_LOG_WARNING).empty());
+    CHECK(log.at(CKPT_LOG_INFO).empty());
+}
+
+TEST_CASE("ckpt_manager_read returns a whole checkpoint as a new collection", "[manager][restore]") {
+    TempDir logdir;
+    ManagerPtr m = open_manager(logdir.str());
+    save_all(m.get(), {1, 2});
+
+    SECTION("the latest") {
+        ckpt_vars* read = nullptr;
+        int64_t restored = -100;
+        REQUIRE(ckpt_manager_read(m.get(), CKPT_LATEST, &read, &restored) == CKPT_OK);
+        VarsPtr owned(read);
+        CHECK(restored == 2);
+        REQUIRE(ckpt_vars_count(read) == 2);
+        CHECK(ckpt_vars_name(read, 0) == std::string("w"));
+        CHECK(ckpt_vars_name(read, 1) == std::string("step"));
+        CHECK(step_of(read) == 2);
+        CHECK(w_is(read, 2));
+    }
+    SECTION("a specific index, restored_idx NULL") {
+        ckpt_vars* read = nullptr;
+        REQUIRE(ckpt_manager_read(m.get(), 1, &read, nullptr) == CKPT_OK);
+        VarsPtr owned(read);
+        CHECK(step_of(read) == 1);
+        CHECK(w_is(read, 1));
+    }
+}
+
+namespace {
+// Strips "net." from names on disk; the manager must pass the npz options' renamer to its restores.
+int strip_net(const char* name, char* buf, size_t size, void* payload) {
+    ++*static_cast<int*>(payload);
+    if (std::strncmp(name, "net.", 4) != 0) return 0;
+    const size_t n = std::strlen(name) - 4;
+    if (n <= size) std::memcpy(buf, name + 4, n);
+    return static_cast<int>(n);
+}
+}  // namespace
+
+TEST_CASE("The renamer of the npz options applies to restores", "[manager][restore]") {
+    TempDir logdir;
+    int calls = 0;
+    ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+    npz.rename = &strip_net;
+    npz.rename_payload = &calls;
+    ckpt_manager_options o = default_options();
+    o.npz = &npz;
+    ManagerPtr m = open_manager(logdir.str(), &o);
+
+    ckpt_vars* raw = nullptr;
+    REQUIRE(ckpt_vars_new(&raw) == CKPT_OK);
+    VarsPtr on_disk(raw);
+    float w[6];
+    for (int i = 0; i < 6; ++i) w[i] = w_value(4, i);
+    const int64_t shape[2] = {2, 3};
+    const int64_t step = 4;
+    REQUIRE(ckpt_vars_add(raw, "net.w", CKPT_FLOAT32, 2, shape, w, CKPT_COPY) == CKPT_OK);
+    REQUIRE(ckpt_vars_add(raw, "net.step", CKPT_INT64, 0, nullptr, &step, CKPT_COPY) == CKPT_OK);
+    REQUIRE(ckpt_manager_save(m.get(), raw, 4) == CKPT_OK);
+
+    const Restored r = restore(m.get());
+    INFO(message());
+    CHECK(r.rc == CKPT_OK);
+    CHECK(r.idx == 4);
+    CHECK(r.step == 4);
+    CHECK(r.w_matches_step);
+    CHECK(calls >= 2);
+}
+
+namespace {
+struct Refusal {
+    int code;
+    int calls = 0;
+};
+// Refuses every name with the payload's code ("return a negative CKPT_* code to abort the restore with that code").
+int refuse(const char*, char*, size_t, void* payload) {
+    auto* r = static_cast<Refusal*>(payload);
+    ++r->calls;
+    return r->code;
+}
+// Maps every name on disk to the same name: a renamer that cannot be right for any checkpoint.
+int collapse(const char*, char* buf, size_t size, void*) {
+    if (size >= 1) buf[0] = 'w';
+    return 1;
+}
+}  // namespace
+
+TEST_CASE("A renamer that aborts ends the restore with its code, without trying older checkpoints",
+          "[manager][restore]") {
+    const int code = GENERATE(CKPT_EINVAL, CKPT_EIO, CKPT_ERROR, CKPT_EEXIST);
+    INFO("the renamer returns " << code << " (" << ckpt_strerror(code) << ")");
+    TempDir logdir;
+    LogRecorder log;
+    Refusal refusal{code};
+    ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+    npz.rename = &refuse;
+    npz.rename_payload = &refusal;
+    ckpt_manager_options o = default_options();
+    o.npz = &npz;
+    log.attach(o);
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    save_all(m.get(), {1, 2});
+
+    const Restored r = restore(m.get());
+    INFO(log.all());
+    CHECK(r.rc == code);
+    CHECK(r.idx == -100);
+    CHECK(refusal.calls == 1);  // the first name of the newest checkpoint, and nothing after it
+    CHECK(log.at(CKPT_LOG_WARNING).empty());
+}
+
+TEST_CASE("A renamer that maps two names to one is CKPT_EINVAL, not a corrupt checkpoint", "[manager][restore]") {
+    TempDir logdir;
+    LogRecorder log;
+    ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+    npz.rename = &collapse;
+    ckpt_manager_options o = default_options();
+    o.npz = &npz;
+    log.attach(o);
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    save_all(m.get(), {1, 2});
+
+    const Restored r = restore(m.get());
+    INFO(log.all());
+    CHECK(r.rc == CKPT_EINVAL);
+    CHECK_THAT(message(), Contains(path_of(m.get(), 2)));
+    CHECK(log.at(CKPT_LOG_WARNING).empty());
+}
+
+// ===================================================================================================== layouts
+
+TEST_CASE("With layout CKPT_LAYOUT_OBJAX the manager writes names.npy and numbered members",
+          "[manager][layouts]") {
+    TempDir logdir;
+    ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+    npz.layout = CKPT_LAYOUT_OBJAX;
+    ckpt_manager_options o = default_options();
+    o.npz = &npz;
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    save(m.get(), 5);
+
+    // Read member by member: the file holds "names", "0", "1".
+    ckpt_npz_options plain = CKPT_NPZ_OPTIONS_INIT;
+    plain.layout = CKPT_LAYOUT_PLAIN;
+    ckpt_vars* members = nullptr;
+    REQUIRE(ckpt_npz_read(&members, path_of(m.get(), 5).c_str(), &plain) == CKPT_OK);
+    VarsPtr owned(members);
+    REQUIRE(ckpt_vars_count(members) == 3);
+    CHECK(ckpt_vars_name(members, 0) == std::string("names"));
+    CHECK(ckpt_vars_dtype(members, 0) == CKPT_UNICODE);
+    CHECK(ckpt_vars_name(members, 1) == std::string("0"));
+    CHECK(ckpt_vars_name(members, 2) == std::string("1"));
+
+    const Restored r = restore(m.get());
+    CHECK(r.rc == CKPT_OK);
+    CHECK(r.idx == 5);
+    CHECK(r.step == 5);
+    CHECK(r.w_matches_step);
+}
+
+TEST_CASE("A manager with default options reads checkpoints of either layout", "[manager][layouts]") {
+    TempDir logdir;
+    {
+        ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+        npz.layout = CKPT_LAYOUT_OBJAX;
+        ckpt_manager_options o = default_options();
+        o.npz = &npz;
+        ManagerPtr objax = open_manager(logdir.str(), &o);
+        save(objax.get(), 1);
+    }
+    ManagerPtr m = open_manager(logdir.str());
+    save(m.get(), 2);
+
+    ckpt_npz_options plain = CKPT_NPZ_OPTIONS_INIT;
+    plain.layout = CKPT_LAYOUT_PLAIN;
+    ckpt_vars* members = nullptr;
+    REQUIRE(ckpt_npz_read(&members, path_of(m.get(), 2).c_str(), &plain) == CKPT_OK);
+    VarsPtr owned(members);
+    REQUIRE(ckpt_vars_count(members) == 2);
+    CHECK(ckpt_vars_name(members, 0) == std::string("w"));  // the default writes the plain layout
+
+    for (int64_t i : {1, 2}) {
+        INFO("checkpoint " << i);
+        const Restored r = restore(m.get(), i);
+        CHECK(r.rc == CKPT_OK);
+        CHECK(r.step == i);
+        CHECK(r.w_matches_step);
+    }
+}
+
+TEST_CASE("A manager writing the objax layout still reads plain checkpoints", "[manager][layouts]") {
+    // A run resumed with the objax layout switched on must not take the plain checkpoints it finds for corrupt
+    // ones: that would silently resume from an older objax-layout checkpoint (or find none at all).
+    TempDir logdir;
+    ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+    npz.layout = CKPT_LAYOUT_OBJAX;
+    ckpt_manager_options o = default_options();
+    o.npz = &npz;
+    LogRecorder log;
+    log.attach(o);
+    {
+        ManagerPtr objax = open_manager(logdir.str(), &o);
+        save(objax.get(), 1);
+    }
+    {
+        ManagerPtr plain = open_manager(logdir.str());
+        save(plain.get(), 2);
+    }
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    const Restored r = restore(m.get());
+    INFO(log.all());
+    CHECK(r.rc == CKPT_OK);
+    CHECK(r.idx == 2);
+    CHECK(r.step == 2);
+    CHECK(log.at(CKPT_LOG_WARNING).empty());
+}
+
+// ===================================================================================================== locking
+
+TEST_CASE("A second manager on the same directory is CKPT_EBUSY naming the holder's pid", "[manager][lock]") {
+    TempDir logdir;
+    ManagerPtr first = open_manager(logdir.str());
+    ckpt_manager* second = reinterpret_cast<ckpt_manager*>(&first);  // must come back NULL
+    CHECK(ckpt_manager_open(&second, logdir.str().c_str(), nullptr) == CKPT_EBUSY);
+    CHECK(second == nullptr);
+    CHECK_THAT(message(), Contains("pid " + std::to_string(::getpid())));
+
+    SECTION("the holder goes on working") {
+        save(first.get(), 1);
+        CHECK(list_of(first.get()) == std::vector<int64_t>{1});
+    }
+    SECTION("after close the directory opens again") {
+        REQUIRE(ckpt_manager_close(first.release()) == CKPT_OK);
+        ManagerPtr again = open_manager(logdir.str());
+        save(again.get(), 2);
+        CHECK(list_of(again.get()) == std::vector<int64_t>{2});
+    }
+    SECTION("the lock is per directory: another subdir of the same logdir opens") {
+        ckpt_manager_options o = default_options();
+        o.subdir = "other";
+        ManagerPtr other = open_manager(logdir.str(), &o);
+        CHECK(other != nullptr);
+    }
+}
+
+TEST_CASE("A manager in another process holds the directory until that process dies", "[manager][lock]") {
+    TempDir logdir;
+    { ManagerPtr create = open_manager(logdir.str()); }  // the directory exists before the child races for it
+    int ready[2];
+    int hold[2];
+    REQUIRE(::pipe(ready) == 0);
+    REQUIRE(::pipe(hold) == 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::close(ready[0]);
+        ::close(hold[1]);
+        ckpt_manager* m = nullptr;
+        const char rc = static_cast<char>(ckpt_manager_open(&m, logdir.str().c_str(), nullptr));
+        if (::write(ready[1], &rc, 1) != 1) ::_exit(2);
+        char byte;
+        while (::read(hold[0], &byte, 1) < 0) {
+        }  // holds the lock until killed
+        ::_exit(0);
+    }
+    ::close(ready[1]);
+    ::close(hold[0]);
+    char child_rc = 1;
+    REQUIRE(::read(ready[0], &child_rc, 1) == 1);
+    REQUIRE(child_rc == CKPT_OK);
+
+    ckpt_manager* m = nullptr;
+    CHECK(ckpt_manager_open(&m, logdir.str().c_str(), nullptr) == CKPT_EBUSY);
+    CHECK(m == nullptr);
+    CHECK_THAT(message(), Contains("pid " + std::to_string(child)));
+
+    REQUIRE(::kill(child, SIGKILL) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFSIGNALED(status));
+    ::close(ready[0]);
+    ::close(hold[1]);
+
+    ManagerPtr after = open_manager(logdir.str());
+    save(after.get(), 1);
+    CHECK(list_of(after.get()) == std::vector<int64_t>{1});
+}
+
+// ========================================================================================= stale temporaries
+
+TEST_CASE("Opening removes stale temporaries of checkpoints with a warning", "[manager][stale]") {
+    TempDir logdir;
+    const std::string dir = logdir.file("ckpt");
+    fs::create_directories(dir);
+    const std::vector<std::string> stale{".0000000005.npz.tmp-AbC123", ".12345678901.npz.tmp-zZ09yY"};
+    for (const auto& name : stale) put(dir + "/" + name, "half a checkpoint");
+    put(dir + "/0000000004.npz", "");  // a checkpoint's name; not a temporary: left alone
+
+    LogRecorder log;
+    ckpt_manager_options o = default_options();
+    log.attach(o);
+    ManagerPtr m = open_manager(logdir.str(), &o);
+
+    for (const auto& name : stale) CHECK_FALSE(fs::exists(dir + "/" + name));
+    CHECK(fs::exists(dir + "/0000000004.npz"));
+    const auto warnings = log.at(CKPT_LOG_WARNING);
+    INFO(log.all());
+    REQUIRE(warnings.size() == 2);
+    for (const auto& name : stale) {
+        const bool named = std::any_of(warnings.begin(), warnings.end(), [&](const std::string& w) {
+            return w.find(dir + "/" + name) != std::string::npos;
+        });
+        CHECK(named);
+    }
+}
+
+TEST_CASE("Opening leaves every file that is not a stale checkpoint temporary alone", "[manager][stale]") {
+    TempDir logdir;
+    const std::string dir = logdir.file("ckpt");
+    fs::create_directories(dir);
+    const std::vector<std::string> others{".notes.tmp-abcdef", "foo.npz.tmp-abcdef", "README",
+                                          "0000000005.npz.tmp-abcdef", ".0000000005.npz.tmp-abc",
+                                          ".0000000005.npz.tmp-abc!ef", ".42.npz.tmp-abcdef",
+                                          ".00000000042.npz.tmp-abcdef", ".0000000005.npz"};
+    for (const auto& name : others) put(dir + "/" + name, "mine: " + name);
+
+    LogRecorder log;
+    ckpt_manager_options o = default_options();
+    log.attach(o);
+    ManagerPtr m = open_manager(logdir.str(), &o);
+
+    for (const auto& name : others) {
+        INFO(name);
+        CHECK(slurp(dir + "/" + name) == "mine: " + name);
+    }
+    CHECK(log.at(CKPT_LOG_WARNING).empty());
+}
+
+// ================================================================================================= directories
+
+TEST_CASE("NO_MAKEDIR on a missing directory is CKPT_ENOTFOUND", "[manager][makedir]") {
+    TempDir base;
+    const std::string logdir = base.file("missing");
+    ckpt_manager_options o = default_options();
+    o.flags = CKPT_MANAGER_NO_MAKEDIR;
+    ckpt_manager* m = reinterpret_cast<ckpt_manager*>(&o);  // must come back NULL
+    CHECK(ckpt_manager_open(&m, logdir.c_str(), &o) == CKPT_ENOTFOUND);
+    CHECK(m == nullptr);
+    CHECK_FALSE(fs::exists(logdir));
+
+    SECTION("an existing logdir without its checkpoint subdirectory is missing too") {
+        fs::create_directory(logdir);
+        CHECK(ckpt_manager_open(&m, logdir.c_str(), &o) == CKPT_ENOTFOUND);
+        CHECK(m == nullptr);
+        CHECK_FALSE(fs::exists(logdir + "/ckpt"));
+    }
+    SECTION("an existing checkpoint directory opens") {
+        fs::create_directories(logdir + "/ckpt");
+        ManagerPtr opened = open_manager(logdir, &o);
+        save(opened.get(), 1);
+        CHECK(fs::is_regular_file(logdir + "/ckpt/0000000001.npz"));
+    }
+}
+
+TEST_CASE("Without NO_MAKEDIR the directory and its parents are created", "[manager][makedir]") {
+    TempDir base;
+    const std::string logdir = base.file("a/b/c");
+    ManagerPtr m = open_manager(logdir);
+    CHECK(fs::is_directory(logdir + "/ckpt"));
+    save(m.get(), 1);
+    CHECK(fs::is_regular_file(logdir + "/ckpt/0000000001.npz"));
+}
+
+// ================================================================================================ async errors
+
+TEST_CASE("A failed asynchronous save is reported once and leaves the previous checkpoint", "[manager][async]") {
+    MapStorage map;
+    ckpt_storage* storage = map.make();
+    ckpt_manager_options o = default_options();
+    o.flags = CKPT_MANAGER_ASYNC;
+    o.storage = storage;
+    ManagerPtr m = open_manager("run", &o);
+    ckpt_storage_free(storage);  // the manager keeps its own reference
+    save(m.get(), 1);
+    REQUIRE(ckpt_manager_wait(m.get()) == CKPT_OK);
+    const auto only_the_first_survives = [&] {
+        CHECK(map.files_in("run/ckpt") == std::vector<std::string>{"0000000001.npz"});  // no temporary left
+        if (!m) return;
+        CHECK(list_of(m.get()) == std::vector<int64_t>{1});
+        const Restored r = restore(m.get());
+        CHECK(r.rc == CKPT_OK);
+        CHECK(r.idx == 1);
+        CHECK(r.step == 1);
+        CHECK(r.w_matches_step);
+    };
+
+    SECTION("save returns CKPT_OK and wait returns the error, once") {
+        map.fail_writes = true;
+        CHECK(ckpt_manager_save(m.get(), make_vars(2).get(), 2) == CKPT_OK);  // queued
+        CHECK(ckpt_manager_wait(m.get()) == CKPT_EIO);
+        CHECK_THAT(message(), Contains("0000000002.npz"));
+        CHECK(ckpt_manager_wait(m.get()) == CKPT_OK);
+        map.fail_writes = false;
+        only_the_first_survives();
+    }
+    SECTION("the next save returns the error and is not started") {
+        map.fail_only = "0000000002.npz";  // checkpoint 3 would be written fine if it were started
+        map.fail_writes = true;
+        CHECK(ckpt_manager_save(m.get(), make_vars(2).get(), 2) == CKPT_OK);  // queued
+        // queue_depth 1: this save waits for the failed one, then reports it instead of starting.
+        CHECK(ckpt_manager_save(m.get(), make_vars(3).get(), 3) == CKPT_EIO);
+        CHECK_THAT(message(), Contains("0000000002.npz"));
+        CHECK(ckpt_manager_wait(m.get()) == CKPT_OK);
+        only_the_first_survives();
+    }
+    SECTION("close returns the error nobody waited for") {
+        map.fail_writes = true;
+        CHECK(ckpt_manager_save(m.get(), make_vars(2).get(), 2) == CKPT_OK);  // queued
+        CHECK(ckpt_manager_close(m.release()) == CKPT_EIO);
+        CHECK_THAT(message(), Contains("0000000002.npz"));
+        only_the_first_survives();
+    }
+}
+
+TEST_CASE("A failed synchronous save returns its error and leaves the previous checkpoint", "[manager][async]") {
+    MapStorage map;
+    ckpt_storage* storage = map.make();
+    ckpt_manager_options o = default_options();
+    o.storage = storage;
+    ManagerPtr m = open_manager("run", &o);
+    ckpt_storage_free(storage);
+    save(m.get(), 1);
+    map.fail_writes = true;
+    CHECK(ckpt_manager_save(m.get(), make_vars(2).get(), 2) == CKPT_EIO);
+    CHECK_THAT(message(), Contains("0000000002.npz"));
+    map.fail_writes = false;
+    CHECK(ckpt_manager_wait(m.get()) == CKPT_OK);
+    CHECK(list_of(m.get()) == std::vector<int64_t>{1});
+    CHECK(map.files_in("run/ckpt") == std::vector<std::string>{"0000000001.npz"});
+}
+
+// ===================================================================================================== logging
+
+TEST_CASE("VERBOSE without a log callback writes the messages to stderr", "[manager][log]") {
+    TempDir logdir;
+    const std::string dir = logdir.file("ckpt");
+    fs::create_directories(dir);
+    put(dir + "/.0000000001.npz.tmp-AbC123", "stale");
+    ckpt_manager_options o = default_options();
+    o.flags = CKPT_MANAGER_VERBOSE;
+
+    std::string captured;
+    int empty_rc = 0, rc = 0;
+    std::string resumed_path;
+    {
+        StderrCapture capture(logdir.file("stderr.txt"));
+        ckpt_manager* m = nullptr;
+        if (ckpt_manager_open(&m, logdir.str().c_str(), &o) == CKPT_OK) {
+            VarsPtr v = zeros_vars();
+            empty_rc = ckpt_manager_restore(m, v.get(), CKPT_LATEST, nullptr);
+            VarsPtr one = make_vars(1);
+            ckpt_manager_save(m, one.get(), 1);
+            rc = ckpt_manager_restore(m, v.get(), CKPT_LATEST, nullptr);
+            char buf[4096];
+            ckpt_manager_path(m, 1, buf, sizeof buf);
+            resumed_path = buf;
+        }
+        ckpt_manager_close(m);
+        captured = capture.stop();
+    }
+    INFO("stderr: " << captured);
+    CHECK(empty_rc == CKPT_ENOTFOUND);
+    CHECK(rc == CKPT_OK);
+    CHECK_THAT(captured, Contains(dir + "/.0000000001.npz.tmp-AbC123"));
+    CHECK_THAT(captured, Contains("No checkpoints found"));
+    CHECK_THAT(captured, Contains("Resuming from " + resumed_path));
+}
+
+TEST_CASE("Without VERBOSE and without a log callback nothing is written to stderr", "[manager][log]") {
+    TempDir logdir;
+    fs::create_directories(logdir.file("ckpt"));
+    put(logdir.file("ckpt/.0000000001.npz.tmp-AbC123"), "stale");
+    std::string captured;
+    {
+        StderrCapture capture(logdir.file("stderr.txt"));
+        ckpt_manager* m = nullptr;
+        if (ckpt_manager_open(&m, logdir.str().c_str(), nullptr) == CKPT_OK) {
+            VarsPtr v = zeros_vars();
+            ckpt_manager_restore(m, v.get(), CKPT_LATEST, nullptr);
+        }
+        ckpt_manager_close(m);
+        captured = capture.stop();
+    }
+    CHECK(captured.empty());
+    CHECK_FALSE(fs::exists(logdir.file("ckpt/.0000000001.npz.tmp-AbC123")));
+}
+
+TEST_CASE("A log callback receives retention's messages from an asynchronous save without a race",
+          "[manager][log][async]") {
+    TempDir logdir;
+    LogRecorder log;
+    ckpt_manager_options o = default_options();
+    o.flags = CKPT_MANAGER_ASYNC;
+    o.queue_depth = 2;
+    o.keep = 1;
+    log.attach(o);
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    for (int64_t i = 1; i <= 6; ++i) save(m.get(), i);
+    REQUIRE(ckpt_manager_wait(m.get()) == CKPT_OK);
+    CHECK(list_of(m.get()) == std::vector<int64_t>{6});
+    CHECK(log.at(CKPT_LOG_WARNING).empty());
+}
+
+// =========================================================================================== argument errors
+
+TEST_CASE("ckpt_manager_options_init fills the defaults", "[manager][args]") {
+    ckpt_manager_options o;
+    std::memset(&o, 0xAB, sizeof o);
+    REQUIRE(ckpt_manager_options_init(&o, CKPT_MANAGER_OPTIONS_VERSION) == CKPT_OK);
+    const ckpt_manager_options expected = CKPT_MANAGER_OPTIONS_INIT;
+    CHECK(o.version == expected.version);
+    CHECK(o.keep == 10);
+    CHECK(o.keep_every == 0);
+    CHECK(o.flags == 0);
+    CHECK(o.queue_depth == 0);
+    CHECK(o.subdir == nullptr);
+    CHECK(o.npz == nullptr);
+    CHECK(o.log == nullptr);
+    CHECK(o.log_payload == nullptr);
+    CHECK(o.storage == nullptr);
+
+    CHECK(ckpt_manager_options_init(nullptr, CKPT_MANAGER_OPTIONS_VERSION) == CKPT_EINVAL);
+    CHECK(ckpt_manager_options_init(&o, 0) == CKPT_EINVAL);
+    CHECK(ckpt_manager_options_init(&o, CKPT_MANAGER_OPTIONS_VERSION + 1) == CKPT_EINVAL);
+}
+
+TEST_CASE("Invalid arguments are CKPT_EINVAL", "[manager][args]") {
+    TempDir logdir;
+    VarsPtr v = make_vars(1);
+
+    SECTION("open: NULL out or logdir") {
+        CHECK(ckpt_manager_open(nullptr, logdir.str().c_str(), nullptr) == CKPT_EINVAL);
+        ckpt_manager* m = reinterpret_cast<ckpt_manager*>(&v);
+        CHECK(ckpt_manager_open(&m, nullptr, nullptr) == CKPT_EINVAL);
+        CHECK(m == nullptr);
+    }
+    SECTION("open: an unknown options version") {
+        for (uint32_t version : std::initializer_list<uint32_t>{0u, CKPT_MANAGER_OPTIONS_VERSION + 1u, 0xFFFFFFFFu}) {
+            ckpt_manager_options o = default_options();
+            o.version = version;
+            ckpt_manager* m = reinterpret_cast<ckpt_manager*>(&v);
+            CHECK(ckpt_manager_open(&m, logdir.str().c_str(), &o) == CKPT_EINVAL);
+            CHECK(m == nullptr);
+        }
+        CHECK_FALSE(fs::exists(logdir.file("ckpt")));
+    }
+    SECTION("open: unknown flags") {
+        for (uint32_t flags : std::initializer_list<uint32_t>{16u, 0x80000000u, CKPT_MANAGER_ASYNC | 32u}) {
+            ckpt_manager_options o = default_options();
+            o.flags = flags;
+            ckpt_manager* m = reinterpret_cast<ckpt_manager*>(&v);
+            CHECK(ckpt_manager_open(&m, logdir.str().c_str(), &o) == CKPT_EINVAL);
+            CHECK(m == nullptr);
+        }
+    }
+    SECTION("open: bad npz options") {
+        ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+        ckpt_manager_options o = default_options();
+        o.npz = &npz;
+        SECTION("version") { npz.version = 99; }
+        SECTION("layout") { npz.layout = 7; }
+        ckpt_manager* m = nullptr;
+        CHECK(ckpt_manager_open(&m, logdir.str().c_str(), &o) == CKPT_EINVAL);
+        CHECK(m == nullptr);
+    }
+
+    ManagerPtr m = open_manager(logdir.str());
+    save(m.get(), 1);
+    SECTION("save: NULL manager or vars, negative index") {
+        CHECK(ckpt_manager_save(nullptr, v.get(), 0) == CKPT_EINVAL);
+        CHECK(ckpt_manager_save(m.get(), nullptr, 0) == CKPT_EINVAL);
+        CHECK(ckpt_manager_save(m.get(), v.get(), -1) == CKPT_EINVAL);
+        CHECK(ckpt_manager_save(m.get(), v.get(), std::numeric_limits<int64_t>::min()) == CKPT_EINVAL);
+        CHECK(list_of(m.get()) == std::vector<int64_t>{1});
+    }
+    SECTION("restore: NULL manager or vars, an index that is neither >= 0 nor CKPT_LATEST") {
+        VarsPtr target = zeros_vars();
+        CHECK(ckpt_manager_restore(nullptr, target.get(), CKPT_LATEST, nullptr) == CKPT_EINVAL);
+        CHECK(ckpt_manager_restore(m.get(), nullptr, CKPT_LATEST, nullptr) == CKPT_EINVAL);
+        int64_t restored = -100;
+        CHECK(ckpt_manager_restore(m.get(), target.get(), -2, &restored) == CKPT_EINVAL);
+        CHECK(ckpt_manager_restore(m.get(), target.get(), std::numeric_limits<int64_t>::min(), &restored) ==
+              CKPT_EINVAL);
+        CHECK(restored == -100);
+        CHECK(step_of(target.get()) == 0);
+    }
+    SECTION("read: NULL manager or out, index -2") {
+        ckpt_vars* out = reinterpret_cast<ckpt_vars*>(&v);
+        CHECK(ckpt_manager_read(nullptr, CKPT_LATEST, &out, nullptr) == CKPT_EINVAL);
+        CHECK(out == nullptr);
+        CHECK(ckpt_manager_read(m.get(), CKPT_LATEST, nullptr, nullptr) == CKPT_EINVAL);
+        out = reinterpret_cast<ckpt_vars*>(&v);
+        CHECK(ckpt_manager_read(m.get(), -2, &out, nullptr) == CKPT_EINVAL);
+        CHECK(out == nullptr);
+    }
+    SECTION("latest, list, path: NULL arguments") {
+        int64_t idx = 0;
+        size_t count = 0;
+        char buf[64];
+        CHECK(ckpt_manager_latest(nullptr, &idx) == CKPT_EINVAL);
+        CHECK(ckpt_manager_latest(m.get(), nullptr) == CKPT_EINVAL);
+        CHECK(ckpt_manager_list(nullptr, nullptr, 0, &count) == CKPT_EINVAL);
+        CHECK(ckpt_manager_list(m.get(), nullptr, 0, nullptr) == CKPT_EINVAL);
+        CHECK(ckpt_manager_list(m.get(), nullptr, 4, &count) == CKPT_EINVAL);
+        CHECK(ckpt_manager_path(nullptr, 1, buf, sizeof buf) == CKPT_EINVAL);
+        CHECK(ckpt_manager_path(m.get(), 1, nullptr, 0) == CKPT_EINVAL);
+        CHECK(ckpt_manager_path(m.get(), -1, buf, sizeof buf) == CKPT_EINVAL);
+    }
+}
+
+TEST_CASE("ckpt_manager_list with a buffer smaller than the count is CKPT_EBUFS and reports the count",
+          "[manager][args]") {
+    TempDir logdir;
+    ckpt_manager_options o = default_options();
+    o.keep = 0;
+    ManagerPtr m = open_manager(logdir.str(), &o);
+    save_all(m.get(), {30, 10, 20});
+
+    size_t count = 0;
+    CHECK(ckpt_manager_list(m.get(), nullptr, 0, &count) == CKPT_EBUFS);
+    CHECK(count == 3);
+
+    int64_t two[2] = {-1, -1};
+    count = 0;
+    CHECK(ckpt_manager_list(m.get(), two, 2, &count) == CKPT_EBUFS);
+    CHECK(count == 3);
+    CHECK(two[0] == 10);
+    CHECK(two[1] == 20);
+
+    int64_t four[4] = {-1, -1, -1, -1};
+    CHECK(ckpt_manager_list(m.get(), four, 4, &count) == CKPT_OK);
+    CHECK(count == 3);
+    CHECK(std::vector<int64_t>(four, four + 3) == std::vector<int64_t>{10, 20, 30});
+    CHECK(four[3] == -1);
+
+    SECTION("an empty directory lists nothing with cap 0") {
+        TempDir empty;
+        ManagerPtr e = open_manager(empty.str());
+        count = 99;
+        CHECK(ckpt_manager_list(e.get(), nullptr, 0, &count) == CKPT_OK);
+        CHECK(count == 0);
+    }
+}
+
+TEST_CASE("ckpt_manager_path with a buffer too small is CKPT_EBUFS", "[manager][args]") {
+    TempDir logdir;
+    ManagerPtr m = open_manager(logdir.str());
+    const std::string path = logdir.file("ckpt/0000000001.npz");
+    std::vector<char> buf(path.size() + 1, 'x');
+    CHECK(ckpt_manager_path(m.get(), 1, buf.data(), 4) == CKPT_EBUFS);
+    CHECK(ckpt_manager_path(m.get(), 1, buf.data(), path.size()) == CKPT_EBUFS);  // no room for the NUL
+    REQUIRE(ckpt_manager_path(m.get(), 1, buf.data(), path.size() + 1) == CKPT_OK);  // exactly enough
+    CHECK(std::string(buf.data()) == path);
+}
+
+TEST_CASE("ckpt_manager_close accepts NULL", "[manager][args]") { CHECK(ckpt_manager_close(nullptr) == CKPT_OK); }
+
+TEST_CASE("ckpt_manager_close of an idle manager returns CKPT_OK and unlocks", "[manager][args]") {
+    TempDir logdir;
+    ckpt_manager* m = nullptr;
+    REQUIRE(ckpt_manager_open(&m, logdir.str().c_str(), nullptr) == CKPT_OK);
+    CHECK(ckpt_manager_close(m) == CKPT_OK);
+    ManagerPtr again = open_manager(logdir.str());
+    CHECK(again != nullptr);
+}
