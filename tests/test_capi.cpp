@@ -2,6 +2,8 @@
 // through the public functions of the shared library only.
 #include <catch2/catch.hpp>
 
+#include "support/temp_dir.hpp"
+
 #include <ckpt/ckpt.h>
 
 #include <sys/stat.h>
@@ -27,42 +29,10 @@ using Catch::Matchers::Contains;
 
 namespace {
 
+using ckpt::testing::TempDir;
+
 // ------------------------------------------------------------------------------------------------ helpers
 
-// A fresh directory under the system temporary directory, removed with everything in it.
-class TempDir {
-public:
-    TempDir() {
-        std::string pattern = (fs::temp_directory_path() / "ckpt-test-capi-XXXXXX").string();
-        if (::mkdtemp(&pattern[0]) == nullptr) throw std::runtime_error("mkdtemp failed");
-        path_ = pattern;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        // A section may have left a directory read-only; make everything removable again.
-        for (auto it = fs::recursive_directory_iterator(path_, ec); !ec && it != fs::recursive_directory_iterator();
-             it.increment(ec))
-            if (it->is_directory(ec)) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
-        fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
-        fs::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-
-    const std::string& path() const { return path_; }
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-    // Names of the directory's entries, sorted.
-    std::vector<std::string> entries() const { return list(path_); }
-    static std::vector<std::string> list(const std::string& dir) {
-        std::vector<std::string> names;
-        for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-        std::sort(names.begin(), names.end());
-        return names;
-    }
-
-private:
-    std::string path_;
-};
 
 struct VarsFree {
     void operator()(ckpt_vars* v) const { ckpt_vars_free(v); }

@@ -15,6 +15,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/temp_dir.hpp"
+
 #include <stdlib.h>
 
 #include <atomic>
@@ -112,6 +114,8 @@ void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcep
 
 namespace {
 
+using ckpt::testing::TempDir;
+
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -127,22 +131,6 @@ struct VarsDeleter {
 };
 using VarsPtr = std::unique_ptr<ckpt_vars, VarsDeleter>;
 
-class TempDir {
-public:
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "ckpt-malformed-XXXXXX").string();
-        if (mkdtemp(&tmpl[0]) == nullptr) throw std::runtime_error("mkdtemp failed");
-        path_ = tmpl;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    std::string file(const std::string& name) const { return (path_ / name).string(); }
-
-private:
-    fs::path path_;
-};
 
 TempDir& temp() {
     static TempDir dir;

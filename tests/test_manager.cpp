@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/temp_dir.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -38,6 +40,8 @@ using Catch::Matchers::Contains;
 
 namespace {
 
+using ckpt::testing::TempDir;
+
 struct ManagerClose {
     void operator()(ckpt_manager* m) const { ckpt_manager_close(m); }
 };
@@ -49,29 +53,6 @@ using VarsPtr = std::unique_ptr<ckpt_vars, VarsFree>;
 
 std::string message() { return ckpt_error_message(); }
 
-// A fresh directory, removed with everything in it. On tmpfs when there is one: every save fsyncs a file and a
-// directory, which costs milliseconds apiece on a disk and nothing on tmpfs.
-class TempDir {
-public:
-    TempDir() {
-        const bool shm = fs::is_directory("/dev/shm") && ::access("/dev/shm", W_OK) == 0;
-        std::string pattern = std::string(shm ? "/dev/shm" : "/tmp") + "/ckpt-test-manager-XXXXXX";
-        if (::mkdtemp(&pattern[0]) == nullptr) throw std::runtime_error("mkdtemp failed");
-        path_ = pattern;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-
-    const std::string& str() const { return path_; }
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-
-private:
-    std::string path_;
-};
 
 std::string slurp(const std::string& path) {
     std::ifstream in(path, std::ios::binary);

@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/temp_dir.hpp"
+
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -34,6 +36,8 @@ using Catch::Matchers::Contains;
 using namespace std::chrono_literals;
 
 namespace {
+
+using ckpt::testing::TempDir;
 
 // Loops that shake out races in the hand-offs between the caller and the writer's thread.
 constexpr int kRaceIterations = 50;
@@ -69,29 +73,6 @@ const char* kind_name(uint32_t kind) {
 
 std::string message() { return ckpt_error_message(); }
 
-// A fresh directory, removed with everything in it. On tmpfs when there is one: hundreds of saves each fsync a
-// file and a directory, which costs milliseconds apiece on a disk and nothing on tmpfs.
-class TempDir {
-public:
-    TempDir() {
-        const bool shm = fs::is_directory("/dev/shm") && ::access("/dev/shm", W_OK) == 0;
-        std::string pattern = std::string(shm ? "/dev/shm" : "/tmp") + "/ckpt-test-writer-XXXXXX";
-        if (::mkdtemp(&pattern[0]) == nullptr) throw std::runtime_error("mkdtemp failed");
-        path_ = pattern;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-
-    const std::string& str() const { return path_; }
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-
-private:
-    std::string path_;
-};
 
 // Makes dir the working directory until the scope ends (also when a REQUIRE fails inside it).
 class InDirectory {
