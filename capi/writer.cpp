@@ -79,12 +79,12 @@ CKPT_API int ckpt_writer_save(ckpt_writer* w, const char* out_dir, const char* f
         if ((flags & ~CKPT_APPEND) != 0) ckpt::fail(Code::invalid, "ckpt_writer_save: unknown flags {}", flags);
         w->writer->submit(
             path,
-            [fn, payload, path](ckpt::OutputFile& out) {
+            [fn, payload](ckpt::OutputFile& out) {
                 ckpt_sink sink{&out, nullptr};
                 const int rc = fn(&sink, payload);
                 if (sink.error) std::rethrow_exception(sink.error);
                 if (rc != 0)
-                    ckpt::fail(rc < 0 ? static_cast<Code>(rc) : Code::error, "{}: the save function returned {}", path, rc);
+                    ckpt::fail(rc < 0 ? static_cast<Code>(rc) : Code::error, "the save function returned {}", rc);
             },
             (flags & CKPT_APPEND) != 0);
     });
@@ -105,13 +105,7 @@ CKPT_API int ckpt_writer_save_vars(ckpt_writer* w, const char* out_dir, const ch
             data = w->snapshots->copy(vars->vc);
         w->writer->submit(
             path,
-            [data, options, path](ckpt::OutputFile& out) {
-                try {
-                    ckpt::write_npz(out, *data, options);
-                } catch (const ckpt::Error& e) {
-                    ckpt::rethrow_naming(e, path);
-                }
-            },
+            [data, options](ckpt::OutputFile& out) { ckpt::write_npz(out, *data, options); },
             false);
     });
 }

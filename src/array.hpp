@@ -34,7 +34,6 @@ public:
     const std::vector<int64_t>& shape() const { return shape_; }
     size_t nbytes() const { return nbytes_; }
     void* data() const { return data_; }
-    bool owned() const { return owned_ != nullptr; }
 
 private:
     struct AlignedFree {

@@ -133,13 +133,7 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index) {
     const NpzWriteOptions npz = options_.npz_write;
     writer_->submit(
         target,
-        [data, npz, target](OutputFile& out) {
-            try {
-                write_npz(out, *data, npz);
-            } catch (const Error& e) {
-                rethrow_naming(e, target);
-            }
-        },
+        [data, npz](OutputFile& out) { write_npz(out, *data, npz); },
         false, [this, index] { apply_retention(index); });
 }
 

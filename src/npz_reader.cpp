@@ -81,7 +81,6 @@ void NpzReader::scan() {
 }
 
 void NpzReader::detect_layout() {
-    layout_ = Layout::plain;
     if (options_.layout == Layout::plain) return;
 
     // objax writes np.savez(f, names=np.array(names), **{"0": v0, "1": v1, …}).
@@ -137,7 +136,6 @@ void NpzReader::detect_layout() {
         ordered[k] = std::move(e);
     }
     entries_ = std::move(ordered);
-    layout_ = Layout::objax;
 }
 
 void NpzReader::read_into(size_t i, void* dst) { read_into(i, dst, &options_.progress); }

@@ -45,7 +45,6 @@ public:
     ~NpzReader();
 
     const std::string& label() const { return zip_->label(); }
-    Layout layout() const { return layout_; }
     size_t size() const { return entries_.size(); }
     const Entry& entry(size_t i) const { return entries_[i]; }
     Progress& progress() { return options_.progress; }
@@ -67,7 +66,6 @@ private:
     std::unique_ptr<InputFile> file_;
     std::unique_ptr<ZipReader> zip_;
     NpzReadOptions options_;
-    Layout layout_ = Layout::plain;
     std::vector<Entry> entries_;
 };
 

@@ -134,11 +134,7 @@ void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions optio
 }
 
 void save_npz(Storage& storage, const std::string& path, const VarCollection& vars, const NpzWriteOptions& options) {
-    try {
-        write_atomically(storage, path, [&](OutputFile& out) { write_npz(out, vars, options); });
-    } catch (const Error& e) {
-        rethrow_naming(e, path);  // codec messages (bad options, a bad name) do not name it yet
-    }
+    write_atomically(storage, path, [&](OutputFile& out) { write_npz(out, vars, options); });
 }
 
 }  // namespace ckpt

@@ -19,10 +19,14 @@ Writer::~Writer() {
 
 void Writer::run(const Task& task) {
     if (task.append) {
-        std::unique_ptr<OutputFile> out = storage_->open_append(task.path);
-        task.body(*out);
-        out->sync();
-        out->close();
+        try {
+            std::unique_ptr<OutputFile> out = storage_->open_append(task.path);
+            task.body(*out);
+            out->sync();
+            out->close();
+        } catch (const Error& e) {
+            rethrow_naming(e, task.path);  // write_atomically names the path for atomic saves
+        }
     } else {
         write_atomically(*storage_, task.path, task.body);
     }
