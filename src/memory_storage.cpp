@@ -18,6 +18,7 @@ class StringInput final : public InputFile {
 public:
     explicit StringInput(std::shared_ptr<const std::string> bytes) : bytes_(std::move(bytes)) {}
     uint64_t size() const override { return bytes_->size(); }
+    bool concurrent_reads() const override { return true; }
     size_t read_at(uint64_t offset, void* dst, size_t n) override {
         return BytesInput(bytes_->data(), bytes_->size()).read_at(offset, dst, n);
     }

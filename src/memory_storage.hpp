@@ -16,6 +16,7 @@ public:
     BytesInput(const void* data, size_t size) : data_(static_cast<const char*>(data)), size_(size) {}
     uint64_t size() const override { return size_; }
     size_t read_at(uint64_t offset, void* dst, size_t n) override;
+    bool concurrent_reads() const override { return true; }
 
 private:
     const char* data_;

@@ -91,29 +91,29 @@ Descr parse_typestring(std::string_view whole) {
     size_t ndigits = 0;
     while (ndigits < rest.size() && is_digit(rest[ndigits])) ++ndigits;
     const std::string_view digits = rest.substr(0, ndigits), tail = rest.substr(ndigits);
-    const std::string name = shown(whole);
+    const auto name = [&] { return shown(whole); };  // for messages only
 
     // Kinds numpy knows that ckpt does not store. The rest must still look like numpy's, so garbage stays EFORMAT.
     const bool unit_tail = tail.size() > 2 && tail.front() == '[' && tail.back() == ']';
     if (kind == 'O' && tail.empty())
-        return unsupported(fmt::format("'descr' '{}' is an object array; pickled object arrays are refused", name));
+        return unsupported(fmt::format("'descr' '{}' is an object array; pickled object arrays are refused", name()));
     if ((kind == 'M' || kind == 'm') && !digits.empty() && (tail.empty() || unit_tail))
-        return unsupported(fmt::format("'descr' '{}' is a datetime/timedelta type, which ckpt does not store", name));
+        return unsupported(fmt::format("'descr' '{}' is a datetime/timedelta type, which ckpt does not store", name()));
     if (kind == 'V' && !digits.empty() && tail.empty())
-        return unsupported(fmt::format("'descr' '{}' is a void (raw bytes) type, which ckpt does not store", name));
+        return unsupported(fmt::format("'descr' '{}' is a void (raw bytes) type, which ckpt does not store", name()));
     if (kind == 'a' && !digits.empty() && tail.empty())
-        return unsupported(fmt::format("'descr' '{}' uses numpy's deprecated 'a' bytes kind; ckpt reads 'S'", name));
+        return unsupported(fmt::format("'descr' '{}' uses numpy's deprecated 'a' bytes kind; ckpt reads 'S'", name()));
 
     // 18 digits cannot overflow, and 4 * 10^18 still fits in size_t for unicode.
     const auto not_a_dtype = [&] {
-        malformed("'descr' '{}' is not a dtype (expected a typestring such as '<f4')", name);
+        malformed("'descr' '{}' is not a dtype (expected a typestring such as '<f4')", name());
     };
     if (!tail.empty() || digits.empty() || digits.size() > 18) not_a_dtype();
     uint64_t size = 0;
     for (char c : digits) size = size * 10 + static_cast<uint64_t>(c - '0');
 
     if ((kind == 'f' && (size == 12 || size == 16)) || (kind == 'c' && (size == 24 || size == 32)))
-        return unsupported(fmt::format("'descr' '{}' is a long double type, which ckpt does not store", name));
+        return unsupported(fmt::format("'descr' '{}' is a long double type, which ckpt does not store", name()));
     Descr d;
     if ((kind == 'U' || kind == 'S') && size >= 1) {
         d.dtype = kind == 'U' ? DType::unicode : DType::bytes;

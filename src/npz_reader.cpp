@@ -1,16 +1,29 @@
 #include "npz_reader.hpp"
 
+#include "crc32.hpp"
 #include "error.hpp"
 #include "utf8.hpp"
+#include "zip_format.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include <zlib.h>
 #include <optional>
-#include <unordered_map>
 #include <unordered_set>
 
 namespace ckpt {
 
 namespace {
+
+// Reads of less than this stay on the calling thread: starting another costs more than it saves.
+constexpr uint64_t kParallelMinBytes = uint64_t{4} << 20;
+// Copying from the page cache and checking CRCs scale with cores up to about the memory bandwidth.
+constexpr unsigned kMaxReadThreads = 4;
+// Stored arrays larger than this are read in parts of this size (a multiple of every item size, for byteswaps).
+constexpr uint64_t kPartBytes = uint64_t{32} << 20;
 
 // zip64 allows 2^64 entries; no real checkpoint has more than a few hundred thousand.
 constexpr uint64_t kMaxMembers = uint64_t{1} << 24;
@@ -47,37 +60,61 @@ std::string NpzReader::where(const Entry& e) const { return fmt::format("{}: mem
 void NpzReader::scan() {
     const auto& members = zip_->members();
     entries_.reserve(members.size());
-    std::unordered_map<std::string, std::string> names;  // variable name -> member
     for (size_t i = 0; i < members.size(); ++i) {
         Entry e;
         e.member = members[i].name;
         e.index = i;
         e.size = members[i].size;
-        const std::string here = where(e);
+        const auto here = [&] { return where(e); };  // formatted only on failure
 
         const bool suffixed = e.member.size() > kNpySuffix.size() &&
                               e.member.compare(e.member.size() - kNpySuffix.size(), kNpySuffix.size(), kNpySuffix) == 0;
         e.name = suffixed ? e.member.substr(0, e.member.size() - kNpySuffix.size()) : e.member;
-        auto [it, fresh] = names.emplace(e.name, e.member);
-        if (!fresh) fail(Code::format, "{}: variable '{}' also stored as member '{}'", here, e.name, it->second);
-
-        ZipReader::Stream in(*zip_, i);
-        char preamble[kNpyPreambleMax];
-        const size_t got = in.read(preamble, sizeof preamble);
         try {
-            const size_t data_offset = npy_data_offset(preamble, got, e.size, options_.max_header_bytes);
-            std::string header(data_offset, '\0');
-            std::copy(preamble, preamble + got, header.begin());
-            in.read_exact(&header[got], data_offset - got);
-            e.header = parse_npy_header(header.data(), data_offset, options_.max_header_bytes);
+            // The zip reader has a stored member's first bytes already; other members are read for their header.
+            const std::string& head = members[i].head;
+            size_t in_head = 0;  // the header's length, when the head holds all of it
+            if (!head.empty() && head.size() >= std::min<uint64_t>(e.size, kNpyPreambleMax)) {
+                const size_t data_offset = npy_data_offset(head.data(), head.size(), e.size, options_.max_header_bytes);
+                if (data_offset <= head.size()) in_head = data_offset;
+            }
+            if (in_head > 0) {
+                e.header = parse_npy_header(head.data(), in_head, options_.max_header_bytes);
+                e.npy_crc = crc32(0, head.data(), in_head);
+            } else {
+                ZipReader::Stream in(*zip_, i);
+                char preamble[kNpyPreambleMax];
+                const size_t got = in.read(preamble, sizeof preamble);
+                const size_t data_offset = npy_data_offset(preamble, got, e.size, options_.max_header_bytes);
+                // A version 1.0 header of length 0 or 1 ends inside the preamble bytes already read (the parse below
+                // then rejects it): copy only what belongs to the header, read only what is missing.
+                const size_t have = std::min(got, data_offset);
+                std::string bytes(data_offset, '\0');
+                std::copy(preamble, preamble + have, bytes.begin());
+                in.read_exact(&bytes[have], data_offset - have);
+                e.header = parse_npy_header(bytes.data(), bytes.size(), options_.max_header_bytes);
+                e.npy_crc = crc32(0, bytes.data(), bytes.size());
+            }
         } catch (const Error& err) {
-            rethrow_naming(err, here);  // npy messages say what is wrong; this says where
+            rethrow_naming(err, here());  // npy messages say what is wrong; this says where
         }
         if (e.header.data_offset + e.header.nbytes != e.size)
-            fail(Code::format, "{}: member is {} bytes but its npy header describes {} ({} header + {} data)", here,
+            fail(Code::format, "{}: member is {} bytes but its npy header describes {} ({} header + {} data)", here(),
                  e.size, e.header.data_offset + e.header.nbytes, e.header.data_offset, e.header.nbytes);
         entries_.push_back(std::move(e));
     }
+    zip_->drop_heads();
+
+    // A variable name must not come from two members ("x" and "x.npy"). Sorted, not hashed: cheaper for many
+    // small members; stable, so the member reported is the later of the two in the archive.
+    std::vector<const Entry*> by_name;
+    by_name.reserve(entries_.size());
+    for (const Entry& e : entries_) by_name.push_back(&e);
+    std::stable_sort(by_name.begin(), by_name.end(), [](const Entry* a, const Entry* b) { return a->name < b->name; });
+    for (size_t i = 1; i < by_name.size(); ++i)
+        if (by_name[i]->name == by_name[i - 1]->name)
+            fail(Code::format, "{}: variable '{}' also stored as member '{}'", where(*by_name[i]), by_name[i]->name,
+                 by_name[i - 1]->member);
 }
 
 void NpzReader::detect_layout() {
@@ -138,14 +175,22 @@ void NpzReader::detect_layout() {
     entries_ = std::move(ordered);
 }
 
-void NpzReader::read_into(size_t i, void* dst) { read_into(i, dst, &options_.progress); }
+void NpzReader::read_into(size_t i, void* dst) {
+    read_into(i, dst, [this](uint64_t n) { options_.progress.advance(n); });
+}
 
-void NpzReader::read_into(size_t i, void* dst, Progress* progress) {
+void NpzReader::read_into(size_t i, void* dst, const OnBytes& on_bytes) {
     const Entry& e = entries_.at(i);
     const NpyHeader& h = e.header;
     ZipReader::Stream in(*zip_, e.index);
-    std::string header(h.data_offset, '\0');
-    in.read_exact(&header[0], header.size());  // re-read: the CRC covers the header too
+    // The CRC covers the npy header too: a stored member's is counted from the copy kept at opening, a deflated
+    // one's must be decompressed again.
+    if (zip_->members()[e.index].method == zip::kMethodStore) {
+        in.skip_prefix(h.data_offset, e.npy_crc);
+    } else {
+        std::string header(h.data_offset, '\0');
+        in.read_exact(&header[0], header.size());
+    }
     const bool transpose = h.fortran_order && h.shape.size() > 1 && h.nbytes > 0;
     std::optional<Array> scratch;
     char* out = static_cast<char*>(dst);
@@ -158,7 +203,7 @@ void NpzReader::read_into(size_t i, void* dst, Progress* progress) {
         const size_t n = std::min(h.nbytes - done, kProgressChunk);
         in.read_exact(out + done, n);
         done += n;
-        if (progress != nullptr) progress->advance(n);
+        if (on_bytes) on_bytes(n);
     }
     in.finish();
     if (transpose) fortran_to_c_order(scratch->data(), dst, h.shape, h.itemsize);
@@ -172,12 +217,114 @@ Array NpzReader::read(size_t i) {
     return a;
 }
 
-VarCollection NpzReader::read_all() {
+void NpzReader::read_entries(const std::vector<Job>& jobs) {
     uint64_t total = 0;
-    for (const Entry& e : entries_) total += e.header.nbytes;
+    for (const Job& job : jobs) total += entries_.at(job.entry).header.nbytes;
     options_.progress.start(total);
+
+    // The work, in parts: a whole entry (read_into), or a range of a large stored entry's data, read straight
+    // into its place — so one huge array is read by several threads too.
+    struct Part {
+        size_t job;
+        uint64_t from, size;
+        bool whole;
+    };
+    std::vector<Part> parts;
+    const bool concurrent = total >= kParallelMinBytes && file_->concurrent_reads();
+    for (size_t k = 0; k < jobs.size(); ++k) {
+        const Entry& e = entries_[jobs[k].entry];
+        const NpyHeader& h = e.header;
+        const bool split = concurrent && h.nbytes > kPartBytes && zip_->members()[e.index].method == zip::kMethodStore &&
+                           !(h.fortran_order && h.shape.size() > 1);
+        if (!split) {
+            parts.push_back({k, 0, h.nbytes, true});
+            continue;
+        }
+        for (uint64_t from = 0; from < h.nbytes; from += kPartBytes)
+            parts.push_back({k, from, std::min<uint64_t>(kPartBytes, h.nbytes - from), false});
+    }
+    const unsigned threads =
+        concurrent && parts.size() > 1 ? std::min(std::max(std::thread::hardware_concurrency(), 1u), kMaxReadThreads) : 1;
+    if (threads == 1) {
+        for (const Job& job : jobs) read_into(job.entry, job.dst);
+        return;
+    }
+
+    // Parts are handed out in order; after a failure no new part starts, so every part before the failing one
+    // has run and the lowest failing part is the same whatever the timing.
+    std::mutex mutex;  // guards the fields below and the progress callback
+    std::atomic<size_t> next{0};
+    std::atomic<bool> failed{false};
+    size_t first_failed = parts.size();
+    std::exception_ptr error;
+    std::vector<uint32_t> part_crc(parts.size());
+    const OnBytes on_bytes = [&](uint64_t n) {
+        std::lock_guard<std::mutex> lock(mutex);
+        options_.progress.advance(n);
+    };
+    const auto work = [&] {
+        for (size_t p; !failed.load() && (p = next.fetch_add(1)) < parts.size();) {
+            const Part& part = parts[p];
+            const Job& job = jobs[part.job];
+            try {
+                if (part.whole) {
+                    read_into(job.entry, job.dst, on_bytes);
+                    continue;
+                }
+                const Entry& e = entries_[job.entry];
+                char* dst = static_cast<char*>(job.dst) + part.from;
+                part_crc[p] = zip_->read_stored(e.index, e.header.data_offset + part.from, dst, part.size);
+                if (e.header.byteswap) byteswap_in_place(e.header.dtype, dst, part.size);  // parts hold whole items
+                on_bytes(part.size);
+            } catch (...) {
+                std::lock_guard<std::mutex> lock(mutex);
+                if (p < first_failed) {
+                    first_failed = p;
+                    error = std::current_exception();
+                }
+                failed = true;
+            }
+        }
+    };
+    std::vector<std::thread> helpers;
+    try {
+        for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(work);
+    } catch (...) {
+        failed = true;  // could not start them all: stop the ones that did, then report
+        for (auto& h : helpers) h.join();
+        throw;
+    }
+    work();
+    for (auto& h : helpers) h.join();
+    if (error) std::rethrow_exception(error);
+
+    // A split entry's CRC-32: its npy header's, then its parts', combined in order.
+    for (size_t p = 0; p < parts.size();) {
+        if (parts[p].whole) {
+            ++p;
+            continue;
+        }
+        const Entry& e = entries_[jobs[parts[p].job].entry];
+        uint32_t crc = e.npy_crc;
+        for (const size_t job = parts[p].job; p < parts.size() && parts[p].job == job; ++p)
+            crc = static_cast<uint32_t>(crc32_combine(crc, part_crc[p], static_cast<z_off_t>(parts[p].size)));
+        zip_->check_crc(e.index, crc);
+    }
+}
+
+VarCollection NpzReader::read_all() {
+    std::vector<Array> arrays;
+    std::vector<Job> jobs;
+    arrays.reserve(entries_.size());
+    jobs.reserve(entries_.size());
+    for (size_t i = 0; i < entries_.size(); ++i) {
+        const NpyHeader& h = entries_[i].header;
+        arrays.push_back(Array::allocate(h.dtype, h.itemsize, h.shape, false));
+        jobs.push_back({i, arrays.back().data()});
+    }
+    read_entries(jobs);
     VarCollection vars;
-    for (size_t i = 0; i < entries_.size(); ++i) vars.add(entries_[i].name, read(i));
+    for (size_t i = 0; i < entries_.size(); ++i) vars.add(entries_[i].name, std::move(arrays[i]));
     return vars;
 }
 

@@ -12,6 +12,7 @@
 #include "zip_reader.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@ public:
         std::string member;   // zip member name, for messages
         size_t index = 0;     // position in the zip directory
         uint64_t size = 0;    // member bytes (npy header + data)
+        uint32_t npy_crc = 0; // stored members: CRC-32 of the npy preamble and header (header.data_offset bytes)
         NpyHeader header;
     };
 
@@ -54,11 +56,20 @@ public:
     void read_into(size_t i, void* dst);
     // Reads entry i into a new owned array.
     Array read(size_t i);
+    // Reads several entries, each into its own destination (as read_into), reporting progress against the sum of
+    // their sizes. Large reads from a file that allows it are shared among threads; if reads fail, the error is
+    // that of the first failing job in `jobs` order, and destinations of other jobs may have been written.
+    struct Job {
+        size_t entry;
+        void* dst;
+    };
+    void read_entries(const std::vector<Job>& jobs);
     // Reads every entry into a new collection, in entry order.
     VarCollection read_all();
 
 private:
-    void read_into(size_t i, void* dst, Progress* progress);
+    using OnBytes = std::function<void(uint64_t)>;
+    void read_into(size_t i, void* dst, const OnBytes& on_bytes);
     void scan();
     void detect_layout();
     std::string where(const Entry& e) const;

@@ -38,7 +38,6 @@ void restore_npz(NpzReader& reader, const VarCollection& vars, const Renamer& re
     std::vector<size_t> source(vars.size());
     std::vector<bool> used(reader.size(), false);
     std::vector<std::string> missing, differ;
-    uint64_t total = 0;
     for (size_t v = 0; v < vars.size(); ++v) {
         auto it = on_disk.find(vars.name(v));
         if (it == on_disk.end()) {
@@ -54,7 +53,6 @@ void restore_npz(NpzReader& reader, const VarCollection& vars, const Renamer& re
                                          describe(a.dtype(), a.itemsize(), a.shape()),
                                          describe(h.dtype, h.itemsize, h.shape)));
         }
-        total += a.nbytes();
     }
     if (!missing.empty() || !differ.empty()) {
         std::vector<std::string> unused;
@@ -67,8 +65,10 @@ void restore_npz(NpzReader& reader, const VarCollection& vars, const Renamer& re
         throw Error(Code::mismatch, msg);
     }
 
-    reader.progress().start(total);
-    for (size_t v = 0; v < vars.size(); ++v) reader.read_into(source[v], vars.array(v).data());
+    std::vector<NpzReader::Job> jobs;
+    jobs.reserve(vars.size());
+    for (size_t v = 0; v < vars.size(); ++v) jobs.push_back({source[v], vars.array(v).data()});
+    reader.read_entries(jobs);
 }
 
 }  // namespace ckpt

@@ -5,6 +5,8 @@
 #include "utf8.hpp"
 #include "zip_writer.hpp"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <memory>
@@ -88,15 +90,10 @@ void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions optio
     if (options.layout != Layout::plain && options.layout != Layout::objax)
         fail(Code::invalid, "unknown layout {}", static_cast<uint32_t>(options.layout));
     if (options.level < 0 || options.level > 9) fail(Code::invalid, "deflate level {} is not in 0..9", options.level);
-    const int level = options.deflate ? options.level : -1;
 
     uint64_t total = 0;
     for (size_t i = 0; i < vars.size(); ++i) total += vars.array(i).nbytes();
     options.progress.start(total);
-    // Piece 0 of a member is its npy header, piece 1 the array's bytes: only the latter counts as progress.
-    const auto on_bytes = [&](size_t piece, uint64_t n) {
-        if (piece == 1) options.progress.advance(n);
-    };
 
     std::vector<Member> members;
     members.reserve(vars.size() + 1);
@@ -116,19 +113,35 @@ void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions optio
     const auto pieces = [](const Member& m) {
         return std::vector<ZipWriter::Piece>{{m.header.data(), m.header.size()}, {m.data, m.nbytes}};
     };
-
-    std::unique_ptr<CrcAhead> crc_ahead;
-    if (level < 0 && total >= kCrcAheadMinBytes) {
+    const auto all_pieces = [&] {
         std::vector<std::vector<ZipWriter::Piece>> all;
+        all.reserve(members.size());
         for (const Member& m : members) all.push_back(pieces(m));
-        crc_ahead = std::make_unique<CrcAhead>(std::move(all));
-    }
+        return all;
+    };
+    // Progress counts array bytes only: the part of [offset, offset + n) of a member past its npy header.
+    const auto on_bytes = [&](const Member& m) -> ZipWriter::OnBytes {
+        if (&m == &members[0] && options.layout == Layout::objax) return nullptr;  // the names are not a variable
+        const uint64_t header = m.header.size();
+        return [&options, header](uint64_t offset, uint64_t n) {
+            const uint64_t end = offset + n;
+            if (end > header) options.progress.advance(end - std::max(offset, header));
+        };
+    };
+
     ZipWriter zip(out);
-    for (size_t i = 0; i < members.size(); ++i) {
-        const bool is_names = options.layout == Layout::objax && i == 0;
-        std::function<uint32_t()> crc;
-        if (crc_ahead) crc = [&, i] { return crc_ahead->get(i); };
-        zip.add(members[i].name, pieces(members[i]), level, is_names ? ZipWriter::OnPieceBytes() : on_bytes, crc);
+    if (options.deflate) {
+        DeflateAhead deflated(all_pieces(), options.level == 0 ? Z_DEFAULT_COMPRESSION : options.level,
+                              DeflateAhead::threads_for(total));
+        for (const Member& m : members) zip.add_deflated(m.name, m.header.size() + m.nbytes, deflated, on_bytes(m));
+    } else {
+        std::unique_ptr<CrcAhead> crc_ahead;
+        if (total >= kCrcAheadMinBytes) crc_ahead = std::make_unique<CrcAhead>(all_pieces());
+        for (size_t i = 0; i < members.size(); ++i) {
+            std::function<uint32_t()> crc;
+            if (crc_ahead) crc = [&, i] { return crc_ahead->get(i); };
+            zip.add_stored(members[i].name, pieces(members[i]), on_bytes(members[i]), crc);
+        }
     }
     zip.finish();
 }

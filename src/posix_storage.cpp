@@ -61,6 +61,7 @@ public:
     ~PosixInputFile() override { ::close(fd_); }
 
     uint64_t size() const override { return size_; }
+    bool concurrent_reads() const override { return true; }  // pread
 
     size_t read_at(uint64_t offset, void* dst, size_t n) override {
         char* p = static_cast<char*>(dst);

@@ -32,6 +32,8 @@ public:
     virtual uint64_t size() const = 0;
     // Reads up to n bytes at offset; returns fewer only at the end of the file.
     virtual size_t read_at(uint64_t offset, void* dst, size_t n) = 0;
+    // True if read_at may be called from several threads at once (then large reads use them).
+    virtual bool concurrent_reads() const { return false; }
 };
 
 // Held while a manager owns a directory; released by destruction.

@@ -13,6 +13,7 @@ constexpr uint32_t kZip64EndSig = 0x06064b50;
 constexpr uint32_t kZip64LocatorSig = 0x07064b50;
 constexpr uint32_t kEndSig = 0x06054b50;
 constexpr uint16_t kZip64ExtraId = 0x0001;
+constexpr uint16_t kAlignmentExtraId = 0xD935;  // u16 alignment, then padding (Android's zipalign)
 
 constexpr size_t kLocalHeaderBytes = 30;
 constexpr size_t kCentralHeaderBytes = 46;

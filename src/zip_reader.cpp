@@ -1,5 +1,6 @@
 #include "zip_reader.hpp"
 
+#include "crc32.hpp"
 #include "error.hpp"
 #include "zip_format.hpp"
 #include "utf8.hpp"
@@ -8,7 +9,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <unordered_set>
 
 namespace ckpt {
 
@@ -18,8 +18,11 @@ using namespace zip;
 
 constexpr size_t kMaxComment = 0xFFFF;
 constexpr size_t kInflateInput = size_t{256} << 10;
-// crc32_z and inflate take 32-bit lengths on some zlib builds; and smaller chunks keep data in cache for the CRC.
-constexpr size_t kChunk = size_t{8} << 20;
+// Data is read (or inflated) and CRC-checked in pieces this large, so the check reads what is still in the cache.
+constexpr size_t kChunk = size_t{1} << 20;
+// Opening reads each local header with room for an extra field this long and this many bytes of data after it.
+constexpr size_t kExtraSlack = 96;
+constexpr size_t kHeadBytes = 192;
 
 // Bounds-checked little-endian reads from a byte range.
 class Cursor {
@@ -180,7 +183,6 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
     read_exact_at(cd_offset, cd.data(), cd.size(), "the central directory");
     Cursor c(cd.data(), cd.size());
     members_.reserve(static_cast<size_t>(entries));
-    std::unordered_set<std::string> names;
     for (uint64_t i = 0; i < entries; ++i) {
         if (!c.has(kCentralHeaderBytes) || c.u32() != kCentralHeaderSig)
             fail(Code::format, "{}: not a valid npz (zip) file: central directory entry #{} is malformed", label_, i);
@@ -203,39 +205,56 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
         m.name.assign(reinterpret_cast<const char*>(c.take(name_len)), name_len);
         const unsigned char* extra = c.take(extra_len);
         c.take(comment_len);
-        const std::string here = where(m);
+        // Formatted only when something fails: most archives have many members and no failures.
+        const auto here = [&] { return where(m); };
 
-        if (m.name.empty()) fail(Code::format, "{}: bad zip entry: empty member name", here);
-        if (m.name.find('\0') != std::string::npos) fail(Code::format, "{}: bad zip entry: member name contains NUL", here);
-        if (!valid_utf8(m.name)) fail(Code::format, "{}: bad zip entry: member name is not valid UTF-8", here);
-        if (start_disk != 0 && start_disk != kMax16) fail(Code::unsupported, "{}: multi-disk archives are not supported", here);
+        if (m.name.empty()) fail(Code::format, "{}: bad zip entry: empty member name", here());
+        if (m.name.find('\0') != std::string::npos) fail(Code::format, "{}: bad zip entry: member name contains NUL", here());
+        if (!valid_utf8(m.name)) fail(Code::format, "{}: bad zip entry: member name is not valid UTF-8", here());
+        if (start_disk != 0 && start_disk != kMax16) fail(Code::unsupported, "{}: multi-disk archives are not supported", here());
         if (m.flags & (kFlagEncrypted | kFlagStrongEncryption))
-            fail(Code::unsupported, "{}: encrypted members are not supported", here);
+            fail(Code::unsupported, "{}: encrypted members are not supported", here());
         if (m.method != 0 && m.method != 8)
-            fail(Code::unsupported, "{}: compression method {} is not supported (only stored and deflate)", here, m.method);
+            fail(Code::unsupported, "{}: compression method {} is not supported (only stored and deflate)", here(), m.method);
         bool malformed;
         const Zip64Fields need{m.size == kMax32, m.compressed == kMax32, m.local_offset == kMax32};
         if (!apply_zip64_extra(extra, extra_len, need, m.size, m.compressed, &m.local_offset, malformed) || malformed)
-            fail(Code::format, "{}: bad zip entry: the zip64 extra field is {}", here, malformed ? "malformed" : "missing");
-        if (!names.insert(m.name).second) fail(Code::format, "{}: bad zip entry: duplicate member name", here);
+            fail(Code::format, "{}: bad zip entry: the zip64 extra field is {}", here(), malformed ? "malformed" : "missing");
         members_.push_back(std::move(m));
     }
     if (c.pos() != cd.size()) fail(Code::format, "{}: not a valid npz (zip) file: {} stray bytes after the central directory", label_, cd.size() - c.pos());
+    // Names must be unique (sorting is cheaper than hashing thousands of names; stable, so of two equal names the
+    // one reported is the later in the directory).
+    std::vector<const Member*> by_name;
+    by_name.reserve(members_.size());
+    for (const Member& m : members_) by_name.push_back(&m);
+    std::stable_sort(by_name.begin(), by_name.end(), [](const Member* a, const Member* b) { return a->name < b->name; });
+    for (size_t i = 1; i < by_name.size(); ++i)
+        if (by_name[i]->name == by_name[i - 1]->name)
+            fail(Code::format, "{}: bad zip entry: duplicate member name", where(*by_name[i]));
 
+    std::vector<unsigned char> scratch;
     for (Member& m : members_) {
-        const std::string here = where(m);
+        // Formatted only when something fails: most archives have many members and no failures.
+        const auto here = [&] { return where(m); };
         if (m.method == 0 && m.compressed != m.size)
-            fail(Code::format, "{}: bad zip entry: stored member declares {} bytes but occupies {}", here, m.size, m.compressed);
+            fail(Code::format, "{}: bad zip entry: stored member declares {} bytes but occupies {}", here(), m.size, m.compressed);
         // Deflate cannot expand data more than 1032:1; a larger claim is a bomb or a lie.
         if (m.method == 8 && m.size / 1032 > m.compressed)
-            fail(Code::format, "{}: declares {} bytes from {} compressed, more than deflate can produce", here, m.size,
+            fail(Code::format, "{}: declares {} bytes from {} compressed, more than deflate can produce", here(), m.size,
                  m.compressed);
         if (m.local_offset > cd_offset || cd_offset - m.local_offset < kLocalHeaderBytes)
-            fail(Code::format, "{}: bad zip entry: local header offset {} is outside the member area", here, m.local_offset);
-        unsigned char lh[kLocalHeaderBytes];
-        read_exact_at(m.local_offset, lh, sizeof lh, "a local header");
-        Cursor l(lh, sizeof lh);
-        if (l.u32() != kLocalHeaderSig) fail(Code::format, "{}: bad zip entry: no local header at offset {}", here, m.local_offset);
+            fail(Code::format, "{}: bad zip entry: local header offset {} is outside the member area", here(), m.local_offset);
+        // One read takes the local header, its name and extra field (when they are no longer than usual) and the
+        // first bytes of the data: for a stored npy member those hold its npy header, which the npz reader would
+        // otherwise fetch with reads of its own — per member, that is most of the time of opening many small ones.
+        const size_t want = static_cast<size_t>(
+            std::min<uint64_t>(cd_offset - m.local_offset, kLocalHeaderBytes + m.name.size() + kExtraSlack + kHeadBytes));
+        std::vector<unsigned char>& lh = scratch;
+        lh.resize(want);
+        read_exact_at(m.local_offset, lh.data(), want, "a local header");
+        Cursor l(lh.data(), want);
+        if (l.u32() != kLocalHeaderSig) fail(Code::format, "{}: bad zip entry: no local header at offset {}", here(), m.local_offset);
         l.u16();  // needed
         const uint16_t flags = l.u16(), method = l.u16();
         l.u32();  // time and date
@@ -244,26 +263,35 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
         const uint16_t name_len = l.u16(), extra_len = l.u16();
         const uint64_t variable_at = m.local_offset + kLocalHeaderBytes;
         if (cd_offset - variable_at < uint64_t{name_len} + extra_len)
-            fail(Code::format, "{}: bad zip entry: local header runs into the central directory", here);
-        std::vector<unsigned char> variable(size_t{name_len} + extra_len);
-        read_exact_at(variable_at, variable.data(), variable.size(), "a local header");
-        if (std::string(variable.begin(), variable.begin() + name_len) != m.name)
-            fail(Code::format, "{}: bad zip entry: its local header names it differently (inconsistent headers)", here);
+            fail(Code::format, "{}: bad zip entry: local header runs into the central directory", here());
+        const size_t variable_len = size_t{name_len} + extra_len;
+        if (kLocalHeaderBytes + variable_len > want) {  // an unusually long extra field: read it on its own
+            lh.resize(kLocalHeaderBytes + variable_len);
+            read_exact_at(variable_at, &lh[kLocalHeaderBytes], variable_len, "a local header");
+        }
+        const unsigned char* variable = &lh[kLocalHeaderBytes];
+        if (name_len != m.name.size() || std::memcmp(variable, m.name.data(), name_len) != 0)
+            fail(Code::format, "{}: bad zip entry: its local header names it differently (inconsistent headers)", here());
         if (method != m.method || ((flags ^ m.flags) & (kFlagDataDescriptor | kFlagEncrypted)) != 0)
-            fail(Code::format, "{}: bad zip entry: local header disagrees with the central directory (method or flags)", here);
+            fail(Code::format, "{}: bad zip entry: local header disagrees with the central directory (method or flags)", here());
         if (!(flags & kFlagDataDescriptor)) {
             // Without a data descriptor the local header carries the real CRC and sizes (zip64: in its extra).
             const Zip64Fields local_need{size == kMax32, compressed == kMax32, false};
             bool malformed;
-            if (!apply_zip64_extra(&variable[name_len], extra_len, local_need, size, compressed, nullptr, malformed) ||
+            if (!apply_zip64_extra(variable + name_len, extra_len, local_need, size, compressed, nullptr, malformed) ||
                 malformed)
-                fail(Code::format, "{}: bad zip entry: the local zip64 extra field is {}", here, malformed ? "malformed" : "missing");
+                fail(Code::format, "{}: bad zip entry: the local zip64 extra field is {}", here(), malformed ? "malformed" : "missing");
             if (crc != m.crc || size != m.size || compressed != m.compressed)
-                fail(Code::format, "{}: bad zip entry: local header disagrees with the central directory (CRC or sizes)", here);
+                fail(Code::format, "{}: bad zip entry: local header disagrees with the central directory (CRC or sizes)", here());
+        }
+        if (m.method == kMethodStore && kLocalHeaderBytes + variable_len < lh.size()) {
+            const size_t head = std::min<size_t>(lh.size() - kLocalHeaderBytes - variable_len, kHeadBytes);
+            m.head.assign(reinterpret_cast<const char*>(variable + variable_len),
+                          static_cast<size_t>(std::min<uint64_t>(head, m.size)));
         }
         m.data_offset = variable_at + name_len + extra_len;
         if (m.compressed > cd_offset - m.data_offset)
-            fail(Code::format, "{}: bad zip entry: data ({} bytes at offset {}) runs into the central directory", here, m.compressed,
+            fail(Code::format, "{}: bad zip entry: data ({} bytes at offset {}) runs into the central directory", here(), m.compressed,
                  m.data_offset);
     }
 
@@ -297,7 +325,6 @@ struct ZipReader::Stream::Inflater {
 };
 
 ZipReader::Stream::Stream(const ZipReader& zip, size_t index) : zip_(zip), m_(zip.members_.at(index)) {
-    crc_ = static_cast<uint32_t>(crc32_z(0, Z_NULL, 0));
     if (m_.method == 8) inflater_ = std::make_unique<Inflater>(m_.compressed);
 }
 
@@ -342,11 +369,44 @@ size_t ZipReader::Stream::read(void* dst, size_t n) {
                 fail(Code::format, "{}: deflate data ends before the member's {} bytes", zip_.where(m_), m_.size);
             }
         }
-        crc_ = static_cast<uint32_t>(crc32_z(crc_, out + done, got));
+        crc_ = crc32(crc_, out + done, got);
         done += got;
         out_ += got;
     }
     return done;
+}
+
+void ZipReader::Stream::skip_prefix(size_t n, uint32_t crc) {
+    if (inflater_ || out_ != 0 || n > m_.size) throw std::logic_error("ZipReader::Stream::skip_prefix: not at the start of a stored member");
+    crc_ = crc;
+    out_ = n;
+}
+
+uint32_t ZipReader::read_stored(size_t index, uint64_t offset, void* dst, size_t n) const {
+    const Member& m = members_.at(index);
+    if (m.method != kMethodStore) throw std::logic_error("ZipReader::read_stored: not a stored member");
+    if (offset > m.size || n > m.size - offset)
+        fail(Code::format, "{}: data ends after {} of {} bytes", where(m), m.size, offset + n);
+    auto* out = static_cast<unsigned char*>(dst);
+    uint32_t crc = 0;
+    for (size_t done = 0; done < n;) {
+        const size_t want = std::min(n - done, kChunk);
+        const size_t got = file_.read_at(m.data_offset + offset + done, out + done, want);
+        crc = crc32(crc, out + done, got);
+        done += got;
+        if (got < want) fail(Code::format, "{}: data ends after {} of {} bytes", where(m), offset + done, m.size);
+    }
+    return crc;
+}
+
+void ZipReader::check_crc(size_t index, uint32_t crc) const {
+    const Member& m = members_.at(index);
+    if (crc != m.crc)
+        fail(Code::format, "{}: CRC-32 mismatch (the zip says {:08x}, the data gives {:08x})", where(m), m.crc, crc);
+}
+
+void ZipReader::drop_heads() {
+    for (Member& m : members_) std::string().swap(m.head);
 }
 
 void ZipReader::Stream::read_exact(void* dst, size_t n) {
@@ -373,9 +433,7 @@ void ZipReader::Stream::finish() {
                 fail(Code::format, "{}: deflate data is truncated or corrupt", zip_.where(m_));
         }
     }
-    if (crc_ != m_.crc)
-        fail(Code::format, "{}: CRC-32 mismatch (the zip says {:08x}, the data gives {:08x})", zip_.where(m_), m_.crc,
-             crc_);
+    zip_.check_crc(static_cast<size_t>(&m_ - zip_.members_.data()), crc_);
 }
 
 }  // namespace ckpt

@@ -29,6 +29,7 @@ public:
         uint64_t size = 0;
         uint64_t local_offset = 0;
         uint64_t data_offset = 0;  // first byte of the member's (compressed) data in the file
+        std::string head;          // stored members: their first bytes (up to 192), read with the local header
     };
 
     // Reads and validates the directory. Throws Error(format) — naming `label` and, where there is one, the
@@ -37,6 +38,14 @@ public:
     ZipReader(InputFile& file, std::string label, uint64_t max_members);
 
     const std::vector<Member>& members() const { return members_; }
+    // Frees the members' heads once they have served.
+    void drop_heads();
+    // Reads n bytes at `offset` of stored member `index` straight into dst and returns their CRC-32 (to be combined
+    // and checked with check_crc: this is for reading parts of one member on several threads). Throws
+    // Error(format) if the member ends first.
+    uint32_t read_stored(size_t index, uint64_t offset, void* dst, size_t n) const;
+    // Throws Error(format) — a CRC-32 mismatch — unless `crc` is member `index`'s CRC-32.
+    void check_crc(size_t index, uint32_t crc) const;
     const std::string& label() const { return label_; }
 
     // Reads one member's uncompressed bytes front to back; finish() checks that all were read and the CRC-32.
@@ -50,6 +59,9 @@ public:
         size_t read(void* dst, size_t n);
         // Reads exactly n bytes, or throws Error(format) ("ends after …").
         void read_exact(void* dst, size_t n);
+        // At the start of a stored member: counts its first n bytes as read without reading them, given their
+        // CRC-32 (the caller read them before, e.g. in the member's head).
+        void skip_prefix(size_t n, uint32_t crc);
         // Throws Error(format) unless every byte was read and the CRC-32 matches.
         void finish();
 

@@ -1,5 +1,6 @@
 #include "zip_writer.hpp"
 
+#include "crc32.hpp"
 #include "error.hpp"
 #include "zip_format.hpp"
 
@@ -21,7 +22,7 @@ constexpr uint16_t kDosDate1980 = (0 << 9) | (1 << 5) | 1;  // 1980-01-01, what 
 constexpr uint32_t kRegularFile0644 = 0100644u << 16;
 
 constexpr size_t kBufferBytes = size_t{1} << 20;
-constexpr size_t kChunk = size_t{64} << 20;  // progress granularity; also under zlib's 32-bit counts
+constexpr size_t kChunk = size_t{64} << 20;  // progress granularity
 
 // Little-endian record builder.
 struct Record {
@@ -77,61 +78,58 @@ void ZipWriter::flush() {
 }
 
 uint32_t ZipWriter::crc_of(const std::vector<Piece>& pieces) {
-    uLong crc = crc32_z(0, Z_NULL, 0);
-    for (const auto& p : pieces)
-        if (p.size > 0) crc = crc32_z(crc, static_cast<const Bytef*>(p.data), p.size);  // (crc, NULL, 0) resets
-    return static_cast<uint32_t>(crc);
+    uint32_t crc = 0;
+    for (const auto& p : pieces) crc = crc32(crc, p.data, p.size);
+    return crc;
 }
 
-void ZipWriter::add(const std::string& name, const std::vector<Piece>& pieces, int level,
-                    const OnPieceBytes& on_bytes, const std::function<uint32_t()>& crc) {
+ZipWriter::Entry ZipWriter::start_entry(const std::string& name, uint64_t size, uint16_t method) const {
     if (name.size() > kMax16) fail(Code::invalid, "member name '{}' is longer than a zip allows", name);
-    Entry e{name, offset_, 0, total_size(pieces), 0, level < 0 ? kMethodStore : kMethodDeflate,
-            static_cast<uint16_t>(is_ascii(name) ? 0 : kFlagUtf8)};
-    if (level < 0)
-        add_stored(e, pieces, on_bytes, crc);
-    else
-        add_deflated(e, pieces, level, on_bytes);
-    entries_.push_back(std::move(e));
+    return Entry{name, offset_, 0, size, 0, method, static_cast<uint16_t>(is_ascii(name) ? 0 : kFlagUtf8)};
 }
 
-void ZipWriter::add_stored(Entry& e, const std::vector<Piece>& pieces, const OnPieceBytes& on_bytes,
+void ZipWriter::add_stored(const std::string& name, const std::vector<Piece>& pieces, const OnBytes& on_bytes,
                            const std::function<uint32_t()>& crc) {
+    Entry e = start_entry(name, total_size(pieces), kMethodStore);
     e.crc = crc ? crc() : crc_of(pieces);
     e.compressed = e.size;
 
     const bool zip64 = e.size >= kMax32;
+    Record extra;
+    if (zip64) extra.u16(kZip64ExtraId).u16(16).u64(e.size).u64(e.size);
+    // Pad the extra field so the data starts on a kAlignment boundary: an alignment field holds the alignment
+    // (u16) and then zeros.
+    const uint64_t unpadded = e.offset + kLocalHeaderBytes + e.name.size() + extra.b.size() + 6;
+    const uint16_t pad = static_cast<uint16_t>((kAlignment - unpadded % kAlignment) % kAlignment);
+    extra.u16(kAlignmentExtraId).u16(static_cast<uint16_t>(2 + pad)).u16(static_cast<uint16_t>(kAlignment));
+    extra.b.resize(extra.b.size() + pad, 0);
+
     Record h;
     h.u32(kLocalHeaderSig).u16(zip64 ? kVersionZip64 : kVersion20).u16(e.flags).u16(e.method);
     h.u16(0).u16(kDosDate1980).u32(e.crc).u32(clamp32(e.size)).u32(clamp32(e.size));
-    h.u16(static_cast<uint16_t>(e.name.size())).u16(zip64 ? 20 : 0).bytes(e.name);
-    if (zip64) h.u16(kZip64ExtraId).u16(16).u64(e.size).u64(e.size);
+    h.u16(static_cast<uint16_t>(e.name.size())).u16(static_cast<uint16_t>(extra.b.size())).bytes(e.name);
+    h.b.insert(h.b.end(), extra.b.begin(), extra.b.end());
     put(h.b.data(), h.b.size());
 
-    for (size_t i = 0; i < pieces.size(); ++i) {
-        const char* p = static_cast<const char*>(pieces[i].data);
-        for (size_t done = 0; done < pieces[i].size;) {
-            const size_t n = std::min(pieces[i].size - done, kChunk);
+    uint64_t at = 0;
+    for (const Piece& piece : pieces) {
+        const char* p = static_cast<const char*>(piece.data);
+        for (size_t done = 0; done < piece.size;) {
+            const size_t n = std::min(piece.size - done, kChunk);
             put(p + done, n);
+            if (on_bytes) on_bytes(at, n);
             done += n;
-            if (on_bytes) on_bytes(i, n);
+            at += n;
         }
     }
+    entries_.push_back(std::move(e));
 }
 
-void ZipWriter::add_deflated(Entry& e, const std::vector<Piece>& pieces, int level, const OnPieceBytes& on_bytes) {
-    z_stream zs{};
-    if (deflateInit2(&zs, level == 0 ? Z_DEFAULT_COMPRESSION : level, Z_DEFLATED, -MAX_WBITS, 8,
-                     Z_DEFAULT_STRATEGY) != Z_OK)
-        throw std::bad_alloc();
-    struct End {
-        z_stream* zs;
-        ~End() { deflateEnd(zs); }
-    } end{&zs};
-
+void ZipWriter::add_deflated(const std::string& name, uint64_t size, DeflateAhead& source, const OnBytes& on_bytes) {
+    Entry e = start_entry(name, size, kMethodDeflate);
     // The compressed size is known only at the end: sizes go in a data descriptor after the data. zip64 is
     // decided up front from the worst case deflate can produce.
-    const bool zip64 = e.size >= kMax32 || deflateBound(&zs, e.size) >= kMax32;
+    const bool zip64 = e.size >= kMax32 || DeflateAhead::bound(e.size) >= kMax32;
     e.flags |= kFlagDataDescriptor;
     Record h;
     h.u32(kLocalHeaderSig).u16(zip64 ? kVersionZip64 : kVersion20).u16(e.flags).u16(e.method);
@@ -140,36 +138,17 @@ void ZipWriter::add_deflated(Entry& e, const std::vector<Piece>& pieces, int lev
     if (zip64) h.u16(kZip64ExtraId).u16(16).u64(0).u64(0);
     put(h.b.data(), h.b.size());
 
-    std::vector<unsigned char> out(size_t{256} << 10);
-    uLong crc = crc32_z(0, Z_NULL, 0);
-    uint64_t compressed = 0;
-    const auto drain = [&](int flush_mode) {
-        int rc;
-        do {
-            zs.next_out = out.data();
-            zs.avail_out = static_cast<uInt>(out.size());
-            rc = deflate(&zs, flush_mode);
-            if (rc == Z_STREAM_ERROR) fail(Code::error, "member '{}': zlib deflate failed", e.name);
-            const size_t n = out.size() - zs.avail_out;
-            put(out.data(), n);
-            compressed += n;
-        } while (zs.avail_out == 0 || (flush_mode == Z_FINISH && rc != Z_STREAM_END));
-    };
-    for (size_t i = 0; i < pieces.size(); ++i) {
-        const auto* p = static_cast<const Bytef*>(pieces[i].data);
-        for (size_t done = 0; done < pieces[i].size;) {
-            const size_t n = std::min(pieces[i].size - done, kChunk);
-            crc = crc32_z(crc, p + done, n);
-            zs.next_in = const_cast<Bytef*>(p + done);
-            zs.avail_in = static_cast<uInt>(n);
-            drain(Z_NO_FLUSH);
-            done += n;
-            if (on_bytes) on_bytes(i, n);
-        }
+    uint64_t at = 0;
+    for (bool last = false; !last;) {
+        const DeflateAhead::Block b = source.take();
+        put(b.out.data(), b.out.size());
+        e.compressed += b.out.size();
+        e.crc = at == 0 ? b.crc : static_cast<uint32_t>(crc32_combine(e.crc, b.crc, static_cast<z_off_t>(b.in_bytes)));
+        if (on_bytes) on_bytes(at, b.in_bytes);
+        at += b.in_bytes;
+        last = b.last;
     }
-    drain(Z_FINISH);
-    e.crc = static_cast<uint32_t>(crc);
-    e.compressed = compressed;
+    if (at != e.size) fail(Code::error, "member '{}': {} bytes compressed, {} expected", e.name, at, e.size);
 
     Record d;
     d.u32(kDataDescriptorSig).u32(e.crc);
@@ -178,6 +157,7 @@ void ZipWriter::add_deflated(Entry& e, const std::vector<Piece>& pieces, int lev
     else
         d.u32(static_cast<uint32_t>(e.compressed)).u32(static_cast<uint32_t>(e.size));
     put(d.b.data(), d.b.size());
+    entries_.push_back(std::move(e));
 }
 
 void ZipWriter::finish() {

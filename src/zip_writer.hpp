@@ -6,11 +6,15 @@
 // them in parallel or align their data. (Reading: see zip_reader.hpp.)
 //
 // Stored members get their CRC-32 computed before they are written, so their local headers carry the real
-// CRC and sizes like numpy's; deflated members stream through zlib and end with a data descriptor (general
-// purpose bit 3), as Python's zipfile writes to unseekable files. zip64 fields appear only where a size,
-// offset or count needs them.
+// CRC and sizes like numpy's, and their data starts at a multiple of 64 bytes in the file (padding in an extra
+// field, id 0xD935 as Android's zipalign writes it, which zip readers skip): with numpy's 64-byte-aligned npy
+// headers, every array's first byte is 64-byte aligned, so a memory-mapped file holds SIMD-ready arrays.
+// Deflated members come from DeflateAhead (compressed on several threads) and end with a data descriptor
+// (general purpose bit 3), as Python's zipfile writes to unseekable files. zip64 fields appear only where a
+// size, offset or count needs them.
 #pragma once
 
+#include "deflate_ahead.hpp"
 #include "storage.hpp"
 
 #include <cstdint>
@@ -22,22 +26,22 @@ namespace ckpt {
 
 class ZipWriter {
 public:
-    struct Piece {
-        const void* data;
-        size_t size;
-    };
+    using Piece = DeflateAhead::Piece;
+    static constexpr uint64_t kAlignment = 64;  // of stored members' data in the file
+
     // CRC-32 of the concatenated pieces.
     static uint32_t crc_of(const std::vector<Piece>& pieces);
-    // Called with the number of bytes of a piece just written (uncompressed), for progress reports.
-    using OnPieceBytes = std::function<void(size_t piece_index, uint64_t bytes)>;
+    // Called after bytes [offset, offset + n) of a member (uncompressed) were written, for progress reports.
+    using OnBytes = std::function<void(uint64_t offset, uint64_t n)>;
 
     explicit ZipWriter(OutputFile& out);
 
-    // A member holding the concatenation of `pieces`, stored (level < 0) or deflated at `level` (0 = zlib's
-    // default, 1..9). A stored member's CRC-32 comes from `crc` when given (computed ahead, e.g. on another
-    // thread), otherwise from a pass over the pieces before they are written.
-    void add(const std::string& name, const std::vector<Piece>& pieces, int level, const OnPieceBytes& on_bytes,
-             const std::function<uint32_t()>& crc = nullptr);
+    // A stored member holding the concatenation of `pieces`. Its CRC-32 comes from `crc` when given (computed
+    // ahead, e.g. on another thread), otherwise from a pass over the pieces before they are written.
+    void add_stored(const std::string& name, const std::vector<Piece>& pieces, const OnBytes& on_bytes,
+                    const std::function<uint32_t()>& crc = nullptr);
+    // A deflated member of `size` bytes whose blocks come next from `source`.
+    void add_deflated(const std::string& name, uint64_t size, DeflateAhead& source, const OnBytes& on_bytes);
     // Writes the central directory and end records and flushes everything to the output.
     void finish();
 
@@ -51,9 +55,7 @@ private:
         uint16_t method;
         uint16_t flags;
     };
-    void add_stored(Entry& e, const std::vector<Piece>& pieces, const OnPieceBytes& on_bytes,
-                    const std::function<uint32_t()>& crc);
-    void add_deflated(Entry& e, const std::vector<Piece>& pieces, int level, const OnPieceBytes& on_bytes);
+    Entry start_entry(const std::string& name, uint64_t size, uint16_t method) const;
     void put(const void* data, size_t n);
     void flush();
 

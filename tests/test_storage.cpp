@@ -947,8 +947,8 @@ TEST_CASE("a restore that meets EIO at any read reports Error(io) naming the fil
 }
 
 TEST_CASE("an EIO while reading a member's data is reported as io with the storage's message, not as format") {
-    // The smallest case of the matrix above: one stored array; the last read of its data fails. (The read of
-    // its local header, just before, goes to the archive's source directly and is reported correctly.)
+    // The smallest case of the matrix above: one stored array; the read of its data fails. (Its npy header was
+    // read with its local header when the file was opened.)
     auto mem = std::make_shared<MemoryStorage>();
     VarCollection vars;
     vars.add("x", random_array(DType::float32, 4, {16}, 11));
@@ -961,7 +961,7 @@ TEST_CASE("an EIO while reading a member's data is reported as io with the stora
         reader.read(0);
         for (const auto& op : clean.log())
             if (op.number > opened && op.name == "read_at") last_data_read = op.number;
-        REQUIRE(last_data_read > opened + 1);
+        REQUIRE(last_data_read > opened);
     }
     FaultyStorage f(mem);
     NpzReader reader = NpzReader::open(f, "model.npz", {});

@@ -1,0 +1,48 @@
+// ckpt::crc32 must agree with zlib's crc32_z for every length, alignment and starting value: the SIMD path
+// handles 64-byte steps, 16-byte steps and a tail, so lengths around those boundaries are all tried.
+#include "crc32.hpp"
+
+#include <catch2/catch.hpp>
+#include <zlib.h>
+
+#include <random>
+#include <vector>
+
+namespace {
+uint32_t zlib_crc(uint32_t crc, const unsigned char* p, size_t n) { return static_cast<uint32_t>(crc32_z(crc, p, n)); }
+}  // namespace
+
+TEST_CASE("crc32 of known strings") {
+    CHECK(ckpt::crc32(0, "", 0) == 0u);
+    CHECK(ckpt::crc32(0, "123456789", 9) == 0xCBF43926u);  // the CRC-32 check value
+    const std::string zeros(4096, '\0');
+    CHECK(ckpt::crc32(0, zeros.data(), zeros.size()) == zlib_crc(0, reinterpret_cast<const unsigned char*>(zeros.data()), zeros.size()));
+}
+
+TEST_CASE("crc32 matches zlib for every length, alignment and starting CRC") {
+    std::mt19937 gen(7);
+    std::vector<unsigned char> bytes(4200);
+    for (auto& b : bytes) b = static_cast<unsigned char>(gen());
+    for (size_t n = 0; n <= 1100; ++n) {
+        for (size_t offset = 0; offset < 4; ++offset) {
+            const uint32_t start = n % 3 == 0 ? 0u : static_cast<uint32_t>(gen());
+            INFO("n=" << n << " offset=" << offset << " start=" << start);
+            REQUIRE(ckpt::crc32(start, bytes.data() + offset, n) == zlib_crc(start, bytes.data() + offset, n));
+        }
+    }
+}
+
+TEST_CASE("crc32 in pieces equals crc32 of the whole") {
+    std::mt19937 gen(11);
+    std::vector<unsigned char> bytes(size_t{3} << 20);
+    for (auto& b : bytes) b = static_cast<unsigned char>(gen());
+    const uint32_t whole = ckpt::crc32(0, bytes.data(), bytes.size());
+    CHECK(whole == zlib_crc(0, bytes.data(), bytes.size()));
+    uint32_t crc = 0;
+    for (size_t at = 0; at < bytes.size();) {
+        const size_t n = std::min<size_t>(bytes.size() - at, 1 + gen() % 100000);
+        crc = ckpt::crc32(crc, bytes.data() + at, n);
+        at += n;
+    }
+    CHECK(crc == whole);
+}
