@@ -16,7 +16,11 @@ namespace {
 
 // Bytes of each version of ckpt_npz_options: a caller built against an older header passes a shorter struct.
 size_t npz_options_size(uint32_t version) {
-    return version == 1 ? offsetof(ckpt_npz_options, storage) : sizeof(ckpt_npz_options);
+    switch (version) {
+        case 1: return offsetof(ckpt_npz_options, storage);
+        case 2: return offsetof(ckpt_npz_options, max_members);
+        default: return sizeof(ckpt_npz_options);
+    }
 }
 
 ckpt_vars* read_all(ckpt::NpzReader& reader) { return new ckpt_vars{reader.read_all()}; }
@@ -59,6 +63,8 @@ ckpt::NpzReadOptions read_options(const ckpt_npz_options& o) {
     ckpt::NpzReadOptions r;
     r.layout = static_cast<Layout>(o.layout);
     r.max_header_bytes = o.max_header_bytes != 0 ? static_cast<size_t>(o.max_header_bytes) : ckpt::kDefaultMaxHeaderBytes;
+    if (o.max_members != 0) r.max_members = o.max_members;
+    if (o.max_total_bytes != 0) r.max_total_bytes = o.max_total_bytes;
     r.progress.fn = o.progress;
     r.progress.payload = o.progress_payload;
     return r;

@@ -25,9 +25,6 @@ constexpr unsigned kMaxReadThreads = 4;
 // Stored arrays larger than this are read in parts of this size (a multiple of every item size, for byteswaps).
 constexpr uint64_t kPartBytes = uint64_t{32} << 20;
 
-// zip64 allows 2^64 entries; no real checkpoint has more than a few hundred thousand.
-constexpr uint64_t kMaxMembers = uint64_t{1} << 24;
-
 bool is_canonical_index(const std::string& s, uint64_t limit, uint64_t& value) {
     if (s.empty() || s.size() > 19 || (s.size() > 1 && s[0] == '0')) return false;
     value = 0;
@@ -42,7 +39,7 @@ bool is_canonical_index(const std::string& s, uint64_t limit, uint64_t& value) {
 
 NpzReader::NpzReader(std::unique_ptr<InputFile> file, std::string label, NpzReadOptions options)
     : file_(std::move(file)), options_(options) {
-    zip_ = std::make_unique<ZipReader>(*file_, std::move(label), kMaxMembers);
+    zip_ = std::make_unique<ZipReader>(*file_, std::move(label), options_.max_members);
     scan();
     detect_layout();
 }
@@ -104,6 +101,12 @@ void NpzReader::scan() {
         entries_.push_back(std::move(e));
     }
     zip_->drop_heads();
+
+    uint64_t total = 0;
+    for (const Entry& e : entries_) total += e.header.nbytes;  // each below the file's size: cannot overflow
+    if (total > options_.max_total_bytes)
+        fail(Code::format, "{}: the arrays hold {} bytes, more than the limit of {} (max_total_bytes)", label(), total,
+             options_.max_total_bytes);
 
     // A variable name must not come from two members ("x" and "x.npy"). Sorted, not hashed: cheaper for many
     // small members; stable, so the member reported is the later of the two in the archive.

@@ -19,9 +19,14 @@
 
 namespace ckpt {
 
+// zip64 allows 2^64 members; no real checkpoint has more than a few hundred thousand.
+constexpr uint64_t kDefaultMaxMembers = uint64_t{1} << 24;
+
 struct NpzReadOptions {
     Layout layout = Layout::automatic;
     size_t max_header_bytes = kDefaultMaxHeaderBytes;
+    uint64_t max_members = kDefaultMaxMembers;
+    uint64_t max_total_bytes = UINT64_MAX;  // array bytes of the whole file
     Progress progress;
 };
 

@@ -175,7 +175,7 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
         fail(Code::format, "{}: not a valid npz (zip) file: the central directory ({} bytes at offset {}) does not end at the end record ({})",
              label_, cd_size, cd_offset, cd_end);
     if (entries > max_members)
-        fail(Code::format, "{}: not a valid npz (zip) file: {} members is more than the limit of {}", label_, entries, max_members);
+        fail(Code::format, "{}: the zip directory lists {} members, more than the limit of {} (max_members)", label_, entries, max_members);
     if (entries > cd_size / kCentralHeaderBytes)
         fail(Code::format, "{}: not a valid npz (zip) file: {} members cannot fit in a {}-byte central directory", label_, entries, cd_size);
 

@@ -682,6 +682,60 @@ TEST_CASE("A version 1 options struct (built against an older header) is filled 
     CHECK(dir.entries() == std::vector<std::string>{"v1.npz"});
 }
 
+TEST_CASE("A version 2 options struct is accepted and its missing limits are the defaults", "[capi][options]") {
+    ckpt_npz_options o;
+    std::memset(&o, 0xAB, sizeof o);
+    REQUIRE(ckpt_npz_options_init(&o, 2) == CKPT_OK);
+    CHECK(o.version == 2);
+    CHECK(o.storage == nullptr);
+    unsigned char limit_bytes[sizeof o.max_members];
+    std::memcpy(limit_bytes, &o.max_members, sizeof limit_bytes);
+    CHECK(limit_bytes[0] == 0xAB);  // not the caller's memory in a version 2 struct: untouched, and ignored
+    TempDir dir;
+    Vars vars = new_vars();
+    const int64_t shape[1] = {2};
+    REQUIRE(ckpt_vars_add(vars.get(), "a", CKPT_INT16, 1, shape, nullptr, CKPT_COPY) == CKPT_OK);
+    CHECK(ckpt_npz_save(dir.file("v2.npz").c_str(), vars.get(), &o) == CKPT_OK);
+    ckpt_vars* out = nullptr;
+    CHECK(ckpt_npz_read(&out, dir.file("v2.npz").c_str(), &o) == CKPT_OK);
+    ckpt_vars_free(out);
+}
+
+TEST_CASE("Reading limits: member count, total array bytes and header bytes are settable", "[capi][options]") {
+    TempDir dir;
+    Vars vars = new_vars();
+    const int64_t shape[1] = {100};
+    for (const char* name : {"a", "b", "c"})
+        REQUIRE(ckpt_vars_add(vars.get(), name, CKPT_FLOAT64, 1, shape, nullptr, CKPT_COPY) == CKPT_OK);
+    const std::string path = dir.file("three.npz");
+    save_npz(path, vars.get());
+    ckpt_npz_options o = options();
+    ckpt_vars* out = nullptr;
+
+    o.max_members = 3;
+    o.max_total_bytes = 2400;
+    REQUIRE(ckpt_npz_read(&out, path.c_str(), &o) == CKPT_OK);  // limits are inclusive
+    ckpt_vars_free(out);
+    out = nullptr;
+
+    SECTION("max_members") {
+        o.max_members = 2;
+        CHECK(ckpt_npz_read(&out, path.c_str(), &o) == CKPT_EFORMAT);
+        CHECK_THAT(message(), Contains(path) && Contains("lists 3 members") && Contains("max_members"));
+    }
+    SECTION("max_total_bytes") {
+        o.max_total_bytes = 2399;
+        CHECK(ckpt_npz_restore(path.c_str(), vars.get(), &o) == CKPT_EFORMAT);
+        CHECK_THAT(message(), Contains(path) && Contains("2400 bytes") && Contains("max_total_bytes"));
+    }
+    SECTION("max_header_bytes") {
+        o.max_header_bytes = 100;  // numpy's headers here are 118 bytes after the preamble
+        CHECK(ckpt_npz_read(&out, path.c_str(), &o) == CKPT_EFORMAT);
+        CHECK_THAT(message(), Contains(path) && Contains("max_header_bytes"));
+    }
+    CHECK(out == nullptr);
+}
+
 TEST_CASE("CKPT_NPZ_OPTIONS_INIT gives the same defaults as ckpt_npz_options_init", "[capi][options]") {
     // Compiled with -Wall -Wextra -Werror: the macro must spell out every field (-Wmissing-field-initializers).
     const ckpt_npz_options m = CKPT_NPZ_OPTIONS_INIT;

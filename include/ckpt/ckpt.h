@@ -171,10 +171,14 @@ typedef struct ckpt_npz_options {
     void *progress_payload;
     /* version 2 */
     ckpt_storage *storage;     /* where files are read and written; NULL = the local filesystem (POSIX) */
+    /* version 3: limits on what reading accepts, beyond what the file's own size allows (a file over a limit is
+     * CKPT_EFORMAT, the message naming the limit). */
+    uint64_t max_members;      /* zip members per file; 0 = 16777216 */
+    uint64_t max_total_bytes;  /* array bytes per file, all arrays together; 0 = no limit */
 } ckpt_npz_options;
-#define CKPT_NPZ_OPTIONS_VERSION 2
+#define CKPT_NPZ_OPTIONS_VERSION 3
 /* Every field spelled out, so -Wmissing-field-initializers stays quiet. */
-#define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL}
+#define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, 0, 0}
 
 /* Fills *opts with the defaults of struct version `version` (pass CKPT_NPZ_OPTIONS_VERSION), writing only the
  * fields that version has. Returns CKPT_OK, CKPT_EINVAL (NULL opts, or a version this library does not know). */
