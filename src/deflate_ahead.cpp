@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <climits>
 #include <new>
+#include <system_error>
 
 namespace ckpt {
 
@@ -73,8 +74,11 @@ DeflateAhead::DeflateAhead(std::vector<std::vector<Piece>> members, int level, u
     }
     try {
         for (unsigned t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
+    } catch (const std::system_error&) {
+        // No more threads to be had: those that started share the blocks; with none, take() compresses them.
+        if (workers_.empty()) inline_ = std::make_unique<Compressor>(level_);
     } catch (...) {
-        stop();  // the workers that did start
+        stop();  // out of memory: the workers that did start must end before this object does
         throw;
     }
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include <zlib.h>
@@ -290,10 +291,13 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
         }
     };
     std::vector<std::thread> helpers;
+    helpers.reserve(threads - 1);
     try {
         for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(work);
+    } catch (const std::system_error&) {
+        // No more threads to be had: the parts are shared out as they are taken, so fewer threads still read them all.
     } catch (...) {
-        failed = true;  // could not start them all: stop the ones that did, then report
+        failed = true;  // out of memory: stop the threads that did start, then report
         for (auto& h : helpers) h.join();
         throw;
     }

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 namespace ckpt {
@@ -136,7 +137,13 @@ void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions optio
         for (const Member& m : members) zip.add_deflated(m.name, m.header.size() + m.nbytes, deflated, on_bytes(m));
     } else {
         std::unique_ptr<CrcAhead> crc_ahead;
-        if (total >= kCrcAheadMinBytes) crc_ahead = std::make_unique<CrcAhead>(all_pieces());
+        if (total >= kCrcAheadMinBytes) {
+            try {
+                crc_ahead = std::make_unique<CrcAhead>(all_pieces());
+            } catch (const std::system_error&) {
+                // No thread to be had: the CRCs are computed just before each member instead.
+            }
+        }
         for (size_t i = 0; i < members.size(); ++i) {
             std::function<uint32_t()> crc;
             if (crc_ahead) crc = [&, i] { return crc_ahead->get(i); };
