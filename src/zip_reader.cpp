@@ -7,7 +7,9 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <new>
 #include <unordered_set>
 
 namespace ckpt {
@@ -90,11 +92,26 @@ bool apply_zip64_extra(const unsigned char* extra, size_t n, Zip64Fields need, u
     return !need.size && !need.compressed && !(need.offset && offset != nullptr);
 }
 
+// zlib's allocations go through operator new like every other allocation of ckpt, so that a program (or a test)
+// that replaces operator new sees them too. zlib expects Z_NULL, not an exception, when memory runs out.
+voidpf zlib_alloc(voidpf, uInt items, uInt size) {
+    if (size != 0 && items > SIZE_MAX / size) return Z_NULL;
+    try {
+        return ::operator new(size_t{items} * size);
+    } catch (const std::bad_alloc&) {
+        return Z_NULL;
+    }
+}
+void zlib_free(voidpf, voidpf p) { ::operator delete(p); }
+
 }  // namespace
 
 std::string ZipReader::where(const Member& m) const { return fmt::format("{}: member '{}'", label_, m.name); }
 
 void ZipReader::read_exact_at(uint64_t offset, void* dst, size_t n, const char* what) const {
+    // Nothing to read (an empty central directory, a local header without name or extra) may come with a null
+    // dst — an empty vector's data() — and memcpy to null is undefined even for 0 bytes.
+    if (n == 0) return;
     if (file_.read_at(offset, dst, n) != n)
         fail(Code::format, "{}: not a valid npz (zip) file: {} at offset {} runs past the end of the file", label_, what, offset);
 }
@@ -255,7 +272,8 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
             // Without a data descriptor the local header carries the real CRC and sizes (zip64: in its extra).
             const Zip64Fields local_need{size == kMax32, compressed == kMax32, false};
             bool malformed;
-            if (!apply_zip64_extra(&variable[name_len], extra_len, local_need, size, compressed, nullptr, malformed) ||
+            if (!apply_zip64_extra(variable.data() + name_len, extra_len, local_need, size, compressed, nullptr,
+                                   malformed) ||
                 malformed)
                 fail(Code::format, "{}: bad zip entry: the local zip64 extra field is {}", here, malformed ? "malformed" : "missing");
             if (crc != m.crc || size != m.size || compressed != m.compressed)
@@ -291,6 +309,8 @@ struct ZipReader::Stream::Inflater {
     bool ended = false;
     explicit Inflater(uint64_t compressed)
         : input(static_cast<size_t>(std::max<uint64_t>(1, std::min<uint64_t>(kInflateInput, compressed)))) {
+        zs.zalloc = zlib_alloc;
+        zs.zfree = zlib_free;
         if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) throw std::bad_alloc();
     }
     ~Inflater() { inflateEnd(&zs); }
@@ -369,6 +389,7 @@ void ZipReader::Stream::finish() {
             if (inf.zs.avail_out == 0)
                 fail(Code::format, "{}: deflate data is longer than the declared {} bytes", zip_.where(m_), m_.size);
             if (rc == Z_STREAM_END) break;
+            if (rc == Z_MEM_ERROR) throw std::bad_alloc();
             if (rc != Z_OK || (inf.zs.avail_in == 0 && inf.consumed == m_.compressed))
                 fail(Code::format, "{}: deflate data is truncated or corrupt", zip_.where(m_));
         }
