@@ -99,25 +99,35 @@ std::vector<int64_t> CheckpointManager::list() {
 
 void CheckpointManager::apply_retention(int64_t just_saved) {
     if (options_.keep <= 0) return;
-    std::vector<int64_t> indices;
+    // Retention runs once the new checkpoint is durable, and is best effort: running out of memory here, like a
+    // storage error, leaves old checkpoints for the next save's retention instead of failing a save that
+    // succeeded.
     try {
-        for (const std::string& name : options_.storage->list(dir_))
-            if (auto i = checkpoint_index(name)) indices.push_back(*i);
-    } catch (const Error& e) {
-        log(warning, fmt::format("Retention could not list the checkpoints: {}", e.what()));
-        return;
-    }
-    std::sort(indices.begin(), indices.end());
-    const size_t keep = static_cast<size_t>(options_.keep);
-    for (size_t k = 0; k + keep < indices.size(); ++k) {  // all but the newest `keep`, by number
-        const int64_t i = indices[k];
-        if (i == just_saved) continue;
-        if (options_.keep_every > 0 && i % options_.keep_every == 0) continue;
+        std::vector<int64_t> indices;
         try {
-            options_.storage->remove(path(i));
+            for (const std::string& name : options_.storage->list(dir_))
+                if (auto i = checkpoint_index(name)) indices.push_back(*i);
         } catch (const Error& e) {
-            // The new checkpoint is safe; a file that could not go is retried by the next save's retention.
-            log(warning, fmt::format("Retention could not remove a checkpoint: {}", e.what()));
+            log(warning, fmt::format("Retention could not list the checkpoints: {}", e.what()));
+            return;
+        }
+        std::sort(indices.begin(), indices.end());
+        const size_t keep = static_cast<size_t>(options_.keep);
+        for (size_t k = 0; k + keep < indices.size(); ++k) {  // all but the newest `keep`, by number
+            const int64_t i = indices[k];
+            if (i == just_saved) continue;
+            if (options_.keep_every > 0 && i % options_.keep_every == 0) continue;
+            try {
+                options_.storage->remove(path(i));
+            } catch (const Error& e) {
+                // The new checkpoint is safe; a file that could not go is retried by the next save's retention.
+                log(warning, fmt::format("Retention could not remove a checkpoint: {}", e.what()));
+            }
+        }
+    } catch (const std::bad_alloc&) {
+        try {
+            log(warning, "Retention ran out of memory; the next save's retention removes what it left");
+        } catch (const std::bad_alloc&) {
         }
     }
 }

@@ -2,6 +2,7 @@
 
 #include "crc32.hpp"
 #include "error.hpp"
+#include "zlib_memory.hpp"
 
 #include <zlib.h>
 
@@ -17,21 +18,14 @@ namespace {
 constexpr size_t kDictionaryBytes = 32768;  // deflate's window
 constexpr unsigned kMaxThreads = 8;
 
-// zlib's memory through operator new, so an allocation failure is reported like any other (and tests that
-// fail allocations on purpose reach zlib's too).
-voidpf z_alloc(voidpf, uInt items, uInt size) {
-    return ::operator new(static_cast<size_t>(items) * size, std::nothrow);
-}
-void z_free(voidpf, voidpf p) { ::operator delete(p); }
-
 }  // namespace
 
 // One zlib deflate state, reset for each block rather than created for it: creating one clears some 256 KiB.
 class DeflateAhead::Compressor {
 public:
     explicit Compressor(int level) {
-        zs.zalloc = z_alloc;
-        zs.zfree = z_free;
+        zs.zalloc = zlib_alloc;
+        zs.zfree = zlib_free;
         const int rc = deflateInit2(&zs, level, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
         if (rc == Z_MEM_ERROR) throw std::bad_alloc();
         if (rc != Z_OK) fail(Code::error, "zlib deflateInit2 failed ({})", rc);

@@ -65,9 +65,10 @@ std::unique_ptr<OutputFile> MemoryStorage::create_temp(const std::string& target
     do temp = join_path(dir, temp_name_for(base_name(target)));
     while (files_.count(temp));
     auto bytes = std::make_shared<std::string>();
-    files_[temp] = bytes;
+    auto out = std::make_unique<Output>(*this, bytes);
     *temp_path = temp;
-    return std::make_unique<Output>(*this, bytes);
+    files_[temp] = std::move(bytes);  // last: when an allocation fails, no temporary is left behind
+    return out;
 }
 
 std::unique_ptr<OutputFile> MemoryStorage::open_append(const std::string& path) {

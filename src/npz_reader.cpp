@@ -110,11 +110,12 @@ void NpzReader::scan() {
              options_.max_total_bytes);
 
     // A variable name must not come from two members ("x" and "x.npy"). Sorted, not hashed: cheaper for many
-    // small members; stable, so the member reported is the later of the two in the archive.
+    // small members; equal names stay in archive order, so the member reported is the later of the two.
     std::vector<const Entry*> by_name;
     by_name.reserve(entries_.size());
     for (const Entry& e : entries_) by_name.push_back(&e);
-    std::stable_sort(by_name.begin(), by_name.end(), [](const Entry* a, const Entry* b) { return a->name < b->name; });
+    std::sort(by_name.begin(), by_name.end(),
+              [](const Entry* a, const Entry* b) { return a->name != b->name ? a->name < b->name : a < b; });
     for (size_t i = 1; i < by_name.size(); ++i)
         if (by_name[i]->name == by_name[i - 1]->name)
             fail(Code::format, "{}: variable '{}' also stored as member '{}'", where(*by_name[i]), by_name[i]->name,

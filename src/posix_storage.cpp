@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 
 namespace ckpt {
 
@@ -18,6 +19,18 @@ namespace {
 
 // Linux moves at most 0x7ffff000 bytes per read/write call; ask for no more than 1 GiB at a time.
 constexpr size_t kMaxIo = size_t{1} << 30;
+
+// Runs make() — which wraps `fd` in an owning object — and closes fd if it throws (out of memory) before an
+// object owns it; otherwise the descriptor would leak, and with it a directory lock.
+template <typename Make>
+auto owning(int fd, Make make) -> decltype(make()) {
+    try {
+        return make();
+    } catch (...) {
+        ::close(fd);
+        throw;
+    }
+}
 
 class PosixOutputFile final : public OutputFile {
 public:
@@ -111,11 +124,12 @@ public:
                      n > 0 ? fmt::format(" (pid {})", std::string(pid, static_cast<size_t>(n))) : std::string());
             fail_errno(err, fmt::format("{}: cannot lock", path));
         }
-        const std::string pid = std::to_string(::getpid());
-        if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+        char pid[32];
+        const int len = std::snprintf(pid, sizeof pid, "%ld", static_cast<long>(::getpid()));
+        if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid, static_cast<size_t>(len), 0) != len) {
             // The pid is only for messages; the lock itself is held.
         }
-        return std::make_unique<PosixDirLock>(fd);
+        return owning(fd, [&] { return std::make_unique<PosixDirLock>(fd); });
     }
 
     void make_dirs(const std::string& dir) override {
@@ -137,8 +151,15 @@ public:
             std::string temp = join_path(dir, temp_name_for(name));
             const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
             if (fd >= 0) {
-                *temp_path = temp;
-                return std::make_unique<PosixOutputFile>(fd, std::move(temp));
+                try {
+                    *temp_path = temp;
+                    return std::make_unique<PosixOutputFile>(fd, temp);
+                } catch (...) {
+                    // Out of memory before the file object owned the descriptor: nobody would remove the file.
+                    ::close(fd);
+                    ::unlink(temp.c_str());
+                    throw;
+                }
             }
             const int err = errno;
             if (err == EEXIST && attempt < 100) continue;
@@ -153,7 +174,7 @@ public:
             if (errno == ENOENT) fail(Code::not_found, "{}: directory {} does not exist", path, parent_dir(path));
             fail_errno(errno, fmt::format("{}: cannot open for appending", path));
         }
-        return std::make_unique<PosixOutputFile>(fd, path);
+        return owning(fd, [&] { return std::make_unique<PosixOutputFile>(fd, path); });
     }
 
     void rename(const std::string& from, const std::string& to) override {
@@ -182,6 +203,10 @@ public:
             if (errno == ENOENT) fail(Code::not_found, "{}: no such directory", dir);
             fail_errno(errno, fmt::format("{}: cannot list directory", dir));
         }
+        struct CloseDir {
+            void operator()(DIR* dir) const { ::closedir(dir); }
+        };
+        std::unique_ptr<DIR, CloseDir> owner(d);  // closed also when a name cannot be stored
         std::vector<std::string> names;
         errno = 0;
         while (const dirent* e = ::readdir(d)) {
@@ -195,7 +220,7 @@ public:
             if (!is_dir) names.push_back(name);
         }
         const int err = errno;
-        ::closedir(d);
+        owner.reset();
         if (err != 0) fail_errno(err, fmt::format("{}: cannot list directory", dir));
         return names;
     }
@@ -220,7 +245,7 @@ public:
             ::close(fd);
             fail(Code::invalid, "{}: not a regular file", path);
         }
-        return std::make_unique<PosixInputFile>(fd, static_cast<uint64_t>(st.st_size), path);
+        return owning(fd, [&] { return std::make_unique<PosixInputFile>(fd, static_cast<uint64_t>(st.st_size), path); });
     }
 };
 

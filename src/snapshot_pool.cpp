@@ -37,14 +37,19 @@ unsigned char* SnapshotPool::take(size_t n) {
     return static_cast<unsigned char*>(::operator new[](n, kAlignment));
 }
 
-void SnapshotPool::give_back(unsigned char* p, size_t n) {
+void SnapshotPool::give_back(unsigned char* p, size_t n) noexcept {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (free_bytes_ + n > snapshot_bytes_ * keep_) {
-        ::operator delete[](p, kAlignment);
-        return;
+    if (free_bytes_ + n <= snapshot_bytes_ * keep_) {
+        // This runs in a shared_ptr deleter, where an exception would end the process: when the pool cannot make
+        // room for the buffer, the buffer is freed instead of kept.
+        try {
+            free_.emplace(n, p);
+            free_bytes_ += n;
+            return;
+        } catch (const std::bad_alloc&) {
+        }
     }
-    free_.emplace(n, p);
-    free_bytes_ += n;
+    ::operator delete[](p, kAlignment);
 }
 
 std::shared_ptr<const VarCollection> SnapshotPool::copy(const VarCollection& vars) {

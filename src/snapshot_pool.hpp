@@ -25,7 +25,7 @@ public:
 private:
     explicit SnapshotPool(size_t keep) : keep_(keep) {}
     unsigned char* take(size_t n);
-    void give_back(unsigned char* p, size_t n);
+    void give_back(unsigned char* p, size_t n) noexcept;
 
     const size_t keep_;
     std::mutex mutex_;

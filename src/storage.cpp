@@ -50,6 +50,8 @@ bool is_temp_name(const std::string& name) {
 void write_atomically(Storage& storage, const std::string& path, const std::function<void(OutputFile&)>& body) {
     if (base_name(path).empty()) fail(Code::invalid, "{}: not a file path", path);
     try {
+        // Allocated up front: once the rename is done, running out of memory must not fail the save.
+        const std::string dir = parent_dir(path);
         std::string temp;
         std::unique_ptr<OutputFile> file = storage.create_temp(path, &temp);
         try {
@@ -70,7 +72,7 @@ void write_atomically(Storage& storage, const std::string& path, const std::func
         }
         // Renamed but not yet durable: the directory entry needs its own sync. If that fails the new file may or
         // may not survive a crash, so the save is reported as failed.
-        storage.sync_dir(parent_dir(path));
+        storage.sync_dir(dir);
     } catch (const Error& e) {
         rethrow_naming(e, path);  // a failure on the temporary names the checkpoint it was for
     }

@@ -6,7 +6,13 @@ namespace ckpt {
 
 Writer::Writer(Kind kind, size_t queue_depth, std::shared_ptr<Storage> storage)
     : kind_(kind), depth_(kind == Kind::thread || queue_depth == 0 ? 1 : queue_depth), storage_(std::move(storage)) {
-    if (kind_ != Kind::simple) thread_ = std::thread([this] { worker(); });
+    if (kind_ == Kind::simple) return;
+    try {
+        thread_ = std::thread([this] { worker(); });
+    } catch (const std::system_error& e) {
+        // Out of threads or of memory for a stack (EAGAIN): say what could not be done, not just strerror.
+        fail(Code::error, "cannot start the background writer thread: {}", e.what());
+    }
 }
 
 Writer::~Writer() {
@@ -35,21 +41,22 @@ void Writer::run(const Task& task) {
 
 void Writer::throw_unreported(std::unique_lock<std::mutex>& lock) {
     if (unreported_.empty()) return;
-    std::vector<std::exception_ptr> errors;
-    errors.swap(unreported_);
+    // Taken without allocating, and clear() keeps the capacity the worker relies on (see submit).
+    const std::exception_ptr first_error = unreported_.front(), last_error = unreported_.back();
+    const size_t more = unreported_.size() - 1;
+    unreported_.clear();
     lock.unlock();
-    if (errors.size() == 1) std::rethrow_exception(errors.front());
+    if (more == 0) std::rethrow_exception(first_error);
     // Several saves failed before anyone asked: report the first with its code, and say how many more.
     try {
-        std::rethrow_exception(errors.front());
+        std::rethrow_exception(first_error);
     } catch (const Error& first) {
         std::string last;
         try {
-            std::rethrow_exception(errors.back());
+            std::rethrow_exception(last_error);
         } catch (const std::exception& e) {
             last = e.what();
         }
-        const size_t more = errors.size() - 1;
         throw Error(first.code(), fmt::format("{} (and {} later background save{} failed too; the last: {})",
                                               first.what(), more, more == 1 ? "" : "s", last));
     }
@@ -66,6 +73,9 @@ void Writer::submit(const std::string& path, Body body, bool append, std::functi
     }
     changed_.wait(lock, [&] { return in_flight_ < depth_; });
     throw_unreported(lock);
+    // Room for this save's error now, in the caller's thread: the worker must record a failure without
+    // allocating, since running out of memory there would have nowhere to go but std::terminate.
+    unreported_.reserve(unreported_.size() + in_flight_ + 1);
     queue_.push_back(Task{path, std::move(body), append, std::move(after)});
     ++in_flight_;
     changed_.notify_all();

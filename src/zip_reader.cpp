@@ -4,10 +4,12 @@
 #include "error.hpp"
 #include "zip_format.hpp"
 #include "utf8.hpp"
+#include "zlib_memory.hpp"
 
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace ckpt {
@@ -98,6 +100,9 @@ bool apply_zip64_extra(const unsigned char* extra, size_t n, Zip64Fields need, u
 std::string ZipReader::where(const Member& m) const { return fmt::format("{}: member '{}'", label_, m.name); }
 
 void ZipReader::read_exact_at(uint64_t offset, void* dst, size_t n, const char* what) const {
+    // Nothing to read (an empty central directory, a local header without name or extra) may come with a null
+    // dst — an empty vector's data() — and memcpy to null is undefined even for 0 bytes.
+    if (n == 0) return;
     if (file_.read_at(offset, dst, n) != n)
         fail(Code::format, "{}: not a valid npz (zip) file: {} at offset {} runs past the end of the file", label_, what, offset);
 }
@@ -223,12 +228,13 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
         members_.push_back(std::move(m));
     }
     if (c.pos() != cd.size()) fail(Code::format, "{}: not a valid npz (zip) file: {} stray bytes after the central directory", label_, cd.size() - c.pos());
-    // Names must be unique (sorting is cheaper than hashing thousands of names; stable, so of two equal names the
-    // one reported is the later in the directory).
+    // Names must be unique (sorting is cheaper than hashing thousands of names; equal names stay in directory
+    // order, so the one reported is the later of the two).
     std::vector<const Member*> by_name;
     by_name.reserve(members_.size());
     for (const Member& m : members_) by_name.push_back(&m);
-    std::stable_sort(by_name.begin(), by_name.end(), [](const Member* a, const Member* b) { return a->name < b->name; });
+    std::sort(by_name.begin(), by_name.end(),
+              [](const Member* a, const Member* b) { return a->name != b->name ? a->name < b->name : a < b; });
     for (size_t i = 1; i < by_name.size(); ++i)
         if (by_name[i]->name == by_name[i - 1]->name)
             fail(Code::format, "{}: bad zip entry: duplicate member name", where(*by_name[i]));
@@ -267,9 +273,9 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
         const size_t variable_len = size_t{name_len} + extra_len;
         if (kLocalHeaderBytes + variable_len > want) {  // an unusually long extra field: read it on its own
             lh.resize(kLocalHeaderBytes + variable_len);
-            read_exact_at(variable_at, &lh[kLocalHeaderBytes], variable_len, "a local header");
+            read_exact_at(variable_at, lh.data() + kLocalHeaderBytes, variable_len, "a local header");
         }
-        const unsigned char* variable = &lh[kLocalHeaderBytes];
+        const unsigned char* variable = lh.data() + kLocalHeaderBytes;
         if (name_len != m.name.size() || std::memcmp(variable, m.name.data(), name_len) != 0)
             fail(Code::format, "{}: bad zip entry: its local header names it differently (inconsistent headers)", here());
         if (method != m.method || ((flags ^ m.flags) & (kFlagDataDescriptor | kFlagEncrypted)) != 0)
@@ -319,6 +325,8 @@ struct ZipReader::Stream::Inflater {
     bool ended = false;
     explicit Inflater(uint64_t compressed)
         : input(static_cast<size_t>(std::max<uint64_t>(1, std::min<uint64_t>(kInflateInput, compressed)))) {
+        zs.zalloc = zlib_alloc;
+        zs.zfree = zlib_free;
         if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) throw std::bad_alloc();
     }
     ~Inflater() { inflateEnd(&zs); }
@@ -429,6 +437,7 @@ void ZipReader::Stream::finish() {
             if (inf.zs.avail_out == 0)
                 fail(Code::format, "{}: deflate data is longer than the declared {} bytes", zip_.where(m_), m_.size);
             if (rc == Z_STREAM_END) break;
+            if (rc == Z_MEM_ERROR) throw std::bad_alloc();
             if (rc != Z_OK || (inf.zs.avail_in == 0 && inf.consumed == m_.compressed))
                 fail(Code::format, "{}: deflate data is truncated or corrupt", zip_.where(m_));
         }

@@ -1,0 +1,173 @@
+#!/usr/bin/python3
+"""One workload of bench/run, numpy's side (Debian's /usr/bin/python3 and its numpy).
+
+Usage: bench_numpy.py NAME MIB ARRAYS [--dir D] [--runs N] [--deflate] [--no-cold]
+
+Measures, on the same data as bench_npz.c:
+  save    np.savez (np.savez_compressed with --deflate) into an open file, then fsync, rename and a directory
+          fsync: the durability ckpt_npz_save gives;
+  restore np.load into the existing arrays (`dst[...] = z[name]`), numpy's fastest way to refill arrays it
+          already has; from a warm page cache and, unless --no-cold, from a cold one.
+Prints one "result key=value ..." line per measure (medians of N runs after a warm-up), as bench_npz does.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+U64 = np.uint64
+
+
+def fill(dst, first):
+    """The bench data, bit for bit as fill() in bench_npz.c (element k of the state, arrays in order).
+
+    Works in slices so that the 64-bit temporaries stay small even for a 3 GiB array."""
+    bits = dst.view(np.uint32)
+    step = 1 << 21
+    for lo in range(0, bits.size, step):
+        hi = min(lo + step, bits.size)
+        h = np.arange(first + lo + 1, first + hi + 1, dtype=np.uint64) * U64(0x9E3779B97F4A7C15)
+        h ^= h >> U64(32)
+        h *= U64(0xD6E8FEB86659FD93)
+        h ^= h >> U64(32)
+        exponent = U64(118) + ((h >> U64(56)) & U64(3)) + ((h >> U64(58)) & U64(3))
+        bits[lo:hi] = ((h >> U64(32)) & U64(0x80000000)) | (exponent << U64(23)) | (h & U64(0x7FFF80))
+
+
+def sum_words(arrays):
+    """The sum of the state's 32-bit words modulo 2**64, as bench_npz prints it."""
+    return sum(int(a.view(np.uint32).sum(dtype=np.uint64)) for a in arrays.values()) % 2**64
+
+
+def status_kib(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return -1
+
+
+def peak_reset():
+    """Resets the peak RSS (VmHWM) to the current RSS; False where the kernel cannot."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def evict(path):
+    """Drops the (clean, fsynced) file from the page cache, so the next read comes from the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def save(path, directory, arrays, compressed):
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        (np.savez_compressed if compressed else np.savez)(f, **arrays)
+        f.flush()
+        os.fsync(f.fileno())
+    os.rename(tmp, path)
+    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def load_into(path, arrays):
+    with np.load(path) as z:
+        for name, dst in arrays.items():
+            dst[...] = z[name]
+
+
+class Measure:
+    """Median time, median CPU/wall and highest peak RSS above the state over the runs of one operation.
+
+    The peak is the process's highest RSS during the operation minus its RSS once the state was built, so memory
+    an earlier operation left resident (numpy's temporaries kept by malloc) counts too."""
+    state_kib = -1
+
+    def __init__(self, op, what, cache, path):
+        self.op, self.what, self.cache, self.path = op, what, cache, path
+        self.seconds, self.cores, self.rss_above = [], [], -1
+
+    def run(self, fn, warmup):
+        if self.cache == "cold":
+            evict(self.path)
+        reset_ok = peak_reset()
+        c0, t0 = time.process_time(), time.perf_counter()
+        fn()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        above = -1
+        if reset_ok and Measure.state_kib >= 0:
+            above = (status_kib("VmHWM") - Measure.state_kib) * 1024
+        if not warmup:
+            self.seconds.append(wall)
+            self.cores.append(cpu / wall)
+            self.rss_above = max(self.rss_above, above)
+
+    def report(self, name, arrays):
+        state = sum(a.nbytes for a in arrays.values())
+        print(f'result workload={name} op={self.op} who=numpy what="{self.what}" cache={self.cache} '
+              f"seconds={statistics.median(self.seconds):.6f} cores={statistics.median(self.cores):.2f} "
+              f"rss_above={self.rss_above} state_bytes={state} file_bytes={os.path.getsize(self.path)} "
+              f"arrays={len(arrays)} runs={len(self.seconds)}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("name")
+    p.add_argument("mib", type=int)
+    p.add_argument("count", type=int)
+    p.add_argument("--dir", default="/tmp")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--deflate", action="store_true")
+    p.add_argument("--no-cold", action="store_true")
+    a = p.parse_args()
+
+    n = a.mib * 1024 * 1024 // a.count // 4
+    arrays = {}
+    for i in range(a.count):
+        arrays[f"layer{i:04d}/w"] = np.empty(n, dtype=np.float32)
+        fill(arrays[f"layer{i:04d}/w"], i * n)
+    checksum = sum_words(arrays)
+    Measure.state_kib = status_kib("VmRSS")
+    # bench/run compares this with bench_npz's: both sides must measure the same bytes.
+    print(f"data workload={a.name} checksum={checksum}", flush=True)
+
+    path = os.path.join(a.dir, f"{a.name}-numpy.npz")
+    saving = Measure("save", f"np.{'savez_compressed' if a.deflate else 'savez'} + fsync + rename + dir fsync",
+                     "-", path)
+    caches = ["warm"] if a.no_cold else ["warm", "cold"]
+    loads = [Measure("restore", "np.load into the existing arrays", c, path) for c in caches]
+    for r in range(-1, a.runs):
+        print(f"  {a.name}: numpy, {'warm-up' if r < 0 else 'run'}", file=sys.stderr, flush=True)
+        saving.run(lambda: save(path, a.dir, arrays, a.deflate), r < 0)
+        if r < 0:
+            # Loads refill the arrays with what they hold; check once that they really do.
+            for v in arrays.values():
+                v[...] = 0
+            load_into(path, arrays)
+            if sum_words(arrays) != checksum:
+                sys.exit(f"{path}: np.load did not restore the arrays")
+        for m in loads:
+            m.run(lambda: load_into(path, arrays), r < 0)
+
+    saving.report(a.name, arrays)
+    for m in loads:
+        m.report(a.name, arrays)
+    os.unlink(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+#!/usr/bin/python3
+"""Turns the "result ..." lines of bench_npz and bench_numpy.py into one markdown table per workload, checks the
+goals of the performance work against them (informational: never an exit status), and optionally writes it all
+into docs/performance.md between the bench/run markers.
+
+Usage: report.py RESULTS WRITERS META [--doc FILE]
+  RESULTS  "workload ..." lines from bench/run and the "result ..." lines of both benchmarks
+  WRITERS  the output of bench_writers (its table is quoted as it is)
+  META     markdown lines saying when, how and where it ran
+"""
+import argparse
+import re
+import shlex
+import sys
+
+BEGIN, END = "<!-- bench/run: begin -->", "<!-- bench/run: end -->"
+MIB = 1024 * 1024
+LIMIT = 64 * MIB  # the RSS goals: at most this much above the state
+
+
+def parse(path):
+    workloads, results = {}, []
+    with open(path) as f:
+        for line in f:
+            kind, _, rest = line.strip().partition(" ")
+            if kind not in ("workload", "result"):
+                continue
+            fields = dict(kv.split("=", 1) for kv in shlex.split(rest))
+            if kind == "workload":
+                workloads[fields["name"]] = fields["title"]
+            else:
+                results.append(fields)
+    return workloads, results
+
+
+def fmt_ratio(x):
+    return f"{x:.2f}" if x is not None else ""
+
+
+def fmt_rss(b):
+    return "n/a" if b < 0 else f"{b / MIB:.0f} MiB"
+
+
+class Workload:
+    def __init__(self, name, title, rows):
+        self.name, self.title, self.rows = name, title, rows
+
+    def find(self, op, who, cache="-", what=None):
+        for r in self.rows:
+            if r["op"] == op and r["who"] == who and r["cache"] == cache and (what is None or what in r["what"]):
+                return r
+        return None
+
+    def ratio(self, row, other):
+        """How many times faster row is than other (a throughput ratio); None if either is missing."""
+        if row is None or other is None:
+            return None
+        return float(other["seconds"]) / float(row["seconds"])
+
+    def table(self):
+        out = [f"### {self.name}: {self.title}", "",
+               "| operation | implementation | seconds | MiB/s | x numpy | x raw | CPU/wall | peak RSS above state |",
+               "|---|---|---|---|---|---|---|---|"]
+        sections = [("save", "-", "save")] + [("restore", c, f"restore, {c} page cache")
+                                                for c in ("warm", "cold") if self.find("restore", "raw", c)]
+        for op, cache, label in sections:
+            numpy, raw = self.find(op, "numpy", cache), self.find(op, "raw", cache)
+            order = {"ckpt": 0, "numpy": 1, "raw": 2}
+            for r in sorted((x for x in self.rows if x["op"] == op and x["cache"] == cache),
+                            key=lambda x: order[x["who"]]):
+                s = float(r["seconds"])
+                mibs = int(r["state_bytes"]) / MIB / s
+                out.append(f"| {label} | {r['what']} | {s:.3f} | {mibs:.0f} | {fmt_ratio(self.ratio(r, numpy))} | "
+                           f"{fmt_ratio(self.ratio(r, raw))} | {float(r['cores']):.2f} | "
+                           f"{fmt_rss(int(r['rss_above']))} |")
+        files = [f"{r['what'].split(' (')[0].split(' +')[0]}{self.level(r)}: {int(r['file_bytes']) / MIB:.0f} MiB "
+                 f"({int(r['file_bytes']) / int(r['state_bytes']):.0%})"
+                 for r in self.rows if r["op"] == "save" and r["who"] != "raw"]
+        out += ["", f"File sizes: {'; '.join(files)}.", ""]
+        return out
+
+    @staticmethod
+    def level(r):
+        m = re.search(r"level \d", r["what"])
+        return f" {m.group(0)}" if m else ""
+
+
+def goal(ok, text):
+    if ok is None:
+        return f"- not measured: {text}"
+    return f"- {'met' if ok else '**not met**'}: {text}"
+
+
+def at_least(x, limit):
+    return None if x is None else x >= limit
+
+
+def goals(wl, writers_text):
+    out = ["### Goals (issue 5; informational)", ""]
+
+    def speed(w, what, op, other, cache, limit):
+        row, base = w.find(op, "ckpt", cache), w.find(op, other, cache)
+        x = w.ratio(row, base)
+        shown = f"{x:.2f}x" if x is not None else "?"
+        where = f" ({cache} cache)" if cache != "-" else ""
+        return goal(at_least(x, limit), f"{w.name} {what}{where} >= {limit}x {other}: {shown}")
+
+    caches = ("warm", "cold")
+    limits = {"W1": (("raw", 0.8), ("numpy", 1.0)), "W2": (("numpy", 10), ("raw", 0.5)), "W4": (("raw", 0.8),)}
+    for name in sorted(wl):
+        w = wl[name]
+        if name == "W3":
+            numpy = w.find("save", "numpy")
+            for r in [x for x in w.rows if x["op"] == "save" and x["who"] == "ckpt"]:
+                x = w.ratio(r, numpy)
+                shown = f"{x:.2f}x" if x is not None else "?"
+                out.append(goal(at_least(x, 2), f"W3 {r['what']} >= 2x np.savez_compressed (zlib's default, "
+                                                f"level 6): {shown}"))
+                out.append(goal(float(r["cores"]) >= 1.5,
+                                f"W3 {r['what']} keeps both cores busy (CPU/wall >= 1.5): {float(r['cores']):.2f}"))
+        else:
+            for other, limit in limits.get(name, ()):
+                # W2's save goal against numpy is 3x; its restore goal 10x.
+                out.append(speed(w, "save", "save", other, "-", 3 if (name, other) == ("W2", "numpy") else limit))
+                out += [speed(w, "restore", "restore", other, c, limit) for c in caches if w.find("restore", other, c)]
+        peaks = [(r, int(r["rss_above"])) for r in w.rows if r["who"] == "ckpt"]
+        listed = ", ".join(f"{r['op']}{'' if r['cache'] == '-' else ' ' + r['cache']}{Workload.level(r)} "
+                           f"{fmt_rss(b)}" for r, b in peaks)
+        out.append(goal(None if any(b < 0 for _, b in peaks) else all(b <= LIMIT for _, b in peaks),
+                        f"{name} peak RSS <= 64 MiB above the state: {listed}"))
+    m = re.search(r"caller blocked \|[^|]*\|[^|]*\| ([0-9.]+) x memcpy", writers_text)
+    out.append(goal(None if not m else float(m.group(1)) <= 1.5,
+                    f"background save blocks the caller <= 1.5x a memcpy of the state: "
+                    f"{m.group(1) + 'x' if m else '?'}"))
+    return out + [""]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("results")
+    p.add_argument("writers")
+    p.add_argument("meta")
+    p.add_argument("--doc")
+    a = p.parse_args()
+
+    titles, results = parse(a.results)
+    wl = {name: Workload(name, title, [r for r in results if r["workload"] == name]) for name, title in titles.items()}
+    with open(a.writers) as f:
+        writers = f.read()
+    with open(a.meta) as f:
+        meta = f.read().rstrip("\n")
+
+    lines = [meta, ""]
+    for w in wl.values():
+        lines += w.table()
+    lines += goals(wl, writers)
+    lines += ["### Background and synchronous save (bench_writers)", ""]
+    lines += [l for l in writers.splitlines() if l.strip()] + [""]
+    text = "\n".join(lines)
+    print(text)
+
+    if a.doc:
+        with open(a.doc) as f:
+            doc = f.read()
+        block = f"{BEGIN}\n{text}\n{END}"
+        if BEGIN in doc and END in doc:
+            doc = doc[:doc.index(BEGIN)] + block + doc[doc.index(END) + len(END):]
+        else:
+            doc = (doc.rstrip("\n") + "\n\n## Side by side with numpy and raw I/O (bench/run)\n\n"
+                   "Reproduce with `bench/run` (`bench/run --help` for the options); it rewrites what lies between "
+                   "the two markers below.\n\n" + block + "\n")
+        with open(a.doc, "w") as f:
+            f.write(doc)
+        print(f"wrote {a.doc}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
