@@ -66,9 +66,12 @@ void NpzReader::scan() {
         const size_t got = in.read(preamble, sizeof preamble);
         try {
             const size_t data_offset = npy_data_offset(preamble, got, e.size, options_.max_header_bytes);
+            // A version 1.0 header of length 0 or 1 ends inside the preamble bytes already read (the parse below
+            // then rejects it): copy only what belongs to the header, read only what is missing.
+            const size_t have = std::min(got, data_offset);
             std::string header(data_offset, '\0');
-            std::copy(preamble, preamble + got, header.begin());
-            in.read_exact(&header[got], data_offset - got);
+            std::copy(preamble, preamble + have, header.begin());
+            in.read_exact(&header[have], data_offset - have);
             e.header = parse_npy_header(header.data(), data_offset, options_.max_header_bytes);
         } catch (const Error& err) {
             rethrow_naming(err, here);  // npy messages say what is wrong; this says where
