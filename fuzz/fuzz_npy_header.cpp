@@ -1,0 +1,60 @@
+// Fuzzes the npy codec on arbitrary bytes taken as one .npy member: the preamble and header parser, and — when
+// the bytes after the header hold the array — the byte-order and Fortran-order conversions a read applies.
+// ckpt::Error is the expected answer to bad input; any other exception, a crash, UB or a leak is a bug.
+#include "error.hpp"
+#include "fuzz_support.hpp"
+#include "npy.hpp"
+
+#include <cstring>
+#include <optional>
+#include <vector>
+
+namespace {
+
+// A header the parser accepted must survive ckpt's own formatting: format_npy_header of the same dtype, itemsize
+// and shape parses back to exactly those (C order, native byte order).
+void check_reformat(const ckpt::NpyHeader& h) {
+    const std::string again = ckpt::format_npy_header(h.dtype, h.itemsize, h.shape);
+    const size_t offset = ckpt::npy_data_offset(again.data(), again.size(), again.size(), ckpt::kDefaultMaxHeaderBytes);
+    FUZZ_CHECK(offset == again.size());
+    FUZZ_CHECK(offset % 64 == 0);
+    const ckpt::NpyHeader r = ckpt::parse_npy_header(again.data(), offset, ckpt::kDefaultMaxHeaderBytes);
+    FUZZ_CHECK(r.dtype == h.dtype && r.itemsize == h.itemsize && r.shape == h.shape);
+    FUZZ_CHECK(!r.fortran_order && !r.byteswap && r.nbytes == h.nbytes);
+}
+
+// Runs the conversions NpzReader::read_into applies, on the data that follows the header.
+void convert(const ckpt::NpyHeader& h, const uint8_t* data, size_t size) {
+    if (h.nbytes > size - h.data_offset || h.nbytes > ckpt_fuzz::kMaxArrayBytes) return;
+    std::vector<unsigned char> out(h.nbytes);
+    if (h.fortran_order && h.shape.size() > 1 && h.nbytes > 0) {
+        ckpt::fortran_to_c_order(data + h.data_offset, out.data(), h.shape, h.itemsize);
+    } else if (h.nbytes > 0) {
+        std::memcpy(out.data(), data + h.data_offset, h.nbytes);
+    }
+    if (h.byteswap) ckpt::byteswap_in_place(h.dtype, out.data(), out.size());
+}
+
+// The parsed header, or nothing when the codec rejected the bytes with ckpt::Error (as it should bad input).
+std::optional<ckpt::NpyHeader> parse(const uint8_t* data, size_t size) {
+    try {
+        const size_t offset = ckpt::npy_data_offset(data, size, size, ckpt::kDefaultMaxHeaderBytes);
+        FUZZ_CHECK(offset <= size);
+        return ckpt::parse_npy_header(data, offset, ckpt::kDefaultMaxHeaderBytes);
+    } catch (const ckpt::Error&) {
+        return std::nullopt;
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    const std::optional<ckpt::NpyHeader> h = parse(data, size);
+    if (!h) return 0;
+    FUZZ_CHECK(h->data_offset <= size);
+    FUZZ_CHECK(h->itemsize > 0 && h->shape.size() <= ckpt::kMaxDims);
+    // Past a successful parse nothing may throw: an escaping exception ends the run as a crash.
+    check_reformat(*h);
+    convert(*h, data, size);
+    return 0;
+}

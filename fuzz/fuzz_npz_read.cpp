@@ -1,0 +1,92 @@
+// Fuzzes the npz reader over bytes in memory, as ckpt_npz_read_memory uses it: opening (zip directory, every npy
+// header, objax layout detection), reading everything at once, and the lazy path that reads entries one by one
+// into the caller's buffers. ckpt::Error is the expected answer to bad input; any other exception, a crash, UB
+// or a leak is a bug. The ways of reading must also agree with each other.
+#include "error.hpp"
+#include "fuzz_support.hpp"
+#include "memory_storage.hpp"
+#include "npz_reader.hpp"
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace {
+
+std::optional<ckpt::NpzReader> open(const uint8_t* data, size_t size, ckpt::Layout layout) {
+    ckpt::NpzReadOptions options;
+    options.layout = layout;
+    try {
+        return ckpt::NpzReader(std::make_unique<ckpt::BytesInput>(data, size), "<memory>", options);
+    } catch (const ckpt::Error&) {
+        return std::nullopt;
+    }
+}
+
+// The lazy path: every entry read on its own into a buffer of the size its header declares. A failed entry
+// (corrupt data, CRC) must leave the reader able to read the others. Returns the entries' bytes, nullopt for
+// those that failed.
+std::vector<std::optional<std::vector<unsigned char>>> read_each(ckpt::NpzReader& reader) {
+    std::vector<std::optional<std::vector<unsigned char>>> out(reader.size());
+    for (size_t i = 0; i < reader.size(); ++i) {
+        std::vector<unsigned char> buf(reader.entry(i).header.nbytes);
+        try {
+            reader.read_into(i, buf.data());
+            out[i] = std::move(buf);
+        } catch (const ckpt::Error&) {
+        }
+    }
+    return out;
+}
+
+bool same_entry(const ckpt::NpzReader::Entry& a, const ckpt::NpzReader::Entry& b) {
+    return a.name == b.name && a.member == b.member && a.header.dtype == b.header.dtype &&
+           a.header.itemsize == b.header.itemsize && a.header.shape == b.header.shape &&
+           a.header.nbytes == b.header.nbytes;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    std::optional<ckpt::NpzReader> reader = open(data, size, ckpt::Layout::automatic);
+    if (!reader) return 0;
+
+    // Reading as plain never depends on the objax names table, so it must open whatever opened automatically;
+    // if detection chose objax (one entry fewer: 'names'), forcing objax must give the same entries.
+    std::optional<ckpt::NpzReader> plain = open(data, size, ckpt::Layout::plain);
+    FUZZ_CHECK(plain.has_value());
+    FUZZ_CHECK(plain->size() == reader->size() || plain->size() == reader->size() + 1);
+    if (plain->size() != reader->size()) {
+        std::optional<ckpt::NpzReader> objax = open(data, size, ckpt::Layout::objax);
+        FUZZ_CHECK(objax.has_value() && objax->size() == reader->size());
+        for (size_t i = 0; i < reader->size(); ++i) FUZZ_CHECK(same_entry(objax->entry(i), reader->entry(i)));
+    }
+
+    for (size_t i = 0; i < reader->size(); ++i) {
+        const ckpt::NpyHeader& h = reader->entry(i).header;
+        FUZZ_CHECK(h.data_offset + h.nbytes == reader->entry(i).size);
+    }
+    if (ckpt_fuzz::declared_array_bytes(*reader) > ckpt_fuzz::kMaxArrayBytes) return 0;
+
+    std::optional<ckpt::VarCollection> all;
+    try {
+        all = reader->read_all();
+    } catch (const ckpt::Error&) {
+    }
+    const auto each = read_each(*reader);
+
+    // When everything reads at once, each entry reads on its own too, to the same bytes.
+    if (all) {
+        FUZZ_CHECK(all->size() == reader->size());
+        for (size_t i = 0; i < all->size(); ++i) {
+            const ckpt::Array& a = all->array(i);
+            const ckpt::NpzReader::Entry& e = reader->entry(i);
+            FUZZ_CHECK(all->name(i) == e.name);
+            FUZZ_CHECK(a.dtype() == e.header.dtype && a.itemsize() == e.header.itemsize && a.shape() == e.header.shape);
+            FUZZ_CHECK(each[i].has_value() && each[i]->size() == a.nbytes());
+            FUZZ_CHECK(a.nbytes() == 0 || std::memcmp(each[i]->data(), a.data(), a.nbytes()) == 0);
+        }
+    }
+    return 0;
+}

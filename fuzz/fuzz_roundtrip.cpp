@@ -1,0 +1,84 @@
+// Fuzzes decode -> encode -> decode: whatever ckpt reads, it must write (stored and deflated, in the plain and
+// the objax layout) so that reading it back gives the same names, dtypes, shapes and bytes; and writing what it
+// read back must reproduce the same file, byte for byte (the writer is deterministic). A mismatch traps.
+#include "error.hpp"
+#include "fuzz_support.hpp"
+#include "memory_storage.hpp"
+#include "npz_reader.hpp"
+#include "npz_writer.hpp"
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace {
+
+class StringOutput final : public ckpt::OutputFile {
+public:
+    void write(const void* data, size_t n) override { bytes.append(static_cast<const char*>(data), n); }
+    void sync() override {}
+    void close() override {}
+    std::string bytes;
+};
+
+std::optional<ckpt::VarCollection> decode(const void* data, size_t size) {
+    try {
+        ckpt::NpzReader reader(std::make_unique<ckpt::BytesInput>(data, size), "<memory>", {});
+        if (ckpt_fuzz::declared_array_bytes(reader) > ckpt_fuzz::kMaxArrayBytes) return std::nullopt;
+        return reader.read_all();
+    } catch (const ckpt::Error&) {
+        return std::nullopt;
+    }
+}
+
+// Whether `layout` can hold these names: a zip member name has at most 65535 bytes, and objax's names table
+// (longest name times count, in UTF-32) must stay within the work bound.
+bool writable(const ckpt::VarCollection& vars, ckpt::Layout layout) {
+    size_t longest = 0;
+    for (size_t i = 0; i < vars.size(); ++i) longest = std::max(longest, vars.name(i).size());
+    if (layout == ckpt::Layout::plain) return longest + 4 <= 0xFFFF;
+    return uint64_t{4} * longest * vars.size() <= ckpt_fuzz::kMaxArrayBytes;
+}
+
+std::string encode(const ckpt::VarCollection& vars, ckpt::Layout layout, bool deflate) {
+    ckpt::NpzWriteOptions options;
+    options.layout = layout;
+    options.deflate = deflate;
+    StringOutput out;
+    ckpt::write_npz(out, vars, options);
+    return std::move(out.bytes);
+}
+
+void check_same(const ckpt::VarCollection& a, const ckpt::VarCollection& b) {
+    FUZZ_CHECK(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+        const ckpt::Array& x = a.array(i);
+        const ckpt::Array& y = b.array(i);
+        FUZZ_CHECK(a.name(i) == b.name(i));
+        FUZZ_CHECK(x.dtype() == y.dtype() && x.itemsize() == y.itemsize() && x.shape() == y.shape());
+        FUZZ_CHECK(x.nbytes() == y.nbytes());
+        FUZZ_CHECK(x.nbytes() == 0 || std::memcmp(x.data(), y.data(), x.nbytes()) == 0);
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    const std::optional<ckpt::VarCollection> vars = decode(data, size);
+    if (!vars) return 0;
+    // From here on nothing may fail: an exception escaping ends the run as a crash.
+    for (const ckpt::Layout layout : {ckpt::Layout::plain, ckpt::Layout::objax}) {
+        if (!writable(*vars, layout)) continue;
+        for (const bool deflate : {false, true}) {
+            const std::string file = encode(*vars, layout, deflate);
+            ckpt::NpzReadOptions options;
+            options.layout = layout;  // a plain file may also look like objax's; read it as it was written
+            ckpt::NpzReader reader(std::make_unique<ckpt::BytesInput>(file.data(), file.size()), "<memory>", options);
+            const ckpt::VarCollection back = reader.read_all();
+            check_same(*vars, back);
+            FUZZ_CHECK(encode(back, layout, deflate) == file);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,98 @@
+// Writes a few small archives with ckpt's own writer, for the fuzzers' seed corpus: every dtype, 0-d, empty and
+// multi-dimensional arrays, unicode and non-ASCII names, in the plain and objax layouts, stored and deflated.
+// Usage: make_seeds OUT_DIR
+#include "npz_writer.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+class StringOutput final : public ckpt::OutputFile {
+public:
+    void write(const void* data, size_t n) override { bytes.append(static_cast<const char*>(data), n); }
+    void sync() override {}
+    void close() override {}
+    std::string bytes;
+};
+
+// An owned array whose bytes count up from `seed`, so members differ and deflate has something to find.
+ckpt::Array counting(ckpt::DType dtype, size_t itemsize, std::vector<int64_t> shape, unsigned seed) {
+    ckpt::Array a = ckpt::Array::allocate(dtype, itemsize, std::move(shape), true);
+    auto* p = static_cast<unsigned char*>(a.data());
+    for (size_t i = 0; i < a.nbytes(); ++i) p[i] = static_cast<unsigned char>(seed + i * 7);
+    if (dtype == ckpt::DType::bool_)
+        for (size_t i = 0; i < a.nbytes(); ++i) p[i] &= 1;
+    if (dtype == ckpt::DType::unicode)  // keep every UTF-32 unit a valid code point
+        for (size_t i = 0; i < a.nbytes(); i += 4) p[i + 1] = p[i + 2] = p[i + 3] = 0;
+    return a;
+}
+
+ckpt::VarCollection every_dtype() {
+    using ckpt::DType;
+    ckpt::VarCollection vars;
+    unsigned seed = 1;
+    for (uint32_t v = 1; ckpt::is_dtype(v); ++v) {
+        const auto d = static_cast<DType>(v);
+        const size_t itemsize = d == DType::unicode ? 12 : d == DType::bytes ? 5 : ckpt::numeric_size(d);
+        vars.add(std::string(ckpt::dtype_name(d)), counting(d, itemsize, {2, 3}, seed++));
+    }
+    return vars;
+}
+
+ckpt::VarCollection shapes() {
+    using ckpt::DType;
+    ckpt::VarCollection vars;
+    vars.add("scalar", counting(DType::float64, 8, {}, 3));
+    vars.add("empty", counting(DType::float32, 4, {0}, 4));
+    vars.add("empty_2d", counting(DType::int32, 4, {3, 0}, 5));
+    vars.add("cube", counting(DType::int16, 2, {2, 3, 4}, 6));
+    vars.add("many_dims", counting(DType::uint8, 1, std::vector<int64_t>(10, 1), 7));
+    vars.add("layer/weight", counting(DType::float32, 4, {4, 4}, 8));
+    vars.add("\xc3\xa9t\xc3\xa9_\xe2\x88\x82", counting(DType::float16, 2, {5}, 9));  // "été_∂"
+    return vars;
+}
+
+bool write_file(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return static_cast<bool>(out.flush());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
+        return 2;
+    }
+    const std::string dir = argv[1];
+    const struct {
+        const char* name;
+        ckpt::VarCollection vars;
+    } sets[] = {{"dtypes", every_dtype()}, {"shapes", shapes()}, {"empty", ckpt::VarCollection()}};
+    int written = 0;
+    for (const auto& set : sets) {
+        for (const ckpt::Layout layout : {ckpt::Layout::plain, ckpt::Layout::objax}) {
+            for (const bool deflate : {false, true}) {
+                ckpt::NpzWriteOptions options;
+                options.layout = layout;
+                options.deflate = deflate;
+                StringOutput out;
+                ckpt::write_npz(out, set.vars, options);
+                const std::string path = dir + "/ckpt_" + set.name + (layout == ckpt::Layout::objax ? "_objax" : "") +
+                                         (deflate ? "_deflate" : "_stored") + ".npz";
+                if (!write_file(path, out.bytes)) {
+                    std::fprintf(stderr, "%s: cannot write\n", path.c_str());
+                    return 1;
+                }
+                ++written;
+            }
+        }
+    }
+    std::printf("wrote %d archives to %s\n", written, dir.c_str());
+    return 0;
+}
