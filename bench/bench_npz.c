@@ -165,6 +165,11 @@ static Measure measure_new(const char *op, const char *who, const char *what, co
     return m;
 }
 
+static void measure_free(Measure *m) {
+    free(m->seconds);
+    free(m->cores);
+}
+
 typedef enum { SAVE_CKPT, SAVE_RAW, RESTORE_CKPT, READ_RAW } Kind;
 
 static void run_one(const State *s, Measure *m, Kind kind, const ckpt_npz_options *opts, int run) {
@@ -333,6 +338,12 @@ int main(int argc, char **argv) {
         report(name, &s, &reads[c], runs);
     }
 
+    for (int l = 0; l < nsaves; l++) measure_free(&saves[l]);
+    measure_free(&raw_save_m);
+    for (int c = 0; c < 2; c++) {
+        measure_free(&restores[c]);
+        measure_free(&reads[c]);
+    }
     for (int l = 0; l < nsaves; l++) unlink(ckpt_path[l]);
     unlink(raw_path);
     ckpt_vars_free(s.vars);

@@ -203,7 +203,6 @@ CKPT_API int ckpt_npz_read_into(ckpt_npz* npz, size_t i, void* dst, size_t dst_s
             ckpt::fail(Code::buffer_small, "{}: array '{}' needs {} bytes; the buffer has {}", npz->reader.label(),
                        e->name, e->header.nbytes, dst_size);
         if (e->header.nbytes > 0) require(dst, "ckpt_npz_read_into", "dst");
-        npz->reader.progress().start(e->header.nbytes);
         npz->reader.read_into(i, dst);
     });
 }

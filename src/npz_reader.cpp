@@ -2,17 +2,18 @@
 
 #include "crc32.hpp"
 #include "error.hpp"
+#include "find_duplicate.hpp"
 #include "utf8.hpp"
 #include "zip_format.hpp"
+
+#include <zlib.h>
 
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
-
-#include <zlib.h>
-#include <optional>
 #include <unordered_set>
 
 namespace ckpt {
@@ -23,6 +24,9 @@ namespace {
 constexpr uint64_t kParallelMinBytes = uint64_t{4} << 20;
 // Copying from the page cache and checking CRCs scale with cores up to about the memory bandwidth.
 constexpr unsigned kMaxReadThreads = 4;
+// How far ahead of the threads' reads the file is told what comes next (InputFile::prefetch).
+constexpr uint64_t kReadAheadBytes = uint64_t{64} << 20;
+constexpr uint64_t kPrefetchMinBytes = uint64_t{1} << 20;
 // Stored arrays larger than this are read in parts of this size (a multiple of every item size, for byteswaps).
 constexpr uint64_t kPartBytes = uint64_t{32} << 20;
 
@@ -109,17 +113,10 @@ void NpzReader::scan() {
         fail(Code::format, "{}: the arrays hold {} bytes, more than the limit of {} (max_total_bytes)", label(), total,
              options_.max_total_bytes);
 
-    // A variable name must not come from two members ("x" and "x.npy"). Sorted, not hashed: cheaper for many
-    // small members; equal names stay in archive order, so the member reported is the later of the two.
-    std::vector<const Entry*> by_name;
-    by_name.reserve(entries_.size());
-    for (const Entry& e : entries_) by_name.push_back(&e);
-    std::sort(by_name.begin(), by_name.end(),
-              [](const Entry* a, const Entry* b) { return a->name != b->name ? a->name < b->name : a < b; });
-    for (size_t i = 1; i < by_name.size(); ++i)
-        if (by_name[i]->name == by_name[i - 1]->name)
-            fail(Code::format, "{}: variable '{}' also stored as member '{}'", where(*by_name[i]), by_name[i]->name,
-                 by_name[i - 1]->member);
+    // A variable name must not come from two members ("x" and "x.npy"); the later member is reported.
+    if (const auto d = find_duplicate(entries_.size(), [&](size_t i) -> const std::string& { return entries_[i].name; }))
+        fail(Code::format, "{}: variable '{}' also stored as member '{}'", where(entries_[d->second]),
+             entries_[d->second].name, entries_[d->first].member);
 }
 
 void NpzReader::detect_layout() {
@@ -180,9 +177,7 @@ void NpzReader::detect_layout() {
     entries_ = std::move(ordered);
 }
 
-void NpzReader::read_into(size_t i, void* dst) {
-    read_into(i, dst, [this](uint64_t n) { options_.progress.advance(n); });
-}
+void NpzReader::read_into(size_t i, void* dst) { read_entries({{i, dst}}); }
 
 void NpzReader::read_into(size_t i, void* dst, const OnBytes& on_bytes) {
     const Entry& e = entries_.at(i);
@@ -251,7 +246,8 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
     const unsigned threads =
         concurrent && parts.size() > 1 ? std::min(std::max(std::thread::hardware_concurrency(), 1u), kMaxReadThreads) : 1;
     if (threads == 1) {
-        for (const Job& job : jobs) read_into(job.entry, job.dst);
+        const OnBytes on_bytes = [this](uint64_t n) { options_.progress.advance(n); };
+        for (const Job& job : jobs) read_into(job.entry, job.dst, on_bytes);
         return;
     }
 
@@ -267,11 +263,31 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
         std::lock_guard<std::mutex> lock(mutex);
         options_.progress.advance(n);
     };
+    // The file is told of the parts up to kReadAheadBytes past the one a thread starts: the kernel's readahead
+    // follows one sequential stream per open file, and threads reading different parts look random to it, so
+    // from a cold cache it would read a little at a time.
+    std::vector<uint64_t> part_end(parts.size());  // bytes of all parts up to and including this one
+    for (size_t p = 0; p < parts.size(); ++p) part_end[p] = (p == 0 ? 0 : part_end[p - 1]) + parts[p].size;
+    size_t announced = 0;  // parts [0, announced) were announced
+    const auto announce = [&](size_t p) {
+        std::lock_guard<std::mutex> lock(mutex);
+        for (; announced < parts.size() && part_end[announced] - parts[announced].size <= part_end[p] + kReadAheadBytes;
+             ++announced) {
+            const Part& a = parts[announced];
+            const Entry& e = entries_[jobs[a.job].entry];
+            if (a.size < kPrefetchMinBytes) continue;  // small members came in with their local headers' reads
+            if (a.whole)
+                zip_->prefetch(e.index);
+            else
+                zip_->prefetch(e.index, e.header.data_offset + a.from, a.size);
+        }
+    };
     const auto work = [&] {
         for (size_t p; !failed.load() && (p = next.fetch_add(1)) < parts.size();) {
             const Part& part = parts[p];
             const Job& job = jobs[part.job];
             try {
+                announce(p);
                 if (part.whole) {
                     read_into(job.entry, job.dst, on_bytes);
                     continue;

@@ -54,10 +54,10 @@ public:
     const std::string& label() const { return zip_->label(); }
     size_t size() const { return entries_.size(); }
     const Entry& entry(size_t i) const { return entries_[i]; }
-    Progress& progress() { return options_.progress; }
 
     // Reads entry i's data into dst (entry(i).header.nbytes bytes), in native byte order and C order,
-    // verifying the CRC-32. Throws Error(format) for corrupt data, Error(io).
+    // verifying the CRC-32, with progress against its size (a large one on several threads, as read_entries).
+    // Throws Error(format) for corrupt data, Error(io).
     void read_into(size_t i, void* dst);
     // Reads entry i into a new owned array.
     Array read(size_t i);

@@ -4,6 +4,7 @@
 
 #include <fmt/ranges.h>
 
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -24,15 +25,21 @@ std::string quoted_list(const std::vector<std::string>& names) {
 }  // namespace
 
 void restore_npz(NpzReader& reader, const VarCollection& vars, const Renamer& rename) {
-    std::unordered_map<std::string, size_t> on_disk;  // name after renaming -> entry
-    std::vector<std::string> renamed(reader.size());
+    // Names after renaming (views of the reader's names, or of `new_names`) -> entry.
+    std::vector<std::string> new_names;
+    if (rename) {
+        new_names.reserve(reader.size());
+        for (size_t i = 0; i < reader.size(); ++i) new_names.push_back(rename(reader.entry(i).name));
+    }
+    const auto renamed = [&](size_t i) -> const std::string& { return rename ? new_names[i] : reader.entry(i).name; };
+    std::unordered_map<std::string_view, size_t> on_disk;
+    on_disk.reserve(reader.size());
     for (size_t i = 0; i < reader.size(); ++i) {
-        renamed[i] = rename ? rename(reader.entry(i).name) : reader.entry(i).name;
-        auto [it, fresh] = on_disk.emplace(renamed[i], i);
+        auto [it, fresh] = on_disk.emplace(renamed(i), i);
         if (!fresh)
             throw CallerError(Code::invalid, fmt::format("{}: the renamer maps both '{}' and '{}' to '{}'",
                                                          reader.label(), reader.entry(it->second).name,
-                                                         reader.entry(i).name, renamed[i]));
+                                                         reader.entry(i).name, renamed(i)));
     }
 
     std::vector<size_t> source(vars.size());
@@ -57,7 +64,7 @@ void restore_npz(NpzReader& reader, const VarCollection& vars, const Renamer& re
     if (!missing.empty() || !differ.empty()) {
         std::vector<std::string> unused;
         for (size_t i = 0; i < reader.size(); ++i)
-            if (!used[i]) unused.push_back(renamed[i]);
+            if (!used[i]) unused.push_back(renamed(i));
         std::string msg = fmt::format("{}: cannot restore", reader.label());
         if (!missing.empty()) msg += fmt::format("; missing from the file: {}", quoted_list(missing));
         if (!differ.empty()) msg += fmt::format("; dtype or shape differ: {}", fmt::join(differ, "; "));

@@ -34,6 +34,11 @@ public:
     virtual size_t read_at(uint64_t offset, void* dst, size_t n) = 0;
     // True if read_at may be called from several threads at once (then large reads use them).
     virtual bool concurrent_reads() const { return false; }
+    // A hint that [offset, offset + n) will be read soon, so a storage can start fetching it. Never fails.
+    virtual void prefetch(uint64_t offset, uint64_t n) {
+        (void)offset;
+        (void)n;
+    }
 };
 
 // Held while a manager owns a directory; released by destruction.

@@ -2,6 +2,7 @@
 
 #include "crc32.hpp"
 #include "error.hpp"
+#include "find_duplicate.hpp"
 #include "zip_format.hpp"
 #include "utf8.hpp"
 #include "zlib_memory.hpp"
@@ -22,6 +23,8 @@ constexpr size_t kMaxComment = 0xFFFF;
 constexpr size_t kInflateInput = size_t{256} << 10;
 // Data is read (or inflated) and CRC-checked in pieces this large, so the check reads what is still in the cache.
 constexpr size_t kChunk = size_t{1} << 20;
+// Opening reads local headers that lie close together this many bytes at a time.
+constexpr size_t kWindowBytes = size_t{256} << 10;
 // Opening reads each local header with room for an extra field this long and this many bytes of data after it.
 constexpr size_t kExtraSlack = 96;
 constexpr size_t kHeadBytes = 192;
@@ -228,19 +231,29 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
         members_.push_back(std::move(m));
     }
     if (c.pos() != cd.size()) fail(Code::format, "{}: not a valid npz (zip) file: {} stray bytes after the central directory", label_, cd.size() - c.pos());
-    // Names must be unique (sorting is cheaper than hashing thousands of names; equal names stay in directory
-    // order, so the one reported is the later of the two).
-    std::vector<const Member*> by_name;
-    by_name.reserve(members_.size());
-    for (const Member& m : members_) by_name.push_back(&m);
-    std::sort(by_name.begin(), by_name.end(),
-              [](const Member* a, const Member* b) { return a->name != b->name ? a->name < b->name : a < b; });
-    for (size_t i = 1; i < by_name.size(); ++i)
-        if (by_name[i]->name == by_name[i - 1]->name)
-            fail(Code::format, "{}: bad zip entry: duplicate member name", where(*by_name[i]));
+    // Names must be unique; of two equal ones, the later in the directory is reported.
+    if (const auto d = find_duplicate(members_.size(), [&](size_t i) -> const std::string& { return members_[i].name; }))
+        fail(Code::format, "{}: bad zip entry: duplicate member name", where(members_[d->second]));
+
+    // Local headers lie one per member through the file. Where the next one is near, one read of kWindowBytes
+    // brings it and many after it: for many small members, a few large sequential reads instead of one small
+    // read per member — which, from a cold page cache, would each wait for the disk.
+    std::vector<unsigned char> window;  // the file's bytes [window_at, window_at + window.size())
+    uint64_t window_at = 0;
+    const auto read_local = [&](uint64_t offset, unsigned char* dst, size_t n, uint64_t next) {
+        if (offset < window_at || offset - window_at + n > window.size()) {
+            if (next <= offset || next - offset >= kWindowBytes / 2) return read_exact_at(offset, dst, n, "a local header");
+            window.resize(static_cast<size_t>(std::min<uint64_t>(kWindowBytes, cd_offset - offset)));
+            window_at = offset;
+            read_exact_at(offset, window.data(), window.size(), "a local header");
+            if (n > window.size()) return read_exact_at(offset, dst, n, "a local header");
+        }
+        std::memcpy(dst, &window[static_cast<size_t>(offset - window_at)], n);
+    };
 
     std::vector<unsigned char> scratch;
-    for (Member& m : members_) {
+    for (size_t index = 0; index < members_.size(); ++index) {
+        Member& m = members_[index];
         // Formatted only when something fails: most archives have many members and no failures.
         const auto here = [&] { return where(m); };
         if (m.method == 0 && m.compressed != m.size)
@@ -258,7 +271,7 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
             std::min<uint64_t>(cd_offset - m.local_offset, kLocalHeaderBytes + m.name.size() + kExtraSlack + kHeadBytes));
         std::vector<unsigned char>& lh = scratch;
         lh.resize(want);
-        read_exact_at(m.local_offset, lh.data(), want, "a local header");
+        read_local(m.local_offset, lh.data(), want, index + 1 < members_.size() ? members_[index + 1].local_offset : cd_offset);
         Cursor l(lh.data(), want);
         if (l.u32() != kLocalHeaderSig) fail(Code::format, "{}: bad zip entry: no local header at offset {}", here(), m.local_offset);
         l.u16();  // needed
@@ -405,6 +418,12 @@ uint32_t ZipReader::read_stored(size_t index, uint64_t offset, void* dst, size_t
         if (got < want) fail(Code::format, "{}: data ends after {} of {} bytes", where(m), offset + done, m.size);
     }
     return crc;
+}
+
+void ZipReader::prefetch(size_t index, uint64_t offset, uint64_t n) const {
+    const Member& m = members_.at(index);
+    if (offset >= m.compressed) return;
+    file_.prefetch(m.data_offset + offset, std::min(n, m.compressed - offset));
 }
 
 void ZipReader::check_crc(size_t index, uint32_t crc) const {

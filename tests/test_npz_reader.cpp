@@ -5,6 +5,7 @@
 #include "memory_storage.hpp"
 #include "npz_reader.hpp"
 #include "npz_writer.hpp"
+#include "support/temp_dir.hpp"
 #include "support/zip_builder.hpp"
 #include "var_collection.hpp"
 #include "zip_reader.hpp"
@@ -172,4 +173,26 @@ TEST_CASE("every stored array's data starts at a multiple of 64 bytes in the fil
             CHECK((zip.members()[e.index].data_offset + e.header.data_offset) % 64 == 0);
         }
     }
+}
+
+TEST_CASE("from the local filesystem, a large restore reads in parts on several threads, announced ahead") {
+    ckpt::testing::TempDir dir;
+    auto posix = posix_storage();
+    VarCollection vars;
+    for (int i = 0; i < 3; ++i) vars.add("a" + std::to_string(i), counting_array(DType::float32, 4, {int64_t{5} << 20}, 20 + i));
+    vars.add("huge", counting_array(DType::int64, 8, {int64_t{9} << 20}, 30));  // 72 MiB: three parts
+    for (int i = 0; i < 300; ++i) vars.add("small" + std::to_string(i), counting_array(DType::uint8, 1, {i}, 40 + i));
+    save_npz(*posix, dir.file("big.npz"), vars, {});
+
+    NpzReader reader = NpzReader::open(*posix, dir.file("big.npz"), {});
+    const VarCollection back = reader.read_all();
+    REQUIRE(back.size() == vars.size());
+    for (size_t i = 0; i < vars.size(); ++i) {
+        INFO(vars.name(i));
+        CHECK(same_bytes(vars.array(i), back.array(i).data()));
+    }
+    // One array alone, through read_into: the large one is read in parts too.
+    std::vector<char> huge(static_cast<size_t>(vars.array(3).nbytes()));
+    reader.read_into(3, huge.data());
+    CHECK(same_bytes(vars.array(3), huge.data()));
 }
