@@ -273,7 +273,8 @@ typedef struct ckpt_storage_ops {
     int (*list)(void *payload, const char *dir, ckpt_list_entry_fn entry, void *ctx);
     /* Opens a file for reading and reports its size. */
     int (*open_read)(void *payload, const char *path, void **file, uint64_t *size);
-    /* Reads up to size bytes at offset into dst; *got < size only at the end of the file. */
+    /* Reads up to size bytes at offset into dst; *got < size only at the end of the file. ckpt calls it for one
+     * file from one thread at a time (the local filesystem and memory storages read large files on several). */
     int (*read_at)(void *payload, void *file, uint64_t offset, void *dst, size_t size, size_t *got);
     /* Releases a file opened by open_read. */
     void (*close_read)(void *payload, void *file);
