@@ -43,7 +43,7 @@ NpzReader reader_of(const std::string& bytes, NpzReadOptions options = {}) {
     return NpzReader(std::make_unique<BytesInput>(bytes.data(), bytes.size()), "x.npz", options);
 }
 
-bool same_bytes(const Array& a, const void* b) { return std::memcmp(a.data(), b, a.nbytes()) == 0; }
+bool same_bytes(const Array& a, const void* b) { return a.nbytes() == 0 || std::memcmp(a.data(), b, a.nbytes()) == 0; }
 
 }  // namespace
 
