@@ -153,8 +153,8 @@ CKPT_API void *ckpt_vars_data(const ckpt_vars *vars, size_t i);
  * does not fit, return the length it needs (> buf_size): the renamer is called once more with a buffer that
  * large; needing more again aborts with CKPT_EBUFS. */
 typedef int (*ckpt_rename_fn)(const char *name_on_disk, char *buf, size_t buf_size, void *payload);
-/* Progress of a save or read: bytes of array data done so far out of the total. Called from the thread doing
- * the work. */
+/* Progress of a save or read: bytes of array data done so far out of the total, never decreasing. Called from
+ * a thread doing the work (a large read uses several), never from two at once. */
 typedef void (*ckpt_progress_fn)(uint64_t done_bytes, uint64_t total_bytes, void *payload);
 
 typedef struct ckpt_storage ckpt_storage; /* see "storage" below */
