@@ -1,23 +1,16 @@
 // Writes a few small archives with ckpt's own writer, for the fuzzers' seed corpus: every dtype, 0-d, empty and
 // multi-dimensional arrays, unicode and non-ASCII names, in the plain and objax layouts, stored and deflated.
 // Usage: make_seeds OUT_DIR
+#include "error.hpp"
 #include "npz_writer.hpp"
+#include "storage.hpp"
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
 namespace {
-
-class StringOutput final : public ckpt::OutputFile {
-public:
-    void write(const void* data, size_t n) override { bytes.append(static_cast<const char*>(data), n); }
-    void sync() override {}
-    void close() override {}
-    std::string bytes;
-};
 
 // An owned array whose bytes count up from `seed`, so members differ and deflate has something to find.
 ckpt::Array counting(ckpt::DType dtype, size_t itemsize, std::vector<int64_t> shape, unsigned seed) {
@@ -56,12 +49,6 @@ ckpt::VarCollection shapes() {
     return vars;
 }
 
-bool write_file(const std::string& path, const std::string& bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    return static_cast<bool>(out.flush());
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,12 +68,12 @@ int main(int argc, char** argv) {
                 ckpt::NpzWriteOptions options;
                 options.layout = layout;
                 options.deflate = deflate;
-                StringOutput out;
-                ckpt::write_npz(out, set.vars, options);
                 const std::string path = dir + "/ckpt_" + set.name + (layout == ckpt::Layout::objax ? "_objax" : "") +
                                          (deflate ? "_deflate" : "_stored") + ".npz";
-                if (!write_file(path, out.bytes)) {
-                    std::fprintf(stderr, "%s: cannot write\n", path.c_str());
+                try {
+                    ckpt::save_npz(*ckpt::posix_storage(), path, set.vars, options);
+                } catch (const ckpt::Error& e) {
+                    std::fprintf(stderr, "%s\n", e.what());
                     return 1;
                 }
                 ++written;
