@@ -24,9 +24,6 @@ namespace {
 constexpr uint64_t kParallelMinBytes = uint64_t{4} << 20;
 // Copying from the page cache and checking CRCs scale with cores up to about the memory bandwidth.
 constexpr unsigned kMaxReadThreads = 4;
-// How far ahead of the threads' reads the file is told what comes next (InputFile::prefetch).
-constexpr uint64_t kReadAheadBytes = uint64_t{64} << 20;
-constexpr uint64_t kPrefetchMinBytes = uint64_t{1} << 20;
 // Stored arrays larger than this are read in parts of this size (a multiple of every item size, for byteswaps).
 constexpr uint64_t kPartBytes = uint64_t{32} << 20;
 
@@ -251,43 +248,63 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
         return;
     }
 
-    // Parts are handed out in order; after a failure no new part starts, so every part before the failing one
-    // has run and the lowest failing part is the same whatever the timing.
+    // Each thread reads its own contiguous share of the file, in file order: the kernel's readahead then sees one
+    // sequential stream per thread, which from a cold cache reads faster than parts taken in turn, which look
+    // random to it (512 MiB on two threads here: 0.35 s against 0.50 s). A thread whose share is done takes the
+    // second half of the largest one left.
+    std::vector<size_t> order(parts.size());  // parts in file order
+    std::vector<uint64_t> offset(parts.size());
+    for (size_t p = 0; p < parts.size(); ++p) {
+        order[p] = p;
+        const Entry& e = entries_[jobs[parts[p].job].entry];
+        offset[p] = zip_->members()[e.index].data_offset + parts[p].from;
+    }
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return offset[a] < offset[b]; });
+    struct Share {
+        size_t begin, end;  // positions in `order` not yet taken
+    };
+    std::vector<Share> shares(threads);
+    {
+        uint64_t before = 0;  // bytes of the parts before position i
+        size_t i = 0;
+        for (unsigned t = 0; t < threads; ++t) {
+            shares[t].begin = i;
+            for (; i < order.size() && before < total / threads * (t + 1); ++i) before += parts[order[i]].size;
+            shares[t].end = t + 1 == threads ? order.size() : i;
+        }
+    }
+
+    // After a failure, parts later in `jobs` order are skipped but earlier ones still run, so the error reported is
+    // that of the first failing part whatever the timing.
     std::mutex mutex;  // guards the fields below and the progress callback
-    std::atomic<size_t> next{0};
-    std::atomic<bool> failed{false};
-    size_t first_failed = parts.size();
+    std::atomic<size_t> first_failed{parts.size()};
     std::exception_ptr error;
     std::vector<uint32_t> part_crc(parts.size());
     const OnBytes on_bytes = [&](uint64_t n) {
         std::lock_guard<std::mutex> lock(mutex);
         options_.progress.advance(n);
     };
-    // The file is told of the parts up to kReadAheadBytes past the one a thread starts: the kernel's readahead
-    // follows one sequential stream per open file, and threads reading different parts look random to it, so
-    // from a cold cache it would read a little at a time.
-    std::vector<uint64_t> part_end(parts.size());  // bytes of all parts up to and including this one
-    for (size_t p = 0; p < parts.size(); ++p) part_end[p] = (p == 0 ? 0 : part_end[p - 1]) + parts[p].size;
-    size_t announced = 0;  // parts [0, announced) were announced
-    const auto announce = [&](size_t p) {
+    const auto take = [&](unsigned t) -> std::optional<size_t> {
         std::lock_guard<std::mutex> lock(mutex);
-        for (; announced < parts.size() && part_end[announced] - parts[announced].size <= part_end[p] + kReadAheadBytes;
-             ++announced) {
-            const Part& a = parts[announced];
-            const Entry& e = entries_[jobs[a.job].entry];
-            if (a.size < kPrefetchMinBytes) continue;  // small members came in with their local headers' reads
-            if (a.whole)
-                zip_->prefetch(e.index);
-            else
-                zip_->prefetch(e.index, e.header.data_offset + a.from, a.size);
+        Share& own = shares[t];
+        if (own.begin == own.end) {
+            Share* largest = &own;
+            for (Share& s : shares)
+                if (s.end - s.begin > largest->end - largest->begin) largest = &s;
+            if (largest == &own) return std::nullopt;
+            const size_t mid = largest->begin + (largest->end - largest->begin) / 2;
+            own = {mid, largest->end};
+            largest->end = mid;
         }
+        return order[own.begin++];
     };
-    const auto work = [&] {
-        for (size_t p; !failed.load() && (p = next.fetch_add(1)) < parts.size();) {
+    const auto work = [&](unsigned t) {
+        while (const std::optional<size_t> taken = take(t)) {
+            const size_t p = *taken;
+            if (p >= first_failed.load()) continue;
             const Part& part = parts[p];
             const Job& job = jobs[part.job];
             try {
-                announce(p);
                 if (part.whole) {
                     read_into(job.entry, job.dst, on_bytes);
                     continue;
@@ -299,26 +316,25 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
                 on_bytes(part.size);
             } catch (...) {
                 std::lock_guard<std::mutex> lock(mutex);
-                if (p < first_failed) {
+                if (p < first_failed.load()) {
                     first_failed = p;
                     error = std::current_exception();
                 }
-                failed = true;
             }
         }
     };
     std::vector<std::thread> helpers;
     helpers.reserve(threads - 1);
     try {
-        for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(work);
+        for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(work, t);
     } catch (const std::system_error&) {
-        // No more threads to be had: the parts are shared out as they are taken, so fewer threads still read them all.
+        // No more threads to be had: threads take over what is left of others' shares, so fewer still read it all.
     } catch (...) {
-        failed = true;  // out of memory: stop the threads that did start, then report
+        first_failed = 0;  // out of memory: stop the threads that did start, then report
         for (auto& h : helpers) h.join();
         throw;
     }
-    work();
+    work(0);
     for (auto& h : helpers) h.join();
     if (error) std::rethrow_exception(error);
 

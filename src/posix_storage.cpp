@@ -7,9 +7,11 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 
@@ -88,20 +90,31 @@ public:
 
     uint64_t size() const override { return size_; }
     bool concurrent_reads() const override { return true; }  // pread
-    // The kernel's readahead follows one sequential stream per open file; several threads reading different
-    // members look random to it, and from a cold cache it then reads a little at a time. Asking for each large
-    // range up front lets it issue large reads for all of them.
-    void prefetch(uint64_t offset, uint64_t n) override {
-        (void)::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_WILLNEED);
+
+    size_t read_at(uint64_t offset, void* dst, size_t n) override { return read(offset, dst, n, 0); }
+
+    // RWF_DONTCACHE (Linux 6.14) drops the pages a read had to bring in, and leaves those that were cached.
+    // Elsewhere the read fails with EOPNOTSUPP and is done as a plain one.
+    size_t read_uncached_at(uint64_t offset, void* dst, size_t n) override {
+        return read(offset, dst, n, dontcache_unsupported_.load(std::memory_order_relaxed) ? 0 : kRwfDontCache);
     }
 
-    size_t read_at(uint64_t offset, void* dst, size_t n) override {
+private:
+    static constexpr int kRwfDontCache = 0x80;
+
+    size_t read(uint64_t offset, void* dst, size_t n, int flags) {
         char* p = static_cast<char*>(dst);
         size_t done = 0;
         while (done < n) {
-            const ssize_t r = ::pread(fd_, p + done, std::min(n - done, kMaxIo), static_cast<off_t>(offset + done));
+            iovec iov{p + done, std::min(n - done, kMaxIo)};
+            const ssize_t r = ::preadv2(fd_, &iov, 1, static_cast<off_t>(offset + done), flags);
             if (r < 0) {
                 if (errno == EINTR) continue;
+                if (flags != 0 && (errno == EOPNOTSUPP || errno == EINVAL)) {
+                    dontcache_unsupported_.store(true, std::memory_order_relaxed);
+                    flags = 0;
+                    continue;
+                }
                 fail_errno(errno, fmt::format("{}: read failed", path_));
             }
             if (r == 0) break;
@@ -110,10 +123,10 @@ public:
         return done;
     }
 
-private:
     int fd_;
     uint64_t size_;
     std::string path_;
+    std::atomic<bool> dontcache_unsupported_{false};
 };
 
 // flock on "<dir>/.ckpt.lock", which holds the owner's pid for the message another process gets. The lock goes

@@ -34,11 +34,10 @@ public:
     virtual size_t read_at(uint64_t offset, void* dst, size_t n) = 0;
     // True if read_at may be called from several threads at once (then large reads use them).
     virtual bool concurrent_reads() const { return false; }
-    // A hint that [offset, offset + n) will be read soon, so a storage can start fetching it. Never fails.
-    virtual void prefetch(uint64_t offset, uint64_t n) {
-        (void)offset;
-        (void)n;
-    }
+    // As read_at, for a small read of file structure (a local header) amid array data that may later be read as
+    // one stream: what the storage had to fetch for it need not stay cached. On Linux, pages that such reads leave
+    // cached through a cold file break the kernel's readahead of the streams over them into small requests.
+    virtual size_t read_uncached_at(uint64_t offset, void* dst, size_t n) { return read_at(offset, dst, n); }
 };
 
 // Held while a manager owns a directory; released by destruction.

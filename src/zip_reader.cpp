@@ -102,11 +102,11 @@ bool apply_zip64_extra(const unsigned char* extra, size_t n, Zip64Fields need, u
 
 std::string ZipReader::where(const Member& m) const { return fmt::format("{}: member '{}'", label_, m.name); }
 
-void ZipReader::read_exact_at(uint64_t offset, void* dst, size_t n, const char* what) const {
+void ZipReader::read_exact_at(uint64_t offset, void* dst, size_t n, const char* what, bool uncached) const {
     // Nothing to read (an empty central directory, a local header without name or extra) may come with a null
     // dst — an empty vector's data() — and memcpy to null is undefined even for 0 bytes.
     if (n == 0) return;
-    if (file_.read_at(offset, dst, n) != n)
+    if ((uncached ? file_.read_uncached_at(offset, dst, n) : file_.read_at(offset, dst, n)) != n)
         fail(Code::format, "{}: not a valid npz (zip) file: {} at offset {} runs past the end of the file", label_, what, offset);
 }
 
@@ -237,12 +237,13 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
 
     // Local headers lie one per member through the file. Where the next one is near, one read of kWindowBytes
     // brings it and many after it: for many small members, a few large sequential reads instead of one small
-    // read per member — which, from a cold page cache, would each wait for the disk.
+    // read per member — which, from a cold page cache, would each wait for the disk. A lone one, amid a large
+    // member's data, is read uncached: pages left cached there would slow the later stream over them.
     std::vector<unsigned char> window;  // the file's bytes [window_at, window_at + window.size())
     uint64_t window_at = 0;
     const auto read_local = [&](uint64_t offset, unsigned char* dst, size_t n, uint64_t next) {
         if (offset < window_at || offset - window_at + n > window.size()) {
-            if (next <= offset || next - offset >= kWindowBytes / 2) return read_exact_at(offset, dst, n, "a local header");
+            if (next <= offset || next - offset >= kWindowBytes / 2) return read_exact_at(offset, dst, n, "a local header", true);
             window.resize(static_cast<size_t>(std::min<uint64_t>(kWindowBytes, cd_offset - offset)));
             window_at = offset;
             read_exact_at(offset, window.data(), window.size(), "a local header");
@@ -418,12 +419,6 @@ uint32_t ZipReader::read_stored(size_t index, uint64_t offset, void* dst, size_t
         if (got < want) fail(Code::format, "{}: data ends after {} of {} bytes", where(m), offset + done, m.size);
     }
     return crc;
-}
-
-void ZipReader::prefetch(size_t index, uint64_t offset, uint64_t n) const {
-    const Member& m = members_.at(index);
-    if (offset >= m.compressed) return;
-    file_.prefetch(m.data_offset + offset, std::min(n, m.compressed - offset));
 }
 
 void ZipReader::check_crc(size_t index, uint32_t crc) const {

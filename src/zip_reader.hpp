@@ -44,8 +44,6 @@ public:
     // and checked with check_crc: this is for reading parts of one member on several threads). Throws
     // Error(format) if the member ends first.
     uint32_t read_stored(size_t index, uint64_t offset, void* dst, size_t n) const;
-    // Tells the file that bytes [offset, offset + n) of member `index`'s (compressed) data will be read soon.
-    void prefetch(size_t index, uint64_t offset = 0, uint64_t n = UINT64_MAX) const;
     // Throws Error(format) — a CRC-32 mismatch — unless `crc` is member `index`'s CRC-32.
     void check_crc(size_t index, uint32_t crc) const;
     const std::string& label() const { return label_; }
@@ -79,7 +77,7 @@ public:
 
 private:
     std::string where(const Member& m) const;
-    void read_exact_at(uint64_t offset, void* dst, size_t n, const char* what) const;
+    void read_exact_at(uint64_t offset, void* dst, size_t n, const char* what, bool uncached = false) const;
 
     InputFile& file_;
     std::string label_;

@@ -378,6 +378,33 @@ TEST_CASE("PosixStorage reads what it wrote, at any offset") {
     CHECK(in->read_at(1000, buf, 8) == 0);
 }
 
+TEST_CASE("PosixStorage's uncached reads return what plain reads do, where the file system has them and not") {
+    std::string content(3 * 4096 + 100, '\0');
+    for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>(i * 7 + i / 251);
+    std::vector<std::string> dirs = {"/tmp"};  // ext4 or whatever /tmp is: RWF_DONTCACHE on Linux 6.14 and later
+    if (::access("/dev/shm", W_OK) == 0) dirs.push_back("/dev/shm");  // tmpfs: EOPNOTSUPP, then plain reads
+    for (const std::string& where : dirs) {
+        INFO(where);
+        char tmpl[64];
+        std::snprintf(tmpl, sizeof tmpl, "%s/ckpt-test-uncached-XXXXXX", where.c_str());
+        REQUIRE(::mkdtemp(tmpl) != nullptr);
+        const std::string path = std::string(tmpl) + "/f";
+        write_file(path, content);
+        auto in = posix_storage()->open_read(path);
+        for (const size_t at : {size_t{0}, size_t{4000}, size_t{8192}, content.size() - 50}) {
+            INFO("offset " << at);
+            std::string got(300, '\0');
+            const size_t n = in->read_uncached_at(at, &got[0], got.size());
+            CHECK(n == std::min<size_t>(300, content.size() - at));  // short only at the end
+            CHECK(got.substr(0, n) == content.substr(at, n));
+            CHECK(in->read_at(at, &got[0], got.size()) == n);  // and the plain read still works after it
+            CHECK(got.substr(0, n) == content.substr(at, n));
+        }
+        std::error_code ec;
+        fs::remove_all(tmpl, ec);
+    }
+}
+
 TEST_CASE("PosixStorage::list names the files of a directory, leaving out subdirectories, . and ..") {
     TempDir dir;
     write_file(dir / "a.npz", "a");
