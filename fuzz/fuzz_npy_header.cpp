@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace {
@@ -35,15 +36,36 @@ void convert(const ckpt::NpyHeader& h, const uint8_t* data, size_t size) {
     if (h.byteswap) ckpt::byteswap_in_place(h.dtype, out.data(), out.size());
 }
 
-// The parsed header, or nothing when the codec rejected the bytes with ckpt::Error (as it should bad input).
-std::optional<ckpt::NpyHeader> parse(const uint8_t* data, size_t size) {
+struct Outcome {
+    std::optional<ckpt::NpyHeader> header;  // or the error
+    ckpt::Code code = ckpt::Code::ok;
+    std::string message;
+};
+
+Outcome parse(const uint8_t* data, size_t size, ckpt::NpyParse how) {
     try {
         const size_t offset = ckpt::npy_data_offset(data, size, size, ckpt::kDefaultMaxHeaderBytes);
         FUZZ_CHECK(offset <= size);
-        return ckpt::parse_npy_header(data, offset, ckpt::kDefaultMaxHeaderBytes);
-    } catch (const ckpt::Error&) {
-        return std::nullopt;
+        return {ckpt::parse_npy_header(data, offset, ckpt::kDefaultMaxHeaderBytes, how), ckpt::Code::ok, {}};
+    } catch (const ckpt::Error& e) {
+        return {std::nullopt, e.code(), e.what()};
     }
+}
+
+bool same(const ckpt::NpyHeader& a, const ckpt::NpyHeader& b) {
+    return a.dtype == b.dtype && a.itemsize == b.itemsize && a.shape == b.shape && a.fortran_order == b.fortran_order &&
+           a.byteswap == b.byteswap && a.data_offset == b.data_offset && a.nbytes == b.nbytes;
+}
+
+// The parsed header, or nothing when the codec rejected the bytes with ckpt::Error (as it should bad input).
+// The fast path for numpy's own text and the grammar alone must give the same header, or the same error.
+std::optional<ckpt::NpyHeader> parse(const uint8_t* data, size_t size) {
+    Outcome fast = parse(data, size, ckpt::NpyParse::fast_path_first);
+    const Outcome grammar = parse(data, size, ckpt::NpyParse::grammar_only);
+    FUZZ_CHECK(fast.header.has_value() == grammar.header.has_value());
+    if (fast.header) FUZZ_CHECK(same(*fast.header, *grammar.header));
+    FUZZ_CHECK(fast.code == grammar.code && fast.message == grammar.message);
+    return std::move(fast.header);
 }
 
 }  // namespace

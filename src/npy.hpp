@@ -40,8 +40,11 @@ size_t npy_data_offset(const void* bytes, size_t n, uint64_t member_size, size_t
 // Throws Error(format) for anything malformed (not a dict, missing/extra/duplicate keys, bad literals, negative
 // dimensions, more than kMaxDims dimensions, byte size overflow), Error(unsupported) for descr values numpy
 // accepts but ckpt does not handle (object '|O', structured/list descr, void, datetime, longdouble, …).
-// Messages start with "npy header: ".
-NpyHeader parse_npy_header(const void* bytes, size_t data_offset, size_t max_header_bytes);
+// Messages start with "npy header: ". numpy's exact header text is recognised on a fast path first; tests can ask
+// for the grammar alone, which must give the same header.
+enum class NpyParse { fast_path_first, grammar_only };
+NpyHeader parse_npy_header(const void* bytes, size_t data_offset, size_t max_header_bytes,
+                           NpyParse how = NpyParse::fast_path_first);
 
 // numpy's descr for a dtype in native byte order: "<f4", "|b1", "|u1", "<U10", "|S5", …
 std::string npy_descr(DType dtype, size_t itemsize);

@@ -43,15 +43,6 @@ std::string dict_with(const std::string& descr, const std::string& fortran, cons
     return "{'descr': " + descr + ", 'fortran_order': " + fortran + ", 'shape': " + shape + ", }";
 }
 
-// Parses a whole member the way a reader does: the preamble first, then exactly data_offset bytes (copied to a
-// buffer of that size so that the sanitizers catch any read past it).
-NpyHeader parse(const std::string& member, size_t max_header_bytes = kDefaultMaxHeaderBytes) {
-    const size_t offset = npy_data_offset(member.data(), std::min(member.size(), kNpyPreambleMax), member.size(),
-                                          max_header_bytes);
-    const std::vector<char> header(member.begin(), member.begin() + static_cast<ptrdiff_t>(offset));
-    return parse_npy_header(header.data(), header.size(), max_header_bytes);
-}
-
 // The ckpt::Error that f() throws, or one with Code::ok when it throws none.
 template <typename F>
 Error error_from(F&& f) {
@@ -61,6 +52,31 @@ Error error_from(F&& f) {
         return e;
     }
     return Error(Code::ok, "no ckpt::Error was thrown");
+}
+
+// Parses a whole member the way a reader does: the preamble first, then exactly data_offset bytes (copied to a
+// buffer of that size so that the sanitizers catch any read past it). Every parse is done twice, with the fast
+// path for numpy's own text and with the grammar alone: both must give the same header or the same error.
+NpyHeader parse(const std::string& member, size_t max_header_bytes = kDefaultMaxHeaderBytes) {
+    const size_t offset = npy_data_offset(member.data(), std::min(member.size(), kNpyPreambleMax), member.size(),
+                                          max_header_bytes);
+    const std::vector<char> header(member.begin(), member.begin() + static_cast<ptrdiff_t>(offset));
+    NpyHeader grammar;
+    const Error grammar_error = error_from(
+        [&] { grammar = parse_npy_header(header.data(), header.size(), max_header_bytes, NpyParse::grammar_only); });
+    NpyHeader fast;
+    const Error fast_error = error_from([&] { fast = parse_npy_header(header.data(), header.size(), max_header_bytes); });
+    CHECK(fast_error.code() == grammar_error.code());
+    CHECK(std::string(fast_error.what()) == grammar_error.what());
+    if (fast_error.code() != Code::ok) throw fast_error;
+    CHECK(fast.dtype == grammar.dtype);
+    CHECK(fast.itemsize == grammar.itemsize);
+    CHECK(fast.shape == grammar.shape);
+    CHECK(fast.fortran_order == grammar.fortran_order);
+    CHECK(fast.byteswap == grammar.byteswap);
+    CHECK(fast.nbytes == grammar.nbytes);
+    CHECK(fast.data_offset == grammar.data_offset);
+    return fast;
 }
 
 Error parse_error(const std::string& member, size_t max_header_bytes = kDefaultMaxHeaderBytes) {
@@ -262,6 +278,24 @@ TEST_CASE("a Python 2 u'' string prefix is accepted") {
     CHECK(h.dtype == DType::int64);
     CHECK_NPY_ERROR(parse_error_of_dict("{'descr': b'<i8', 'fortran_order': False, 'shape': (3,)}"), Code::format,
                     "expected a quoted string as 'descr', found 'b'<i8','");
+}
+
+TEST_CASE("near misses of numpy's own header text parse, or fail, as the grammar has them") {
+    // parse() compares the fast path with the grammar alone for each of these.
+    CHECK(parse(npy(dict_with("'<f4'", "False", "(2, )"))).shape == std::vector<int64_t>{2});
+    CHECK(parse(npy(dict_with("'<f4'", "False", "(007, 0)"))).shape == std::vector<int64_t>{7, 0});
+    CHECK(parse(npy(dict_with("'<u1'", "False", "(1234567890123456789,)"))).nbytes == 1234567890123456789u);
+    CHECK(parse(npy(dict_with("'>f8'", "True", "(2, 3)"))).byteswap == little_endian_host());
+    CHECK(parse(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }\t")).shape == std::vector<int64_t>{3});
+    CHECK_NPY_ERROR(parse_error_of_dict(dict_with("'<f4'", "False", "(3)")), Code::format, "is an integer, not a tuple");
+    CHECK(parse(npy(dict_with("'<f4'", "False", "(3L, 2)"))).shape == std::vector<int64_t>{3, 2});
+    CHECK_NPY_ERROR(parse_error_of_dict(dict_with("'<f7'", "False", "(3,)")), Code::format, "is not a dtype");
+    CHECK_NPY_ERROR(parse_error_of_dict(dict_with("'|O'", "False", "(3,)")), Code::unsupported, "object array");
+    CHECK_NPY_ERROR(parse_error_of_dict(dict_with("'<f\\4'", "False", "(3,)")), Code::format, "backslash");
+    CHECK_NPY_ERROR(parse_error_of_dict(dict_with("'<f4'", "False", "(99999999999999999999,)")), Code::format,
+                    "overflows int64");
+    CHECK_NPY_ERROR(parse_error_of_dict(dict_with("'<f8'", "False", "(4611686018427387904,)")), Code::format,
+                    "overflows the byte size");
 }
 
 TEST_CASE("shapes (), (3,), (2, 3) and (2, 3,) are parsed") {
