@@ -208,11 +208,13 @@ static long long file_size(const char *path) {
     return n;
 }
 
+/* per_run lists the runs' seconds in run order: report.py pairs ckpt's and raw's runs, which ran back to back. */
 static void report(const char *name, const State *s, Measure *m, int runs) {
-    printf("result workload=%s op=%s who=%s what=\"%s\" cache=%s seconds=%.6f cores=%.2f rss_above=%lld "
-           "state_bytes=%zu file_bytes=%lld arrays=%d runs=%d\n",
-           name, m->op, m->who, m->what, m->cache, median(m->seconds, runs), median(m->cores, runs), m->rss_above,
-           s->each * (size_t)s->count, file_size(m->path), s->count, runs);
+    printf("result workload=%s op=%s who=%s what=\"%s\" cache=%s per_run=", name, m->op, m->who, m->what, m->cache);
+    for (int r = 0; r < runs; r++) printf("%s%.6f", r ? "," : "", m->seconds[r]);
+    printf(" seconds=%.6f cores=%.2f rss_above=%lld state_bytes=%zu file_bytes=%lld arrays=%d runs=%d\n",
+           median(m->seconds, runs), median(m->cores, runs), m->rss_above, s->each * (size_t)s->count,
+           file_size(m->path), s->count, runs);
 }
 
 /* Restores overwrite the state with what it already holds, so the warm-up checks once that they really did:

@@ -11,6 +11,7 @@ Usage: report.py RESULTS WRITERS META [--doc FILE]
 import argparse
 import re
 import shlex
+import statistics
 import sys
 
 BEGIN, END = "<!-- bench/run: begin -->", "<!-- bench/run: end -->"
@@ -52,9 +53,16 @@ class Workload:
         return None
 
     def ratio(self, row, other):
-        """How many times faster row is than other (a throughput ratio); None if either is missing."""
+        """How many times faster row is than other (a throughput ratio); None if either is missing.
+
+        Rows measured run for run in one process (ckpt and raw: back to back, alternating which goes first) give
+        the median of the runs' ratios, so a disk that is slow for a minute slows both sides of each pair;
+        otherwise (numpy, measured by its own process) the ratio of the medians."""
         if row is None or other is None:
             return None
+        mine, theirs = row.get("per_run"), other.get("per_run")
+        if mine and theirs and len(mine.split(",")) == len(theirs.split(",")):
+            return statistics.median(float(t) / float(m) for m, t in zip(mine.split(","), theirs.split(",")))
         return float(other["seconds"]) / float(row["seconds"])
 
     def table(self):

@@ -259,7 +259,8 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
         const Entry& e = entries_[jobs[parts[p].job].entry];
         offset[p] = zip_->members()[e.index].data_offset + parts[p].from;
     }
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return offset[a] < offset[b]; });
+    const auto by_offset = [&](size_t a, size_t b) { return offset[a] < offset[b]; };
+    if (!std::is_sorted(order.begin(), order.end(), by_offset)) std::sort(order.begin(), order.end(), by_offset);
     struct Share {
         size_t begin, end;  // positions in `order` not yet taken
     };
