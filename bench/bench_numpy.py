@@ -8,7 +8,11 @@ Measures, on the same data as bench_npz.c:
           fsync: the durability ckpt_npz_save gives;
   restore np.load into the existing arrays (`dst[...] = z[name]`), numpy's fastest way to refill arrays it
           already has; from a warm page cache and, unless --no-cold, from a cold one.
-Prints one "result key=value ..." line per measure (medians of N runs after a warm-up), as bench_npz does.
+Each run also measures, back to back with numpy and alternating which goes first, the raw I/O bench_npz.c
+measures (write() + fsync + rename + directory fsync; read() into the same arrays), so that report.py can pair
+numpy's runs with the machine's limit as it was at that moment, as it pairs ckpt's.
+Prints one "result key=value ..." line per measure (medians of N runs after a warm-up), as bench_npz does, with
+the runs' seconds (per_run) and those of the raw I/O paired with them (raw_per_run).
 """
 import argparse
 import os
@@ -84,6 +88,39 @@ def save(path, directory, arrays, compressed):
         os.close(dfd)
 
 
+def raw_save(path, directory, arrays):
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        for a in arrays.values():
+            view = memoryview(a).cast("B")
+            while view:
+                view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(tmp, path)
+    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def raw_read(path, arrays):
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        for a in arrays.values():
+            view = memoryview(a).cast("B")
+            while view:
+                n = os.readv(fd, [view])
+                if n <= 0:
+                    sys.exit(f"{path}: short read")
+                view = view[n:]
+    finally:
+        os.close(fd)
+
+
 def load_into(path, arrays):
     with np.load(path) as z:
         for name, dst in arrays.items():
@@ -116,9 +153,11 @@ class Measure:
             self.cores.append(cpu / wall)
             self.rss_above = max(self.rss_above, above)
 
-    def report(self, name, arrays):
+    def report(self, name, arrays, raw):
         state = sum(a.nbytes for a in arrays.values())
+        runs = lambda m: ",".join(f"{s:.6f}" for s in m.seconds)
         print(f'result workload={name} op={self.op} who=numpy what="{self.what}" cache={self.cache} '
+              f"per_run={runs(self)} raw_per_run={runs(raw)} "
               f"seconds={statistics.median(self.seconds):.6f} cores={statistics.median(self.cores):.2f} "
               f"rss_above={self.rss_above} state_bytes={state} file_bytes={os.path.getsize(self.path)} "
               f"arrays={len(arrays)} runs={len(self.seconds)}")
@@ -148,11 +187,18 @@ def main():
     path = os.path.join(a.dir, f"{a.name}-numpy.npz")
     saving = Measure("save", f"np.{'savez_compressed' if a.deflate else 'savez'} + fsync + rename + dir fsync",
                      "-", path)
+    raw_path = os.path.join(a.dir, f"{a.name}-numpy-raw.bin")
+    raw_saving = Measure("save", "raw", "-", raw_path)
     caches = ["warm"] if a.no_cold else ["warm", "cold"]
     loads = [Measure("restore", "np.load into the existing arrays", c, path) for c in caches]
+    raw_reads = [Measure("restore", "raw", c, raw_path) for c in caches]
     for r in range(-1, a.runs):
-        print(f"  {a.name}: numpy, {'warm-up' if r < 0 else 'run'}", file=sys.stderr, flush=True)
-        saving.run(lambda: save(path, a.dir, arrays, a.deflate), r < 0)
+        print(f"  {a.name}: numpy and raw, {'warm-up' if r < 0 else 'run'}", file=sys.stderr, flush=True)
+        numpy_first = r % 2 == 0  # whichever goes second pays for the first one's writeback: alternate
+        pair = [lambda: saving.run(lambda: save(path, a.dir, arrays, a.deflate), r < 0),
+                lambda: raw_saving.run(lambda: raw_save(raw_path, a.dir, arrays), r < 0)]
+        for step in pair if numpy_first else pair[::-1]:
+            step()
         if r < 0:
             # Loads refill the arrays with what they hold; check once that they really do.
             for v in arrays.values():
@@ -160,13 +206,17 @@ def main():
             load_into(path, arrays)
             if sum_words(arrays) != checksum:
                 sys.exit(f"{path}: np.load did not restore the arrays")
-        for m in loads:
-            m.run(lambda: load_into(path, arrays), r < 0)
+        for m, raw in zip(loads, raw_reads):
+            pair = [lambda: m.run(lambda: load_into(path, arrays), r < 0),
+                    lambda: raw.run(lambda: raw_read(raw_path, arrays), r < 0)]
+            for step in pair if numpy_first else pair[::-1]:
+                step()
 
-    saving.report(a.name, arrays)
-    for m in loads:
-        m.report(a.name, arrays)
+    saving.report(a.name, arrays, raw_saving)
+    for m, raw in zip(loads, raw_reads):
+        m.report(a.name, arrays, raw)
     os.unlink(path)
+    os.unlink(raw_path)
 
 
 if __name__ == "__main__":

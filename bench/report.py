@@ -52,17 +52,26 @@ class Workload:
                 return r
         return None
 
-    def ratio(self, row, other):
-        """How many times faster row is than other (a throughput ratio); None if either is missing.
+    def x_raw(self, row):
+        """How many times faster row is than raw I/O: the median of the runs' ratios to the raw I/O measured back
+        to back with them in the same process (bench_npz's raw rows for ckpt; raw_per_run for numpy), so that a
+        minute in which the shared disk is slow slows both sides of each pair. None if not measured."""
+        raw = self.find(row["op"], "raw", row["cache"])
+        theirs = row.get("raw_per_run") or (raw or {}).get("per_run")
+        mine = row.get("per_run")
+        if not mine or not theirs or len(mine.split(",")) != len(theirs.split(",")):
+            return None
+        return statistics.median(float(t) / float(m) for m, t in zip(mine.split(","), theirs.split(",")))
 
-        Rows measured run for run in one process (ckpt and raw: back to back, alternating which goes first) give
-        the median of the runs' ratios, so a disk that is slow for a minute slows both sides of each pair;
-        otherwise (numpy, measured by its own process) the ratio of the medians."""
+    def ratio(self, row, other):
+        """How many times faster row is than other (a throughput ratio); None if either is missing. Against raw
+        I/O, x_raw; against numpy, the ratio of the two x_raw, each paired within its own process; the ratio of
+        the medians where runs were not recorded."""
         if row is None or other is None:
             return None
-        mine, theirs = row.get("per_run"), other.get("per_run")
-        if mine and theirs and len(mine.split(",")) == len(theirs.split(",")):
-            return statistics.median(float(t) / float(m) for m, t in zip(mine.split(","), theirs.split(",")))
+        mine, theirs = self.x_raw(row), self.x_raw(other)
+        if mine is not None and theirs is not None:
+            return mine / theirs
         return float(other["seconds"]) / float(row["seconds"])
 
     def table(self):
