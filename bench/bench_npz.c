@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -97,6 +98,18 @@ static void evict(const char *path) {
     if (fdatasync(fd) != 0) die("fdatasync");
     if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0) die("posix_fadvise");
     close(fd);
+}
+
+/* Memory for an array. numpy madvises arrays of 4 MiB and more to transparent huge pages, and copies into huge
+ * pages run three times faster on this machine than into 4 KiB pages (read() of 512 MiB from the page cache:
+ * 0.09 s against 0.28 s), so large arrays here are 2 MiB-aligned and madvised too: both sides of the comparison
+ * get the same kind of memory. */
+static float *alloc_like_numpy(size_t bytes) {
+    const size_t huge = (size_t)2 << 20;
+    if (bytes < ((size_t)4 << 20)) return malloc(bytes);
+    void *p = aligned_alloc(huge, (bytes + huge - 1) / huge * huge);
+    if (p) (void)madvise(p, bytes, MADV_HUGEPAGE);
+    return p;
 }
 
 typedef struct {
@@ -269,7 +282,7 @@ int main(int argc, char **argv) {
     check(ckpt_vars_new(&s.vars), "ckpt_vars_new");
     uint64_t checksum = 0;
     for (int i = 0; i < s.count; i++) {
-        if (!(s.arrays[i] = malloc(s.each))) die("malloc");
+        if (!(s.arrays[i] = alloc_like_numpy(s.each))) die("malloc");
         fill(s.arrays[i], n, (uint64_t)i * n);
         for (size_t k = 0; k < n; k++) {
             uint32_t w;

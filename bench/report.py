@@ -93,7 +93,13 @@ class Workload:
         files = [f"{r['what'].split(' (')[0].split(' +')[0]}{self.level(r)}: {int(r['file_bytes']) / MIB:.0f} MiB "
                  f"({int(r['file_bytes']) / int(r['state_bytes']):.0%})"
                  for r in self.rows if r["op"] == "save" and r["who"] != "raw"]
-        out += ["", f"File sizes: {'; '.join(files)}.", ""]
+        out += ["", f"File sizes: {'; '.join(files)}."]
+        beside = [f"{r['op']}{'' if r['cache'] == '-' else ' ' + r['cache']} "
+                  f"{statistics.median(float(s) for s in r['raw_per_run'].split(',')):.3f} s"
+                  for r in self.rows if r["who"] == "numpy" and r.get("raw_per_run")]
+        if beside:
+            out.append(f"The same raw I/O measured beside numpy, in its process (medians): {', '.join(beside)}.")
+        out.append("")
         return out
 
     @staticmethod
