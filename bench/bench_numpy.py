@@ -74,18 +74,23 @@ def evict(path):
         os.close(fd)
 
 
-def save(path, directory, arrays, compressed):
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        (np.savez_compressed if compressed else np.savez)(f, **arrays)
-        f.flush()
-        os.fsync(f.fileno())
+def publish(tmp, path, directory):
+    """Renames the written and fsynced tmp to path, then makes the rename durable (directory fsync)."""
     os.rename(tmp, path)
     dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(dfd)
     finally:
         os.close(dfd)
+
+
+def save(path, directory, arrays, compressed):
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        (np.savez_compressed if compressed else np.savez)(f, **arrays)
+        f.flush()
+        os.fsync(f.fileno())
+    publish(tmp, path, directory)
 
 
 def raw_save(path, directory, arrays):
@@ -99,12 +104,7 @@ def raw_save(path, directory, arrays):
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.rename(tmp, path)
-    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    publish(tmp, path, directory)
 
 
 def raw_read(path, arrays):
