@@ -7,6 +7,8 @@
  *   (CKPT_DEFLATE) instead of stored; --no-cold skips the restores from a cold page cache.
  * Output: one "result key=value ..." line per measure (medians of N runs after a warm-up); progress on stderr. */
 #define _GNU_SOURCE
+#include "bench_common.h"
+
 #include <ckpt/ckpt.h>
 
 #include <fcntl.h>
@@ -20,24 +22,6 @@
 #include <unistd.h>
 
 #define MAX_LEVELS 4
-
-static void die(const char *what) {
-    perror(what);
-    exit(1);
-}
-
-static void check(int rc, const char *what) {
-    if (rc != CKPT_OK) {
-        fprintf(stderr, "%s failed: %s (%s)\n", what, ckpt_strerror(rc), ckpt_error_message());
-        exit(1);
-    }
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* CPU time of every thread of the process: CPU / wall tells how many cores an operation kept busy. */
 static double cpu_seconds(void) {
@@ -120,27 +104,6 @@ typedef struct {
     ckpt_vars *vars;
 } State;
 
-static void raw_save(const State *s, const char *path) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) die(tmp);
-    for (int i = 0; i < s->count; i++) {
-        const char *p = (const char *)s->arrays[i];
-        for (size_t left = s->each; left > 0;) {
-            ssize_t w = write(fd, p, left);
-            if (w < 0) die("write");
-            p += w;
-            left -= (size_t)w;
-        }
-    }
-    if (fsync(fd) != 0 || close(fd) != 0) die("fsync");
-    if (rename(tmp, path) != 0) die("rename");
-    int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || fsync(dfd) != 0) die("directory fsync");
-    close(dfd);
-}
-
 static void raw_read(const State *s, const char *path) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) die(path);
@@ -191,7 +154,7 @@ static void run_one(const State *s, Measure *m, Kind kind, const ckpt_npz_option
     const double c0 = cpu_seconds(), t0 = now();
     switch (kind) {
     case SAVE_CKPT: check(ckpt_npz_save(m->path, s->vars, opts), "ckpt_npz_save"); break;
-    case SAVE_RAW: raw_save(s, m->path); break;
+    case SAVE_RAW: raw_save(s->dir, m->path, s->arrays, s->count, s->each); break;
     case RESTORE_CKPT: check(ckpt_npz_restore(m->path, s->vars, NULL), "ckpt_npz_restore"); break;
     case READ_RAW: raw_read(s, m->path); break;
     }
@@ -201,16 +164,6 @@ static void run_one(const State *s, Measure *m, Kind kind, const ckpt_npz_option
     m->seconds[run] = wall;
     m->cores[run] = cpu / wall;
     if (above > m->rss_above) m->rss_above = above;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static long long file_size(const char *path) {

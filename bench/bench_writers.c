@@ -3,6 +3,8 @@
  *  - synchronous save throughput, against raw write() + fsync + rename + directory fsync of the same bytes.
  * Usage: bench_writers [dir] [total MiB] [arrays] [runs]   (defaults: /tmp 512 64 5) */
 #define _POSIX_C_SOURCE 200809L
+#include "bench_common.h"
+
 #include <ckpt/ckpt.h>
 
 #include <fcntl.h>
@@ -11,52 +13,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void check(int rc, const char *what) {
-    if (rc != CKPT_OK) {
-        fprintf(stderr, "%s failed: %s (%s)\n", what, ckpt_strerror(rc), ckpt_error_message());
-        exit(1);
-    }
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/* write() everything, fsync, close, rename, fsync the directory: the floor for a durable save. */
-static void raw_save(const char *dir, const char *path, float **arrays, int count, size_t each) {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.raw-tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) { perror("open"); exit(1); }
-    for (int i = 0; i < count; i++) {
-        const char *p = (const char *)arrays[i];
-        size_t left = each;
-        while (left > 0) {
-            ssize_t w = write(fd, p, left);
-            if (w < 0) { perror("write"); exit(1); }
-            p += w;
-            left -= (size_t)w;
-        }
-    }
-    if (fsync(fd) != 0 || close(fd) != 0) { perror("fsync/close"); exit(1); }
-    if (rename(tmp, path) != 0) { perror("rename"); exit(1); }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || fsync(dfd) != 0) { perror("dir fsync"); exit(1); }
-    close(dfd);
-}
 
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "/tmp";
