@@ -38,6 +38,7 @@
 // The child uses nothing but the C API and system calls (no Catch2: its assertions belong to the parent), and ends
 // only by SIGKILL, or _exit when a call fails unexpectedly (the message then comes through the pipe).
 #include "ckpt/ckpt.h"
+#include "support/private_tmpfs.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -691,16 +692,8 @@ void run_campaign(const std::string& base, int default_trials, bool full_disk) {
     }
 }
 
-bool write_text(const char* path, const std::string& text) {
-    const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    ::close(fd);
-    return ok;
-}
-
-// A small tmpfs for this process alone: in a private mount namespace (as root directly, otherwise inside a user
-// namespace), so the mount vanishes with the process however it ends. Unmounted and removed by the destructor.
+// A small tmpfs for this process alone (mount_private_tmpfs), on a new directory; unmounted and removed by the
+// destructor.
 class PrivateTmpfs {
 public:
     PrivateTmpfs() {
@@ -710,30 +703,8 @@ public:
             path_.clear();
             return;
         }
-        if (::unshare(CLONE_NEWNS) != 0) {
-            const uid_t uid = ::getuid();
-            const gid_t gid = ::getgid();
-            if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
-                skipped_ = std::string("unshare: ") + std::strerror(errno);
-                return;
-            }
-            write_text("/proc/self/setgroups", "deny");
-            if (!write_text("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1") ||
-                !write_text("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1")) {
-                skipped_ = std::string("cannot map ids in a user namespace: ") + std::strerror(errno);
-                return;
-            }
-        }
-        if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-            skipped_ = std::string("cannot make mounts private: ") + std::strerror(errno);
-            return;
-        }
-        const std::string options = std::string("size=") + kTmpfsSize;
-        if (::mount("tmpfs", path_.c_str(), "tmpfs", 0, options.c_str()) != 0) {
-            skipped_ = std::string("cannot mount a tmpfs: ") + std::strerror(errno);
-            return;
-        }
-        mounted_ = true;
+        skipped_ = ckpt::testing::mount_private_tmpfs(path_, kTmpfsSize);
+        mounted_ = skipped_.empty();
     }
     ~PrivateTmpfs() {
         if (mounted_) ::umount2(path_.c_str(), MNT_DETACH);

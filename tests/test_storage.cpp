@@ -8,6 +8,7 @@
 #include "storage.hpp"
 #include "support/crash_storage.hpp"
 #include "support/faulty_storage.hpp"
+#include "support/private_tmpfs.hpp"
 #include "var_collection.hpp"
 
 #include <catch2/catch.hpp>
@@ -1133,35 +1134,14 @@ std::string save_until_full(const std::string& dir, const std::function<void()>&
     return "OK: " + message;
 }
 
-bool write_text(const char* path, const std::string& text) {
-    const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    ::close(fd);
-    return ok;
-}
-
 }  // namespace
 
 TEST_CASE("a save to a full filesystem (64 KiB tmpfs) fails with io naming the path and keeps the old file") {
     TempDir dir;
     const std::string mount_point = dir.path;
     const std::string result = in_child([&]() -> std::string {
-        // A private mount namespace: as root directly, otherwise inside a user namespace (unshare -rm).
-        if (::unshare(CLONE_NEWNS) != 0) {
-            const uid_t uid = ::getuid();
-            const gid_t gid = ::getgid();
-            if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
-                return std::string("SKIP: unshare: ") + std::strerror(errno);
-            write_text("/proc/self/setgroups", "deny");
-            if (!write_text("/proc/self/uid_map", fmt::format("0 {} 1", uid)) ||
-                !write_text("/proc/self/gid_map", fmt::format("0 {} 1", gid)))
-                return std::string("SKIP: cannot map ids in a user namespace: ") + std::strerror(errno);
-        }
-        if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-            return std::string("SKIP: cannot make mounts private: ") + std::strerror(errno);
-        if (::mount("tmpfs", mount_point.c_str(), "tmpfs", 0, "size=64k") != 0)
-            return std::string("SKIP: cannot mount a tmpfs: ") + std::strerror(errno);
+        const std::string why_not = ckpt::testing::mount_private_tmpfs(mount_point, "64k");
+        if (!why_not.empty()) return "SKIP: " + why_not;
         return save_until_full(mount_point, [] {}, "No space left on device");
     });
     if (result.rfind("SKIP", 0) == 0) {
