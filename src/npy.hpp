@@ -30,6 +30,11 @@ struct NpyHeader {
     size_t nbytes = 0;            // product of shape times itemsize (checked)
 };
 
+inline bool operator==(const NpyHeader& a, const NpyHeader& b) {
+    return a.dtype == b.dtype && a.itemsize == b.itemsize && a.shape == b.shape && a.fortran_order == b.fortran_order &&
+           a.byteswap == b.byteswap && a.data_offset == b.data_offset && a.nbytes == b.nbytes;
+}
+
 // Reads the preamble (magic, version, header length) from the first `n` bytes of a member of `member_size`
 // bytes and returns the data offset (preamble + header length). Needs n >= min(member_size, kNpyPreambleMax).
 // Throws Error(format) for a bad magic or version, a header longer than max_header_bytes, or one that does not

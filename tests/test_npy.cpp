@@ -69,13 +69,7 @@ NpyHeader parse(const std::string& member, size_t max_header_bytes = kDefaultMax
     CHECK(fast_error.code() == grammar_error.code());
     CHECK(std::string(fast_error.what()) == grammar_error.what());
     if (fast_error.code() != Code::ok) throw fast_error;
-    CHECK(fast.dtype == grammar.dtype);
-    CHECK(fast.itemsize == grammar.itemsize);
-    CHECK(fast.shape == grammar.shape);
-    CHECK(fast.fortran_order == grammar.fortran_order);
-    CHECK(fast.byteswap == grammar.byteswap);
-    CHECK(fast.nbytes == grammar.nbytes);
-    CHECK(fast.data_offset == grammar.data_offset);
+    CHECK(fast == grammar);
     return fast;
 }
 
