@@ -67,6 +67,16 @@ NpzWriteOptions write_options(const ckpt_npz_options& o);
 NpzReadOptions read_options(const ckpt_npz_options& o);
 Renamer renamer(const ckpt_npz_options& o);
 
+// Borrowed C strings of a Metadata: the value of key (NULL for a NULL or absent key), key i, value i (NULL out of
+// range).
+inline const char* metadata_value(const Metadata& m, const char* key) {
+    if (key == nullptr) return nullptr;
+    const std::string* v = m.find(key);
+    return v != nullptr ? v->c_str() : nullptr;
+}
+inline const char* metadata_key(const Metadata& m, size_t i) { return i < m.size() ? m.key(i).c_str() : nullptr; }
+inline const char* metadata_value_at(const Metadata& m, size_t i) { return i < m.size() ? m.value(i).c_str() : nullptr; }
+
 // Throws Error(invalid) naming the argument when p is NULL.
 inline void require(const void* p, const char* function, const char* argument) {
     if (p == nullptr) fail(Code::invalid, "{}: {} is NULL", function, argument);

@@ -208,3 +208,20 @@ CKPT_API int ckpt_npz_read_into(ckpt_npz* npz, size_t i, void* dst, size_t dst_s
 }
 
 }
+
+extern "C" {
+
+CKPT_API const char* ckpt_npz_metadata(const ckpt_npz* npz, const char* key) {
+    return npz != nullptr ? ckpt::capi::metadata_value(npz->reader.metadata(), key) : nullptr;
+}
+CKPT_API size_t ckpt_npz_metadata_count(const ckpt_npz* npz) {
+    return npz != nullptr ? npz->reader.metadata().size() : 0;
+}
+CKPT_API const char* ckpt_npz_metadata_key(const ckpt_npz* npz, size_t i) {
+    return npz != nullptr ? ckpt::capi::metadata_key(npz->reader.metadata(), i) : nullptr;
+}
+CKPT_API const char* ckpt_npz_metadata_value(const ckpt_npz* npz, size_t i) {
+    return npz != nullptr ? ckpt::capi::metadata_value_at(npz->reader.metadata(), i) : nullptr;
+}
+
+}

@@ -22,9 +22,10 @@ int add(const char* function, ckpt_vars* vars, const char* name, uint32_t dtype,
         require(vars, function, "vars");
         require(name, function, "name");
         try {
-            if (!ckpt::is_dtype(dtype) || ckpt::is_string_dtype(static_cast<DType>(dtype)) != strings)
+            if (!ckpt::is_dtype(dtype) || ckpt::has_array_itemsize(static_cast<DType>(dtype)) != strings)
                 ckpt::fail(Code::invalid, "dtype {} is not {}", dtype,
-                           strings ? "CKPT_UNICODE or CKPT_BYTES" : "a numeric dtype (strings: ckpt_vars_add_strings)");
+                           strings ? "CKPT_UNICODE, CKPT_BYTES or CKPT_VOID"
+                                   : "a numeric dtype (strings and void: ckpt_vars_add_strings)");
             const DType d = static_cast<DType>(dtype);
             if (flags != CKPT_COPY && flags != CKPT_BORROW) ckpt::fail(Code::invalid, "unknown flags {}", flags);
             if (ndim > ckpt::kMaxDims) ckpt::fail(Code::invalid, "{} dimensions; the limit is {}", ndim, ckpt::kMaxDims);
@@ -105,6 +106,38 @@ CKPT_API size_t ckpt_vars_nbytes(const ckpt_vars* vars, size_t i) {
 CKPT_API void* ckpt_vars_data(const ckpt_vars* vars, size_t i) {
     const Array* a = at(vars, i);
     return a != nullptr ? a->data() : nullptr;
+}
+
+}
+
+extern "C" {
+
+CKPT_API int ckpt_vars_set_metadata(ckpt_vars* vars, const char* key, const char* value) {
+    return guard([&] {
+        require(vars, "ckpt_vars_set_metadata", "vars");
+        require(key, "ckpt_vars_set_metadata", "key");
+        try {
+            if (value == nullptr)
+                vars->vc.metadata().remove(key);
+            else
+                vars->vc.metadata().set(key, value);
+        } catch (const ckpt::Error& e) {
+            ckpt::rethrow_with_context(e, fmt::format("ckpt_vars_set_metadata: key '{}'", ckpt::printable(key)));
+        }
+    });
+}
+
+CKPT_API const char* ckpt_vars_metadata(const ckpt_vars* vars, const char* key) {
+    return vars != nullptr ? ckpt::capi::metadata_value(vars->vc.metadata(), key) : nullptr;
+}
+CKPT_API size_t ckpt_vars_metadata_count(const ckpt_vars* vars) {
+    return vars != nullptr ? vars->vc.metadata().size() : 0;
+}
+CKPT_API const char* ckpt_vars_metadata_key(const ckpt_vars* vars, size_t i) {
+    return vars != nullptr ? ckpt::capi::metadata_key(vars->vc.metadata(), i) : nullptr;
+}
+CKPT_API const char* ckpt_vars_metadata_value(const ckpt_vars* vars, size_t i) {
+    return vars != nullptr ? ckpt::capi::metadata_value_at(vars->vc.metadata(), i) : nullptr;
 }
 
 }

@@ -30,7 +30,8 @@ ckpt::VarCollection every_dtype() {
     unsigned seed = 1;
     for (uint32_t v = 1; ckpt::is_dtype(v); ++v) {
         const auto d = static_cast<DType>(v);
-        const size_t itemsize = d == DType::unicode ? 12 : d == DType::bytes ? 5 : ckpt::numeric_size(d);
+        const size_t itemsize =
+            d == DType::unicode ? 12 : d == DType::bytes ? 5 : d == DType::void_ ? 3 : ckpt::numeric_size(d);
         vars.add(std::string(ckpt::dtype_name(d)), counting(d, itemsize, {2, 3}, seed++));
     }
     return vars;
@@ -49,6 +50,19 @@ ckpt::VarCollection shapes() {
     return vars;
 }
 
+// User metadata and the dtype record: the metadata member with both of its objects filled.
+ckpt::VarCollection with_metadata() {
+    using ckpt::DType;
+    ckpt::VarCollection vars;
+    vars.add("w", counting(DType::bfloat16, 2, {3}, 10));
+    vars.add("raw2", counting(DType::void_, 2, {2}, 11));
+    vars.add("scale", counting(DType::float8_e8m0fnu, 1, {}, 12));
+    vars.metadata().set("step", "100");
+    vars.metadata().set("note", "\xc3\xa9t\xc3\xa9 \"quoted\" \\ \n");  // été, JSON escapes
+    vars.metadata().set("empty", "");
+    return vars;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -60,7 +74,8 @@ int main(int argc, char** argv) {
     const struct {
         const char* name;
         ckpt::VarCollection vars;
-    } sets[] = {{"dtypes", every_dtype()}, {"shapes", shapes()}, {"empty", ckpt::VarCollection()}};
+    } sets[] = {{"dtypes", every_dtype()}, {"shapes", shapes()}, {"metadata", with_metadata()},
+               {"empty", ckpt::VarCollection()}};
     int written = 0;
     for (const auto& set : sets) {
         for (const ckpt::Layout layout : {ckpt::Layout::plain, ckpt::Layout::objax}) {

@@ -34,7 +34,7 @@ void Array::AlignedFree::operator()(unsigned char* p) const { ::operator delete[
 Array::Array(DType dtype, size_t itemsize, std::vector<int64_t> shape)
     : dtype_(dtype), itemsize_(itemsize), shape_(std::move(shape)) {
     if (itemsize_ == 0) fail(Code::invalid, "itemsize must be at least 1");
-    if (!is_string_dtype(dtype_) && itemsize_ != numeric_size(dtype_))
+    if (!has_array_itemsize(dtype_) && itemsize_ != numeric_size(dtype_))
         fail(Code::invalid, "itemsize {} does not match dtype {}", itemsize_, dtype_name(dtype_));
     if (dtype_ == DType::unicode && itemsize_ % 4 != 0)
         fail(Code::invalid, "unicode itemsize {} is not a multiple of 4", itemsize_);

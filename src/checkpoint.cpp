@@ -187,7 +187,7 @@ int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index,
     fail(Code::format, "{}: every checkpoint is unreadable; the newest: {}", dir_, skipped.front());
 }
 
-int64_t CheckpointManager::restore(const VarCollection& vars, std::optional<int64_t> index) {
+int64_t CheckpointManager::restore(VarCollection& vars, std::optional<int64_t> index) {
     return with_checkpoint(index, [&](NpzReader& reader) { restore_npz(reader, vars, options_.rename); });
 }
 

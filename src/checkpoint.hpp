@@ -64,7 +64,7 @@ public:
     std::vector<int64_t> list();
     // Restores into `vars` from checkpoint `index`, or from the newest readable one when index is nullopt;
     // returns the index restored. Error(not_found) when there is none.
-    int64_t restore(const VarCollection& vars, std::optional<int64_t> index);
+    int64_t restore(VarCollection& vars, std::optional<int64_t> index);
     // Reads a whole checkpoint into a new collection; returns it with its index.
     std::pair<VarCollection, int64_t> read(std::optional<int64_t> index);
     // Waits for background saves; throws the first unreported error.

@@ -54,7 +54,8 @@ std::string shape_repr(const std::vector<int64_t>& shape) {  // as Python's repr
     return out + ")";
 }
 
-// numpy's kind character of a numeric dtype ('b', 'i', 'u', 'f', 'c'); 0 for string dtypes.
+// numpy's kind character of a numeric dtype ('b', 'i', 'u', 'f', 'c'); 0 for the types numpy has no descr for
+// and those whose itemsize is per array.
 char numeric_kind(DType d) {
     switch (d) {
         case DType::bool_: return 'b';
@@ -62,10 +63,14 @@ char numeric_kind(DType d) {
         case DType::uint8: case DType::uint16: case DType::uint32: case DType::uint64: return 'u';
         case DType::float16: case DType::float32: case DType::float64: return 'f';
         case DType::complex64: case DType::complex128: return 'c';
-        case DType::unicode: case DType::bytes: break;
+        default: return 0;
     }
-    return 0;
 }
+
+// ml_dtypes' types that a descr can name once ml_dtypes is imported, beyond those ckpt stores: refused as
+// unsupported rather than malformed.
+constexpr const char* kOtherMlDtypes[] = {"float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3", "float6_e2m3fn",
+                                          "float6_e3m2fn",      "float4_e2m1fn", "int2", "int4", "uint2", "uint4"};
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_word_char(char c) { return is_digit(c) || c == '_' || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z'); }
@@ -74,13 +79,29 @@ struct Descr {
     DType dtype = DType::float32;
     size_t itemsize = 0;
     bool byteswap = false;
+    bool foreign_order = false;
+    bool raw_void = false;
     std::string unsupported;  // why ckpt refuses a descr numpy knows; empty when supported
 };
 
-Descr unsupported(std::string why) { return Descr{DType::float32, 0, false, std::move(why)}; }
+Descr unsupported(std::string why) {
+    Descr d;
+    d.unsupported = std::move(why);
+    return d;
+}
 
 // A typestring as dtype.str writes it: byte order [<>|=] (optional), kind, decimal size.
 Descr parse_typestring(std::string_view whole) {
+    // A dtype name, as a writer with ml_dtypes registered can produce for its types: native byte order.
+    if (const std::optional<DType> named = dtype_named(whole); named && is_ml_dtype(*named)) {
+        Descr d;
+        d.dtype = *named;
+        d.itemsize = numeric_size(*named);
+        return d;
+    }
+    for (const char* other : kOtherMlDtypes)
+        if (whole == other)
+            return unsupported(fmt::format("'descr' '{}' is an ml_dtypes type that ckpt does not store", other));
     std::string_view s = whole;
     char order = '=';
     if (!s.empty() && std::strchr("<>|=", s[0]) != nullptr) {
@@ -100,8 +121,6 @@ Descr parse_typestring(std::string_view whole) {
         return unsupported(fmt::format("'descr' '{}' is an object array; pickled object arrays are refused", name()));
     if ((kind == 'M' || kind == 'm') && !digits.empty() && (tail.empty() || unit_tail))
         return unsupported(fmt::format("'descr' '{}' is a datetime/timedelta type, which ckpt does not store", name()));
-    if (kind == 'V' && !digits.empty() && tail.empty())
-        return unsupported(fmt::format("'descr' '{}' is a void (raw bytes) type, which ckpt does not store", name()));
     if (kind == 'a' && !digits.empty() && tail.empty())
         return unsupported(fmt::format("'descr' '{}' uses numpy's deprecated 'a' bytes kind; ckpt reads 'S'", name()));
 
@@ -119,6 +138,16 @@ Descr parse_typestring(std::string_view whole) {
     if ((kind == 'U' || kind == 'S') && size >= 1) {
         d.dtype = kind == 'U' ? DType::unicode : DType::bytes;
         d.itemsize = kind == 'U' ? 4 * size : size;
+    } else if (kind == 'V') {
+        if (size == 0) return unsupported(fmt::format("'descr' '{}' is a zero-size void type", name()));
+        // Two raw bytes are bfloat16 unless the file's metadata says otherwise: what ml_dtypes writes for it, and
+        // what jax.numpy.load and Keras assume.
+        d.dtype = size == 2 ? DType::bfloat16 : DType::void_;
+        d.itemsize = size;
+        d.raw_void = true;
+    } else if (kind == 'f' && size == 1) {
+        d.dtype = DType::float8_e5m2;  // ml_dtypes' np.save of float8_e5m2, which numpy itself cannot load
+        d.itemsize = 1;
     } else {
         for (uint32_t v = 1; is_dtype(v) && d.itemsize == 0; ++v)
             if (numeric_kind(DType(v)) == kind && numeric_size(DType(v)) == size) {
@@ -128,7 +157,8 @@ Descr parse_typestring(std::string_view whole) {
         if (d.itemsize == 0) not_a_dtype();
     }
     // numpy reads '|' on a multi-byte type as native order (np.dtype('|f4') is float32), and so does ckpt.
-    d.byteswap = order == kForeignOrder && swap_unit(d.dtype) > 1;
+    d.foreign_order = order == kForeignOrder;
+    d.byteswap = d.foreign_order && swap_unit(d.dtype) > 1;
     return d;
 }
 
@@ -169,6 +199,8 @@ public:
         h.dtype = descr.dtype;
         h.itemsize = descr.itemsize;
         h.byteswap = descr.byteswap;
+        h.foreign_order = descr.foreign_order;
+        h.raw_void = descr.raw_void;
         const auto nbytes = checked_nbytes(h.shape.data(), h.shape.size(), h.itemsize);
         if (!nbytes) malformed("shape {} of {}-byte items overflows the byte size", shape_repr(h.shape), h.itemsize);
         h.nbytes = *nbytes;
@@ -378,6 +410,8 @@ std::optional<NpyHeader> parse_numpy_text(const char* p, const char* const end) 
     h.dtype = descr.dtype;
     h.itemsize = descr.itemsize;
     h.byteswap = descr.byteswap;
+    h.foreign_order = descr.foreign_order;
+    h.raw_void = descr.raw_void;
     h.nbytes = *nbytes;
     return h;
 }
@@ -459,13 +493,28 @@ std::string npy_descr(DType dtype, size_t itemsize) {
             fail(Code::invalid, "unicode itemsize {} is not a positive multiple of 4", itemsize);
         return fmt::format("{}U{}", kNativeOrder, itemsize / 4);
     }
-    if (dtype == DType::bytes) {
-        if (itemsize == 0) fail(Code::invalid, "bytes itemsize must be at least 1");
-        return fmt::format("|S{}", itemsize);
+    if (dtype == DType::bytes || dtype == DType::void_) {
+        if (itemsize == 0) fail(Code::invalid, "{} itemsize must be at least 1", dtype_name(dtype));
+        return fmt::format("|{}{}", dtype == DType::bytes ? 'S' : 'V', itemsize);
     }
     if (itemsize != numeric_size(dtype))
         fail(Code::invalid, "itemsize {} does not match dtype {}", itemsize, dtype_name(dtype));
+    if (is_ml_dtype(dtype)) return fmt::format("{}V{}", kNativeOrder, itemsize);  // as ml_dtypes' np.save
     return fmt::format("{}{}{}", itemsize == 1 ? '|' : kNativeOrder, numeric_kind(dtype), itemsize);
+}
+
+void retype_npy_header(NpyHeader& h, DType dtype) {
+    if (h.dtype == dtype) return;
+    if (!is_ml_dtype(dtype) && dtype != DType::void_)
+        malformed("the metadata records dtype {}, which numpy's own descr names; only bfloat16, float8 and void "
+                  "types are recorded", dtype_name(dtype));
+    if (!h.raw_void)
+        malformed("the metadata records dtype {} but the descr says {}", dtype_name(dtype), dtype_name(h.dtype));
+    if (dtype != DType::void_ && numeric_size(dtype) != h.itemsize)
+        malformed("the metadata records dtype {} ({} bytes) for raw items of {} bytes", dtype_name(dtype),
+                  numeric_size(dtype), h.itemsize);
+    h.dtype = dtype;
+    h.byteswap = h.foreign_order && swap_unit(dtype) > 1;
 }
 
 std::string format_npy_header(DType dtype, size_t itemsize, const std::vector<int64_t>& shape) {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <system_error>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace ckpt {
@@ -43,6 +44,9 @@ NpzReader::NpzReader(std::unique_ptr<InputFile> file, std::string label, NpzRead
     : file_(std::move(file)), options_(options) {
     zip_ = std::make_unique<ZipReader>(*file_, std::move(label), options_.max_members);
     scan();
+    MetadataRecord record = take_metadata();
+    apply_dtypes(record.dtypes);  // keyed by member, as numpy.load names them: before objax names replace those
+    metadata_ = std::move(record.user);
     detect_layout();
 }
 
@@ -116,6 +120,51 @@ void NpzReader::scan() {
              entries_[d->second].name, entries_[d->first].member);
 }
 
+MetadataRecord NpzReader::take_metadata() {
+    const auto at = std::find_if(entries_.begin(), entries_.end(), [](const Entry& e) { return e.name == kMetadataName; });
+    if (at == entries_.end()) return {};
+    MetadataRecord record;
+    metadata_member_ = at->member;
+    try {
+        const NpyHeader& h = at->header;
+        if (h.dtype != DType::unicode || !h.shape.empty())
+            fail(Code::format, "the metadata member must be a 0-d '<U' array, not {} of {} dimensions",
+                 npy_descr(h.dtype, h.itemsize), h.shape.size());
+        if (h.nbytes > kMaxMetadataBytes)
+            fail(Code::format, "the metadata member holds {} bytes, more than the limit of {}", h.nbytes,
+                 kMaxMetadataBytes);
+        std::u32string text(h.nbytes / 4, U'\0');
+        read_into(static_cast<size_t>(at - entries_.begin()), &text[0], nullptr);  // not array data
+        text.erase(text.find_last_not_of(U'\0') + 1);  // numpy strips trailing NULs
+        std::string utf8;
+        if (!utf32_to_utf8(text, utf8)) fail(Code::format, "metadata: the text is not valid unicode");
+        record = metadata_from_json(utf8);
+    } catch (const Error& err) {
+        rethrow_naming(err, where(*at));
+    }
+    entries_.erase(at);
+    return record;
+}
+
+void NpzReader::apply_dtypes(const std::vector<std::pair<std::string, DType>>& dtypes) {
+    if (dtypes.empty()) return;
+    std::unordered_map<std::string_view, size_t> by_name;
+    by_name.reserve(entries_.size());
+    for (size_t i = 0; i < entries_.size(); ++i) by_name.emplace(entries_[i].name, i);
+    for (const auto& [name, dtype] : dtypes) {
+        const auto it = by_name.find(name);
+        if (it == by_name.end())
+            fail(Code::format, "{}: member '{}': metadata: dtype {} is recorded for '{}', which is not a member of the file",
+                 label(), metadata_member_, dtype_name(dtype), printable(name));
+        Entry& e = entries_[it->second];
+        try {
+            retype_npy_header(e.header, dtype);
+        } catch (const Error& err) {
+            rethrow_with_context(err, fmt::format("{}: metadata member '{}'", where(e), metadata_member_));
+        }
+    }
+}
+
 void NpzReader::detect_layout() {
     if (options_.layout == Layout::plain) return;
 
@@ -162,6 +211,8 @@ void NpzReader::detect_layout() {
             if (row.empty()) fail(Code::format, "{}: name #{} is empty", here, i);
             if (!utf32_to_utf8(row, names[i])) fail(Code::format, "{}: name #{} is not valid unicode", here, i);
             if (!seen.insert(names[i]).second) fail(Code::format, "{}: name '{}' appears twice", here, names[i]);
+            if (names[i] == kMetadataName)
+                fail(Code::format, "{}: name #{} is '{}', which is reserved for the metadata member", here, i, names[i]);
         }
     }
     std::vector<Entry> ordered(n);
@@ -366,6 +417,7 @@ VarCollection NpzReader::read_all() {
     read_entries(jobs);
     VarCollection vars;
     for (size_t i = 0; i < entries_.size(); ++i) vars.add(entries_[i].name, std::move(arrays[i]));
+    vars.metadata() = metadata_;
     return vars;
 }
 

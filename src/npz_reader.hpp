@@ -5,6 +5,7 @@
 #pragma once
 
 #include "array.hpp"
+#include "metadata.hpp"
 #include "npy.hpp"
 #include "npz.hpp"
 #include "storage.hpp"
@@ -54,6 +55,8 @@ public:
     const std::string& label() const { return zip_->label(); }
     size_t size() const { return entries_.size(); }
     const Entry& entry(size_t i) const { return entries_[i]; }
+    // The user's key/values from the metadata member (empty without one).
+    const Metadata& metadata() const { return metadata_; }
 
     // Reads entry i's data into dst (entry(i).header.nbytes bytes), in native byte order and C order,
     // verifying the CRC-32, with progress against its size (a large one on several threads, as read_entries).
@@ -69,20 +72,24 @@ public:
         void* dst;
     };
     void read_entries(const std::vector<Job>& jobs);
-    // Reads every entry into a new collection, in entry order.
+    // Reads every entry into a new collection, in entry order, with the file's metadata.
     VarCollection read_all();
 
 private:
     using OnBytes = std::function<void(uint64_t)>;
     void read_into(size_t i, void* dst, const OnBytes& on_bytes);
     void scan();
+    MetadataRecord take_metadata();
     void detect_layout();
+    void apply_dtypes(const std::vector<std::pair<std::string, DType>>& dtypes);
     std::string where(const Entry& e) const;
 
     std::unique_ptr<InputFile> file_;
     std::unique_ptr<ZipReader> zip_;
     NpzReadOptions options_;
     std::vector<Entry> entries_;
+    Metadata metadata_;
+    std::string metadata_member_;  // for messages
 };
 
 }  // namespace ckpt

@@ -12,7 +12,7 @@ namespace ckpt {
 
 namespace {
 std::string describe(DType dtype, size_t itemsize, const std::vector<int64_t>& shape) {
-    const std::string type = is_string_dtype(dtype) ? fmt::format("{}{}", dtype_name(dtype), itemsize)
+    const std::string type = has_array_itemsize(dtype) ? fmt::format("{}{}", dtype_name(dtype), itemsize)
                                                     : std::string(dtype_name(dtype));
     return fmt::format("{} ({})", type, fmt::join(shape, ", "));
 }
@@ -24,7 +24,7 @@ std::string quoted_list(const std::vector<std::string>& names) {
 }
 }  // namespace
 
-void restore_npz(NpzReader& reader, const VarCollection& vars, const Renamer& rename) {
+void restore_npz(NpzReader& reader, VarCollection& vars, const Renamer& rename) {
     // Names after renaming (views of the reader's names, or of `new_names`) -> entry.
     std::vector<std::string> new_names;
     if (rename) {
@@ -55,7 +55,9 @@ void restore_npz(NpzReader& reader, const VarCollection& vars, const Renamer& re
         const NpyHeader& h = reader.entry(it->second).header;
         used[it->second] = true;
         source[v] = it->second;
-        if (a.dtype() != h.dtype || a.itemsize() != h.itemsize || a.shape() != h.shape) {
+        // A void member's bytes were saved without their type: any variable of that item size may take them.
+        const bool same_type = a.dtype() == h.dtype || (h.dtype == DType::void_ && !has_array_itemsize(a.dtype()));
+        if (!same_type || a.itemsize() != h.itemsize || a.shape() != h.shape) {
             differ.push_back(fmt::format("'{}' is {} in the collection but {} in the file", vars.name(v),
                                          describe(a.dtype(), a.itemsize(), a.shape()),
                                          describe(h.dtype, h.itemsize, h.shape)));
@@ -76,6 +78,7 @@ void restore_npz(NpzReader& reader, const VarCollection& vars, const Renamer& re
     jobs.reserve(vars.size());
     for (size_t v = 0; v < vars.size(); ++v) jobs.push_back({source[v], vars.array(v).data()});
     reader.read_entries(jobs);
+    vars.metadata() = reader.metadata();
 }
 
 }  // namespace ckpt

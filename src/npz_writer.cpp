@@ -1,6 +1,7 @@
 #include "npz_writer.hpp"
 
 #include "error.hpp"
+#include "metadata.hpp"
 #include "npy.hpp"
 #include "utf8.hpp"
 #include "zip_writer.hpp"
@@ -29,6 +30,21 @@ std::u32string objax_names(const VarCollection& vars, size_t& chars) {
     std::u32string table(chars * names.size(), U'\0');
     for (size_t i = 0; i < names.size(); ++i) std::copy(names[i].begin(), names[i].end(), &table[i * chars]);
     return table;
+}
+
+// The metadata member's record: the user's key/values and the dtype of every array whose descr does not say it
+// (bfloat16 and float8 are written as raw bytes, and raw bytes of two read as bfloat16 unless recorded as void).
+// Arrays are named as numpy.load's keys name them (the member name without ".npy"), so the record reads the same
+// whichever layout a reader sees.
+MetadataRecord metadata_record(const VarCollection& vars, Layout layout) {
+    MetadataRecord record;
+    record.user = vars.metadata();
+    for (size_t i = 0; i < vars.size(); ++i) {
+        const Array& a = vars.array(i);
+        if (is_ml_dtype(a.dtype()) || (a.dtype() == DType::void_ && a.itemsize() == 2))
+            record.dtypes.emplace_back(layout == Layout::objax ? std::to_string(i) : vars.name(i), a.dtype());
+    }
+    return record;
 }
 
 // Stored members need their CRC-32 before their first byte is written (it goes in the local header). Computing
@@ -97,7 +113,7 @@ void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions optio
     options.progress.start(total);
 
     std::vector<Member> members;
-    members.reserve(vars.size() + 1);
+    members.reserve(vars.size() + 2);
     std::u32string names;  // the objax names array, alive until written
     if (options.layout == Layout::objax) {
         size_t chars = 0;
@@ -111,6 +127,17 @@ void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions optio
         members.push_back({name + std::string(kNpySuffix), format_npy_header(a.dtype(), a.itemsize(), a.shape()),
                            a.data(), a.nbytes()});
     }
+    // Last, and only when there is something to record: a file of numpy's own dtypes without metadata stays
+    // member for member what np.savez writes.
+    std::u32string metadata_text;
+    if (MetadataRecord record = metadata_record(vars, options.layout); !record.dtypes.empty() || !record.user.empty()) {
+        metadata_text = utf8_to_utf32(metadata_to_json(record));
+        members.push_back({std::string(kMetadataName) + std::string(kNpySuffix),
+                           format_npy_header(DType::unicode, 4 * metadata_text.size(), {}), metadata_text.data(),
+                           metadata_text.size() * sizeof(char32_t)});
+    }
+    const size_t first_array = options.layout == Layout::objax ? 1 : 0;
+    const size_t end_array = first_array + vars.size();
     const auto pieces = [](const Member& m) {
         return std::vector<ZipWriter::Piece>{{m.header.data(), m.header.size()}, {m.data, m.nbytes}};
     };
@@ -122,7 +149,8 @@ void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions optio
     };
     // Progress counts array bytes only: the part of [offset, offset + n) of a member past its npy header.
     const auto on_bytes = [&](const Member& m) -> ZipWriter::OnBytes {
-        if (&m == &members[0] && options.layout == Layout::objax) return nullptr;  // the names are not a variable
+        const size_t k = static_cast<size_t>(&m - members.data());
+        if (k < first_array || k >= end_array) return nullptr;  // the objax names and the metadata are not variables
         const uint64_t header = m.header.size();
         return [&options, header](uint64_t offset, uint64_t n) {
             const uint64_t end = offset + n;

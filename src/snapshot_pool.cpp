@@ -74,6 +74,7 @@ std::shared_ptr<const VarCollection> SnapshotPool::copy(const VarCollection& var
         }
         snapshot->vars.add(vars.name(i), Array::borrow(a.dtype(), a.itemsize(), a.shape(), data));
     }
+    snapshot->vars.metadata() = vars.metadata();
     {
         std::lock_guard<std::mutex> lock(mutex_);
         snapshot_bytes_ = total;

@@ -119,7 +119,12 @@ static void test_version_and_codes(void) {
     CHECK(strcmp(ckpt_dtype_name(CKPT_BOOL), "bool") == 0);
     CHECK(strcmp(ckpt_dtype_name(CKPT_BYTES), "bytes") == 0);
     CHECK(ckpt_dtype_name(0) == NULL);
-    CHECK(ckpt_dtype_name(17) == NULL);
+    CHECK(strcmp(ckpt_dtype_name(CKPT_BFLOAT16), "bfloat16") == 0);
+    CHECK(strcmp(ckpt_dtype_name(CKPT_FLOAT8_E8M0FNU), "float8_e8m0fnu") == 0);
+    CHECK(ckpt_dtype_size(CKPT_BFLOAT16) == 2);
+    CHECK(ckpt_dtype_size(CKPT_FLOAT8_E4M3FN) == 1);
+    CHECK(ckpt_dtype_size(CKPT_VOID) == 0);
+    CHECK(ckpt_dtype_name(24) == NULL);
 }
 
 static void test_options(void) {

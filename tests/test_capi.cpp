@@ -327,7 +327,7 @@ TEST_CASE("String dtypes have no fixed size and are named 'unicode' and 'bytes'"
 }
 
 TEST_CASE("Values that are not dtypes have size 0 and no name", "[capi][dtype]") {
-    for (uint32_t v : {0u, 17u, 255u, UINT32_MAX}) {
+    for (uint32_t v : {0u, 24u, 255u, UINT32_MAX}) {
         CAPTURE(v);
         CHECK(ckpt_dtype_size(v) == 0);
         CHECK(ckpt_dtype_name(v) == nullptr);
@@ -550,14 +550,16 @@ TEST_CASE("ckpt_vars_add refuses bad arguments with an exact code and a message 
         CHECK(*static_cast<const float*>(ckpt_vars_data(vars.get(), 0)) == 1.0f);
     }
     SECTION("an unknown dtype is CKPT_EINVAL") {
-        for (uint32_t dtype : {0u, 17u, 1000u}) {
+        for (uint32_t dtype : {0u, 24u, 1000u}) {
             CAPTURE(dtype);
             CHECK(ckpt_vars_add(vars.get(), name, dtype, 1, shape, data, CKPT_COPY) == CKPT_EINVAL);
             CHECK_THAT(message(), Contains(name));
         }
     }
-    SECTION("a string dtype through ckpt_vars_add is CKPT_EINVAL") {
+    SECTION("a string or void dtype through ckpt_vars_add is CKPT_EINVAL") {
         CHECK(ckpt_vars_add(vars.get(), name, CKPT_UNICODE, 1, shape, data, CKPT_COPY) == CKPT_EINVAL);
+        CHECK(ckpt_vars_add(vars.get(), name, CKPT_VOID, 1, shape, data, CKPT_COPY) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("ckpt_vars_add_strings"));
         CHECK_THAT(message(), Contains(name));
         CHECK(ckpt_vars_add(vars.get(), name, CKPT_BYTES, 1, shape, data, CKPT_COPY) == CKPT_EINVAL);
         CHECK_THAT(message(), Contains(name));

@@ -582,15 +582,18 @@ TEST_CASE("a datetime or timedelta descr is unsupported") {
     CHECK_NPY_ERROR(parse_error_of_dict(dict_with("'<m8'", "False", "(3,)")), Code::unsupported, "datetime");
 }
 
-TEST_CASE("void, long double and 'a' descrs are unsupported") {
-    CHECK_NPY_ERROR(parse_error_of_dict(dict_with("'|V4'", "False", "(3,)")), Code::unsupported, "'|V4'");
+TEST_CASE("zero-size void, long double, 'a' and ml_dtypes' other descrs are unsupported") {
+    CHECK_NPY_ERROR(parse_error_of_dict(dict_with("'|V0'", "False", "(3,)")), Code::unsupported, "zero-size void");
+    CHECK_NPY_ERROR(parse_error_of_dict(dict_with("'int4'", "False", "(3,)")), Code::unsupported, "ml_dtypes type");
+    CHECK_NPY_ERROR(parse_error_of_dict(dict_with("'float8_e4m3b11fnuz'", "False", "(3,)")), Code::unsupported,
+                    "'float8_e4m3b11fnuz'");
     CHECK_NPY_ERROR(parse_error_of_dict(dict_with("'<f16'", "False", "(3,)")), Code::unsupported, "long double");
     CHECK_NPY_ERROR(parse_error_of_dict(dict_with("'<c32'", "False", "(3,)")), Code::unsupported, "long double");
     CHECK_NPY_ERROR(parse_error_of_dict(dict_with("'|a5'", "False", "(3,)")), Code::unsupported, "'|a5'");
 }
 
 TEST_CASE("an unknown kind or size in descr is a format error") {
-    for (const char* descr : {"'<x4'", "'<i3'", "'<i16'", "'<f1'", "'|b2'", "'<U0'", "'|S0'", "'<f'", "''", "'<'",
+    for (const char* descr : {"'<x4'", "'<i3'", "'<i16'", "'<f3'", "'|b2'", "'<U0'", "'|S0'", "'<f'", "''", "'<'",
                               "'<f4 '", "'d'", "'float32'", "'<M8[ns'", "'<U99999999999999999999'", "'|O4x'"}) {
         CAPTURE(descr);
         CHECK_NPY_ERROR(parse_error_of_dict(dict_with(descr, "False", "(3,)")), Code::format, "is not a dtype");

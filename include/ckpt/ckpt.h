@@ -85,16 +85,30 @@ CKPT_API const char *ckpt_error_message(void);
 #define CKPT_COMPLEX128 14 /* two float64 */
 #define CKPT_UNICODE 15    /* numpy '<U<n>': n UTF-32 code units per item, zero-padded; itemsize = 4n */
 #define CKPT_BYTES 16      /* numpy '|S<n>': n bytes per item, zero-padded */
+/* Types numpy has no descr for, as ml_dtypes, JAX and torch lay them out (raw bits, one item per 2 or 1 bytes).
+ * Their members are ordinary .npy files numpy loads without ml_dtypes: raw bytes '<V2' for bfloat16 (exactly what
+ * np.save writes for an ml_dtypes bfloat16 array) and '<V1' for the float8 types; the real type is recorded in the
+ * file's metadata member (docs/format.md shows how to view the arrays as typed ones in numpy, JAX and torch). */
+#define CKPT_BFLOAT16 17        /* ml_dtypes/torch bfloat16: 1 sign, 8 exponent, 7 mantissa bits, raw bits */
+#define CKPT_FLOAT8_E4M3FN 18   /* ml_dtypes float8_e4m3fn (safetensors F8_E4M3, torch float8_e4m3fn) */
+#define CKPT_FLOAT8_E5M2 19     /* ml_dtypes float8_e5m2 (safetensors F8_E5M2, torch float8_e5m2) */
+#define CKPT_FLOAT8_E4M3FNUZ 20 /* ml_dtypes float8_e4m3fnuz */
+#define CKPT_FLOAT8_E5M2FNUZ 21 /* ml_dtypes float8_e5m2fnuz */
+#define CKPT_FLOAT8_E8M0FNU 22  /* ml_dtypes float8_e8m0fnu (safetensors F8_E8M0): a power-of-two scale */
+#define CKPT_VOID 23            /* numpy '|V<n>': n raw bytes per item; itemsize per array, as CKPT_BYTES */
 
-/* Bytes per item of a numeric dtype; 0 for CKPT_UNICODE and CKPT_BYTES (their itemsize is per array) and for
- * values that are not dtypes. */
+/* Bytes per item of a fixed-size dtype; 0 for CKPT_UNICODE, CKPT_BYTES and CKPT_VOID (their itemsize is per array)
+ * and for values that are not dtypes. */
 CKPT_API size_t ckpt_dtype_size(uint32_t dtype);
-/* "bool", "int8", …, "float32", …, "complex128", "unicode", "bytes"; NULL if `dtype` is not a dtype. */
+/* "bool", "int8", …, "float32", …, "complex128", "unicode", "bytes", then ml_dtypes' spelling: "bfloat16",
+ * "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"; "void". NULL if
+ * `dtype` is not a dtype. */
 CKPT_API const char *ckpt_dtype_name(uint32_t dtype);
 
 /* ------------------------------------------------------------------------------------ variable collections */
-/* An ordered collection of named n-dimensional arrays. Names are unique, non-empty UTF-8; insertion order is
- * the save order. */
+/* An ordered collection of named n-dimensional arrays, and string metadata about them. Names are unique,
+ * non-empty UTF-8 other than "__ckpt_metadata__" (the name of the file's metadata member); insertion order is the
+ * save order. */
 typedef struct ckpt_vars ckpt_vars;
 
 #define CKPT_COPY 0u   /* ckpt_vars_add copies the caller's bytes */
@@ -106,19 +120,20 @@ CKPT_API int ckpt_vars_new(ckpt_vars **out);
 /* Frees the collection and every copy it owns; borrowed bytes are left alone. NULL is fine. */
 CKPT_API void ckpt_vars_free(ckpt_vars *vars);
 
-/* Appends a numeric array `name` of `dtype` (CKPT_BOOL … CKPT_COMPLEX128) with `ndim` dimensions (0 for a
+/* Appends a numeric array `name` of `dtype` (CKPT_BOOL … CKPT_COMPLEX128, CKPT_BFLOAT16 … CKPT_FLOAT8_E8M0FNU)
+ * with `ndim` dimensions (0 for a
  * scalar; at most 64) of sizes `shape[0..ndim)` (each >= 0; `shape` may be NULL when ndim is 0). `data` holds the
  * product of the shape times ckpt_dtype_size(dtype) bytes in native byte order and C order.
  * flags: CKPT_COPY copies the bytes (data may be NULL: the array is then zero-filled, ready to be restored
  * into); CKPT_BORROW keeps the pointer (data must not be NULL unless the array is empty).
- * Returns CKPT_OK; CKPT_EINVAL (NULL vars or name, empty name, unknown dtype or flags, a string dtype, ndim > 64,
- * negative dimension, byte size overflow, NULL data with CKPT_BORROW); CKPT_EEXIST (the name is taken);
- * CKPT_ENOMEM. */
+ * Returns CKPT_OK; CKPT_EINVAL (NULL vars or name, empty name or "__ckpt_metadata__", unknown dtype or flags, a
+ * string or void dtype, ndim > 64, negative dimension, byte size overflow, NULL data with CKPT_BORROW);
+ * CKPT_EEXIST (the name is taken); CKPT_ENOMEM. */
 CKPT_API int ckpt_vars_add(ckpt_vars *vars, const char *name, uint32_t dtype, uint32_t ndim,
                            const int64_t *shape, const void *data, uint32_t flags);
-/* As ckpt_vars_add for CKPT_UNICODE or CKPT_BYTES arrays of fixed-width items of `itemsize` bytes (>= 1; a
- * multiple of 4 for CKPT_UNICODE). Returns the codes of ckpt_vars_add, and CKPT_EINVAL for a numeric dtype or a
- * bad itemsize. */
+/* As ckpt_vars_add for CKPT_UNICODE, CKPT_BYTES or CKPT_VOID arrays of fixed-width items of `itemsize` bytes
+ * (>= 1; a multiple of 4 for CKPT_UNICODE). Returns the codes of ckpt_vars_add, and CKPT_EINVAL for a numeric dtype
+ * or a bad itemsize. */
 CKPT_API int ckpt_vars_add_strings(ckpt_vars *vars, const char *name, uint32_t dtype, size_t itemsize,
                                    uint32_t ndim, const int64_t *shape, const void *data, uint32_t flags);
 
@@ -139,6 +154,22 @@ CKPT_API size_t ckpt_vars_nbytes(const ckpt_vars *vars, size_t i);
 /* The array's bytes, C order, native byte order: the collection's copy, or the caller's borrowed pointer.
  * Writable: restores fill it. May be NULL when nbytes is 0. */
 CKPT_API void *ckpt_vars_data(const ckpt_vars *vars, size_t i);
+
+/* The collection's metadata: string key/values about the checkpoint (step, time, loss, notes), saved with it in
+ * the file's metadata member and read back with it (ckpt_npz_read and ckpt_manager_read fill a new collection's;
+ * a successful restore replaces the collection's with the file's). Keys are non-empty; keys and values are UTF-8;
+ * insertion order is kept, and replacing a value keeps its key's place. */
+/* Sets key to value (both copied), replacing any value it had; a NULL value removes the key (CKPT_OK if it was
+ * absent). Returns CKPT_OK; CKPT_EINVAL (NULL vars or key, empty key, key or value not valid UTF-8); CKPT_ENOMEM. */
+CKPT_API int ckpt_vars_set_metadata(ckpt_vars *vars, const char *key, const char *value);
+/* The value of key (borrowed, until the key is set or removed or the collection freed); NULL if absent or for a
+ * NULL argument. */
+CKPT_API const char *ckpt_vars_metadata(const ckpt_vars *vars, const char *key);
+/* Number of metadata keys; 0 for NULL. */
+CKPT_API size_t ckpt_vars_metadata_count(const ckpt_vars *vars);
+/* Key i and its value, in insertion order (borrowed); NULL if i is out of range. */
+CKPT_API const char *ckpt_vars_metadata_key(const ckpt_vars *vars, size_t i);
+CKPT_API const char *ckpt_vars_metadata_value(const ckpt_vars *vars, size_t i);
 
 /* ------------------------------------------------------------------------------------------------ npz files */
 #define CKPT_LAYOUT_AUTO 0u  /* reading: detect; writing: plain */
@@ -189,13 +220,21 @@ CKPT_API int ckpt_npz_options_init(ckpt_npz_options *opts, uint32_t version);
  * On any failure `path` keeps its previous content (or stays absent) and the temporary file is removed — except
  * when only the final directory fsync fails: the new file is then in place but may not survive a power loss, and
  * the save still reports CKPT_EIO. Arrays are written in collection order; an empty collection writes a valid empty archive.
+ * When the collection has metadata or arrays whose type numpy cannot name (bfloat16, float8, 2-byte void), one
+ * more member, "__ckpt_metadata__.npy", records them (a 0-d '<U' array of JSON text; docs/format.md); otherwise
+ * every member is exactly what np.savez writes.
  * Returns CKPT_OK; CKPT_EINVAL (NULL argument, bad options, a name that cannot be a member name: containing NUL
  * or, for the plain layout, empty); CKPT_EIO (the message names the path and the OS error); CKPT_ENOMEM. */
 CKPT_API int ckpt_npz_save(const char *path, const ckpt_vars *vars, const ckpt_npz_options *opts);
 
 /* Reads every array of the .npz at `path` into a new collection (*out, owned by the caller), in member order,
- * detecting the layout unless opts->layout says otherwise. Members are verified fully: zip structure,
- * npy headers, exact sizes and CRC-32. Big-endian and Fortran-order data is converted to native C order.
+ * with the file's metadata, detecting the layout unless opts->layout says otherwise. Members are verified fully:
+ * zip structure, npy headers, exact sizes and CRC-32. Big-endian and Fortran-order data is converted to native C
+ * order. Types: what the metadata member records decides; without a record, raw bytes '|V2' or '<V2' read as
+ * CKPT_BFLOAT16 (as jax.numpy.load assumes), other '|V<n>' as CKPT_VOID, '<f1' as CKPT_FLOAT8_E5M2 (ml_dtypes'
+ * np.save), and ml_dtypes names ('bfloat16', 'float8_e4m3fn', …) as those types. A malformed metadata member (not
+ * JSON of the documented shape, an unknown dtype name, a dtype for an array that is not there or of another size)
+ * is CKPT_EFORMAT.
  * Returns CKPT_OK; CKPT_EINVAL; CKPT_ENOTFOUND (no file at path); CKPT_EIO; CKPT_EFORMAT (malformed or corrupt);
  * CKPT_EUNSUPPORTED (object, structured or other dtypes ckpt does not handle); CKPT_ENOMEM. */
 CKPT_API int ckpt_npz_read(ckpt_vars **out, const char *path, const ckpt_npz_options *opts);
@@ -204,7 +243,9 @@ CKPT_API int ckpt_npz_read_memory(ckpt_vars **out, const void *bytes, size_t siz
 
 /* Restores the arrays of an existing collection from the .npz at `path`, in place (objax's
  * load_var_collection): each variable of `vars` must be found on disk, after opts->rename is applied to the
- * names on disk, with the same dtype, itemsize and shape; arrays on disk that no variable asks for are ignored.
+ * names on disk, with the same dtype, itemsize and shape — or as a CKPT_VOID array (raw bytes whose type was never
+ * recorded) of the same item size and shape; arrays on disk that no variable asks for are ignored. On success the
+ * collection's metadata is replaced by the file's.
  * Every header is checked before any data is written, so CKPT_EMISMATCH leaves `vars` unchanged; its message
  * lists every missing variable and every on-disk name that went unused. A file found corrupt while its data is
  * read (CKPT_EFORMAT, CKPT_EIO) may leave the variables read so far updated.
@@ -215,11 +256,11 @@ CKPT_API int ckpt_npz_restore(const char *path, ckpt_vars *vars, const ckpt_npz_
 /* Lazy access to one file's arrays, for partial loads and inspection. Opening reads the zip directory and every
  * npy header (all validated); array data is read only by ckpt_npz_read_into. */
 typedef struct ckpt_npz ckpt_npz;
-/* Opens `path`. Returns the codes of ckpt_npz_read. */
+/* Opens `path` (and reads its metadata). Returns the codes of ckpt_npz_read. */
 CKPT_API int ckpt_npz_open(ckpt_npz **out, const char *path, const ckpt_npz_options *opts);
 /* Closes the file. NULL is fine. */
 CKPT_API void ckpt_npz_close(ckpt_npz *npz);
-/* Number of arrays (for the objax layout, not counting "names.npy"). */
+/* Number of arrays (not counting the metadata member, nor "names.npy" of the objax layout). */
 CKPT_API size_t ckpt_npz_count(const ckpt_npz *npz);
 /* Variable name of array i: the member name without ".npy", or the objax name (borrowed); NULL if out of range. */
 CKPT_API const char *ckpt_npz_name(const ckpt_npz *npz, size_t i);
@@ -234,6 +275,12 @@ CKPT_API size_t ckpt_npz_nbytes(const ckpt_npz *npz, size_t i);
  * Returns CKPT_OK; CKPT_EINVAL (NULL npz, NULL dst with a non-empty array); CKPT_ENOTFOUND (i out of range);
  * CKPT_EBUFS (dst_size too small); CKPT_EFORMAT (corrupt data, CRC mismatch); CKPT_EIO; CKPT_ENOMEM. */
 CKPT_API int ckpt_npz_read_into(ckpt_npz *npz, size_t i, void *dst, size_t dst_size);
+/* The file's metadata, as the ckpt_vars_metadata functions (borrowed until the file is closed); available right
+ * after ckpt_npz_open, before any array is read. */
+CKPT_API const char *ckpt_npz_metadata(const ckpt_npz *npz, const char *key);
+CKPT_API size_t ckpt_npz_metadata_count(const ckpt_npz *npz);
+CKPT_API const char *ckpt_npz_metadata_key(const ckpt_npz *npz, size_t i);
+CKPT_API const char *ckpt_npz_metadata_value(const ckpt_npz *npz, size_t i);
 
 /* -------------------------------------------------------------------------------------------------- storage */
 /* Where checkpoints live: the local filesystem by default, or any medium a program plugs in through a table of
