@@ -506,13 +506,13 @@ std::string npy_descr(DType dtype, size_t itemsize) {
 void retype_npy_header(NpyHeader& h, DType dtype) {
     if (h.dtype == dtype) return;
     if (!is_ml_dtype(dtype) && dtype != DType::void_)
-        malformed("the metadata records dtype {}, which numpy's own descr names; only bfloat16, float8 and void "
-                  "types are recorded", dtype_name(dtype));
+        fail(Code::format, "dtype {} is recorded, but that is numpy's own, which the descr names (only bfloat16, "
+             "float8 and void are recorded)", dtype_name(dtype));
     if (!h.raw_void)
-        malformed("the metadata records dtype {} but the descr says {}", dtype_name(dtype), dtype_name(h.dtype));
+        fail(Code::format, "dtype {} is recorded, but the descr says {}", dtype_name(dtype), dtype_name(h.dtype));
     if (dtype != DType::void_ && numeric_size(dtype) != h.itemsize)
-        malformed("the metadata records dtype {} ({} bytes) for raw items of {} bytes", dtype_name(dtype),
-                  numeric_size(dtype), h.itemsize);
+        fail(Code::format, "dtype {} ({} bytes) is recorded for raw items of {} bytes", dtype_name(dtype),
+             numeric_size(dtype), h.itemsize);
     h.dtype = dtype;
     h.byteswap = h.foreign_order && swap_unit(dtype) > 1;
 }

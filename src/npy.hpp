@@ -62,7 +62,7 @@ NpyHeader parse_npy_header(const void* bytes, size_t data_offset, size_t max_hea
 std::string npy_descr(DType dtype, size_t itemsize);
 
 // Gives a raw-bytes header (raw_void) the type the file's metadata records for it. Throws Error(format) when the
-// header is not raw bytes of that type's size, unless it already has that type.
+// header is not raw bytes of that type's size, unless it already has that type, or the type is one numpy names.
 void retype_npy_header(NpyHeader& h, DType dtype);
 
 // The exact bytes numpy >= 1.24 writes before the data of a C-order array of this dtype and shape with

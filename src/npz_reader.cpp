@@ -160,7 +160,8 @@ void NpzReader::apply_dtypes(const std::vector<std::pair<std::string, DType>>& d
         try {
             retype_npy_header(e.header, dtype);
         } catch (const Error& err) {
-            rethrow_with_context(err, fmt::format("{}: metadata member '{}'", where(e), metadata_member_));
+            rethrow_with_context(err, fmt::format("{}: member '{}': metadata: member '{}'", label(), metadata_member_,
+                                                  e.member));
         }
     }
 }
