@@ -44,6 +44,18 @@ NPZ_OPTIONS_VERSION = 1
 
 UNICODE = 15
 BYTES = 16
+BFLOAT16 = 17
+FLOAT8_E4M3FN = 18
+FLOAT8_E5M2 = 19
+FLOAT8_E4M3FNUZ = 20
+FLOAT8_E5M2FNUZ = 21
+FLOAT8_E8M0FNU = 22
+VOID = 23
+# Types numpy cannot name: arrays of them travel through this glue as their raw bits (uint16 for bfloat16, uint8 for
+# the float8 types), with the ckpt dtype given explicitly to Vars.add and read back with dtype_code().
+ML_DTYPES = {BFLOAT16: np.dtype(np.uint16), FLOAT8_E4M3FN: np.dtype(np.uint8), FLOAT8_E5M2: np.dtype(np.uint8),
+             FLOAT8_E4M3FNUZ: np.dtype(np.uint8), FLOAT8_E5M2FNUZ: np.dtype(np.uint8),
+             FLOAT8_E8M0FNU: np.dtype(np.uint8)}
 
 # Checkpoint manager (ckpt.h "checkpoint manager").
 LATEST = -1
@@ -82,6 +94,8 @@ def ckpt_dtype_of(dtype):
         return UNICODE, dtype.itemsize
     if dtype.kind == "S":
         return BYTES, dtype.itemsize
+    if dtype.kind == "V" and dtype.fields is None:
+        return VOID, dtype.itemsize
     code = _CODE_OF.get(dtype)
     if code is None:
         raise ValueError("ckpt has no dtype for numpy %s" % dtype)
@@ -94,6 +108,10 @@ def numpy_dtype_of(code, itemsize):
         return np.dtype("=U%d" % (itemsize // 4))
     if code == BYTES:
         return np.dtype("S%d" % itemsize)
+    if code == VOID:
+        return np.dtype("V%d" % itemsize)
+    if code in ML_DTYPES:
+        return ML_DTYPES[code]
     return _NUMERIC[code]
 
 
@@ -186,6 +204,15 @@ def _signatures():
         "ckpt_vars_shape": (_SHAPE_P, [VARS_P, c.c_size_t]),
         "ckpt_vars_nbytes": (c.c_size_t, [VARS_P, c.c_size_t]),
         "ckpt_vars_data": (c.c_void_p, [VARS_P, c.c_size_t]),
+        "ckpt_vars_set_metadata": (c.c_int, [VARS_P, c.c_char_p, c.c_char_p]),
+        "ckpt_vars_metadata": (c.c_char_p, [VARS_P, c.c_char_p]),
+        "ckpt_vars_metadata_count": (c.c_size_t, [VARS_P]),
+        "ckpt_vars_metadata_key": (c.c_char_p, [VARS_P, c.c_size_t]),
+        "ckpt_vars_metadata_value": (c.c_char_p, [VARS_P, c.c_size_t]),
+        "ckpt_npz_metadata": (c.c_char_p, [NPZ_P, c.c_char_p]),
+        "ckpt_npz_metadata_count": (c.c_size_t, [NPZ_P]),
+        "ckpt_npz_metadata_key": (c.c_char_p, [NPZ_P, c.c_size_t]),
+        "ckpt_npz_metadata_value": (c.c_char_p, [NPZ_P, c.c_size_t]),
         "ckpt_npz_options_init": (c.c_int, [c.POINTER(NpzOptions), c.c_uint32]),
         "ckpt_npz_save": (c.c_int, [c.c_char_p, VARS_P, c.POINTER(NpzOptions)]),
         "ckpt_npz_read": (c.c_int, [c.POINTER(VARS_P), c.c_char_p, c.POINTER(NpzOptions)]),
@@ -351,17 +378,22 @@ class Vars:
         except Exception:
             pass
 
-    def add(self, name, array, flags=COPY):
-        """Adds a numpy array (any byte order or memory order: it is passed as native C order)."""
+    def add(self, name, array, flags=COPY, dtype=None):
+        """Adds a numpy array (any byte order or memory order: it is passed as native C order). `dtype` (a ckpt
+        code such as BFLOAT16) stores the array's raw bits as that type instead of its numpy type."""
         array = np.asarray(array)
         code, itemsize = ckpt_dtype_of(array.dtype)
+        if dtype is not None:
+            if array.dtype.itemsize != self.lib.c.ckpt_dtype_size(dtype):
+                raise ValueError("%s items are not %d-byte bits" % (array.dtype, self.lib.c.ckpt_dtype_size(dtype)))
+            code = dtype
         # Not np.ascontiguousarray: it turns 0-d arrays into 1-d ones.
         array = np.array(array, dtype=array.dtype.newbyteorder("="), order="C", copy=False)
         ndim = array.ndim
         shape = (ctypes.c_int64 * max(ndim, 1))(*array.shape)
         data = array.ctypes.data_as(ctypes.c_void_p) if array.nbytes else None
         name_b = name.encode("utf-8")
-        if code in (UNICODE, BYTES):
+        if code in (UNICODE, BYTES, VOID):
             rc = self.lib.c.ckpt_vars_add_strings(self.handle, name_b, code, itemsize, ndim, shape, data, flags)
             self.lib.check("ckpt_vars_add_strings", rc)
         else:
@@ -372,11 +404,15 @@ class Vars:
         return array
 
     def add_zeros(self, name, dtype, shape):
-        """Adds a zero-filled array (data NULL, CKPT_COPY), ready to be restored into."""
-        code, itemsize = ckpt_dtype_of(dtype)
+        """Adds a zero-filled array (data NULL, CKPT_COPY), ready to be restored into. `dtype` is a numpy dtype or
+        a ckpt code of a fixed-size type."""
+        if isinstance(dtype, int):
+            code, itemsize = dtype, self.lib.c.ckpt_dtype_size(dtype)
+        else:
+            code, itemsize = ckpt_dtype_of(dtype)
         shape_c = (ctypes.c_int64 * max(len(shape), 1))(*shape)
         name_b = name.encode("utf-8")
-        if code in (UNICODE, BYTES):
+        if code in (UNICODE, BYTES, VOID):
             rc = self.lib.c.ckpt_vars_add_strings(self.handle, name_b, code, itemsize, len(shape), shape_c, None, COPY)
         else:
             rc = self.lib.c.ckpt_vars_add(self.handle, name_b, code, len(shape), shape_c, None, COPY)
@@ -409,6 +445,33 @@ class Vars:
 
     def to_dict(self):
         return OrderedDict((self.name(i), self.array(i)) for i in range(len(self)))
+
+    def dtype_code(self, i):
+        return self.lib.c.ckpt_vars_dtype(self.handle, self.find(i) if isinstance(i, str) else i)
+
+    def set_metadata(self, key, value):
+        """Sets (value None: removes) a metadata key."""
+        v = None if value is None else value.encode("utf-8")
+        self.lib.check("ckpt_vars_set_metadata", self.lib.c.ckpt_vars_set_metadata(self.handle, key.encode("utf-8"), v))
+
+    def metadata(self):
+        """The metadata as an ordered dict, read through the count/key/value accessors and checked against the
+        lookup by key."""
+        c, h = self.lib.c, self.handle
+        return _metadata(c.ckpt_vars_metadata_count(h), lambda i: c.ckpt_vars_metadata_key(h, i),
+                         lambda i: c.ckpt_vars_metadata_value(h, i), lambda k: c.ckpt_vars_metadata(h, k))
+
+
+def _metadata(count, key, value, find):
+    out = OrderedDict()
+    for i in range(count):
+        k, v = key(i), value(i)
+        if find(k) != v:
+            raise AssertionError("metadata %r: the lookup gives %r, the index %r" % (k, find(k), v))
+        out[k.decode("utf-8")] = v.decode("utf-8")
+    if key(count) is not None or value(count) is not None:
+        raise AssertionError("metadata index %d past the count gives a key" % count)
+    return out
 
 
 class Npz:
@@ -468,6 +531,14 @@ class Npz:
 
     def to_dict(self):
         return OrderedDict((self.name(i), self.read(i)) for i in range(len(self)))
+
+    def dtype_code(self, i):
+        return self.lib.c.ckpt_npz_dtype(self.handle, i)
+
+    def metadata(self):
+        c, h = self.lib.c, self.handle
+        return _metadata(c.ckpt_npz_metadata_count(h), lambda i: c.ckpt_npz_metadata_key(h, i),
+                         lambda i: c.ckpt_npz_metadata_value(h, i), lambda k: c.ckpt_npz_metadata(h, k))
 
 
 def library_path(argv=None):
