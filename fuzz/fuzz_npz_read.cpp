@@ -40,6 +40,13 @@ std::vector<std::optional<std::vector<unsigned char>>> read_each(ckpt::NpzReader
     return out;
 }
 
+bool same_metadata(const ckpt::Metadata& a, const ckpt::Metadata& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+        if (a.key(i) != b.key(i) || a.value(i) != b.value(i)) return false;
+    return true;
+}
+
 bool same_entry(const ckpt::NpzReader::Entry& a, const ckpt::NpzReader::Entry& b) {
     return a.name == b.name && a.member == b.member && a.header.dtype == b.header.dtype &&
            a.header.itemsize == b.header.itemsize && a.header.shape == b.header.shape &&
@@ -57,6 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::optional<ckpt::NpzReader> plain = open(data, size, ckpt::Layout::plain);
     FUZZ_CHECK(plain.has_value());
     FUZZ_CHECK(plain->size() == reader->size() || plain->size() == reader->size() + 1);
+    FUZZ_CHECK(same_metadata(plain->metadata(), reader->metadata()));
     if (plain->size() != reader->size()) {
         std::optional<ckpt::NpzReader> objax = open(data, size, ckpt::Layout::objax);
         FUZZ_CHECK(objax.has_value() && objax->size() == reader->size());
@@ -76,8 +84,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     const auto each = read_each(*reader);
 
-    // When everything reads at once, each entry reads on its own too, to the same bytes.
+    // When everything reads at once, each entry reads on its own too, to the same bytes; the metadata came with it.
     if (all) {
+        FUZZ_CHECK(same_metadata(all->metadata(), reader->metadata()));
         FUZZ_CHECK(all->size() == reader->size());
         for (size_t i = 0; i < all->size(); ++i) {
             const ckpt::Array& a = all->array(i);

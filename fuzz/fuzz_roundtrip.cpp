@@ -52,6 +52,9 @@ void check_same(const ckpt::VarCollection& a, const ckpt::VarCollection& b) {
         FUZZ_CHECK(x.nbytes() == y.nbytes());
         FUZZ_CHECK(x.nbytes() == 0 || std::memcmp(x.data(), y.data(), x.nbytes()) == 0);
     }
+    FUZZ_CHECK(a.metadata().size() == b.metadata().size());
+    for (size_t i = 0; i < a.metadata().size(); ++i)
+        FUZZ_CHECK(a.metadata().key(i) == b.metadata().key(i) && a.metadata().value(i) == b.metadata().value(i));
 }
 
 }  // namespace

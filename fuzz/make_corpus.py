@@ -10,6 +10,7 @@ Usage: make_corpus.py OUT_DIR [MAKE_SEEDS]
 Every file is under 64 KiB. Run it with Debian's /usr/bin/python3 (its numpy), not another python3 on PATH.
 """
 import io
+import json
 import os
 import shutil
 import struct
@@ -78,6 +79,12 @@ def npy_corpus(out):
     files["datetime.npy"] = npy_bytes(np.array(["2020-01-01"], dtype="datetime64[D]"))
     files["timedelta.npy"] = npy_bytes(np.array([5], dtype="timedelta64[s]"))
     files["void.npy"] = npy_bytes(np.zeros(2, dtype="V4"))
+    files["void2_bfloat16.npy"] = npy_bytes(np.zeros(3, dtype="V2"))
+    # The headers ml_dtypes' np.save writes ('<V2' bfloat16, '<V1' float8, '<f1' float8_e5m2) and its names.
+    for descr in ["<V2", "<V1", "<f1", "bfloat16", "float8_e4m3fn", "int4"]:
+        header = io.BytesIO()
+        np.lib.format.write_array_header_1_0(header, {"descr": descr, "fortran_order": False, "shape": (2, 2)})
+        files[f"ml_dtypes_{descr.strip('<')}.npy"] = header.getvalue() + bytes(range(8 if "V2" in descr or descr == "bfloat16" else 4))
     files["longdouble.npy"] = npy_bytes(np.zeros(2, dtype=np.longdouble))
     # Headers numpy reads but does not write today: other key orders, Python 2 spellings, a 16-byte alignment.
     for name, text in {
@@ -189,6 +196,12 @@ def npz_corpus(out):
         zf.writestr("v2.npy", npy_bytes(small["b"], version=(2, 0)))
         zf.writestr("v3.npy", npy_bytes(small["text"], version=(3, 0)))
     files["comment_no_suffix.npz"] = bio.getvalue()
+    # The metadata member as numpy writes it: JSON in a 0-d '<U' array, naming the real types of raw-bytes arrays.
+    meta = json.dumps({"format": 1, "dtypes": {"w": "bfloat16", "f8": "float8_e4m3fn"},
+                       "metadata": {"step": "7", "note": "\u00e9t\u00e9"}})
+    with_meta = {"w": np.zeros(3, "V2"), "f8": np.zeros(2, "V1"), "__ckpt_metadata__": np.array(meta)}
+    files["metadata_savez.npz"] = npz_bytes(np.savez, **with_meta)
+    files["metadata_savez_compressed.npz"] = npz_bytes(np.savez_compressed, **with_meta)
     for name, data in files.items():
         save(os.path.join(out, name), data)
     return len(files)
