@@ -1,0 +1,197 @@
+"""libckpt through ctypes: finding and checking the library, the C structs, every function's signature.
+
+Nothing here is public: the rest of the package wraps it. The constants mirror include/ckpt/ckpt.h (fixed values).
+"""
+import ctypes
+import os
+
+from . import errors
+
+# The oldest library this package works with: 0.2.0 added the bfloat16/float8 dtypes and metadata.
+REQUIRED_VERSION = (0, 2, 0)
+
+COPY, BORROW = 0, 1
+LAYOUT_AUTO, LAYOUT_PLAIN, LAYOUT_OBJAX = 0, 1, 2
+STORE, DEFLATE = 0, 1
+NPZ_OPTIONS_VERSION = 3
+MANAGER_OPTIONS_VERSION = 1
+WRITER_OPTIONS_VERSION = 1
+STORAGE_OPS_VERSION = 1
+LATEST = -1
+MANAGER_ASYNC, MANAGER_NO_FALLBACK, MANAGER_NO_MAKEDIR, MANAGER_VERBOSE = 1, 2, 4, 8
+LOG_INFO, LOG_WARNING = 1, 2
+WRITER_SIMPLE, WRITER_THREAD, WRITER_QUEUE = 0, 1, 2
+APPEND, NO_COPY = 1, 2
+
+c_void_p, c_char_p, c_size_t, c_int, c_uint32, c_int32 = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+                                                           ctypes.c_int, ctypes.c_uint32, ctypes.c_int32)
+c_int64, c_uint64 = ctypes.c_int64, ctypes.c_uint64
+
+RENAME_FN = ctypes.CFUNCTYPE(c_int, c_char_p, c_void_p, c_size_t, c_void_p)
+PROGRESS_FN = ctypes.CFUNCTYPE(None, c_uint64, c_uint64, c_void_p)
+LOG_FN = ctypes.CFUNCTYPE(None, c_int, c_char_p, c_void_p)
+SAVE_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p)
+LIST_ENTRY_FN = ctypes.CFUNCTYPE(c_int, c_char_p, c_void_p)
+
+
+class NpzOptions(ctypes.Structure):
+    _fields_ = [("version", c_uint32), ("layout", c_uint32), ("compression", c_uint32), ("level", c_int32),
+                ("rename", RENAME_FN), ("rename_payload", c_void_p), ("max_header_bytes", c_uint64),
+                ("progress", PROGRESS_FN), ("progress_payload", c_void_p),
+                ("storage", c_void_p),  # version 2
+                ("max_members", c_uint64), ("max_total_bytes", c_uint64)]  # version 3
+
+
+class ManagerOptions(ctypes.Structure):
+    _fields_ = [("version", c_uint32), ("keep", c_int32), ("keep_every", c_int64), ("flags", c_uint32),
+                ("queue_depth", c_uint32), ("subdir", c_char_p), ("npz", ctypes.POINTER(NpzOptions)),
+                ("log", LOG_FN), ("log_payload", c_void_p), ("storage", c_void_p)]
+
+
+class WriterOptions(ctypes.Structure):
+    _fields_ = [("version", c_uint32), ("kind", c_uint32), ("queue_depth", c_uint32), ("storage", c_void_p),
+                ("out_dir", c_char_p)]
+
+
+_P = ctypes.POINTER
+STORAGE_CALLBACKS = [
+    ("make_dirs", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p)),
+    ("create", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, _P(c_void_p))),
+    ("open_append", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, _P(c_void_p))),
+    ("write", ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, c_size_t)),
+    ("sync", ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p)),
+    ("close", ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p)),
+    ("rename", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, c_char_p)),
+    ("sync_dir", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p)),
+    ("remove", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p)),
+    ("list", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, LIST_ENTRY_FN, c_void_p)),
+    ("open_read", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, _P(c_void_p), _P(c_uint64))),
+    ("read_at", ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_uint64, c_void_p, c_size_t, _P(c_size_t))),
+    ("close_read", ctypes.CFUNCTYPE(None, c_void_p, c_void_p)),
+    ("destroy", ctypes.CFUNCTYPE(None, c_void_p)),
+]
+
+
+class StorageOps(ctypes.Structure):
+    _fields_ = [("version", c_uint32), ("payload", c_void_p)] + STORAGE_CALLBACKS
+
+
+VARS_P = c_void_p  # opaque handles travel as plain pointers
+_OUT = _P(c_void_p)
+_SHAPE = _P(c_int64)
+
+# name: (result type, argument types). Every CKPT_API function of ckpt.h; test_complete.py checks that.
+SIGNATURES = {
+    "ckpt_version_number": (c_uint32, []),
+    "ckpt_version_string": (c_char_p, []),
+    "ckpt_strerror": (c_char_p, [c_int]),
+    "ckpt_error_message": (c_char_p, []),
+    "ckpt_dtype_size": (c_size_t, [c_uint32]),
+    "ckpt_dtype_name": (c_char_p, [c_uint32]),
+    "ckpt_vars_new": (c_int, [_OUT]),
+    "ckpt_vars_free": (None, [c_void_p]),
+    "ckpt_vars_add": (c_int, [c_void_p, c_char_p, c_uint32, c_uint32, c_void_p, c_void_p, c_uint32]),
+    "ckpt_vars_add_strings": (c_int, [c_void_p, c_char_p, c_uint32, c_size_t, c_uint32, c_void_p, c_void_p,
+                                      c_uint32]),
+    "ckpt_vars_count": (c_size_t, [c_void_p]),
+    "ckpt_vars_name": (c_char_p, [c_void_p, c_size_t]),
+    "ckpt_vars_find": (c_int, [c_void_p, c_char_p, _P(c_size_t)]),
+    "ckpt_vars_dtype": (c_uint32, [c_void_p, c_size_t]),
+    "ckpt_vars_itemsize": (c_size_t, [c_void_p, c_size_t]),
+    "ckpt_vars_ndim": (c_uint32, [c_void_p, c_size_t]),
+    "ckpt_vars_shape": (_SHAPE, [c_void_p, c_size_t]),
+    "ckpt_vars_nbytes": (c_size_t, [c_void_p, c_size_t]),
+    "ckpt_vars_data": (c_void_p, [c_void_p, c_size_t]),
+    "ckpt_vars_set_metadata": (c_int, [c_void_p, c_char_p, c_char_p]),
+    "ckpt_vars_metadata": (c_char_p, [c_void_p, c_char_p]),
+    "ckpt_vars_metadata_count": (c_size_t, [c_void_p]),
+    "ckpt_vars_metadata_key": (c_char_p, [c_void_p, c_size_t]),
+    "ckpt_vars_metadata_value": (c_char_p, [c_void_p, c_size_t]),
+    "ckpt_npz_options_init": (c_int, [_P(NpzOptions), c_uint32]),
+    "ckpt_npz_save": (c_int, [c_char_p, c_void_p, _P(NpzOptions)]),
+    "ckpt_npz_read": (c_int, [_OUT, c_char_p, _P(NpzOptions)]),
+    "ckpt_npz_read_memory": (c_int, [_OUT, c_void_p, c_size_t, _P(NpzOptions)]),
+    "ckpt_npz_restore": (c_int, [c_char_p, c_void_p, _P(NpzOptions)]),
+    "ckpt_npz_open": (c_int, [_OUT, c_char_p, _P(NpzOptions)]),
+    "ckpt_npz_close": (None, [c_void_p]),
+    "ckpt_npz_count": (c_size_t, [c_void_p]),
+    "ckpt_npz_name": (c_char_p, [c_void_p, c_size_t]),
+    "ckpt_npz_dtype": (c_uint32, [c_void_p, c_size_t]),
+    "ckpt_npz_itemsize": (c_size_t, [c_void_p, c_size_t]),
+    "ckpt_npz_ndim": (c_uint32, [c_void_p, c_size_t]),
+    "ckpt_npz_shape": (_SHAPE, [c_void_p, c_size_t]),
+    "ckpt_npz_nbytes": (c_size_t, [c_void_p, c_size_t]),
+    "ckpt_npz_read_into": (c_int, [c_void_p, c_size_t, c_void_p, c_size_t]),
+    "ckpt_npz_metadata": (c_char_p, [c_void_p, c_char_p]),
+    "ckpt_npz_metadata_count": (c_size_t, [c_void_p]),
+    "ckpt_npz_metadata_key": (c_char_p, [c_void_p, c_size_t]),
+    "ckpt_npz_metadata_value": (c_char_p, [c_void_p, c_size_t]),
+    "ckpt_storage_new": (c_int, [_OUT, _P(StorageOps)]),
+    "ckpt_storage_new_memory": (c_int, [_OUT]),
+    "ckpt_storage_free": (None, [c_void_p]),
+    "ckpt_writer_options_init": (c_int, [_P(WriterOptions), c_uint32]),
+    "ckpt_writer_new": (c_int, [_OUT, _P(WriterOptions)]),
+    "ckpt_writer_save": (c_int, [c_void_p, c_char_p, c_char_p, SAVE_FN, c_void_p, c_uint32]),
+    "ckpt_writer_save_vars": (c_int, [c_void_p, c_char_p, c_char_p, c_void_p, _P(NpzOptions), c_uint32]),
+    "ckpt_sink_write": (c_int, [c_void_p, c_void_p, c_size_t]),
+    "ckpt_writer_wait": (c_int, [c_void_p]),
+    "ckpt_writer_finalize": (c_int, [c_void_p]),
+    "ckpt_writer_free": (None, [c_void_p]),
+    "ckpt_manager_options_init": (c_int, [_P(ManagerOptions), c_uint32]),
+    "ckpt_manager_open": (c_int, [_OUT, c_char_p, _P(ManagerOptions)]),
+    "ckpt_manager_save": (c_int, [c_void_p, c_void_p, c_int64]),
+    "ckpt_manager_restore": (c_int, [c_void_p, c_void_p, c_int64, _P(c_int64)]),
+    "ckpt_manager_read": (c_int, [c_void_p, c_int64, _OUT, _P(c_int64)]),
+    "ckpt_manager_latest": (c_int, [c_void_p, _P(c_int64)]),
+    "ckpt_manager_list": (c_int, [c_void_p, _P(c_int64), c_size_t, _P(c_size_t)]),
+    "ckpt_manager_path": (c_int, [c_void_p, c_int64, c_char_p, c_size_t]),
+    "ckpt_manager_wait": (c_int, [c_void_p]),
+    "ckpt_manager_close": (c_int, [c_void_p]),
+    "ckpt_checkpoint_idx": (c_int64, [c_char_p]),
+}
+
+
+def _load():
+    explicit = os.environ.get("CKPT_LIBRARY")
+    name = explicit or "libckpt.so.0"
+    try:
+        lib = ctypes.CDLL(name)
+    except OSError as e:
+        where = ("CKPT_LIBRARY=%s" % explicit) if explicit else \
+            "libckpt.so.0 on the loader's path (install ckpt, or set LD_LIBRARY_PATH or CKPT_LIBRARY)"
+        raise ImportError("ckpt: cannot load the ckpt library from %s: %s" % (where, e)) from None
+    version = lib.ckpt_version_number()
+    found = (version // 10000, version // 100 % 100, version % 100)
+    if found < REQUIRED_VERSION:
+        raise ImportError("ckpt: the library %s is version %d.%d.%d; this package needs %d.%d.%d or newer"
+                          % ((getattr(lib, "_name", name),) + found + REQUIRED_VERSION))
+    for fname, (restype, argtypes) in SIGNATURES.items():
+        try:
+            f = getattr(lib, fname)
+        except AttributeError:
+            raise ImportError("ckpt: the library %s has no %s" % (name, fname)) from None
+        f.restype = restype
+        f.argtypes = argtypes
+    return lib
+
+
+lib = _load()
+
+
+def message():
+    return lib.ckpt_error_message().decode("utf-8", "replace")
+
+
+def check(code, function=None):
+    """Raises the CkptError subclass for a negative code, with this thread's ckpt_error_message()."""
+    if code != 0:
+        raise errors.error_for(code, message())
+
+
+def out():
+    """A void* to pass as an out-parameter."""
+    return ctypes.c_void_p()
+
+
+def text(p):
+    return None if p is None else p.decode("utf-8")

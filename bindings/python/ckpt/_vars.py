@@ -1,0 +1,164 @@
+"""Collections of named arrays crossing into ckpt (borrowed, no copy) and coming back (ckpt's buffers, no copy)."""
+import ctypes
+from collections import OrderedDict
+
+import numpy as np
+
+from . import _native, dtypes
+from ._native import lib
+
+_Int64s = {}  # ndim -> ctypes array type
+
+
+def _shape_of(shape):
+    n = len(shape)
+    t = _Int64s.get(n)
+    if t is None:
+        t = _Int64s[n] = ctypes.c_int64 * max(n, 1)
+    return t(*shape)
+
+
+class RawArray(np.ndarray):
+    """A numpy array of raw bfloat16 or float8 bits (dtype 'V2' or 'V1', as numpy.load gives them) that remembers
+    its ckpt type in ``ckpt_dtype``, so saving it again keeps the type. ``ckpt.view(a)`` gives typed values."""
+
+    ckpt_dtype = None
+
+    def __array_finalize__(self, obj):
+        self.ckpt_dtype = getattr(obj, "ckpt_dtype", None)
+
+
+def as_array(value):
+    """A numpy array (or ckpt.typed) for a value: numpy arrays, numbers, torch tensors (bfloat16 included),
+    objects with __array__."""
+    if isinstance(value, (np.ndarray, dtypes.typed)):
+        return value
+    module = type(value).__module__
+    if module.startswith("torch"):
+        return _from_torch(value)
+    return np.asarray(value)
+
+
+def _from_torch(t):
+    import torch
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    if t.dtype == torch.bfloat16:
+        return dtypes.typed(t.view(torch.int16).numpy().view(np.uint16), dtypes.BFLOAT16)
+    for name in dtypes.ML_CODES:
+        if getattr(torch, name, None) is not None and t.dtype == getattr(torch, name):
+            return dtypes.typed(t.view(torch.uint8).numpy(), name)
+    return t.numpy()
+
+
+class Vars:
+    """Owns a ckpt_vars*. Borrowed arrays are kept alive as long as the collection."""
+
+    __slots__ = ("handle", "_keep", "borrowed")
+
+    def __init__(self, handle=None):
+        if handle is None:
+            h = _native.out()
+            _native.check(lib.ckpt_vars_new(ctypes.byref(h)))
+            handle = h.value
+        self.handle = handle
+        self._keep = []
+        self.borrowed = []  # per array added: whether ckpt points at the caller's memory
+
+    def close(self):
+        if self.handle:
+            lib.ckpt_vars_free(self.handle)
+        self.handle = None
+        self._keep = []
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def add(self, name, value, writable=False):
+        """Adds `value` under `name` without a copy (a C-contiguous native-order copy is made only when it is not
+        one already). Returns the numpy array ckpt points at. With `writable`, only an array ckpt may write into
+        in place is borrowed; anything else is added as a zero-filled copy (to restore into and copy back)."""
+        array = as_array(value)
+        code, itemsize, data = dtypes.code_of(array)
+        if isinstance(array, RawArray) and array.ckpt_dtype is not None:
+            code = dtypes.ML_CODES[array.ckpt_dtype]
+        if data.dtype.byteorder == ">" or not data.flags.c_contiguous:
+            if writable:
+                data = None
+            else:
+                data = np.ascontiguousarray(data, dtype=data.dtype.newbyteorder("="))
+                data = data.reshape(array.shape)  # ascontiguousarray turns 0-d into 1-d
+        elif writable and not data.flags.writeable:
+            data = None
+        shape = _shape_of(array.shape)
+        flags = _native.BORROW if data is not None else _native.COPY
+        ptr = data.ctypes.data if data is not None and data.nbytes else None
+        n = len(array.shape)
+        encoded = name.encode("utf-8")
+        if code in (dtypes.UNICODE, dtypes.BYTES, dtypes.VOID):
+            rc = lib.ckpt_vars_add_strings(self.handle, encoded, code, itemsize, n, shape, ptr, flags)
+        else:
+            rc = lib.ckpt_vars_add(self.handle, encoded, code, n, shape, ptr, flags)
+        _native.check(rc)
+        if data is not None:
+            self._keep.append(data)
+        # In place only when ckpt points at the caller's own memory: the array itself, or a torch tensor's.
+        self.borrowed.append(data is not None and (data is value or type(value).__module__.startswith("torch") or
+                                                   (isinstance(value, dtypes.typed) and data is value.bits)))
+        return data
+
+    def set_metadata(self, metadata):
+        for k, v in (metadata or {}).items():
+            _native.check(lib.ckpt_vars_set_metadata(self.handle, str(k).encode("utf-8"), str(v).encode("utf-8")))
+
+    def metadata(self):
+        return read_metadata(self.handle, lib.ckpt_vars_metadata_count, lib.ckpt_vars_metadata_key,
+                             lib.ckpt_vars_metadata_value)
+
+    def __len__(self):
+        return lib.ckpt_vars_count(self.handle)
+
+    def array(self, i, copy=False):
+        """Array i as numpy sees it: a view of ckpt's buffer that keeps this collection alive (or a copy)."""
+        h = self.handle
+        a = wrap(lib.ckpt_vars_dtype(h, i), lib.ckpt_vars_itemsize(h, i), lib.ckpt_vars_ndim(h, i),
+                 lib.ckpt_vars_shape(h, i), lib.ckpt_vars_nbytes(h, i), lib.ckpt_vars_data(h, i), self)
+        return a.copy() if copy else a
+
+    def to_dict(self):
+        """Every array (views that keep the collection's buffers alive), in order."""
+        h = self.handle
+        return OrderedDict((lib.ckpt_vars_name(h, i).decode("utf-8"), self.array(i)) for i in range(len(self)))
+
+
+def read_metadata(handle, count, key, value):
+    return OrderedDict((key(handle, i).decode("utf-8"), value(handle, i).decode("utf-8"))
+                       for i in range(count(handle)))
+
+
+def wrap(code, itemsize, ndim, shape_p, nbytes, data_p, owner):
+    """A numpy array over `nbytes` at data_p (kept alive through `owner`), typed and shaped as ckpt says."""
+    dt = dtypes.numpy_dtype(code, itemsize)
+    shape = tuple(shape_p[k] for k in range(ndim))
+    if nbytes == 0 or not data_p:
+        a = np.zeros(shape, dt)
+    else:
+        buf = (ctypes.c_char * nbytes).from_address(data_p)
+        buf._owner = owner  # the numpy array keeps buf, buf keeps the collection that owns the bytes
+        a = np.frombuffer(buf, dtype=dt).reshape(shape)
+    return mark(a, code)
+
+
+def mark(a, code):
+    """`a` as a RawArray remembering its ckpt type, when it holds raw bfloat16/float8 bits."""
+    if code in dtypes.ML_NAMES and a.dtype.kind == "V":
+        a = a.view(RawArray)
+        a.ckpt_dtype = dtypes.ML_NAMES[code]
+    return a

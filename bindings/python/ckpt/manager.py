@@ -1,0 +1,148 @@
+"""ckpt's checkpoint manager: numbered checkpoints in a directory, retention, resume from the latest good one."""
+import ctypes
+import os
+
+from . import _native, errors, npz
+from ._native import lib
+from ._vars import Vars
+from .storage import check, handle_of
+
+LATEST = None
+
+
+def checkpoint_idx(filename):
+    """objax's Checkpoint.checkpoint_idx: "…/0000000042.npz" -> 42. ValueError for a name that is not a
+    checkpoint's (ten or more digits, no extra leading zero, ".npz")."""
+    i = lib.ckpt_checkpoint_idx(os.fsencode(filename))
+    if i < 0:
+        raise ValueError("%r is not a checkpoint file name (ten or more digits and .npz)" % (filename,))
+    return i
+
+
+class Manager:
+    """A directory ``<logdir>/<subdir>`` of checkpoints ``%010d.npz``, locked while this object is open.
+
+    Saves are atomic and durable; after each one, all but the newest `keep` (and multiples of `keep_every`) are
+    deleted. ``restore(arrays)`` fills the arrays from the newest readable checkpoint, falling back past corrupt
+    ones unless ``fallback=False``. With ``asynchronous=True`` saves run in the background (the arrays are copied
+    first) and their errors surface at the next call, at ``wait()`` or at ``close()``.
+    """
+
+    def __init__(self, logdir, keep=10, keep_every=0, subdir="ckpt", asynchronous=False, queue_depth=0,
+                 fallback=True, makedir=True, verbose=False, log=None, layout="plain", compression=None, level=0,
+                 storage=None, **limits):
+        o = _native.ManagerOptions()
+        _native.check(lib.ckpt_manager_options_init(ctypes.byref(o), _native.MANAGER_OPTIONS_VERSION))
+        o.keep = keep if keep is not None else 0
+        o.keep_every = keep_every
+        o.flags = ((_native.MANAGER_ASYNC if asynchronous else 0) | (0 if fallback else _native.MANAGER_NO_FALLBACK) |
+                   (0 if makedir else _native.MANAGER_NO_MAKEDIR) | (_native.MANAGER_VERBOSE if verbose else 0))
+        o.queue_depth = queue_depth
+        o.subdir = subdir.encode("utf-8") if subdir is not None else None
+        self._npz = npz.options(layout=layout, compression=compression, level=level, **limits)
+        o.npz = ctypes.pointer(self._npz)
+        if log is not None:
+            o.log = _native.LOG_FN(lambda level, message, payload: log(level, message.decode("utf-8", "replace")))
+        o.storage, self._storage = handle_of(storage)
+        self._options = o  # the log callback must live as long as the manager
+        h = _native.out()
+        check(lib.ckpt_manager_open(ctypes.byref(h), os.fsencode(logdir), ctypes.byref(o)), self._storage)
+        self.handle = h.value
+        self.logdir = os.fsdecode(logdir)
+
+    def close(self):
+        """Waits for background saves, unlocks the directory; raises the first unreported save error."""
+        h, self.handle = getattr(self, "handle", None), None
+        if h:
+            check(lib.ckpt_manager_close(h), self._storage)
+
+    def __del__(self):
+        try:
+            self.close()
+        except errors.CkptError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *exc):
+        if exc_type is None:
+            self.close()
+        else:  # the exception in flight is the one to see
+            try:
+                self.close()
+            except errors.CkptError:
+                pass
+
+    def _h(self):
+        if not self.handle:
+            raise ValueError("the manager of %s is closed" % self.logdir)
+        return self.handle
+
+    def save(self, arrays, idx, metadata=None):
+        """Saves a mapping name -> array as checkpoint idx (replacing one that exists), then applies retention."""
+        with npz.collection(arrays, metadata) as v:
+            check(lib.ckpt_manager_save(self._h(), v.handle, idx), self._storage)
+
+    def restore(self, arrays, idx=LATEST):
+        """Restores a mapping in place (ckpt.restore's rules) from checkpoint idx or the newest readable one.
+        Returns (index restored, metadata). NotFoundError when there is no checkpoint."""
+        restored = ctypes.c_int64(-1)
+
+        def restore_vars(v):
+            check(lib.ckpt_manager_restore(self._h(), v.handle, _idx(idx), ctypes.byref(restored)), self._storage)
+
+        metadata = npz.restore_values(list(arrays.items()), lambda name, old, fresh: npz.assign(arrays, name, old, fresh),
+                                      restore_vars)
+        return restored.value, metadata
+
+    def read(self, idx=LATEST):
+        """Reads checkpoint idx (or the newest readable one) into a new ``ckpt.Arrays``; returns (index, arrays)."""
+        out = _native.out()
+        restored = ctypes.c_int64(-1)
+        check(lib.ckpt_manager_read(self._h(), _idx(idx), ctypes.byref(out), ctypes.byref(restored)), self._storage)
+        v = Vars(out.value)
+        result = npz.Arrays(v.to_dict())
+        result.metadata = dict(v.metadata())
+        return restored.value, result
+
+    def latest(self):
+        """The newest index on disk (not validated), or None."""
+        i = ctypes.c_int64(-1)
+        rc = lib.ckpt_manager_latest(self._h(), ctypes.byref(i))
+        if rc == errors.ENOTFOUND:
+            return None
+        check(rc, self._storage)
+        return i.value
+
+    def list(self):
+        """Indices on disk, ascending."""
+        count = ctypes.c_size_t(0)
+        while True:
+            cap = count.value
+            buf = (ctypes.c_int64 * max(cap, 1))()
+            rc = lib.ckpt_manager_list(self._h(), buf, cap, ctypes.byref(count))
+            if rc == errors.EBUFS:
+                continue  # more appeared since the count was taken
+            check(rc, self._storage)
+            return [buf[k] for k in range(count.value)]
+
+    def path(self, idx):
+        """The path of checkpoint idx."""
+        size = 256
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            rc = lib.ckpt_manager_path(self._h(), idx, buf, size)
+            if rc != errors.EBUFS:
+                _native.check(rc)
+                return os.fsdecode(buf.value)
+            size *= 4
+
+    def wait(self):
+        """Waits for background saves; raises the first unreported error."""
+        check(lib.ckpt_manager_wait(self._h()), self._storage)
+
+
+def _idx(idx):
+    return _native.LATEST if idx is None else idx
+

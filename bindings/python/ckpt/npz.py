@@ -1,0 +1,315 @@
+"""Saving, reading, restoring and opening .npz checkpoints."""
+import ctypes
+import os
+import re
+from collections import OrderedDict
+
+import numpy as np
+
+from . import _native, dtypes, errors
+from ._native import lib
+from ._vars import Vars, mark, read_metadata
+from .storage import MemoryFiles, Storage, check, handle_of
+
+_LAYOUTS = {"auto": _native.LAYOUT_AUTO, "plain": _native.LAYOUT_PLAIN, "objax": _native.LAYOUT_OBJAX}
+_MEMORY_PATH = b"checkpoint.npz"
+
+
+class Arrays(OrderedDict):
+    """What ckpt.load returns: name -> numpy array, in file order, and the file's ``metadata`` (a dict)."""
+
+    metadata = None
+
+
+def options(layout="auto", compression=None, level=0, renamer=None, progress=None, storage=None,
+            max_header_bytes=0, max_members=0, max_total_bytes=0):
+    """A ckpt_npz_options (with the Python objects its callbacks need kept on it)."""
+    o = _native.NpzOptions()
+    _native.check(lib.ckpt_npz_options_init(ctypes.byref(o), _native.NPZ_OPTIONS_VERSION))
+    if layout not in _LAYOUTS:
+        raise ValueError("layout must be one of %s, not %r" % (", ".join(_LAYOUTS), layout))
+    o.layout = _LAYOUTS[layout]
+    if compression not in (None, "store", "deflate"):
+        raise ValueError("compression must be 'store' or 'deflate', not %r" % (compression,))
+    o.compression = _native.DEFLATE if compression == "deflate" else _native.STORE
+    o.level = level
+    o.max_header_bytes = max_header_bytes
+    o.max_members = max_members
+    o.max_total_bytes = max_total_bytes
+    keep = []
+    o._rename_state = None
+    if renamer is not None:
+        cb = _renamer_callback(rename_function(renamer), keep)
+        o.rename = cb
+        keep.append(cb)
+        o._rename_state = cb.state
+    if progress is not None:
+        o.progress = _native.PROGRESS_FN(lambda done, total, payload: progress(done, total))
+        keep.append(o.progress)
+    o.storage, owner = handle_of(storage)
+    keep.append(owner)
+    o._storage = owner
+    o._keep = keep
+    return o
+
+
+def rename_function(renamer):
+    """objax's renamers: a callable, a dict of replacements (applied in order with str.replace), or a list of
+    (regex, replacement) pairs (applied in order with re.sub)."""
+    if callable(renamer):
+        return renamer
+    if isinstance(renamer, dict):
+        pairs = list(renamer.items())
+        def by_dict(name):
+            for old, new in pairs:
+                name = name.replace(old, new)
+            return name
+        return by_dict
+    if isinstance(renamer, (list, tuple)):
+        pairs = [(re.compile(p) if isinstance(p, str) else p, r) for p, r in renamer]
+        def by_regex(name):
+            for pattern, replacement in pairs:
+                name = pattern.sub(replacement, name)
+            return name
+        return by_regex
+    raise TypeError("renamer must be a callable, a dict or a list of (regex, replacement), not %s" % type(renamer))
+
+
+def _renamer_callback(fn, keep):
+    state = {"error": None}
+    keep.append(state)
+
+    def trampoline(name, buf, size, payload):
+        try:
+            new = fn(name.decode("utf-8")).encode("utf-8")
+        except BaseException as e:  # reported after the call, with its own traceback
+            state["error"] = e
+            return errors.EINVAL
+        if len(new) > size:
+            return len(new)
+        ctypes.memmove(buf, new, len(new))
+        return len(new) if len(new) else 0
+
+    cb = _native.RENAME_FN(trampoline)
+    cb.state = state
+    return cb
+
+
+def _raise_from_callbacks(opts, code):
+    """A renamer's own exception, when it raised one; else the code's."""
+    state = opts._rename_state
+    if code != 0 and state is not None and state["error"] is not None:
+        raise state["error"]
+    check(code, opts._storage)
+
+
+def _is_path(file):
+    return isinstance(file, (str, bytes, os.PathLike))
+
+
+def _path(file):
+    return os.fsencode(file)
+
+
+def collection(arrays, metadata=None, writable=False):
+    """A Vars holding every array of a mapping (name -> array-like), borrowed where possible."""
+    v = Vars()
+    try:
+        for name, value in arrays.items():
+            v.add(name, value, writable=writable)
+        v.set_metadata(metadata)
+    except BaseException:
+        v.close()
+        raise
+    return v
+
+
+def save(file, arrays, metadata=None, layout="plain", compression=None, level=0, progress=None, storage=None):
+    """Saves a mapping of name -> array (numpy arrays, numbers, torch tensors, ckpt.typed bits) to `file`: a path
+    (atomic and durable: the file is either the old one or the complete new one) or a writable binary file
+    object. `metadata` is a dict of strings saved with the arrays. numpy.load reads the result."""
+    with collection(arrays, metadata) as v:
+        _save_vars(file, v, layout=layout, compression=compression, level=level, progress=progress,
+                   storage=storage)
+
+
+def _save_vars(file, v, storage=None, **kw):
+    if _is_path(file):
+        o = options(storage=storage, **kw)
+        check(lib.ckpt_npz_save(_path(file), v.handle, ctypes.byref(o)), o._storage)
+        return
+    memory = MemoryFiles()
+    s = Storage(memory)
+    try:
+        o = options(storage=s, **kw)
+        _native.check(lib.ckpt_npz_save(_MEMORY_PATH, v.handle, ctypes.byref(o)))
+    finally:
+        s.close()
+    file.write(memory.files[_MEMORY_PATH.decode()])
+
+
+def _read_vars(file, **kw):
+    out = _native.out()
+    if _is_path(file):
+        o = options(**kw)
+        check(lib.ckpt_npz_read(ctypes.byref(out), _path(file), ctypes.byref(o)), o._storage)
+    else:
+        data = file if isinstance(file, (bytes, bytearray, memoryview)) else file.read()
+        buf = (ctypes.c_char * len(data)).from_buffer_copy(data) if len(data) else None
+        o = options(**kw)
+        _native.check(lib.ckpt_npz_read_memory(ctypes.byref(out), buf, len(data), ctypes.byref(o)))
+    return Vars(out.value)
+
+
+def load(file, layout="auto", progress=None, storage=None, **limits):
+    """Reads every array of a checkpoint (a path, a readable binary file object or bytes) into an ``Arrays``
+    dict, in file order, with the file's metadata as ``.metadata``. The arrays are ckpt's own buffers, not
+    copies. bfloat16/float8 arrays come back as raw 'V2'/'V1' arrays (``ckpt.RawArray``, which remembers the type)
+    or, when ml_dtypes is installed, with its types."""
+    v = _read_vars(file, layout=layout, progress=progress, storage=storage, **limits)
+    result = Arrays(v.to_dict())
+    result.metadata = dict(v.metadata())
+    return result
+
+
+def restore(file, arrays, renamer=None, layout="auto", progress=None, storage=None, **limits):
+    """Restores the arrays of a mapping in place from a checkpoint (objax's load_var_collection rules): every
+    name must be in the file (after `renamer` is applied to the names on disk) with the same dtype and shape,
+    else MismatchError (a ValueError) lists every missing variable and unused name and nothing is changed. numpy
+    arrays and CPU torch tensors are filled in place, without a copy; other values (read-only arrays, arrays ckpt
+    cannot point at) get the new value through ``arrays[name] = …``. Returns the file's metadata."""
+    kw = dict(renamer=renamer, layout=layout, progress=progress, storage=storage, **limits)
+    return restore_values(list(arrays.items()), lambda name, old, fresh: assign(arrays, name, old, fresh),
+                          lambda v: _restore_vars(file, v, **kw))
+
+
+def restore_values(items, assign, restore_vars):
+    """Restores (name, value) pairs with restore_vars(Vars): in place where ckpt can write into the value, else
+    through assign(name, old value, new numpy array)."""
+    v = Vars()
+    try:
+        for name, value in items:
+            v.add(name, value, writable=True)
+        restore_vars(v)
+        for i, (name, value) in enumerate(items):
+            if not v.borrowed[i]:
+                assign(name, value, v.array(i, copy=True))
+        return dict(v.metadata())
+    finally:
+        v.close()
+
+
+def assign(arrays, name, old, fresh):
+    """Gives `name` in `arrays` the restored value `fresh`: into the old value where it can take it."""
+    if type(old).__module__.startswith("torch"):
+        import torch
+        bf16 = old.dtype == torch.bfloat16
+        t = torch.from_numpy(np.ascontiguousarray(fresh.view(np.int16) if bf16 else fresh))
+        old.copy_((t.view(torch.bfloat16) if bf16 else t).reshape(old.shape))
+        return
+    if isinstance(old, np.ndarray) and old.flags.writeable and old.shape == fresh.shape:
+        old[...] = fresh
+        return
+    arrays[name] = fresh
+
+
+def _restore_vars(file, v, storage=None, **kw):
+    if _is_path(file):
+        o = options(storage=storage, **kw)
+        _raise_from_callbacks(o, lib.ckpt_npz_restore(_path(file), v.handle, ctypes.byref(o)))
+        return
+    memory = MemoryFiles()
+    memory.files[_MEMORY_PATH.decode()] = file if isinstance(file, (bytes, bytearray)) else file.read()
+    s = Storage(memory)
+    try:
+        o = options(storage=s, **kw)
+        _raise_from_callbacks(o, lib.ckpt_npz_restore(_MEMORY_PATH, v.handle, ctypes.byref(o)))
+    finally:
+        s.close()
+
+
+class NpzFile:
+    """A checkpoint opened for lazy reading: ``with ckpt.open(path) as f: f['w']`` reads only 'w'. Names,
+    dtypes and shapes are known at once (every header was checked), and so is ``metadata``."""
+
+    def __init__(self, path, layout="auto", storage=None, **limits):
+        o = options(layout=layout, storage=storage, **limits)
+        h = _native.out()
+        check(lib.ckpt_npz_open(ctypes.byref(h), _path(path), ctypes.byref(o)), o._storage)
+        self.handle = h.value
+        self._storage = o._keep  # a storage object must outlive the file read through it
+        self.path = os.fsdecode(path)
+        self._index = {lib.ckpt_npz_name(self.handle, i).decode("utf-8"): i for i in range(len(self))}
+        self.metadata = dict(read_metadata(self.handle, lib.ckpt_npz_metadata_count, lib.ckpt_npz_metadata_key,
+                                           lib.ckpt_npz_metadata_value))
+
+    def close(self):
+        if getattr(self, "handle", None):
+            lib.ckpt_npz_close(self.handle)
+        self.handle = None
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __len__(self):
+        return lib.ckpt_npz_count(self.handle)
+
+    def __iter__(self):
+        return iter(self._index)
+
+    def __contains__(self, name):
+        return name in self._index
+
+    def keys(self):
+        return list(self._index)
+
+    def _i(self, name):
+        try:
+            return self._index[name]
+        except KeyError:
+            raise KeyError("%s: no array %r" % (self.path, name)) from None
+
+    def dtype(self, name):
+        """The numpy dtype `name` is read as."""
+        i = self._i(name)
+        return dtypes.numpy_dtype(lib.ckpt_npz_dtype(self.handle, i), lib.ckpt_npz_itemsize(self.handle, i))
+
+    def ckpt_dtype(self, name):
+        """ckpt's name of the array's type: "float32", "bfloat16", …"""
+        return dtypes.name(lib.ckpt_npz_dtype(self.handle, self._i(name)))
+
+    def shape(self, name):
+        i = self._i(name)
+        p = lib.ckpt_npz_shape(self.handle, i)
+        return tuple(p[k] for k in range(lib.ckpt_npz_ndim(self.handle, i)))
+
+    def __getitem__(self, name):
+        """Reads one array (its CRC checked) into a new numpy array."""
+        i = self._i(name)
+        h = self.handle
+        code, itemsize, nbytes = lib.ckpt_npz_dtype(h, i), lib.ckpt_npz_itemsize(h, i), lib.ckpt_npz_nbytes(h, i)
+        out = np.empty(self.shape(name), dtypes.numpy_dtype(code, itemsize))
+        _native.check(lib.ckpt_npz_read_into(h, i, out.ctypes.data if nbytes else None, nbytes))
+        return mark(out, code)
+
+    def read_into(self, name, out):
+        """Reads one array into an existing C-contiguous numpy array of its size."""
+        if not out.flags.c_contiguous or not out.flags.writeable:
+            raise ValueError("read_into needs a writable C-contiguous array")
+        i = self._i(name)
+        _native.check(lib.ckpt_npz_read_into(self.handle, i, out.ctypes.data if out.nbytes else None, out.nbytes))
+        return out
+
+    def items(self):
+        return [(n, self[n]) for n in self._index]
+
+
+def open(path, layout="auto", storage=None, **limits):  # noqa: A001 (the module's verb, as ckpt.open)
+    """Opens a checkpoint for lazy reading (see NpzFile)."""
+    return NpzFile(path, layout=layout, storage=storage, **limits)

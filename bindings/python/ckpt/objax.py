@@ -1,0 +1,196 @@
+"""objax.io on ckpt: save_var_collection, load_var_collection and Checkpoint, by objax's documented signatures.
+
+A variable collection is any mapping from name to a value: a numpy array (or anything numpy can view, such as a
+CPU torch tensor) or an object with a ``.value`` (objax's variables), which gets restored values through
+``.assign(value)`` when it has one, else by setting ``.value``. One variable reached under several names (objax
+shares them) is saved once, under its first name, and restored from whichever of its names the file has.
+Files are objax's layout (``names.npy`` + ``0.npy``, ``1.npy``, …), written atomically and durably.
+"""
+import io
+import os
+import sys
+
+from . import errors, npz
+from .manager import Manager, checkpoint_idx
+
+_DEFAULT = object()
+
+
+def _unique(vc):
+    """[(names, holder)] of the collection's distinct variables, in order (objax dedupes by identity)."""
+    by_id, order = {}, []
+    for name, holder in vc.items():
+        ref = getattr(holder, "ref", None)  # objax's TrainRef points at the variable it trains
+        if ref is not None and hasattr(ref, "value"):
+            holder = ref
+        key = id(holder)
+        if key not in by_id:
+            by_id[key] = ([], holder)
+            order.append(key)
+        by_id[key][0].append(name)
+    return [by_id[k] for k in order]
+
+
+def _value(holder):
+    return holder.value if hasattr(holder, "value") and not hasattr(holder, "dtype") else holder
+
+
+def _set(vc, name, holder, fresh):
+    if hasattr(holder, "value") and not hasattr(holder, "dtype"):
+        if hasattr(holder, "assign"):
+            holder.assign(fresh)
+        else:
+            holder.value = fresh
+    else:
+        npz.assign(vc, name, holder, fresh)
+
+
+def save_var_collection(file, vc, metadata=None):
+    """Saves the collection to `file` (a path, atomically and durably, or a writable binary file object) in
+    objax's layout."""
+    arrays = {names[0]: _value(holder) for names, holder in _unique(vc)}
+    npz.save(file, arrays, metadata=metadata, layout="objax")
+
+
+def load_var_collection(file, vc, renamer=None):
+    """Restores every variable of the collection from `file` (a path or a readable binary file object), in place
+    when dtype and shape match. `renamer` (a callable, a dict of replacements or a list of (regex, replacement))
+    is applied to the names on disk. Variables in the file but not in the collection are ignored; a variable of
+    the collection missing from the file raises MismatchError, a ValueError listing the missing variables and the
+    unused names on disk, and changes nothing. Returns the file's metadata."""
+    variables = _unique(vc)
+    names = [group[0] for group, _ in variables]
+    if not isinstance(file, (str, bytes, os.PathLike)):
+        file = io.BytesIO(file.read())  # read once: the aliases below may look at it first
+    if any(len(group) > 1 for group, _ in variables):
+        names = _choose_aliases(file, variables, renamer)
+    items = [(name, _value(holder)) for name, (_, holder) in zip(names, variables)]
+    holders = {name: holder for name, (_, holder) in zip(names, variables)}
+    return npz.restore_values(items, lambda name, old, fresh: _set(vc, name, holders[name], fresh),
+                              lambda v: npz._restore_vars(file, v, renamer=renamer))
+
+
+def _choose_aliases(file, variables, renamer):
+    """For shared variables, the first of their names the file holds (objax restores from any of them). A file
+    that cannot be read keeps the first names: the restore then reports (or falls back past) it."""
+    try:
+        if isinstance(file, (str, bytes, os.PathLike)):
+            with npz.open(file) as f:
+                on_disk = set(f.keys())
+        else:
+            on_disk = set(npz.load(io.BytesIO(file.getvalue())).keys())
+    except errors.CkptError:
+        return [group[0] for group, _ in variables]
+    rename = npz.rename_function(renamer) if renamer is not None else (lambda n: n)
+    on_disk = {rename(n) for n in on_disk}
+    return [next((n for n in group if n in on_disk), group[0]) for group, _ in variables]
+
+
+class Checkpoint:
+    """objax.io.Checkpoint: checkpoints ``<logdir>/ckpt/%010d.npz``, the newest `keep_ckpts` kept.
+
+    Beyond objax: retention by index as numbers (not strings), only after the new checkpoint is durable; restoring
+    the latest falls back past corrupt files (``fallback=False`` to fail instead); ``keep_every`` keeps multiples
+    of it as well; ``asynchronous=True`` saves in the background; ``metadata`` is saved with each checkpoint. The
+    directory is locked while the object lives (``close()`` releases it).
+    """
+
+    DIR_NAME = "ckpt"
+    FILE_MATCH = "*.npz"
+    FILE_FORMAT = "%010d.npz"
+    LOAD_FN = staticmethod(load_var_collection)
+    SAVE_FN = staticmethod(save_var_collection)
+
+    def __init__(self, logdir, keep_ckpts, makedir=True, verbose=True, keep_every=0, asynchronous=False,
+                 fallback=True, storage=None):
+        self.logdir = logdir
+        self.keep_ckpts = keep_ckpts
+        self.verbose = verbose
+        self._manager = Manager(logdir, keep=keep_ckpts, keep_every=keep_every, subdir=self.DIR_NAME,
+                                asynchronous=asynchronous, fallback=fallback, makedir=makedir, layout="objax",
+                                storage=storage)
+
+    checkpoint_idx = staticmethod(checkpoint_idx)
+
+    def _hooks_replaced(self):
+        return (type(self).SAVE_FN is not Checkpoint.SAVE_FN) or (type(self).LOAD_FN is not Checkpoint.LOAD_FN)
+
+    def _path(self, idx):
+        return os.path.join(self.logdir, self.DIR_NAME, self.FILE_FORMAT % idx)
+
+    def save(self, vc, idx, metadata=None):
+        """Saves the collection as checkpoint idx, then deletes all but the newest keep_ckpts."""
+        if type(self).SAVE_FN is not Checkpoint.SAVE_FN:
+            self.SAVE_FN(self._path(idx), vc)
+            self._retain()
+            return
+        arrays = {names[0]: _value(holder) for names, holder in _unique(vc)}
+        self._manager.save(arrays, idx, metadata=metadata)
+
+    def _retain(self):
+        if self.keep_ckpts and self.keep_ckpts > 0:
+            for old in self._manager.list()[:-self.keep_ckpts]:
+                os.remove(self._manager.path(old))
+
+    def restore(self, vc, idx=None):
+        """Restores the collection from checkpoint idx, or the newest readable one. Returns (idx, path), or
+        (0, '') when there is no checkpoint."""
+        if type(self).LOAD_FN is not Checkpoint.LOAD_FN:
+            if idx is None:
+                idx = self._manager.latest()
+                if idx is None:
+                    return self._none()
+            path = self._path(idx)
+            self._say("Resuming from", path)
+            self.LOAD_FN(path, vc)
+            return idx, path
+        variables = _unique(vc)
+        arrays = {group[0]: _value(holder) for group, holder in variables}
+        holders = {group[0]: holder for group, holder in variables}
+        try:
+            if any(len(group) > 1 for group, _ in variables):
+                target = idx if idx is not None else self._manager.latest()
+                if target is not None:
+                    names = _choose_aliases(self._manager.path(target), variables, None)
+                    arrays = {n: _value(h) for n, (_, h) in zip(names, variables)}
+                    holders = {n: h for n, (_, h) in zip(names, variables)}
+            restored, _ = _restore_manager(self._manager, arrays, holders, vc, idx)
+        except errors.NotFoundError:
+            if idx is not None:
+                raise
+            return self._none()
+        path = self._manager.path(restored)
+        self._say("Resuming from", path)
+        return restored, path
+
+    def _none(self):
+        if self.verbose:
+            print("No checkpoints found. Skipping restoring variables.")
+        return 0, ""
+
+    def _say(self, *words):
+        if self.verbose:
+            print(*words)
+            sys.stdout.flush()
+
+    def wait(self):
+        """Waits for background saves (asynchronous=True); raises the first error."""
+        self._manager.wait()
+
+    def close(self):
+        self._manager.close()
+
+
+def _restore_manager(manager, arrays, holders, vc, idx):
+    import ctypes
+    from . import _native
+    from ._native import lib
+    restored = ctypes.c_int64(-1)
+
+    def restore_vars(v):
+        _native.check(lib.ckpt_manager_restore(manager._h(), v.handle, _native.LATEST if idx is None else idx,
+                                               ctypes.byref(restored)))
+
+    metadata = npz.restore_values(list(arrays.items()), lambda n, old, fresh: _set(vc, n, holders[n], fresh),
+                                  restore_vars)
+    return restored.value, metadata

@@ -1,0 +1,100 @@
+"""ckpt.Manager: numbered checkpoints, retention, resume from the latest good one, locking, background saves."""
+import os
+
+import numpy as np
+import pytest
+
+import ckpt
+
+
+def arrays(step):
+    return {"w": np.full((2, 2), float(step), np.float32), "step": np.array(step, np.int64)}
+
+
+def test_save_list_restore_read_and_retention(tmp_path):
+    with ckpt.Manager(str(tmp_path), keep=2, keep_every=10) as m:
+        assert m.latest() is None and m.list() == []
+        with pytest.raises(FileNotFoundError):
+            m.restore(arrays(0))
+        for step in (5, 10, 11, 12):
+            m.save(arrays(step), step, metadata={"step": str(step)})
+        assert m.list() == [10, 11, 12] and m.latest() == 12  # 10 is a multiple of keep_every
+        target = arrays(0)
+        idx, meta = m.restore(target)
+        assert idx == 12 and meta == {"step": "12"} and int(target["step"]) == 12
+        idx, back = m.read(10)
+        assert idx == 10 and back["w"].tolist() == [[10, 10], [10, 10]] and back.metadata == {"step": "10"}
+        assert m.path(11) == os.path.join(str(tmp_path), "ckpt", "0000000011.npz")
+        assert ckpt.checkpoint_idx(m.path(11)) == 11
+    with pytest.raises(ValueError):
+        ckpt.checkpoint_idx("model.npz")
+
+
+def test_restore_falls_back_past_a_corrupt_newest_checkpoint_and_logs_it(tmp_path):
+    messages = []
+    with ckpt.Manager(str(tmp_path), log=lambda level, msg: messages.append((level, msg))) as m:
+        m.save(arrays(1), 1)
+        m.save(arrays(2), 2)
+        with open(m.path(2), "r+b") as f:
+            f.truncate(100)
+        target = arrays(0)
+        assert m.restore(target)[0] == 1 and int(target["step"]) == 1
+    assert any(level == 2 and "0000000002.npz" in msg for level, msg in messages)
+    with ckpt.Manager(str(tmp_path), fallback=False) as m:
+        with pytest.raises(ckpt.FormatError):
+            m.restore(arrays(0))
+
+
+def test_a_locked_directory_is_busy_until_the_manager_closes(tmp_path):
+    m = ckpt.Manager(str(tmp_path))
+    with pytest.raises(ckpt.BusyError, match=str(os.getpid())):
+        ckpt.Manager(str(tmp_path))
+    m.close()
+    ckpt.Manager(str(tmp_path)).close()
+
+
+def test_background_saves_copy_the_arrays_and_report_errors(tmp_path):
+    live = arrays(3)
+    with ckpt.Manager(str(tmp_path), asynchronous=True) as m:
+        m.save(live, 3)
+        live["w"][...] = -1  # changed right after the call: the save has its own copy
+        m.wait()
+        assert m.read(3)[1]["w"].tolist() == [[3, 3], [3, 3]]
+    full = FullDisk()
+    with ckpt.Manager("run", storage=full, asynchronous=True) as m:
+        m.save(arrays(1), 1)
+        with pytest.raises(ckpt.StorageError, match="No space left"):
+            m.wait()
+        m.wait()  # reported once
+        assert m.list() == []
+
+
+class FullDisk(ckpt.MemoryFiles):
+    """A storage whose every new file fails to be written."""
+
+    def open(self, path, mode="rb"):
+        if "w" in mode:
+            raise OSError(28, "No space left on device", path)
+        return super().open(path, mode)
+
+
+def test_a_memory_storage_holds_a_whole_manager_directory():
+    fs = ckpt.MemoryFiles()
+    with ckpt.Manager("run", storage=fs, keep=1) as m:
+        m.save(arrays(1), 1)
+        m.save(arrays(2), 2)
+        assert m.list() == [2]
+    assert sorted(p for p in fs.files if p.endswith(".npz")) == ["run/ckpt/0000000002.npz"]
+    with ckpt.Manager("run", storage=fs) as m:
+        assert m.read()[1]["w"].tolist() == [[2, 2], [2, 2]]
+
+
+def test_ckpts_native_memory_storage_serves_a_manager():
+    mem = ckpt.NativeMemory()
+    with ckpt.Manager("run", storage=mem, keep=2) as m:
+        for step in (1, 2, 3):
+            m.save(arrays(step), step)
+        assert m.list() == [2, 3]
+    with ckpt.Manager("run", storage=mem) as m:
+        assert m.restore(arrays(0))[0] == 3
+    mem.close()

@@ -1,0 +1,180 @@
+"""ckpt.writing: pytorch-pfn-extras' writers with torch.save as the savefun, atomic and durable, errors never lost."""
+import io
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import ckpt
+from ckpt import writing
+
+torch = pytest.importorskip("torch")
+
+WRITERS = [writing.SimpleWriter, writing.ThreadWriter, writing.ThreadQueueWriter]
+
+
+def state(step):
+    return {"model": {"w": torch.full((3,), float(step))}, "step": step}
+
+
+@pytest.mark.parametrize("kind", WRITERS)
+def test_torch_save_as_the_savefun_and_torch_load_of_the_result(tmp_path, kind):
+    w = kind(out_dir=str(tmp_path))
+    for step in (1, 2, 3):
+        w("snapshot_%d.pt" % step, "ignored", state(step))  # the writer's out_dir takes precedence, as in ppe
+    w.finalize()
+    w.finalize()  # idempotent
+    for step in (1, 2, 3):
+        back = torch.load(str(tmp_path / ("snapshot_%d.pt" % step)))
+        assert back["step"] == step and torch.equal(back["model"]["w"], torch.full((3,), float(step)))
+    assert sorted(os.listdir(tmp_path)) == ["snapshot_1.pt", "snapshot_2.pt", "snapshot_3.pt"]
+
+
+@pytest.mark.parametrize("kind", WRITERS[1:])
+def test_background_writers_save_the_target_as_it_was_at_the_call(tmp_path, kind):
+    gate = threading.Event()
+
+    def slow_save(target, f):
+        gate.wait(5)
+        torch.save(target, f)
+
+    live = {"w": torch.zeros(4)}
+    w = kind(savefun=slow_save, out_dir=str(tmp_path))
+    w("s.pt", "", live)
+    live["w"] += 1  # training goes on while the save waits
+    gate.set()
+    w.finalize()
+    assert torch.equal(torch.load(str(tmp_path / "s.pt"))["w"], torch.zeros(4))
+
+
+@pytest.mark.parametrize("kind", WRITERS)
+def test_a_failing_savefun_leaves_the_target_untouched(tmp_path, kind):
+    target = tmp_path / "s.pt"
+    torch.save({"old": 1}, str(target))
+
+    def broken(obj, f):
+        f.write(b"partial bytes")
+        raise RuntimeError("disk quota of the mind")
+
+    w = kind(savefun=broken, out_dir=str(tmp_path))
+    if kind is writing.SimpleWriter:
+        with pytest.raises(RuntimeError, match="disk quota"):
+            w("s.pt", "", {})
+    else:
+        w("s.pt", "", {})
+        with pytest.raises(ckpt.CkptError) as e:
+            w.finalize()
+        assert isinstance(e.value.__cause__, RuntimeError)
+    assert torch.load(str(target)) == {"old": 1}
+    assert sorted(os.listdir(tmp_path)) == ["s.pt"]  # no temporary left
+
+
+@pytest.mark.parametrize("kind", WRITERS[1:])
+def test_a_background_error_is_raised_by_the_next_call_exactly_once(tmp_path, kind):
+    calls = []
+
+    def flaky(obj, f):
+        calls.append(obj)
+        if obj == "bad":
+            raise ValueError("bad target")
+        torch.save(obj, f)
+
+    w = kind(savefun=flaky, out_dir=str(tmp_path))
+    w("a.pt", "", "bad")
+    with pytest.raises(ckpt.CkptError) as e:
+        w.wait()
+    assert isinstance(e.value.__cause__, ValueError)
+    w("b.pt", "", "good")
+    w.finalize()  # the error was raised once; nothing more to report
+    assert torch.load(str(tmp_path / "b.pt")) == "good" and not (tmp_path / "a.pt").exists()
+
+
+def test_save_npz_as_the_savefun_writes_what_numpy_reads(tmp_path):
+    w = writing.SimpleWriter(savefun=writing.save_npz, out_dir=str(tmp_path))
+    w("arrays.npz", "", {"w": np.arange(3.0)})
+    with np.load(tmp_path / "arrays.npz") as data:
+        assert data["w"].tolist() == [0, 1, 2]
+
+
+class PpeStyleFs:
+    """A filesystem object with the methods ppe's writers call, keeping files in memory (like an object store)."""
+
+    def __init__(self):
+        self.files, self.dirs, self.calls = {}, set(), []
+
+    def open(self, path, mode="rb"):
+        self.calls.append(("open", path, mode))
+        if "r" in mode:
+            if path not in self.files:
+                raise FileNotFoundError(path)
+            return io.BytesIO(self.files[path])
+        fs = self
+
+        class F(io.BytesIO):
+            def close(self):
+                if not self.closed:
+                    fs.files[path] = (fs.files.get(path, b"") if "a" in mode else b"") + self.getvalue()
+                super().close()
+        return F()
+
+    def makedirs(self, path, exist_ok=False):
+        self.dirs.add(path)
+
+    def exists(self, path):
+        return path in self.files or path in self.dirs
+
+    def rename(self, src, dst):
+        self.calls.append(("rename", src, dst))
+        self.files[dst] = self.files.pop(src)
+
+    def remove(self, path, recursive=False):
+        del self.files[path]
+
+    def list(self, path):
+        prefix = path.rstrip("/") + "/"
+        return [p[len(prefix):] for p in self.files if p.startswith(prefix)]
+
+
+@pytest.mark.parametrize("kind", WRITERS)
+def test_a_ppe_filesystem_object_is_plugged_in_as_the_storage(kind):
+    fs = PpeStyleFs()
+    w = kind(fs=fs, out_dir="bucket/run1")
+    w("s.pt", "", {"step": 5})
+    w.finalize()
+    assert torch.load(io.BytesIO(fs.files["bucket/run1/s.pt"])) == {"step": 5}
+    renames = [c for c in fs.calls if c[0] == "rename"]
+    assert len(renames) == 1 and renames[0][2] == "bucket/run1/s.pt"  # written aside, then renamed into place
+    assert renames[0][1].startswith("bucket/run1/.s.pt.tmp-")
+    assert list(fs.files) == ["bucket/run1/s.pt"]
+
+
+def test_append_writes_in_place(tmp_path):
+    w = writing.SimpleWriter(savefun=lambda obj, f: f.write(obj), out_dir=str(tmp_path))
+    w("log.bin", "", b"one;")
+    w("log.bin", "", b"two;", append=True)
+    assert (tmp_path / "log.bin").read_bytes() == b"one;two;"
+
+
+def test_a_finalized_writer_refuses_saves(tmp_path):
+    w = writing.ThreadWriter(out_dir=str(tmp_path))
+    w.finalize()
+    with pytest.raises(ckpt.InvalidArgumentError, match="finalized"):
+        w("s.pt", "", {})
+
+
+def test_the_names_ppe_users_import_exist():
+    for name in ["Writer", "SimpleWriter", "ThreadWriter", "ThreadQueueWriter", "StandardWriter", "QueueWriter"]:
+        assert isinstance(getattr(writing, name), type)
+
+
+@pytest.mark.parametrize("kind", WRITERS)
+def test_save_arrays_writes_npz_through_the_writer_with_its_own_copy(tmp_path, kind):
+    live = {"w": np.arange(4.0), "b": ckpt.typed(np.array([0x3f80], np.uint16), "bfloat16")}
+    w = kind(out_dir=str(tmp_path))
+    w.save_arrays("a.npz", "", live, metadata={"step": "3"})
+    live["w"][:] = -1  # a background writer copied the arrays before save_arrays returned
+    w.finalize()
+    back = ckpt.load(tmp_path / "a.npz")
+    assert back["w"].tolist() == [0, 1, 2, 3] and back["b"].ckpt_dtype == "bfloat16"
+    assert back.metadata == {"step": "3"}
