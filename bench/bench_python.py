@@ -1,10 +1,13 @@
 """What the Python binding adds to ckpt's own cost, beside numpy, in one run.
 
-    CKPT_LIBRARY=build-release/libckpt.so.0 /usr/bin/python3 bench/bench_python.py [--runs N] [--dir D] [--quick]
+    pip install --no-build-isolation --target build-release/python bindings/python
+    PYTHONPATH=build-release/python CKPT_LIBRARY=build-release/libckpt.so.0 \
+        /usr/bin/python3 bench/bench_python.py [--runs N] [--dir D] [--quick]
 
 For W1 (512 MiB in 64 float32 arrays) and W2 (64 MiB in 8192), measures in one process, runs interleaved:
   - the C call alone: ckpt_npz_save / ckpt_npz_restore on a collection built once beforehand (the C figure);
-  - the binding: ckpt.save(path, dict) / ckpt.restore(path, dict), which builds the collection every call;
+  - the binding: ckpt.save(path, dict) / ckpt.restore(path, dict), which builds the collection every call, and
+    ckpt.save/restore(path, ckpt.Collection(dict)) with the collection built once, as the C figure's is;
   - numpy: np.savez (+ fsync, rename, directory fsync, for the same durability) / np.load into the arrays.
 Restores are from a warm page cache. Prints a table of medians and the ratios binding/C and numpy/binding.
 Nothing passes or fails on speed.
@@ -19,8 +22,11 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bindings", "python"))
-import ckpt  # noqa: E402
+try:  # an installed package (with its compiled fast path), else the one in this tree
+    import ckpt
+except ImportError:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bindings", "python"))
+    import ckpt  # noqa: E402
 from ckpt import _native, npz  # noqa: E402
 from ckpt._native import lib  # noqa: E402
 
@@ -68,13 +74,17 @@ def measure(name, arrays, runs, directory):
     held = npz.collection(arrays)  # the C figure's collection, built once
     into = {k: np.empty_like(a) for k, a in arrays.items()}
     held_into = npz.collection(into, writable=True)
+    built = ckpt.Collection(arrays)
+    built_into = ckpt.Collection(into)
     ops = {
         "save, C call": lambda: _native.check(lib.ckpt_npz_save(path.encode(), held.handle, ctypes.byref(opts))),
         "save, ckpt.save": lambda: ckpt.save(path, arrays),
+        "save, ckpt.save of a Collection": lambda: ckpt.save(path, built),
         "save, np.savez + fsync": lambda: numpy_save(np_path, arrays),
         "restore, C call": lambda: _native.check(lib.ckpt_npz_restore(path.encode(), held_into.handle,
                                                                       ctypes.byref(opts))),
         "restore, ckpt.restore": lambda: ckpt.restore(path, into),
+        "restore, ckpt.restore of a Collection": lambda: ckpt.restore(path, built_into),
         "restore, np.load": lambda: numpy_restore(np_path, into),
     }
     for fn in ops.values():  # warm-up: files exist, the page cache holds them
@@ -84,8 +94,8 @@ def measure(name, arrays, runs, directory):
         for k, fn in ops.items():
             times[k].append(timed(fn))
     assert all(np.array_equal(into[k], arrays[k]) for k in list(arrays)[:4])
-    held.close()
-    held_into.close()
+    for c in (held, held_into, built, built_into):
+        c.close()
     return {k: statistics.median(v) for k, v in times.items()}
 
 
@@ -98,8 +108,11 @@ def main():
     workloads = [("W1", 512, 64), ("W2", 64, 8192)] if not args.quick else [("W1", 32, 64), ("W2", 8, 1024)]
     runs = 2 if args.quick else args.runs
     directory = args.dir or tempfile.mkdtemp(prefix="ckpt-bench-py-", dir="/var/tmp")
-    print("ckpt %s (library %s), numpy %s, %d runs, files in %s" % (ckpt.__version__, ckpt.library_version,
-                                                                    np.__version__, runs, directory))
+    os.makedirs(directory, exist_ok=True)
+    from ckpt import _vars
+    print("ckpt %s (library %s, compiled fast path %s), numpy %s, %d runs, files in %s"
+          % (ckpt.__version__, ckpt.library_version, "on" if _vars._speedups else "off", np.__version__, runs,
+             directory))
     print()
     print("| workload | operation | seconds (median) | x the C call | x numpy |")
     print("|---|---|---|---|---|")
@@ -111,6 +124,8 @@ def main():
             numpy = m["save, np.savez + fsync" if op == "save" else "restore, np.load"]
             print("| %s %d MiB / %d arrays | %s: C call | %.4f | 1.00 | %.1f |" % (name, mib, count, op, c, numpy / c))
             print("| | %s: ckpt.%s | %.4f | %.2f | %.1f |" % (op, op, binding, binding / c, numpy / binding))
+            once = m["%s, ckpt.%s of a Collection" % (op, op)]
+            print("| | %s: ckpt.%s of a Collection | %.4f | %.2f | %.1f |" % (op, op, once, once / c, numpy / once))
             print("| | %s: numpy | %.4f | %.2f | 1.0 |" % (op, numpy, numpy / c))
         for f in os.listdir(directory):
             os.remove(os.path.join(directory, f))

@@ -81,6 +81,10 @@ class Manager:
 
     def save(self, arrays, idx, metadata=None):
         """Saves a mapping name -> array as checkpoint idx (replacing one that exists), then applies retention."""
+        if isinstance(arrays, npz.Collection):
+            arrays._vars.set_metadata(metadata)
+            check(lib.ckpt_manager_save(self._h(), arrays._vars.handle, idx), self._storage)
+            return
         with npz.collection(arrays, metadata) as v:
             check(lib.ckpt_manager_save(self._h(), v.handle, idx), self._storage)
 
@@ -91,6 +95,11 @@ class Manager:
 
         def restore_vars(v):
             check(lib.ckpt_manager_restore(self._h(), v.handle, _idx(idx), ctypes.byref(restored)), self._storage)
+
+        if isinstance(arrays, npz.Collection):
+            v = arrays._for_restore()
+            restore_vars(v)
+            return restored.value, dict(v.metadata())
 
         metadata = npz.restore_values(list(arrays.items()), lambda name, old, fresh: npz.assign(arrays, name, old, fresh),
                                       restore_vars)

@@ -111,12 +111,47 @@ def _path(file):
     return os.fsencode(file)
 
 
+class Collection:
+    """A mapping of arrays handed to ckpt once, to be saved and restored many times: ckpt keeps pointers to the
+    arrays (no copy), so each later save or restore costs what the C call costs — what a training loop that
+    saves the same buffers every N steps wants. It holds the arrays it was built from (replace an array in your
+    dict and build a new Collection); restoring into it needs every array to be one ckpt can write into (a
+    writable, C-contiguous numpy array or CPU torch tensor). Accepted by save, restore and Manager."""
+
+    def __init__(self, arrays, metadata=None):
+        self.names = list(arrays)
+        self._vars = collection(arrays, metadata, writable=False)
+        self.in_place = all(self._vars.borrowed)
+
+    @property
+    def metadata(self):
+        return dict(self._vars.metadata())
+
+    def close(self):
+        self._vars.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __len__(self):
+        return len(self.names)
+
+    def _for_restore(self):
+        if not self.in_place:
+            bad = [n for n, b in zip(self.names, self._vars.borrowed) if not b]
+            raise TypeError("cannot restore into this Collection: ckpt holds copies of %s (not writable C-contiguous "
+                            "arrays); restore into the dict instead" % ", ".join(repr(n) for n in bad))
+        return self._vars
+
+
 def collection(arrays, metadata=None, writable=False):
     """A Vars holding every array of a mapping (name -> array-like), borrowed where possible."""
     v = Vars()
     try:
-        for name, value in arrays.items():
-            v.add(name, value, writable=writable)
+        v.add_all(list(arrays.items()), writable=writable)
         v.set_metadata(metadata)
     except BaseException:
         v.close()
@@ -127,7 +162,13 @@ def collection(arrays, metadata=None, writable=False):
 def save(file, arrays, metadata=None, layout="plain", compression=None, level=0, progress=None, storage=None):
     """Saves a mapping of name -> array (numpy arrays, numbers, torch tensors, ckpt.typed bits) to `file`: a path
     (atomic and durable: the file is either the old one or the complete new one) or a writable binary file
-    object. `metadata` is a dict of strings saved with the arrays. numpy.load reads the result."""
+    object. `metadata` is a dict of strings saved with the arrays. numpy.load reads the result. `arrays` may be
+    a Collection (built once, saved at the C call's cost)."""
+    if isinstance(arrays, Collection):
+        arrays._vars.set_metadata(metadata)
+        _save_vars(file, arrays._vars, layout=layout, compression=compression, level=level, progress=progress,
+                   storage=storage)
+        return
     with collection(arrays, metadata) as v:
         _save_vars(file, v, layout=layout, compression=compression, level=level, progress=progress,
                    storage=storage)
@@ -177,8 +218,13 @@ def restore(file, arrays, renamer=None, layout="auto", progress=None, storage=No
     name must be in the file (after `renamer` is applied to the names on disk) with the same dtype and shape,
     else MismatchError (a ValueError) lists every missing variable and unused name and nothing is changed. numpy
     arrays and CPU torch tensors are filled in place, without a copy; other values (read-only arrays, arrays ckpt
-    cannot point at) get the new value through ``arrays[name] = …``. Returns the file's metadata."""
+    cannot point at) get the new value through ``arrays[name] = …``. Returns the file's metadata. `arrays` may
+    be a Collection (built once, restored into at the C call's cost)."""
     kw = dict(renamer=renamer, layout=layout, progress=progress, storage=storage, **limits)
+    if isinstance(arrays, Collection):
+        v = arrays._for_restore()
+        _restore_vars(file, v, **kw)
+        return dict(v.metadata())
     return restore_values(list(arrays.items()), lambda name, old, fresh: assign(arrays, name, old, fresh),
                           lambda v: _restore_vars(file, v, **kw))
 
@@ -188,8 +234,7 @@ def restore_values(items, assign, restore_vars):
     through assign(name, old value, new numpy array)."""
     v = Vars()
     try:
-        for name, value in items:
-            v.add(name, value, writable=True)
+        v.add_all(items, writable=True)
         restore_vars(v)
         for i, (name, value) in enumerate(items):
             if not v.borrowed[i]:

@@ -53,3 +53,9 @@ def test_every_function_of_the_header_is_used_or_explained():
 def test_nothing_is_declared_that_the_header_lacks():
     extra = set(_native.SIGNATURES) - set(header_functions())
     assert not extra, "declared but not in ckpt.h: %s" % ", ".join(sorted(extra))
+
+
+def test_the_compiled_fast_path_is_there_when_expected():
+    from ckpt import _vars
+    if os.environ.get("CKPT_EXPECT_SPEEDUPS"):
+        assert _vars._speedups is not None, "ckpt._speedups did not import"

@@ -98,3 +98,12 @@ def test_ckpts_native_memory_storage_serves_a_manager():
     with ckpt.Manager("run", storage=mem) as m:
         assert m.restore(arrays(0))[0] == 3
     mem.close()
+
+
+def test_a_manager_saves_and_restores_a_collection(tmp_path):
+    live = arrays(4)
+    with ckpt.Collection(live) as c, ckpt.Manager(str(tmp_path)) as m:
+        m.save(c, 4, metadata={"step": "4"})
+        live["w"][...] = 0
+        assert m.restore(c) == (4, {"step": "4"})
+        assert live["w"].tolist() == [[4, 4], [4, 4]]

@@ -203,3 +203,23 @@ def test_saving_is_atomic_a_failed_save_leaves_the_previous_file(tmp_path):
         ckpt.save(path, {"w": np.ones(2), "bad": np.array([object()])})
     assert path.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["a.npz"]
+
+
+def test_a_collection_is_built_once_and_saved_and_restored_many_times(tmp_path):
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = ckpt.typed(np.array([0x3f80], np.uint16), "bfloat16")
+    with ckpt.Collection({"w": w, "b": b}, metadata={"run": "a"}) as c:
+        assert len(c) == 2 and c.in_place
+        ckpt.save(tmp_path / "c.npz", c, metadata={"step": "1"})
+        assert c.metadata == {"run": "a", "step": "1"}
+        w[...] = 7  # ckpt points at w: the next save sees the new values without rebuilding
+        ckpt.save(tmp_path / "d.npz", c)
+        assert ckpt.load(tmp_path / "c.npz")["w"].tolist() == [[0, 1, 2], [3, 4, 5]]
+        assert ckpt.load(tmp_path / "d.npz")["w"].tolist() == [[7, 7, 7], [7, 7, 7]]
+        assert ckpt.restore(tmp_path / "c.npz", c) == {"run": "a", "step": "1"}
+        assert w.tolist() == [[0, 1, 2], [3, 4, 5]]
+    with ckpt.Collection({"t": np.arange(6.0)[::2]}) as strided:
+        assert not strided.in_place
+        ckpt.save(tmp_path / "s.npz", strided)  # saving a copy is fine
+        with pytest.raises(TypeError, match="'t'"):
+            ckpt.restore(tmp_path / "s.npz", strided)
