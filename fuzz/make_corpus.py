@@ -5,8 +5,10 @@ Usage: make_corpus.py OUT_DIR [MAKE_SEEDS]
   OUT_DIR/npy_header/  np.save output: every dtype, both byte orders, C and Fortran order, formats 1.0/2.0/3.0,
                        dtypes ckpt refuses (object, structured, datetime, void, long double), hand-written headers
   OUT_DIR/npz/         np.savez, np.savez_compressed, objax's layout, zip64 records and extras, members streamed
-                       with data descriptors, a zip comment, members without '.npy'; and, when the MAKE_SEEDS
-                       program is given, archives written by ckpt itself (their members also go to npy_header/)
+                       with data descriptors, a zip comment, members without '.npy'; one archive per known
+                       difference between ckpt's reader and libzip's (disagree_*.npz, see libzip_judge.cpp); and,
+                       when the MAKE_SEEDS program is given, archives written by ckpt itself (their members also go
+                       to npy_header/)
 Every file is under 64 KiB. Run it with Debian's /usr/bin/python3 (its numpy), not another python3 on PATH.
 """
 import io
@@ -155,6 +157,76 @@ def zip64_everywhere(members):
     return bytes(out)
 
 
+def raw_zip(entries, prefix=b""):
+    """A zip written field by field, so that one field can lie. Each entry is (name, data, options): options may
+    give method (0 or 8, or any number with `compressed`), compressed (the member's bytes), `local` / `central`
+    dicts overriding header fields (needed, flags, time, crc, csize, usize, extra, disk), and `at`: no local record
+    of its own, the central entry points there."""
+    out, central = bytearray(prefix), bytearray()
+    for name, data, opt in entries:
+        method = opt.get("method", 0)
+        comp = opt.get("compressed", zlib.compress(data)[2:-4] if method == 8 else data)
+        base = dict(needed=20, flags=0, time=0, crc=zlib.crc32(data), csize=len(comp), usize=len(data), extra=b"")
+        lo, ce = dict(base, **opt.get("local", {})), dict(base, **opt.get("central", {}))
+        offset = opt.get("at", len(out))
+        if "at" not in opt:
+            out += struct.pack("<IHHHHHIIIHH", 0x04034B50, lo["needed"], lo["flags"], method, lo["time"], 0x21,
+                               lo["crc"], lo["csize"], lo["usize"], len(name), len(lo["extra"]))
+            out += name + lo["extra"] + comp
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 0x314, ce["needed"], ce["flags"], method, ce["time"],
+                               0x21, ce["crc"], ce["csize"], ce["usize"], len(name), len(ce["extra"]), 0,
+                               ce.get("disk", 0), 0, 0o100644 << 16, offset) + name + ce["extra"]
+    cd_offset = len(out)
+    out += central
+    out += struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(entries), len(entries), len(central), cd_offset, 0)
+    return bytes(out)
+
+
+def disagreements(npy):
+    """One archive per documented difference between ckpt's reader and libzip 1.7.3 (libzip_judge.cpp, kKnown; the
+    0-byte file is in regressions/). Each is otherwise valid, so that it shows that one difference."""
+    files = {}
+
+    def one(**options):
+        return raw_zip([(b"w.npy", npy, options)])
+
+    def deflated_declaring(size):  # in both headers
+        return one(method=8, local=dict(usize=size), central=dict(usize=size))
+
+    streamed = bytearray(streamed_zip({"w.npy": npy}, zipfile.ZIP_DEFLATED))
+    streamed[streamed.find(b"PK\x07\x08") + 4] ^= 0x01  # the descriptor's CRC-32 alone
+    files["disagree_descriptor_crc.npz"] = bytes(streamed)
+    files["disagree_local_flags.npz"] = one(local=dict(flags=0x08))
+    files["disagree_deflate_ratio.npz"] = deflated_declaring(1 << 30)
+    files["disagree_deflate_longer.npz"] = deflated_declaring(len(npy) - 1)
+    files["disagree_deflate_shorter.npz"] = deflated_declaring(len(npy) + 1)
+    sync_flushed = zlib.compressobj(6, zlib.DEFLATED, -15)
+    files["disagree_deflate_unterminated.npz"] = one(
+        method=8, compressed=sync_flushed.compress(npy) + sync_flushed.flush(zlib.Z_SYNC_FLUSH))
+    files["disagree_disk_number.npz"] = one(central=dict(disk=1))
+    zip64 = bytearray(zip64_everywhere({"w.npy": npy}))
+    zip64[zip64.find(b"PK\x06\x06") + 4] += 1  # the zip64 end record's size, one more than it is
+    files["disagree_zip64_record_size.npz"] = bytes(zip64)
+    files["disagree_extra_padding.npz"] = one(local=dict(extra=struct.pack("<HHH", 0xD935, 2, 64) + b"\0\0"))
+    # A quoted overlap: a.npy is a uint8 array whose bytes are b.npy's whole local record (a 30-byte header, the
+    # name, the data), and the central directory lists both.
+    b_record = raw_zip([(b"b.npy", npy, {})])[:30 + 5 + len(npy)]
+    a_npy = npy_bytes(np.frombuffer(b_record, dtype=np.uint8))
+    b_at = 30 + 5 + len(a_npy) - len(b_record)
+    files["disagree_overlap.npz"] = raw_zip([(b"a.npy", a_npy, {}), (b"b.npy", npy, dict(at=b_at))])
+    files["disagree_prefix.npz"] = raw_zip([(b"w.npy", npy, {})], prefix=b"#!/bin/sh\nexit 0\n")
+    files["disagree_empty_name.npz"] = raw_zip([(b"", npy, {})])
+    files["disagree_nul_name.npz"] = raw_zip([(b"w.npy\0.exe", npy, {})])
+    files["disagree_cp437_name.npz"] = raw_zip([(b"caf\x82.npy", npy, {})])  # "café" in CP437, no UTF-8 flag
+    bio = io.BytesIO()
+    with zipfile.ZipFile(bio, "w", compression=zipfile.ZIP_BZIP2) as zf:
+        zf.writestr("w.npy", npy)
+    files["disagree_bzip2.npz"] = bio.getvalue()
+    files["disagree_mtime.npz"] = one(local=dict(time=0x6000))
+    files["disagree_version_needed.npz"] = one(local=dict(needed=45))
+    return files
+
+
 def objax_npz(save_fn, named):
     """objax.io.save_var_collection: np.savez(f, names=np.array(names), **{"0": v0, "1": v1, ...})."""
     names = list(named)
@@ -202,6 +274,7 @@ def npz_corpus(out):
     with_meta = {"w": np.zeros(3, "V2"), "f8": np.zeros(2, "V1"), "__ckpt_metadata__": np.array(meta)}
     files["metadata_savez.npz"] = npz_bytes(np.savez, **with_meta)
     files["metadata_savez_compressed.npz"] = npz_bytes(np.savez_compressed, **with_meta)
+    files.update(disagreements(npy_bytes(small["w"])))
     for name, data in files.items():
         save(os.path.join(out, name), data)
     return len(files)

@@ -28,6 +28,8 @@ constexpr size_t kWindowBytes = size_t{256} << 10;
 // Opening reads each local header with room for an extra field this long and this many bytes of data after it.
 constexpr size_t kExtraSlack = 96;
 constexpr size_t kHeadBytes = 192;
+// A data descriptor with its signature and 8-byte (zip64) sizes.
+constexpr size_t kLongestDescriptor = 24;
 
 // Bounds-checked little-endian reads from a byte range.
 class Cursor {
@@ -96,6 +98,43 @@ bool apply_zip64_extra(const unsigned char* extra, size_t n, Zip64Fields need, u
     }
     if (c.pos() != n) malformed = true;  // trailing bytes too short to be a field
     return !need.size && !need.compressed && !(need.offset && offset != nullptr);
+}
+
+// Whether an extra field holds a field with this id. False, with `malformed` set, if its fields do not add up.
+bool has_extra_field(const unsigned char* extra, size_t n, uint16_t wanted, bool& malformed) {
+    malformed = false;
+    Cursor c(extra, n);
+    bool found = false;
+    while (c.has(4)) {
+        const uint16_t id = c.u16();
+        const uint16_t len = c.u16();
+        if (!c.has(len)) break;
+        c.take(len);
+        found = found || id == wanted;
+    }
+    malformed = c.pos() != n;
+    return found && !malformed;
+}
+
+// What a data descriptor says: CRC-32, then the compressed and uncompressed sizes.
+struct Descriptor {
+    uint32_t crc = 0;
+    uint64_t compressed = 0, size = 0;
+    size_t bytes = 0;  // its length in the file
+};
+
+// Reads the descriptor at p (n bytes available) with or without its signature, with 8-byte (zip64) or 4-byte
+// sizes. False if n bytes cannot hold that form.
+bool parse_descriptor(const unsigned char* p, size_t n, bool signature, bool zip64, Descriptor& d) {
+    const size_t bytes = (signature ? 4 : 0) + 4 + (zip64 ? 16 : 8);
+    if (n < bytes) return false;
+    Cursor c(p, n);
+    if (signature) c.u32();
+    d.crc = c.u32();
+    d.compressed = zip64 ? c.u64() : c.u32();
+    d.size = zip64 ? c.u64() : c.u32();
+    d.bytes = bytes;
+    return true;
 }
 
 }  // namespace
@@ -241,16 +280,30 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
     // member's data, is read uncached: pages left cached there would slow the later stream over them.
     std::vector<unsigned char> window;  // the file's bytes [window_at, window_at + window.size())
     uint64_t window_at = 0;
-    const auto read_local = [&](uint64_t offset, unsigned char* dst, size_t n, uint64_t next) {
+    // Returns the file's bytes [offset, offset + n), from the end of the file read above for the end record where
+    // it holds them (the last member's data descriptor, just before the directory; all of a small file), else from
+    // the window, refilled if need be; `next` is where the next structure to be read starts.
+    const uint64_t tail_at = file_size - tail_size;
+    const auto fetch = [&](uint64_t offset, size_t n, uint64_t next) -> const unsigned char* {
+        if (offset >= tail_at && offset - tail_at + n <= tail.size()) return &tail[static_cast<size_t>(offset - tail_at)];
         if (offset < window_at || offset - window_at + n > window.size()) {
-            if (next <= offset || next - offset >= kWindowBytes / 2) return read_exact_at(offset, dst, n, "a local header", true);
-            window.resize(static_cast<size_t>(std::min<uint64_t>(kWindowBytes, cd_offset - offset)));
+            const bool lone = next <= offset || next - offset >= kWindowBytes / 2;
+            window.resize(lone ? n : std::max(n, static_cast<size_t>(std::min<uint64_t>(kWindowBytes, cd_offset - offset))));
             window_at = offset;
-            read_exact_at(offset, window.data(), window.size(), "a local header");
-            if (n > window.size()) return read_exact_at(offset, dst, n, "a local header");
+            read_exact_at(offset, window.data(), window.size(), "a local header", lone);
         }
-        std::memcpy(dst, &window[static_cast<size_t>(offset - window_at)], n);
+        return &window[static_cast<size_t>(offset - window_at)];
     };
+    // How much of a local header is read: see below.
+    const auto local_want = [&](const Member& m) {
+        return static_cast<size_t>(
+            std::min<uint64_t>(cd_offset - m.local_offset, kLocalHeaderBytes + m.name.size() + kExtraSlack + kHeadBytes));
+    };
+    const auto next_offset = [&](size_t index) {
+        return index + 1 < members_.size() ? members_[index + 1].local_offset : cd_offset;
+    };
+    // One past the last byte of each member's record: its data, and its data descriptor if it has one.
+    std::vector<uint64_t> record_end(members_.size());
 
     std::vector<unsigned char> scratch;
     for (size_t index = 0; index < members_.size(); ++index) {
@@ -268,11 +321,10 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
         // One read takes the local header, its name and extra field (when they are no longer than usual) and the
         // first bytes of the data: for a stored npy member those hold its npy header, which the npz reader would
         // otherwise fetch with reads of its own — per member, that is most of the time of opening many small ones.
-        const size_t want = static_cast<size_t>(
-            std::min<uint64_t>(cd_offset - m.local_offset, kLocalHeaderBytes + m.name.size() + kExtraSlack + kHeadBytes));
+        const size_t want = local_want(m);
         std::vector<unsigned char>& lh = scratch;
-        lh.resize(want);
-        read_local(m.local_offset, lh.data(), want, index + 1 < members_.size() ? members_[index + 1].local_offset : cd_offset);
+        const unsigned char* local = fetch(m.local_offset, want, next_offset(index));
+        lh.assign(local, local + want);
         Cursor l(lh.data(), want);
         if (l.u32() != kLocalHeaderSig) fail(Code::format, "{}: bad zip entry: no local header at offset {}", here(), m.local_offset);
         l.u16();  // needed
@@ -313,21 +365,79 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
         if (m.compressed > cd_offset - m.data_offset)
             fail(Code::format, "{}: bad zip entry: data ({} bytes at offset {}) runs into the central directory", here(), m.compressed,
                  m.data_offset);
+        record_end[index] = m.data_offset + m.compressed;
+        if (flags & kFlagDataDescriptor) {
+            // The central directory is what ckpt reads by, but a descriptor that disagrees with it means one of
+            // the two is corrupt, and nothing says which.
+            bool malformed;
+            const bool zip64 = has_extra_field(variable + name_len, extra_len, kZip64ExtraId, malformed);
+            if (malformed) fail(Code::format, "{}: bad zip entry: the local extra field is malformed", here());
+            const uint64_t at = record_end[index];
+            const size_t n = static_cast<size_t>(std::min<uint64_t>(kLongestDescriptor, cd_offset - at));
+            // The next local header usually follows the descriptor at once: one read takes both, so that a
+            // descriptor costs no read of its own.
+            size_t span = n;
+            uint64_t after = next_offset(index);
+            if (after > at && after - at <= kLongestDescriptor && after < cd_offset) {
+                span = std::max(n, static_cast<size_t>(after - at) + local_want(members_[index + 1]));
+                after = next_offset(index + 1);
+            }
+            const unsigned char* p = fetch(at, span, after);
+            // Its signature (PK\7\8) is optional, so a CRC-32 can look like one. Its sizes are 8 bytes wide when
+            // the local header has a zip64 extra field (APPNOTE 4.3.9.2: Python's zipfile for numpy, ckpt), but
+            // Go's archive/zip writes them 8 bytes wide without one where they need it. Whichever form agrees
+            // with the central directory is the one; if none does, the error quotes the form the header implies.
+            const bool signature = n >= 4 && le32(p) == kDataDescriptorSig;
+            const auto agrees = [&](const Descriptor& d) {
+                return d.crc == m.crc && d.compressed == m.compressed && d.size == m.size;
+            };
+            Descriptor d, candidate;
+            bool found = false, quoted = false;
+            for (const bool wide : {zip64, !zip64}) {
+                for (const bool with_signature : {true, false}) {
+                    if ((with_signature && !signature) || !parse_descriptor(p, n, with_signature, wide, candidate)) continue;
+                    if (agrees(candidate)) {
+                        d = candidate;
+                        found = true;
+                        break;
+                    }
+                    if (!quoted && wide == zip64) d = candidate;
+                    quoted = quoted || wide == zip64;
+                }
+                if (found) break;
+            }
+            if (!found && !quoted)
+                fail(Code::format, "{}: bad zip entry: its data descriptor (at offset {}) runs into the central directory", here(), at);
+            if (!found) {
+                std::string what;
+                const auto differs = [&](const char* field, const std::string& there, const std::string& directory) {
+                    what += fmt::format("{}{} {} (the central directory says {})", what.empty() ? "" : ", ", field, there, directory);
+                };
+                if (d.crc != m.crc) differs("CRC-32", fmt::format("{:08x}", d.crc), fmt::format("{:08x}", m.crc));
+                if (d.compressed != m.compressed) differs("compressed size", std::to_string(d.compressed), std::to_string(m.compressed));
+                if (d.size != m.size) differs("uncompressed size", std::to_string(d.size), std::to_string(m.size));
+                fail(Code::format, "{}: bad zip entry: its data descriptor disagrees with the central directory: {}", here(), what);
+            }
+            record_end[index] = at + d.bytes;
+        }
     }
 
     // Members must not overlap: overlapping members are how zip bombs multiply their output, and how one file
     // shows different contents to different readers.
-    std::vector<const Member*> by_offset;
-    for (const Member& m : members_) by_offset.push_back(&m);
+    std::vector<size_t> by_offset(members_.size());
+    for (size_t i = 0; i < by_offset.size(); ++i) by_offset[i] = i;
     std::sort(by_offset.begin(), by_offset.end(),
-              [](const Member* a, const Member* b) { return a->local_offset < b->local_offset; });
-    if (!by_offset.empty() && by_offset.front()->local_offset != 0)
-        fail(Code::format, "{}: not a valid npz (zip) file: {} unexplained bytes before the first member", label_, by_offset.front()->local_offset);
+              [&](size_t a, size_t b) { return members_[a].local_offset < members_[b].local_offset; });
+    if (!by_offset.empty() && members_[by_offset.front()].local_offset != 0)
+        fail(Code::format, "{}: not a valid npz (zip) file: {} unexplained bytes before the first member", label_,
+             members_[by_offset.front()].local_offset);
     for (size_t i = 1; i < by_offset.size(); ++i) {
-        const Member& a = *by_offset[i - 1];
-        const Member& b = *by_offset[i];
+        const Member& a = members_[by_offset[i - 1]];
+        const Member& b = members_[by_offset[i]];
         if (b.local_offset < a.data_offset + a.compressed)
             fail(Code::format, "{}: not a valid npz (zip) file: members '{}' and '{}' overlap (possible zip bomb)", label_, a.name, b.name);
+        if (b.local_offset < record_end[by_offset[i - 1]])
+            fail(Code::format, "{}: bad zip entry: its data descriptor runs into member '{}'", where(a), b.name);
     }
 }
 

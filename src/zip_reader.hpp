@@ -4,9 +4,9 @@
 // offset nor lets a caller see the central directory before it rejects or rewrites things: it accepted an archive
 // whose members overlap (a polyglot numpy refuses), silently turned a NUL in a member name into a space, rejected
 // duplicate names without saying which, and reported hostile offsets as I/O errors. This reader validates the
-// whole directory first — end records, zip64 records, every central and local header, member ranges that must not
-// overlap each other or the directory, unique names — and then streams members straight into the caller's
-// buffers, checking CRC-32 and exact sizes.
+// whole directory first — end records, zip64 records, every central and local header and data descriptor, member
+// ranges that must not overlap each other or the directory, unique names — and then streams members straight into
+// the caller's buffers, checking CRC-32 and exact sizes.
 #pragma once
 
 #include "storage.hpp"

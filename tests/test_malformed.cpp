@@ -25,6 +25,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iterator>
 #include <memory>
 #include <new>
@@ -567,11 +568,218 @@ TEST_CASE("a CRC mismatch is caught", "[malformed][crc]") {
         m.crc = zipb::crc32_of(m.data) ^ 0x00010000u;
         expect_failure("crc-deflate.npz", archive({m}), CKPT_EFORMAT, {kW_member, "CRC"});
     }
-    SECTION("data descriptor whose CRC disagrees with the central directory") {
+    SECTION("data descriptor and central directory that agree on a wrong CRC") {
         zipb::Member m = member("w.npy", npy_w(), zipb::kDeflated);
         m.data_descriptor = true;
         m.crc = zipb::crc32_of(m.data) + 1;
         expect_failure("crc-descriptor.npz", archive({m}), CKPT_EFORMAT, {kW_member, "CRC"});
+    }
+}
+
+// ---------------------------------------------------------------------------------------- data descriptors
+
+namespace {
+
+// The four ways a data descriptor can be written: with or without its PK\7\8 signature, with 4-byte sizes or,
+// after a local zip64 extra field, 8-byte ones.
+struct DescriptorForm {
+    const char* name;
+    bool signature;
+    bool zip64;
+};
+const DescriptorForm kDescriptorForms[] = {{"signature, 4-byte sizes", true, false},
+                                           {"no signature, 4-byte sizes", false, false},
+                                           {"signature, zip64 sizes", true, true},
+                                           {"no signature, zip64 sizes", false, true}};
+
+zipb::Member streamed(const std::string& name, const std::string& data, uint16_t method, const DescriptorForm& form) {
+    zipb::Member m = member(name, data, method);
+    m.data_descriptor = true;
+    m.descriptor_signature = form.signature;
+    m.zip64 = form.zip64;
+    return m;
+}
+
+std::string file_name_of(const char* what, const DescriptorForm& form) {
+    return std::string(what) + "-" + (form.signature ? "sig" : "nosig") + (form.zip64 ? "-zip64" : "") + ".npz";
+}
+
+std::string hex8(uint32_t v) {
+    std::ostringstream s;
+    s << std::hex << std::setw(8) << std::setfill('0') << v;
+    return s.str();
+}
+
+// `data` followed by four bytes that make its CRC-32 `target`. CRC-32 is affine in the message bits: each of the
+// 32 appended bits flips a fixed set of CRC bits, so the four bytes solve a 32x32 linear system over GF(2).
+std::string with_crc(const std::string& data, uint32_t target) {
+    const uint32_t base = zipb::crc32_of(data + std::string(4, '\0'));
+    uint32_t rows[32] = {};  // rows[i] bit j: appended bit j flips CRC bit i
+    uint32_t rhs = base ^ target;
+    for (int j = 0; j < 32; ++j) {
+        std::string tail(4, '\0');
+        tail[j / 8] = static_cast<char>(1u << (j % 8));
+        const uint32_t flips = zipb::crc32_of(data + tail) ^ base;
+        for (int i = 0; i < 32; ++i)
+            if (flips >> i & 1u) rows[i] |= 1u << j;
+    }
+    for (int col = 0; col < 32; ++col) {
+        int pivot = col;
+        while (pivot < 32 && !(rows[pivot] >> col & 1u)) ++pivot;
+        REQUIRE(pivot < 32);
+        std::swap(rows[col], rows[pivot]);
+        const uint32_t bit_col = rhs >> col & 1u, bit_pivot = rhs >> pivot & 1u;
+        rhs = (rhs & ~((1u << col) | (1u << pivot))) | (bit_col << pivot) | (bit_pivot << col);
+        for (int r = 0; r < 32; ++r) {
+            if (r != col && (rows[r] >> col & 1u)) {
+                rows[r] ^= rows[col];
+                rhs ^= (rhs >> col & 1u) << r;
+            }
+        }
+    }
+    std::string out = data;
+    for (int k = 0; k < 4; ++k) out += static_cast<char>(rhs >> (8 * k) & 0xffu);
+    REQUIRE(zipb::crc32_of(out) == target);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("a data descriptor that disagrees with the central directory is refused", "[malformed][zip][descriptor]") {
+    // The central directory alone would read correctly: the descriptor's lie is the only fault.
+    const std::string data = npy_w();
+    const uint32_t crc = zipb::crc32_of(data);
+    const uint64_t deflated = zipb::raw_deflate(data).size();
+    const std::string disagrees = "its data descriptor disagrees with the central directory: ";
+    SECTION("a wrong CRC-32") {
+        for (const DescriptorForm& form : kDescriptorForms) {
+            INFO(form.name);
+            zipb::Member m = streamed("w.npy", data, zipb::kDeflated, form);
+            m.descriptor_crc = crc ^ 0x00800000u;
+            expect_failure(file_name_of("descriptor-crc", form), archive({m}), CKPT_EFORMAT,
+                           {kW_member, disagrees + "CRC-32 " + hex8(crc ^ 0x00800000u) +
+                                           " (the central directory says " + hex8(crc) + ")"});
+        }
+    }
+    SECTION("a wrong compressed size") {
+        for (const DescriptorForm& form : kDescriptorForms) {
+            INFO(form.name);
+            zipb::Member m = streamed("w.npy", data, zipb::kDeflated, form);
+            m.descriptor_comp_size = deflated + 1;
+            expect_failure(file_name_of("descriptor-csize", form), archive({m}), CKPT_EFORMAT,
+                           {kW_member, disagrees + "compressed size " + std::to_string(deflated + 1) +
+                                           " (the central directory says " + std::to_string(deflated) + ")"});
+        }
+    }
+    SECTION("a wrong uncompressed size") {
+        for (const DescriptorForm& form : kDescriptorForms) {
+            INFO(form.name);
+            zipb::Member m = streamed("w.npy", data, zipb::kDeflated, form);
+            m.descriptor_uncomp_size = data.size() - 1;
+            expect_failure(file_name_of("descriptor-usize", form), archive({m}), CKPT_EFORMAT,
+                           {kW_member, disagrees + "uncompressed size " + std::to_string(data.size() - 1) +
+                                           " (the central directory says " + std::to_string(data.size()) + ")"});
+        }
+    }
+    SECTION("a stored member's wrong sizes, each named") {
+        for (const DescriptorForm& form : kDescriptorForms) {
+            INFO(form.name);
+            zipb::Member m = streamed("w.npy", data, zipb::kStored, form);
+            m.descriptor_comp_size = m.descriptor_uncomp_size = uint64_t{7};
+            const std::string n = std::to_string(data.size());
+            expect_failure(file_name_of("descriptor-stored", form), archive({m}), CKPT_EFORMAT,
+                           {kW_member, disagrees + "compressed size 7 (the central directory says " + n +
+                                           "), uncompressed size 7 (the central directory says " + n + ")"});
+        }
+    }
+    SECTION("a descriptor of the second member, the first being right") {
+        for (const DescriptorForm& form : kDescriptorForms) {
+            INFO(form.name);
+            zipb::Member b = streamed("b.npy", npy_b(), zipb::kDeflated, form);
+            zipb::Member w = streamed("w.npy", data, zipb::kDeflated, form);
+            w.descriptor_crc = crc + 1;
+            expect_failure(file_name_of("descriptor-second", form), archive({b, w}), CKPT_EFORMAT,
+                           {kW_member, disagrees + "CRC-32 " + hex8(crc + 1)});
+        }
+    }
+    SECTION("a flipped CRC-32 byte in a descriptor ckpt_npz_save wrote") {
+        std::string bytes = saved_fixture(true);
+        const size_t at = bytes.find("PK\x07\x08");  // the first member, w, has the first descriptor
+        REQUIRE(at != std::string::npos);
+        bytes[at + 4] ^= 0x01;
+        expect_failure("descriptor-fixture.npz", bytes, CKPT_EFORMAT, {kW_member, disagrees + "CRC-32 "});
+    }
+    SECTION("a missing descriptor of the last member: it would run into the central directory") {
+        zipb::Member m = streamed("w.npy", data, zipb::kDeflated, kDescriptorForms[0]);
+        zipb::Layout lay;
+        std::string bytes = archive({m}, false, &lay);
+        const size_t descriptor_at = lay.data_offsets[0] + lay.data_sizes[0];
+        bytes.erase(descriptor_at, 16);  // and move the directory back to where it now is
+        zipb::patch(bytes, bytes.size() - 22 + 16, descriptor_at, 4);
+        expect_failure("descriptor-missing-last.npz", bytes, CKPT_EFORMAT,
+                       {kW_member, "its data descriptor (at offset " + std::to_string(descriptor_at) +
+                                       ") runs into the central directory"});
+    }
+    SECTION("a missing descriptor before the next member: its local header is no descriptor") {
+        zipb::Member w = streamed("w.npy", data, zipb::kDeflated, kDescriptorForms[0]);
+        zipb::Member b = member("b.npy", npy_b());
+        zipb::Layout lay;
+        std::string bytes = archive({w, b}, false, &lay);
+        const size_t descriptor_at = lay.data_offsets[0] + lay.data_sizes[0];
+        bytes.erase(descriptor_at, 16);
+        zipb::patch(bytes, lay.central_offsets[1] - 16 + 42, descriptor_at, 4);  // b's local header offset
+        zipb::patch(bytes, bytes.size() - 22 + 16, lay.cd_offset - 16, 4);
+        expect_failure("descriptor-missing-middle.npz", bytes, CKPT_EFORMAT,
+                       {kW_member, disagrees + "CRC-32 " + hex8(0x04034b50)});
+    }
+}
+
+TEST_CASE("a data descriptor that agrees with the central directory reads, in every form", "[malformed][zip][descriptor]") {
+    const auto check = [](const VarsPtr& vars) {
+        REQUIRE(ckpt_vars_count(vars.get()) == 2);
+        CHECK(std::string(ckpt_vars_name(vars.get(), 0)) == "w");
+        REQUIRE(ckpt_vars_nbytes(vars.get(), 0) == kW.size() * sizeof(float));
+        CHECK(std::memcmp(ckpt_vars_data(vars.get(), 0), kW.data(), kW.size() * sizeof(float)) == 0);
+        CHECK(std::string(ckpt_vars_name(vars.get(), 1)) == "b");
+        REQUIRE(ckpt_vars_nbytes(vars.get(), 1) == kB.size() * sizeof(int64_t));
+        CHECK(std::memcmp(ckpt_vars_data(vars.get(), 1), kB.data(), kB.size() * sizeof(int64_t)) == 0);
+    };
+    SECTION("deflated members") {
+        for (const DescriptorForm& form : kDescriptorForms) {
+            INFO(form.name);
+            check(expect_ok(file_name_of("ok-descriptor-deflated", form),
+                            archive({streamed("w.npy", npy_w(), zipb::kDeflated, form),
+                                     streamed("b.npy", npy_b(), zipb::kDeflated, form)}, form.zip64)));
+        }
+    }
+    SECTION("stored members") {
+        for (const DescriptorForm& form : kDescriptorForms) {
+            INFO(form.name);
+            check(expect_ok(file_name_of("ok-descriptor-stored", form),
+                            archive({streamed("w.npy", npy_w(), zipb::kStored, form),
+                                     streamed("b.npy", npy_b(), zipb::kStored, form)}, form.zip64)));
+        }
+    }
+    SECTION("8-byte sizes without a local zip64 extra field, as Go's archive/zip writes past 4 GiB") {
+        for (const bool signature : {true, false}) {
+            INFO("signature " << signature);
+            zipb::Member w = streamed("w.npy", npy_w(), zipb::kDeflated, kDescriptorForms[signature ? 0 : 1]);
+            zipb::Member b = streamed("b.npy", npy_b(), zipb::kStored, kDescriptorForms[signature ? 0 : 1]);
+            w.descriptor_zip64 = b.descriptor_zip64 = true;
+            check(expect_ok(std::string("ok-descriptor-go") + (signature ? "-sig" : "") + ".npz", archive({w, b})));
+        }
+    }
+    SECTION("no signature and a CRC-32 that reads as the signature") {
+        // A uint8 array whose last four bytes make the member's CRC-32 0x08074b50, "PK\7\8" on disk.
+        const std::string npy = with_crc(zipb::npy_member("|u1", "(8,)", "ckpt"), 0x08074b50u);
+        for (const uint16_t method : {zipb::kStored, zipb::kDeflated}) {
+            INFO("method " << method);
+            zipb::Member m = streamed("x.npy", npy, method, kDescriptorForms[1]);
+            const VarsPtr vars = expect_ok("ok-descriptor-crc-like-signature.npz", archive({m, member("y.npy", npy_b())}));
+            REQUIRE(ckpt_vars_count(vars.get()) == 2);
+            REQUIRE(ckpt_vars_nbytes(vars.get(), 0) == 8);
+            CHECK(std::memcmp(ckpt_vars_data(vars.get(), 0), npy.data() + npy.size() - 8, 8) == 0);
+        }
     }
 }
 

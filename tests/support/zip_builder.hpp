@@ -88,6 +88,7 @@ struct Member {
     uint16_t flags = 0;                   // general purpose bit flags (kFlagDataDescriptor is added by data_descriptor)
     bool data_descriptor = false;         // zeros in the local header, a descriptor after the data
     bool descriptor_signature = true;     // write PK\7\8 before the descriptor
+    std::optional<bool> descriptor_zip64; // 8-byte sizes in the descriptor; by default exactly when zip64 is set
     bool zip64 = false;                   // zip64 extra field in both headers, 0xffffffff in the 32-bit fields
     bool local_zip64_extra = true;        // with zip64: false leaves the 0xffffffff markers without the extra field
     bool central_zip64_extra = true;      //   (in the local header, or in the central directory)
@@ -104,6 +105,9 @@ struct Member {
     std::optional<uint64_t> local_comp_size;
     std::optional<uint64_t> local_uncomp_size;
     std::optional<uint16_t> local_method;
+    std::optional<uint32_t> descriptor_crc;         // lies in the data descriptor alone (after local_* ones)
+    std::optional<uint64_t> descriptor_comp_size;
+    std::optional<uint64_t> descriptor_uncomp_size;
     std::optional<uint64_t> central_offset;        // offset of the local header as the central directory says
     bool write_local = true;                        // false: only a central entry (use central_offset or share_local_of)
     std::optional<size_t> share_local_of;           // central entry points at another member's local header
@@ -189,10 +193,16 @@ inline std::string local_record(const Member& m, const std::string& stored) {
 inline std::string descriptor(const Member& m, const std::string& stored) {
     std::string out;
     if (m.descriptor_signature) out += "PK\x07\x08";
-    put32(out, m.local_crc ? *m.local_crc : m.crc ? *m.crc : crc32_of(m.data));
-    const uint64_t csize = m.local_comp_size ? *m.local_comp_size : m.comp_size ? *m.comp_size : stored.size();
-    const uint64_t usize = m.local_uncomp_size ? *m.local_uncomp_size : m.uncomp_size ? *m.uncomp_size : m.data.size();
-    if (m.zip64) {
+    put32(out, m.descriptor_crc ? *m.descriptor_crc : m.local_crc ? *m.local_crc : m.crc ? *m.crc : crc32_of(m.data));
+    const uint64_t csize = m.descriptor_comp_size ? *m.descriptor_comp_size
+                           : m.local_comp_size    ? *m.local_comp_size
+                           : m.comp_size          ? *m.comp_size
+                                                  : stored.size();
+    const uint64_t usize = m.descriptor_uncomp_size ? *m.descriptor_uncomp_size
+                           : m.local_uncomp_size    ? *m.local_uncomp_size
+                           : m.uncomp_size          ? *m.uncomp_size
+                                                    : m.data.size();
+    if (m.descriptor_zip64.value_or(m.zip64)) {
         put64(out, csize);
         put64(out, usize);
     } else {
