@@ -10,6 +10,7 @@
 // 4 GiB from a deflated member returns a wrong length, so members are read in 1 MiB chunks.
 #include "array.hpp"
 #include "dtype.hpp"
+#include "metadata.hpp"
 #include "npy.hpp"
 #include "npz_reader.hpp"
 #include "npz_writer.hpp"
@@ -163,13 +164,25 @@ VarCollection every_dtype() {
     uint32_t seed = 1;
     for (uint32_t v = 1; is_dtype(v); ++v) {
         const auto d = static_cast<DType>(v);
-        const size_t itemsize = d == DType::unicode ? 12 : d == DType::bytes ? 5 : numeric_size(d);
+        const size_t itemsize =
+            d == DType::unicode ? 12 : d == DType::bytes ? 5 : d == DType::void_ ? 3 : numeric_size(d);
         vars.add(dtype_name(d), filled(d, itemsize, {3, 5}, seed++));
     }
     return vars;
 }
 
 VarCollection nothing() { return VarCollection(); }
+
+// The metadata member with both of its objects: user key/values and the types of raw-byte arrays.
+VarCollection with_metadata() {
+    VarCollection vars;
+    vars.add("w", filled(DType::bfloat16, 2, {4, 4}, 1));
+    vars.add("raw2", filled(DType::void_, 2, {3}, 2));
+    vars.add("f8", filled(DType::float8_e4m3fn, 1, {5}, 3));
+    vars.metadata().set("step", "1200");
+    vars.metadata().set("note", "\xc3\xa9t\xc3\xa9 \"quoted\"");
+    return vars;
+}
 
 VarCollection scalars_and_empties() {
     VarCollection vars;
@@ -244,6 +257,8 @@ const Case kCases[] = {
     {"plain layout, deflated at level 9", every_dtype, options(Layout::plain, true, 9)},
     {"objax layout, stored", every_dtype, options(Layout::objax, false)},
     {"objax layout, deflated", every_dtype, options(Layout::objax, true)},
+    {"user metadata and raw-byte types, stored", with_metadata, options(Layout::plain, false)},
+    {"user metadata and raw-byte types, objax layout, deflated", with_metadata, options(Layout::objax, true)},
     {"an empty collection, plain layout, stored", nothing, options(Layout::plain, false)},
     {"an empty collection, plain layout, deflated", nothing, options(Layout::plain, true)},
     {"an empty collection, objax layout, stored", nothing, options(Layout::objax, false)},
@@ -275,6 +290,7 @@ struct ExpectedMember {
 struct Written {
     VarCollection vars;
     std::u32string names;  // the objax names table
+    std::u32string metadata;  // the metadata member's text
     Archive archive;
     std::vector<ExpectedMember> members;
     bool deflate;
@@ -307,6 +323,20 @@ const Written& written(const Case& c) {
         const Array& a = w->vars.array(i);
         w->members.push_back({(objax ? std::to_string(i) : w->vars.name(i)) + ".npy", format_npy_header(a.dtype(), a.itemsize(), a.shape()),
                               static_cast<const unsigned char*>(a.data()), a.nbytes()});
+    }
+    // Last, when there is anything to record: the user's metadata and the types numpy cannot name.
+    MetadataRecord record;
+    record.user = w->vars.metadata();
+    for (size_t i = 0; i < w->vars.size(); ++i) {
+        const Array& a = w->vars.array(i);
+        if (is_ml_dtype(a.dtype()) || (a.dtype() == DType::void_ && a.itemsize() == 2))
+            record.dtypes.emplace_back(objax ? std::to_string(i) : w->vars.name(i), a.dtype());
+    }
+    if (!record.dtypes.empty() || !record.user.empty()) {
+        w->metadata = utf8_to_utf32(metadata_to_json(record));
+        w->members.push_back({"__ckpt_metadata__.npy", format_npy_header(DType::unicode, 4 * w->metadata.size(), {}),
+                              reinterpret_cast<const unsigned char*>(w->metadata.data()),
+                              w->metadata.size() * sizeof(char32_t)});
     }
     return *w;
 }
@@ -453,7 +483,11 @@ TEST_CASE("libzip lists the members ckpt's reader sees, and no others, in the sa
                 CHECK(npz.entry(i).name == w.vars.name(i));
                 CHECK(npz.entry(i).member == zip_get_name(za.get(), first + i, ZIP_FL_ENC_RAW));
                 CHECK(npz.entry(i).index == first + i);
+                CHECK(npz.entry(i).header.dtype == w.vars.array(i).dtype());  // as the metadata member records
             }
+            REQUIRE(npz.metadata().size() == w.vars.metadata().size());
+            for (size_t i = 0; i < npz.metadata().size(); ++i)
+                CHECK(npz.metadata().value(i) == w.vars.metadata().value(i));
         }
     }
 }

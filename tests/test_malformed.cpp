@@ -332,6 +332,23 @@ const std::string& saved_fixture(bool deflate) {
     return bytes;
 }
 
+// The fixture with a bfloat16 array and user metadata: a metadata member after the arrays.
+const std::string& saved_fixture_with_metadata() {
+    static std::string bytes;
+    if (bytes.empty()) {
+        VarsPtr vars = fixture_vars();
+        const uint16_t bf16[3] = {0x3f80, 0xc000, 0x7f80};
+        const int64_t shape[] = {3};
+        REQUIRE(ckpt_vars_add(vars.get(), "bf", CKPT_BFLOAT16, 1, shape, bf16, CKPT_COPY) == CKPT_OK);
+        REQUIRE(ckpt_vars_set_metadata(vars.get(), "step", "1200") == CKPT_OK);
+        const std::string path = temp().file("fixture-metadata.npz");
+        REQUIRE(ckpt_npz_save(path.c_str(), vars.get(), nullptr) == CKPT_OK);
+        bytes = read_file(path);
+        REQUIRE(bytes.find("__ckpt_metadata__.npy") != std::string::npos);
+    }
+    return bytes;
+}
+
 std::string npy_w() { return zipb::npy_member("<f4", "(2, 3)", raw_bytes(kW)); }
 std::string npy_b() { return zipb::npy_member("<i8", "(3,)", raw_bytes(kB)); }
 
@@ -343,6 +360,7 @@ struct Fixture {
 std::vector<Fixture> small_fixtures() {
     return {{"ckpt_npz_save stored", &saved_fixture(false)},
             {"ckpt_npz_save deflate", &saved_fixture(true)},
+            {"ckpt_npz_save with a metadata member", &saved_fixture_with_metadata()},
             {"numpy-style zip64 with a data descriptor", &numpy_style_fixture()}};
 }
 
