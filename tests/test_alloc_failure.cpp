@@ -204,6 +204,11 @@ VarsPtr make_vars(int seed) {
     REQUIRE(ckpt_vars_add_strings(v, "labels", CKPT_UNICODE, sizeof labels[0], 1, l_shape, labels, CKPT_COPY) ==
             CKPT_OK);
     REQUIRE(ckpt_vars_add(v, "flag", CKPT_BOOL, 0, nullptr, &flag, CKPT_COPY) == CKPT_OK);
+    // A bfloat16 array and user metadata: every operation below also writes or reads the metadata member.
+    const uint16_t bf[2] = {static_cast<uint16_t>(0x3f80 + seed), 0xc000};
+    const int64_t bf_shape[] = {2};
+    REQUIRE(ckpt_vars_add(v, "layer/bf", CKPT_BFLOAT16, 1, bf_shape, bf, CKPT_COPY) == CKPT_OK);
+    REQUIRE(ckpt_vars_set_metadata(v, "step", std::to_string(seed).c_str()) == CKPT_OK);
     return vars;
 }
 
@@ -217,6 +222,11 @@ VarsPtr make_zero_vars() {
     REQUIRE(ckpt_vars_add(v, "layer/b", CKPT_INT64, 1, b_shape, nullptr, CKPT_COPY) == CKPT_OK);
     REQUIRE(ckpt_vars_add_strings(v, "labels", CKPT_UNICODE, 24, 1, l_shape, nullptr, CKPT_COPY) == CKPT_OK);
     REQUIRE(ckpt_vars_add(v, "flag", CKPT_BOOL, 0, nullptr, nullptr, CKPT_COPY) == CKPT_OK);
+    const int64_t bf_shape[] = {2};
+    REQUIRE(ckpt_vars_add(v, "layer/bf", CKPT_BFLOAT16, 1, bf_shape, nullptr, CKPT_COPY) == CKPT_OK);
+    // A restore replaces the metadata with the file's; with the same key already there, in its place (no new
+    // allocation to count as a leak, and the same allocations in every run).
+    REQUIRE(ckpt_vars_set_metadata(v, "step", "0") == CKPT_OK);
     return vars;
 }
 
