@@ -58,7 +58,7 @@ NpzReader NpzReader::open(Storage& storage, const std::string& path, NpzReadOpti
     return NpzReader(storage.open_read(path), path, options);
 }
 
-std::string NpzReader::where(const Entry& e) const { return fmt::format("{}: member '{}'", label(), e.member); }
+std::string NpzReader::where(const Entry& e) const { return fmt::format("{}: member '{}'", label(), printable(e.member)); }
 
 void NpzReader::scan() {
     const auto& members = zip_->members();

@@ -56,7 +56,7 @@ std::string printable(std::string_view s) {
     char32_t cp;
     for (size_t i = 0; i < s.size();) {
         const size_t n = decode(s, i, cp);
-        if (n == 0) {
+        if (n == 0 || cp < 0x20 || cp == 0x7f) {  // invalid UTF-8, and control characters (NUL would cut a C string)
             const auto b = static_cast<unsigned char>(s[i]);
             out += "\\x";
             out += kHex[b >> 4];

@@ -9,7 +9,8 @@ namespace ckpt {
 
 // Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
 bool valid_utf8(std::string_view s);
-// `s` with every byte that is not part of valid UTF-8 written as \xNN: safe to put in a message.
+// `s` with every byte that is not part of valid UTF-8, and every control character, written as \xNN: safe to put
+// in a message (a NUL would end it at the C boundary).
 std::string printable(std::string_view s);
 // Code points of valid UTF-8 `s`.
 std::u32string utf8_to_utf32(std::string_view s);

@@ -3,8 +3,8 @@
 #include "crc32.hpp"
 #include "error.hpp"
 #include "find_duplicate.hpp"
-#include "zip_format.hpp"
 #include "utf8.hpp"
+#include "zip_format.hpp"
 #include "zlib_memory.hpp"
 
 #include <zlib.h>
@@ -139,7 +139,7 @@ bool parse_descriptor(const unsigned char* p, size_t n, bool signature, bool zip
 
 }  // namespace
 
-std::string ZipReader::where(const Member& m) const { return fmt::format("{}: member '{}'", label_, m.name); }
+std::string ZipReader::where(const Member& m) const { return fmt::format("{}: member '{}'", label_, printable(m.name)); }
 
 void ZipReader::read_exact_at(uint64_t offset, void* dst, size_t n, const char* what, bool uncached) const {
     // Nothing to read (an empty central directory, a local header without name or extra) may come with a null
@@ -355,6 +355,13 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
                 fail(Code::format, "{}: bad zip entry: the local zip64 extra field is {}", here(), malformed ? "malformed" : "missing");
             if (crc != m.crc || size != m.size || compressed != m.compressed)
                 fail(Code::format, "{}: bad zip entry: local header disagrees with the central directory (CRC or sizes)", here());
+        } else {
+            // Streamed: the local header holds zeros (0xffffffff with a zip64 extra) or already the real values;
+            // anything else is a second, different account of the member (libzip refuses it too).
+            const auto plausible = [](uint64_t local, uint64_t real) { return local == 0 || local == kMax32 || local == real; };
+            if ((crc != 0 && crc != m.crc) || !plausible(size, m.size) || !plausible(compressed, m.compressed))
+                fail(Code::format, "{}: bad zip entry: a streamed member's local header disagrees with the central directory "
+                     "(CRC or sizes neither zero nor the real ones)", here());
         }
         if (m.method == kMethodStore && kLocalHeaderBytes + variable_len < lh.size()) {
             const size_t head = std::min<size_t>(lh.size() - kLocalHeaderBytes - variable_len, kHeadBytes);

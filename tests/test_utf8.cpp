@@ -37,3 +37,11 @@ TEST_CASE("valid_utf8 refuses malformed bytes after any number of ASCII bytes") 
             CHECK_FALSE(valid_utf8(s));
         }
 }
+
+TEST_CASE("printable escapes invalid UTF-8 and control characters, and keeps the rest") {
+    CHECK(printable("w.npy") == "w.npy");
+    CHECK(printable("\xc3\xa9t\xc3\xa9") == "\xc3\xa9t\xc3\xa9");
+    CHECK(printable(std::string("a\0b", 3)) == "a\\x00b");
+    CHECK(printable("tab\there\n\x7f") == "tab\\x09here\\x0a\\x7f");
+    CHECK(printable("bad\xff") == "bad\\xff");
+}
