@@ -40,7 +40,7 @@
 //!
 //! A borrowed collection cannot outlive its slices, and the slices are reached only through it while it lives:
 //!
-//! ```compile_fail
+//! ```compile_fail,E0597
 //! let mut vars = ckpt::Vars::new().unwrap();
 //! {
 //!     let mut w = vec![0f32; 4];
@@ -49,7 +49,7 @@
 //! vars.save("x.npz").unwrap();
 //! ```
 //!
-//! ```compile_fail
+//! ```compile_fail,E0499
 //! let mut w = vec![0f32; 4];
 //! let mut vars = ckpt::Vars::new().unwrap();
 //! vars.add_borrowed("w", &[4], &mut w).unwrap();
@@ -60,7 +60,7 @@
 //! Handles move between threads (`Send`) but are not shared (`!Sync`): ckpt.h lets each handle be used by
 //! one thread at a time.
 //!
-//! ```compile_fail
+//! ```compile_fail,E0277
 //! fn shared<T: Sync>(_: &T) {}
 //! shared(&ckpt::Vars::new().unwrap());
 //! ```
