@@ -382,14 +382,15 @@ impl<'a> Vars<'a> {
     }
 }
 
-impl Vars<'static> {
-    /// Reads every array of the .npz at `path`, and its metadata, into a new collection.
-    pub fn read(path: impl AsRef<Path>) -> Result<Vars<'static>> {
+impl<'a> Vars<'a> {
+    /// Reads every array of the .npz at `path`, and its metadata, into a new collection (which holds no
+    /// borrows, and may be given some).
+    pub fn read(path: impl AsRef<Path>) -> Result<Vars<'a>> {
         Vars::read_with(path, &NpzOptions::new())
     }
 
     /// Reads with `options` (layout, storage, limits).
-    pub fn read_with(path: impl AsRef<Path>, options: &NpzOptions) -> Result<Vars<'static>> {
+    pub fn read_with(path: impl AsRef<Path>, options: &NpzOptions) -> Result<Vars<'a>> {
         let path = c_path(path.as_ref())?;
         let raw = options.to_raw(true)?;
         let mut out = ptr::null_mut();
@@ -400,7 +401,7 @@ impl Vars<'static> {
     }
 
     /// Reads an .npz held in memory (messages name it `<memory>`).
-    pub fn read_memory(bytes: &[u8], options: &NpzOptions) -> Result<Vars<'static>> {
+    pub fn read_memory(bytes: &[u8], options: &NpzOptions) -> Result<Vars<'a>> {
         let raw = options.to_raw(true)?;
         let mut out = ptr::null_mut();
         // SAFETY: bytes are valid for the call and not retained.
