@@ -1,4 +1,4 @@
-//! Helpers the tests share.
+//! What the tests share: temporary directories, a collection of every dtype, numpy.
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
