@@ -55,6 +55,7 @@ fn a_failing_save_closure_leaves_the_target_untouched() {
 fn background_errors_surface_at_wait_and_at_finalize_exactly_once() {
     for kind in [WriterKind::Thread, WriterKind::Queue] {
         let dir = TempDir::new("writer-background");
+        std::fs::write(dir.join("bad.bin"), b"old").unwrap();
         let mut w = Writer::new(&WriterOptions::new(kind).queue_depth(3).out_dir(dir.path())).unwrap();
         w.save("ok.bin", |sink| sink.write_bytes(b"1")).unwrap();
         w.save("bad.bin", |_| Err(Error::new(Code::Format, "no such layer"))).unwrap();
@@ -63,14 +64,14 @@ fn background_errors_surface_at_wait_and_at_finalize_exactly_once() {
         assert!(e.message().contains("bad.bin") && e.message().contains("no such layer"), "{e}");
         w.wait().unwrap(); // reported once
         assert_eq!(std::fs::read(dir.join("ok.bin")).unwrap(), b"1");
-        assert!(!dir.join("bad.bin").exists());
+        assert_eq!(std::fs::read(dir.join("bad.bin")).unwrap(), b"old", "the failed save left the target alone");
 
         w.save("bad2.bin", |_| Err(Error::new(Code::Mismatch, "second"))).unwrap();
         let e = w.finalize().unwrap_err();
         assert_eq!(e.code(), Code::Mismatch, "{kind:?}");
         assert!(e.message().contains("second"), "{e}");
         w.finalize().unwrap();
-        assert_eq!(dir.files(), vec!["ok.bin"]);
+        assert_eq!(dir.files(), vec!["bad.bin", "ok.bin"], "no temporary file is left");
     }
 }
 
