@@ -1,0 +1,353 @@
+//! `Manager`: objax's `Checkpoint` (`ckpt_manager`) — a directory of numbered checkpoints that a training
+//! program saves into and resumes from.
+use std::ffi::CStr;
+use std::mem::MaybeUninit;
+use std::os::raw::{c_char, c_int, c_void};
+use std::os::unix::ffi::OsStrExt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::ptr::{self, NonNull};
+use std::sync::Arc;
+
+use crate::error::{check, Error, Result};
+use crate::npz::NpzOptions;
+use crate::storage::StorageHandle;
+use crate::sys;
+use crate::util::{c_path, c_string};
+use crate::vars::Vars;
+
+/// The level of a manager's log message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LogLevel {
+    /// "Resuming from …", "No checkpoints found in …".
+    Info,
+    /// A corrupt checkpoint skipped, a stale temporary removed, retention that could not delete.
+    Warning,
+    /// A level this binding does not know.
+    Other(i32),
+}
+
+type LogFn = dyn Fn(LogLevel, &str) + Send + Sync;
+struct Logger(Box<LogFn>);
+
+/// Options of [`Manager::open`] (`ckpt_manager_options`). Unset fields keep the library's defaults.
+#[derive(Clone, Default)]
+pub struct ManagerOptions {
+    keep: Option<i32>,
+    keep_every: Option<i64>,
+    flags: u32,
+    queue_depth: Option<u32>,
+    subdir: Option<String>,
+    npz: Option<NpzOptions>,
+    log: Option<Arc<Logger>>,
+    storage: Option<StorageHandle>,
+}
+
+impl ManagerOptions {
+    /// The defaults: keep the newest 10, subdirectory "ckpt", synchronous saves, fallback past corrupt files.
+    pub fn new() -> ManagerOptions {
+        ManagerOptions::default()
+    }
+
+    /// The newest checkpoints kept (objax's `keep_ckpts`); `<= 0` keeps all.
+    #[must_use]
+    pub fn keep(mut self, keep: i32) -> ManagerOptions {
+        self.keep = Some(keep);
+        self
+    }
+
+    /// Also keep every index that is a multiple of this (0: off).
+    #[must_use]
+    pub fn keep_every(mut self, every: i64) -> ManagerOptions {
+        self.keep_every = Some(every);
+        self
+    }
+
+    fn flag(mut self, flag: u32, on: bool) -> ManagerOptions {
+        if on {
+            self.flags |= flag;
+        } else {
+            self.flags &= !flag;
+        }
+        self
+    }
+
+    /// Saves run on a background writer (`CKPT_MANAGER_ASYNC`): arrays are copied before `save` returns, and
+    /// errors come back from the next `save`, `wait` or `close`.
+    #[must_use]
+    pub fn asynchronous(self, on: bool) -> ManagerOptions {
+        self.flag(sys::CKPT_MANAGER_ASYNC, on)
+    }
+
+    /// Restoring the latest fails on a corrupt newest checkpoint instead of trying older ones.
+    #[must_use]
+    pub fn no_fallback(self, on: bool) -> ManagerOptions {
+        self.flag(sys::CKPT_MANAGER_NO_FALLBACK, on)
+    }
+
+    /// The directory must exist already.
+    #[must_use]
+    pub fn no_makedir(self, on: bool) -> ManagerOptions {
+        self.flag(sys::CKPT_MANAGER_NO_MAKEDIR, on)
+    }
+
+    /// Log to stderr when no [`log`](ManagerOptions::log) callback is set (objax's `verbose=True`).
+    #[must_use]
+    pub fn verbose(self, on: bool) -> ManagerOptions {
+        self.flag(sys::CKPT_MANAGER_VERBOSE, on)
+    }
+
+    /// Asynchronous saves in flight before `save` blocks (0 means 1).
+    #[must_use]
+    pub fn queue_depth(mut self, depth: u32) -> ManagerOptions {
+        self.queue_depth = Some(depth);
+        self
+    }
+
+    /// The checkpoint directory inside the logdir (default "ckpt", objax's `DIR_NAME`; "" is the logdir).
+    #[must_use]
+    pub fn subdir(mut self, subdir: &str) -> ManagerOptions {
+        self.subdir = Some(subdir.to_string());
+        self
+    }
+
+    /// How saves write (layout, deflate) and reads check (limits, renamer); their storage is ignored (see
+    /// [`storage`](ManagerOptions::storage)).
+    #[must_use]
+    pub fn npz(mut self, npz: NpzOptions) -> ManagerOptions {
+        self.npz = Some(npz);
+        self
+    }
+
+    /// Receives the manager's log lines, from the thread doing the work (a background save's, for
+    /// retention). A panic in it is caught and ignored.
+    #[must_use]
+    pub fn log<F: Fn(LogLevel, &str) + Send + Sync + 'static>(mut self, f: F) -> ManagerOptions {
+        self.log = Some(Arc::new(Logger(Box::new(f))));
+        self
+    }
+
+    /// The storage of the checkpoint directory (default: the local filesystem).
+    #[must_use]
+    pub fn storage(mut self, storage: StorageHandle) -> ManagerOptions {
+        self.storage = Some(storage);
+        self
+    }
+}
+
+impl std::fmt::Debug for ManagerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ManagerOptions")
+            .field("keep", &self.keep)
+            .field("keep_every", &self.keep_every)
+            .field("flags", &self.flags)
+            .field("queue_depth", &self.queue_depth)
+            .field("subdir", &self.subdir)
+            .field("npz", &self.npz)
+            .field("log", &self.log.is_some())
+            .field("storage", &self.storage)
+            .finish()
+    }
+}
+
+unsafe extern "C" fn log_trampoline(level: c_int, message: *const c_char, payload: *mut c_void) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: payload is the Logger the manager keeps alive; message is a C string for the call.
+        let logger = &*(payload as *const Logger);
+        let message = CStr::from_ptr(message).to_string_lossy();
+        let level = match level {
+            sys::CKPT_LOG_INFO => LogLevel::Info,
+            sys::CKPT_LOG_WARNING => LogLevel::Warning,
+            other => LogLevel::Other(other),
+        };
+        (logger.0)(level, &message)
+    }));
+}
+
+/// A checkpoint directory `<logdir>/<subdir>` of files `%010d.npz`, locked by this manager while it is open.
+///
+/// Saves are atomic and durable; after each, retention keeps the newest `keep` (by index, as numbers) and
+/// multiples of `keep_every`. Restoring the latest validates each file fully and falls back past corrupt ones.
+pub struct Manager {
+    raw: Option<NonNull<sys::ckpt_manager>>,
+    // The callbacks (log, renamer, progress) the library calls while the manager lives.
+    _options: ManagerOptions,
+}
+
+// SAFETY: a handle used by one thread at a time (not Sync); its callbacks are Send + Sync.
+unsafe impl Send for Manager {}
+
+impl Manager {
+    /// Opens (creating it unless `no_makedir`) the checkpoint directory of `logdir`, locks it and removes
+    /// stale temporaries. [`Code::Busy`](crate::Code::Busy) if another manager holds it (the message names its pid).
+    pub fn open(logdir: impl AsRef<Path>, options: &ManagerOptions) -> Result<Manager> {
+        let logdir = c_path(logdir.as_ref())?;
+        let options = options.clone();
+        let subdir = options.subdir.as_deref().map(|s| c_string("subdir", s)).transpose()?;
+        let npz = options.npz.as_ref().map(|n| n.to_raw(false)).transpose()?;
+
+        let mut raw = MaybeUninit::<sys::ckpt_manager_options>::zeroed();
+        // SAFETY: a struct of this version to fill with the library's defaults.
+        check(unsafe { sys::ckpt_manager_options_init(raw.as_mut_ptr(), sys::CKPT_MANAGER_OPTIONS_VERSION) })?;
+        // SAFETY: initialised above.
+        let mut raw = unsafe { raw.assume_init() };
+        if let Some(keep) = options.keep {
+            raw.keep = keep;
+        }
+        if let Some(every) = options.keep_every {
+            raw.keep_every = every;
+        }
+        raw.flags |= options.flags;
+        if let Some(depth) = options.queue_depth {
+            raw.queue_depth = depth;
+        }
+        if let Some(subdir) = &subdir {
+            raw.subdir = subdir.as_ptr();
+        }
+        if let Some(npz) = &npz {
+            raw.npz = npz.as_ptr();
+        }
+        if let Some(log) = &options.log {
+            raw.log = Some(log_trampoline);
+            raw.log_payload = Arc::as_ptr(log) as *mut c_void;
+        }
+        if let Some(storage) = &options.storage {
+            raw.storage = storage.as_ptr();
+        }
+        let mut out = ptr::null_mut();
+        // SAFETY: valid pointers; the library copies subdir and npz, and calls the callbacks, which `options`
+        // (kept by the manager) owns, for as long as the manager lives.
+        check(unsafe { sys::ckpt_manager_open(&mut out, logdir.as_ptr(), &raw) })?;
+        let raw = NonNull::new(out).expect("the library returned CKPT_OK with a NULL manager");
+        Ok(Manager { raw: Some(raw), _options: options })
+    }
+
+    fn as_ptr(&self) -> *mut sys::ckpt_manager {
+        self.raw.map_or(ptr::null_mut(), |p| p.as_ptr())
+    }
+
+    /// Saves `vars` as checkpoint `idx` (>= 0), replacing one that exists, then applies retention.
+    /// Asynchronous managers copy the arrays first and return an earlier background save's error, if any.
+    pub fn save(&mut self, vars: &Vars<'_>, idx: i64) -> Result<()> {
+        // SAFETY: valid handles; asynchronous saves copy the arrays before returning.
+        check(unsafe { sys::ckpt_manager_save(self.as_ptr(), vars.as_ptr(), idx) })
+    }
+
+    /// Restores `vars` in place from checkpoint `idx`, or from the newest readable one for `None` (skipping
+    /// corrupt files unless `no_fallback`); returns the index restored. [`Code::NotFound`](crate::Code::NotFound) when there is no
+    /// checkpoint; [`Code::Mismatch`](crate::Code::Mismatch) (naming every missing or different variable) leaves `vars` untouched.
+    pub fn restore(&mut self, vars: &mut Vars<'_>, idx: Option<i64>) -> Result<i64> {
+        let mut restored = -1;
+        // SAFETY: valid handles; the library writes only within each array of `vars`, held exclusively.
+        check(unsafe {
+            sys::ckpt_manager_restore(self.as_ptr(), vars.as_mut_ptr(), idx.unwrap_or(sys::CKPT_LATEST), &mut restored)
+        })?;
+        Ok(restored)
+    }
+
+    /// Reads checkpoint `idx` (or the newest readable one for `None`) into a new collection, with the index.
+    pub fn read(&mut self, idx: Option<i64>) -> Result<(Vars<'static>, i64)> {
+        let mut out = ptr::null_mut();
+        let mut restored = -1;
+        // SAFETY: valid pointers for the call.
+        check(unsafe {
+            sys::ckpt_manager_read(self.as_ptr(), idx.unwrap_or(sys::CKPT_LATEST), &mut out, &mut restored)
+        })?;
+        // SAFETY: a new collection owned by the caller.
+        Ok((unsafe { Vars::from_raw(out) }, restored))
+    }
+
+    /// The newest checkpoint index on disk (not validated); [`Code::NotFound`](crate::Code::NotFound) if there is none.
+    pub fn latest(&mut self) -> Result<i64> {
+        let mut idx = -1;
+        // SAFETY: valid pointers for the call.
+        check(unsafe { sys::ckpt_manager_latest(self.as_ptr(), &mut idx) })?;
+        Ok(idx)
+    }
+
+    /// The checkpoint indices on disk, ascending.
+    pub fn list(&mut self) -> Result<Vec<i64>> {
+        let mut indices: Vec<i64> = Vec::new();
+        loop {
+            let mut count = 0;
+            let buf = if indices.is_empty() { ptr::null_mut() } else { indices.as_mut_ptr() };
+            // SAFETY: buf holds indices.len() items (NULL when 0).
+            let rc = unsafe { sys::ckpt_manager_list(self.as_ptr(), buf, indices.len(), &mut count) };
+            if rc == sys::CKPT_OK {
+                indices.truncate(count);
+                return Ok(indices);
+            }
+            if rc == sys::CKPT_EBUFS && count > indices.len() {
+                // More than room for: make room for all, and ask again (a save may add more meanwhile).
+                indices.resize(count, 0);
+                continue;
+            }
+            return Err(Error::last(rc));
+        }
+    }
+
+    /// The path of checkpoint `idx`.
+    pub fn path(&mut self, idx: i64) -> Result<PathBuf> {
+        let mut buf: Vec<u8> = vec![0; 256];
+        loop {
+            // SAFETY: buf holds buf.len() bytes.
+            let rc = unsafe { sys::ckpt_manager_path(self.as_ptr(), idx, buf.as_mut_ptr().cast(), buf.len()) };
+            if rc == sys::CKPT_OK {
+                let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+                buf.truncate(len);
+                return Ok(PathBuf::from(std::ffi::OsStr::from_bytes(&buf)));
+            }
+            if rc == sys::CKPT_EBUFS && buf.len() < (1 << 20) {
+                let len = buf.len() * 4;
+                buf.resize(len, 0);
+                continue;
+            }
+            return Err(Error::last(rc));
+        }
+    }
+
+    /// Waits for background saves; returns the first error not yet reported.
+    pub fn wait(&mut self) -> Result<()> {
+        // SAFETY: a live handle.
+        check(unsafe { sys::ckpt_manager_wait(self.as_ptr()) })
+    }
+
+    /// Waits for background saves, unlocks the directory and frees the manager; returns the first unreported
+    /// error. (Dropping a manager does the same and discards the error.)
+    pub fn close(mut self) -> Result<()> {
+        self.close_raw()
+    }
+
+    fn close_raw(&mut self) -> Result<()> {
+        match self.raw.take() {
+            // SAFETY: owned, not used again.
+            Some(raw) => check(unsafe { sys::ckpt_manager_close(raw.as_ptr()) }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        let _ = self.close_raw();
+    }
+}
+
+impl std::fmt::Debug for Manager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Manager").field("raw", &self.raw).field("options", &self._options).finish()
+    }
+}
+
+/// objax's `checkpoint_idx`: `"…/0000000042.npz"` gives `Some(42)`; `None` if the file name is not a
+/// checkpoint's (ten or more digits, no extra leading zero, ".npz").
+pub fn checkpoint_idx(filename: impl AsRef<Path>) -> Option<i64> {
+    let name = std::ffi::CString::new(filename.as_ref().as_os_str().as_bytes()).ok()?;
+    // SAFETY: a valid C string.
+    let idx = unsafe { sys::ckpt_checkpoint_idx(name.as_ptr()) };
+    if idx >= 0 {
+        Some(idx)
+    } else {
+        None
+    }
+}

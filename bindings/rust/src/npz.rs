@@ -1,0 +1,445 @@
+//! Options for reading and writing .npz files, and `Npz`: lazy access to one file's arrays.
+use std::ffi::CStr;
+use std::marker::PhantomData;
+use std::mem::{size_of, MaybeUninit};
+use std::os::raw::{c_char, c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::ptr::{self, NonNull};
+use std::sync::Arc;
+
+use crate::dtype::{Dtype, Element, Pod};
+use crate::error::{check, Code, Error, Result};
+use crate::storage::StorageHandle;
+use crate::sys;
+use crate::util::{borrowed_str, c_path, c_string, slice_at};
+use crate::vars::{decode_unicode, known_dtype, split_items};
+
+/// How arrays are laid out in the archive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// Reading: detect either; writing: plain.
+    Auto,
+    /// `<name>.npy` per variable, as `np.savez(**vars)` writes.
+    Plain,
+    /// `names.npy` plus `0.npy`, `1.npy`, … as `objax.io.save_var_collection` writes.
+    Objax,
+}
+
+/// How members are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Compression {
+    /// Stored, as `np.savez` writes (the default).
+    Store,
+    /// Deflate, as `np.savez_compressed` writes.
+    Deflate,
+}
+
+type RenameFn = dyn Fn(&str) -> Option<String> + Send + Sync;
+type ProgressFn = dyn Fn(u64, u64) + Send + Sync;
+
+// Boxed once more so that the library's `void *payload` is a thin pointer.
+pub(crate) struct Renamer(Box<RenameFn>);
+pub(crate) struct Progress(Box<ProgressFn>);
+
+/// Options of saves, reads and restores (`ckpt_npz_options`). Unset fields keep the library's defaults.
+///
+/// ```
+/// let options = ckpt::NpzOptions::new()
+///     .layout(ckpt::Layout::Objax)
+///     .compression(ckpt::Compression::Deflate)
+///     .rename(|name| name.strip_prefix("model.").map(String::from));
+/// # let _ = options;
+/// ```
+#[derive(Clone, Default)]
+pub struct NpzOptions {
+    layout: Option<Layout>,
+    compression: Option<Compression>,
+    level: Option<i32>,
+    max_header_bytes: Option<u64>,
+    max_members: Option<u64>,
+    max_total_bytes: Option<u64>,
+    rename: Option<Arc<Renamer>>,
+    progress: Option<Arc<Progress>>,
+    storage: Option<StorageHandle>,
+}
+
+impl NpzOptions {
+    /// The defaults: layout detected on reading and plain on writing, stored members, the local filesystem.
+    pub fn new() -> NpzOptions {
+        NpzOptions::default()
+    }
+
+    /// The layout saves write (and reads require, unless [`Layout::Auto`]).
+    #[must_use]
+    pub fn layout(mut self, layout: Layout) -> NpzOptions {
+        self.layout = Some(layout);
+        self
+    }
+
+    /// Stored or deflated members (writing only).
+    #[must_use]
+    pub fn compression(mut self, compression: Compression) -> NpzOptions {
+        self.compression = Some(compression);
+        self
+    }
+
+    /// Deflate level 1..=9; 0 is zlib's default.
+    #[must_use]
+    pub fn level(mut self, level: i32) -> NpzOptions {
+        self.level = Some(level);
+        self
+    }
+
+    /// The npy header limit per member (default 10000, numpy's).
+    #[must_use]
+    pub fn max_header_bytes(mut self, limit: u64) -> NpzOptions {
+        self.max_header_bytes = Some(limit);
+        self
+    }
+
+    /// The most zip members a file read may have (default 2^24).
+    #[must_use]
+    pub fn max_members(mut self, limit: u64) -> NpzOptions {
+        self.max_members = Some(limit);
+        self
+    }
+
+    /// The most array bytes a file read may hold, all arrays together (default: no limit).
+    #[must_use]
+    pub fn max_total_bytes(mut self, limit: u64) -> NpzOptions {
+        self.max_total_bytes = Some(limit);
+        self
+    }
+
+    /// A renamer for restores (objax's `renamer`): maps each name on disk to the variable name it restores, or
+    /// `None` to keep it. Returning an empty name fails the restore with [`Code::InvalidArgument`].
+    #[must_use]
+    pub fn rename<F: Fn(&str) -> Option<String> + Send + Sync + 'static>(mut self, f: F) -> NpzOptions {
+        self.rename = Some(Arc::new(Renamer(Box::new(f))));
+        self
+    }
+
+    /// Progress of saves and reads: `(done_bytes, total_bytes)` of array data, never decreasing, from the
+    /// thread doing the work (never two at once).
+    #[must_use]
+    pub fn progress<F: Fn(u64, u64) + Send + Sync + 'static>(mut self, f: F) -> NpzOptions {
+        self.progress = Some(Arc::new(Progress(Box::new(f))));
+        self
+    }
+
+    /// Where files are read and written (default: the local filesystem). Managers and writers take their
+    /// storage from their own options instead.
+    #[must_use]
+    pub fn storage(mut self, storage: StorageHandle) -> NpzOptions {
+        self.storage = Some(storage);
+        self
+    }
+
+    /// The C struct for a call: the library's defaults (`ckpt_npz_options_init`) with the fields set here. It
+    /// points into `self` (callbacks, storage), so it lives no longer than `self`.
+    pub(crate) fn to_raw(&self, with_storage: bool) -> Result<RawNpzOptions<'_>> {
+        let mut raw = MaybeUninit::<sys::ckpt_npz_options>::zeroed();
+        // SAFETY: a valid struct of this version to fill.
+        check(unsafe { sys::ckpt_npz_options_init(raw.as_mut_ptr(), sys::CKPT_NPZ_OPTIONS_VERSION) })?;
+        // SAFETY: initialised (zeroed, then filled by the library); every field is an integer or pointer.
+        let mut raw = unsafe { raw.assume_init() };
+        if let Some(layout) = self.layout {
+            raw.layout = match layout {
+                Layout::Auto => sys::CKPT_LAYOUT_AUTO,
+                Layout::Plain => sys::CKPT_LAYOUT_PLAIN,
+                Layout::Objax => sys::CKPT_LAYOUT_OBJAX,
+            };
+        }
+        if let Some(compression) = self.compression {
+            raw.compression = match compression {
+                Compression::Store => sys::CKPT_STORE,
+                Compression::Deflate => sys::CKPT_DEFLATE,
+            };
+        }
+        if let Some(level) = self.level {
+            raw.level = level;
+        }
+        if let Some(limit) = self.max_header_bytes {
+            raw.max_header_bytes = limit;
+        }
+        if let Some(limit) = self.max_members {
+            raw.max_members = limit;
+        }
+        if let Some(limit) = self.max_total_bytes {
+            raw.max_total_bytes = limit;
+        }
+        if let Some(rename) = &self.rename {
+            raw.rename = Some(rename_trampoline);
+            raw.rename_payload = Arc::as_ptr(rename) as *mut c_void;
+        }
+        if let Some(progress) = &self.progress {
+            raw.progress = Some(progress_trampoline);
+            raw.progress_payload = Arc::as_ptr(progress) as *mut c_void;
+        }
+        if with_storage {
+            if let Some(storage) = &self.storage {
+                raw.storage = storage.as_ptr();
+            }
+        }
+        Ok(RawNpzOptions { raw, _options: PhantomData })
+    }
+}
+
+impl std::fmt::Debug for NpzOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NpzOptions")
+            .field("layout", &self.layout)
+            .field("compression", &self.compression)
+            .field("level", &self.level)
+            .field("max_header_bytes", &self.max_header_bytes)
+            .field("max_members", &self.max_members)
+            .field("max_total_bytes", &self.max_total_bytes)
+            .field("rename", &self.rename.is_some())
+            .field("progress", &self.progress.is_some())
+            .field("storage", &self.storage)
+            .finish()
+    }
+}
+
+/// A `ckpt_npz_options` whose pointers borrow the [`NpzOptions`] it was made from.
+pub(crate) struct RawNpzOptions<'o> {
+    raw: sys::ckpt_npz_options,
+    _options: PhantomData<&'o NpzOptions>,
+}
+
+impl RawNpzOptions<'_> {
+    pub(crate) fn as_ptr(&self) -> *const sys::ckpt_npz_options {
+        &self.raw
+    }
+}
+
+unsafe extern "C" fn rename_trampoline(
+    name: *const c_char,
+    buf: *mut c_char,
+    buf_size: usize,
+    payload: *mut c_void,
+) -> c_int {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: payload is the Renamer an NpzOptions (kept alive by the caller) points to; name is a C string.
+        let renamer = &*(payload as *const Renamer);
+        let name = CStr::from_ptr(name).to_string_lossy();
+        (renamer.0)(&name)
+    }));
+    match result {
+        Ok(None) => 0,
+        Ok(Some(new)) if new.is_empty() || new.len() > c_int::MAX as usize => sys::CKPT_EINVAL,
+        Ok(Some(new)) => {
+            if new.len() <= buf_size {
+                // SAFETY: buf holds buf_size bytes.
+                ptr::copy_nonoverlapping(new.as_ptr(), buf as *mut u8, new.len());
+            }
+            // Too long: the length asks for a larger buffer, and the library calls again.
+            new.len() as c_int
+        }
+        Err(_) => sys::CKPT_ERROR,
+    }
+}
+
+unsafe extern "C" fn progress_trampoline(done: u64, total: u64, payload: *mut c_void) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: payload is the Progress an NpzOptions (kept alive by the caller) points to.
+        let progress = &*(payload as *const Progress);
+        (progress.0)(done, total)
+    }));
+}
+
+/// One .npz file opened for lazy reads (`ckpt_npz`): opening validates the zip directory and every npy header
+/// and reads the metadata; array data is read only when asked for, one array at a time.
+pub struct Npz {
+    raw: NonNull<sys::ckpt_npz>,
+    // The progress callback, called by later reads.
+    _options: NpzOptions,
+}
+
+// SAFETY: a handle used by one thread at a time (not Sync); its progress callback is Send + Sync.
+unsafe impl Send for Npz {}
+
+impl Npz {
+    /// Opens `path` with the default options.
+    pub fn open(path: impl AsRef<Path>) -> Result<Npz> {
+        Npz::open_with(path, &NpzOptions::new())
+    }
+
+    /// Opens `path` with `options` (layout, storage, limits, progress of reads).
+    pub fn open_with(path: impl AsRef<Path>, options: &NpzOptions) -> Result<Npz> {
+        let path = c_path(path.as_ref())?;
+        let raw = options.to_raw(true)?;
+        let mut out = ptr::null_mut();
+        // SAFETY: valid pointers for the call; the file keeps its own reference to the storage.
+        check(unsafe { sys::ckpt_npz_open(&mut out, path.as_ptr(), raw.as_ptr()) })?;
+        let raw = NonNull::new(out).expect("the library returned CKPT_OK with a NULL file");
+        Ok(Npz { raw, _options: options.clone() })
+    }
+
+    fn as_ptr(&self) -> *const sys::ckpt_npz {
+        self.raw.as_ptr()
+    }
+
+    /// Number of arrays (not counting the metadata member, nor objax's `names.npy`).
+    pub fn len(&self) -> usize {
+        // SAFETY: a live handle.
+        unsafe { sys::ckpt_npz_count(self.as_ptr()) }
+    }
+
+    /// Whether the file holds no arrays.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Name of array `i`; `None` past the end.
+    pub fn name(&self, i: usize) -> Option<&str> {
+        // SAFETY: borrowed until the file is closed (or read, which needs `&mut self`).
+        unsafe { borrowed_str(sys::ckpt_npz_name(self.as_ptr(), i)) }
+    }
+
+    /// The array names, in file order (objax files: the order of `names.npy`).
+    pub fn names(&self) -> impl Iterator<Item = &str> + '_ {
+        (0..self.len()).filter_map(move |i| self.name(i))
+    }
+
+    /// Position of `name`; [`Code::NotFound`] if the file has no such array.
+    pub fn index_of(&self, name: &str) -> Result<usize> {
+        self.names()
+            .position(|n| n == name)
+            .ok_or_else(|| Error::new(Code::NotFound, format!("no array '{name}' in the file")))
+    }
+
+    /// The dtype of `name`.
+    pub fn dtype(&self, name: &str) -> Result<Dtype> {
+        let i = self.index_of(name)?;
+        // SAFETY: i is in range.
+        known_dtype(name, unsafe { sys::ckpt_npz_dtype(self.as_ptr(), i) })
+    }
+
+    /// Bytes per item of `name`.
+    pub fn itemsize(&self, name: &str) -> Result<usize> {
+        let i = self.index_of(name)?;
+        // SAFETY: i is in range.
+        Ok(unsafe { sys::ckpt_npz_itemsize(self.as_ptr(), i) })
+    }
+
+    /// The shape of `name`.
+    pub fn shape(&self, name: &str) -> Result<&[i64]> {
+        let i = self.index_of(name)?;
+        // SAFETY: ndim sizes, borrowed until the file is closed.
+        unsafe {
+            let n = sys::ckpt_npz_ndim(self.as_ptr(), i) as usize;
+            Ok(slice_at(sys::ckpt_npz_shape(self.as_ptr(), i), n))
+        }
+    }
+
+    /// Bytes of data of `name`.
+    pub fn nbytes(&self, name: &str) -> Result<usize> {
+        let i = self.index_of(name)?;
+        // SAFETY: i is in range.
+        Ok(unsafe { sys::ckpt_npz_nbytes(self.as_ptr(), i) })
+    }
+
+    /// Reads `name` into `dst`, which must be of its dtype and hold at least its items; the CRC is verified.
+    pub fn read_into<T: Pod>(&mut self, name: &str, dst: &mut [T]) -> Result<()> {
+        self.expect_dtype(name, T::DTYPE)?;
+        let i = self.index_of(name)?;
+        // SAFETY: dst's bytes, all writable; any bytes are valid T's (Pod).
+        check(unsafe {
+            sys::ckpt_npz_read_into(self.raw.as_ptr(), i, dst.as_mut_ptr().cast(), std::mem::size_of_val(dst))
+        })
+    }
+
+    /// Reads the raw bytes of `name`, whatever its dtype, into `dst` (at least its nbytes).
+    pub fn read_bytes_into(&mut self, name: &str, dst: &mut [u8]) -> Result<()> {
+        let i = self.index_of(name)?;
+        // SAFETY: dst's bytes, all writable.
+        check(unsafe { sys::ckpt_npz_read_into(self.raw.as_ptr(), i, dst.as_mut_ptr().cast(), dst.len()) })
+    }
+
+    /// Reads `name` into a new vector of its items, in C order.
+    pub fn read<T: Element>(&mut self, name: &str) -> Result<Vec<T>> {
+        self.expect_dtype(name, T::DTYPE)?;
+        let bytes = self.read_bytes(name)?;
+        if bytes.len() % size_of::<T>() != 0 || !T::valid_bytes(&bytes) {
+            return Err(Error::new(Code::Format, format!("array '{name}' holds values that are not {}", T::DTYPE)));
+        }
+        let count = bytes.len() / size_of::<T>();
+        let mut out: Vec<T> = Vec::with_capacity(count);
+        // SAFETY: count whole items of valid bit patterns (checked above) copied into the new capacity.
+        unsafe {
+            ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr().cast::<u8>(), bytes.len());
+            out.set_len(count);
+        }
+        Ok(out)
+    }
+
+    /// Reads the raw bytes of `name`.
+    pub fn read_bytes(&mut self, name: &str) -> Result<Vec<u8>> {
+        let mut bytes = vec![0u8; self.nbytes(name)?];
+        self.read_bytes_into(name, &mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// Reads a Unicode array's items, trailing NULs removed.
+    pub fn read_strings(&mut self, name: &str) -> Result<Vec<String>> {
+        self.expect_dtype(name, Dtype::Unicode)?;
+        let width = self.itemsize(name)?;
+        decode_unicode(name, &self.read_bytes(name)?, width)
+    }
+
+    /// Reads a Bytes array's items, trailing NULs removed.
+    pub fn read_byte_strings(&mut self, name: &str) -> Result<Vec<Vec<u8>>> {
+        self.expect_dtype(name, Dtype::Bytes)?;
+        let width = self.itemsize(name)?;
+        Ok(split_items(&self.read_bytes(name)?, width))
+    }
+
+    fn expect_dtype(&self, name: &str, wanted: Dtype) -> Result<()> {
+        let actual = self.dtype(name)?;
+        if actual == wanted {
+            Ok(())
+        } else {
+            Err(Error::new(Code::Mismatch, format!("array '{name}' is {actual}, not {wanted}")))
+        }
+    }
+
+    /// The file's metadata value for `key`.
+    pub fn metadata(&self, key: &str) -> Option<&str> {
+        let key = c_string("metadata key", key).ok()?;
+        // SAFETY: borrowed until the file is closed.
+        unsafe { borrowed_str(sys::ckpt_npz_metadata(self.as_ptr(), key.as_ptr())) }
+    }
+
+    /// Number of metadata keys.
+    pub fn metadata_len(&self) -> usize {
+        // SAFETY: a live handle.
+        unsafe { sys::ckpt_npz_metadata_count(self.as_ptr()) }
+    }
+
+    /// The file's metadata as (key, value) pairs, in order.
+    pub fn metadata_iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        (0..self.metadata_len()).filter_map(move |i| {
+            // SAFETY: i is in range; borrowed until the file is closed.
+            unsafe {
+                let key = borrowed_str(sys::ckpt_npz_metadata_key(self.as_ptr(), i))?;
+                let value = borrowed_str(sys::ckpt_npz_metadata_value(self.as_ptr(), i))?;
+                Some((key, value))
+            }
+        })
+    }
+}
+
+impl Drop for Npz {
+    fn drop(&mut self) {
+        // SAFETY: owned, not used again.
+        unsafe { sys::ckpt_npz_close(self.raw.as_ptr()) }
+    }
+}
+
+impl std::fmt::Debug for Npz {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}

@@ -1,0 +1,342 @@
+//! The C API of `include/ckpt/ckpt.h`, declared by hand: every constant, struct and `CKPT_API` function, in the
+//! header's order and with its exact field order and types. The header is the reference for what each function
+//! does, who owns what, and the codes it returns; the safe API in the rest of this crate follows it.
+//!
+//! `tests/ckpt/completeness.rs` compares this file with the installed header, so a function, constant or struct
+//! field added to the C API fails the tests until it is declared here and reached by the safe API.
+#![allow(non_camel_case_types)]
+
+use std::os::raw::{c_char, c_int, c_void};
+
+// ------------------------------------------------------------------------------------------------ status codes
+pub const CKPT_OK: c_int = 0;
+pub const CKPT_ERROR: c_int = -1;
+pub const CKPT_EINVAL: c_int = -2;
+pub const CKPT_ENOTFOUND: c_int = -3;
+pub const CKPT_EFORMAT: c_int = -4;
+pub const CKPT_EIO: c_int = -5;
+pub const CKPT_ENOMEM: c_int = -6;
+pub const CKPT_EMISMATCH: c_int = -7;
+pub const CKPT_EUNSUPPORTED: c_int = -8;
+pub const CKPT_EBUSY: c_int = -9;
+pub const CKPT_EEXIST: c_int = -10;
+pub const CKPT_EBUFS: c_int = -11;
+
+// ------------------------------------------------------------------------------------------------------ dtypes
+pub const CKPT_BOOL: u32 = 1;
+pub const CKPT_INT8: u32 = 2;
+pub const CKPT_INT16: u32 = 3;
+pub const CKPT_INT32: u32 = 4;
+pub const CKPT_INT64: u32 = 5;
+pub const CKPT_UINT8: u32 = 6;
+pub const CKPT_UINT16: u32 = 7;
+pub const CKPT_UINT32: u32 = 8;
+pub const CKPT_UINT64: u32 = 9;
+pub const CKPT_FLOAT16: u32 = 10;
+pub const CKPT_FLOAT32: u32 = 11;
+pub const CKPT_FLOAT64: u32 = 12;
+pub const CKPT_COMPLEX64: u32 = 13;
+pub const CKPT_COMPLEX128: u32 = 14;
+pub const CKPT_UNICODE: u32 = 15;
+pub const CKPT_BYTES: u32 = 16;
+pub const CKPT_BFLOAT16: u32 = 17;
+pub const CKPT_FLOAT8_E4M3FN: u32 = 18;
+pub const CKPT_FLOAT8_E5M2: u32 = 19;
+pub const CKPT_FLOAT8_E4M3FNUZ: u32 = 20;
+pub const CKPT_FLOAT8_E5M2FNUZ: u32 = 21;
+pub const CKPT_FLOAT8_E8M0FNU: u32 = 22;
+pub const CKPT_VOID: u32 = 23;
+
+// --------------------------------------------------------------------------------------- variable collections
+pub const CKPT_COPY: u32 = 0;
+pub const CKPT_BORROW: u32 = 1;
+
+// -------------------------------------------------------------------------------------------------- npz files
+pub const CKPT_LAYOUT_AUTO: u32 = 0;
+pub const CKPT_LAYOUT_PLAIN: u32 = 1;
+pub const CKPT_LAYOUT_OBJAX: u32 = 2;
+pub const CKPT_STORE: u32 = 0;
+pub const CKPT_DEFLATE: u32 = 1;
+pub const CKPT_NPZ_OPTIONS_VERSION: u32 = 3;
+
+// ------------------------------------------------------------------------------------------------ storage
+pub const CKPT_STORAGE_OPS_VERSION: u32 = 1;
+
+// ------------------------------------------------------------------------------------------------ writers
+pub const CKPT_WRITER_SIMPLE: u32 = 0;
+pub const CKPT_WRITER_THREAD: u32 = 1;
+pub const CKPT_WRITER_QUEUE: u32 = 2;
+pub const CKPT_APPEND: u32 = 1;
+pub const CKPT_NO_COPY: u32 = 2;
+pub const CKPT_WRITER_OPTIONS_VERSION: u32 = 1;
+
+// ------------------------------------------------------------------------------------------ checkpoint manager
+pub const CKPT_LOG_INFO: c_int = 1;
+pub const CKPT_LOG_WARNING: c_int = 2;
+pub const CKPT_LATEST: i64 = -1;
+pub const CKPT_MANAGER_ASYNC: u32 = 1;
+pub const CKPT_MANAGER_NO_FALLBACK: u32 = 2;
+pub const CKPT_MANAGER_NO_MAKEDIR: u32 = 4;
+pub const CKPT_MANAGER_VERBOSE: u32 = 8;
+pub const CKPT_MANAGER_OPTIONS_VERSION: u32 = 1;
+
+// ------------------------------------------------------------------------------------------------ opaque handles
+// Zero-sized and unconstructible: only pointers to them exist, and they are neither Send nor Sync by themselves.
+#[repr(C)]
+pub struct ckpt_vars {
+    _opaque: [u8; 0],
+    _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+#[repr(C)]
+pub struct ckpt_npz {
+    _opaque: [u8; 0],
+    _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+#[repr(C)]
+pub struct ckpt_storage {
+    _opaque: [u8; 0],
+    _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+#[repr(C)]
+pub struct ckpt_writer {
+    _opaque: [u8; 0],
+    _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+#[repr(C)]
+pub struct ckpt_sink {
+    _opaque: [u8; 0],
+    _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+#[repr(C)]
+pub struct ckpt_manager {
+    _opaque: [u8; 0],
+    _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+// --------------------------------------------------------------------------------------------------- callbacks
+pub type ckpt_rename_fn = Option<
+    unsafe extern "C" fn(name_on_disk: *const c_char, buf: *mut c_char, buf_size: usize, payload: *mut c_void) -> c_int,
+>;
+pub type ckpt_progress_fn = Option<unsafe extern "C" fn(done_bytes: u64, total_bytes: u64, payload: *mut c_void)>;
+pub type ckpt_list_entry_fn = Option<unsafe extern "C" fn(name: *const c_char, ctx: *mut c_void) -> c_int>;
+pub type ckpt_save_fn = Option<unsafe extern "C" fn(sink: *mut ckpt_sink, payload: *mut c_void) -> c_int>;
+pub type ckpt_log_fn = Option<unsafe extern "C" fn(level: c_int, message: *const c_char, payload: *mut c_void)>;
+
+// ------------------------------------------------------------------------------------------------ option structs
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ckpt_npz_options {
+    pub version: u32,
+    pub layout: u32,
+    pub compression: u32,
+    pub level: i32,
+    pub rename: ckpt_rename_fn,
+    pub rename_payload: *mut c_void,
+    pub max_header_bytes: u64,
+    pub progress: ckpt_progress_fn,
+    pub progress_payload: *mut c_void,
+    // version 2
+    pub storage: *mut ckpt_storage,
+    // version 3
+    pub max_members: u64,
+    pub max_total_bytes: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ckpt_storage_ops {
+    pub version: u32,
+    pub payload: *mut c_void,
+    pub make_dirs: Option<unsafe extern "C" fn(payload: *mut c_void, dir: *const c_char) -> c_int>,
+    pub create:
+        Option<unsafe extern "C" fn(payload: *mut c_void, path: *const c_char, file: *mut *mut c_void) -> c_int>,
+    pub open_append:
+        Option<unsafe extern "C" fn(payload: *mut c_void, path: *const c_char, file: *mut *mut c_void) -> c_int>,
+    pub write: Option<
+        unsafe extern "C" fn(payload: *mut c_void, file: *mut c_void, data: *const c_void, size: usize) -> c_int,
+    >,
+    pub sync: Option<unsafe extern "C" fn(payload: *mut c_void, file: *mut c_void) -> c_int>,
+    pub close: Option<unsafe extern "C" fn(payload: *mut c_void, file: *mut c_void) -> c_int>,
+    pub rename: Option<unsafe extern "C" fn(payload: *mut c_void, from: *const c_char, to: *const c_char) -> c_int>,
+    pub sync_dir: Option<unsafe extern "C" fn(payload: *mut c_void, dir: *const c_char) -> c_int>,
+    pub remove: Option<unsafe extern "C" fn(payload: *mut c_void, path: *const c_char) -> c_int>,
+    pub list: Option<
+        unsafe extern "C" fn(
+            payload: *mut c_void,
+            dir: *const c_char,
+            entry: ckpt_list_entry_fn,
+            ctx: *mut c_void,
+        ) -> c_int,
+    >,
+    pub open_read: Option<
+        unsafe extern "C" fn(
+            payload: *mut c_void,
+            path: *const c_char,
+            file: *mut *mut c_void,
+            size: *mut u64,
+        ) -> c_int,
+    >,
+    pub read_at: Option<
+        unsafe extern "C" fn(
+            payload: *mut c_void,
+            file: *mut c_void,
+            offset: u64,
+            dst: *mut c_void,
+            size: usize,
+            got: *mut usize,
+        ) -> c_int,
+    >,
+    pub close_read: Option<unsafe extern "C" fn(payload: *mut c_void, file: *mut c_void)>,
+    pub destroy: Option<unsafe extern "C" fn(payload: *mut c_void)>,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ckpt_writer_options {
+    pub version: u32,
+    pub kind: u32,
+    pub queue_depth: u32,
+    pub storage: *mut ckpt_storage,
+    pub out_dir: *const c_char,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ckpt_manager_options {
+    pub version: u32,
+    pub keep: i32,
+    pub keep_every: i64,
+    pub flags: u32,
+    pub queue_depth: u32,
+    pub subdir: *const c_char,
+    pub npz: *const ckpt_npz_options,
+    pub log: ckpt_log_fn,
+    pub log_payload: *mut c_void,
+    pub storage: *mut ckpt_storage,
+}
+
+// ------------------------------------------------------------------------------------------------ functions
+// Linked through build.rs (pkg-config or CKPT_LIB_DIR).
+extern "C" {
+    // version
+    pub fn ckpt_version_number() -> u32;
+    pub fn ckpt_version_string() -> *const c_char;
+
+    // status codes
+    pub fn ckpt_strerror(code: c_int) -> *const c_char;
+    pub fn ckpt_error_message() -> *const c_char;
+
+    // dtypes
+    pub fn ckpt_dtype_size(dtype: u32) -> usize;
+    pub fn ckpt_dtype_name(dtype: u32) -> *const c_char;
+
+    // variable collections
+    pub fn ckpt_vars_new(out: *mut *mut ckpt_vars) -> c_int;
+    pub fn ckpt_vars_free(vars: *mut ckpt_vars);
+    pub fn ckpt_vars_add(
+        vars: *mut ckpt_vars,
+        name: *const c_char,
+        dtype: u32,
+        ndim: u32,
+        shape: *const i64,
+        data: *const c_void,
+        flags: u32,
+    ) -> c_int;
+    pub fn ckpt_vars_add_strings(
+        vars: *mut ckpt_vars,
+        name: *const c_char,
+        dtype: u32,
+        itemsize: usize,
+        ndim: u32,
+        shape: *const i64,
+        data: *const c_void,
+        flags: u32,
+    ) -> c_int;
+    pub fn ckpt_vars_count(vars: *const ckpt_vars) -> usize;
+    pub fn ckpt_vars_name(vars: *const ckpt_vars, i: usize) -> *const c_char;
+    pub fn ckpt_vars_find(vars: *const ckpt_vars, name: *const c_char, out_index: *mut usize) -> c_int;
+    pub fn ckpt_vars_dtype(vars: *const ckpt_vars, i: usize) -> u32;
+    pub fn ckpt_vars_itemsize(vars: *const ckpt_vars, i: usize) -> usize;
+    pub fn ckpt_vars_ndim(vars: *const ckpt_vars, i: usize) -> u32;
+    pub fn ckpt_vars_shape(vars: *const ckpt_vars, i: usize) -> *const i64;
+    pub fn ckpt_vars_nbytes(vars: *const ckpt_vars, i: usize) -> usize;
+    pub fn ckpt_vars_data(vars: *const ckpt_vars, i: usize) -> *mut c_void;
+    pub fn ckpt_vars_set_metadata(vars: *mut ckpt_vars, key: *const c_char, value: *const c_char) -> c_int;
+    pub fn ckpt_vars_metadata(vars: *const ckpt_vars, key: *const c_char) -> *const c_char;
+    pub fn ckpt_vars_metadata_count(vars: *const ckpt_vars) -> usize;
+    pub fn ckpt_vars_metadata_key(vars: *const ckpt_vars, i: usize) -> *const c_char;
+    pub fn ckpt_vars_metadata_value(vars: *const ckpt_vars, i: usize) -> *const c_char;
+
+    // npz files
+    pub fn ckpt_npz_options_init(opts: *mut ckpt_npz_options, version: u32) -> c_int;
+    pub fn ckpt_npz_save(path: *const c_char, vars: *const ckpt_vars, opts: *const ckpt_npz_options) -> c_int;
+    pub fn ckpt_npz_read(out: *mut *mut ckpt_vars, path: *const c_char, opts: *const ckpt_npz_options) -> c_int;
+    pub fn ckpt_npz_read_memory(
+        out: *mut *mut ckpt_vars,
+        bytes: *const c_void,
+        size: usize,
+        opts: *const ckpt_npz_options,
+    ) -> c_int;
+    pub fn ckpt_npz_restore(path: *const c_char, vars: *mut ckpt_vars, opts: *const ckpt_npz_options) -> c_int;
+    pub fn ckpt_npz_open(out: *mut *mut ckpt_npz, path: *const c_char, opts: *const ckpt_npz_options) -> c_int;
+    pub fn ckpt_npz_close(npz: *mut ckpt_npz);
+    pub fn ckpt_npz_count(npz: *const ckpt_npz) -> usize;
+    pub fn ckpt_npz_name(npz: *const ckpt_npz, i: usize) -> *const c_char;
+    pub fn ckpt_npz_dtype(npz: *const ckpt_npz, i: usize) -> u32;
+    pub fn ckpt_npz_itemsize(npz: *const ckpt_npz, i: usize) -> usize;
+    pub fn ckpt_npz_ndim(npz: *const ckpt_npz, i: usize) -> u32;
+    pub fn ckpt_npz_shape(npz: *const ckpt_npz, i: usize) -> *const i64;
+    pub fn ckpt_npz_nbytes(npz: *const ckpt_npz, i: usize) -> usize;
+    pub fn ckpt_npz_read_into(npz: *mut ckpt_npz, i: usize, dst: *mut c_void, dst_size: usize) -> c_int;
+    pub fn ckpt_npz_metadata(npz: *const ckpt_npz, key: *const c_char) -> *const c_char;
+    pub fn ckpt_npz_metadata_count(npz: *const ckpt_npz) -> usize;
+    pub fn ckpt_npz_metadata_key(npz: *const ckpt_npz, i: usize) -> *const c_char;
+    pub fn ckpt_npz_metadata_value(npz: *const ckpt_npz, i: usize) -> *const c_char;
+
+    // storage
+    pub fn ckpt_storage_new(out: *mut *mut ckpt_storage, ops: *const ckpt_storage_ops) -> c_int;
+    pub fn ckpt_storage_new_memory(out: *mut *mut ckpt_storage) -> c_int;
+    pub fn ckpt_storage_free(storage: *mut ckpt_storage);
+
+    // writers
+    pub fn ckpt_writer_options_init(opts: *mut ckpt_writer_options, version: u32) -> c_int;
+    pub fn ckpt_writer_new(out: *mut *mut ckpt_writer, opts: *const ckpt_writer_options) -> c_int;
+    pub fn ckpt_writer_save(
+        w: *mut ckpt_writer,
+        out_dir: *const c_char,
+        filename: *const c_char,
+        fn_: ckpt_save_fn,
+        payload: *mut c_void,
+        flags: u32,
+    ) -> c_int;
+    pub fn ckpt_writer_save_vars(
+        w: *mut ckpt_writer,
+        out_dir: *const c_char,
+        filename: *const c_char,
+        vars: *const ckpt_vars,
+        npz: *const ckpt_npz_options,
+        flags: u32,
+    ) -> c_int;
+    pub fn ckpt_sink_write(sink: *mut ckpt_sink, data: *const c_void, size: usize) -> c_int;
+    pub fn ckpt_writer_wait(w: *mut ckpt_writer) -> c_int;
+    pub fn ckpt_writer_finalize(w: *mut ckpt_writer) -> c_int;
+    pub fn ckpt_writer_free(w: *mut ckpt_writer);
+
+    // checkpoint manager
+    pub fn ckpt_manager_options_init(opts: *mut ckpt_manager_options, version: u32) -> c_int;
+    pub fn ckpt_manager_open(
+        out: *mut *mut ckpt_manager,
+        logdir: *const c_char,
+        opts: *const ckpt_manager_options,
+    ) -> c_int;
+    pub fn ckpt_manager_save(m: *mut ckpt_manager, vars: *const ckpt_vars, idx: i64) -> c_int;
+    pub fn ckpt_manager_restore(m: *mut ckpt_manager, vars: *mut ckpt_vars, idx: i64, restored_idx: *mut i64) -> c_int;
+    pub fn ckpt_manager_read(m: *mut ckpt_manager, idx: i64, out: *mut *mut ckpt_vars, restored_idx: *mut i64)
+        -> c_int;
+    pub fn ckpt_manager_latest(m: *mut ckpt_manager, out_idx: *mut i64) -> c_int;
+    pub fn ckpt_manager_list(m: *mut ckpt_manager, idx: *mut i64, cap: usize, count: *mut usize) -> c_int;
+    pub fn ckpt_manager_path(m: *mut ckpt_manager, idx: i64, buf: *mut c_char, cap: usize) -> c_int;
+    pub fn ckpt_manager_wait(m: *mut ckpt_manager) -> c_int;
+    pub fn ckpt_manager_close(m: *mut ckpt_manager) -> c_int;
+    pub fn ckpt_checkpoint_idx(filename: *const c_char) -> i64;
+}

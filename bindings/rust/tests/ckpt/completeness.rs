@@ -1,0 +1,258 @@
+//! The binding against the installed header: every `CKPT_API` function declared in sys.rs and reached by the safe
+//! API, every constant declared with the header's value, every struct with the header's fields in its order.
+//! When ckpt.h grows, these fail until the binding grows with it.
+//!
+//! The header is `$CKPT_HEADER` (the CMake test sets it to the staged install's), else
+//! `<pkg-config includedir of ckpt>/ckpt/ckpt.h`.
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Functions the safe API does not call, each with the reason it needs no wrapper. Empty today: every
+/// function of ckpt.h is reached (the `*_options_init` ones too, since the safe API takes the library's
+/// defaults from them rather than repeating them).
+const NOT_WRAPPED: &[(&str, &str)] = &[];
+
+/// `#define`s of ckpt.h that are not constants a binding declares.
+const NOT_CONSTANTS: &[(&str, &str)] = &[
+    ("CKPT_CKPT_H", "the include guard"),
+    ("CKPT_API", "the export attribute of declarations"),
+    (
+        "CKPT_VERSION_NUMBER",
+        "the version of the headers a C program compiles against; the binding compiles no header, and \
+         ckpt::version_number() gives the loaded library's",
+    ),
+    ("CKPT_NPZ_OPTIONS_INIT", "an initializer; the safe API fills the struct with ckpt_npz_options_init"),
+    ("CKPT_WRITER_OPTIONS_INIT", "an initializer; the safe API fills the struct with ckpt_writer_options_init"),
+    ("CKPT_MANAGER_OPTIONS_INIT", "an initializer; the safe API fills the struct with ckpt_manager_options_init"),
+];
+
+/// The installed ckpt.h this run checks against.
+pub fn header_path() -> PathBuf {
+    if let Some(path) = std::env::var_os("CKPT_HEADER") {
+        return PathBuf::from(path);
+    }
+    let out = std::process::Command::new("pkg-config")
+        .args(["--variable=includedir", "ckpt"])
+        .output()
+        .expect("pkg-config runs (or set CKPT_HEADER to the installed ckpt/ckpt.h)");
+    assert!(out.status.success(), "pkg-config knows no ckpt: set CKPT_HEADER or PKG_CONFIG_PATH");
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim()).join("ckpt/ckpt.h")
+}
+
+fn header() -> String {
+    let path = header_path();
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+fn crate_file(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/src/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+fn without_comments(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("/*") {
+        out.push_str(&rest[..start]);
+        rest = match rest[start..].find("*/") {
+            Some(end) => &rest[start + end + 2..],
+            None => "",
+        };
+    }
+    out.push_str(rest);
+    out
+}
+
+fn is_ident_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// The identifier that ends `text` (after trailing spaces and `*`s).
+fn last_ident(text: &str) -> &str {
+    let text = text.trim_end_matches(|c: char| c.is_whitespace() || c == '*' || c == ')');
+    let start = text.rfind(|c: char| !is_ident_char(c)).map_or(0, |i| i + 1);
+    &text[start..]
+}
+
+/// Names of the `CKPT_API` functions of the header, in order.
+fn header_functions(header: &str) -> Vec<String> {
+    without_comments(header)
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("CKPT_API "))
+        .filter_map(|decl| decl.find('(').map(|paren| last_ident(&decl[..paren]).to_string()))
+        .collect()
+}
+
+/// Names of the functions sys.rs declares.
+fn sys_functions(sys: &str) -> Vec<String> {
+    sys.lines()
+        .filter_map(|line| line.trim().strip_prefix("pub fn "))
+        .map(|rest| rest[..rest.find('(').unwrap()].to_string())
+        .collect()
+}
+
+/// Integer value of a C or Rust constant's text: `-1`, `1u`, `(-1)`, `17`.
+fn value(text: &str) -> Option<i64> {
+    let text = text.trim().trim_start_matches('(').trim_end_matches(')').trim_end_matches(['u', 'U']);
+    text.parse().ok()
+}
+
+fn header_constants(header: &str) -> BTreeMap<String, String> {
+    without_comments(header)
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("#define "))
+        .filter_map(|rest| {
+            let mut parts = rest.trim().splitn(2, char::is_whitespace);
+            let name = parts.next()?.to_string();
+            Some((name, parts.next().unwrap_or("").trim().to_string()))
+        })
+        .collect()
+}
+
+fn sys_constants(sys: &str) -> BTreeMap<String, i64> {
+    sys.lines()
+        .filter_map(|line| line.trim().strip_prefix("pub const "))
+        .map(|rest| {
+            let name = rest[..rest.find(':').unwrap()].to_string();
+            let text = &rest[rest.find('=').unwrap() + 1..rest.find(';').unwrap()];
+            (name, value(text).unwrap_or_else(|| panic!("sys.rs: {text} is not a number")))
+        })
+        .collect()
+}
+
+/// Fields of every `typedef struct X { … } X;` of the header, in order.
+fn header_structs(header: &str) -> BTreeMap<String, Vec<String>> {
+    let text = without_comments(header);
+    let mut structs = BTreeMap::new();
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find("typedef struct ") {
+        rest = &rest[start + "typedef struct ".len()..];
+        let open = rest.find(['{', ';']).unwrap();
+        if &rest[open..open + 1] == ";" {
+            continue; // an opaque handle
+        }
+        let name = rest[..open].trim().to_string();
+        let close = rest.find('}').unwrap();
+        let fields = rest[open + 1..close]
+            .split(';')
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+            .map(|f| match f.find("(*") {
+                Some(p) => f[p + 2..p + 2 + f[p + 2..].find(')').unwrap()].trim().to_string(),
+                None => last_ident(f).to_string(),
+            })
+            .collect();
+        structs.insert(name, fields);
+        rest = &rest[close..];
+    }
+    structs
+}
+
+/// Fields of every `pub struct X { … }` of sys.rs that has public fields.
+fn sys_structs(sys: &str) -> BTreeMap<String, Vec<String>> {
+    let mut structs = BTreeMap::new();
+    let mut current: Option<(String, Vec<String>)> = None;
+    for line in sys.lines() {
+        if let Some(rest) = line.strip_prefix("pub struct ") {
+            current = Some((rest.trim_end_matches(['{', ' ']).to_string(), Vec::new()));
+        } else if line == "}" {
+            if let Some((name, fields)) = current.take() {
+                if !fields.is_empty() {
+                    structs.insert(name, fields);
+                }
+            }
+        } else if let (Some((_, fields)), Some(rest)) = (current.as_mut(), line.strip_prefix("    pub ")) {
+            if let Some(colon) = rest.find(':') {
+                fields.push(rest[..colon].to_string());
+            }
+        }
+    }
+    structs
+}
+
+/// Types the header names by typedef: opaque handles and callback types.
+fn header_typedef_names(header: &str) -> Vec<String> {
+    let text = without_comments(header);
+    let mut names = Vec::new();
+    for stmt in text.split(';') {
+        // A statement may begin with the #defines before it.
+        if let Some(rest) = stmt.rfind("typedef ").map(|at| &stmt[at + "typedef ".len()..]) {
+            if let Some(p) = rest.find("(*") {
+                names.push(rest[p + 2..p + 2 + rest[p + 2..].find(')').unwrap()].trim().to_string());
+            } else if rest.starts_with("struct ") && !rest.contains('{') {
+                names.push(last_ident(rest).to_string());
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn every_c_function_is_declared_in_sys_and_reached_by_the_safe_api() {
+    let header = header();
+    let functions = header_functions(&header);
+    assert!(functions.len() > 60, "the header parse found only {functions:?}");
+    let declared = sys_functions(&crate_file("sys.rs"));
+    let safe_api: String =
+        ["lib.rs", "error.rs", "dtype.rs", "util.rs", "vars.rs", "npz.rs", "storage.rs", "writer.rs", "manager.rs"]
+            .iter()
+            .map(|f| crate_file(f))
+            .collect();
+
+    let undeclared: Vec<&String> = functions.iter().filter(|f| !declared.contains(f)).collect();
+    let unreached: Vec<&String> = functions
+        .iter()
+        .filter(|f| !safe_api.contains(&format!("sys::{f}(")) && !NOT_WRAPPED.iter().any(|(name, _)| name == f))
+        .collect();
+    let stale: Vec<&String> = declared.iter().filter(|f| !functions.contains(f)).collect();
+    assert!(
+        undeclared.is_empty() && unreached.is_empty() && stale.is_empty(),
+        "\nnot declared in src/sys.rs: {undeclared:?}\nnot reached by the safe API (nor listed in NOT_WRAPPED): \
+         {unreached:?}\ndeclared in sys.rs but not in the header: {stale:?}\n"
+    );
+}
+
+#[test]
+fn every_constant_of_the_header_is_declared_with_its_value() {
+    let header = header_constants(&header());
+    let sys = sys_constants(&crate_file("sys.rs"));
+    let mut wrong = Vec::new();
+    for (name, text) in &header {
+        if NOT_CONSTANTS.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        let want = value(text).unwrap_or_else(|| panic!("ckpt.h: {name} = {text} is not a number"));
+        match sys.get(name) {
+            Some(&got) if got == want => {}
+            Some(&got) => wrong.push(format!("{name} is {got} in sys.rs, {want} in ckpt.h")),
+            None => wrong.push(format!("{name} ({want}) is missing from sys.rs")),
+        }
+    }
+    for name in sys.keys() {
+        if !header.contains_key(name) {
+            wrong.push(format!("{name} is in sys.rs but not in ckpt.h"));
+        }
+    }
+    assert!(header.len() > 50, "the header parse found only {header:?}");
+    assert!(wrong.is_empty(), "\n{}\n", wrong.join("\n"));
+}
+
+#[test]
+fn every_struct_has_the_header_fields_in_order() {
+    let header = header();
+    let want = header_structs(&header);
+    let got = sys_structs(&crate_file("sys.rs"));
+    assert_eq!(
+        want.keys().collect::<Vec<_>>(),
+        vec!["ckpt_manager_options", "ckpt_npz_options", "ckpt_storage_ops", "ckpt_writer_options"]
+    );
+    assert_eq!(got, want);
+
+    let sys = crate_file("sys.rs");
+    let typedefs = header_typedef_names(&header);
+    assert!(typedefs.len() >= 11, "the header parse found only {typedefs:?}");
+    let missing: Vec<&String> = typedefs
+        .iter()
+        .filter(|t| !sys.contains(&format!("pub struct {t} {{")) && !sys.contains(&format!("pub type {t} =")))
+        .collect();
+    assert!(missing.is_empty(), "types of ckpt.h missing from sys.rs: {missing:?}");
+}

@@ -1,0 +1,11 @@
+//! The binding's tests: one binary (linking is the slow part of a build), one module per part of the API.
+mod common;
+mod completeness;
+mod errors;
+mod layout;
+mod manager;
+mod npz;
+mod storage;
+mod threads;
+mod vars;
+mod writer;

@@ -1,0 +1,146 @@
+//! Manager: numbered checkpoints, retention, restore of the latest good one, logging, background saves.
+use std::sync::{Arc, Mutex};
+
+use ckpt::{checkpoint_idx, Code, Layout, LogLevel, Manager, ManagerOptions, NpzOptions, Vars};
+
+use crate::common::TempDir;
+
+fn state(step: i64) -> Vars<'static> {
+    let mut vars = Vars::new().unwrap();
+    vars.add("w", &[3], &[step as f32, 1.0, 2.0]).unwrap();
+    vars.add_scalar("step", step).unwrap();
+    vars.set_metadata("step", &step.to_string()).unwrap();
+    vars
+}
+
+#[test]
+fn saves_are_numbered_files_retention_keeps_the_newest_by_number() {
+    let dir = TempDir::new("retention");
+    let mut m = Manager::open(dir.path(), &ManagerOptions::new().keep(2).keep_every(5)).unwrap();
+    assert_eq!(m.list().unwrap(), Vec::<i64>::new());
+    let e = m.latest().unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    for idx in [1, 5, 9, 10, 11] {
+        m.save(&state(idx), idx).unwrap();
+    }
+    assert_eq!(m.list().unwrap(), vec![5, 10, 11]);
+    assert_eq!(m.latest().unwrap(), 11);
+    let path = m.path(10).unwrap();
+    assert_eq!(path, dir.path().join("ckpt/0000000010.npz"));
+    assert!(path.exists());
+    assert_eq!(checkpoint_idx(&path), Some(10));
+    assert_eq!(checkpoint_idx("ckpt/10.npz"), None);
+    assert_eq!(checkpoint_idx("00000000042.npz"), None); // an extra leading zero
+    assert_eq!(checkpoint_idx("12345678901.npz"), Some(12_345_678_901));
+    assert_eq!(m.path(-3).unwrap_err().code(), Code::InvalidArgument);
+    m.close().unwrap();
+}
+
+#[test]
+fn restore_takes_the_latest_or_the_index_asked_for_and_read_gives_a_new_collection() {
+    let dir = TempDir::new("restore");
+    let mut m = Manager::open(dir.path(), &ManagerOptions::new().subdir("")).unwrap();
+    let mut w = [0f32; 3];
+    let mut step = [0i64];
+    let mut vars = Vars::new().unwrap();
+    vars.add_borrowed("w", &[3], &mut w).unwrap();
+    vars.add_borrowed("step", &[], &mut step).unwrap();
+    let e = m.restore(&mut vars, None).unwrap_err();
+    assert_eq!(e.code(), Code::NotFound, "{e}");
+
+    m.save(&state(100), 100).unwrap();
+    m.save(&state(200), 200).unwrap();
+    assert!(dir.join("0000000200.npz").exists(), "subdir \"\" is the logdir itself");
+    assert_eq!(m.restore(&mut vars, None).unwrap(), 200);
+    assert_eq!(vars.metadata("step"), Some("200"));
+    assert_eq!(m.restore(&mut vars, Some(100)).unwrap(), 100);
+    assert_eq!(vars.get::<f32>("w").unwrap(), &[100.0, 1.0, 2.0]);
+    assert_eq!(m.restore(&mut vars, Some(150)).unwrap_err().code(), Code::NotFound);
+
+    let (read, idx) = m.read(None).unwrap();
+    assert_eq!(idx, 200);
+    assert_eq!(read.get::<i64>("step").unwrap(), &[200]);
+    assert_eq!(read.metadata("step"), Some("200"));
+    drop(vars);
+    assert_eq!(step, [100]);
+    m.close().unwrap();
+}
+
+#[test]
+fn a_corrupt_newest_checkpoint_is_skipped_with_a_warning_unless_fallback_is_off() {
+    let dir = TempDir::new("fallback");
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let sink = log.clone();
+    let options =
+        ManagerOptions::new().log(move |level, message| sink.lock().unwrap().push((level, message.to_string())));
+    let mut m = Manager::open(dir.path(), &options).unwrap();
+    m.save(&state(1), 1).unwrap();
+    m.save(&state(2), 2).unwrap();
+    let newest = m.path(2).unwrap();
+    let mut bytes = std::fs::read(&newest).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0xff;
+    bytes.truncate(n - 4);
+    std::fs::write(&newest, bytes).unwrap();
+
+    let mut vars = state(0);
+    assert_eq!(m.restore(&mut vars, None).unwrap(), 1);
+    assert_eq!(vars.get::<i64>("step").unwrap(), &[1]);
+    {
+        let log = log.lock().unwrap();
+        assert!(
+            log.iter().any(|(level, msg)| *level == LogLevel::Warning && msg.contains("0000000002.npz")),
+            "{log:?}"
+        );
+        assert!(log.iter().any(|(level, _)| *level == LogLevel::Info), "{log:?}");
+    }
+    m.close().unwrap();
+
+    let mut strict = Manager::open(dir.path(), &ManagerOptions::new().no_fallback(true)).unwrap();
+    let e = strict.restore(&mut vars, None).unwrap_err();
+    assert_eq!(e.code(), Code::Format, "{e}");
+    assert!(e.message().contains("0000000002.npz"), "{e}");
+}
+
+#[test]
+fn asynchronous_saves_copy_first_and_land_by_wait_and_close() {
+    let dir = TempDir::new("async");
+    let options =
+        ManagerOptions::new().asynchronous(true).queue_depth(2).keep(0).npz(NpzOptions::new().layout(Layout::Objax));
+    let mut m = Manager::open(dir.path(), &options).unwrap();
+    let mut w = [0f32; 3];
+    {
+        let mut vars = Vars::new().unwrap();
+        vars.add_borrowed("w", &[3], &mut w).unwrap();
+        for idx in 0..5 {
+            vars.get_mut::<f32>("w").unwrap()[0] = idx as f32;
+            m.save(&vars, idx).unwrap();
+            // The save copied the arrays: changing them now does not change the checkpoint.
+            vars.get_mut::<f32>("w").unwrap()[0] = -1.0;
+        }
+    }
+    m.wait().unwrap();
+    assert_eq!(m.list().unwrap(), vec![0, 1, 2, 3, 4]);
+    for idx in 0..5 {
+        let (vars, _) = m.read(Some(idx)).unwrap();
+        assert_eq!(vars.get::<f32>("w").unwrap()[0], idx as f32);
+    }
+    let names = ckpt::Npz::open(m.path(4).unwrap()).unwrap();
+    assert_eq!(names.names().collect::<Vec<_>>(), vec!["w"]);
+    let objax = std::fs::read(m.path(4).unwrap()).unwrap();
+    assert!(objax.windows(9).any(|w| w == b"names.npy"), "the npz options' layout is the saves'");
+    m.close().unwrap();
+}
+
+#[test]
+fn options_the_library_refuses_come_back_as_errors() {
+    let dir = TempDir::new("bad-options");
+    let e = Manager::open(dir.path(), &ManagerOptions::new().keep_every(-1)).unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    let e = Manager::open(dir.join("absent"), &ManagerOptions::new().no_makedir(true)).unwrap_err();
+    assert_eq!(e.code(), Code::NotFound, "{e}");
+    let e = Manager::open(dir.path(), &ManagerOptions::new().npz(NpzOptions::new().level(12))).unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    let mut m = Manager::open(dir.path(), &ManagerOptions::new()).unwrap();
+    assert_eq!(m.save(&state(1), -5).unwrap_err().code(), Code::InvalidArgument);
+}

@@ -1,0 +1,219 @@
+//! Storages: the library's in-memory one, and one written in Rust (a HashMap) plugged in through the callback
+//! table, used by Vars, a manager and a writer.
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use ckpt::{
+    Code, Error, InputFile, Manager, ManagerOptions, NpzOptions, OutputFile, Result, Storage, StorageHandle, Vars,
+    Writer, WriterKind, WriterOptions,
+};
+
+use crate::common::{assert_every_dtype, every_dtype};
+
+#[derive(Default)]
+struct Files {
+    files: HashMap<String, Arc<Vec<u8>>>,
+    dirs: BTreeSet<String>,
+}
+
+/// Files in a map, shared with the test that made it; fails writes of paths containing `fail_write`.
+#[derive(Clone, Default)]
+struct MapStorage {
+    state: Arc<Mutex<Files>>,
+    fail_write: Option<&'static str>,
+    panic_on_list: bool,
+}
+
+impl MapStorage {
+    fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.state.lock().unwrap().files.keys().cloned().collect();
+        names.sort();
+        names
+    }
+    fn bytes(&self, path: &str) -> Vec<u8> {
+        self.state.lock().unwrap().files[path].to_vec()
+    }
+}
+
+fn parent(path: &str) -> &str {
+    path.rfind('/').map_or("", |i| &path[..i])
+}
+
+struct MapFile {
+    path: String,
+    bytes: Vec<u8>,
+    storage: MapStorage,
+}
+
+impl OutputFile for MapFile {
+    fn write(&mut self, data: &[u8]) -> Result<()> {
+        if let Some(bad) = self.storage.fail_write {
+            if self.path.contains(bad) {
+                return Err(Error::new(Code::Io, "the bucket is full"));
+            }
+        }
+        self.bytes.extend_from_slice(data);
+        Ok(())
+    }
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn close(self: Box<Self>) -> Result<()> {
+        let MapFile { path, bytes, storage } = *self;
+        storage.state.lock().unwrap().files.insert(path, Arc::new(bytes));
+        Ok(())
+    }
+}
+
+struct MapInput(Arc<Vec<u8>>);
+
+impl InputFile for MapInput {
+    fn size(&self) -> u64 {
+        self.0.len() as u64
+    }
+    fn read_at(&mut self, offset: u64, dst: &mut [u8]) -> Result<usize> {
+        let start = (offset as usize).min(self.0.len());
+        let n = dst.len().min(self.0.len() - start);
+        dst[..n].copy_from_slice(&self.0[start..start + n]);
+        Ok(n)
+    }
+}
+
+impl Storage for MapStorage {
+    fn make_dirs(&self, dir: &str) -> Result<()> {
+        let mut state = self.state.lock().unwrap();
+        let mut at = dir;
+        while !at.is_empty() {
+            state.dirs.insert(at.to_string());
+            at = parent(at);
+        }
+        Ok(())
+    }
+    fn create(&self, path: &str) -> Result<Box<dyn OutputFile>> {
+        let mut state = self.state.lock().unwrap();
+        let dir = parent(path);
+        if !dir.is_empty() && dir != "." && !state.dirs.contains(dir) {
+            return Err(Error::new(Code::NotFound, format!("{dir}: no such directory")));
+        }
+        if state.files.contains_key(path) {
+            return Err(Error::new(Code::Exists, path));
+        }
+        state.files.insert(path.to_string(), Arc::new(Vec::new()));
+        Ok(Box::new(MapFile { path: path.to_string(), bytes: Vec::new(), storage: self.clone() }))
+    }
+    fn rename(&self, from: &str, to: &str) -> Result<()> {
+        let mut state = self.state.lock().unwrap();
+        let bytes = state.files.remove(from).ok_or_else(|| Error::new(Code::NotFound, from))?;
+        state.files.insert(to.to_string(), bytes);
+        Ok(())
+    }
+    fn remove(&self, path: &str) -> Result<()> {
+        self.state.lock().unwrap().files.remove(path).map(|_| ()).ok_or_else(|| Error::new(Code::NotFound, path))
+    }
+    fn list(&self, dir: &str) -> Result<Vec<String>> {
+        if self.panic_on_list {
+            panic!("list is broken");
+        }
+        let state = self.state.lock().unwrap();
+        if !state.dirs.contains(dir) {
+            return Err(Error::new(Code::NotFound, dir));
+        }
+        Ok(state.files.keys().filter(|p| parent(p) == dir).map(|p| p[dir.len() + 1..].to_string()).collect())
+    }
+    fn open_read(&self, path: &str) -> Result<Box<dyn InputFile>> {
+        let state = self.state.lock().unwrap();
+        let bytes = state.files.get(path).ok_or_else(|| Error::new(Code::NotFound, format!("{path}: no such file")))?;
+        Ok(Box::new(MapInput(bytes.clone())))
+    }
+}
+
+#[test]
+fn a_rust_storage_holds_what_vars_a_manager_and_a_writer_save() {
+    let map = MapStorage::default();
+    let handle = StorageHandle::new(map.clone()).unwrap();
+
+    // Vars through NpzOptions.
+    let npz = NpzOptions::new().storage(handle.clone());
+    every_dtype().save_with("model.npz", &npz).unwrap();
+    assert_every_dtype(&Vars::read_with("model.npz", &npz).unwrap());
+    let e = Vars::read_with("absent.npz", &npz).unwrap_err();
+    assert_eq!(e.code(), Code::NotFound, "{e}");
+    let mut npz_file = ckpt::Npz::open_with("model.npz", &npz).unwrap();
+    assert_eq!(npz_file.read::<i64>("scalar").unwrap(), vec![7]);
+    drop(npz_file);
+
+    // A manager: numbered files, retention, restore.
+    let mut m = Manager::open("runs/a", &ManagerOptions::new().keep(2).storage(handle.clone())).unwrap();
+    for idx in 1..=3 {
+        let mut vars = Vars::new().unwrap();
+        vars.add_scalar("step", idx).unwrap();
+        m.save(&vars, idx).unwrap();
+    }
+    assert_eq!(m.list().unwrap(), vec![2, 3]);
+    let mut step = [0i64];
+    let mut vars = Vars::new().unwrap();
+    vars.add_borrowed("step", &[], &mut step).unwrap();
+    assert_eq!(m.restore(&mut vars, None).unwrap(), 3);
+    drop(vars);
+    assert_eq!(step, [3]);
+    m.close().unwrap();
+
+    // A background writer.
+    let mut w = Writer::new(&WriterOptions::new(WriterKind::Queue).storage(handle.clone()).out_dir("runs/a")).unwrap();
+    w.save("notes.txt", |sink| sink.write_bytes(b"resumed at 3")).unwrap();
+    let mut vars = Vars::new().unwrap();
+    vars.add("x", &[2], &[1u8, 2]).unwrap();
+    w.save_vars("x.npz", &vars, &NpzOptions::new()).unwrap();
+    w.finalize().unwrap();
+
+    assert_eq!(
+        map.names(),
+        vec![
+            "model.npz",
+            "runs/a/ckpt/0000000002.npz",
+            "runs/a/ckpt/0000000003.npz",
+            "runs/a/notes.txt",
+            "runs/a/x.npz"
+        ]
+    );
+    assert_eq!(map.bytes("runs/a/notes.txt"), b"resumed at 3");
+    let bytes = map.bytes("runs/a/x.npz");
+    assert_eq!(Vars::read_memory(&bytes, &NpzOptions::new()).unwrap().get::<u8>("x").unwrap(), &[1, 2]);
+
+    // The library drops the storage when the last user lets it go.
+    assert_eq!(Arc::strong_count(&map.state), 2);
+    drop((handle, npz, w));
+    assert_eq!(Arc::strong_count(&map.state), 1);
+}
+
+#[test]
+fn a_failing_or_panicking_storage_fails_the_call_with_its_code() {
+    let map = MapStorage { fail_write: Some("model.npz"), panic_on_list: true, ..MapStorage::default() };
+    let handle = StorageHandle::new(map.clone()).unwrap();
+    let npz = NpzOptions::new().storage(handle.clone());
+    let mut vars = Vars::new().unwrap();
+    vars.add("w", &[2], &[1f64, 2.0]).unwrap();
+    vars.save_with("other.npz", &npz).unwrap();
+    let e = vars.save_with("model.npz", &npz).unwrap_err();
+    assert_eq!(e.code(), Code::Io);
+    assert!(e.message().contains("write"), "the message names the operation: {e}");
+    assert_eq!(map.names(), vec!["other.npz"], "the failed save left no file behind");
+
+    let e = Manager::open("runs/b", &ManagerOptions::new().storage(handle)).and_then(|mut m| m.list()).unwrap_err();
+    assert_eq!(e.code(), Code::Internal, "a panic becomes CKPT_ERROR: {e}");
+}
+
+#[test]
+fn the_memory_storage_serves_a_manager() {
+    let memory = StorageHandle::memory().unwrap();
+    let mut m = Manager::open("logs", &ManagerOptions::new().storage(memory.clone())).unwrap();
+    m.save(&every_dtype(), 7).unwrap();
+    assert_every_dtype(&m.read(None).unwrap().0);
+    // Within the process a second manager on the same directory is refused.
+    let e = Manager::open("logs", &ManagerOptions::new().storage(memory.clone())).unwrap_err();
+    assert_eq!(e.code(), Code::Busy);
+    m.close().unwrap();
+    let path = "logs/ckpt/0000000007.npz";
+    assert_every_dtype(&Vars::read_with(path, &NpzOptions::new().storage(memory)).unwrap());
+    assert!(!std::path::Path::new(path).exists(), "nothing went to the filesystem");
+}
