@@ -55,7 +55,8 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
             o = *opts;
         }
         constexpr uint32_t kKnownFlags =
-            CKPT_MANAGER_ASYNC | CKPT_MANAGER_NO_FALLBACK | CKPT_MANAGER_NO_MAKEDIR | CKPT_MANAGER_VERBOSE;
+            CKPT_MANAGER_ASYNC | CKPT_MANAGER_NO_FALLBACK | CKPT_MANAGER_NO_MAKEDIR | CKPT_MANAGER_VERBOSE |
+            CKPT_MANAGER_READ_ONLY;
         if ((o.flags & ~kKnownFlags) != 0) ckpt::fail(Code::invalid, "ckpt_manager_open: unknown flags {}", o.flags);
         if (o.keep_every < 0) ckpt::fail(Code::invalid, "ckpt_manager_open: keep_every {} is negative", o.keep_every);
         const ckpt_npz_options npz = ckpt::capi::checked_npz_options(o.npz, "ckpt_manager_open");
@@ -66,6 +67,9 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
         m.async = (o.flags & CKPT_MANAGER_ASYNC) != 0;
         m.fallback = (o.flags & CKPT_MANAGER_NO_FALLBACK) == 0;
         m.make_dir = (o.flags & CKPT_MANAGER_NO_MAKEDIR) == 0;
+        m.read_only = (o.flags & CKPT_MANAGER_READ_ONLY) != 0;
+        if (m.read_only && m.async)
+            ckpt::fail(Code::invalid, "ckpt_manager_open: CKPT_MANAGER_READ_ONLY makes no saves, so CKPT_MANAGER_ASYNC has no use");
         m.queue_depth = o.queue_depth == 0 ? 1 : o.queue_depth;
         m.npz_write = ckpt::capi::write_options(npz);
         m.npz_read = ckpt::capi::read_options(npz);

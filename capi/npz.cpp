@@ -2,6 +2,7 @@
 #include "memory_storage.hpp"
 #include "npz_restore.hpp"
 #include "npz_writer.hpp"
+#include "zip_format.hpp"
 
 #include <cstddef>
 #include <cstring>
@@ -222,6 +223,32 @@ CKPT_API const char* ckpt_npz_metadata_key(const ckpt_npz* npz, size_t i) {
 }
 CKPT_API const char* ckpt_npz_metadata_value(const ckpt_npz* npz, size_t i) {
     return npz != nullptr ? ckpt::capi::metadata_value_at(npz->reader.metadata(), i) : nullptr;
+}
+
+}
+
+extern "C" {
+
+CKPT_API const char* ckpt_npz_member_name(const ckpt_npz* npz, size_t i) {
+    const auto* e = at(npz, i);
+    return e != nullptr ? e->member.c_str() : nullptr;
+}
+CKPT_API uint32_t ckpt_npz_compression(const ckpt_npz* npz, size_t i) {
+    return at(npz, i) != nullptr && npz->reader.member(i).method == ckpt::zip::kMethodDeflate ? CKPT_DEFLATE : CKPT_STORE;
+}
+CKPT_API uint64_t ckpt_npz_stored_bytes(const ckpt_npz* npz, size_t i) {
+    return at(npz, i) != nullptr ? npz->reader.member(i).compressed : 0;
+}
+CKPT_API uint32_t ckpt_npz_crc32(const ckpt_npz* npz, size_t i) {
+    return at(npz, i) != nullptr ? npz->reader.member(i).crc : 0;
+}
+CKPT_API uint64_t ckpt_npz_data_offset(const ckpt_npz* npz, size_t i) {
+    const auto* e = at(npz, i);
+    if (e == nullptr || npz->reader.member(i).method != ckpt::zip::kMethodStore) return 0;
+    return npz->reader.member(i).data_offset + e->header.data_offset;
+}
+CKPT_API uint32_t ckpt_npz_layout(const ckpt_npz* npz) {
+    return npz == nullptr ? 0 : npz->reader.layout() == Layout::objax ? CKPT_LAYOUT_OBJAX : CKPT_LAYOUT_PLAIN;
 }
 
 }

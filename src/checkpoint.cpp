@@ -49,13 +49,15 @@ CheckpointManager::CheckpointManager(std::string dir, Options options)
     : dir_(std::move(dir)), options_(std::move(options)) {
     if (!options_.storage) options_.storage = posix_storage();
     Storage& storage = *options_.storage;
-    if (options_.make_dir) {
+    if (options_.make_dir && !options_.read_only) {
         storage.make_dirs(dir_);
     } else {
         storage.list(dir_);  // throws not_found for a missing directory
     }
-    lock_ = storage.lock(dir_);
-    remove_stale_temporaries();
+    if (!options_.read_only) {  // another manager may hold it and save meanwhile: nothing here may change it
+        lock_ = storage.lock(dir_);
+        remove_stale_temporaries();
+    }
     const auto kind = options_.async ? Writer::Kind::queue : Writer::Kind::simple;
     writer_ = std::make_unique<Writer>(kind, options_.queue_depth, options_.storage);
     if (options_.async) snapshots_ = SnapshotPool::create(options_.queue_depth);
@@ -133,6 +135,7 @@ void CheckpointManager::apply_retention(int64_t just_saved) {
 }
 
 void CheckpointManager::save(const VarCollection& vars, int64_t index) {
+    if (options_.read_only) fail(Code::invalid, "{}: the manager was opened read-only (CKPT_MANAGER_READ_ONLY)", dir_);
     if (index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, index);
     const std::string target = path(index);
     std::shared_ptr<const VarCollection> data;

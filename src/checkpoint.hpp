@@ -41,6 +41,7 @@ public:
         bool async = false;
         bool fallback = true;    // restore(latest) tries older checkpoints when the newest is unreadable
         bool make_dir = true;
+        bool read_only = false;  // no lock, no cleanup, no directory made, no saves: for tools and evaluators
         size_t queue_depth = 1;
         NpzWriteOptions npz_write;
         NpzReadOptions npz_read;
@@ -50,7 +51,7 @@ public:
     };
 
     // Creates the directory (unless !make_dir: Error(not_found) if missing), locks it (Error(busy)), and removes
-    // temporaries that crashed saves of checkpoints left behind.
+    // temporaries that crashed saves of checkpoints left behind. Read-only: only checks that the directory exists.
     CheckpointManager(std::string dir, Options options);
     ~CheckpointManager();  // waits for background saves (dropping unreported errors: call close() to see them)
 

@@ -216,6 +216,7 @@ void NpzReader::detect_layout() {
                 fail(Code::format, "{}: name #{} is '{}', which is reserved for the metadata member", here, i, names[i]);
         }
     }
+    layout_ = Layout::objax;
     std::vector<Entry> ordered(n);
     for (Entry& e : entries_) {
         uint64_t k;

@@ -55,6 +55,9 @@ public:
     const std::string& label() const { return zip_->label(); }
     size_t size() const { return entries_.size(); }
     const Entry& entry(size_t i) const { return entries_[i]; }
+    // The zip member holding entry i, and the layout the file was read in (plain or objax).
+    const ZipReader::Member& member(size_t i) const { return zip_->members()[entries_[i].index]; }
+    Layout layout() const { return layout_; }
     // The user's key/values from the metadata member (empty without one).
     const Metadata& metadata() const { return metadata_; }
 
@@ -88,6 +91,7 @@ private:
     std::unique_ptr<ZipReader> zip_;
     NpzReadOptions options_;
     std::vector<Entry> entries_;
+    Layout layout_ = Layout::plain;
     Metadata metadata_;
     std::string metadata_member_;  // for messages
 };

@@ -1733,3 +1733,50 @@ TEST_CASE("ckpt_manager_close of an idle manager returns CKPT_OK and unlocks", "
     ManagerPtr again = open_manager(logdir.str());
     CHECK(again != nullptr);
 }
+
+TEST_CASE("a read-only manager opens a directory another manager holds and changes nothing", "[manager][read_only]") {
+    TempDir dir;
+    ManagerPtr writer = open_manager(dir.path());
+    for (int64_t i : {1, 2}) REQUIRE(ckpt_manager_save(writer.get(), make_vars(i).get(), i) == CKPT_OK);
+    const std::string ckdir = dir.path() + "/ckpt";
+    put(ckdir + "/.0000000003.npz.tmp-AbCdEf", "an interrupted save's leftovers");
+    const std::vector<std::string> before = entries(ckdir);
+
+    ckpt_manager_options o = default_options();
+    o.flags = CKPT_MANAGER_READ_ONLY;
+    ManagerPtr reader = open_manager(dir.path(), &o);  // no CKPT_EBUSY: it takes no lock
+    int64_t latest = -1;
+    REQUIRE(ckpt_manager_latest(reader.get(), &latest) == CKPT_OK);
+    CHECK(latest == 2);
+    VarsPtr into = make_vars(0);
+    int64_t restored = -1;
+    REQUIRE(ckpt_manager_restore(reader.get(), into.get(), CKPT_LATEST, &restored) == CKPT_OK);
+    CHECK(restored == 2);
+    CHECK(static_cast<const float*>(ckpt_vars_data(into.get(), 0))[0] == w_value(2, 0));
+    CHECK(ckpt_manager_save(reader.get(), make_vars(9).get(), 9) == CKPT_EINVAL);
+    CHECK_THAT(message(), Contains("read-only"));
+
+    // The writer goes on saving while the reader looks; the reader sees the new checkpoint.
+    REQUIRE(ckpt_manager_save(writer.get(), make_vars(4).get(), 4) == CKPT_OK);
+    REQUIRE(ckpt_manager_latest(reader.get(), &latest) == CKPT_OK);
+    CHECK(latest == 4);
+    CHECK(ckpt_manager_close(reader.release()) == CKPT_OK);
+    std::vector<std::string> after = entries(ckdir);
+    after.erase(std::remove(after.begin(), after.end(), "0000000004.npz"), after.end());
+    CHECK(after == before);  // the stale temporary is still there: only the owner cleans up
+
+    SECTION("a missing directory is not created") {
+        ManagerPtr none;
+        ckpt_manager* m = nullptr;
+        CHECK(ckpt_manager_open(&m, (dir.path() + "/nothing").c_str(), &o) == CKPT_ENOTFOUND);
+        CHECK(m == nullptr);
+        CHECK(!fs::exists(dir.path() + "/nothing"));
+    }
+    SECTION("read-only with background saves is refused") {
+        ckpt_manager_options both = default_options();
+        both.flags = CKPT_MANAGER_READ_ONLY | CKPT_MANAGER_ASYNC;
+        ckpt_manager* m = nullptr;
+        CHECK(ckpt_manager_open(&m, dir.path().c_str(), &both) == CKPT_EINVAL);
+        CHECK_THAT(message(), Contains("CKPT_MANAGER_READ_ONLY"));
+    }
+}

@@ -275,6 +275,18 @@ CKPT_API size_t ckpt_npz_nbytes(const ckpt_npz *npz, size_t i);
  * Returns CKPT_OK; CKPT_EINVAL (NULL npz, NULL dst with a non-empty array); CKPT_ENOTFOUND (i out of range);
  * CKPT_EBUFS (dst_size too small); CKPT_EFORMAT (corrupt data, CRC mismatch); CKPT_EIO; CKPT_ENOMEM. */
 CKPT_API int ckpt_npz_read_into(ckpt_npz *npz, size_t i, void *dst, size_t dst_size);
+/* How the file holds array i, for inspection tools: its zip member's name ("w.npy", "0.npy"; borrowed),
+ * CKPT_STORE or CKPT_DEFLATE, its bytes in the file (compressed, with its npy header), its CRC-32 (over the npy
+ * header and data, as the zip directory records it), and the file offset of its first data byte when it is stored
+ * (0 when deflated: its bytes are not in the file as they are). Out of range gives NULL or 0. */
+CKPT_API const char *ckpt_npz_member_name(const ckpt_npz *npz, size_t i);
+CKPT_API uint32_t ckpt_npz_compression(const ckpt_npz *npz, size_t i);
+CKPT_API uint64_t ckpt_npz_stored_bytes(const ckpt_npz *npz, size_t i);
+CKPT_API uint32_t ckpt_npz_crc32(const ckpt_npz *npz, size_t i);
+CKPT_API uint64_t ckpt_npz_data_offset(const ckpt_npz *npz, size_t i);
+/* The layout the file was read in: CKPT_LAYOUT_PLAIN or CKPT_LAYOUT_OBJAX (detected, or as the options asked);
+ * 0 for NULL. */
+CKPT_API uint32_t ckpt_npz_layout(const ckpt_npz *npz);
 /* The file's metadata, as the ckpt_vars_metadata functions (borrowed until the file is closed); available right
  * after ckpt_npz_open, before any array is read. */
 CKPT_API const char *ckpt_npz_metadata(const ckpt_npz *npz, const char *key);
@@ -419,6 +431,8 @@ typedef void (*ckpt_log_fn)(int level, const char *message, void *payload);
 #define CKPT_MANAGER_NO_FALLBACK 2u /* restore(LATEST) fails instead of trying older checkpoints */
 #define CKPT_MANAGER_NO_MAKEDIR 4u  /* the directory must exist */
 #define CKPT_MANAGER_VERBOSE 8u     /* log to stderr when no log callback is set */
+#define CKPT_MANAGER_READ_ONLY 16u  /* for tools and evaluators: a directory another manager may hold is opened
+                                       without locking it, nothing is cleaned up or created, saves fail */
 typedef struct ckpt_manager_options {
     uint32_t version;              /* CKPT_MANAGER_OPTIONS_VERSION */
     int32_t keep;                  /* newest checkpoints kept; <= 0 keeps all; default 10 */
@@ -437,13 +451,16 @@ typedef struct ckpt_manager_options {
 /* Fills *opts with the defaults. Returns CKPT_OK, CKPT_EINVAL (NULL opts, unknown version). */
 CKPT_API int ckpt_manager_options_init(ckpt_manager_options *opts, uint32_t version);
 /* Opens (creating, unless CKPT_MANAGER_NO_MAKEDIR) the checkpoint directory of `logdir`, locks it and removes
- * stale temporaries. Returns CKPT_OK; CKPT_EINVAL; CKPT_ENOTFOUND (NO_MAKEDIR and no directory); CKPT_EBUSY
- * (another manager holds the directory: the message names its pid); CKPT_EIO; CKPT_ENOMEM. */
+ * stale temporaries. With CKPT_MANAGER_READ_ONLY it only opens an existing directory: no lock (another manager
+ * may be saving into it), no cleanup, and ckpt_manager_save fails with CKPT_EINVAL.
+ * Returns CKPT_OK; CKPT_EINVAL (also READ_ONLY with ASYNC); CKPT_ENOTFOUND (NO_MAKEDIR or READ_ONLY, and no
+ * directory); CKPT_EBUSY (another manager holds the directory: the message names its pid); CKPT_EIO;
+ * CKPT_ENOMEM. */
 CKPT_API int ckpt_manager_open(ckpt_manager **out, const char *logdir, const ckpt_manager_options *opts);
 /* Saves `vars` as checkpoint idx (>= 0), replacing an existing one atomically, then applies retention. With
  * CKPT_MANAGER_ASYNC the arrays are copied before it returns, it blocks while queue_depth saves are in flight,
  * and it returns an earlier background save's error (this save is then not started). Returns CKPT_OK; CKPT_EINVAL
- * (NULL argument, idx < 0, manager closed); CKPT_EIO; CKPT_ENOMEM; an earlier save's code. */
+ * (NULL argument, idx < 0, manager closed or opened read-only); CKPT_EIO; CKPT_ENOMEM; an earlier save's code. */
 CKPT_API int ckpt_manager_save(ckpt_manager *m, const ckpt_vars *vars, int64_t idx);
 /* Restores `vars` in place (ckpt_npz_restore's rules) from checkpoint idx, or from the newest readable one for
  * CKPT_LATEST: corrupt or unreadable files are skipped newest-first, each reported through the log (unless

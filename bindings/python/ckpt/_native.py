@@ -18,7 +18,7 @@ MANAGER_OPTIONS_VERSION = 1
 WRITER_OPTIONS_VERSION = 1
 STORAGE_OPS_VERSION = 1
 LATEST = -1
-MANAGER_ASYNC, MANAGER_NO_FALLBACK, MANAGER_NO_MAKEDIR, MANAGER_VERBOSE = 1, 2, 4, 8
+MANAGER_ASYNC, MANAGER_NO_FALLBACK, MANAGER_NO_MAKEDIR, MANAGER_VERBOSE, MANAGER_READ_ONLY = 1, 2, 4, 8, 16
 LOG_INFO, LOG_WARNING = 1, 2
 WRITER_SIMPLE, WRITER_THREAD, WRITER_QUEUE = 0, 1, 2
 APPEND, NO_COPY = 1, 2
@@ -122,6 +122,12 @@ SIGNATURES = {
     "ckpt_npz_shape": (_SHAPE, [c_void_p, c_size_t]),
     "ckpt_npz_nbytes": (c_size_t, [c_void_p, c_size_t]),
     "ckpt_npz_read_into": (c_int, [c_void_p, c_size_t, c_void_p, c_size_t]),
+    "ckpt_npz_member_name": (c_char_p, [c_void_p, c_size_t]),
+    "ckpt_npz_compression": (c_uint32, [c_void_p, c_size_t]),
+    "ckpt_npz_stored_bytes": (c_uint64, [c_void_p, c_size_t]),
+    "ckpt_npz_crc32": (c_uint32, [c_void_p, c_size_t]),
+    "ckpt_npz_data_offset": (c_uint64, [c_void_p, c_size_t]),
+    "ckpt_npz_layout": (c_uint32, [c_void_p]),
     "ckpt_npz_metadata": (c_char_p, [c_void_p, c_char_p]),
     "ckpt_npz_metadata_count": (c_size_t, [c_void_p]),
     "ckpt_npz_metadata_key": (c_char_p, [c_void_p, c_size_t]),

@@ -25,18 +25,20 @@ class Manager:
     Saves are atomic and durable; after each one, all but the newest `keep` (and multiples of `keep_every`) are
     deleted. ``restore(arrays)`` fills the arrays from the newest readable checkpoint, falling back past corrupt
     ones unless ``fallback=False``. With ``asynchronous=True`` saves run in the background (the arrays are copied
-    first) and their errors surface at the next call, at ``wait()`` or at ``close()``.
+    first) and their errors surface at the next call, at ``wait()`` or at ``close()``. ``read_only=True`` opens a
+    directory another manager may hold, for evaluators and tools: no lock, no cleanup, no saves.
     """
 
     def __init__(self, logdir, keep=10, keep_every=0, subdir="ckpt", asynchronous=False, queue_depth=0,
                  fallback=True, makedir=True, verbose=False, log=None, layout="plain", compression=None, level=0,
-                 storage=None, **limits):
+                 storage=None, read_only=False, **limits):
         o = _native.ManagerOptions()
         _native.check(lib.ckpt_manager_options_init(ctypes.byref(o), _native.MANAGER_OPTIONS_VERSION))
         o.keep = keep if keep is not None else 0
         o.keep_every = keep_every
         o.flags = ((_native.MANAGER_ASYNC if asynchronous else 0) | (0 if fallback else _native.MANAGER_NO_FALLBACK) |
-                   (0 if makedir else _native.MANAGER_NO_MAKEDIR) | (_native.MANAGER_VERBOSE if verbose else 0))
+                   (0 if makedir else _native.MANAGER_NO_MAKEDIR) | (_native.MANAGER_VERBOSE if verbose else 0) |
+                   (_native.MANAGER_READ_ONLY if read_only else 0))
         o.queue_depth = queue_depth
         o.subdir = subdir.encode("utf-8") if subdir is not None else None
         self._npz = npz.options(layout=layout, compression=compression, level=level, **limits)

@@ -320,6 +320,20 @@ class NpzFile:
         except KeyError:
             raise KeyError("%s: no array %r" % (self.path, name)) from None
 
+    @property
+    def layout(self):
+        """"plain" or "objax": how the file was read."""
+        return "objax" if lib.ckpt_npz_layout(self.handle) == _native.LAYOUT_OBJAX else "plain"
+
+    def info(self, name):
+        """How the file holds `name`: its zip member, "store" or "deflate", its bytes in the file, its CRC-32, and
+        the file offset of its first data byte (stored arrays; 0 when deflated)."""
+        i, h = self._i(name), self.handle
+        return {"member": lib.ckpt_npz_member_name(h, i).decode("utf-8"),
+                "compression": "deflate" if lib.ckpt_npz_compression(h, i) == _native.DEFLATE else "store",
+                "stored_bytes": lib.ckpt_npz_stored_bytes(h, i), "crc32": lib.ckpt_npz_crc32(h, i),
+                "data_offset": lib.ckpt_npz_data_offset(h, i), "nbytes": lib.ckpt_npz_nbytes(h, i)}
+
     def dtype(self, name):
         """The numpy dtype `name` is read as."""
         i = self._i(name)

@@ -107,3 +107,17 @@ def test_a_manager_saves_and_restores_a_collection(tmp_path):
         live["w"][...] = 0
         assert m.restore(c) == (4, {"step": "4"})
         assert live["w"].tolist() == [[4, 4], [4, 4]]
+
+
+def test_a_read_only_manager_reads_a_directory_another_holds(tmp_path):
+    with ckpt.Manager(str(tmp_path)) as owner:
+        owner.save(arrays(1), 1)
+        with ckpt.Manager(str(tmp_path), read_only=True) as reader:
+            assert reader.list() == [1]
+            target = arrays(0)
+            assert reader.restore(target)[0] == 1 and int(target["step"]) == 1
+            with pytest.raises(ckpt.InvalidArgumentError, match="read-only"):
+                reader.save(arrays(2), 2)
+    with pytest.raises(FileNotFoundError):
+        ckpt.Manager(str(tmp_path / "missing"), read_only=True)
+    assert not (tmp_path / "missing").exists()

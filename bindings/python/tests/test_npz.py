@@ -223,3 +223,20 @@ def test_a_collection_is_built_once_and_saved_and_restored_many_times(tmp_path):
         ckpt.save(tmp_path / "s.npz", strided)  # saving a copy is fine
         with pytest.raises(TypeError, match="'t'"):
             ckpt.restore(tmp_path / "s.npz", strided)
+
+
+@pytest.mark.parametrize("compression", ["store", "deflate"])
+def test_info_tells_how_the_file_holds_each_array(tmp_path, compression):
+    w = np.arange(64, dtype=np.float32)
+    ckpt.save(tmp_path / "i.npz", {"w": w}, layout="objax", compression=compression)
+    data = (tmp_path / "i.npz").read_bytes()
+    with ckpt.open(tmp_path / "i.npz") as f, zipfile.ZipFile(tmp_path / "i.npz") as z:
+        assert f.layout == "objax"
+        info = f.info("w")
+        zi = z.getinfo("0.npy")
+        assert info["member"] == "0.npy" and info["compression"] == compression and info["nbytes"] == 256
+        assert info["crc32"] == zi.CRC and info["stored_bytes"] == zi.compress_size
+        if compression == "store":
+            assert info["data_offset"] % 64 == 0 and data[info["data_offset"]:info["data_offset"] + 256] == w.tobytes()
+        else:
+            assert info["data_offset"] == 0

@@ -91,6 +91,13 @@ impl ManagerOptions {
         self.flag(sys::CKPT_MANAGER_NO_MAKEDIR, on)
     }
 
+    /// Opens a directory another manager may hold, for evaluators and tools: no lock, no cleanup, nothing
+    /// created; saves fail with [`Code::InvalidArgument`](crate::Code::InvalidArgument).
+    #[must_use]
+    pub fn read_only(self, on: bool) -> ManagerOptions {
+        self.flag(sys::CKPT_MANAGER_READ_ONLY, on)
+    }
+
     /// Log to stderr when no [`log`](ManagerOptions::log) callback is set (objax's `verbose=True`).
     #[must_use]
     pub fn verbose(self, on: bool) -> ManagerOptions {

@@ -35,6 +35,21 @@ pub enum Compression {
     Deflate,
 }
 
+/// How a file holds one array ([`Npz::member_info`]), for inspection tools.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberInfo {
+    /// The zip member's name: `w.npy`, or `0.npy` in the objax layout.
+    pub member: String,
+    /// Stored or deflated.
+    pub compression: Compression,
+    /// The member's bytes in the file (compressed, npy header included).
+    pub stored_bytes: u64,
+    /// CRC-32 of the npy header and data, as the zip directory records it.
+    pub crc32: u32,
+    /// File offset of the first data byte of a stored array; 0 when deflated.
+    pub data_offset: u64,
+}
+
 type RenameFn = dyn Fn(&str) -> Option<String> + Send + Sync;
 type ProgressFn = dyn Fn(u64, u64) + Send + Sync;
 
@@ -394,6 +409,36 @@ impl Npz {
         self.expect_dtype(name, Dtype::Bytes)?;
         let width = self.itemsize(name)?;
         Ok(split_items(&self.read_bytes(name)?, width))
+    }
+
+    /// The layout the file was read in: [`Layout::Plain`] or [`Layout::Objax`].
+    pub fn layout(&self) -> Layout {
+        // SAFETY: a live handle.
+        if unsafe { sys::ckpt_npz_layout(self.as_ptr()) } == sys::CKPT_LAYOUT_OBJAX {
+            Layout::Objax
+        } else {
+            Layout::Plain
+        }
+    }
+
+    /// How the file holds `name`: its zip member, compression, bytes in the file, CRC-32 and data offset.
+    pub fn member_info(&self, name: &str) -> Result<MemberInfo> {
+        let i = self.index_of(name)?;
+        // SAFETY: i is in range; the name is copied before the handle can change.
+        unsafe {
+            let p = self.as_ptr();
+            Ok(MemberInfo {
+                member: borrowed_str(sys::ckpt_npz_member_name(p, i)).unwrap_or_default().to_owned(),
+                compression: if sys::ckpt_npz_compression(p, i) == sys::CKPT_DEFLATE {
+                    Compression::Deflate
+                } else {
+                    Compression::Store
+                },
+                stored_bytes: sys::ckpt_npz_stored_bytes(p, i),
+                crc32: sys::ckpt_npz_crc32(p, i),
+                data_offset: sys::ckpt_npz_data_offset(p, i),
+            })
+        }
     }
 
     fn expect_dtype(&self, name: &str, wanted: Dtype) -> Result<()> {

@@ -78,6 +78,7 @@ pub const CKPT_MANAGER_ASYNC: u32 = 1;
 pub const CKPT_MANAGER_NO_FALLBACK: u32 = 2;
 pub const CKPT_MANAGER_NO_MAKEDIR: u32 = 4;
 pub const CKPT_MANAGER_VERBOSE: u32 = 8;
+pub const CKPT_MANAGER_READ_ONLY: u32 = 16;
 pub const CKPT_MANAGER_OPTIONS_VERSION: u32 = 1;
 
 // ------------------------------------------------------------------------------------------------ opaque handles
@@ -288,6 +289,12 @@ extern "C" {
     pub fn ckpt_npz_shape(npz: *const ckpt_npz, i: usize) -> *const i64;
     pub fn ckpt_npz_nbytes(npz: *const ckpt_npz, i: usize) -> usize;
     pub fn ckpt_npz_read_into(npz: *mut ckpt_npz, i: usize, dst: *mut c_void, dst_size: usize) -> c_int;
+    pub fn ckpt_npz_member_name(npz: *const ckpt_npz, i: usize) -> *const c_char;
+    pub fn ckpt_npz_compression(npz: *const ckpt_npz, i: usize) -> u32;
+    pub fn ckpt_npz_stored_bytes(npz: *const ckpt_npz, i: usize) -> u64;
+    pub fn ckpt_npz_crc32(npz: *const ckpt_npz, i: usize) -> u32;
+    pub fn ckpt_npz_data_offset(npz: *const ckpt_npz, i: usize) -> u64;
+    pub fn ckpt_npz_layout(npz: *const ckpt_npz) -> u32;
     pub fn ckpt_npz_metadata(npz: *const ckpt_npz, key: *const c_char) -> *const c_char;
     pub fn ckpt_npz_metadata_count(npz: *const ckpt_npz) -> usize;
     pub fn ckpt_npz_metadata_key(npz: *const ckpt_npz, i: usize) -> *const c_char;

@@ -144,3 +144,24 @@ fn options_the_library_refuses_come_back_as_errors() {
     let mut m = Manager::open(dir.path(), &ManagerOptions::new()).unwrap();
     assert_eq!(m.save(&state(1), -5).unwrap_err().code(), Code::InvalidArgument);
 }
+
+#[test]
+fn a_read_only_manager_reads_a_directory_another_manager_holds() {
+    let dir = TempDir::new("read-only");
+    let mut owner = Manager::open(dir.path(), &ManagerOptions::new()).unwrap();
+    owner.save(&state(3), 3).unwrap();
+    let mut reader = Manager::open(dir.path(), &ManagerOptions::new().read_only(true)).unwrap();
+    assert_eq!(reader.list().unwrap(), vec![3]);
+    let mut vars = state(0);
+    assert_eq!(reader.restore(&mut vars, None).unwrap(), 3);
+    assert_eq!(vars.metadata("step"), Some("3"));
+    let e = reader.save(&state(4), 4).unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert!(e.message().contains("read-only"), "{}", e.message());
+    reader.close().unwrap();
+    owner.close().unwrap();
+    let missing = dir.path().join("missing");
+    let e = Manager::open(&missing, &ManagerOptions::new().read_only(true)).unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    assert!(!missing.exists());
+}

@@ -56,3 +56,32 @@ fn arrays_are_read_one_at_a_time_into_slices_or_vectors() {
     // Reading everything still gives what was saved.
     crate::common::assert_every_dtype(&Vars::read(&path).unwrap());
 }
+
+#[test]
+fn member_info_tells_how_the_file_holds_each_array() {
+    let dir = TempDir::new("member-info");
+    let path = dir.path().join("m.npz");
+    let mut vars = Vars::new().unwrap();
+    let w: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    vars.add("w", &[64], &w).unwrap();
+    for (compression, expect_offset) in [(ckpt::Compression::Store, true), (ckpt::Compression::Deflate, false)] {
+        vars.save_with(&path, &NpzOptions::new().layout(Layout::Objax).compression(compression)).unwrap();
+        let npz = Npz::open(&path).unwrap();
+        assert_eq!(npz.layout(), Layout::Objax);
+        let info = npz.member_info("w").unwrap();
+        assert_eq!(info.member, "0.npy");
+        assert_eq!(info.compression, compression);
+        assert!(info.stored_bytes > 0);
+        let bytes = std::fs::read(&path).unwrap();
+        if expect_offset {
+            let at = info.data_offset as usize;
+            assert_eq!(at % 64, 0);
+            let raw: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+            assert_eq!(&bytes[at..at + 256], &raw[..]);
+            assert_eq!(info.stored_bytes, 128 + 256); // numpy's 128-byte npy header, then the data
+        } else {
+            assert_eq!(info.data_offset, 0);
+        }
+        assert_eq!(npz.member_info("nope").unwrap_err().code(), Code::NotFound);
+    }
+}
