@@ -1,0 +1,82 @@
+"""Runs every code block of docs/guide.md, in order, in one scratch directory, against the installed library.
+
+    test_guide.py GUIDE STAGE_PREFIX PYTHON_PACKAGE_DIR
+
+```c blocks are compiled as C99 with -Wall -Wextra -Werror against STAGE_PREFIX (through pkg-config, as the guide
+says) and run; ```python blocks run with the ckpt package; ```sh blocks run with bash, STAGE_PREFIX/bin first on
+PATH. Each must exit 0. A comment `<!-- guide-test: runs=N expect="text" -->` just before a block runs it N times and
+requires the last run's output to contain the text. A block of any other language fails the test: every block is
+tested. Prints one line per block and a closing 'N passed, N failed'.
+"""
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+
+BLOCK = re.compile(r"(?:<!--\s*guide-test:(?P<directive>[^>]*)-->\s*\n)?^```(?P<lang>\w*)\n(?P<code>.*?)^```\s*$",
+                   re.S | re.M)
+
+
+def main():
+    guide, stage, package = (os.path.abspath(a) for a in sys.argv[1:4])
+    env = dict(os.environ)
+    env["PKG_CONFIG_PATH"] = os.path.join(stage, "lib", "pkgconfig")
+    env["PYTHONPATH"] = package
+    env["CKPT_LIBRARY"] = os.path.join(stage, "lib", "libckpt.so.0")
+    env["PATH"] = os.path.join(stage, "bin") + os.pathsep + env.get("PATH", "")
+    cflags = subprocess.run(["pkg-config", "--cflags", "--libs", "ckpt"], env=env, check=True,
+                            stdout=subprocess.PIPE, text=True).stdout.split()
+    with open(guide) as f:
+        text = f.read()
+    passed = failed = 0
+    with tempfile.TemporaryDirectory(prefix="ckpt-guide-") as tmp:
+        for n, m in enumerate(BLOCK.finditer(text), 1):
+            lang, code = m.group("lang"), m.group("code")
+            directive = m.group("directive") or ""
+            runs = int(re.search(r"runs=(\d+)", directive).group(1)) if "runs=" in directive else 1
+            expect = re.search(r'expect="([^"]*)"', directive)
+            line = text.count("\n", 0, m.start("code")) + 1
+            if lang == "c":
+                src, exe = os.path.join(tmp, "block%d.c" % n), os.path.join(tmp, "block%d" % n)
+                with open(src, "w") as f:
+                    f.write(code)
+                cmd = [os.environ.get("CC", "cc"), "-std=c99", "-Wall", "-Wextra", "-Werror", src, "-o", exe] + \
+                    cflags + ["-Wl,-rpath," + os.path.join(stage, "lib")]
+                build = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       text=True)
+                if build.returncode != 0:
+                    print("FAILED block %d (c, line %d): does not compile:\n%s" % (n, line, build.stdout))
+                    failed += 1
+                    continue
+                run = [exe]
+            elif lang == "python":
+                run = [sys.executable, "-c", code]
+            elif lang == "sh":
+                run = ["bash", "-euo", "pipefail", "-c", code]
+            else:
+                print("FAILED block %d (line %d): language %r is not tested (use c, python or sh)" % (n, line, lang))
+                failed += 1
+                continue
+            ok, out = True, ""
+            for _ in range(runs):
+                p = subprocess.run(run, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, timeout=300)
+                out = p.stdout
+                if p.returncode != 0:
+                    ok = False
+                    break
+            if ok and expect and expect.group(1) not in out:
+                ok = False
+                out += "\n(expected the output to contain %r)" % expect.group(1)
+            print("%s block %d (%s, line %d)%s" % ("ok" if ok else "FAILED", n, lang, line,
+                                                   "" if ok else ":\n" + out))
+            passed += ok
+            failed += not ok
+    print("%d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 and passed > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
