@@ -2,6 +2,7 @@
 // through the public functions of the shared library only.
 #include <catch2/catch.hpp>
 
+#include "support/handles.hpp"
 #include "support/temp_dir.hpp"
 
 #include <ckpt/ckpt.h>
@@ -34,22 +35,9 @@ using ckpt::testing::TempDir;
 // ------------------------------------------------------------------------------------------------ helpers
 
 
-struct VarsFree {
-    void operator()(ckpt_vars* v) const { ckpt_vars_free(v); }
-};
-using Vars = std::unique_ptr<ckpt_vars, VarsFree>;
-
-struct NpzClose {
-    void operator()(ckpt_npz* n) const { ckpt_npz_close(n); }
-};
-using Npz = std::unique_ptr<ckpt_npz, NpzClose>;
-
-Vars new_vars() {
-    ckpt_vars* v = nullptr;
-    REQUIRE(ckpt_vars_new(&v) == CKPT_OK);
-    REQUIRE(v != nullptr);
-    return Vars(v);
-}
+using ckpt::testing::new_vars;
+using ckpt::testing::Npz;
+using ckpt::testing::Vars;
 
 Vars read_npz(const std::string& path, const ckpt_npz_options* opts = nullptr) {
     ckpt_vars* v = nullptr;

@@ -2,6 +2,7 @@
 // layouts, stored and deflated; what a file without anything to record looks like; and every way a metadata member
 // can be malformed, each refused with its code and a message naming the file, the member and the problem.
 #include "ckpt/ckpt.h"
+#include "support/handles.hpp"
 #include "support/temp_dir.hpp"
 #include "support/zip_builder.hpp"
 
@@ -20,20 +21,9 @@ namespace {
 
 using ckpt::testing::TempDir;
 
-struct VarsFree {
-    void operator()(ckpt_vars* v) const { ckpt_vars_free(v); }
-};
-using Vars = std::unique_ptr<ckpt_vars, VarsFree>;
-struct NpzClose {
-    void operator()(ckpt_npz* n) const { ckpt_npz_close(n); }
-};
-using Npz = std::unique_ptr<ckpt_npz, NpzClose>;
-
-Vars new_vars() {
-    ckpt_vars* v = nullptr;
-    REQUIRE(ckpt_vars_new(&v) == CKPT_OK);
-    return Vars(v);
-}
+using ckpt::testing::new_vars;
+using ckpt::testing::Npz;
+using ckpt::testing::Vars;
 
 std::string message() { return ckpt_error_message(); }
 

@@ -1,6 +1,7 @@
 // What inspection tools see of a file through the C API: each array's member, compression, stored bytes, CRC-32 and
 // data offset, and the layout — checked against the file's own bytes.
 #include "ckpt/ckpt.h"
+#include "support/handles.hpp"
 #include "support/temp_dir.hpp"
 #include "support/zip_builder.hpp"
 
@@ -16,10 +17,6 @@ namespace {
 
 using ckpt::testing::TempDir;
 
-struct Closer {
-    void operator()(ckpt_npz* n) const { ckpt_npz_close(n); }
-    void operator()(ckpt_vars* v) const { ckpt_vars_free(v); }
-};
 
 std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -27,9 +24,8 @@ std::string read_file(const std::string& path) {
 }
 
 std::string save(const TempDir& dir, uint32_t layout, uint32_t compression) {
-    ckpt_vars* v = nullptr;
-    REQUIRE(ckpt_vars_new(&v) == CKPT_OK);
-    std::unique_ptr<ckpt_vars, Closer> vars(v);
+    const ckpt::testing::Vars vars = ckpt::testing::new_vars();
+    ckpt_vars* v = vars.get();
     float w[64];
     for (int i = 0; i < 64; ++i) w[i] = static_cast<float>(i % 7);
     const int64_t shape[] = {8, 8};
@@ -55,7 +51,7 @@ TEST_CASE("each array's member, compression, stored bytes, CRC-32 and data offse
                 const std::string bytes = read_file(path);
                 ckpt_npz* n = nullptr;
                 REQUIRE(ckpt_npz_open(&n, path.c_str(), nullptr) == CKPT_OK);
-                std::unique_ptr<ckpt_npz, Closer> npz(n);
+                const ckpt::testing::Npz npz(n);
                 CHECK(ckpt_npz_layout(n) == layout);
                 REQUIRE(ckpt_npz_count(n) == 2);
                 const char* members[] = {layout == CKPT_LAYOUT_OBJAX ? "0.npy" : "w.npy",

@@ -579,3 +579,22 @@ def preload_sanitizer_runtime(path):
 
 def load(path):
     return Library(path)
+
+
+def run_tests(argv, versions):
+    """The interop scripts' main: takes the library from argv[1] (or $CKPT_LIB), preloads a sanitizer runtime it
+    needs, prints `versions(library)` and runs the unittest cases of __main__. Returns the exit status."""
+    import unittest
+    argv = list(argv)
+    if len(argv) > 1 and not argv[1].startswith("-"):
+        os.environ["CKPT_LIB"] = os.path.abspath(argv.pop(1))
+    if not os.environ.get("CKPT_LIB"):
+        sys.stderr.write("usage: %s /path/to/libckpt.so [unittest args]  (or set CKPT_LIB)\n" % argv[0])
+        return 2
+    if not os.path.exists(os.environ["CKPT_LIB"]):
+        sys.stderr.write("FAIL: %s does not exist\n" % os.environ["CKPT_LIB"])
+        return 1
+    preload_sanitizer_runtime(os.environ["CKPT_LIB"])
+    sys.stdout.write(versions(load(os.environ["CKPT_LIB"])) + "\n")
+    program = unittest.main(argv=argv, exit=False, verbosity=2)
+    return 0 if program.result.wasSuccessful() else 1

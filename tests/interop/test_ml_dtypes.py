@@ -267,17 +267,7 @@ class CkptReadsWhatOthersWrite(Case):
 
 
 def main():
-    argv = list(sys.argv)
-    if len(argv) > 1 and not argv[1].startswith("-"):
-        os.environ["CKPT_LIB"] = os.path.abspath(argv.pop(1))
-    if not os.environ.get("CKPT_LIB"):
-        sys.stderr.write("usage: %s /path/to/libckpt.so [unittest args]  (or set CKPT_LIB)\n" % argv[0])
-        return 2
-    ckpt_ctypes.preload_sanitizer_runtime(os.environ["CKPT_LIB"])
-    sys.stdout.write("numpy %s, torch %s, ckpt %s\n" % (np.__version__, torch.__version__,
-                                                        ckpt_ctypes.load(os.environ["CKPT_LIB"]).version()))
-    program = unittest.main(argv=argv, exit=False, verbosity=2)
-    return 0 if program.result.wasSuccessful() else 1
+    return ckpt_ctypes.run_tests(sys.argv, lambda lib: "numpy %s, torch %s, ckpt %s" % (np.__version__, torch.__version__, lib.version()))
 
 
 if __name__ == "__main__":

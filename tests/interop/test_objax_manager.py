@@ -333,21 +333,11 @@ class RetentionByNumber(Base):
 
 
 def main():
-    global LIB
-    argv = list(sys.argv)
-    if len(argv) > 1 and not argv[1].startswith("-"):
-        os.environ["CKPT_LIB"] = os.path.abspath(argv.pop(1))
-    if not os.environ.get("CKPT_LIB"):
-        sys.stderr.write("usage: %s /path/to/libckpt.so [unittest args]  (or set CKPT_LIB)\n" % argv[0])
-        return 2
-    if not os.path.exists(os.environ["CKPT_LIB"]):
-        sys.stderr.write("FAIL: %s does not exist\n" % os.environ["CKPT_LIB"])
-        return 1
-    ckpt_ctypes.preload_sanitizer_runtime(os.environ["CKPT_LIB"])
-    LIB = ckpt_ctypes.load(os.environ["CKPT_LIB"])
-    sys.stdout.write("numpy %s (%s), ckpt %s\n" % (np.__version__, sys.executable, LIB.version()))
-    program = unittest.main(argv=argv, exit=False, verbosity=2)
-    return 0 if program.result.wasSuccessful() else 1
+    def loaded(lib):
+        global LIB
+        LIB = lib
+        return "numpy %s (%s), ckpt %s" % (np.__version__, sys.executable, lib.version())
+    return ckpt_ctypes.run_tests(sys.argv, loaded)
 
 
 if __name__ == "__main__":

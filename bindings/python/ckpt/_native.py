@@ -184,6 +184,29 @@ def _load():
 lib = _load()
 
 
+class Handle:
+    """Owns one ckpt handle: released by close(), by leaving a with block, or when garbage-collected. Subclasses
+    name the C function that releases it."""
+
+    __slots__ = ()
+    _release = None  # e.g. "ckpt_npz_close"
+
+    def close(self):
+        h = getattr(self, "handle", None)
+        self.handle = None
+        if h:
+            getattr(lib, self._release)(h)
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 def message():
     return lib.ckpt_error_message().decode("utf-8", "replace")
 

@@ -61,10 +61,11 @@ def _from_torch(t):
     return t.numpy()
 
 
-class Vars:
+class Vars(_native.Handle):
     """Owns a ckpt_vars*. Borrowed arrays are kept alive as long as the collection."""
 
     __slots__ = ("handle", "_keep", "borrowed")
+    _release = "ckpt_vars_free"
 
     def __init__(self, handle=None):
         if handle is None:
@@ -76,19 +77,8 @@ class Vars:
         self.borrowed = []  # per array added: whether ckpt points at the caller's memory
 
     def close(self):
-        if self.handle:
-            lib.ckpt_vars_free(self.handle)
-        self.handle = None
+        super().close()
         self._keep = []
-
-    def __del__(self):
-        self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def add(self, name, value, writable=False):
         """Adds `value` under `name` without a copy (a C-contiguous native-order copy is made only when it is not

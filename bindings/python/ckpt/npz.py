@@ -273,9 +273,11 @@ def _restore_vars(file, v, storage=None, **kw):
         s.close()
 
 
-class NpzFile:
+class NpzFile(_native.Handle):
     """A checkpoint opened for lazy reading: ``with ckpt.open(path) as f: f['w']`` reads only 'w'. Names,
     dtypes and shapes are known at once (every header was checked), and so is ``metadata``."""
+
+    _release = "ckpt_npz_close"
 
     def __init__(self, path, layout="auto", storage=None, **limits):
         o = options(layout=layout, storage=storage, **limits)
@@ -287,20 +289,6 @@ class NpzFile:
         self._index = {lib.ckpt_npz_name(self.handle, i).decode("utf-8"): i for i in range(len(self))}
         self.metadata = dict(read_metadata(self.handle, lib.ckpt_npz_metadata_count, lib.ckpt_npz_metadata_key,
                                            lib.ckpt_npz_metadata_value))
-
-    def close(self):
-        if getattr(self, "handle", None):
-            lib.ckpt_npz_close(self.handle)
-        self.handle = None
-
-    def __del__(self):
-        self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __len__(self):
         return lib.ckpt_npz_count(self.handle)

@@ -29,9 +29,11 @@ def _code_of(exc):
     return errors.ERROR
 
 
-class Storage:
+class Storage(_native.Handle):
     """A ckpt storage backed by a Python filesystem object (see the module's documentation). Pass it as the
     ``fs``/``storage`` argument of ckpt's functions; ``close()`` (or garbage collection) releases it."""
+
+    _release = "ckpt_storage_free"
 
     def __init__(self, fs):
         self.fs = fs
@@ -52,14 +54,6 @@ class Storage:
         h = _native.out()
         _native.check(lib.ckpt_storage_new(ctypes.byref(h), ctypes.byref(ops)))
         self.handle = h.value
-
-    def close(self):
-        if getattr(self, "handle", None):
-            lib.ckpt_storage_free(self.handle)
-        self.handle = None
-
-    def __del__(self):
-        self.close()
 
     def _guarded(self, impl, name):
         def callback(payload, *args):
@@ -177,9 +171,11 @@ class Storage:
             obj.close()
 
 
-class NativeMemory:
+class NativeMemory(_native.Handle):
     """ckpt's own in-memory storage (thread-safe, in this process): checkpoints without a filesystem, at C speed.
     Pass it as a storage; ``close()`` releases this reference."""
+
+    _release = "ckpt_storage_free"
 
     def __init__(self):
         h = _native.out()
@@ -189,14 +185,6 @@ class NativeMemory:
 
     def take_error(self):
         return None
-
-    def close(self):
-        if getattr(self, "handle", None):
-            lib.ckpt_storage_free(self.handle)
-        self.handle = None
-
-    def __del__(self):
-        self.close()
 
 
 class MemoryFiles:

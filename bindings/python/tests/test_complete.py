@@ -45,7 +45,9 @@ def test_every_function_of_the_header_is_declared():
 
 def test_every_function_of_the_header_is_used_or_explained():
     source = package_source()
-    unused = [f for f in header_functions() if f not in NOT_NEEDED and not re.search(r"\blib\.%s\b" % f, source)]
+    used = re.compile(r"\blib\.(ckpt_\w+)|_release = \"(ckpt_\w+)\"")  # a call, or a handle's release function
+    calls = {a or b for a, b in used.findall(source)}
+    unused = [f for f in header_functions() if f not in NOT_NEEDED and f not in calls]
     assert not unused, "ckpt.h functions the package never calls (use them, or add them to NOT_NEEDED with a " \
                        "reason): %s" % ", ".join(unused)
 
