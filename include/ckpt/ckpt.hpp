@@ -36,6 +36,7 @@
 #include <iterator>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -146,19 +147,75 @@ inline std::string cause_suffix(const std::string& library_message, const Callba
     return ": " + f.message;
 }
 
-// Throws the Error of a failed C call: its code, ckpt_error_message(), and what a callback threw.
-[[noreturn]] inline void throw_error(int rc, const std::string& extra = {}) {
+// What the methods of one C++ Storage threw, on whatever thread they ran (a background save's, a parallel read's),
+// so that the handle reporting the failed call can say it. The library's message names the operation and the path
+// ("<path>: storage callback 'write' failed: …"); an entry is used only for a message that names both.
+class StorageFailures {
+public:
+    void record(const char* op, const char* path, const char* message) noexcept {
+        try {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (entries_.size() >= kKept) entries_.pop_front();
+            entries_.push_back(Entry{op, path, message});
+        } catch (...) {
+            // Out of memory: the code still gets through.
+        }
+    }
+    // ": <what the method threw>" for the failure the library message reports, or "". Drops that entry and the
+    // older ones (failures the library went past, such as a temporary it could not remove).
+    std::string take(const std::string& library_message) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (size_t k = 0; k < entries_.size(); ++k) {
+            const Entry& e = entries_[k];
+            if (library_message.find("storage callback '" + e.op + "'") != std::string::npos &&
+                library_message.find(e.path) != std::string::npos) {
+                std::string suffix = ": " + e.message;
+                entries_.erase(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+                return suffix;
+            }
+        }
+        return {};
+    }
+
+private:
+    static constexpr size_t kKept = 16;
+    struct Entry {
+        std::string op, path, message;
+    };
+    std::mutex mutex_;
+    std::deque<Entry> entries_;
+};
+
+// Throws the Error of a failed C call: its code, ckpt_error_message(), and what a callback threw — on this thread,
+// on another one that recorded it in `elsewhere`, or in a Storage whose failures `log` keeps.
+[[noreturn]] inline void throw_error(int rc, const CallbackFailure* elsewhere = nullptr, StorageFailures* log = nullptr) {
     std::string message = ckpt_error_message();
     if (message.empty()) message = ckpt_strerror(rc);
     CallbackFailure& f = callback_failure();
     std::string suffix = cause_suffix(message, f);
+    if (suffix.empty() && elsewhere != nullptr) suffix = cause_suffix(message, *elsewhere);
+    if (log != nullptr) {
+        std::string logged = log->take(message);
+        if (suffix.empty()) suffix = std::move(logged);
+    }
     forget_callback_failure();
-    throw ErrorAccess::make(rc, std::move(message), suffix + extra);
+    throw ErrorAccess::make(rc, std::move(message), suffix);
 }
 
-inline void check(int rc) {
-    if (rc != CKPT_OK) throw_error(rc);
+inline void check(int rc, StorageFailures* log = nullptr) {
+    if (rc != CKPT_OK) throw_error(rc, nullptr, log);
     forget_callback_failure();
+}
+
+// The text of the exception being handled. Call only inside a catch.
+inline const char* current_exception_text() noexcept {
+    try {
+        throw;
+    } catch (const std::exception& e) {
+        return e.what();
+    } catch (...) {
+        return "an exception not derived from std::exception";
+    }
 }
 
 // Maps the exception being handled to a code for the C caller, noting its message. Call only inside a catch.
@@ -657,45 +714,73 @@ private:
     }
 };
 
-// The callback table over a C++ Storage. The payload is a heap std::shared_ptr<Storage> that the destroy callback
-// deletes, so the storage lives exactly as long as the library uses it.
+// The callback table over a C++ Storage. The payload holds the storage (its destroy callback deletes the payload,
+// so the storage lives exactly as long as the library uses it) and the log of what its methods threw. Files travel
+// as boxes that remember their paths, for that log.
 struct StorageCallbacks {
-    using Self = std::shared_ptr<Storage>;
-    static Storage& self(void* payload) noexcept { return **static_cast<Self*>(payload); }
+    struct Payload {
+        std::shared_ptr<Storage> storage;
+        std::shared_ptr<StorageFailures> failures;
+    };
+    struct Output {
+        std::unique_ptr<Storage::OutputFile> file;
+        std::string path;
+    };
+    struct Input {
+        std::unique_ptr<Storage::InputFile> file;
+        std::string path;
+    };
+    static Payload& payload(void* p) noexcept { return *static_cast<Payload*>(p); }
+    static Storage& self(void* p) noexcept { return *payload(p).storage; }
+
+    // Runs a method for the library: CKPT_OK, or the code of what it threw, which is also logged.
+    template <typename F>
+    static int run(void* p, const char* op, const char* path, F&& f) noexcept {
+        try {
+            f();
+            return CKPT_OK;
+        } catch (...) {
+            const int code = current_exception_code(CKPT_EIO);
+            if (code != CKPT_ENOTFOUND && code != CKPT_EEXIST)
+                payload(p).failures->record(op, path, current_exception_text());
+            return code;
+        }
+    }
 
     static int make_dirs(void* p, const char* dir) noexcept {
-        return guarded(CKPT_EIO, [&] { self(p).make_dirs(dir); });
+        return run(p, "make_dirs", dir, [&] { self(p).make_dirs(dir); });
     }
     static int create(void* p, const char* path, void** file) noexcept {
-        return guarded(CKPT_EIO, [&] { *file = checked(self(p).create(path), "create").release(); });
+        return run(p, "create", path, [&] { *file = new Output{checked(self(p).create(path), "create"), path}; });
     }
     static int open_append(void* p, const char* path, void** file) noexcept {
-        return guarded(CKPT_EIO, [&] { *file = checked(self(p).open_append(path), "open_append").release(); });
+        return run(p, "open_append", path,
+                   [&] { *file = new Output{checked(self(p).open_append(path), "open_append"), path}; });
     }
-    static int write(void*, void* file, const void* data, size_t size) noexcept {
-        return guarded(CKPT_EIO, [&] { static_cast<Storage::OutputFile*>(file)->write(data, size); });
+    static int write(void* p, void* file, const void* data, size_t size) noexcept {
+        auto* out = static_cast<Output*>(file);
+        return run(p, "write", out->path.c_str(), [&] { out->file->write(data, size); });
     }
-    static int sync(void*, void* file) noexcept {
-        return guarded(CKPT_EIO, [&] { static_cast<Storage::OutputFile*>(file)->sync(); });
+    static int sync(void* p, void* file) noexcept {
+        auto* out = static_cast<Output*>(file);
+        return run(p, "sync", out->path.c_str(), [&] { out->file->sync(); });
     }
-    static int close(void*, void* file) noexcept {
-        return guarded(CKPT_EIO, [&] {
-            std::unique_ptr<Storage::OutputFile> owned(static_cast<Storage::OutputFile*>(file));
-            owned->close();
-        });
+    static int close(void* p, void* file) noexcept {
+        std::unique_ptr<Output> out(static_cast<Output*>(file));
+        return run(p, "close", out->path.c_str(), [&] { out->file->close(); });
     }
     static int rename(void* p, const char* from, const char* to) noexcept {
-        return guarded(CKPT_EIO, [&] { self(p).rename(from, to); });
+        return run(p, "rename", to, [&] { self(p).rename(from, to); });
     }
     static int sync_dir(void* p, const char* dir) noexcept {
-        return guarded(CKPT_EIO, [&] { self(p).sync_dir(dir); });
+        return run(p, "sync_dir", dir, [&] { self(p).sync_dir(dir); });
     }
     static int remove(void* p, const char* path) noexcept {
-        return guarded(CKPT_EIO, [&] { self(p).remove(path); });
+        return run(p, "remove", path, [&] { self(p).remove(path); });
     }
     static int list(void* p, const char* dir, ckpt_list_entry_fn entry, void* ctx) noexcept {
         int rc = CKPT_OK;
-        const int thrown = guarded(CKPT_EIO, [&] {
+        const int thrown = run(p, "list", dir, [&] {
             for (const std::string& name : self(p).list(dir)) {
                 rc = entry(name.c_str(), ctx);
                 if (rc != 0) return;
@@ -704,17 +789,18 @@ struct StorageCallbacks {
         return thrown != CKPT_OK ? thrown : rc;
     }
     static int open_read(void* p, const char* path, void** file, uint64_t* size) noexcept {
-        return guarded(CKPT_EIO, [&] {
-            std::unique_ptr<Storage::InputFile> f = checked(self(p).open_read(path), "open_read");
-            *size = f->size();
-            *file = f.release();
+        return run(p, "open_read", path, [&] {
+            auto in = std::make_unique<Input>(Input{checked(self(p).open_read(path), "open_read"), path});
+            *size = in->file->size();
+            *file = in.release();
         });
     }
-    static int read_at(void*, void* file, uint64_t offset, void* dst, size_t size, size_t* got) noexcept {
-        return guarded(CKPT_EIO, [&] { *got = static_cast<Storage::InputFile*>(file)->read_at(offset, dst, size); });
+    static int read_at(void* p, void* file, uint64_t offset, void* dst, size_t size, size_t* got) noexcept {
+        auto* in = static_cast<Input*>(file);
+        return run(p, "read_at", in->path.c_str(), [&] { *got = in->file->read_at(offset, dst, size); });
     }
-    static void close_read(void*, void* file) noexcept { delete static_cast<Storage::InputFile*>(file); }
-    static void destroy(void* p) noexcept { delete static_cast<Self*>(p); }
+    static void close_read(void*, void* file) noexcept { delete static_cast<Input*>(file); }
+    static void destroy(void* p) noexcept { delete static_cast<Payload*>(p); }
 
     template <typename P>
     static P checked(P file, const char* op) {
@@ -737,7 +823,8 @@ public:
         ckpt_storage_ops ops;
         std::memset(&ops, 0, sizeof ops);
         ops.version = CKPT_STORAGE_OPS_VERSION;
-        auto payload = std::make_unique<std::shared_ptr<Storage>>(storage);
+        failures_ = std::make_shared<StorageFailures>();
+        auto payload = std::make_unique<StorageCallbacks::Payload>(StorageCallbacks::Payload{storage, failures_});
         ops.payload = payload.get();
         ops.make_dirs = &StorageCallbacks::make_dirs;
         ops.create = &StorageCallbacks::create;
@@ -763,10 +850,13 @@ public:
     StorageRef(const StorageRef&) = delete;
     StorageRef& operator=(const StorageRef&) = delete;
     ckpt_storage* get() const noexcept { return ptr_; }
+    // What the C++ storage's methods threw (null for the library's own storages and for none).
+    const std::shared_ptr<StorageFailures>& failures() const noexcept { return failures_; }
 
 private:
     ckpt_storage* ptr_ = nullptr;
     bool owned_ = false;
+    std::shared_ptr<StorageFailures> failures_;
 };
 
 }  // namespace detail
@@ -1230,7 +1320,7 @@ private:
 inline void save(const std::string& path, const Vars& vars, const NpzOptions& options = {}) {
     detail::NpzCallbacks cb(options);
     detail::CNpzOptions c(options, &cb, true);
-    detail::check(ckpt_npz_save(path.c_str(), vars.native(), &c.c));
+    detail::check(ckpt_npz_save(path.c_str(), vars.native(), &c.c), c.storage.failures().get());
 }
 
 // Reads every array of the .npz at path into a new collection, with the file's metadata (ckpt_npz_read).
@@ -1238,7 +1328,7 @@ inline Vars read(const std::string& path, const NpzOptions& options = {}) {
     detail::NpzCallbacks cb(options);
     detail::CNpzOptions c(options, &cb, true);
     ckpt_vars* out = nullptr;
-    detail::check(ckpt_npz_read(&out, path.c_str(), &c.c));
+    detail::check(ckpt_npz_read(&out, path.c_str(), &c.c), c.storage.failures().get());
     return Vars(out);
 }
 
@@ -1264,7 +1354,7 @@ inline Vars read_memory(const C& bytes, const NpzOptions& options = {}) {
 inline void restore(const std::string& path, Vars& vars, const NpzOptions& options = {}) {
     detail::NpzCallbacks cb(options);
     detail::CNpzOptions c(options, &cb, true);
-    detail::check(ckpt_npz_restore(path.c_str(), vars.native(), &c.c));
+    detail::check(ckpt_npz_restore(path.c_str(), vars.native(), &c.c), c.storage.failures().get());
 }
 
 // A ckpt_npz: one file opened for lazy access, to load some arrays or inspect it. Opening reads and validates the
@@ -1274,15 +1364,20 @@ public:
     explicit Npz(const std::string& path, const NpzOptions& options = {})
         : callbacks_(std::make_unique<detail::NpzCallbacks>(options)) {
         detail::CNpzOptions c(options, callbacks_.get(), true);
-        detail::check(ckpt_npz_open(&npz_, path.c_str(), &c.c));
+        failures_ = c.storage.failures();
+        detail::check(ckpt_npz_open(&npz_, path.c_str(), &c.c), failures_.get());
     }
     ~Npz() { ckpt_npz_close(npz_); }
-    Npz(Npz&& other) noexcept : npz_(std::exchange(other.npz_, nullptr)), callbacks_(std::move(other.callbacks_)) {}
+    Npz(Npz&& other) noexcept
+        : npz_(std::exchange(other.npz_, nullptr)),
+          callbacks_(std::move(other.callbacks_)),
+          failures_(std::move(other.failures_)) {}
     Npz& operator=(Npz&& other) noexcept {
         if (this != &other) {
             ckpt_npz_close(npz_);
             npz_ = std::exchange(other.npz_, nullptr);
             callbacks_ = std::move(other.callbacks_);
+            failures_ = std::move(other.failures_);
         }
         return *this;
     }
@@ -1296,6 +1391,7 @@ public:
         ckpt_npz_close(npz_);
         npz_ = nullptr;
         callbacks_.reset();
+        failures_.reset();
     }
 
     // Number of arrays (the metadata member and objax's names.npy not counted).
@@ -1329,7 +1425,9 @@ public:
     }
 
     // Reads array i into dst (at least nbytes(i) bytes; ckpt_npz_read_into).
-    void read_into(size_t i, void* dst, size_t dst_size) { detail::check(ckpt_npz_read_into(npz_, i, dst, dst_size)); }
+    void read_into(size_t i, void* dst, size_t dst_size) {
+        detail::check(ckpt_npz_read_into(npz_, i, dst, dst_size), failures_.get());
+    }
     // Reads an array into a range of its element type (at least as many items), checked as Vars::get is.
     template <typename C, typename = std::enable_if_t<detail::is_range_v<C>>>
     void read_into(const std::string& name, C& dst) {
@@ -1393,6 +1491,7 @@ private:
 
     ckpt_npz* npz_ = nullptr;
     std::unique_ptr<detail::NpzCallbacks> callbacks_;  // the progress function the open file reports through
+    std::shared_ptr<detail::StorageFailures> failures_;
 };
 
 // --------------------------------------------------------------------------------------------------------- writers
@@ -1419,13 +1518,33 @@ struct SaveOptions {
     bool no_copy = false;  // Writer::save_vars: no snapshot; the data stays unchanged until wait() (CKPT_NO_COPY)
 };
 
+namespace detail {
+struct SinkAccess;
+}
+
 // The file a save function writes into (a ckpt_sink), valid during the call.
 class Sink {
 public:
     explicit Sink(ckpt_sink* sink) noexcept : sink_(sink) {}
     // Appends size bytes. Throws Error (CKPT_EIO when the storage failed; every later write fails the same way,
     // and the save fails with that error whatever the function does).
-    void write(const void* data, size_t size) { detail::check(ckpt_sink_write(sink_, data, size)); }
+    void write(const void* data, size_t size) {
+        const int rc = ckpt_sink_write(sink_, data, size);
+        if (rc == CKPT_OK) {
+            detail::forget_callback_failure();
+            return;
+        }
+        try {
+            detail::throw_error(rc);
+        } catch (const Error& e) {
+            if (failure_.empty()) {
+                // Kept for the save's own error, which is this one even if the function swallows it.
+                failure_ = e.what();
+                failure_library_length_ = detail::ErrorAccess::library_length(e);
+            }
+            throw;
+        }
+    }
     void write(std::string_view bytes) { write(bytes.data(), bytes.size()); }
     // The bytes of a contiguous range of trivially copyable values (not of characters: those go as string_view).
     template <typename C,
@@ -1437,15 +1556,26 @@ public:
     ckpt_sink* native() const noexcept { return sink_; }
 
 private:
+    friend struct detail::SinkAccess;
     ckpt_sink* sink_;
+    std::string failure_;  // the first failed write's message
+    size_t failure_library_length_ = 0;
 };
+
+namespace detail {
+struct SinkAccess {
+    static void note_failure(const Sink& s) noexcept {
+        if (!s.failure_.empty()) note_callback_failure(s.failure_.c_str(), s.failure_library_length_);
+    }
+};
+}  // namespace detail
 
 namespace detail {
 
 // One background save's payload, kept by its Writer until the save is known to be over.
 struct InFlight {
     std::atomic<bool> done{false};  // set by the save function, after `thrown`
-    std::string thrown;             // what it threw
+    CallbackFailure thrown;         // what it threw
     virtual ~InFlight() = default;
 };
 
@@ -1460,18 +1590,21 @@ struct SaveCall final : InFlight {
         // On a background thread nothing consumes this thread's record of callback failures: start clean.
         if (call->background) forget_callback_failure();
         int rc = CKPT_OK;
+        Sink s(sink);
         try {
-            Sink s(sink);
             call->fn(s);
+            SinkAccess::note_failure(s);
         } catch (...) {
+            SinkAccess::note_failure(s);  // a failed write is the save's error, whatever the function threw after
             rc = current_exception_code(CKPT_ERROR);
-            if (call->background) {
-                try {
-                    call->thrown = callback_failure().message;
-                } catch (...) {
-                }
-                forget_callback_failure();
+        }
+        if (call->background) {
+            // The error is reported on another thread, by the Writer: the record goes with the payload.
+            try {
+                call->thrown = callback_failure();
+            } catch (...) {
             }
+            forget_callback_failure();
         }
         call->done.store(true, std::memory_order_release);
         return rc;
@@ -1501,7 +1634,8 @@ public:
         c.queue_depth = options.queue_depth;
         c.storage = storage.get();
         c.out_dir = options.out_dir ? options.out_dir->c_str() : nullptr;
-        detail::check(ckpt_writer_new(&w_, &c));
+        failures_ = storage.failures();
+        detail::check(ckpt_writer_new(&w_, &c), failures_.get());
     }
     // Finalizes, dropping errors not yet reported (call finalize() to see them).
     ~Writer() {
@@ -1514,7 +1648,8 @@ public:
           depth_(other.depth_),
           storage_(std::move(other.storage_)),
           in_flight_(std::move(other.in_flight_)),
-          thrown_(std::move(other.thrown_)) {}
+          thrown_(std::move(other.thrown_)),
+          failures_(std::move(other.failures_)) {}
     Writer& operator=(Writer&& other) noexcept {
         if (this != &other) {
             ckpt_writer_free(w_);
@@ -1524,6 +1659,7 @@ public:
             storage_ = std::move(other.storage_);
             in_flight_ = std::move(other.in_flight_);
             thrown_ = std::move(other.thrown_);
+            failures_ = std::move(other.failures_);
         }
         return *this;
     }
@@ -1602,16 +1738,16 @@ private:
         in_flight_.clear();
     }
     void retire(const std::shared_ptr<detail::InFlight>& call) noexcept {
-        if (call && !call->thrown.empty()) {
+        if (call && call->thrown.set) {
             try {
-                thrown_.push_back(call->thrown);
+                thrown_.push_back(std::move(call->thrown));
             } catch (...) {
             }
-            call->thrown.clear();
+            call->thrown = detail::CallbackFailure();
         }
     }
-    // Throws the error of a failed call, with what a background save function threw, if one did since the last
-    // report (the library reports every failure so far at once).
+    // Throws the error of a failed call, with what the first background save function that threw since the last
+    // report threw (the library reports every failure so far at once: the first, and how many more).
     void checked(int rc) {
         if (rc == CKPT_OK) {
             detail::forget_callback_failure();
@@ -1619,13 +1755,10 @@ private:
         }
         for (auto& call : in_flight_)
             if (call && call->done.load(std::memory_order_acquire)) retire(call);
-        std::string extra;
-        if (!thrown_.empty()) {
-            extra = ": " + thrown_.front();
-            if (thrown_.size() > 1) extra += " (a later save function threw: " + thrown_.back() + ")";
-            thrown_.clear();
-        }
-        detail::throw_error(rc, extra);
+        detail::CallbackFailure first;
+        if (!thrown_.empty()) first = std::move(thrown_.front());
+        thrown_.clear();
+        detail::throw_error(rc, &first, failures_.get());
     }
 
     ckpt_writer* w_ = nullptr;
@@ -1633,7 +1766,8 @@ private:
     size_t depth_;
     std::shared_ptr<Storage> storage_;
     std::deque<std::shared_ptr<detail::InFlight>> in_flight_;  // the last depth_ background saves' payloads
-    std::vector<std::string> thrown_;                          // messages of save functions that threw
+    std::vector<detail::CallbackFailure> thrown_;              // what background save functions threw
+    std::shared_ptr<detail::StorageFailures> failures_;        // what the storage's methods threw
 };
 
 // ---------------------------------------------------------------------------------------------- checkpoint manager
@@ -1678,7 +1812,7 @@ public:
         detail::CNpzOptions npz(options.npz, &callbacks_->npz, false);
         detail::StorageRef storage(options.storage);
         ckpt_manager_options c;
-        detail::check(ckpt_manager_options_init(&c, CKPT_MANAGER_OPTIONS_VERSION));
+        check(ckpt_manager_options_init(&c, CKPT_MANAGER_OPTIONS_VERSION));
         if (options.keep) c.keep = *options.keep;
         c.keep_every = options.keep_every;
         c.flags = (options.async ? CKPT_MANAGER_ASYNC : 0u) | (options.fallback ? 0u : CKPT_MANAGER_NO_FALLBACK) |
@@ -1691,7 +1825,8 @@ public:
             c.log_payload = callbacks_.get();
         }
         c.storage = storage.get();
-        detail::check(ckpt_manager_open(&m_, logdir.c_str(), &c));
+        failures_ = storage.failures();
+        check(ckpt_manager_open(&m_, logdir.c_str(), &c));
     }
     // Closes (waiting for background saves), dropping their errors: call close() to see them.
     ~Manager() {
@@ -1699,12 +1834,15 @@ public:
         detail::forget_callback_failure();
     }
     Manager(Manager&& other) noexcept
-        : m_(std::exchange(other.m_, nullptr)), callbacks_(std::move(other.callbacks_)) {}
+        : m_(std::exchange(other.m_, nullptr)),
+          callbacks_(std::move(other.callbacks_)),
+          failures_(std::move(other.failures_)) {}
     Manager& operator=(Manager&& other) noexcept {
         if (this != &other) {
             ckpt_manager_close(m_);
             m_ = std::exchange(other.m_, nullptr);
             callbacks_ = std::move(other.callbacks_);
+            failures_ = std::move(other.failures_);
         }
         return *this;
     }
@@ -1715,13 +1853,13 @@ public:
     explicit operator bool() const noexcept { return m_ != nullptr; }
 
     // Saves vars as checkpoint idx (>= 0), then applies retention. async: the arrays are copied first.
-    void save(const Vars& vars, int64_t idx) { detail::check(ckpt_manager_save(m_, vars.native(), idx)); }
+    void save(const Vars& vars, int64_t idx) { check(ckpt_manager_save(m_, vars.native(), idx)); }
     // Restores vars in place from checkpoint idx, or the newest readable one for `latest` (falling back past corrupt
     // files), and returns the index restored. Error(CKPT_ENOTFOUND) when there is no such checkpoint,
     // Error(CKPT_EMISMATCH) naming every missing variable.
     int64_t restore(Vars& vars, int64_t idx = latest) {
         int64_t restored = -1;
-        detail::check(ckpt_manager_restore(m_, vars.native(), idx, &restored));
+        check(ckpt_manager_restore(m_, vars.native(), idx, &restored));
         return restored;
     }
     // restore(vars, latest) for a training program's start: nullopt when there is no checkpoint yet (objax's
@@ -1733,14 +1871,14 @@ public:
             detail::forget_callback_failure();
             return std::nullopt;
         }
-        detail::check(rc);
+        check(rc);
         return restored;
     }
     // Reads checkpoint idx (or the newest readable one) into a new collection.
     ReadResult read(int64_t idx = latest) {
         ckpt_vars* out = nullptr;
         int64_t restored = -1;
-        detail::check(ckpt_manager_read(m_, idx, &out, &restored));
+        check(ckpt_manager_read(m_, idx, &out, &restored));
         return ReadResult{Vars(out), restored};
     }
     // The newest checkpoint index on disk (not validated), or nullopt if there is none.
@@ -1751,7 +1889,7 @@ public:
             detail::forget_callback_failure();
             return std::nullopt;
         }
-        detail::check(rc);
+        check(rc);
         return idx;
     }
     // Checkpoint indices, ascending.
@@ -1764,7 +1902,7 @@ public:
                 out.resize(count);
                 continue;
             }
-            detail::check(rc);
+            check(rc);
             out.resize(count);
             return out;
         }
@@ -1778,19 +1916,20 @@ public:
                 buf.resize(buf.size() * 4);
                 continue;
             }
-            detail::check(rc);
+            check(rc);
             buf.resize(std::strlen(buf.c_str()));
             return buf;
         }
     }
     // Waits for background saves; throws the first error not yet reported.
-    void wait() { detail::check(ckpt_manager_wait(m_)); }
+    void wait() { check(ckpt_manager_wait(m_)); }
     // Waits for background saves, unlocks the directory and frees the manager, throwing the first unreported error;
     // the object is empty after, whatever happened.
     void close() {
         const int rc = ckpt_manager_close(std::exchange(m_, nullptr));
         callbacks_.reset();
-        detail::check(rc);
+        std::shared_ptr<detail::StorageFailures> failures = std::move(failures_);
+        detail::check(rc, failures.get());
     }
 
 private:
@@ -1807,8 +1946,11 @@ private:
         }
     };
 
+    void check(int rc) { detail::check(rc, failures_.get()); }
+
     ckpt_manager* m_ = nullptr;
     std::unique_ptr<Callbacks> callbacks_;  // what the manager's callbacks point to, for its whole life
+    std::shared_ptr<detail::StorageFailures> failures_;  // what the storage's methods threw
 };
 
 // objax's checkpoint_idx: "…/0000000042.npz" -> 42; nullopt if the file name is not a checkpoint's.
