@@ -24,6 +24,7 @@
 
 #include <ckpt/ckpt.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <complex>
@@ -547,6 +548,16 @@ inline std::string dtype_string(Dtype d, size_t itemsize) {
     std::string s = dtype_name(d);
     if (has_array_itemsize(d)) s += " of " + std::to_string(itemsize) + "-byte items";
     return s;
+}
+
+// A bool is one byte 0 or 1, but ckpt hands files' '|b1' bytes over as they are: any other byte read as a bool
+// would be undefined behaviour, so typed bool access checks them first.
+inline void require_bools(const void* data, size_t n, const char* name) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    for (size_t k = 0; k < n; ++k)
+        if (bytes[k] > 1)
+            throw Error(CKPT_EFORMAT, std::string("'") + name + "': bool item " + std::to_string(k) + " is the byte " +
+                                          std::to_string(bytes[k]) + ", not 0 or 1");
 }
 
 inline uint32_t ndim_of(const Shape& shape, const char* where) {
@@ -1293,6 +1304,7 @@ private:
         if (n > 0 && reinterpret_cast<uintptr_t>(p) % alignof(E) != 0)
             throw Error(CKPT_EINVAL, std::string("ckpt::Vars::") + what + ": the data of '" + ckpt_vars_name(v_, i) +
                                          "' is not aligned for its type");
+        if constexpr (std::is_same_v<E, bool>) detail::require_bools(p, n, ckpt_vars_name(v_, i));
         return ArrayView<T>(static_cast<T*>(p), n);
     }
 
@@ -1433,9 +1445,11 @@ public:
     void read_into(const std::string& name, C& dst) {
         using R = detail::range_traits<C>;
         static_assert(!std::is_const_v<typename R::element>, "read_into writes into dst");
+        using E = std::remove_cv_t<typename R::element>;
         const size_t i = index(name);
-        require_type<std::remove_cv_t<typename R::element>>(i);
-        read_into(i, R::data(dst), R::size(dst) * sizeof(typename R::element));
+        require_type<E>(i);
+        read_into(i, R::data(dst), R::size(dst) * sizeof(E));
+        if constexpr (std::is_same_v<E, bool>) detail::require_bools(R::data(dst), nbytes(i), ckpt_npz_name(npz_, i));
     }
     // An array's items as a new vector, checked as Vars::get is (for bool, read_into a bool buffer).
     template <typename T>

@@ -247,6 +247,26 @@ TEST_CASE("Arrays of a dtype known only at run time go through the untyped calls
                          Catch::Predicate<ckpt::Error>([](const ckpt::Error& e) { return e.code() == CKPT_EINVAL; }));
 }
 
+TEST_CASE("Typed bool access refuses bytes other than 0 and 1, which a file may hold", "[vars][errors]") {
+    TempDir dir;
+    const unsigned char bytes[3] = {1, 0, 2};
+    ckpt::Vars vars;
+    vars.add("flags", ckpt::Dtype::bool_, {3}, bytes, ckpt::Ownership::copy);
+    ckpt::save(dir.path("b.npz"), vars);
+    const ckpt::Vars back = ckpt::read(dir.path("b.npz"));
+    try {
+        back.get<bool>("flags");
+        FAIL("a bool byte of 2 was handed out as a bool");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EFORMAT);
+        CHECK(std::string(e.what()) == "'flags': bool item 2 is the byte 2, not 0 or 1");
+    }
+    ckpt::Npz npz(dir.path("b.npz"));
+    bool dst[3];
+    CHECK_THROWS_WITH(npz.read_into("flags", dst), "'flags': bool item 2 is the byte 2, not 0 or 1");
+    CHECK(std::memcmp(back.data(0), bytes, 3) == 0);  // the raw bytes stay reachable
+}
+
 TEST_CASE("bfloat16 converts to and from float as ml_dtypes does", "[vars]") {
     CHECK(ckpt::bfloat16::from_float(1.0f) == ckpt::bfloat16{0x3f80});
     CHECK(ckpt::bfloat16::from_float(-2.0f).bits == 0xc000);
