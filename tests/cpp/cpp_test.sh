@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# cpp_test.sh <build-dir> <source-dir> <17|20|cross>
+# cpp_test.sh <build-dir> <source-dir> <17|20|cross|doc>
 # Builds the C++ binding's tests as a user of the installed ckpt would — the build's C++ compiler, the headers and
 # library of <build-dir>/stage found through pkg-config, an rpath to it, -Wall -Wextra -Werror -pedantic, and the
 # build's sanitizers when CKPT_SANITIZE is set — then runs them:
 #   17, 20  the Catch2 program (tests/cpp/test_*.cpp) as C++17 or C++20, in <build-dir>/tests/cpp/c++<std>/
 #   cross   tests/cpp/cross.cpp as <build-dir>/tests/cpp/cross_cpp (the C++ program of tests/cross/README.md),
 #           checked against itself
+#   doc     the first program of docs/cpp.md, which must print what the page says it prints
 # Objects are rebuilt only when their sources, the installed headers or the flags changed. Extra arguments after
 # the third go to the Catch2 program.
 set -euo pipefail
 
 if [ "$#" -lt 3 ]; then
-    echo "usage: $0 <build-dir> <source-dir> <17|20|cross> [catch args...]" >&2
+    echo "usage: $0 <build-dir> <source-dir> <17|20|cross|doc> [catch args...]" >&2
     exit 2
 fi
 build="$(cd "$1" && pwd)"
@@ -119,8 +120,26 @@ case "$what" in
         link "$out/cross_cpp" "$out/cross.o"
         bash "$here/cross_self_test.sh" "$out/cross_cpp"
         ;;
+    doc)
+        dir="$out/doc"
+        mkdir -p "$dir"
+        page="$src/docs/cpp.md"
+        # The first ```cpp block, and the "# <output>" line of the ```sh block after it.
+        awk '/^```cpp$/ { n++; inside = (n == 1); next } /^```$/ { inside = 0 } inside' "$page" >"$dir/example.cpp.new"
+        expected="$(awk '/^```sh$/ { inside = 1; next } /^```$/ { inside = 0 } inside && /^# / { print substr($0, 3); exit }' "$page")"
+        [ -s "$dir/example.cpp.new" ] && [ -n "$expected" ] || fail "docs/cpp.md has no example program and output"
+        cmp -s "$dir/example.cpp.new" "$dir/example.cpp" 2>/dev/null || mv "$dir/example.cpp.new" "$dir/example.cpp"
+        rm -f "$dir/example.cpp.new"
+        compile 17 "$dir/example.o" "$dir/example.cpp"
+        link "$dir/example" "$dir/example.o"
+        run_dir="$(mktemp -d "${TMPDIR:-/tmp}/ckpt-cpp-doc.XXXXXX")"
+        trap 'rm -rf "$run_dir"' EXIT
+        got="$(cd "$run_dir" && "$dir/example")" || fail "the example of docs/cpp.md failed"
+        [ "$got" = "$expected" ] || fail "the example of docs/cpp.md printed '$got', the page says '$expected'"
+        echo "docs/cpp.md: the example prints what the page says: $got"
+        ;;
     *)
-        echo "usage: $0 <build-dir> <source-dir> <17|20|cross> [catch args...]" >&2
+        echo "usage: $0 <build-dir> <source-dir> <17|20|cross|doc> [catch args...]" >&2
         exit 2
         ;;
 esac
