@@ -68,8 +68,9 @@ inline const char* version_string() noexcept { return ckpt_version_string(); }
 
 // -------------------------------------------------------------------------------------------------------- errors
 
-// Static text naming a CKPT_* code ("invalid argument").
-inline const char* strerror(int code) noexcept { return ckpt_strerror(code); }
+// Static text naming a CKPT_* code ("invalid argument"): ckpt_strerror. (Not "strerror", which would make
+// strerror(errno) ambiguous where ckpt is a used namespace.)
+inline const char* code_name(int code) noexcept { return ckpt_strerror(code); }
 
 namespace detail {
 struct ErrorAccess;
@@ -238,17 +239,6 @@ inline int current_exception_code(int fallback) noexcept {
     } catch (...) {
         note_callback_failure("an exception not derived from std::exception");
         return fallback;
-    }
-}
-
-// Runs f for a C caller: CKPT_OK, or the code of what it threw.
-template <typename F>
-int guarded(int fallback, F&& f) noexcept {
-    try {
-        f();
-        return CKPT_OK;
-    } catch (...) {
-        return current_exception_code(fallback);
     }
 }
 
@@ -579,10 +569,9 @@ struct range_traits<C, std::enable_if_t<std::is_array_v<C>>> {
     static constexpr bool value = is_element_v<element>;
     static void* data(C& c) noexcept { return const_cast<void*>(static_cast<const volatile void*>(&c)); }
     static size_t size(C&) noexcept { return sizeof(C) / sizeof(element); }
-    static Shape shape(C& c) {
+    static Shape shape(C&) {
         Shape s;
         extents<C>(s);
-        (void)c;
         return s;
     }
     template <typename A>
@@ -615,7 +604,6 @@ inline constexpr bool is_range_v = range_traits<std::remove_reference_t<C>>::val
 
 namespace detail {
 class StorageRef;
-struct StorageCallbacks;
 class NativeStorage;
 }  // namespace detail
 
@@ -623,9 +611,9 @@ class NativeStorage;
 // object store, HDFS, memory or behind an encryption layer; pass it as std::shared_ptr<Storage> in the options'
 // `storage` fields. ckpt reaches it through the callback table (ckpt_storage_new); every callback catches what
 // the method throws and hands ckpt a code: an Error's own code, CKPT_ENOMEM for std::bad_alloc, and CKPT_EIO for
-// any other exception (its what() appears in the message of the failing call, when that call runs on the same
-// thread). Throw Error(CKPT_ENOTFOUND) for a missing file or directory and Error(CKPT_EEXIST) from create when the
-// path exists: ckpt relies on both.
+// any other exception; its what() follows ckpt's message in the Error of the call that failed, whichever thread the
+// method ran on. Throw Error(CKPT_ENOTFOUND) for a missing file or directory and Error(CKPT_EEXIST) from create when
+// the path exists: ckpt relies on both (and they are answers, not failures: their messages are not kept).
 //
 // Methods may run on a writer's or manager's background thread, concurrently with calls from other threads, so they
 // must be thread-safe for different files. The storage lives as long as anything uses it: each user (an Npz, a
@@ -692,7 +680,6 @@ protected:
 private:
     friend class detail::StorageRef;
     friend class detail::NativeStorage;
-    friend struct detail::StorageCallbacks;
     ckpt_storage* native_ = nullptr;  // a storage of the library's own (memory, adopted): the caller's reference
 };
 

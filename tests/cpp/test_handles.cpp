@@ -180,7 +180,7 @@ TEST_CASE("Errors carry a code and a message; versions are the headers' and the 
     CHECK(e.code() == CKPT_EBUSY);
     CHECK(std::string(e.what()) == ckpt_strerror(CKPT_EBUSY));
     CHECK(std::string(ckpt::Error(CKPT_EIO, "x").what()) == "x");
-    CHECK(std::string(ckpt::strerror(CKPT_EMISMATCH)) == ckpt_strerror(CKPT_EMISMATCH));
+    CHECK(std::string(ckpt::code_name(CKPT_EMISMATCH)) == ckpt_strerror(CKPT_EMISMATCH));
     CHECK(std::string(ckpt::dtype_name(ckpt::Dtype::float8_e8m0fnu)) == "float8_e8m0fnu");
     CHECK(std::string(ckpt::dtype_name(static_cast<ckpt::Dtype>(999))) == "unknown");
     CHECK(ckpt::dtype_size(ckpt::Dtype::complex128) == 16);
