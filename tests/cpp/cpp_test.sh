@@ -103,7 +103,12 @@ case "$what" in
         dir="$out/c++$what"
         mkdir -p "$dir"
         objects=()
-        compile "$what" "$dir/catch_main.o" "$src/tests/catch_main.cpp"
+        # Catch2's runner is not ours: under the sanitizers GCC 12 reports -Wmaybe-uninitialized false positives in
+        # the libstdc++ <regex> it uses (GCC's manual warns that sanitizers cause such warnings). Only there, and only
+        # that warning, stays a warning.
+        catch_flags=()
+        [ -n "$sanitize" ] && catch_flags=(-Wno-error=maybe-uninitialized)
+        compile "$what" "$dir/catch_main.o" "$src/tests/catch_main.cpp" "${catch_flags[@]}"
         objects+=("$dir/catch_main.o")
         for source in "$here"/test_*.cpp; do
             object="$dir/$(basename "${source%.cpp}").o"
