@@ -1728,9 +1728,10 @@ private:
     // save call returns at most depth_ saves are queued or running (ckpt.h): every older one is over.
     void submitted(int rc, std::shared_ptr<detail::InFlight> call) {
         if (rc == CKPT_OK) in_flight_.push_back(std::move(call));  // an error means this save was not started
-        while (in_flight_.size() > depth_) {
-            retire(in_flight_.front());
-            in_flight_.pop_front();
+        if (in_flight_.size() > depth_) {
+            const auto over = in_flight_.begin() + static_cast<std::ptrdiff_t>(in_flight_.size() - depth_);
+            for (auto it = in_flight_.begin(); it != over; ++it) retire(*it);
+            in_flight_.erase(in_flight_.begin(), over);
         }
         checked(rc);
     }
@@ -1766,7 +1767,8 @@ private:
     WriterKind kind_;
     size_t depth_;
     std::shared_ptr<Storage> storage_;
-    std::deque<std::shared_ptr<detail::InFlight>> in_flight_;  // the last depth_ background saves' payloads
+    // The last depth_ background saves' payloads, oldest first (a vector: its moves cannot throw, a deque's can).
+    std::vector<std::shared_ptr<detail::InFlight>> in_flight_;
     std::vector<detail::CallbackFailure> thrown_;              // what background save functions threw
     std::shared_ptr<detail::StorageFailures> failures_;        // what the storage's methods threw
 };
