@@ -1,4 +1,4 @@
-// What the C++ binding's tests share: temporary directories, whole-file helpers, and MapStorage — a ckpt::Storage
+// What the C++ binding's tests share: temporary directories, reading and writing whole files, and MapStorage — a ckpt::Storage
 // written the way a user writes one (files in a std::map behind a mutex), with switches that make it fail.
 #pragma once
 
