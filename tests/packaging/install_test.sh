@@ -49,7 +49,7 @@ echo "-- cmake --install $build --prefix $prefix"
 run cmake --install "$build" --prefix "$prefix"
 
 # Installed files.
-for f in include/ckpt/ckpt.h include/ckpt/version.h; do
+for f in include/ckpt/ckpt.h include/ckpt/ckpt.hpp include/ckpt/version.h; do
     [ -f "$prefix/$f" ] || fail "not installed: $f"
 done
 lib="$(find "$prefix" -name libckpt.so -print -quit)"

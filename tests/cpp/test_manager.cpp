@@ -1,0 +1,277 @@
+// ckpt::Manager: numbered checkpoints, retention, resuming from the latest good one past corrupt files, the
+// directory lock, background saves and their errors.
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+
+using test::MapStorage;
+using test::TempDir;
+
+namespace {
+
+struct Trainer {
+    std::vector<float> w = std::vector<float>(4, 0.0f);
+    int64_t step = 0;
+    ckpt::Vars vars;
+    Trainer() {
+        vars.borrow("w", w, {2, 2});
+        vars.borrow("step", step);
+    }
+    void train_to(int64_t s) {
+        step = s;
+        for (size_t k = 0; k < w.size(); ++k) w[k] = static_cast<float>(s) + 0.25f * static_cast<float>(k);
+    }
+};
+
+struct Log {
+    std::mutex mutex;
+    std::vector<std::pair<ckpt::LogLevel, std::string>> lines;
+    std::function<void(ckpt::LogLevel, std::string_view)> sink() {
+        return [this](ckpt::LogLevel level, std::string_view line) {
+            std::lock_guard<std::mutex> lock(mutex);
+            lines.emplace_back(level, std::string(line));
+        };
+    }
+    bool has(ckpt::LogLevel level, const std::string& text) {
+        std::lock_guard<std::mutex> lock(mutex);
+        for (const auto& l : lines)
+            if (l.first == level && l.second.find(text) != std::string::npos) return true;
+        return false;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("A training loop saves, keeps the newest, and resumes from the latest checkpoint", "[manager]") {
+    TempDir dir;
+    Log log;
+    ckpt::ManagerOptions options;
+    options.keep = 2;
+    options.keep_every = 100;
+    options.log = log.sink();
+    {
+        ckpt::Manager manager(dir.path(), options);
+        Trainer t;
+        CHECK_FALSE(manager.resume(t.vars).has_value());  // nothing saved yet: start from scratch
+        CHECK(log.has(ckpt::LogLevel::info, "No checkpoints found"));
+        CHECK_FALSE(manager.latest_index().has_value());
+        CHECK(manager.list().empty());
+        try {
+            manager.restore(t.vars);
+            FAIL("restore with no checkpoint did not throw");
+        } catch (const ckpt::Error& e) {
+            CHECK(e.code() == CKPT_ENOTFOUND);
+            CHECK(std::string(e.what()) == ckpt_error_message());
+        }
+        for (int64_t s : {50, 100, 150, 200, 250}) {
+            t.train_to(s);
+            t.vars.set_metadata("step", std::to_string(s));
+            manager.save(t.vars, s);
+        }
+        CHECK(manager.list() == std::vector<int64_t>{100, 200, 250});  // newest two, and multiples of 100
+        CHECK(manager.latest_index() == std::optional<int64_t>(250));
+        CHECK(manager.path(250) == dir.path("ckpt/0000000250.npz"));
+        CHECK(ckpt::checkpoint_idx(manager.path(250)) == std::optional<int64_t>(250));
+        manager.close();
+        CHECK_FALSE(manager);
+    }
+    // A new process, as after a restart.
+    ckpt::Manager manager(dir.path(), options);
+    Trainer t;
+    CHECK(manager.resume(t.vars) == std::optional<int64_t>(250));
+    CHECK(t.step == 250);
+    CHECK(t.w[3] == 250.75f);
+    CHECK(t.vars.metadata("step") == std::optional<std::string_view>("250"));
+    CHECK(log.has(ckpt::LogLevel::info, "Resuming from"));
+    CHECK(manager.restore(t.vars, 100) == 100);
+    CHECK(t.step == 100);
+    auto [vars, idx] = manager.read();
+    CHECK(idx == 250);
+    CHECK(vars.scalar<int64_t>("step") == 250);
+    CHECK(manager.read(200).vars.get<float>("w")[0] == 200.0f);
+    try {
+        manager.restore(t.vars, 150);  // deleted by retention
+        FAIL("restoring a deleted checkpoint did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_ENOTFOUND);
+    }
+}
+
+TEST_CASE("Resuming skips a corrupt newest checkpoint, logging it, unless fallback is off", "[manager][errors]") {
+    TempDir dir;
+    Log log;
+    ckpt::ManagerOptions options;
+    options.log = log.sink();
+    Trainer t;
+    {
+        ckpt::Manager manager(dir.path(), options);
+        t.train_to(1);
+        manager.save(t.vars, 1);
+        t.train_to(2);
+        manager.save(t.vars, 2);
+    }
+    test::corrupt(dir.path("ckpt/0000000002.npz"), test::bytes_of(t.w));
+
+    ckpt::Manager manager(dir.path(), options);
+    Trainer back;
+    CHECK(manager.restore(back.vars) == 1);
+    CHECK(back.step == 1);
+    CHECK(log.has(ckpt::LogLevel::warning, "0000000002.npz"));
+    try {
+        manager.restore(back.vars, 2);  // a given index never falls back
+        FAIL("restoring the corrupt checkpoint did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EFORMAT);
+        CHECK_THAT(e.what(), Catch::Contains("0000000002.npz"));
+    }
+    manager.close();
+
+    options.fallback = false;
+    ckpt::Manager strict(dir.path(), options);
+    try {
+        strict.restore(back.vars);
+        FAIL("a corrupt newest checkpoint without fallback did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EFORMAT);
+    }
+}
+
+TEST_CASE("A restore into a collection that does not fit is CKPT_EMISMATCH naming the missing variables",
+          "[manager][errors]") {
+    TempDir dir;
+    ckpt::Manager manager(dir.path());
+    Trainer t;
+    t.train_to(3);
+    manager.save(t.vars, 3);
+    ckpt::Vars other;
+    other.add_zeros<float>("w", {2, 2});
+    other.add_zeros<float>("momentum", {2, 2});
+    try {
+        manager.restore(other);
+        FAIL("a mismatched restore did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EMISMATCH);
+        CHECK(std::string(e.what()) == ckpt_error_message());
+        CHECK_THAT(e.what(), Catch::Contains("momentum") && Catch::Contains("step"));
+    }
+    CHECK(other.get<float>("w")[0] == 0.0f);
+}
+
+TEST_CASE("A locked directory is CKPT_EBUSY, naming the holder, until its manager closes", "[manager][errors]") {
+    TempDir dir;
+    ckpt::Manager first(dir.path());
+    try {
+        ckpt::Manager second(dir.path());
+        FAIL("a second manager on the same directory did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EBUSY);
+        CHECK(std::string(e.what()) == ckpt_error_message());
+        CHECK_THAT(e.what(), Catch::Contains(std::to_string(getpid())));
+    }
+    first.close();
+    CHECK_NOTHROW(ckpt::Manager(dir.path()));
+}
+
+TEST_CASE("Options reach the manager: subdir, layout, no directory creation", "[manager]") {
+    TempDir dir;
+    ckpt::ManagerOptions options;
+    options.subdir = "";
+    options.npz.layout = ckpt::Layout::objax;
+    ckpt::Manager manager(dir.path(), options);
+    Trainer t;
+    manager.save(t.vars, 7);
+    CHECK(manager.path(7) == dir.path("0000000007.npz"));
+    ckpt::NpzOptions plain;
+    plain.layout = ckpt::Layout::plain;
+    CHECK(ckpt::read(manager.path(7), plain).names() == std::vector<std::string>{"names", "0", "1"});
+
+    ckpt::ManagerOptions no_dir;
+    no_dir.make_dir = false;
+    try {
+        ckpt::Manager missing(dir.path("absent"), no_dir);
+        FAIL("a missing directory with make_dir off did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_ENOTFOUND);
+    }
+    CHECK_THROWS_MATCHES(manager.save(t.vars, -5), ckpt::Error,
+                         Catch::Predicate<ckpt::Error>([](const ckpt::Error& e) { return e.code() == CKPT_EINVAL; }));
+}
+
+TEST_CASE("Async saves copy the arrays at once and report their errors at wait and close", "[manager][async]") {
+    auto storage = std::make_shared<MapStorage>();
+    ckpt::ManagerOptions options;
+    options.async = true;
+    options.queue_depth = 2;
+    options.storage = storage;
+    ckpt::Manager manager("run", options);
+    Trainer t;
+    t.train_to(1);
+    manager.save(t.vars, 1);
+    t.train_to(99);  // changes nothing already saved
+    manager.wait();
+    Trainer back;
+    CHECK(manager.restore(back.vars) == 1);
+    CHECK(back.w[0] == 1.0f);
+
+    storage->fail_writes("the object store said no");
+    manager.save(t.vars, 2);
+    try {
+        manager.wait();
+        FAIL("wait did not report the failed background save");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EIO);
+        const std::string library = ckpt_error_message();
+        CHECK_THAT(library, Catch::Contains("0000000002.npz"));
+        CHECK(std::string(e.what()) == library + ": the object store said no");
+    }
+    CHECK_NOTHROW(manager.wait());
+
+    manager.save(t.vars, 3);
+    try {
+        manager.close();
+        FAIL("close did not report the failed background save");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EIO);
+        CHECK_THAT(e.what(), Catch::Contains("0000000003.npz") && Catch::EndsWith(": the object store said no"));
+    }
+    CHECK_FALSE(manager);  // closed all the same
+    storage->heal();
+    ckpt::Manager again("run", options);
+    CHECK(again.list() == std::vector<int64_t>{1});
+}
+
+TEST_CASE("Managers in different threads work on their own directories", "[manager][threads]") {
+    TempDir dir;
+    std::vector<std::thread> threads;
+    std::vector<std::string> outcome(4);
+    for (int k = 0; k < 4; ++k) {
+        threads.emplace_back([&, k] {
+            try {
+                ckpt::Manager manager(dir.path("run" + std::to_string(k)));
+                Trainer t;
+                for (int64_t s = 1; s <= 3; ++s) {
+                    t.train_to(s * 10 + k);
+                    manager.save(t.vars, s);
+                }
+                Trainer back;
+                const int64_t idx = manager.restore(back.vars);
+                outcome[k] = "restored " + std::to_string(idx) + " at step " + std::to_string(back.step);
+            } catch (const ckpt::Error& e) {
+                outcome[k] = e.what();
+            }
+        });
+    }
+    for (auto& th : threads) th.join();
+    for (int k = 0; k < 4; ++k) CHECK(outcome[k] == "restored 3 at step " + std::to_string(30 + k));
+}
+
+TEST_CASE("checkpoint_idx is objax's, strict about names", "[manager]") {
+    CHECK(ckpt::checkpoint_idx("runs/ckpt/0000000042.npz") == std::optional<int64_t>(42));
+    CHECK(ckpt::checkpoint_idx("12345678901.npz") == std::optional<int64_t>(12345678901));
+    CHECK_FALSE(ckpt::checkpoint_idx("42.npz").has_value());
+    CHECK_FALSE(ckpt::checkpoint_idx("0000000042.npy").has_value());
+}

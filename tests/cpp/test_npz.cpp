@@ -1,0 +1,335 @@
+// Files: restores into the caller's own containers, the errors of missing, corrupt and mismatched files, lazy
+// access through ckpt::Npz, reading from memory, renamers and progress.
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstring>
+
+using test::TempDir;
+
+namespace {
+
+// What a training program keeps: its own arrays, borrowed by the collection.
+struct Model {
+    std::vector<float> w = {0.5f, -1.0f, 2.0f, 3.25f, -4.0f, 0.001f};
+    std::array<int32_t, 3> counts{{1, 2, 3}};
+    double grid[2][2] = {{1, 2}, {3, 4}};
+    int64_t step = 42;
+
+    void borrow_into(ckpt::Vars& vars) {
+        vars.borrow("w", w, {2, 3});
+        vars.borrow("counts", counts);
+        vars.borrow("grid", grid);
+        vars.borrow("step", step);
+    }
+    void clear() {
+        std::fill(w.begin(), w.end(), 0.0f);
+        counts = {};
+        std::memset(grid, 0, sizeof grid);
+        step = 0;
+    }
+};
+
+int code_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const ckpt::Error& e) {
+        return e.code();
+    }
+    return CKPT_OK;
+}
+
+}  // namespace
+
+TEST_CASE("A restore writes straight into the borrowed containers", "[npz][borrow]") {
+    TempDir dir;
+    Model model;
+    ckpt::Vars vars;
+    model.borrow_into(vars);
+    CHECK(vars.shape("grid") == ckpt::Shape{2, 2});
+    CHECK(vars.data(vars.index("w")) == model.w.data());  // borrowed, not copied
+    ckpt::save(dir.path("m.npz"), vars);
+
+    const Model saved = model;
+    model.clear();
+    CHECK(vars.get<float>("w")[0] == 0.0f);  // the collection sees the caller's bytes
+    ckpt::restore(dir.path("m.npz"), vars);
+    CHECK(model.w == saved.w);
+    CHECK(model.counts == saved.counts);
+    CHECK(std::memcmp(model.grid, saved.grid, sizeof model.grid) == 0);
+    CHECK(model.step == 42);
+
+    SECTION("a collection of copies is restored in place too, and read back through views") {
+        ckpt::Vars copies;
+        copies.add_zeros<float>("w", {2, 3});
+        copies.add_zeros<int64_t>("step", {});
+        ckpt::restore(dir.path("m.npz"), copies);  // extra arrays in the file are ignored
+        CHECK(copies.get<float>("w").to_vector() == saved.w);
+        CHECK(copies.scalar<int64_t>("step") == 42);
+    }
+#if defined(CKPT_HPP_HAS_SPAN)
+    SECTION("a std::span borrows what it views (C++20)") {
+        std::vector<float> storage(6, 0.0f);
+        std::span<float> view(storage);
+        ckpt::Vars spans;
+        spans.borrow("w", view, {2, 3});
+        ckpt::restore(dir.path("m.npz"), spans);
+        CHECK(storage == saved.w);
+        const std::span<const float> got = spans.get<float>("w");
+        CHECK(got.data() == storage.data());
+    }
+#endif
+}
+
+TEST_CASE("A missing file is CKPT_ENOTFOUND with ckpt's message", "[npz][errors]") {
+    TempDir dir;
+    const std::string path = dir.path("absent.npz");
+    try {
+        ckpt::read(path);
+        FAIL("reading a missing file did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_ENOTFOUND);
+        CHECK(std::string(e.code_name()) == ckpt_strerror(CKPT_ENOTFOUND));
+        CHECK(std::string(e.what()) == ckpt_error_message());
+        CHECK_THAT(e.what(), Catch::Contains(path));
+    }
+    ckpt::Vars vars;
+    vars.add_zeros<float>("w", {2});
+    CHECK(code_of([&] { ckpt::restore(path, vars); }) == CKPT_ENOTFOUND);
+    CHECK(code_of([&] { ckpt::Npz npz(path); }) == CKPT_ENOTFOUND);
+}
+
+TEST_CASE("A file with a flipped byte in an array's data is CKPT_EFORMAT naming the member", "[npz][errors]") {
+    TempDir dir;
+    const std::vector<float> w = {1.5f, 2.5f, 3.5f, 4.5f};
+    ckpt::Vars vars;
+    vars.add("w", w);
+    ckpt::save(dir.path("c.npz"), vars);
+    test::corrupt(dir.path("c.npz"), test::bytes_of(w));
+    try {
+        ckpt::read(dir.path("c.npz"));
+        FAIL("reading a corrupt file did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EFORMAT);
+        CHECK(std::string(e.what()) == ckpt_error_message());
+        CHECK_THAT(e.what(), Catch::Contains("c.npz") && Catch::Contains("w.npy") && Catch::Contains("CRC"));
+    }
+    // Opening reads only the headers; the data's CRC is checked when it is read.
+    ckpt::Npz npz(dir.path("c.npz"));
+    std::vector<float> dst(4);
+    CHECK(code_of([&] { npz.read_into("w", dst); }) == CKPT_EFORMAT);
+}
+
+TEST_CASE("A restore that does not fit is CKPT_EMISMATCH listing every missing variable, and changes nothing",
+          "[npz][errors]") {
+    TempDir dir;
+    ckpt::Vars saved;
+    saved.add<float>("w", {1, 2});
+    saved.add<int64_t>("extra", {7});
+    ckpt::save(dir.path("f.npz"), saved);
+
+    std::vector<float> w = {9, 9};
+    std::vector<float> b = {8};
+    int64_t step = 5;
+    ckpt::Vars vars;
+    vars.borrow("w", w);
+    vars.borrow("bias", b);
+    vars.borrow("step", step);
+    try {
+        ckpt::restore(dir.path("f.npz"), vars);
+        FAIL("a restore with missing variables did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EMISMATCH);
+        CHECK(std::string(e.what()) == ckpt_error_message());
+        CHECK_THAT(e.what(), Catch::Contains("bias") && Catch::Contains("step") && Catch::Contains("extra"));
+    }
+    CHECK(w == std::vector<float>{9, 9});  // headers are checked before any byte is written
+
+    ckpt::Vars wrong_shape;
+    std::vector<float> w3(3);
+    wrong_shape.borrow("w", w3);
+    CHECK(code_of([&] { ckpt::restore(dir.path("f.npz"), wrong_shape); }) == CKPT_EMISMATCH);
+}
+
+TEST_CASE("ckpt::Npz reads one array at a time, as its type, with the file's metadata", "[npz]") {
+    TempDir dir;
+    ckpt::Vars vars;
+    vars.add<double>("a", {1, 2, 3, 4, 5, 6}, {3, 2});
+    vars.add("flag", true);
+    vars.add("bf", std::vector<ckpt::bfloat16>{{0x3f80}, {0x0001}});
+    vars.set_metadata("step", "12");
+    vars.set_metadata("who", "me");
+    ckpt::NpzOptions objax;
+    objax.layout = ckpt::Layout::objax;
+    ckpt::save(dir.path("n.npz"), vars, objax);
+
+    ckpt::Npz npz(dir.path("n.npz"));
+    REQUIRE(npz);
+    CHECK(npz.size() == 3);  // names.npy and the metadata member are not arrays
+    CHECK(npz.names() == std::vector<std::string>{"a", "flag", "bf"});
+    CHECK(npz.name(2) == "bf");
+    CHECK(npz.dtype(0) == ckpt::Dtype::float64);
+    CHECK(npz.itemsize(0) == 8);
+    CHECK(npz.ndim(0) == 2);
+    CHECK(npz.shape(0) == ckpt::Shape{3, 2});
+    CHECK(npz.shape(1) == ckpt::Shape{});
+    CHECK(npz.nbytes(0) == 48);
+    CHECK(npz.dtype(2) == ckpt::Dtype::bfloat16);
+    CHECK(npz.metadata("step") == std::optional<std::string_view>("12"));
+    CHECK_FALSE(npz.metadata("nope").has_value());
+    CHECK(npz.metadata_count() == 2);
+    CHECK(npz.metadata_key(1) == "who");
+    CHECK(npz.metadata_value(1) == "me");
+    using Items = std::vector<std::pair<std::string, std::string>>;
+    CHECK(npz.metadata_items() == Items{{"step", "12"}, {"who", "me"}});
+
+    CHECK(npz.read<double>("a") == std::vector<double>{1, 2, 3, 4, 5, 6});
+    CHECK(npz.read<ckpt::bfloat16>("bf") == std::vector<ckpt::bfloat16>{{0x3f80}, {0x0001}});
+    bool flag[1] = {false};
+    npz.read_into("flag", flag);
+    CHECK(flag[0]);
+    std::array<double, 6> raw{};
+    npz.read_into(0, raw.data(), sizeof raw);
+    CHECK(raw[5] == 6);
+
+    try {
+        npz.read<float>("a");
+        FAIL("read<float> of a float64 array did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EMISMATCH);
+        CHECK(std::string(e.what()) == "ckpt::Npz: 'a' is float64, not float32");
+    }
+    std::array<double, 5> small{};
+    try {
+        npz.read_into("a", small);
+        FAIL("reading 6 items into 5 did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EBUFS);
+        CHECK(std::string(e.what()) == ckpt_error_message());
+    }
+    CHECK(code_of([&] { npz.index("nope"); }) == CKPT_ENOTFOUND);
+    CHECK(code_of([&] { npz.shape(3); }) == CKPT_ENOTFOUND);
+
+    npz.close();
+    CHECK_FALSE(npz);
+    CHECK(npz.size() == 0);
+    CHECK(code_of([&] { npz.read<double>("a"); }) == CKPT_EINVAL);
+}
+
+TEST_CASE("A file held in memory is read from its bytes", "[npz]") {
+    TempDir dir;
+    ckpt::Vars vars;
+    vars.add<uint8_t>("u", {1, 2, 3});
+    vars.set_metadata("k", "v");
+    ckpt::save(dir.path("mem.npz"), vars);
+    const std::string bytes = test::read_file(dir.path("mem.npz"));
+
+    const ckpt::Vars back = ckpt::read_memory(bytes);
+    CHECK(back.get<uint8_t>("u").to_vector() == std::vector<uint8_t>{1, 2, 3});
+    CHECK(back.metadata("k") == std::optional<std::string_view>("v"));
+    const std::vector<std::byte> as_bytes(reinterpret_cast<const std::byte*>(bytes.data()),
+                                          reinterpret_cast<const std::byte*>(bytes.data()) + bytes.size());
+    CHECK(ckpt::read_memory(as_bytes).size() == 1);
+    try {
+        ckpt::read_memory(bytes.data(), bytes.size() / 2);
+        FAIL("half a file did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EFORMAT);
+        CHECK_THAT(e.what(), Catch::Contains("<memory>"));
+    }
+}
+
+TEST_CASE("Deflate makes compressible arrays smaller and reads back the same", "[npz]") {
+    TempDir dir;
+    ckpt::Vars vars;
+    vars.add("zeros", std::vector<int64_t>(100000, 0));
+    ckpt::save(dir.path("s.npz"), vars);
+    ckpt::NpzOptions deflate;
+    deflate.compression = ckpt::Compression::deflate;
+    deflate.level = 9;
+    ckpt::save(dir.path("d.npz"), vars, deflate);
+    CHECK(test::read_file(dir.path("d.npz")).size() * 20 < test::read_file(dir.path("s.npz")).size());
+    CHECK(ckpt::read(dir.path("d.npz")).get<int64_t>("zeros").to_vector() == std::vector<int64_t>(100000, 0));
+
+    deflate.level = 10;
+    CHECK(code_of([&] { ckpt::save(dir.path("bad.npz"), vars, deflate); }) == CKPT_EINVAL);
+}
+
+TEST_CASE("A renamer maps the names on disk, once per name, and aborts with what it throws", "[npz][rename]") {
+    TempDir dir;
+    const std::string long_name(300, 'x');  // longer than the library's first buffer
+    ckpt::Vars saved;
+    saved.add<float>("old/w", {1, 2});
+    saved.add<float>("b", {3});
+    ckpt::save(dir.path("r.npz"), saved);
+
+    ckpt::Vars vars;
+    vars.add_zeros<float>("new/w", {2});
+    vars.add_zeros<float>(long_name, {1});
+    std::map<std::string, int> calls;
+    ckpt::NpzOptions options;
+    options.rename = [&](const std::string& name) {
+        ++calls[name];
+        if (name == "old/w") return std::string("new/w");
+        if (name == "b") return long_name;
+        return name;
+    };
+    ckpt::restore(dir.path("r.npz"), vars, options);
+    CHECK(vars.get<float>("new/w").to_vector() == std::vector<float>{1, 2});
+    CHECK(vars.get<float>(long_name)[0] == 3);
+    CHECK(calls == std::map<std::string, int>{{"old/w", 1}, {"b", 1}});
+
+    options.rename = [](const std::string& name) -> std::string {
+        if (name == "b") throw ckpt::Error(CKPT_EIO, "the name service is down");
+        return name;
+    };
+    try {
+        ckpt::restore(dir.path("r.npz"), vars, options);
+        FAIL("a throwing renamer did not abort the restore");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EIO);
+        CHECK_THAT(e.what(), Catch::StartsWith(ckpt_error_message()) && Catch::EndsWith(": the name service is down"));
+    }
+    options.rename = [](const std::string&) -> std::string { throw std::runtime_error("no names today"); };
+    try {
+        ckpt::restore(dir.path("r.npz"), vars, options);
+        FAIL("a renamer throwing std::runtime_error did not abort the restore");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_ERROR);
+        CHECK_THAT(e.what(), Catch::EndsWith(": no names today"));
+    }
+    // The next failure says nothing of the renamer's.
+    ckpt::Vars empty_name;
+    empty_name.add_zeros<float>("w", {2});
+    try {
+        ckpt::restore(dir.path("absent.npz"), empty_name);
+        FAIL("a missing file did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(std::string(e.what()) == ckpt_error_message());
+    }
+}
+
+TEST_CASE("Progress is reported up to the total, never decreasing, for saves and reads", "[npz][progress]") {
+    TempDir dir;
+    ckpt::Vars vars;
+    vars.add("a", std::vector<float>(1000, 1.0f));
+    vars.add("b", std::vector<int8_t>(24, 2));
+    std::vector<std::pair<uint64_t, uint64_t>> reports;
+    ckpt::NpzOptions options;
+    options.progress = [&](uint64_t done, uint64_t total) { reports.emplace_back(done, total); };
+    ckpt::save(dir.path("p.npz"), vars, options);
+    REQUIRE_FALSE(reports.empty());
+    CHECK(reports.back() == std::make_pair(uint64_t{4024}, uint64_t{4024}));
+    for (size_t k = 1; k < reports.size(); ++k) CHECK(reports[k].first >= reports[k - 1].first);
+
+    reports.clear();
+    CHECK(ckpt::read(dir.path("p.npz"), options).size() == 2);
+    REQUIRE_FALSE(reports.empty());
+    CHECK(reports.back().first == reports.back().second);
+
+    // A throwing progress function cannot fail the work.
+    options.progress = [](uint64_t, uint64_t) { throw std::runtime_error("ignored"); };
+    CHECK_NOTHROW(ckpt::save(dir.path("p.npz"), vars, options));
+}

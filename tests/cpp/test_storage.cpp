@@ -1,0 +1,207 @@
+// ckpt::Storage: a C++ subclass plugged in through the callback table and used by files, managers and writers;
+// what its methods throw becomes the failing call's code and message; it lives as long as anything uses it.
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+using test::MapStorage;
+
+namespace {
+
+ckpt::Vars small_model(float scale = 1.0f) {
+    ckpt::Vars vars;
+    vars.add<float>("w", {1 * scale, 2 * scale, 3 * scale, 4 * scale}, {2, 2});
+    vars.add("step", int64_t{3});
+    return vars;
+}
+
+}  // namespace
+
+TEST_CASE("Files are saved into and read from a Storage subclass", "[storage]") {
+    auto storage = std::make_shared<MapStorage>();
+    storage->make_dirs("runs/a");
+    ckpt::NpzOptions options;
+    options.storage = storage;
+    ckpt::save("runs/a/model.npz", small_model(), options);
+
+    CHECK(storage->paths() == std::vector<std::string>{"runs/a/model.npz"});  // the temporary was renamed away
+    CHECK(storage->counters().creates == 1);
+    CHECK(storage->counters().syncs == 1);
+    CHECK(storage->counters().closes == 1);
+    CHECK(storage->counters().renames == 1);
+
+    const ckpt::Vars back = ckpt::read("runs/a/model.npz", options);
+    CHECK(back.get<float>("w").to_vector() == std::vector<float>{1, 2, 3, 4});
+    ckpt::Vars into = small_model(0);
+    ckpt::restore("runs/a/model.npz", into, options);
+    CHECK(into.get<float>("w")[3] == 4);
+    ckpt::Npz npz("runs/a/model.npz", options);
+    CHECK(npz.read<int64_t>("step") == std::vector<int64_t>{3});
+
+    // Its bytes are an ordinary .npz: the same arrays read from memory.
+    CHECK(ckpt::read_memory(storage->contents("runs/a/model.npz")).get<float>("w")[0] == 1);
+
+    try {
+        ckpt::read("runs/a/absent.npz", options);
+        FAIL("a missing file in the storage did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_ENOTFOUND);  // the code the storage threw
+        CHECK(std::string(e.what()) == ckpt_error_message());
+    }
+}
+
+TEST_CASE("What a storage method throws fails the call with its code and message, leaving the target alone",
+          "[storage][errors]") {
+    auto storage = std::make_shared<MapStorage>();
+    ckpt::NpzOptions options;
+    options.storage = storage;
+    ckpt::save("model.npz", small_model(1), options);
+    const std::string before = storage->contents("model.npz");
+
+    storage->fail_writes("the bucket is over its quota");
+    try {
+        ckpt::save("model.npz", small_model(2), options);
+        FAIL("a failing storage did not fail the save");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EIO);  // a std::runtime_error from a storage is an I/O failure
+        const std::string library = ckpt_error_message();
+        CHECK_THAT(library, Catch::Contains("storage callback 'write'"));
+        CHECK(std::string(e.what()) == library + ": the bucket is over its quota");
+    }
+    CHECK(storage->contents("model.npz") == before);
+    CHECK(storage->paths() == std::vector<std::string>{"model.npz"});  // the temporary was removed
+
+    storage->heal();
+    ckpt::save("model.npz", small_model(2), options);
+    CHECK(ckpt::read("model.npz", options).get<float>("w")[0] == 2);
+}
+
+TEST_CASE("Appending saves reach open_append; a storage without it refuses them", "[storage][errors]") {
+    auto storage = std::make_shared<MapStorage>();
+    ckpt::Writer appender({ckpt::WriterKind::simple, 0, storage, std::nullopt});
+    ckpt::SaveOptions append;
+    append.append = true;
+    appender.save("log.txt", [](ckpt::Sink& s) { s.write("one\n"); }, append);
+    appender.save("log.txt", [](ckpt::Sink& s) { s.write("two\n"); }, append);
+    CHECK(storage->contents("log.txt") == "one\ntwo\n");
+
+    class Minimal final : public ckpt::Storage {
+    public:
+        void make_dirs(const std::string&) override {}
+        std::unique_ptr<OutputFile> create(const std::string&) override { throw ckpt::Error(CKPT_EIO, "read-only"); }
+        void rename(const std::string&, const std::string&) override {}
+        void remove(const std::string&) override {}
+        std::vector<std::string> list(const std::string&) override { return {}; }
+        std::unique_ptr<InputFile> open_read(const std::string& p) override { throw ckpt::Error(CKPT_ENOTFOUND, p); }
+    };
+    ckpt::Writer writer({ckpt::WriterKind::simple, 0, std::make_shared<Minimal>(), std::nullopt});
+    try {
+        writer.save("log.txt", [](ckpt::Sink& s) { s.write("x"); }, append);
+        FAIL("appending to a storage without open_append did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EUNSUPPORTED);
+        CHECK_THAT(e.what(), Catch::Contains("cannot append"));
+    }
+    try {
+        writer.save("file.bin", [](ckpt::Sink& s) { s.write("x"); });
+        FAIL("a storage whose create throws did not fail the save");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EIO);
+        CHECK_THAT(e.what(), Catch::Contains("storage callback 'create'") && Catch::EndsWith(": read-only"));
+    }
+}
+
+TEST_CASE("A manager keeps its checkpoints in a Storage subclass", "[storage][manager]") {
+    auto storage = std::make_shared<MapStorage>();
+    auto destroyed = std::make_shared<std::atomic<bool>>(false);
+    storage->on_destroy(destroyed);
+    std::weak_ptr<MapStorage> weak = storage;
+    {
+        ckpt::ManagerOptions options;
+        options.keep = 2;
+        options.storage = storage;
+        ckpt::Manager manager("logs", options);
+        storage.reset();  // the manager keeps it alive
+        for (int64_t i = 1; i <= 4; ++i) manager.save(small_model(static_cast<float>(i)), i * 10);
+        CHECK(manager.list() == std::vector<int64_t>{30, 40});
+        CHECK(manager.path(40) == "logs/ckpt/0000000040.npz");
+
+        auto locked = weak.lock();
+        REQUIRE(locked);
+        CHECK(locked->exists("logs/ckpt/0000000040.npz"));
+        CHECK_FALSE(locked->exists("logs/ckpt/0000000010.npz"));  // retention removed it through the storage
+        locked.reset();
+
+        ckpt::Vars vars = small_model(0);
+        CHECK(manager.restore(vars) == 40);
+        CHECK(vars.get<float>("w")[0] == 4);
+        auto [read, idx] = manager.read(30);
+        CHECK(idx == 30);
+        CHECK(read.get<float>("w")[0] == 3);
+        CHECK_FALSE(*destroyed);
+    }
+    CHECK(*destroyed);  // released with its last user
+}
+
+TEST_CASE("ckpt's memory storage holds files for managers, writers and files alike", "[storage][memory]") {
+    std::shared_ptr<ckpt::Storage> memory = ckpt::Storage::memory();
+    ckpt::NpzOptions options;
+    options.storage = memory;
+    ckpt::save("model.npz", small_model(5), options);
+    CHECK(ckpt::read("model.npz", options).get<float>("w")[0] == 5);
+
+    ckpt::ManagerOptions m;
+    m.storage = memory;
+    ckpt::Manager manager("run", m);
+    manager.save(small_model(6), 1);
+
+    // A second manager on the same directory of the same memory storage is locked out.
+    try {
+        ckpt::Manager second("run", m);
+        FAIL("a second manager on a locked directory did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EBUSY);
+    }
+
+    ckpt::Writer writer({ckpt::WriterKind::queue, 2, memory, std::string("run/ckpt")});
+    writer.save_vars("extra.npz", small_model(7));
+    writer.wait();
+    options.storage = memory;
+    CHECK(ckpt::read("run/ckpt/extra.npz", options).get<float>("w")[0] == 7);
+    CHECK(manager.list() == std::vector<int64_t>{1});  // extra.npz is not a checkpoint name
+
+    // Its C++ methods have nothing to reach: only ckpt's calls use it.
+    try {
+        memory->make_dirs("x");
+        FAIL("a method of the memory storage did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EUNSUPPORTED);
+    }
+}
+
+TEST_CASE("Managers and writers refuse a storage given in their npz options instead of their own", "[storage]") {
+    ckpt::ManagerOptions m;
+    m.npz.storage = ckpt::Storage::memory();
+    try {
+        ckpt::Manager manager("nowhere", m);
+        FAIL("a manager with a storage in its npz options did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EINVAL);
+        CHECK_THAT(e.what(), Catch::Contains("give it as the storage option"));
+    }
+    ckpt::Writer writer({ckpt::WriterKind::simple, 0, ckpt::Storage::memory(), std::nullopt});
+    ckpt::NpzOptions npz;
+    npz.storage = ckpt::Storage::memory();
+    CHECK_THROWS_AS(writer.save_vars("a.npz", small_model(), npz), ckpt::Error);
+}
+
+TEST_CASE("A C storage is adopted and used through ckpt's calls", "[storage]") {
+    ckpt_storage* raw = nullptr;
+    REQUIRE(ckpt_storage_new_memory(&raw) == CKPT_OK);
+    std::shared_ptr<ckpt::Storage> adopted = ckpt::Storage::adopt(raw);
+    ckpt::NpzOptions options;
+    options.storage = adopted;
+    ckpt::save("a.npz", small_model(9), options);
+    CHECK(ckpt::read("a.npz", options).get<float>("w")[0] == 9);
+    CHECK_THROWS_AS(ckpt::Storage::adopt(nullptr), ckpt::Error);
+}
