@@ -1406,6 +1406,15 @@ public:
         return Shape(s, s + ckpt_npz_ndim(npz_, i));
     }
     size_t nbytes(size_t i) const { return ckpt_npz_nbytes(npz_, at(i)); }
+    // How the file holds array i, for inspection tools: its zip member ("w.npy"; borrowed), stored or deflated,
+    // its bytes in the file, its CRC-32, and the file offset of its first data byte (stored arrays; 0 deflated).
+    std::string_view member_name(size_t i) const { return ckpt_npz_member_name(npz_, at(i)); }
+    Compression compression(size_t i) const { return static_cast<Compression>(ckpt_npz_compression(npz_, at(i))); }
+    uint64_t stored_bytes(size_t i) const { return ckpt_npz_stored_bytes(npz_, at(i)); }
+    uint32_t crc32(size_t i) const { return ckpt_npz_crc32(npz_, at(i)); }
+    uint64_t data_offset(size_t i) const { return ckpt_npz_data_offset(npz_, at(i)); }
+    // The layout the file was read in: Layout::plain or Layout::objax.
+    Layout layout() const { return static_cast<Layout>(ckpt_npz_layout(npz_)); }
     // The position of name (a linear search), or nullopt.
     std::optional<size_t> find(const std::string& name) const {
         for (size_t i = 0; i < size(); ++i)
@@ -1790,6 +1799,9 @@ struct ManagerOptions {
     bool fallback = true;         // restore(latest) tries older checkpoints past unreadable ones
     bool make_dir = true;         // create the directory (false: CKPT_MANAGER_NO_MAKEDIR)
     bool verbose = false;         // log to stderr when there is no log function (CKPT_MANAGER_VERBOSE)
+    // For tools and evaluators: open a directory another manager may hold, without a lock, cleanup or saves
+    // (CKPT_MANAGER_READ_ONLY).
+    bool read_only = false;
     uint32_t queue_depth = 0;     // async: saves in flight before save() blocks; 0 = 1
     std::optional<std::string> subdir;  // nullopt = "ckpt" (objax's DIR_NAME); "" = the logdir itself
     NpzOptions npz;                     // how saves write (reads detect the layout); leave npz.storage unset
@@ -1819,7 +1831,8 @@ public:
         if (options.keep) c.keep = *options.keep;
         c.keep_every = options.keep_every;
         c.flags = (options.async ? CKPT_MANAGER_ASYNC : 0u) | (options.fallback ? 0u : CKPT_MANAGER_NO_FALLBACK) |
-                  (options.make_dir ? 0u : CKPT_MANAGER_NO_MAKEDIR) | (options.verbose ? CKPT_MANAGER_VERBOSE : 0u);
+                  (options.make_dir ? 0u : CKPT_MANAGER_NO_MAKEDIR) | (options.verbose ? CKPT_MANAGER_VERBOSE : 0u) |
+                  (options.read_only ? CKPT_MANAGER_READ_ONLY : 0u);
         c.queue_depth = options.queue_depth;
         c.subdir = options.subdir ? options.subdir->c_str() : nullptr;
         c.npz = &npz.c;

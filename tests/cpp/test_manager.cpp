@@ -275,3 +275,21 @@ TEST_CASE("checkpoint_idx is objax's, strict about names", "[manager]") {
     CHECK_FALSE(ckpt::checkpoint_idx("42.npz").has_value());
     CHECK_FALSE(ckpt::checkpoint_idx("0000000042.npy").has_value());
 }
+
+TEST_CASE("A read-only manager reads a directory another manager holds, and cannot save", "[manager]") {
+    TempDir dir;
+    ckpt::Manager owner(dir.path());
+    Trainer t;
+    owner.save(t.vars, 7);
+    ckpt::ManagerOptions options;
+    options.read_only = true;
+    ckpt::Manager reader(dir.path(), options);  // no CKPT_EBUSY: no lock taken
+    CHECK(reader.list() == std::vector<int64_t>{7});
+    try {
+        reader.save(t.vars, 8);
+        FAIL("a read-only manager saved");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EINVAL);
+        CHECK_THAT(e.what(), Catch::Matchers::Contains("read-only"));
+    }
+}

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <fstream>
+
 #include <array>
 #include <cstring>
 
@@ -332,4 +334,36 @@ TEST_CASE("Progress is reported up to the total, never decreasing, for saves and
     // A throwing progress function cannot fail the work.
     options.progress = [](uint64_t, uint64_t) { throw std::runtime_error("ignored"); };
     CHECK_NOTHROW(ckpt::save(dir.path("p.npz"), vars, options));
+}
+
+TEST_CASE("ckpt::Npz tells how the file holds each array: member, compression, bytes, CRC-32, offset", "[npz]") {
+    TempDir dir;
+    ckpt::Vars vars;
+    std::vector<float> w(64);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i);
+    vars.add("w", w, ckpt::Shape{64});
+    for (const ckpt::Compression compression : {ckpt::Compression::store, ckpt::Compression::deflate}) {
+        ckpt::NpzOptions options;
+        options.layout = ckpt::Layout::objax;
+        options.compression = compression;
+        ckpt::save(dir.path("m.npz"), vars, options);
+        ckpt::Npz npz(dir.path("m.npz"));
+        CHECK(npz.layout() == ckpt::Layout::objax);
+        CHECK(npz.member_name(0) == "0.npy");
+        CHECK(npz.compression(0) == compression);
+        CHECK(npz.crc32(0) != 0);
+        if (compression == ckpt::Compression::store) {
+            CHECK(npz.stored_bytes(0) == 128 + 256);  // numpy's 128-byte npy header, then the data
+            CHECK(npz.data_offset(0) % 64 == 0);
+            std::ifstream in(dir.path("m.npz"), std::ios::binary);
+            in.seekg(static_cast<std::streamoff>(npz.data_offset(0)));
+            std::vector<float> at(64);
+            in.read(reinterpret_cast<char*>(at.data()), 256);
+            CHECK(at == w);  // the array's bytes are at the offset
+        } else {
+            CHECK(npz.stored_bytes(0) < 128 + 256);
+            CHECK(npz.data_offset(0) == 0);
+        }
+        CHECK_THROWS_AS(npz.member_name(1), ckpt::Error);
+    }
 }
