@@ -314,36 +314,19 @@ struct bfloat16 {
     friend constexpr bool operator==(bfloat16 a, bfloat16 b) noexcept { return a.bits == b.bits; }
     friend constexpr bool operator!=(bfloat16 a, bfloat16 b) noexcept { return a.bits != b.bits; }
 };
-struct float8_e4m3fn {
+// The float8 types, one per dtype: raw bits, as ml_dtypes lays them out (ckpt converts no values).
+template <Dtype D>
+struct float8 {
     uint8_t bits;
-    static constexpr float8_e4m3fn from_bits(uint8_t b) noexcept { return float8_e4m3fn{b}; }
-    friend constexpr bool operator==(float8_e4m3fn a, float8_e4m3fn b) noexcept { return a.bits == b.bits; }
-    friend constexpr bool operator!=(float8_e4m3fn a, float8_e4m3fn b) noexcept { return a.bits != b.bits; }
+    static constexpr float8 from_bits(uint8_t b) noexcept { return float8{b}; }
+    friend constexpr bool operator==(float8 a, float8 b) noexcept { return a.bits == b.bits; }
+    friend constexpr bool operator!=(float8 a, float8 b) noexcept { return a.bits != b.bits; }
 };
-struct float8_e5m2 {
-    uint8_t bits;
-    static constexpr float8_e5m2 from_bits(uint8_t b) noexcept { return float8_e5m2{b}; }
-    friend constexpr bool operator==(float8_e5m2 a, float8_e5m2 b) noexcept { return a.bits == b.bits; }
-    friend constexpr bool operator!=(float8_e5m2 a, float8_e5m2 b) noexcept { return a.bits != b.bits; }
-};
-struct float8_e4m3fnuz {
-    uint8_t bits;
-    static constexpr float8_e4m3fnuz from_bits(uint8_t b) noexcept { return float8_e4m3fnuz{b}; }
-    friend constexpr bool operator==(float8_e4m3fnuz a, float8_e4m3fnuz b) noexcept { return a.bits == b.bits; }
-    friend constexpr bool operator!=(float8_e4m3fnuz a, float8_e4m3fnuz b) noexcept { return a.bits != b.bits; }
-};
-struct float8_e5m2fnuz {
-    uint8_t bits;
-    static constexpr float8_e5m2fnuz from_bits(uint8_t b) noexcept { return float8_e5m2fnuz{b}; }
-    friend constexpr bool operator==(float8_e5m2fnuz a, float8_e5m2fnuz b) noexcept { return a.bits == b.bits; }
-    friend constexpr bool operator!=(float8_e5m2fnuz a, float8_e5m2fnuz b) noexcept { return a.bits != b.bits; }
-};
-struct float8_e8m0fnu {
-    uint8_t bits;
-    static constexpr float8_e8m0fnu from_bits(uint8_t b) noexcept { return float8_e8m0fnu{b}; }
-    friend constexpr bool operator==(float8_e8m0fnu a, float8_e8m0fnu b) noexcept { return a.bits == b.bits; }
-    friend constexpr bool operator!=(float8_e8m0fnu a, float8_e8m0fnu b) noexcept { return a.bits != b.bits; }
-};
+using float8_e4m3fn = float8<Dtype::float8_e4m3fn>;
+using float8_e5m2 = float8<Dtype::float8_e5m2>;
+using float8_e4m3fnuz = float8<Dtype::float8_e4m3fnuz>;
+using float8_e5m2fnuz = float8<Dtype::float8_e5m2fnuz>;
+using float8_e8m0fnu = float8<Dtype::float8_e8m0fnu>;
 
 // Fixed-width items of the per-array dtypes, one item each: numpy '|S<N>' (N bytes, zero-padded), '<U<N>' (N
 // UTF-32 code units, zero-padded) and '|V<N>' (N raw bytes). std::vector<ckpt::fixed_bytes<8>> is a '|S8' array.
@@ -436,11 +419,7 @@ template <> struct dtype_of<std::complex<float>> { static constexpr Dtype value 
 template <> struct dtype_of<std::complex<double>> { static constexpr Dtype value = Dtype::complex128; };
 template <> struct dtype_of<float16> { static constexpr Dtype value = Dtype::float16; };
 template <> struct dtype_of<bfloat16> { static constexpr Dtype value = Dtype::bfloat16; };
-template <> struct dtype_of<float8_e4m3fn> { static constexpr Dtype value = Dtype::float8_e4m3fn; };
-template <> struct dtype_of<float8_e5m2> { static constexpr Dtype value = Dtype::float8_e5m2; };
-template <> struct dtype_of<float8_e4m3fnuz> { static constexpr Dtype value = Dtype::float8_e4m3fnuz; };
-template <> struct dtype_of<float8_e5m2fnuz> { static constexpr Dtype value = Dtype::float8_e5m2fnuz; };
-template <> struct dtype_of<float8_e8m0fnu> { static constexpr Dtype value = Dtype::float8_e8m0fnu; };
+template <Dtype D> struct dtype_of<float8<D>> { static constexpr Dtype value = D; };
 template <size_t N> struct dtype_of<fixed_bytes<N>> { static constexpr Dtype value = Dtype::bytes; };
 template <size_t N> struct dtype_of<fixed_unicode<N>> { static constexpr Dtype value = Dtype::unicode; };
 template <size_t N> struct dtype_of<raw<N>> { static constexpr Dtype value = Dtype::void_; };

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -40,6 +41,16 @@ public:
 private:
     std::string path_;
 };
+
+// The code of the ckpt::Error f throws; CKPT_OK when it throws none.
+inline int code_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const ckpt::Error& e) {
+        return e.code();
+    }
+    return CKPT_OK;
+}
 
 inline std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);

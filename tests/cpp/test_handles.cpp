@@ -77,17 +77,6 @@ static_assert(can_borrow<float&>::value);
 
 // ---------------------------------------------------------------------------------------------------- run time
 
-namespace {
-int code_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const ckpt::Error& e) {
-        return e.code();
-    }
-    return CKPT_OK;
-}
-}  // namespace
-
 TEST_CASE("A user's dtype_of specialization is used for its type", "[handles]") {
     ckpt::Vars vars;
     const std::vector<my_half> halves = {{0x3c00}, {0xc000}};
@@ -109,11 +98,11 @@ TEST_CASE("A moved-from Vars is empty: getters answer as for NULL, changes throw
     CHECK(a.metadata_count() == 0);
     CHECK_FALSE(a.metadata("k").has_value());
     CHECK_FALSE(a.find("x").has_value());
-    CHECK(code_of([&] { a.add("y", 2.0); }) == CKPT_EINVAL);
-    CHECK(code_of([&] { a.set_metadata("k", "v"); }) == CKPT_EINVAL);
-    CHECK(code_of([&] { a.index("x"); }) == CKPT_EINVAL);
-    CHECK(code_of([&] { a.get<double>(0); }) == CKPT_EINVAL);
-    CHECK(code_of([&] { ckpt::save("/nonexistent/a.npz", a); }) == CKPT_EINVAL);
+    CHECK(test::code_of([&] { a.add("y", 2.0); }) == CKPT_EINVAL);
+    CHECK(test::code_of([&] { a.set_metadata("k", "v"); }) == CKPT_EINVAL);
+    CHECK(test::code_of([&] { a.index("x"); }) == CKPT_EINVAL);
+    CHECK(test::code_of([&] { a.get<double>(0); }) == CKPT_EINVAL);
+    CHECK(test::code_of([&] { ckpt::save("/nonexistent/a.npz", a); }) == CKPT_EINVAL);
 
     ckpt::Vars c;
     c.add("z", 3);
@@ -139,9 +128,9 @@ TEST_CASE("Moved-from Npz, Writer and Manager are empty, throw CKPT_EINVAL when 
     CHECK_FALSE(npz);
     CHECK(npz.size() == 0);
     CHECK(npz2.read<float>("w") == std::vector<float>{1, 2});
-    CHECK(code_of([&] { npz.read<float>("w"); }) == CKPT_EINVAL);
+    CHECK(test::code_of([&] { npz.read<float>("w"); }) == CKPT_EINVAL);
     std::vector<float> dst(2);
-    CHECK(code_of([&] { npz.read_into(0, dst.data(), 8); }) == CKPT_EINVAL);
+    CHECK(test::code_of([&] { npz.read_into(0, dst.data(), 8); }) == CKPT_EINVAL);
 
     ckpt::WriterOptions wo;
     wo.kind = ckpt::WriterKind::queue;
@@ -151,9 +140,9 @@ TEST_CASE("Moved-from Npz, Writer and Manager are empty, throw CKPT_EINVAL when 
     ckpt::Writer writer2(std::move(writer));
     CHECK_FALSE(writer);
     CHECK(writer.native() == nullptr);
-    CHECK(code_of([&] { writer.save("x.bin", [](ckpt::Sink&) {}); }) == CKPT_EINVAL);
-    CHECK(code_of([&] { writer.save_vars("x.npz", vars); }) == CKPT_EINVAL);
-    CHECK(code_of([&] { writer.wait(); }) == CKPT_EINVAL);
+    CHECK(test::code_of([&] { writer.save("x.bin", [](ckpt::Sink&) {}); }) == CKPT_EINVAL);
+    CHECK(test::code_of([&] { writer.save_vars("x.npz", vars); }) == CKPT_EINVAL);
+    CHECK(test::code_of([&] { writer.wait(); }) == CKPT_EINVAL);
     writer2.save("two.bin", [](ckpt::Sink& s) { s.write("2"); });
     writer2.finalize();
     CHECK(test::read_file(dir.path("one.bin")) == "1");
@@ -162,9 +151,9 @@ TEST_CASE("Moved-from Npz, Writer and Manager are empty, throw CKPT_EINVAL when 
     ckpt::Manager manager(dir.path("run"));
     ckpt::Manager manager2(std::move(manager));
     CHECK_FALSE(manager);
-    CHECK(code_of([&] { manager.save(vars, 1); }) == CKPT_EINVAL);
-    CHECK(code_of([&] { manager.list(); }) == CKPT_EINVAL);
-    CHECK(code_of([&] { manager.wait(); }) == CKPT_EINVAL);
+    CHECK(test::code_of([&] { manager.save(vars, 1); }) == CKPT_EINVAL);
+    CHECK(test::code_of([&] { manager.list(); }) == CKPT_EINVAL);
+    CHECK(test::code_of([&] { manager.wait(); }) == CKPT_EINVAL);
     CHECK_NOTHROW(manager.close());  // closing nothing is fine
     manager2.save(vars, 1);
     CHECK(manager2.list() == std::vector<int64_t>{1});

@@ -34,14 +34,6 @@ struct Model {
     }
 };
 
-int code_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const ckpt::Error& e) {
-        return e.code();
-    }
-    return CKPT_OK;
-}
 
 }  // namespace
 
@@ -99,8 +91,8 @@ TEST_CASE("A missing file is CKPT_ENOTFOUND with ckpt's message", "[npz][errors]
     }
     ckpt::Vars vars;
     vars.add_zeros<float>("w", {2});
-    CHECK(code_of([&] { ckpt::restore(path, vars); }) == CKPT_ENOTFOUND);
-    CHECK(code_of([&] { ckpt::Npz npz(path); }) == CKPT_ENOTFOUND);
+    CHECK(test::code_of([&] { ckpt::restore(path, vars); }) == CKPT_ENOTFOUND);
+    CHECK(test::code_of([&] { ckpt::Npz npz(path); }) == CKPT_ENOTFOUND);
 }
 
 TEST_CASE("A file with a flipped byte in an array's data is CKPT_EFORMAT naming the member", "[npz][errors]") {
@@ -121,7 +113,7 @@ TEST_CASE("A file with a flipped byte in an array's data is CKPT_EFORMAT naming 
     // Opening reads only the headers; the data's CRC is checked when it is read.
     ckpt::Npz npz(dir.path("c.npz"));
     std::vector<float> dst(4);
-    CHECK(code_of([&] { npz.read_into("w", dst); }) == CKPT_EFORMAT);
+    CHECK(test::code_of([&] { npz.read_into("w", dst); }) == CKPT_EFORMAT);
 }
 
 TEST_CASE("A restore that does not fit is CKPT_EMISMATCH listing every missing variable, and changes nothing",
@@ -152,7 +144,7 @@ TEST_CASE("A restore that does not fit is CKPT_EMISMATCH listing every missing v
     ckpt::Vars wrong_shape;
     std::vector<float> w3(3);
     wrong_shape.borrow("w", w3);
-    CHECK(code_of([&] { ckpt::restore(dir.path("f.npz"), wrong_shape); }) == CKPT_EMISMATCH);
+    CHECK(test::code_of([&] { ckpt::restore(dir.path("f.npz"), wrong_shape); }) == CKPT_EMISMATCH);
 }
 
 TEST_CASE("ckpt::Npz reads one array at a time, as its type, with the file's metadata", "[npz]") {
@@ -211,13 +203,13 @@ TEST_CASE("ckpt::Npz reads one array at a time, as its type, with the file's met
         CHECK(e.code() == CKPT_EBUFS);
         CHECK(std::string(e.what()) == ckpt_error_message());
     }
-    CHECK(code_of([&] { npz.index("nope"); }) == CKPT_ENOTFOUND);
-    CHECK(code_of([&] { npz.shape(3); }) == CKPT_ENOTFOUND);
+    CHECK(test::code_of([&] { npz.index("nope"); }) == CKPT_ENOTFOUND);
+    CHECK(test::code_of([&] { npz.shape(3); }) == CKPT_ENOTFOUND);
 
     npz.close();
     CHECK_FALSE(npz);
     CHECK(npz.size() == 0);
-    CHECK(code_of([&] { npz.read<double>("a"); }) == CKPT_EINVAL);
+    CHECK(test::code_of([&] { npz.read<double>("a"); }) == CKPT_EINVAL);
 }
 
 TEST_CASE("A file held in memory is read from its bytes", "[npz]") {
@@ -256,7 +248,7 @@ TEST_CASE("Deflate makes compressible arrays smaller and reads back the same", "
     CHECK(ckpt::read(dir.path("d.npz")).get<int64_t>("zeros").to_vector() == std::vector<int64_t>(100000, 0));
 
     deflate.level = 10;
-    CHECK(code_of([&] { ckpt::save(dir.path("bad.npz"), vars, deflate); }) == CKPT_EINVAL);
+    CHECK(test::code_of([&] { ckpt::save(dir.path("bad.npz"), vars, deflate); }) == CKPT_EINVAL);
 }
 
 TEST_CASE("A renamer maps the names on disk, once per name, and aborts with what it throws", "[npz][rename]") {
