@@ -1,5 +1,6 @@
 // ckpt cat FILE NAME: one array's values, summarised as numpy prints large arrays (the first and last 3 along
 // each axis), every value with --full, or as JSON.
+#include "array_format.hpp"
 #include "commands.hpp"
 #include "text.hpp"
 
@@ -19,12 +20,6 @@ struct CatOptions {
     bool json = false;
 };
 
-// numpy's defaults: arrays of more than 1000 elements are summarised to 3 items at each end of every axis, and
-// lines wrap at 75 characters.
-constexpr uint64_t kSummaryThreshold = 1000;
-constexpr int64_t kEdgeItems = 3;
-constexpr size_t kLineWidth = 75;
-
 // Output through one growing buffer, written out in large pieces.
 class Out {
 public:
@@ -41,102 +36,6 @@ public:
 
 private:
     std::string buf_;
-};
-
-class Printer {
-public:
-    Printer(const ArrayView& a, bool summarise) : a_(a), summarise_(summarise) {
-        stride_.assign(a.shape.size(), 1);
-        for (size_t k = a.shape.size(); k-- > 1;) stride_[k - 1] = stride_[k] * static_cast<uint64_t>(a.shape[k]);
-    }
-
-    void print(Out& out) {
-        if (a_.shape.empty()) {
-            out << format_element(a_, 0) << "\n";
-            return;
-        }
-        if (a_.count() == 0) {
-            out << "[]\n";
-            return;
-        }
-        visit(0, 0, [&](uint64_t i) { width_ = std::max(width_, text_width(format_element(a_, i))); });
-        column_ = 0;
-        render(0, 0, out);
-        out << "\n";
-    }
-
-private:
-    // The indices shown along an axis of n items: all, or the first and last kEdgeItems around a -1 (the "...").
-    std::vector<int64_t> shown(int64_t n) const {
-        std::vector<int64_t> at;
-        if (summarise_ && n > 2 * kEdgeItems) {
-            for (int64_t k = 0; k < kEdgeItems; ++k) at.push_back(k);
-            at.push_back(-1);
-            for (int64_t k = n - kEdgeItems; k < n; ++k) at.push_back(k);
-        } else {
-            for (int64_t k = 0; k < n; ++k) at.push_back(k);
-        }
-        return at;
-    }
-
-    template <typename F>
-    void visit(size_t axis, uint64_t offset, const F& leaf) {
-        for (int64_t k : shown(a_.shape[axis])) {
-            if (k < 0) continue;
-            const uint64_t at = offset + static_cast<uint64_t>(k) * stride_[axis];
-            if (axis + 1 == a_.shape.size()) {
-                leaf(at);
-            } else {
-                visit(axis + 1, at, leaf);
-            }
-        }
-    }
-
-    void put(Out& out, const std::string& s) {
-        out << s;
-        column_ += text_width(s);
-    }
-    void newline(Out& out, size_t lines, size_t indent) {
-        out << std::string(lines, '\n') + std::string(indent, ' ');
-        column_ = indent;
-    }
-
-    void render(size_t axis, uint64_t offset, Out& out) {
-        put(out, "[");
-        const std::vector<int64_t> at = shown(a_.shape[axis]);
-        const bool innermost = axis + 1 == a_.shape.size();
-        for (size_t p = 0; p < at.size(); ++p) {
-            if (innermost) {
-                std::string cell = "...";
-                if (at[p] >= 0) {
-                    cell = format_element(a_, offset + static_cast<uint64_t>(at[p]));
-                    cell.insert(0, width_ - text_width(cell), ' ');
-                }
-                // Wrap before a cell that would pass the line width (room kept for the closing brackets).
-                if (p > 0 && column_ + 1 + text_width(cell) + (axis + 1) > kLineWidth) {
-                    newline(out, 1, axis + 1);
-                } else if (p > 0) {
-                    put(out, " ");
-                }
-                put(out, cell);
-                continue;
-            }
-            // numpy separates rows by a newline, 2-d blocks by a blank line, and so on.
-            if (p > 0) newline(out, a_.shape.size() - axis - 1, axis + 1);
-            if (at[p] < 0) {
-                put(out, "...");
-            } else {
-                render(axis + 1, offset + static_cast<uint64_t>(at[p]) * stride_[axis], out);
-            }
-        }
-        put(out, "]");
-    }
-
-    const ArrayView& a_;
-    bool summarise_;
-    std::vector<uint64_t> stride_;
-    size_t width_ = 0;
-    size_t column_ = 0;
 };
 
 void json_values(const ArrayView& a, size_t axis, uint64_t offset, uint64_t stride, Out& out) {
@@ -208,7 +107,7 @@ int run_cat(const CatOptions& o) {
         out << "}\n";
         return kExitOk;
     }
-    Printer(a, !o.full && a.count() > kSummaryThreshold).print(out);
+    write_array(a, !o.full && a.count() > kSummaryThreshold, [&out](const std::string& piece) { out << piece; });
     return kExitOk;
 }
 

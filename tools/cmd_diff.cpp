@@ -38,6 +38,21 @@ Json side_json(const Side& s) {
     return j;
 }
 
+// An entry of the "arrays" list with every key in its place; what does not apply stays null.
+Json array_entry(const std::string& name) {
+    Json j;
+    j["name"] = name;
+    j["status"] = nullptr;
+    j["a"] = nullptr;
+    j["b"] = nullptr;
+    j["elements"] = nullptr;
+    j["differing"] = nullptr;
+    j["nan_mismatches"] = nullptr;
+    j["max_abs_diff"] = nullptr;
+    j["max_rel_diff"] = nullptr;
+    return j;
+}
+
 std::string number_text(double v) {
     if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
     return fmt::format("{}", v);
@@ -93,8 +108,7 @@ int run_diff(const DiffOptions& o) {
     for (size_t i = 0; i < na; ++i) {
         const std::string name = ckpt_npz_name(fa, i);
         const Side sa = side_of(fa, i);
-        Json entry;
-        entry["name"] = name;
+        Json entry = array_entry(name);
         const auto it = in_b.find(name);
         if (it == in_b.end()) {
             entry["status"] = "only_in_a";
@@ -157,8 +171,7 @@ int run_diff(const DiffOptions& o) {
         const std::string name = ckpt_npz_name(fb, j);
         if (in_a.count(name) != 0) continue;
         const Side sb = side_of(fb, j);
-        Json entry;
-        entry["name"] = name;
+        Json entry = array_entry(name);
         entry["status"] = "only_in_b";
         entry["a"] = nullptr;
         entry["b"] = side_json(sb);

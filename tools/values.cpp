@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdlib>
@@ -94,8 +95,8 @@ void account(Comparison& c, double abs_diff, double magnitude_a) {
 
 bool same_real(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
-// The magnitudes of the values on either side of a narrow float's bits `bits` (the same sign, one step smaller
-// and larger in magnitude); NaN where there is none.
+// The magnitudes of the values on either side of a narrow float's bits (the same sign, one step smaller and
+// larger in magnitude); NaN where there is none.
 void narrow_neighbours(uint32_t dtype, unsigned bits, double& smaller, double& larger) {
     const RealFn fn = real_fn(dtype);
     const bool two_bytes = dtype == CKPT_FLOAT16 || dtype == CKPT_BFLOAT16;
@@ -114,69 +115,14 @@ void narrow_neighbours(uint32_t dtype, unsigned bits, double& smaller, double& l
         const double v = fn(raw);
         return std::isfinite(v) ? std::fabs(v) : std::numeric_limits<double>::quiet_NaN();
     };
-    smaller = magnitude > 0 ? decode((bits & sign) | (magnitude - 1))
-                            : std::numeric_limits<double>::quiet_NaN();
+    smaller = magnitude > 0 ? decode((bits & sign) | (magnitude - 1)) : std::numeric_limits<double>::quiet_NaN();
     larger = magnitude < magnitude_mask ? decode((bits & sign) | (magnitude + 1))
                                         : std::numeric_limits<double>::quiet_NaN();
 }
 
-// The shortest "%.<p>g" text of v that lies closer to v than to either neighbour (so reads back as v's bits).
-std::string shortest_between(double v, double smaller, double larger) {
-    const double mag = std::fabs(v);
-    double below = std::isnan(smaller) ? (std::isnan(larger) ? 0 : larger - mag) : mag - smaller;
-    double above = std::isnan(larger) ? below : larger - mag;
-    if (std::isnan(smaller)) below = above;
-    for (int precision = 1; precision < 17; ++precision) {
-        std::string text = fmt::format("{:.{}g}", v, precision);
-        const double back = std::fabs(std::strtod(text.c_str(), nullptr));
-        if ((back >= mag && back - mag < above / 2) || (back < mag && mag - back < below / 2)) return text;
-    }
-    return fmt::format("{:.17g}", v);
-}
+bool is_narrow(uint32_t dtype) { return dtype != CKPT_FLOAT32 && dtype != CKPT_FLOAT64; }
 
-// numpy writes floats with a decimal point: 1. and 1.e-10.
-std::string with_point(std::string text) {
-    if (text.find_first_of(".ni") != std::string::npos) return text;  // has one, or nan/inf
-    const size_t e = text.find('e');
-    if (e == std::string::npos) return text + ".";
-    return text.insert(e, ".");
-}
-
-std::string format_real(uint32_t dtype, const unsigned char* p) {
-    const double v = real_fn(dtype)(p);
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-    std::string text;
-    if (dtype == CKPT_FLOAT64) {
-        text = fmt::format("{}", v);
-    } else if (dtype == CKPT_FLOAT32) {
-        text = fmt::format("{}", load<float>(p));
-    } else {
-        double smaller, larger;
-        const unsigned bits = (dtype == CKPT_FLOAT16 || dtype == CKPT_BFLOAT16) ? load<uint16_t>(p) : *p;
-        narrow_neighbours(dtype, bits, smaller, larger);
-        text = v == 0 ? fmt::format("{}", v) : shortest_between(v, smaller, larger);
-    }
-    // At most 8 significant digits, numpy's default precision.
-    size_t digits = 0;
-    for (char ch : text) {
-        if (ch == 'e') break;
-        if (ch >= '0' && ch <= '9') ++digits;
-    }
-    if (digits > 8) text = fmt::format("{:.8g}", v);
-    return with_point(text);
-}
-
-std::string format_complex_part(double v, uint32_t part_dtype) {
-    unsigned char raw[8];
-    if (part_dtype == CKPT_FLOAT32) {
-        const float f = static_cast<float>(v);
-        std::memcpy(raw, &f, 4);
-    } else {
-        std::memcpy(raw, &v, 8);
-    }
-    return format_real(part_dtype, raw);
-}
+std::string hex_escape(unsigned byte) { return fmt::format("\\x{:02x}", byte); }
 
 void append_utf8(std::string& out, uint32_t cp) {
     if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;
@@ -209,8 +155,6 @@ size_t trimmed_bytes(const unsigned char* p, size_t itemsize) {
     while (itemsize > 0 && p[itemsize - 1] == 0) --itemsize;
     return itemsize;
 }
-
-std::string hex_escape(unsigned byte) { return fmt::format("\\x{:02x}", byte); }
 
 }  // namespace
 
@@ -309,32 +253,80 @@ Comparison compare(const ArrayView& a, const ArrayView& b) {
     return c;
 }
 
-std::string format_element(const ArrayView& a, uint64_t i) {
+Real real_item(const ArrayView& a, uint64_t i) {
+    Real r;
+    r.dtype = a.dtype;
+    r.value = real_fn(a.dtype)(a.item(i));
+    if (is_narrow(a.dtype)) r.bits = a.itemsize == 2 ? load<uint16_t>(a.item(i)) : *a.item(i);
+    return r;
+}
+
+void complex_item(const ArrayView& a, uint64_t i, Real& re, Real& im) {
+    const std::complex<double> z = complex_at(a.dtype, a.item(i));
+    re.dtype = im.dtype = a.dtype == CKPT_COMPLEX64 ? CKPT_FLOAT32 : CKPT_FLOAT64;
+    re.value = z.real();
+    im.value = z.imag();
+}
+
+bool reads_back(const Real& r, const std::string& text) {
+    const double back = std::strtod(text.c_str(), nullptr);
+    if (std::isnan(r.value) || std::isinf(r.value)) return back == r.value || (std::isnan(back) && std::isnan(r.value));
+    if (r.dtype == CKPT_FLOAT64) return back == r.value;
+    if (r.dtype == CKPT_FLOAT32) return static_cast<float>(back) == static_cast<float>(r.value);
+    if (r.value == 0) return back == 0;
+    if (std::signbit(back) != std::signbit(r.value)) return false;
+    double smaller, larger;
+    narrow_neighbours(r.dtype, r.bits, smaller, larger);
+    const double mag = std::fabs(r.value), got = std::fabs(back);
+    const double below = std::isnan(smaller) ? larger - mag : mag - smaller;
+    const double above = std::isnan(larger) ? mag - smaller : larger - mag;
+    return got >= mag ? got - mag < above / 2 : mag - got < below / 2;
+}
+
+std::string shortest_repr(const Real& r) {
+    if (std::isnan(r.value)) return "nan";
+    if (std::isinf(r.value)) return r.value < 0 ? "-inf" : "inf";
+    std::string text;
+    if (r.dtype == CKPT_FLOAT64) {
+        text = fmt::format("{}", r.value);
+    } else if (r.dtype == CKPT_FLOAT32) {
+        text = fmt::format("{}", static_cast<float>(r.value));
+    } else {
+        // fmt's shortest form of the double, then as few significant digits as read back in the narrow type.
+        text = fmt::format("{}", r.value);
+        for (int digits = 1; digits <= 17; ++digits) {
+            std::string candidate = fmt::format("{:.{}g}", r.value, digits);
+            if (reads_back(r, candidate)) {
+                text = fmt::format("{}", std::strtod(candidate.c_str(), nullptr));
+                break;
+            }
+        }
+    }
+    if (text.find_first_of(".e") == std::string::npos) text += ".0";
+    return text;
+}
+
+std::string integer_text(const ArrayView& a, uint64_t i) {
     const unsigned char* p = a.item(i);
     switch (kind_of(a.dtype)) {
-        case Kind::boolean:
-            return *p != 0 ? "True" : "False";
-        case Kind::signed_integer:
-            return fmt::format("{}", signed_at(a.dtype, p));
-        case Kind::unsigned_integer:
-            return fmt::format("{}", unsigned_at(a.dtype, p));
-        case Kind::real:
-            return format_real(a.dtype, p);
-        case Kind::complex: {
-            const uint32_t part = a.dtype == CKPT_COMPLEX64 ? CKPT_FLOAT32 : CKPT_FLOAT64;
-            const std::complex<double> z = complex_at(a.dtype, p);
-            std::string imag = format_complex_part(z.imag(), part);
-            if (imag[0] != '-') imag = "+" + imag;
-            return format_complex_part(z.real(), part) + imag + "j";
-        }
-        case Kind::text:
-            break;
+        case Kind::boolean: return *p != 0 ? "True" : "False";
+        case Kind::signed_integer: return fmt::format("{}", signed_at(a.dtype, p));
+        default: return fmt::format("{}", unsigned_at(a.dtype, p));
     }
+}
+
+std::string text_repr(const ArrayView& a, uint64_t i) {
+    const unsigned char* p = a.item(i);
+    // Python's repr: single quotes, or double quotes for text holding a single quote and no double quote.
+    const auto quote_for = [](bool single, bool dbl) { return single && !dbl ? '"' : '\''; };
     std::string out;
     if (a.dtype == CKPT_UNICODE) {
-        out = "'";
-        for (uint32_t cp : code_points(p, a.itemsize)) {
-            if (cp == '\'' || cp == '\\') {
+        const std::vector<uint32_t> cps = code_points(p, a.itemsize);
+        const char quote = quote_for(std::find(cps.begin(), cps.end(), '\'') != cps.end(),
+                                     std::find(cps.begin(), cps.end(), '"') != cps.end());
+        out = quote;
+        for (uint32_t cp : cps) {
+            if (cp == static_cast<uint32_t>(quote) || cp == '\\') {
                 out += '\\';
                 out += static_cast<char>(cp);
             } else if (cp < 0x20 || cp == 0x7F) {
@@ -343,20 +335,56 @@ std::string format_element(const ArrayView& a, uint64_t i) {
                 append_utf8(out, cp);
             }
         }
-        return out + "'";
+        return out + quote;
     }
-    out = "b'";
     const size_t n = a.dtype == CKPT_BYTES ? trimmed_bytes(p, a.itemsize) : a.itemsize;
+    const char quote = a.dtype == CKPT_VOID ? '\'' : quote_for(std::memchr(p, '\'', n) != nullptr, std::memchr(p, '"', n) != nullptr);
+    out = "b";
+    out += quote;
     for (size_t k = 0; k < n; ++k) {
         const unsigned byte = p[k];
         if (a.dtype == CKPT_VOID || byte < 0x20 || byte >= 0x7F) {
-            out += hex_escape(byte);
+            out += byte == '\n' && a.dtype != CKPT_VOID ? "\\n" : byte == '\t' && a.dtype != CKPT_VOID ? "\\t"
+                 : byte == '\r' && a.dtype != CKPT_VOID ? "\\r" : hex_escape(byte);
         } else {
-            if (byte == '\'' || byte == '\\') out += '\\';
+            if (byte == static_cast<unsigned>(quote) || byte == '\\') out += '\\';
             out += static_cast<char>(byte);
         }
     }
-    return out + "'";
+    return out + quote;
+}
+
+std::string format_scalar(const ArrayView& a, uint64_t i) {
+    switch (kind_of(a.dtype)) {
+        case Kind::boolean:
+        case Kind::signed_integer:
+        case Kind::unsigned_integer:
+            return integer_text(a, i);
+        case Kind::real:
+            return shortest_repr(real_item(a, i));
+        case Kind::complex: {
+            // Python's repr of a complex: (1+2j), (1.5-0.5j); a zero real part is left out: 2j.
+            Real re, im;
+            complex_item(a, i, re, im);
+            const auto part = [](const Real& r) {
+                std::string s = shortest_repr(r);
+                if (s.size() > 2 && s.compare(s.size() - 2, 2, ".0") == 0) s.resize(s.size() - 2);
+                return s;
+            };
+            std::string imag = part(im);
+            if (re.value == 0 && !std::signbit(re.value)) return imag + "j";
+            if (imag[0] != '-') imag = "+" + imag;
+            return "(" + part(re) + imag + "j)";
+        }
+        case Kind::text:
+            break;
+    }
+    if (a.dtype == CKPT_UNICODE) {
+        std::string out;
+        for (uint32_t cp : code_points(a.item(i), a.itemsize)) append_utf8(out, cp);
+        return out;
+    }
+    return text_repr(a, i);
 }
 
 Json json_number(double v) {

@@ -49,9 +49,29 @@ struct Comparison {
 };
 Comparison compare(const ArrayView& a, const ArrayView& b);
 
-// Element i as numpy prints it: 1., 0.25, nan, -inf, 3+4j, True, 'text', b'bytes' — numbers in the shortest
-// decimal that reads back as the same value of the array's type, at most 8 significant digits.
-std::string format_element(const ArrayView& a, uint64_t i);
+// A real number as one of the array's real types holds it (dtype CKPT_FLOAT16 ... CKPT_FLOAT64, CKPT_BFLOAT16,
+// the float8 types): its value, and for the narrow types its bits (which say what the neighbouring values are).
+struct Real {
+    uint32_t dtype = CKPT_FLOAT64;
+    double value = 0;
+    unsigned bits = 0;
+};
+// Element i of a real array; the real and imaginary parts of element i of a complex array.
+Real real_item(const ArrayView& a, uint64_t i);
+void complex_item(const ArrayView& a, uint64_t i, Real& re, Real& im);
+// Whether `text` reads back as r's value of r's type: for the narrow types, whether it lies nearer to r than to
+// either neighbouring value.
+bool reads_back(const Real& r, const std::string& text);
+// The shortest decimal that reads back as r, as Python's repr writes floats: "0.1", "1.0", "1e-10", "nan".
+std::string shortest_repr(const Real& r);
+
+// Element i as numpy's str() writes a 0-d array of it: 0.1, 1.0, 1e-10, nan, (1+2j), True, 7, text (unicode,
+// unquoted), b'bytes'.
+std::string format_scalar(const ArrayView& a, uint64_t i);
+// Element i of a boolean or integer array in decimal (True/False for booleans).
+std::string integer_text(const ArrayView& a, uint64_t i);
+// Element i of a unicode, bytes or void array as numpy's repr writes it inside an array: 'text', b'by\xfftes'.
+std::string text_repr(const ArrayView& a, uint64_t i);
 // Element i as JSON: numbers exact (nan, inf and -inf as strings "nan", "inf", "-inf"), complex as [re, im],
 // unicode as a string, bytes as a string of one character per byte (U+0000..U+00FF, trailing NULs dropped), void
 // as lowercase hex.
