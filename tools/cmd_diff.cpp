@@ -156,8 +156,8 @@ int run_diff(const DiffOptions& o) {
         } else {
             entry["status"] = "values_changed";
             ++different;
-            std::string line = fmt::format("{}: {} of {} element{} differ", name, c.differing, c.elements,
-                                           c.elements == 1 ? "" : "s");
+            std::string line = fmt::format("{}: {} of {} element{} differ{}", name, c.differing, c.elements,
+                                           c.elements == 1 ? "" : "s", c.differing == 1 ? "s" : "");
             if (have_max)
                 line += fmt::format(", max abs diff {}, max rel diff {}", number_text(c.max_abs), number_text(c.max_rel));
             if (c.nan_mismatches != 0) line += fmt::format(", {} NaN where the other is not", c.nan_mismatches);

@@ -840,8 +840,8 @@ class Diff(unittest.TestCase):
         p = run("diff", path("diff_a.npz"), path("diff_b.npz"))
         self.assertEqual(p.returncode, 1)
         out = p.stdout
-        self.assertIn("w: 1 of 4 elements differ, max abs diff 0.5, max rel diff 0.25", out)
-        self.assertIn("bf: 1 of 3 elements differ, max abs diff 0.5, max rel diff 0.25", out)
+        self.assertIn("w: 1 of 4 elements differs, max abs diff 0.5, max rel diff 0.25", out)
+        self.assertIn("bf: 1 of 3 elements differs, max abs diff 0.5, max rel diff 0.25", out)
         self.assertIn("x: dtype float32 -> float64", out)
         self.assertIn("y: shape (2, 3) -> (3, 2)", out)
         self.assertIn("only in A: gone float64 (2,)", out)

@@ -43,6 +43,10 @@ san_flags=()
 if [ -n "$sanitize" ]; then
     san_flags=("-fsanitize=$sanitize" -fno-omit-frame-pointer)
 fi
+# The library directory under /usr as this build lays it out ("lib", or "lib/<triplet>" for a /usr prefix).
+lib_rel="$(cache_value CMAKE_INSTALL_LIBDIR)"
+lib_rel="${lib_rel:-lib}"
+case "$lib_rel" in /*) fail "CMAKE_INSTALL_LIBDIR is absolute ($lib_rel): the package cannot be relocated" ;; esac
 version="$(sed -n 's/^#define CKPT_VERSION_STRING "\(.*\)".*/\1/p' "$build/include/ckpt/version.h")"
 major="${version%%.*}"
 [ -n "$version" ] || fail "no version in $build/include/ckpt/version.h"
@@ -70,9 +74,10 @@ grep -qx "libckpt $major ckpt (>= $version)" "$tmp/shlibs" || fail "shlibs says 
 
 # The files: what `cmake --install` installs, under /usr.
 dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's|^\./|/|' >"$tmp/contents"
-expected=(/usr/bin/ckpt /usr/include/ckpt/ckpt.h /usr/include/ckpt/version.h /usr/lib/pkgconfig/ckpt.pc
-          /usr/lib/cmake/ckpt/ckptConfig.cmake /usr/lib/cmake/ckpt/ckptConfigVersion.cmake
-          /usr/lib/cmake/ckpt/ckptTargets.cmake "/usr/lib/libckpt.so.$major" /usr/lib/libckpt.so)
+l="/usr/$lib_rel"
+expected=(/usr/bin/ckpt /usr/include/ckpt/ckpt.h /usr/include/ckpt/version.h "$l/pkgconfig/ckpt.pc"
+          "$l/cmake/ckpt/ckptConfig.cmake" "$l/cmake/ckpt/ckptConfigVersion.cmake" "$l/cmake/ckpt/ckptTargets.cmake"
+          "$l/libckpt.so.$major" "$l/libckpt.so")
 if [ -f "$src/include/ckpt/ckpt.hpp" ]; then
     expected+=(/usr/include/ckpt/ckpt.hpp)
 fi
@@ -95,7 +100,7 @@ echo "-- dpkg --root=<tmp> -i"
 run dpkg_root -i "$deb"
 [ "$(dpkg --root="$root" -s ckpt 2>/dev/null | sed -n 's/^Status: //p')" = "install ok installed" ] ||
     fail "dpkg does not list ckpt as installed in $root"
-libdir="$root/usr/lib"
+libdir="$root/usr/$lib_rel"
 [ -e "$libdir/libckpt.so.$major" ] || fail "libckpt.so.$major is not under $libdir"
 
 check_loads_installed() {
