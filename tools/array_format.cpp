@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -20,19 +21,24 @@ constexpr int kPrecision = 8;  // numpy's default: at most 8 digits after the po
 // formatted as numpy's FloatingFormat does in its default 'maxprec' mode.
 class FloatColumn {
 public:
-    FloatColumn(const std::vector<Real>& shown, bool sign) : sign_(sign) {
+    // `each` calls its argument with every shown value; it is called a few times (the values are not stored, so
+    // --full on a large array needs no memory beyond the array).
+    using Values = std::function<void(const std::function<void(const Real&)>&)>;
+
+    FloatColumn(const Values& each, bool sign) : sign_(sign) {
         double max_val = 0, min_val = INFINITY;
-        for (const Real& r : shown) {
-            if (!std::isfinite(r.value) || r.value == 0) continue;
+        each([&](const Real& r) {
+            if (!std::isfinite(r.value) || r.value == 0) return;
             max_val = std::max(max_val, std::fabs(r.value));
             min_val = std::min(min_val, std::fabs(r.value));
-        }
+        });
         sci_ = max_val > 0 && (max_val >= 1e8 || min_val < 0.0001 || max_val / min_val > 1000.0);
         if (sci_) {
-            for (const Real& r : shown)
-                if (std::isfinite(r.value)) precision_ = std::max(precision_, digits_needed(r));
+            each([&](const Real& r) {
+                if (std::isfinite(r.value) && precision_ < kPrecision) precision_ = std::max(precision_, digits_needed(r));
+            });
         }
-        for (const Real& r : shown) {
+        each([&](const Real& r) {
             const std::string s = text(r);
             const size_t point = s.find('.');
             if (sci_ || point == std::string::npos) {
@@ -41,7 +47,7 @@ public:
                 left_ = std::max(left_, point);
                 right_ = std::max(right_, s.size() - point);
             }
-        }
+        });
         width_ = std::max(other_, left_ + right_);
     }
 
@@ -106,21 +112,21 @@ public:
 
     void write() {
         const Kind kind = kind_of(a_.dtype);
-        std::vector<Real> first, second;
-        visit(0, 0, [&](uint64_t i) {
-            if (kind == Kind::real) {
-                first.push_back(real_item(a_, i));
-            } else if (kind == Kind::complex) {
-                Real re, im;
-                complex_item(a_, i, re, im);
-                first.push_back(re);
-                second.push_back(im);
-            } else if (kind != Kind::text) {
-                width_ = std::max(width_, integer_text(a_, i).size());
-            }
-        });
-        if (kind == Kind::real || kind == Kind::complex) column_a_ = std::make_unique<FloatColumn>(first, false);
-        if (kind == Kind::complex) column_b_ = std::make_unique<FloatColumn>(second, true);
+        // The values of one real component of the shown elements: the reals, or a part of the complex numbers.
+        const auto component = [&](int part) -> FloatColumn::Values {
+            return [this, part](const std::function<void(const Real&)>& f) {
+                visit(0, 0, [&](uint64_t i) {
+                    if (part == 0 && kind_of(a_.dtype) == Kind::real) return f(real_item(a_, i));
+                    Real re, im;
+                    complex_item(a_, i, re, im);
+                    f(part == 0 ? re : im);
+                });
+            };
+        };
+        if (kind == Kind::real || kind == Kind::complex) column_a_ = std::make_unique<FloatColumn>(component(0), false);
+        if (kind == Kind::complex) column_b_ = std::make_unique<FloatColumn>(component(1), true);
+        if (kind == Kind::boolean || kind == Kind::signed_integer || kind == Kind::unsigned_integer)
+            visit(0, 0, [&](uint64_t i) { width_ = std::max(width_, integer_text(a_, i).size()); });
         render(0, 0);
         flush_spaces();
         out_("\n");

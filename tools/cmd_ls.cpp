@@ -117,7 +117,7 @@ Entry inspect(const CheckpointDir& dir, int64_t index, const LsOptions& o, Progr
     const int rc = ckpt_npz_open(&raw, e.path.c_str(), nullptr);
     if (rc != CKPT_OK) {
         e.error = ckpt_message(rc, e.path);
-        e.exit_code = exit_code_for(rc);
+        e.exit_code = open_exit_code(rc);
     } else {
         const Npz npz(raw);
         e.opened = true;

@@ -41,6 +41,7 @@ Verdict verify_file(const std::string& path, Progress& progress, Scratch& scratc
     const int rc = ckpt_npz_open(&raw, path.c_str(), &opts);
     if (rc != CKPT_OK) {
         set_failure(v, rc);
+        v.exit_code = open_exit_code(rc);
         return v;
     }
     const Npz npz(raw);

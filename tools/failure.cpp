@@ -1,5 +1,8 @@
 #include "failure.hpp"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstring>
 #include <new>
 
@@ -40,10 +43,17 @@ std::string without_path(const std::string& full, const std::string& path) {
     return full;
 }
 
+int open_exit_code(int ckpt_code) { return ckpt_code == CKPT_EINVAL ? kExitIo : exit_code_for(ckpt_code); }
+
 Npz open_npz(const std::string& path, const ckpt_npz_options* opts) {
     ckpt_npz* npz = nullptr;
     const int rc = ckpt_npz_open(&npz, path.c_str(), opts);
-    if (rc != CKPT_OK) fail_ckpt(rc, path);
+    if (rc != CKPT_OK) {
+        struct stat st{};
+        if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+            throw Failure(kExitIo, path + ": is a directory (ckpt ls and ckpt verify take a checkpoint directory)");
+        throw Failure(open_exit_code(rc), ckpt_message(rc, path));
+    }
     return Npz(npz);
 }
 

@@ -55,7 +55,10 @@ using Npz = std::unique_ptr<ckpt_npz, NpzCloser>;
 using Vars = std::unique_ptr<ckpt_vars, VarsFreer>;
 using Manager = std::unique_ptr<ckpt_manager, ManagerCloser>;
 
-// Opens an .npz for reading (ckpt_npz_open); throws on failure.
+// The exit code for a failure to open `path` for reading: as exit_code_for, except that the library's
+// CKPT_EINVAL can only be about the path there (not a regular file), which is the storage's kind of failure.
+int open_exit_code(int ckpt_code);
+// Opens an .npz for reading (ckpt_npz_open); throws on failure (a directory gets a hint at ls and verify).
 Npz open_npz(const std::string& path, const ckpt_npz_options* opts = nullptr);
 
 // An uninitialised byte buffer that only grows (reading an array needs no zeroing first).

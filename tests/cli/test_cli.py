@@ -357,6 +357,7 @@ def make_inputs():
     at = good.find(b"\x93NUMPY")
     with open(path("header.npz"), "wb") as f:
         f.write(flip_byte(good, at + 1))
+    np.savez(path("object.npz"), o=np.array([{"a": 1}, None], dtype=object), w=np.ones(2))
     with open(path("notzip.npz"), "w") as f:
         f.write("this is not a zip file\n")
     open(path("empty.npz"), "wb").close()
@@ -373,6 +374,8 @@ def make_inputs():
         m = ckpt.Manager("run", keep=0)
         for k in range(1, 5):
             meta = {"step": str(100 * k), "loss": str(1.0 / k), "lr": "0.001"}
+            if k == 2:
+                meta["time"] = "1714564800"  # seconds since the epoch: 2024-05-01 12:00:00 UTC
             if k == 3:
                 meta["saved_at"] = "2024-05-01T12:00:00Z"
             m.save({"w": np.arange(1000, dtype=np.float32) * k + 0.5}, k, metadata=meta)
@@ -456,6 +459,17 @@ class GeneralBehaviour(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("bitflip.npz", p.stderr)
         self.assertIn("CRC", p.stderr)
+        p = run("diff", path("plain.npz"), path("bitflip.npz"))
+        self.assertEqual((p.returncode, p.stdout), (1, ""))
+        self.assertIn("bitflip.npz", p.stderr)
+        p = run("show", path("object.npz"))
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("object", p.stderr)
+
+    def test_a_directory_where_a_file_belongs_exits_3(self):
+        p = run("show", path("run"))
+        self.assertEqual(p.returncode, 3)
+        self.assertIn("is a directory", p.stderr)
 
     def test_nothing_is_changed_by_the_commands_that_only_read(self):
         before = snapshot(WORK)
@@ -590,6 +604,14 @@ class Verify(unittest.TestCase):
             self.assertIn(path(f), entry["error"])  # the library's message names the file
             self.assertEqual(doc["summary"], {"files": 1, "ok": 0, "corrupt": 1, "unsupported": 0, "unreadable": 0})
 
+    def test_content_ckpt_does_not_read_is_unsupported(self):
+        p = run("verify", path("object.npz"))
+        self.assertEqual(p.returncode, 1)
+        self.assertRegex(p.stdout, r"^%s: unsupported: .*object" % re.escape(path("object.npz")))
+        doc = run_json("verify", path("object.npz"), status=1)
+        self.assertEqual(doc["files"][0]["verdict"], "unsupported")
+        self.assertEqual(doc["summary"]["unsupported"], 1)
+
     def test_the_bit_flip_is_found_only_by_reading_the_data(self):
         self.assertEqual(run("show", path("bitflip.npz")).returncode, 0)
         self.assertEqual(run("verify", path("bitflip.npz")).returncode, 1)
@@ -636,6 +658,8 @@ class Ls(unittest.TestCase):
             self.assertEqual(c["mtime"], mtime)
             if c["index"] == 3:
                 self.assertEqual((c["saved_at"], c["saved_at_source"]), ("2024-05-01T12:00:00Z", "metadata:saved_at"))
+            elif c["index"] == 2:
+                self.assertEqual((c["saved_at"], c["saved_at_source"]), ("1714564800", "metadata:time"))
             else:
                 self.assertEqual((c["saved_at"], c["saved_at_source"]), (mtime, "mtime"))
 
@@ -659,6 +683,8 @@ class Ls(unittest.TestCase):
         self.assertEqual(first[0], "1")
         self.assertIn("step=100", lines[2])
         self.assertIn("loss=1.0", lines[2])
+        self.assertIn("2024-05-01 12:00:00", lines[3])  # checkpoint 2's time, seconds since the epoch
+        self.assertNotIn("time=", lines[3])  # shown as the saving time, not in the summary
         self.assertIn("2024-05-01T12:00:00Z", lines[4])  # checkpoint 3's own saving time
         self.assertIn(".0000000005.npz.tmp-Ab12Cd", p.stdout)
         exact = run("ls", path("run"), "--bytes").stdout.splitlines()[2].split()
