@@ -51,7 +51,8 @@ version="$(sed -n 's/^#define CKPT_VERSION_STRING "\(.*\)".*/\1/p' "$build/inclu
 major="${version%%.*}"
 [ -n "$version" ] || fail "no version in $build/include/ckpt/version.h"
 
-# 1. The package, built into the temporary directory (the build tree stays as it was).
+# 1. The package, built into the temporary directory (in the build tree only install_manifest.txt is rewritten,
+#    as by any install).
 echo "-- cpack -G DEB"
 run cpack -G DEB --config "$build/CPackConfig.cmake" -B "$tmp/cpack"
 deb="$(find "$tmp/cpack" -maxdepth 1 -name 'ckpt_*.deb' -print -quit)"
