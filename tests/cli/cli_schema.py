@@ -1,0 +1,110 @@
+"""The JSON documents of the ckpt program, checked key by key against docs/cli.md: every key always present (null
+where it does not apply), with its documented type."""
+
+
+class Schema:
+    def __init__(self, test):
+        self.t = test
+
+    def obj(self, value, spec, where):
+        self.t.assertIsInstance(value, dict, where)
+        self.t.assertEqual(set(value), set(spec), where)
+        for key, check in spec.items():
+            check(value[key], "%s.%s" % (where, key))
+
+
+def is_int(t):
+    return lambda v, w: t.assertTrue(isinstance(v, int) and not isinstance(v, bool), "%s: %r" % (w, v))
+
+
+def is_str(t):
+    return lambda v, w: t.assertIsInstance(v, str, w)
+
+
+def is_bool(t):
+    return lambda v, w: t.assertIsInstance(v, bool, w)
+
+
+def one_of(t, *choices):
+    return lambda v, w: t.assertIn(v, choices, w)
+
+
+def nullable(check):
+    return lambda v, w: None if v is None else check(v, w)
+
+
+def list_of(t, check):
+    def f(v, w):
+        t.assertIsInstance(v, list, w)
+        for i, item in enumerate(v):
+            check(item, "%s[%d]" % (w, i))
+    return f
+
+
+def str_map(t):
+    def f(v, w):
+        t.assertIsInstance(v, dict, w)
+        for k, x in v.items():
+            t.assertIsInstance(k, str, w)
+            t.assertIsInstance(x, str, w)
+    return f
+
+
+def number_or_special(t):
+    return lambda v, w: t.assertTrue(isinstance(v, (int, float)) and not isinstance(v, bool) or
+                                     v in ("nan", "inf", "-inf"), "%s: %r" % (w, v))
+
+
+def iso_utc(t):
+    return lambda v, w: t.assertRegex(v, r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", w)
+
+
+VERDICTS = ("ok", "corrupt", "unsupported", "unreadable")
+
+
+def check_ls(t, doc):
+    s = Schema(t)
+    entry = lambda v, w: s.obj(v, {
+        "index": is_int(t), "path": is_str(t), "bytes": is_int(t), "mtime": iso_utc(t), "saved_at": is_str(t),
+        "saved_at_source": lambda x, ww: t.assertRegex(x, r"^(mtime|metadata:.+)$", ww),
+        "arrays": nullable(is_int(t)), "metadata": nullable(str_map(t)),
+        "verdict": nullable(one_of(t, *VERDICTS)), "error": nullable(is_str(t))}, w)
+    s.obj(doc, {"directory": is_str(t), "checkpoints": list_of(t, entry), "temporaries": list_of(t, is_str(t))}, "ls")
+
+
+def check_show(t, doc):
+    s = Schema(t)
+    array = lambda v, w: s.obj(v, {
+        "name": is_str(t), "member": is_str(t), "dtype": is_str(t), "itemsize": is_int(t),
+        "shape": list_of(t, is_int(t)), "bytes": is_int(t), "stored_bytes": is_int(t),
+        "compression": one_of(t, "stored", "deflated"), "crc32": is_int(t),
+        "data_offset": nullable(is_int(t)), "alignment": nullable(is_int(t))}, w)
+    s.obj(doc, {"path": is_str(t), "bytes": is_int(t), "layout": one_of(t, "plain", "objax"),
+                "arrays": list_of(t, array), "metadata": str_map(t)}, "show")
+
+
+def check_verify(t, doc):
+    s = Schema(t)
+    file_entry = lambda v, w: s.obj(v, {
+        "path": is_str(t), "verdict": one_of(t, *VERDICTS), "error": nullable(is_str(t)),
+        "arrays": nullable(is_int(t)), "bytes": nullable(is_int(t))}, w)
+    dir_entry = lambda v, w: s.obj(v, {"path": is_str(t), "checkpoints": nullable(is_int(t)),
+                                       "error": nullable(is_str(t))}, w)
+    summary = lambda v, w: s.obj(v, {k: is_int(t) for k in ("files", "ok", "corrupt", "unsupported", "unreadable")}, w)
+    s.obj(doc, {"files": list_of(t, file_entry), "directories": list_of(t, dir_entry), "summary": summary}, "verify")
+
+
+def check_diff(t, doc):
+    s = Schema(t)
+    side = nullable(lambda v, w: s.obj(v, {"dtype": is_str(t), "itemsize": is_int(t),
+                                           "shape": list_of(t, is_int(t))}, w))
+    array = lambda v, w: s.obj(v, {
+        "name": is_str(t),
+        "status": one_of(t, "only_in_a", "only_in_b", "dtype_changed", "shape_changed", "values_changed", "equal"),
+        "a": side, "b": side, "elements": nullable(is_int(t)), "differing": nullable(is_int(t)),
+        "nan_mismatches": nullable(is_int(t)), "max_abs_diff": nullable(number_or_special(t)),
+        "max_rel_diff": nullable(number_or_special(t))}, w)
+    meta = lambda v, w: s.obj(v, {"key": is_str(t), "status": one_of(t, "only_in_a", "only_in_b", "changed"),
+                                  "a": nullable(is_str(t)), "b": nullable(is_str(t))}, w)
+    s.obj(doc, {"a": is_str(t), "b": is_str(t), "equal": is_bool(t), "arrays": list_of(t, array),
+                "metadata": list_of(t, meta)}, "diff")

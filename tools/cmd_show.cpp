@@ -1,0 +1,130 @@
+// ckpt show FILE: how a file holds its arrays — layout, then per array its type, shape, sizes, compression,
+// CRC-32 and where its data starts — and the file's metadata. Reads no array data.
+#include "commands.hpp"
+#include "text.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+
+namespace ckpt_tool {
+namespace {
+
+struct ShowOptions {
+    std::string file;
+    bool json = false;
+    bool bytes = false;
+};
+
+constexpr uint64_t kMaxAlignment = 4096;
+
+// The largest power of two dividing the offset, up to 4096: what a memory mapping of the file can rely on.
+uint64_t alignment_of(uint64_t offset) {
+    if (offset == 0) return kMaxAlignment;
+    const uint64_t lowest = offset & (~offset + 1);
+    return lowest < kMaxAlignment ? lowest : kMaxAlignment;
+}
+
+const char* layout_name(uint32_t layout) {
+    return layout == CKPT_LAYOUT_OBJAX ? "objax" : layout == CKPT_LAYOUT_PLAIN ? "plain" : "unknown";
+}
+
+const char* compression_name(uint32_t c) { return c == CKPT_DEFLATE ? "deflated" : "stored"; }
+
+int run_show(const ShowOptions& o) {
+    const Npz npz = open_npz(o.file);
+    ckpt_npz* f = npz.get();
+    const uint64_t size = file_size(o.file);
+    const size_t count = ckpt_npz_count(f);
+    const uint32_t layout = ckpt_npz_layout(f);
+
+    if (o.json) {
+        Json out;
+        out["path"] = o.file;
+        out["bytes"] = size;
+        out["layout"] = layout_name(layout);
+        Json arrays = Json::array();
+        for (size_t i = 0; i < count; ++i) {
+            const bool stored = ckpt_npz_compression(f, i) == CKPT_STORE;
+            const uint64_t offset = ckpt_npz_data_offset(f, i);
+            const int64_t* shape = ckpt_npz_shape(f, i);
+            Json a;
+            a["name"] = ckpt_npz_name(f, i);
+            a["member"] = ckpt_npz_member_name(f, i);
+            a["dtype"] = ckpt_dtype_name(ckpt_npz_dtype(f, i));
+            a["itemsize"] = ckpt_npz_itemsize(f, i);
+            a["shape"] = std::vector<int64_t>(shape, shape + ckpt_npz_ndim(f, i));
+            a["bytes"] = ckpt_npz_nbytes(f, i);
+            a["stored_bytes"] = ckpt_npz_stored_bytes(f, i);
+            a["compression"] = compression_name(ckpt_npz_compression(f, i));
+            a["crc32"] = ckpt_npz_crc32(f, i);
+            a["data_offset"] = stored ? Json(offset) : Json(nullptr);
+            a["alignment"] = stored ? Json(alignment_of(offset)) : Json(nullptr);
+            arrays.push_back(a);
+        }
+        out["arrays"] = arrays;
+        Json meta = Json::object();
+        for (size_t k = 0; k < ckpt_npz_metadata_count(f); ++k)
+            meta[ckpt_npz_metadata_key(f, k)] = ckpt_npz_metadata_value(f, k);
+        out["metadata"] = meta;
+        print_json(out);
+        return kExitOk;
+    }
+
+    std::cout << fmt::format("{}: {}, {} layout, {} array{}\n", o.file, human_size(size, o.bytes),
+                             layout_name(layout), count, count == 1 ? "" : "s");
+    const bool objax = layout == CKPT_LAYOUT_OBJAX;
+    std::vector<std::string> header = {"name", "dtype", "shape", "bytes", "stored", "compression", "crc32",
+                                       "offset", "align"};
+    std::vector<bool> right = {false, false, false, true, true, false, false, true, true};
+    if (objax) {  // the member names (0.npy, 1.npy, ...) differ from the variable names only in this layout
+        header.insert(header.begin() + 1, "member");
+        right.insert(right.begin() + 1, false);
+    }
+    Table table(header, right);
+    for (size_t i = 0; i < count; ++i) {
+        const bool stored = ckpt_npz_compression(f, i) == CKPT_STORE;
+        const uint64_t offset = ckpt_npz_data_offset(f, i);
+        const int64_t* shape = ckpt_npz_shape(f, i);
+        std::vector<std::string> row = {
+            ckpt_npz_name(f, i),
+            dtype_label(ckpt_npz_dtype(f, i), ckpt_npz_itemsize(f, i)),
+            shape_text(std::vector<int64_t>(shape, shape + ckpt_npz_ndim(f, i))),
+            human_size(ckpt_npz_nbytes(f, i), o.bytes),
+            human_size(ckpt_npz_stored_bytes(f, i), o.bytes),
+            compression_name(ckpt_npz_compression(f, i)),
+            fmt::format("{:08x}", ckpt_npz_crc32(f, i)),
+            stored ? fmt::format("{}", offset) : "-",
+            stored ? fmt::format("{}", alignment_of(offset)) : "-",
+        };
+        if (objax) row.insert(row.begin() + 1, ckpt_npz_member_name(f, i));
+        table.add(row);
+    }
+    if (count > 0) std::cout << table.render();
+    const size_t meta = ckpt_npz_metadata_count(f);
+    if (meta == 0) {
+        std::cout << "metadata: none\n";
+    } else {
+        std::cout << "metadata:\n";
+        for (size_t k = 0; k < meta; ++k)
+            std::cout << "  " << ckpt_npz_metadata_key(f, k) << " = " << ckpt_npz_metadata_value(f, k) << '\n';
+    }
+    return kExitOk;
+}
+
+}  // namespace
+
+Command add_show(CLI::App& parent) {
+    auto o = std::make_shared<ShowOptions>();
+    CLI::App* app = parent.add_subcommand(
+        "show", "Show a file's layout, arrays (dtype, shape, sizes, compression, CRC-32, offset) and metadata");
+    app->footer("Reads the zip directory and every npy header, no array data. The alignment of a stored array is the "
+                "largest power of two (up to 4096) that divides its data offset.");
+    app->add_option("FILE", o->file, "a .npz file")->required();
+    app->add_flag("--json", o->json, "one JSON document (docs/cli.md)");
+    app->add_flag("--bytes", o->bytes, "sizes in bytes");
+    return {app, [o] { return run_show(*o); }};
+}
+
+}  // namespace ckpt_tool

@@ -1,0 +1,47 @@
+// The subcommands: each adds itself to the program's command line and says how to run what was parsed.
+#pragma once
+
+#include "failure.hpp"
+#include "progress.hpp"
+#include "values.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace ckpt_tool {
+
+struct Command {
+    CLI::App* app = nullptr;
+    std::function<int()> run;
+};
+
+Command add_ls(CLI::App& parent);
+Command add_show(CLI::App& parent);
+Command add_verify(CLI::App& parent);
+Command add_diff(CLI::App& parent);
+Command add_cat(CLI::App& parent);
+Command add_convert(CLI::App& parent);
+
+// The full check of one file (ckpt verify, ckpt ls --verify): open it, then read every array into scratch memory,
+// which checks the zip structure, every npy header, every size and every CRC-32.
+struct Verdict {
+    std::string path;
+    std::string verdict;  // "ok", "corrupt" (CKPT_EFORMAT), "unsupported" (CKPT_EUNSUPPORTED), "unreadable"
+    std::string error;    // the library's message; empty when ok
+    int exit_code = kExitOk;
+    bool opened = false;
+    uint64_t arrays = 0;
+};
+Verdict verify_file(const std::string& path, Progress& progress, Scratch& scratch);
+// What a failed call on a file makes of its verdict.
+void set_failure(Verdict& v, int rc);
+
+// Writes JSON to stdout, one document, indented; invalid UTF-8 (from file names) is replaced, not fatal.
+void print_json(const Json& j);
+// The size of the file at path (from stat; throws).
+uint64_t file_size(const std::string& path);
+
+}  // namespace ckpt_tool
