@@ -90,9 +90,13 @@ def measure(name, arrays, runs, directory):
     for fn in ops.values():  # warm-up: files exist, the page cache holds them
         fn()
     times = {k: [] for k in ops}
-    for _ in range(runs):
-        for k, fn in ops.items():
-            times[k].append(timed(fn))
+    saves = [k for k in ops if k.startswith("save")]
+    restores = [k for k in ops if k.startswith("restore")]
+    for r in range(runs):
+        # Each operation goes first equally often: the first save of a round meets the writeback of the last.
+        for group in (saves, restores):
+            for k in group[r % len(group):] + group[:r % len(group)]:
+                times[k].append(timed(ops[k]))
     assert all(np.array_equal(into[k], arrays[k]) for k in list(arrays)[:4])
     for c in (held, held_into, built, built_into):
         c.close()
@@ -101,7 +105,7 @@ def measure(name, arrays, runs, directory):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--runs", type=int, default=8)
+    p.add_argument("--runs", type=int, default=8, help="a multiple of 4 puts each operation first equally often")
     p.add_argument("--dir", default=None)
     p.add_argument("--quick", action="store_true", help="small sizes, two runs")
     args = p.parse_args()

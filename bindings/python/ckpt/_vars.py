@@ -120,10 +120,9 @@ class Vars(_native.Handle):
         while start < len(items):
             if _speedups is not None:
                 end, code = _speedups.add_arrays(self.handle, items, start, writable)
+                self._keep.append(items)  # keeps every value the fast path borrowed alive
+                self.borrowed.extend([True] * (end - start))
                 _native.check(code)
-                for k in range(start, end):
-                    self._keep.append(items[k][1])
-                    self.borrowed.append(True)
                 if end == len(items):
                     return
                 start = end

@@ -236,9 +236,10 @@ def restore_values(items, assign, restore_vars):
     try:
         v.add_all(items, writable=True)
         restore_vars(v)
-        for i, (name, value) in enumerate(items):
-            if not v.borrowed[i]:
-                assign(name, value, v.array(i, copy=True))
+        if not all(v.borrowed):
+            for i, (name, value) in enumerate(items):
+                if not v.borrowed[i]:
+                    assign(name, value, v.array(i, copy=True))
         return dict(v.metadata())
     finally:
         v.close()
