@@ -424,8 +424,8 @@ CKPT_API void ckpt_writer_free(ckpt_writer *w);
  * ISO 8601), "ckpt.saved_at_ns" (nanoseconds since the Unix epoch), "ckpt.version" and "ckpt.metric.<name>"
  * (shortest round-trip decimal, "nan", "inf", "-inf"). The manager drops every other "ckpt."-prefixed key of the
  * collection it saves (such keys are its own); the collection itself is left as it was. Restoring the latest
- * validates each file fully and
- * falls back to older ones past corrupt or unreadable files. One manager owns a directory at a time (a lock file
+ * validates each file fully and falls back to older ones past corrupt or unreadable files; with keep_best it
+ * still resumes from the newest. One manager owns a directory at a time (a lock file
  * ".ckpt.lock"); opening removes temporary files that interrupted saves of checkpoints left behind, and never
  * touches other files. Files are readable by numpy and objax. */
 typedef struct ckpt_manager ckpt_manager;

@@ -1813,7 +1813,7 @@ struct ManagerOptions {
     std::shared_ptr<Storage> storage;  // null = the local filesystem
     // Retention policies that add to keep (a checkpoint is kept when any policy keeps it):
     int32_t keep_best = 0;                   // also keep the best N by best_metric; 0 = off
-    std::optional<std::string> best_metric;  // the metric of keep_best and best()
+    std::string best_metric;                 // the metric of keep_best and best(); "" = none
     BestMode best_mode = BestMode::min;
     int64_t keep_seconds = 0;                // also keep what was saved within the last S seconds; 0 = off
     // When should_save() says to save:
@@ -1859,7 +1859,7 @@ public:
         }
         c.storage = storage.get();
         c.keep_best = options.keep_best;
-        c.best_metric = options.best_metric ? options.best_metric->c_str() : nullptr;
+        c.best_metric = options.best_metric.empty() ? nullptr : options.best_metric.c_str();
         c.best_mode = static_cast<uint32_t>(options.best_mode);
         c.keep_seconds = options.keep_seconds;
         c.save_every_steps = options.save_every_steps;
