@@ -1,9 +1,13 @@
 // ckpt_manager: the C face of ckpt::CheckpointManager.
 #include "checkpoint.hpp"
 #include "guard.hpp"
+#include "manager_clock.hpp"
+#include "utf8.hpp"
 
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 using ckpt::Code;
 using ckpt::capi::guard;
@@ -21,6 +25,20 @@ ckpt::CheckpointManager& manager_of(ckpt_manager* m, const char* function) {
     return *m->manager;
 }
 
+// Bytes of each version of ckpt_manager_options: a caller built against an older header passes a shorter struct.
+size_t manager_options_size(uint32_t version) {
+    switch (version) {
+        case 1: return offsetof(ckpt_manager_options, keep_best);
+        default: return sizeof(ckpt_manager_options);
+    }
+}
+
+std::mutex clock_mutex;
+std::function<int64_t()>& manager_clock() {
+    static std::function<int64_t()> clock;
+    return clock;
+}
+
 std::optional<int64_t> index_arg(int64_t idx, const char* function) {
     if (idx == CKPT_LATEST) return std::nullopt;
     if (idx < 0) ckpt::fail(Code::invalid, "{}: index {} is neither >= 0 nor CKPT_LATEST", function, idx);
@@ -34,9 +52,10 @@ extern "C" {
 CKPT_API int ckpt_manager_options_init(ckpt_manager_options* opts, uint32_t version) {
     return guard([&] {
         require(opts, "ckpt_manager_options_init", "opts");
-        if (version != CKPT_MANAGER_OPTIONS_VERSION)
-            ckpt::fail(Code::invalid, "ckpt_manager_options_init: version {} is not supported (1)", version);
-        std::memset(opts, 0, sizeof *opts);
+        if (version < 1 || version > CKPT_MANAGER_OPTIONS_VERSION)
+            ckpt::fail(Code::invalid, "ckpt_manager_options_init: version {} is not supported (1..{})", version,
+                       CKPT_MANAGER_OPTIONS_VERSION);
+        std::memset(opts, 0, manager_options_size(version));
         opts->version = version;
         opts->keep = 10;
     });
@@ -50,20 +69,45 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
         ckpt_manager_options o;
         ckpt_manager_options_init(&o, CKPT_MANAGER_OPTIONS_VERSION);
         if (opts != nullptr) {
-            if (opts->version != CKPT_MANAGER_OPTIONS_VERSION)
-                ckpt::fail(Code::invalid, "ckpt_manager_open: options version {} is not supported (1)", opts->version);
-            o = *opts;
+            if (opts->version < 1 || opts->version > CKPT_MANAGER_OPTIONS_VERSION)
+                ckpt::fail(Code::invalid, "ckpt_manager_open: options version {} is not supported (1..{})",
+                           opts->version, CKPT_MANAGER_OPTIONS_VERSION);
+            std::memcpy(&o, opts, manager_options_size(opts->version));  // later fields keep their defaults
+            o.version = CKPT_MANAGER_OPTIONS_VERSION;
         }
         constexpr uint32_t kKnownFlags =
             CKPT_MANAGER_ASYNC | CKPT_MANAGER_NO_FALLBACK | CKPT_MANAGER_NO_MAKEDIR | CKPT_MANAGER_VERBOSE |
             CKPT_MANAGER_READ_ONLY;
         if ((o.flags & ~kKnownFlags) != 0) ckpt::fail(Code::invalid, "ckpt_manager_open: unknown flags {}", o.flags);
         if (o.keep_every < 0) ckpt::fail(Code::invalid, "ckpt_manager_open: keep_every {} is negative", o.keep_every);
+        if (o.keep_seconds < 0)
+            ckpt::fail(Code::invalid, "ckpt_manager_open: keep_seconds {} is negative", o.keep_seconds);
+        if (o.save_every_steps < 0)
+            ckpt::fail(Code::invalid, "ckpt_manager_open: save_every_steps {} is negative", o.save_every_steps);
+        if (o.save_every_seconds < 0)
+            ckpt::fail(Code::invalid, "ckpt_manager_open: save_every_seconds {} is negative", o.save_every_seconds);
+        if (o.best_mode != CKPT_BEST_MIN && o.best_mode != CKPT_BEST_MAX)
+            ckpt::fail(Code::invalid, "ckpt_manager_open: best_mode {} is neither CKPT_BEST_MIN nor CKPT_BEST_MAX",
+                       o.best_mode);
+        if (o.best_metric != nullptr && (o.best_metric[0] == '\0' || !ckpt::valid_utf8(o.best_metric)))
+            ckpt::fail(Code::invalid, "ckpt_manager_open: best_metric is empty or not valid UTF-8");
+        if (o.keep_best > 0 && o.best_metric == nullptr)
+            ckpt::fail(Code::invalid, "ckpt_manager_open: keep_best {} needs a best_metric", o.keep_best);
         const ckpt_npz_options npz = ckpt::capi::checked_npz_options(o.npz, "ckpt_manager_open");
 
         ckpt::CheckpointManager::Options m;
         m.keep = o.keep;
         m.keep_every = o.keep_every;
+        m.keep_best = o.keep_best;
+        if (o.best_metric != nullptr) m.best_metric = o.best_metric;
+        m.best_max = o.best_mode == CKPT_BEST_MAX;
+        m.keep_seconds = o.keep_seconds;
+        m.save_every_steps = o.save_every_steps;
+        m.save_every_seconds = o.save_every_seconds;
+        {
+            std::lock_guard<std::mutex> lock(clock_mutex);
+            m.now_ns = manager_clock();
+        }
         m.async = (o.flags & CKPT_MANAGER_ASYNC) != 0;
         m.fallback = (o.flags & CKPT_MANAGER_NO_FALLBACK) == 0;
         m.make_dir = (o.flags & CKPT_MANAGER_NO_MAKEDIR) == 0;
@@ -97,6 +141,59 @@ CKPT_API int ckpt_manager_save(ckpt_manager* m, const ckpt_vars* vars, int64_t i
         require(vars, "ckpt_manager_save", "vars");
         manager.save(vars->vc, idx);
     });
+}
+
+CKPT_API int ckpt_manager_save_metrics(ckpt_manager* m, const ckpt_vars* vars, int64_t idx,
+                                       const char* const* names, const double* values, size_t n) {
+    return guard([&] {
+        auto& manager = manager_of(m, "ckpt_manager_save_metrics");
+        require(vars, "ckpt_manager_save_metrics", "vars");
+        if (n > 0) {
+            require(names, "ckpt_manager_save_metrics", "names");
+            require(values, "ckpt_manager_save_metrics", "values");
+        }
+        ckpt::Metrics metrics;
+        metrics.reserve(n);
+        for (size_t i = 0; i < n; ++i) {
+            if (names[i] == nullptr) ckpt::fail(Code::invalid, "ckpt_manager_save_metrics: names[{}] is NULL", i);
+            metrics.emplace_back(names[i], values[i]);
+        }
+        manager.save(vars->vc, idx, metrics);
+    });
+}
+
+CKPT_API int ckpt_manager_metric(ckpt_manager* m, int64_t idx, const char* name, double* out) {
+    return guard([&] {
+        auto& manager = manager_of(m, "ckpt_manager_metric");
+        require(name, "ckpt_manager_metric", "name");
+        require(out, "ckpt_manager_metric", "out");
+        if (idx < 0) ckpt::fail(Code::invalid, "ckpt_manager_metric: index {} is negative", idx);
+        const std::optional<double> value = manager.metric(idx, name);
+        if (!value)
+            ckpt::fail(Code::not_found, "ckpt_manager_metric: {} records no metric '{}'", manager.path(idx), name);
+        *out = *value;
+    });
+}
+
+CKPT_API int ckpt_manager_best(ckpt_manager* m, int64_t* out_idx) {
+    return guard([&] {
+        auto& manager = manager_of(m, "ckpt_manager_best");
+        require(out_idx, "ckpt_manager_best", "out_idx");
+        const std::optional<int64_t> best = manager.best();
+        if (!best) ckpt::fail(Code::not_found, "{}: no checkpoint records the best metric", manager.dir());
+        *out_idx = *best;
+    });
+}
+
+CKPT_API int ckpt_manager_should_save(ckpt_manager* m, int64_t step) {
+    bool yes = false;
+    const int rc = guard([&] { yes = manager_of(m, "ckpt_manager_should_save").should_save(step); });
+    return rc != CKPT_OK ? rc : (yes ? 1 : 0);
+}
+
+CKPT_API void ckpt_manager_request_save(ckpt_manager* m) {
+    // Async-signal-safe: no allocation, no lock, no error message; only an atomic store.
+    if (m != nullptr && m->manager) m->manager->request_save();
 }
 
 CKPT_API int ckpt_manager_restore(ckpt_manager* m, ckpt_vars* vars, int64_t idx, int64_t* restored_idx) {
@@ -177,3 +274,12 @@ CKPT_API int64_t ckpt_checkpoint_idx(const char* filename) {
 }
 
 }
+
+namespace ckpt::capi {
+
+void set_manager_clock(std::function<int64_t()> now_ns) {
+    std::lock_guard<std::mutex> lock(clock_mutex);
+    manager_clock() = std::move(now_ns);
+}
+
+}  // namespace ckpt::capi

@@ -3,6 +3,7 @@
 #include "error.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <set>
@@ -61,6 +62,28 @@ CheckpointManager::CheckpointManager(std::string dir, Options options)
     const auto kind = options_.async ? Writer::Kind::queue : Writer::Kind::simple;
     writer_ = std::make_unique<Writer>(kind, options_.queue_depth, options_.storage);
     if (options_.async) snapshots_ = SnapshotPool::create(options_.queue_depth);
+    last_save_ns_ = now_ns();
+}
+
+int64_t CheckpointManager::now_ns() const {
+    if (options_.now_ns) return options_.now_ns();
+    using namespace std::chrono;
+    return duration_cast<nanoseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+std::vector<CheckpointFacts> CheckpointManager::facts(const std::vector<int64_t>& indices) const {
+    std::vector<CheckpointFacts> out;
+    out.reserve(indices.size());
+    for (int64_t i : indices) {
+        try {
+            // Opening reads the zip directory, the npy headers and the metadata member, never the arrays.
+            const NpzReader reader = NpzReader::open(*options_.storage, path(i), options_.npz_read);
+            out.push_back(checkpoint_facts(i, reader.metadata(), options_.best_metric));
+        } catch (const Error&) {
+            out.push_back(CheckpointFacts{i, std::nullopt, std::nullopt});  // unreadable: neither best nor recent
+        }
+    }
+    return out;
 }
 
 CheckpointManager::~CheckpointManager() {
@@ -114,11 +137,19 @@ void CheckpointManager::apply_retention(int64_t just_saved) {
             return;
         }
         std::sort(indices.begin(), indices.end());
-        const size_t keep = static_cast<size_t>(options_.keep);
-        for (size_t k = 0; k + keep < indices.size(); ++k) {  // all but the newest `keep`, by number
-            const int64_t i = indices[k];
-            if (i == just_saved) continue;
-            if (options_.keep_every > 0 && i % options_.keep_every == 0) continue;
+        RetentionPolicy policy;
+        policy.keep = options_.keep;
+        policy.keep_every = options_.keep_every;
+        policy.keep_best = options_.keep_best;
+        policy.best_max = options_.best_max;
+        policy.keep_seconds = options_.keep_seconds;
+        std::vector<CheckpointFacts> known;
+        if (policy.needs_facts()) {
+            known = facts(indices);
+        } else {
+            for (int64_t i : indices) known.push_back(CheckpointFacts{i, std::nullopt, std::nullopt});
+        }
+        for (int64_t i : checkpoints_to_delete(known, policy, just_saved, now_ns())) {
             try {
                 options_.storage->remove(path(i));
             } catch (const Error& e) {
@@ -134,15 +165,25 @@ void CheckpointManager::apply_retention(int64_t just_saved) {
     }
 }
 
-void CheckpointManager::save(const VarCollection& vars, int64_t index) {
+void CheckpointManager::save(const VarCollection& vars, int64_t index, const Metrics& metrics) {
     if (options_.read_only) fail(Code::invalid, "{}: the manager was opened read-only (CKPT_MANAGER_READ_ONLY)", dir_);
     if (index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, index);
     const std::string target = path(index);
+    const int64_t saved_at = now_ns();
+    // The file gets the caller's arrays with the manager's metadata: a view that borrows the arrays leaves the
+    // caller's collection as it was; an asynchronous save copies the view (arrays and metadata) before returning.
+    auto view = std::make_shared<VarCollection>();
+    for (size_t i = 0; i < vars.size(); ++i) {
+        const Array& a = vars.array(i);
+        view->add(vars.name(i), Array::borrow(a.dtype(), a.itemsize(), a.shape(), a.data()));
+    }
+    view->metadata() = saved_metadata(vars.metadata(), index, saved_at, metrics);
     std::shared_ptr<const VarCollection> data;
     if (options_.async)
-        data = snapshots_->copy(vars);
+        data = snapshots_->copy(*view);
     else
-        data = std::shared_ptr<const VarCollection>(&vars, [](const VarCollection*) {});
+        data = std::move(view);
+    last_save_ns_ = saved_at;
     const NpzWriteOptions npz = options_.npz_write;
     writer_->submit(
         target,
@@ -198,6 +239,36 @@ std::pair<VarCollection, int64_t> CheckpointManager::read(std::optional<int64_t>
     VarCollection out;
     const int64_t i = with_checkpoint(index, [&](NpzReader& reader) { out = reader.read_all(); });
     return {std::move(out), i};
+}
+
+std::optional<double> CheckpointManager::metric(int64_t index, const std::string& name) {
+    if (index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, index);
+    writer_->drain();
+    const std::string p = path(index);
+    const NpzReader reader = NpzReader::open(*options_.storage, p, options_.npz_read);
+    const std::string* text = reader.metadata().find(std::string(kMetricPrefix) + name);
+    if (text == nullptr) return std::nullopt;
+    const std::optional<double> value = parse_metric(*text);
+    if (!value) fail(Code::format, "{}: metric '{}' is '{}', not a number", p, name, *text);
+    return value;
+}
+
+std::optional<int64_t> CheckpointManager::best() {
+    if (options_.best_metric.empty()) fail(Code::invalid, "{}: no best_metric is set", dir_);
+    return best_checkpoint(facts(list()), options_.best_max);
+}
+
+bool CheckpointManager::should_save(int64_t step) {
+    if (step < 0) fail(Code::invalid, "{}: step {} is negative", dir_, step);
+    if (options_.read_only) fail(Code::invalid, "{}: the manager was opened read-only (CKPT_MANAGER_READ_ONLY)", dir_);
+    if (save_requested_.exchange(false, std::memory_order_relaxed)) return true;
+    if (options_.save_every_steps > 0 && step % options_.save_every_steps == 0) return true;
+    if (options_.save_every_seconds > 0) {
+        // In seconds, as doubles: neither a clock that went back nor a huge interval can overflow.
+        const double elapsed = (static_cast<double>(now_ns()) - static_cast<double>(last_save_ns_)) / 1e9;
+        if (elapsed >= static_cast<double>(options_.save_every_seconds)) return true;
+    }
+    return false;
 }
 
 void CheckpointManager::wait() { writer_->wait(); }

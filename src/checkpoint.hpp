@@ -8,6 +8,7 @@
 // layout of one directory per step (for sharded checkpoints) would change listing, naming and removal only.
 #pragma once
 
+#include "checkpoint_policy.hpp"
 #include "npz_reader.hpp"
 #include "npz_restore.hpp"
 #include "npz_writer.hpp"
@@ -15,6 +16,7 @@
 #include "storage.hpp"
 #include "writer.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -38,6 +40,15 @@ public:
     struct Options {
         int32_t keep = 10;       // newest checkpoints kept; <= 0 keeps all
         int64_t keep_every = 0;  // also keep indices that are multiples of this; 0 = off
+        int32_t keep_best = 0;   // also keep the best N by best_metric; <= 0 = off
+        std::string best_metric; // the metric of keep_best and best(); "" = none
+        bool best_max = false;   // higher values of best_metric are better
+        int64_t keep_seconds = 0;        // also keep what was saved within the last S seconds; 0 = off
+        int64_t save_every_steps = 0;    // should_save: steps that are multiples of this; 0 = off
+        int64_t save_every_seconds = 0;  // should_save: once this long has passed since the last save; 0 = off
+        // The clock of the recorded save times, keep_seconds and save_every_seconds: nanoseconds since the Unix
+        // epoch. Empty = the system clock; tests set it to go forward without sleeping.
+        std::function<int64_t()> now_ns;
         bool async = false;
         bool fallback = true;    // restore(latest) tries older checkpoints when the newest is unreadable
         bool make_dir = true;
@@ -60,7 +71,21 @@ public:
 
     // Saves `vars` as checkpoint `index` (>= 0), replacing one that exists, then applies retention. In async
     // mode the arrays are copied before this returns and errors surface at the next save, wait or close.
-    void save(const VarCollection& vars, int64_t index);
+    // Every save records the index, the time, ckpt's version and `metrics` in the file's metadata (the keys of
+    // checkpoint_policy.hpp) without changing `vars`.
+    void save(const VarCollection& vars, int64_t index, const Metrics& metrics = {});
+    // The value of metric `name` that checkpoint `index` recorded (reading only its metadata), or nullopt.
+    // Error(not_found) when there is no such checkpoint, Error(format) for a value that is not a number.
+    std::optional<double> metric(int64_t index, const std::string& name);
+    // The checkpoint with the best value of best_metric (NaN never is; a tie goes to the higher index), or
+    // nullopt when none records it. Error(invalid) when no best_metric is set. Unreadable files are skipped.
+    std::optional<int64_t> best();
+    // Whether the training loop should save at `step` (>= 0): after request_save(), at multiples of
+    // save_every_steps, and once save_every_seconds have passed since the last save (or since opening).
+    // A request is consumed by the call that reports it.
+    bool should_save(int64_t step);
+    // Makes the next should_save() true. Async-signal-safe: one lock-free atomic store.
+    void request_save() noexcept { save_requested_.store(true, std::memory_order_relaxed); }
     // Indices on disk, ascending (waits for background saves first).
     std::vector<int64_t> list();
     // Restores into `vars` from checkpoint `index`, or from the newest readable one when index is nullopt;
@@ -76,6 +101,9 @@ public:
 private:
     void remove_stale_temporaries();
     void apply_retention(int64_t just_saved);
+    int64_t now_ns() const;
+    // What retention needs to know of each checkpoint on disk, ascending; unreadable files record nothing.
+    std::vector<CheckpointFacts> facts(const std::vector<int64_t>& indices) const;
     // Runs `attempt` on checkpoint `index`, or on the newest first and then older ones when index is nullopt and
     // fallback is on, skipping (and logging) those that are corrupt or unreadable.
     int64_t with_checkpoint(std::optional<int64_t> index, const std::function<void(NpzReader&)>& attempt);
@@ -86,6 +114,9 @@ private:
     std::unique_ptr<DirLock> lock_;
     std::shared_ptr<SnapshotPool> snapshots_;
     std::unique_ptr<Writer> writer_;
+    std::atomic<bool> save_requested_{false};
+    int64_t last_save_ns_ = 0;  // should_save's reference for save_every_seconds: opening, then each save
+    static_assert(std::atomic<bool>::is_always_lock_free, "request_save must be async-signal-safe");
 };
 
 }  // namespace ckpt

@@ -77,8 +77,11 @@ void restore_npz(NpzReader& reader, VarCollection& vars, const Renamer& rename) 
     std::vector<NpzReader::Job> jobs;
     jobs.reserve(vars.size());
     for (size_t v = 0; v < vars.size(); ++v) jobs.push_back({source[v], vars.array(v).data()});
+    // Copied before the arrays are read, then moved in: running out of memory leaves the metadata as it was
+    // (a copy assignment could stop halfway through the keys).
+    Metadata metadata = reader.metadata();
     reader.read_entries(jobs);
-    vars.metadata() = reader.metadata();
+    vars.metadata() = std::move(metadata);
 }
 
 }  // namespace ckpt

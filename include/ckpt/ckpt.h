@@ -416,9 +416,16 @@ CKPT_API void ckpt_writer_free(ckpt_writer *w);
 /* ------------------------------------------------------------------------------------------ checkpoint manager */
 /* objax.io.Checkpoint: a directory <logdir>/<subdir> of numbered checkpoints "%010d.npz" (wider for indices past
  * 9999999999) that a training program saves into and resumes from. Saves are atomic and durable; after each save
- * is durable, retention keeps the newest `keep` checkpoints by index (as numbers, not strings) plus multiples of
- * `keep_every`, and never deletes the checkpoint just written. Restoring the latest validates each file fully and
- * falls back to older ones past corrupt or unreadable files. One manager owns a directory at a time (a lock file
+ * is durable, retention keeps a checkpoint when any of its policies keeps it: the newest `keep` by index (as
+ * numbers, not strings), multiples of `keep_every`, the `keep_best` best by `best_metric`, and those saved within
+ * the last `keep_seconds`; it never deletes the newest checkpoint nor the one just written. Retention reads what it
+ * needs (metrics, save times) from the files' metadata, so it keeps the same checkpoints after a restart.
+ * Every save records in the file's metadata (docs/checkpoint-manager.md): "ckpt.index", "ckpt.saved_at" (UTC,
+ * ISO 8601), "ckpt.saved_at_ns" (nanoseconds since the Unix epoch), "ckpt.version" and "ckpt.metric.<name>"
+ * (shortest round-trip decimal, "nan", "inf", "-inf"). The manager drops every other "ckpt."-prefixed key of the
+ * collection it saves (such keys are its own); the collection itself is left as it was. Restoring the latest
+ * validates each file fully and falls back to older ones past corrupt or unreadable files; with keep_best it
+ * still resumes from the newest. One manager owns a directory at a time (a lock file
  * ".ckpt.lock"); opening removes temporary files that interrupted saves of checkpoints left behind, and never
  * touches other files. Files are readable by numpy and objax. */
 typedef struct ckpt_manager ckpt_manager;
@@ -445,15 +452,33 @@ typedef struct ckpt_manager_options {
     ckpt_log_fn log;
     void *log_payload;
     ckpt_storage *storage;         /* NULL = the local filesystem; the manager keeps its own reference */
+    /* version 2: */
+    int32_t keep_best;             /* also keep the keep_best best checkpoints by best_metric; <= 0 = off.
+                                      Checkpoints without the metric, or with NaN, are neither best nor counted */
+    const char *best_metric;       /* the metric of keep_best and ckpt_manager_best; NULL = none; copied */
+    uint32_t best_mode;            /* CKPT_BEST_MIN (lower is better) or CKPT_BEST_MAX */
+    int64_t keep_seconds;          /* also keep what was saved within the last keep_seconds (by the time each file
+                                      records, not its mtime); 0 = off */
+    int64_t save_every_steps;      /* ckpt_manager_should_save: steps that are multiples of this; 0 = off */
+    int64_t save_every_seconds;    /* ckpt_manager_should_save: once this many seconds have passed since the
+                                      manager's last save, or since it was opened; 0 = off (whole seconds, like
+                                      keep_seconds) */
 } ckpt_manager_options;
-#define CKPT_MANAGER_OPTIONS_VERSION 1
-#define CKPT_MANAGER_OPTIONS_INIT {CKPT_MANAGER_OPTIONS_VERSION, 10, 0, 0, 0, NULL, NULL, NULL, NULL, NULL}
-/* Fills *opts with the defaults. Returns CKPT_OK, CKPT_EINVAL (NULL opts, unknown version). */
+#define CKPT_BEST_MIN 0u
+#define CKPT_BEST_MAX 1u
+#define CKPT_MANAGER_OPTIONS_VERSION 2
+#define CKPT_MANAGER_OPTIONS_INIT \
+    {CKPT_MANAGER_OPTIONS_VERSION, 10, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL, CKPT_BEST_MIN, 0, 0, 0}
+/* Fills *opts with the defaults of `version` (1 or 2: a version-1 caller's struct ends before keep_best, and only
+ * that much is written). ckpt_manager_open accepts both versions. Returns CKPT_OK, CKPT_EINVAL (NULL opts,
+ * unknown version). */
 CKPT_API int ckpt_manager_options_init(ckpt_manager_options *opts, uint32_t version);
 /* Opens (creating, unless CKPT_MANAGER_NO_MAKEDIR) the checkpoint directory of `logdir`, locks it and removes
  * stale temporaries. With CKPT_MANAGER_READ_ONLY it only opens an existing directory: no lock (another manager
  * may be saving into it), no cleanup, and ckpt_manager_save fails with CKPT_EINVAL.
- * Returns CKPT_OK; CKPT_EINVAL (also READ_ONLY with ASYNC); CKPT_ENOTFOUND (NO_MAKEDIR or READ_ONLY, and no
+ * Returns CKPT_OK; CKPT_EINVAL (also READ_ONLY with ASYNC, keep_best > 0 without a best_metric, an empty or
+ * invalid best_metric, an unknown best_mode, a negative keep_every, keep_seconds, save_every_steps or
+ * save_every_seconds); CKPT_ENOTFOUND (NO_MAKEDIR or READ_ONLY, and no
  * directory); CKPT_EBUSY (another manager holds the directory: the message names its pid); CKPT_EIO;
  * CKPT_ENOMEM. */
 CKPT_API int ckpt_manager_open(ckpt_manager **out, const char *logdir, const ckpt_manager_options *opts);
@@ -462,6 +487,30 @@ CKPT_API int ckpt_manager_open(ckpt_manager **out, const char *logdir, const ckp
  * and it returns an earlier background save's error (this save is then not started). Returns CKPT_OK; CKPT_EINVAL
  * (NULL argument, idx < 0, manager closed or opened read-only); CKPT_EIO; CKPT_ENOMEM; an earlier save's code. */
 CKPT_API int ckpt_manager_save(ckpt_manager *m, const ckpt_vars *vars, int64_t idx);
+/* As ckpt_manager_save, also recording metrics names[0..n) = values[0..n) as "ckpt.metric.<name>" in the file's
+ * metadata (names and values are read before it returns; NULL when n is 0). Any value may be saved; NaN is never
+ * the best. Returns the codes of ckpt_manager_save, and CKPT_EINVAL for NULL names or values with n > 0, a NULL,
+ * empty or invalid UTF-8 name, or a name given twice. */
+CKPT_API int ckpt_manager_save_metrics(ckpt_manager *m, const ckpt_vars *vars, int64_t idx,
+                                       const char *const *names, const double *values, size_t n);
+/* Sets *out to the value of metric `name` that checkpoint idx (>= 0) recorded, reading only the file's metadata.
+ * Waits for background saves first. Returns CKPT_OK; CKPT_ENOTFOUND (no checkpoint idx, or it records no such
+ * metric); CKPT_EFORMAT (the file is corrupt, or the value is not a number); CKPT_EINVAL (NULL argument, idx < 0);
+ * CKPT_EIO. */
+CKPT_API int ckpt_manager_metric(ckpt_manager *m, int64_t idx, const char *name, double *out);
+/* Sets *out_idx to the checkpoint with the best value of best_metric under best_mode, read from the files (not
+ * validated beyond their metadata; unreadable files are skipped); a tie goes to the higher index, NaN never is
+ * the best. Waits for background saves first. Returns CKPT_OK; CKPT_ENOTFOUND (no checkpoint records the
+ * metric); CKPT_EINVAL (NULL argument, no best_metric set); CKPT_EIO. */
+CKPT_API int ckpt_manager_best(ckpt_manager *m, int64_t *out_idx);
+/* Whether the training loop should save at `step` (>= 0): returns 1 after ckpt_manager_request_save (the call
+ * that returns 1 consumes the request), when step is a multiple of save_every_steps (step 0 included), or once
+ * save_every_seconds have passed since the manager's last save or its opening; 0 otherwise. It saves nothing.
+ * Returns 1, 0, or CKPT_EINVAL (NULL m, step < 0, manager closed or opened read-only). */
+CKPT_API int ckpt_manager_should_save(ckpt_manager *m, int64_t step);
+/* Makes the next ckpt_manager_should_save return 1: for a SIGTERM handler before preemption. Async-signal-safe
+ * (one lock-free atomic store; it neither allocates nor locks); NULL is ignored. */
+CKPT_API void ckpt_manager_request_save(ckpt_manager *m);
 /* Restores `vars` in place (ckpt_npz_restore's rules) from checkpoint idx, or from the newest readable one for
  * CKPT_LATEST: corrupt or unreadable files are skipped newest-first, each reported through the log (unless
  * CKPT_MANAGER_NO_FALLBACK). Waits for background saves first. *restored_idx (may be NULL) gets the index used.

@@ -1770,6 +1770,9 @@ enum class LogLevel : int {
     warning = CKPT_LOG_WARNING,  // a corrupt checkpoint skipped, a stale temporary removed
 };
 
+// Whether lower (min) or higher (max) values of the best metric are better.
+enum class BestMode : uint32_t { min = CKPT_BEST_MIN, max = CKPT_BEST_MAX };
+
 // ckpt_manager_options. Unset values keep ckpt's defaults.
 struct ManagerOptions {
     std::optional<int32_t> keep;  // newest checkpoints kept; <= 0 keeps all; unset = ckpt's default (10)
@@ -1787,6 +1790,20 @@ struct ManagerOptions {
     // Called from the thread doing the work (a background save's, for retention messages); must not throw.
     std::function<void(LogLevel level, std::string_view message)> log;
     std::shared_ptr<Storage> storage;  // null = the local filesystem
+    // Retention policies that add to keep (a checkpoint is kept when any policy keeps it):
+    int32_t keep_best = 0;                   // also keep the best N by best_metric; 0 = off
+    std::string best_metric;                 // the metric of keep_best and best(); "" = none
+    BestMode best_mode = BestMode::min;
+    int64_t keep_seconds = 0;                // also keep what was saved within the last S seconds; 0 = off
+    // When should_save() says to save:
+    int64_t save_every_steps = 0;            // at multiples of this step; 0 = off
+    int64_t save_every_seconds = 0;          // once this long has passed since the last save or opening; 0 = off
+};
+
+// A metric of a save: recorded as "ckpt.metric.<name>" in the checkpoint's metadata.
+struct Metric {
+    std::string name;
+    double value;
 };
 
 // What Manager::read returns: a new collection, and the index it came from (auto [vars, idx] = m.read()).
@@ -1820,6 +1837,12 @@ public:
             c.log_payload = callbacks_.get();
         }
         c.storage = storage.get();
+        c.keep_best = options.keep_best;
+        c.best_metric = options.best_metric.empty() ? nullptr : options.best_metric.c_str();
+        c.best_mode = static_cast<uint32_t>(options.best_mode);
+        c.keep_seconds = options.keep_seconds;
+        c.save_every_steps = options.save_every_steps;
+        c.save_every_seconds = options.save_every_seconds;
         failures_ = storage.failures();
         check(ckpt_manager_open(&m_, logdir.c_str(), &c));
     }
@@ -1849,6 +1872,53 @@ public:
 
     // Saves vars as checkpoint idx (>= 0), then applies retention. async: the arrays are copied first.
     void save(const Vars& vars, int64_t idx) { check(ckpt_manager_save(m_, vars.native(), idx)); }
+    // save(), also recording the metrics in the checkpoint's metadata (for metric(), best() and keep_best).
+    void save(const Vars& vars, int64_t idx, const std::vector<Metric>& metrics) {
+        std::vector<const char*> names;
+        std::vector<double> values;
+        names.reserve(metrics.size());
+        values.reserve(metrics.size());
+        for (const Metric& m : metrics) {
+            names.push_back(m.name.c_str());
+            values.push_back(m.value);
+        }
+        check(ckpt_manager_save_metrics(m_, vars.native(), idx, names.data(), values.data(), metrics.size()));
+    }
+    // The value of metric `name` that checkpoint idx recorded, or nullopt when it records none.
+    // Error(CKPT_ENOTFOUND) when there is no checkpoint idx.
+    std::optional<double> metric(int64_t idx, const std::string& name) {
+        double out = 0;
+        const int rc = ckpt_manager_metric(m_, idx, name.c_str(), &out);
+        if (rc == CKPT_ENOTFOUND) {
+            const std::vector<int64_t> indices = list();
+            if (std::binary_search(indices.begin(), indices.end(), idx)) {
+                detail::forget_callback_failure();
+                return std::nullopt;
+            }
+        }
+        check(rc);
+        return out;
+    }
+    // The checkpoint with the best value of best_metric (ties go to the newer; NaN never is), or nullopt.
+    std::optional<int64_t> best() {
+        int64_t idx = -1;
+        const int rc = ckpt_manager_best(m_, &idx);
+        if (rc == CKPT_ENOTFOUND) {
+            detail::forget_callback_failure();
+            return std::nullopt;
+        }
+        check(rc);
+        return idx;
+    }
+    // Whether to save at step: after request_save() (consumed by the call that reports it), at multiples of
+    // save_every_steps, or once save_every_seconds have passed.
+    bool should_save(int64_t step) {
+        const int rc = ckpt_manager_should_save(m_, step);
+        if (rc < 0) check(rc);
+        return rc == 1;
+    }
+    // Makes the next should_save() true. Async-signal-safe, for a SIGTERM handler: one atomic store.
+    void request_save() noexcept { ckpt_manager_request_save(m_); }
     // Restores vars in place from checkpoint idx, or the newest readable one for `latest` (falling back past corrupt
     // files), and returns the index restored. Error(CKPT_ENOTFOUND) when there is no such checkpoint,
     // Error(CKPT_EMISMATCH) naming every missing variable.

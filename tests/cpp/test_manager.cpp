@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <unistd.h>
@@ -292,4 +293,53 @@ TEST_CASE("A read-only manager reads a directory another manager holds, and cann
         CHECK(e.code() == CKPT_EINVAL);
         CHECK_THAT(e.what(), Catch::Matchers::Contains("read-only"));
     }
+}
+
+TEST_CASE("Metrics are recorded; the best and the latest are kept together across a restart", "[manager][policies]") {
+    TempDir dir;
+    ckpt::ManagerOptions options;
+    options.keep = 1;
+    options.keep_best = 2;
+    options.best_metric = "loss";
+    {
+        ckpt::Manager manager(dir.path(), options);
+        CHECK_FALSE(manager.best().has_value());
+        Trainer t;
+        for (auto [step, loss] : std::vector<std::pair<int64_t, double>>{{10, 0.5}, {20, 0.2}, {30, 0.9}, {40, 0.8}}) {
+            t.train_to(step);
+            manager.save(t.vars, step, {{"loss", loss}, {"acc", 1 - loss}});
+        }
+        t.train_to(45);
+        manager.save(t.vars, 45, {{"loss", std::numeric_limits<double>::quiet_NaN()}});  // never the best
+        CHECK(manager.list() == std::vector<int64_t>{10, 20, 45});
+        CHECK(manager.metric(20, "loss") == 0.2);
+        CHECK_FALSE(manager.metric(20, "missing").has_value());
+        CHECK_THROWS_AS(manager.metric(30, "loss"), ckpt::Error);
+        CHECK(t.vars.metadata("ckpt.index") == std::nullopt);  // the caller's collection is left as it was
+        CHECK(manager.read(20).vars.metadata("ckpt.metric.loss") == std::optional<std::string_view>("0.2"));
+    }
+    ckpt::Manager manager(dir.path(), options);
+    CHECK(manager.best() == std::optional<int64_t>(20));
+    Trainer t;
+    CHECK(manager.resume(t.vars) == std::optional<int64_t>(45));
+    options.best_mode = ckpt::BestMode::max;
+    options.keep_best = 0;
+    options.read_only = true;
+    ckpt::Manager reader(dir.path(), options);
+    CHECK(reader.best() == std::optional<int64_t>(10));
+}
+
+TEST_CASE("should_save follows save_every_steps and request_save", "[manager][policies]") {
+    TempDir dir;
+    ckpt::ManagerOptions options;
+    options.save_every_steps = 10;
+    ckpt::Manager manager(dir.path(), options);
+    std::vector<int64_t> due;
+    for (int64_t s = 1; s <= 30; ++s)
+        if (manager.should_save(s)) due.push_back(s);
+    CHECK(due == std::vector<int64_t>{10, 20, 30});
+    manager.request_save();
+    CHECK(manager.should_save(3));
+    CHECK_FALSE(manager.should_save(3));
+    CHECK_THROWS_AS(manager.should_save(-1), ckpt::Error);
 }

@@ -14,11 +14,12 @@ COPY, BORROW = 0, 1
 LAYOUT_AUTO, LAYOUT_PLAIN, LAYOUT_OBJAX = 0, 1, 2
 STORE, DEFLATE = 0, 1
 NPZ_OPTIONS_VERSION = 3
-MANAGER_OPTIONS_VERSION = 1
+MANAGER_OPTIONS_VERSION = 2
 WRITER_OPTIONS_VERSION = 1
 STORAGE_OPS_VERSION = 1
 LATEST = -1
 MANAGER_ASYNC, MANAGER_NO_FALLBACK, MANAGER_NO_MAKEDIR, MANAGER_VERBOSE, MANAGER_READ_ONLY = 1, 2, 4, 8, 16
+BEST_MIN, BEST_MAX = 0, 1
 LOG_INFO, LOG_WARNING = 1, 2
 WRITER_SIMPLE, WRITER_THREAD, WRITER_QUEUE = 0, 1, 2
 APPEND, NO_COPY = 1, 2
@@ -45,7 +46,10 @@ class NpzOptions(ctypes.Structure):
 class ManagerOptions(ctypes.Structure):
     _fields_ = [("version", c_uint32), ("keep", c_int32), ("keep_every", c_int64), ("flags", c_uint32),
                 ("queue_depth", c_uint32), ("subdir", c_char_p), ("npz", ctypes.POINTER(NpzOptions)),
-                ("log", LOG_FN), ("log_payload", c_void_p), ("storage", c_void_p)]
+                ("log", LOG_FN), ("log_payload", c_void_p), ("storage", c_void_p),
+                # version 2
+                ("keep_best", c_int32), ("best_metric", c_char_p), ("best_mode", c_uint32),
+                ("keep_seconds", c_int64), ("save_every_steps", c_int64), ("save_every_seconds", c_int64)]
 
 
 class WriterOptions(ctypes.Structure):
@@ -146,6 +150,11 @@ SIGNATURES = {
     "ckpt_manager_options_init": (c_int, [_P(ManagerOptions), c_uint32]),
     "ckpt_manager_open": (c_int, [_OUT, c_char_p, _P(ManagerOptions)]),
     "ckpt_manager_save": (c_int, [c_void_p, c_void_p, c_int64]),
+    "ckpt_manager_save_metrics": (c_int, [c_void_p, c_void_p, c_int64, _P(c_char_p), _P(ctypes.c_double), c_size_t]),
+    "ckpt_manager_metric": (c_int, [c_void_p, c_int64, c_char_p, _P(ctypes.c_double)]),
+    "ckpt_manager_best": (c_int, [c_void_p, _P(c_int64)]),
+    "ckpt_manager_should_save": (c_int, [c_void_p, c_int64]),
+    "ckpt_manager_request_save": (None, [c_void_p]),
     "ckpt_manager_restore": (c_int, [c_void_p, c_void_p, c_int64, _P(c_int64)]),
     "ckpt_manager_read": (c_int, [c_void_p, c_int64, _OUT, _P(c_int64)]),
     "ckpt_manager_latest": (c_int, [c_void_p, _P(c_int64)]),

@@ -22,8 +22,12 @@ def checkpoint_idx(filename):
 class Manager:
     """A directory ``<logdir>/<subdir>`` of checkpoints ``%010d.npz``, locked while this object is open.
 
-    Saves are atomic and durable; after each one, all but the newest `keep` (and multiples of `keep_every`) are
-    deleted. ``restore(arrays)`` fills the arrays from the newest readable checkpoint, falling back past corrupt
+    Saves are atomic and durable and record their index, time, ckpt's version and any ``metrics`` in the file's
+    metadata (keys "ckpt.*"). After each one, retention keeps a checkpoint when any policy keeps it: the newest
+    `keep`, multiples of `keep_every`, the `keep_best` best by `best_metric` (``best_mode`` "min" or "max"), those
+    saved within the last `keep_seconds`; never the newest or the one just written. ``should_save(step)`` says when
+    to save (every `save_every_steps` steps, every `save_every_seconds` seconds, or after ``request_save()``, which a
+    SIGTERM handler may call). ``restore(arrays)`` fills the arrays from the newest readable checkpoint, falling back past corrupt
     ones unless ``fallback=False``. With ``asynchronous=True`` saves run in the background (the arrays are copied
     first) and their errors surface at the next call, at ``wait()`` or at ``close()``. ``read_only=True`` opens a
     directory another manager may hold, for evaluators and tools: no lock, no cleanup, no saves.
@@ -31,7 +35,8 @@ class Manager:
 
     def __init__(self, logdir, keep=10, keep_every=0, subdir="ckpt", asynchronous=False, queue_depth=0,
                  fallback=True, makedir=True, verbose=False, log=None, layout="plain", compression=None, level=0,
-                 storage=None, read_only=False, **limits):
+                 storage=None, read_only=False, keep_best=0, best_metric=None, best_mode="min", keep_seconds=0,
+                 save_every_steps=0, save_every_seconds=0, **limits):
         o = _native.ManagerOptions()
         _native.check(lib.ckpt_manager_options_init(ctypes.byref(o), _native.MANAGER_OPTIONS_VERSION))
         o.keep = keep if keep is not None else 0
@@ -41,6 +46,14 @@ class Manager:
                    (_native.MANAGER_READ_ONLY if read_only else 0))
         o.queue_depth = queue_depth
         o.subdir = subdir.encode("utf-8") if subdir is not None else None
+        o.keep_best = keep_best
+        o.best_metric = best_metric.encode("utf-8") if best_metric is not None else None
+        if best_mode not in ("min", "max"):
+            raise ValueError("best_mode must be 'min' or 'max', not %r" % (best_mode,))
+        o.best_mode = _native.BEST_MAX if best_mode == "max" else _native.BEST_MIN
+        o.keep_seconds = keep_seconds
+        o.save_every_steps = save_every_steps
+        o.save_every_seconds = save_every_seconds
         self._npz = npz.options(layout=layout, compression=compression, level=level, **limits)
         o.npz = ctypes.pointer(self._npz)
         if log is not None:
@@ -81,14 +94,58 @@ class Manager:
             raise ValueError("the manager of %s is closed" % self.logdir)
         return self.handle
 
-    def save(self, arrays, idx, metadata=None):
-        """Saves a mapping name -> array as checkpoint idx (replacing one that exists), then applies retention."""
+    def save(self, arrays, idx, metadata=None, metrics=None):
+        """Saves a mapping name -> array as checkpoint idx (replacing one that exists), then applies retention.
+        `metrics` maps names to numbers, recorded as "ckpt.metric.<name>" in the file's metadata."""
         if isinstance(arrays, npz.Collection):
             arrays._vars.set_metadata(metadata)
-            check(lib.ckpt_manager_save(self._h(), arrays._vars.handle, idx), self._storage)
+            self._save(arrays._vars, idx, metrics)
             return
         with npz.collection(arrays, metadata) as v:
+            self._save(v, idx, metrics)
+
+    def _save(self, v, idx, metrics):
+        if not metrics:
             check(lib.ckpt_manager_save(self._h(), v.handle, idx), self._storage)
+            return
+        items = list(metrics.items())
+        names = (ctypes.c_char_p * len(items))(*[str(k).encode("utf-8") for k, _ in items])
+        values = (ctypes.c_double * len(items))(*[float(x) for _, x in items])
+        check(lib.ckpt_manager_save_metrics(self._h(), v.handle, idx, names, values, len(items)), self._storage)
+
+    def metric(self, idx, name):
+        """The value of metric `name` checkpoint idx recorded (a float), or None when it records none.
+        NotFoundError when there is no checkpoint idx."""
+        out = ctypes.c_double(0)
+        rc = lib.ckpt_manager_metric(self._h(), idx, name.encode("utf-8"), ctypes.byref(out))
+        if rc == errors.ENOTFOUND and self._exists(idx):
+            return None
+        check(rc, self._storage)
+        return out.value
+
+    def _exists(self, idx):
+        return idx in self.list()
+
+    def best(self):
+        """The checkpoint with the best `best_metric` (by `best_mode`; NaN never is), or None."""
+        i = ctypes.c_int64(-1)
+        rc = lib.ckpt_manager_best(self._h(), ctypes.byref(i))
+        if rc == errors.ENOTFOUND:
+            return None
+        check(rc, self._storage)
+        return i.value
+
+    def should_save(self, step):
+        """Whether to save at `step`: after request_save(), at multiples of save_every_steps, or once
+        save_every_seconds have passed since the last save (or opening)."""
+        rc = lib.ckpt_manager_should_save(self._h(), step)
+        if rc < 0:
+            check(rc, self._storage)
+        return rc == 1
+
+    def request_save(self):
+        """Makes the next should_save() true: call it from a signal handler (SIGTERM before preemption)."""
+        lib.ckpt_manager_request_save(self._h())
 
     def restore(self, arrays, idx=LATEST):
         """Restores a mapping in place (ckpt.restore's rules) from checkpoint idx or the newest readable one.

@@ -7,6 +7,11 @@ import pytest
 import ckpt
 
 
+def user(metadata):
+    """The caller's keys: every manager save adds its own "ckpt." keys (index, time, version, metrics)."""
+    return {k: v for k, v in metadata.items() if not k.startswith("ckpt.")}
+
+
 def arrays(step):
     return {"w": np.full((2, 2), float(step), np.float32), "step": np.array(step, np.int64)}
 
@@ -21,9 +26,10 @@ def test_save_list_restore_read_and_retention(tmp_path):
         assert m.list() == [10, 11, 12] and m.latest() == 12  # 10 is a multiple of keep_every
         target = arrays(0)
         idx, meta = m.restore(target)
-        assert idx == 12 and meta == {"step": "12"} and int(target["step"]) == 12
+        assert idx == 12 and user(meta) == {"step": "12"} and int(target["step"]) == 12
+        assert meta["ckpt.index"] == "12"
         idx, back = m.read(10)
-        assert idx == 10 and back["w"].tolist() == [[10, 10], [10, 10]] and back.metadata == {"step": "10"}
+        assert idx == 10 and back["w"].tolist() == [[10, 10], [10, 10]] and user(back.metadata) == {"step": "10"}
         assert m.path(11) == os.path.join(str(tmp_path), "ckpt", "0000000011.npz")
         assert ckpt.checkpoint_idx(m.path(11)) == 11
     with pytest.raises(ValueError):
@@ -105,7 +111,8 @@ def test_a_manager_saves_and_restores_a_collection(tmp_path):
     with ckpt.Collection(live) as c, ckpt.Manager(str(tmp_path)) as m:
         m.save(c, 4, metadata={"step": "4"})
         live["w"][...] = 0
-        assert m.restore(c) == (4, {"step": "4"})
+        idx, meta = m.restore(c)
+        assert idx == 4 and user(meta) == {"step": "4"}
         assert live["w"].tolist() == [[4, 4], [4, 4]]
 
 
@@ -121,3 +128,39 @@ def test_a_read_only_manager_reads_a_directory_another_holds(tmp_path):
     with pytest.raises(FileNotFoundError):
         ckpt.Manager(str(tmp_path / "missing"), read_only=True)
     assert not (tmp_path / "missing").exists()
+
+
+def test_metrics_are_recorded_read_back_and_keep_the_best_with_the_latest(tmp_path):
+    opts = dict(keep=1, keep_best=2, best_metric="loss")
+    with ckpt.Manager(str(tmp_path), **opts) as m:
+        assert m.best() is None
+        for step, loss in ((10, 0.5), (20, 0.2), (30, 0.9), (40, 0.8)):
+            m.save(arrays(step), step, metrics={"loss": loss, "acc": 1 - loss})
+        m.save(arrays(45), 45, metrics={"loss": float("nan")})  # never the best
+        assert m.list() == [10, 20, 45]
+        assert m.metric(20, "loss") == 0.2 and m.metric(20, "acc") == 0.8
+        assert m.metric(20, "missing") is None
+        with pytest.raises(FileNotFoundError):
+            m.metric(30, "loss")
+        idx, meta = m.read(20)
+        assert meta.metadata["ckpt.metric.loss"] == "0.2" and meta.metadata["ckpt.index"] == "20"
+    with ckpt.Manager(str(tmp_path), **opts) as m:  # after a restart the files still say what is best
+        assert m.best() == 20
+        m.save(arrays(50), 50, metrics={"loss": 0.7})
+        assert m.list() == [10, 20, 50]
+        assert m.restore(arrays(0))[0] == 50
+    with ckpt.Manager(str(tmp_path), best_metric="loss", best_mode="max") as m:
+        assert m.best() == 50
+    with pytest.raises(ValueError):
+        ckpt.Manager(str(tmp_path), best_mode="lowest")
+
+
+def test_should_save_every_n_steps_and_on_request(tmp_path):
+    with ckpt.Manager(str(tmp_path), save_every_steps=10) as m:
+        assert [s for s in range(1, 31) if m.should_save(s)] == [10, 20, 30]
+        m.request_save()
+        assert m.should_save(3) and not m.should_save(3)
+    with ckpt.Manager(str(tmp_path), save_every_seconds=3600) as m:
+        assert not m.should_save(1)
+        with pytest.raises(ValueError):
+            m.should_save(-1)

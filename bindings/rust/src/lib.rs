@@ -77,7 +77,7 @@ mod writer;
 
 pub use dtype::{Bf16, Bool, Complex, Dtype, Element, F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E8M0Fnu, Pod, F16, F8E5M2};
 pub use error::{Code, Error, Result};
-pub use manager::{checkpoint_idx, LogLevel, Manager, ManagerOptions};
+pub use manager::{checkpoint_idx, BestMode, LogLevel, Manager, ManagerOptions};
 pub use npz::{Compression, Layout, MemberInfo, Npz, NpzOptions};
 pub use storage::{InputFile, OutputFile, Storage, StorageHandle};
 pub use vars::Vars;

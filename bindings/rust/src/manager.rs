@@ -41,6 +41,21 @@ pub struct ManagerOptions {
     npz: Option<NpzOptions>,
     log: Option<Arc<Logger>>,
     storage: Option<StorageHandle>,
+    keep_best: Option<i32>,
+    best_metric: Option<String>,
+    best_mode: Option<BestMode>,
+    keep_seconds: Option<i64>,
+    save_every_steps: Option<i64>,
+    save_every_seconds: Option<i64>,
+}
+
+/// Whether lower or higher values of the best metric are better (`CKPT_BEST_MIN`, `CKPT_BEST_MAX`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BestMode {
+    /// Lower is better (a loss).
+    Min,
+    /// Higher is better (an accuracy).
+    Max,
 }
 
 impl ManagerOptions {
@@ -140,6 +155,43 @@ impl ManagerOptions {
         self.storage = Some(storage);
         self
     }
+
+    /// Also keep the `n` best checkpoints by [`best_metric`](ManagerOptions::best_metric) (0: off).
+    /// Checkpoints without the metric, or with NaN, are neither best nor counted.
+    #[must_use]
+    pub fn keep_best(mut self, n: i32) -> ManagerOptions {
+        self.keep_best = Some(n);
+        self
+    }
+
+    /// The metric of `keep_best` and [`Manager::best`], and whether lower or higher is better.
+    #[must_use]
+    pub fn best_metric(mut self, name: &str, mode: BestMode) -> ManagerOptions {
+        self.best_metric = Some(name.to_string());
+        self.best_mode = Some(mode);
+        self
+    }
+
+    /// Also keep what was saved within the last `seconds`, by the time each file records (0: off).
+    #[must_use]
+    pub fn keep_seconds(mut self, seconds: i64) -> ManagerOptions {
+        self.keep_seconds = Some(seconds);
+        self
+    }
+
+    /// [`Manager::should_save`] is true at multiples of `steps` (0: off).
+    #[must_use]
+    pub fn save_every_steps(mut self, steps: i64) -> ManagerOptions {
+        self.save_every_steps = Some(steps);
+        self
+    }
+
+    /// [`Manager::should_save`] is true once `seconds` have passed since the last save or the opening (0: off).
+    #[must_use]
+    pub fn save_every_seconds(mut self, seconds: i64) -> ManagerOptions {
+        self.save_every_seconds = Some(seconds);
+        self
+    }
 }
 
 impl std::fmt::Debug for ManagerOptions {
@@ -153,6 +205,12 @@ impl std::fmt::Debug for ManagerOptions {
             .field("npz", &self.npz)
             .field("log", &self.log.is_some())
             .field("storage", &self.storage)
+            .field("keep_best", &self.keep_best)
+            .field("best_metric", &self.best_metric)
+            .field("best_mode", &self.best_mode)
+            .field("keep_seconds", &self.keep_seconds)
+            .field("save_every_steps", &self.save_every_steps)
+            .field("save_every_seconds", &self.save_every_seconds)
             .finish()
     }
 }
@@ -192,6 +250,7 @@ impl Manager {
         let options = options.clone();
         let subdir = options.subdir.as_deref().map(|s| c_string("subdir", s)).transpose()?;
         let npz = options.npz.as_ref().map(|n| n.to_raw(false)).transpose()?;
+        let best_metric = options.best_metric.as_deref().map(|s| c_string("best_metric", s)).transpose()?;
 
         let mut raw = MaybeUninit::<sys::ckpt_manager_options>::zeroed();
         // SAFETY: a struct of this version to fill with the library's defaults.
@@ -221,6 +280,27 @@ impl Manager {
         if let Some(storage) = &options.storage {
             raw.storage = storage.as_ptr();
         }
+        if let Some(n) = options.keep_best {
+            raw.keep_best = n;
+        }
+        if let Some(name) = &best_metric {
+            raw.best_metric = name.as_ptr();
+        }
+        if let Some(mode) = options.best_mode {
+            raw.best_mode = match mode {
+                BestMode::Min => sys::CKPT_BEST_MIN,
+                BestMode::Max => sys::CKPT_BEST_MAX,
+            };
+        }
+        if let Some(s) = options.keep_seconds {
+            raw.keep_seconds = s;
+        }
+        if let Some(s) = options.save_every_steps {
+            raw.save_every_steps = s;
+        }
+        if let Some(s) = options.save_every_seconds {
+            raw.save_every_seconds = s;
+        }
         let mut out = ptr::null_mut();
         // SAFETY: valid pointers; the library copies subdir and npz, and calls the callbacks, which `options`
         // (kept by the manager) owns, for as long as the manager lives.
@@ -238,6 +318,62 @@ impl Manager {
     pub fn save(&mut self, vars: &Vars<'_>, idx: i64) -> Result<()> {
         // SAFETY: valid handles; asynchronous saves copy the arrays before returning.
         check(unsafe { sys::ckpt_manager_save(self.as_ptr(), vars.as_ptr(), idx) })
+    }
+
+    /// As [`save`](Manager::save), also recording `metrics` (name, value) as "ckpt.metric.<name>" in the file's
+    /// metadata, for [`metric`](Manager::metric), [`best`](Manager::best) and `keep_best`.
+    pub fn save_metrics(&mut self, vars: &Vars<'_>, idx: i64, metrics: &[(&str, f64)]) -> Result<()> {
+        let names = metrics.iter().map(|(name, _)| c_string("metric name", name)).collect::<Result<Vec<_>>>()?;
+        let name_ptrs: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
+        let values: Vec<f64> = metrics.iter().map(|(_, v)| *v).collect();
+        // SAFETY: valid handles; names and values hold metrics.len() items, read before the call returns.
+        check(unsafe {
+            sys::ckpt_manager_save_metrics(
+                self.as_ptr(),
+                vars.as_ptr(),
+                idx,
+                name_ptrs.as_ptr(),
+                values.as_ptr(),
+                metrics.len(),
+            )
+        })
+    }
+
+    /// The value of metric `name` that checkpoint `idx` recorded (read from its metadata only);
+    /// [`Code::NotFound`](crate::Code::NotFound) when the checkpoint or the metric is absent.
+    pub fn metric(&mut self, idx: i64, name: &str) -> Result<f64> {
+        let name = c_string("metric name", name)?;
+        let mut out = 0.0;
+        // SAFETY: valid pointers for the call.
+        check(unsafe { sys::ckpt_manager_metric(self.as_ptr(), idx, name.as_ptr(), &mut out) })?;
+        Ok(out)
+    }
+
+    /// The checkpoint with the best value of the best metric (ties go to the newer; NaN never is);
+    /// [`Code::NotFound`](crate::Code::NotFound) when none records it.
+    pub fn best(&mut self) -> Result<i64> {
+        let mut idx = -1;
+        // SAFETY: valid pointers for the call.
+        check(unsafe { sys::ckpt_manager_best(self.as_ptr(), &mut idx) })?;
+        Ok(idx)
+    }
+
+    /// Whether to save at `step`: after [`request_save`](Manager::request_save) (consumed by the call that
+    /// reports it), at multiples of `save_every_steps`, or once `save_every_seconds` have passed.
+    pub fn should_save(&mut self, step: i64) -> Result<bool> {
+        // SAFETY: a live handle.
+        let rc = unsafe { sys::ckpt_manager_should_save(self.as_ptr(), step) };
+        if rc < 0 {
+            return Err(Error::last(rc));
+        }
+        Ok(rc == 1)
+    }
+
+    /// Makes the next [`should_save`](Manager::should_save) true (the C function is async-signal-safe: one
+    /// atomic store).
+    pub fn request_save(&self) {
+        // SAFETY: a live handle (or NULL, which the library ignores); the call only stores an atomic flag.
+        unsafe { sys::ckpt_manager_request_save(self.as_ptr()) }
     }
 
     /// Restores `vars` in place from checkpoint `idx`, or from the newest readable one for `None` (skipping

@@ -79,7 +79,9 @@ pub const CKPT_MANAGER_NO_FALLBACK: u32 = 2;
 pub const CKPT_MANAGER_NO_MAKEDIR: u32 = 4;
 pub const CKPT_MANAGER_VERBOSE: u32 = 8;
 pub const CKPT_MANAGER_READ_ONLY: u32 = 16;
-pub const CKPT_MANAGER_OPTIONS_VERSION: u32 = 1;
+pub const CKPT_BEST_MIN: u32 = 0;
+pub const CKPT_BEST_MAX: u32 = 1;
+pub const CKPT_MANAGER_OPTIONS_VERSION: u32 = 2;
 
 // ------------------------------------------------------------------------------------------------ opaque handles
 // Zero-sized and unconstructible: only pointers to them exist, and they are neither Send nor Sync by themselves.
@@ -214,6 +216,13 @@ pub struct ckpt_manager_options {
     pub log: ckpt_log_fn,
     pub log_payload: *mut c_void,
     pub storage: *mut ckpt_storage,
+    // version 2
+    pub keep_best: i32,
+    pub best_metric: *const c_char,
+    pub best_mode: u32,
+    pub keep_seconds: i64,
+    pub save_every_steps: i64,
+    pub save_every_seconds: i64,
 }
 
 // ------------------------------------------------------------------------------------------------ functions
@@ -337,6 +346,18 @@ extern "C" {
         opts: *const ckpt_manager_options,
     ) -> c_int;
     pub fn ckpt_manager_save(m: *mut ckpt_manager, vars: *const ckpt_vars, idx: i64) -> c_int;
+    pub fn ckpt_manager_save_metrics(
+        m: *mut ckpt_manager,
+        vars: *const ckpt_vars,
+        idx: i64,
+        names: *const *const c_char,
+        values: *const f64,
+        n: usize,
+    ) -> c_int;
+    pub fn ckpt_manager_metric(m: *mut ckpt_manager, idx: i64, name: *const c_char, out: *mut f64) -> c_int;
+    pub fn ckpt_manager_best(m: *mut ckpt_manager, out_idx: *mut i64) -> c_int;
+    pub fn ckpt_manager_should_save(m: *mut ckpt_manager, step: i64) -> c_int;
+    pub fn ckpt_manager_request_save(m: *mut ckpt_manager);
     pub fn ckpt_manager_restore(m: *mut ckpt_manager, vars: *mut ckpt_vars, idx: i64, restored_idx: *mut i64) -> c_int;
     pub fn ckpt_manager_read(m: *mut ckpt_manager, idx: i64, out: *mut *mut ckpt_vars, restored_idx: *mut i64)
         -> c_int;

@@ -165,3 +165,49 @@ fn a_read_only_manager_reads_a_directory_another_manager_holds() {
     assert_eq!(e.code(), Code::NotFound);
     assert!(!missing.exists());
 }
+
+#[test]
+fn metrics_are_recorded_and_the_best_and_the_latest_are_kept_across_a_restart() {
+    let dir = TempDir::new("policies");
+    let options = ManagerOptions::new().keep(1).keep_best(2).best_metric("loss", ckpt::BestMode::Min);
+    {
+        let mut m = Manager::open(dir.path(), &options).unwrap();
+        assert_eq!(m.best().unwrap_err().code(), Code::NotFound);
+        for (idx, loss) in [(10, 0.5), (20, 0.2), (30, 0.9), (40, 0.8)] {
+            m.save_metrics(&state(idx), idx, &[("loss", loss), ("acc", 1.0 - loss)]).unwrap();
+        }
+        m.save_metrics(&state(45), 45, &[("loss", f64::NAN)]).unwrap(); // never the best
+        assert_eq!(m.list().unwrap(), vec![10, 20, 45]);
+        assert_eq!(m.metric(20, "loss").unwrap(), 0.2);
+        assert_eq!(m.metric(20, "missing").unwrap_err().code(), Code::NotFound);
+        let (read, _) = m.read(Some(20)).unwrap();
+        assert_eq!(read.metadata("ckpt.index"), Some("20"));
+        assert_eq!(read.metadata("ckpt.metric.loss"), Some("0.2"));
+        assert_eq!(
+            m.save_metrics(&state(50), 50, &[("loss", 1.0), ("loss", 2.0)]).unwrap_err().code(),
+            Code::InvalidArgument
+        );
+        m.close().unwrap();
+    }
+    let mut m = Manager::open(dir.path(), &options).unwrap();
+    assert_eq!(m.best().unwrap(), 20);
+    m.save(&state(50), 50).unwrap(); // no metric: kept as the newest only
+    assert_eq!(m.list().unwrap(), vec![10, 20, 50]);
+    let mut vars = state(0);
+    assert_eq!(m.restore(&mut vars, None).unwrap(), 50);
+}
+
+#[test]
+fn should_save_every_n_steps_and_after_a_request() {
+    let dir = TempDir::new("should-save");
+    let mut m = Manager::open(dir.path(), &ManagerOptions::new().save_every_steps(10)).unwrap();
+    let due: Vec<i64> = (1..=30).filter(|&s| m.should_save(s).unwrap()).collect();
+    assert_eq!(due, vec![10, 20, 30]);
+    m.request_save();
+    assert!(m.should_save(3).unwrap());
+    assert!(!m.should_save(3).unwrap());
+    assert_eq!(m.should_save(-1).unwrap_err().code(), Code::InvalidArgument);
+    drop(m);
+    let opened = Manager::open(dir.path(), &ManagerOptions::new().save_every_seconds(3600).keep_seconds(60));
+    assert!(!opened.unwrap().should_save(1).unwrap());
+}
