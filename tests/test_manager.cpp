@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/handles.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fcntl.h>
@@ -42,14 +43,8 @@ namespace {
 
 using ckpt::testing::TempDir;
 
-struct ManagerClose {
-    void operator()(ckpt_manager* m) const { ckpt_manager_close(m); }
-};
-struct VarsFree {
-    void operator()(ckpt_vars* v) const { ckpt_vars_free(v); }
-};
-using ManagerPtr = std::unique_ptr<ckpt_manager, ManagerClose>;
-using VarsPtr = std::unique_ptr<ckpt_vars, VarsFree>;
+using ManagerPtr = ckpt::testing::Manager;
+using VarsPtr = ckpt::testing::Vars;
 
 std::string message() { return ckpt_error_message(); }
 

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "manager_clock.hpp"
+#include "support/handles.hpp"
 #include "support/temp_dir.hpp"
 
 #include <algorithm>
@@ -34,18 +35,9 @@ namespace {
 
 using ckpt::testing::TempDir;
 
-struct ManagerClose {
-    void operator()(ckpt_manager* m) const { ckpt_manager_close(m); }
-};
-struct VarsFree {
-    void operator()(ckpt_vars* v) const { ckpt_vars_free(v); }
-};
-struct NpzClose {
-    void operator()(ckpt_npz* n) const { ckpt_npz_close(n); }
-};
-using ManagerPtr = std::unique_ptr<ckpt_manager, ManagerClose>;
-using VarsPtr = std::unique_ptr<ckpt_vars, VarsFree>;
-using NpzPtr = std::unique_ptr<ckpt_npz, NpzClose>;
+using ManagerPtr = ckpt::testing::Manager;
+using VarsPtr = ckpt::testing::Vars;
+using NpzPtr = ckpt::testing::Npz;
 
 std::string message() { return ckpt_error_message(); }
 
