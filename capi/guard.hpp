@@ -3,12 +3,12 @@
 #pragma once
 
 #include "ckpt/ckpt.h"
-#include "error.hpp"
-#include "npz_reader.hpp"
-#include "npz_restore.hpp"
-#include "npz_writer.hpp"
-#include "storage.hpp"
-#include "var_collection.hpp"
+#include "core/error.hpp"
+#include "npz/npz_reader.hpp"
+#include "npz/npz_restore.hpp"
+#include "npz/npz_writer.hpp"
+#include "storage/storage.hpp"
+#include "core/var_collection.hpp"
 
 #include <memory>
 #include <new>

@@ -1,8 +1,8 @@
 // ckpt_manager: the C face of ckpt::CheckpointManager.
-#include "checkpoint.hpp"
+#include "manager/checkpoint.hpp"
 #include "guard.hpp"
 #include "manager_clock.hpp"
-#include "utf8.hpp"
+#include "core/utf8.hpp"
 
 #include <cstddef>
 #include <cstdio>

@@ -1,8 +1,8 @@
 #include "guard.hpp"
-#include "memory_storage.hpp"
-#include "npz_restore.hpp"
-#include "npz_writer.hpp"
-#include "zip_format.hpp"
+#include "storage/memory_storage.hpp"
+#include "npz/npz_restore.hpp"
+#include "npz/npz_writer.hpp"
+#include "npz/zip_format.hpp"
 
 #include <cstddef>
 #include <cstring>

@@ -1,6 +1,6 @@
 // ckpt_storage: the C face of ckpt::Storage, and the adapter that turns a C callback table into one.
 #include "guard.hpp"
-#include "memory_storage.hpp"
+#include "storage/memory_storage.hpp"
 
 using ckpt::Code;
 using ckpt::capi::guard;

@@ -1,5 +1,5 @@
 #include "guard.hpp"
-#include "utf8.hpp"
+#include "core/utf8.hpp"
 
 #include <memory>
 #include <vector>

@@ -1,5 +1,5 @@
 #include "ckpt/ckpt.h"
-#include "dtype.hpp"
+#include "npy/dtype.hpp"
 
 extern "C" {
 

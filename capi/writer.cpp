@@ -1,7 +1,7 @@
 // ckpt_writer and ckpt_sink: the C face of ckpt::Writer.
 #include "guard.hpp"
-#include "snapshot_pool.hpp"
-#include "writer.hpp"
+#include "writer/snapshot_pool.hpp"
+#include "writer/writer.hpp"
 
 #include <cstring>
 

@@ -2,10 +2,10 @@
 // header, objax layout detection), reading everything at once, and the lazy path that reads entries one by one
 // into the caller's buffers. ckpt::Error is the expected answer to bad input; any other exception, a crash, UB
 // or a leak is a bug. The ways of reading must also agree with each other.
-#include "error.hpp"
+#include "core/error.hpp"
 #include "fuzz_support.hpp"
-#include "memory_storage.hpp"
-#include "npz_reader.hpp"
+#include "storage/memory_storage.hpp"
+#include "npz/npz_reader.hpp"
 
 #include <cstring>
 #include <memory>

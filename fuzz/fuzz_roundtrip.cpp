@@ -1,11 +1,11 @@
 // Fuzzes decode -> encode -> decode: whatever ckpt reads, it must write (stored and deflated, in the plain and
 // the objax layout) so that reading it back gives the same names, dtypes, shapes and bytes; and writing what it
 // read back must reproduce the same file, byte for byte (the writer is deterministic). A mismatch traps.
-#include "error.hpp"
+#include "core/error.hpp"
 #include "fuzz_support.hpp"
-#include "memory_storage.hpp"
-#include "npz_reader.hpp"
-#include "npz_writer.hpp"
+#include "storage/memory_storage.hpp"
+#include "npz/npz_reader.hpp"
+#include "npz/npz_writer.hpp"
 
 #include <cstring>
 #include <memory>

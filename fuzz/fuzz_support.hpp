@@ -1,7 +1,7 @@
 // What the fuzz targets share: the bound on per-input work, and how a target reports a broken invariant.
 #pragma once
 
-#include "npz_reader.hpp"
+#include "npz/npz_reader.hpp"
 
 #include <cstdint>
 #include <cstdio>

@@ -12,11 +12,11 @@
 //   -v           print both verdicts for every input, not only for differences
 //   --all-known  also fail if some known difference was seen in none of the inputs (the list has gone stale)
 #include "corpus_files.hpp"
-#include "error.hpp"
-#include "memory_storage.hpp"
-#include "npz_reader.hpp"
-#include "zip_format.hpp"
-#include "zip_reader.hpp"
+#include "core/error.hpp"
+#include "storage/memory_storage.hpp"
+#include "npz/npz_reader.hpp"
+#include "npz/zip_format.hpp"
+#include "npz/zip_reader.hpp"
 
 #include <zip.h>
 #include <zlib.h>

@@ -1,9 +1,9 @@
 // Writes a few small archives with ckpt's own writer, for the fuzzers' seed corpus: every dtype, 0-d, empty and
 // multi-dimensional arrays, unicode and non-ASCII names, in the plain and objax layouts, stored and deflated.
 // Usage: make_seeds OUT_DIR
-#include "error.hpp"
-#include "npz_writer.hpp"
-#include "storage.hpp"
+#include "core/error.hpp"
+#include "npz/npz_writer.hpp"
+#include "storage/storage.hpp"
 
 #include <cstdio>
 #include <cstring>

@@ -1,6 +1,6 @@
 // DeflateAhead: blocks compressed on worker threads must form, per member, one raw deflate stream that inflates
 // to the member's bytes, with the right CRC-32 — and the bytes must not depend on the number of threads.
-#include "deflate_ahead.hpp"
+#include "npz/deflate_ahead.hpp"
 
 #include <catch2/catch.hpp>
 #include <zlib.h>

@@ -8,16 +8,16 @@
 // TEST_CASE below. libzip 1.7.3 quirks that the judge works around (docs/format.md): a CRC error shows only on the
 // zip_fread call after the last byte, so each member is read until zip_fread returns 0; one zip_fread of more than
 // 4 GiB from a deflated member returns a wrong length, so members are read in 1 MiB chunks.
-#include "array.hpp"
-#include "dtype.hpp"
-#include "metadata.hpp"
-#include "npy.hpp"
-#include "npz_reader.hpp"
-#include "npz_writer.hpp"
-#include "storage.hpp"
-#include "utf8.hpp"
-#include "var_collection.hpp"
-#include "zip_reader.hpp"
+#include "core/array.hpp"
+#include "npy/dtype.hpp"
+#include "npz/metadata.hpp"
+#include "npy/npy.hpp"
+#include "npz/npz_reader.hpp"
+#include "npz/npz_writer.hpp"
+#include "storage/storage.hpp"
+#include "core/utf8.hpp"
+#include "core/var_collection.hpp"
+#include "npz/zip_reader.hpp"
 
 #include <catch2/catch.hpp>
 #include <sys/mman.h>

@@ -1,9 +1,9 @@
-// Specification of the .npy codec (src/npy.hpp): header parsing, numpy-identical formatting, byte order and
+// Specification of the .npy codec (src/npy/npy.hpp): header parsing, numpy-identical formatting, byte order and
 // Fortran order conversion.
-#include "npy.hpp"
+#include "npy/npy.hpp"
 
-#include "array.hpp"
-#include "error.hpp"
+#include "core/array.hpp"
+#include "core/error.hpp"
 
 #include <catch2/catch.hpp>
 

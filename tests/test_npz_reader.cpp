@@ -2,14 +2,14 @@
 // own when longer), large stored arrays read in parts on several threads with their CRC-32 combined, the
 // 64-byte alignment of stored members that the writer promises, and deflated members' data descriptors checked
 // without reads of their own.
-#include "error.hpp"
-#include "memory_storage.hpp"
-#include "npz_reader.hpp"
-#include "npz_writer.hpp"
+#include "core/error.hpp"
+#include "storage/memory_storage.hpp"
+#include "npz/npz_reader.hpp"
+#include "npz/npz_writer.hpp"
 #include "support/temp_dir.hpp"
 #include "support/zip_builder.hpp"
-#include "var_collection.hpp"
-#include "zip_reader.hpp"
+#include "core/var_collection.hpp"
+#include "npz/zip_reader.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,15 +1,15 @@
 // Storage: the POSIX and in-memory implementations, the atomic save sequence, and what a save or a restore
 // does when the storage fails (FaultyStorage: every operation × every fault, transient and persistent) or
 // the power goes (CrashStorage: a crash at every operation, then what the disk would hold).
-#include "error.hpp"
-#include "memory_storage.hpp"
-#include "npz_reader.hpp"
-#include "npz_writer.hpp"
-#include "storage.hpp"
+#include "core/error.hpp"
+#include "storage/memory_storage.hpp"
+#include "npz/npz_reader.hpp"
+#include "npz/npz_writer.hpp"
+#include "storage/storage.hpp"
 #include "support/crash_storage.hpp"
 #include "support/faulty_storage.hpp"
 #include "support/private_tmpfs.hpp"
-#include "var_collection.hpp"
+#include "core/var_collection.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 // valid_utf8: strict UTF-8 at every position, including past the ASCII blocks it skips eight bytes at a time.
-#include "utf8.hpp"
+#include "core/utf8.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -12,9 +12,9 @@
 // reboot would find, as a MemoryStorage.
 #pragma once
 
-#include "error.hpp"
-#include "memory_storage.hpp"
-#include "storage.hpp"
+#include "core/error.hpp"
+#include "storage/memory_storage.hpp"
+#include "storage/storage.hpp"
 
 #include <fmt/format.h>
 

@@ -16,8 +16,8 @@
 // A faulted close still closes the underlying file (close(2) releases the descriptor even when it fails).
 #pragma once
 
-#include "error.hpp"
-#include "storage.hpp"
+#include "core/error.hpp"
+#include "storage/storage.hpp"
 
 #include <fmt/format.h>
 

@@ -1,0 +1,70 @@
+#include "core/array.hpp"
+
+#include "core/error.hpp"
+
+#include <cstring>
+#include <new>
+
+namespace ckpt {
+
+namespace {
+constexpr std::align_val_t kAlignment{64};
+}
+
+std::optional<size_t> checked_nbytes(const int64_t* shape, size_t ndim, size_t itemsize) {
+    constexpr uint64_t kLimit = PTRDIFF_MAX;
+    uint64_t total = itemsize;
+    if (total > kLimit) return std::nullopt;
+    bool zero = false;
+    for (size_t i = 0; i < ndim; ++i) {
+        if (shape[i] < 0) return std::nullopt;
+        if (shape[i] == 0) zero = true;
+    }
+    if (zero) return size_t{0};  // still checked every dimension for sign
+    for (size_t i = 0; i < ndim; ++i) {
+        uint64_t d = static_cast<uint64_t>(shape[i]);
+        if (total != 0 && d > kLimit / total) return std::nullopt;
+        total *= d;
+    }
+    return static_cast<size_t>(total);
+}
+
+void Array::AlignedFree::operator()(unsigned char* p) const { ::operator delete[](p, kAlignment); }
+
+Array::Array(DType dtype, size_t itemsize, std::vector<int64_t> shape)
+    : dtype_(dtype), itemsize_(itemsize), shape_(std::move(shape)) {
+    if (itemsize_ == 0) fail(Code::invalid, "itemsize must be at least 1");
+    if (!has_array_itemsize(dtype_) && itemsize_ != numeric_size(dtype_))
+        fail(Code::invalid, "itemsize {} does not match dtype {}", itemsize_, dtype_name(dtype_));
+    if (dtype_ == DType::unicode && itemsize_ % 4 != 0)
+        fail(Code::invalid, "unicode itemsize {} is not a multiple of 4", itemsize_);
+    if (shape_.size() > kMaxDims) fail(Code::invalid, "{} dimensions exceed the limit of {}", shape_.size(), kMaxDims);
+    auto n = checked_nbytes(shape_.data(), shape_.size(), itemsize_);
+    if (!n) fail(Code::invalid, "shape has a negative dimension or its byte size overflows");
+    nbytes_ = *n;
+}
+
+Array Array::allocate(DType dtype, size_t itemsize, std::vector<int64_t> shape, bool zero) {
+    Array a(dtype, itemsize, std::move(shape));
+    if (a.nbytes_ > 0) {
+        a.owned_.reset(static_cast<unsigned char*>(::operator new[](a.nbytes_, kAlignment)));
+        a.data_ = a.owned_.get();
+        if (zero) std::memset(a.data_, 0, a.nbytes_);
+    }
+    return a;
+}
+
+Array Array::borrow(DType dtype, size_t itemsize, std::vector<int64_t> shape, void* data) {
+    Array a(dtype, itemsize, std::move(shape));
+    if (a.nbytes_ > 0 && data == nullptr) fail(Code::invalid, "borrowed data is NULL");
+    a.data_ = a.nbytes_ > 0 ? data : nullptr;
+    return a;
+}
+
+Array Array::copy_of(DType dtype, size_t itemsize, std::vector<int64_t> shape, const void* data) {
+    Array a = allocate(dtype, itemsize, std::move(shape), data == nullptr);
+    if (data != nullptr && a.nbytes_ > 0) std::memcpy(a.data_, data, a.nbytes_);
+    return a;
+}
+
+}  // namespace ckpt

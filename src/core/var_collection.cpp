@@ -1,0 +1,27 @@
+#include "core/var_collection.hpp"
+
+#include "core/error.hpp"
+#include "core/utf8.hpp"
+
+namespace ckpt {
+
+void VarCollection::add(std::string name, Array array) {
+    if (name.empty()) fail(Code::invalid, "variable name is empty");
+    if (name.find('\0') != std::string::npos) fail(Code::invalid, "variable name contains NUL");
+    if (!valid_utf8(name)) fail(Code::invalid, "variable name is not valid UTF-8");
+    if (name == kMetadataName) fail(Code::invalid, "'{}' is reserved for the file's metadata member", kMetadataName);
+    if (index_.count(name)) fail(Code::exists, "variable '{}' is already in the collection", name);
+    // Room first, so a failed insert below cannot leave the two out of step; grown geometrically, because
+    // reserving one more each time made adding n variables cost n^2.
+    if (entries_.size() == entries_.capacity()) entries_.reserve(2 * entries_.size() + 8);
+    index_.emplace(name, entries_.size());
+    entries_.emplace_back(std::move(name), std::move(array));
+}
+
+std::optional<size_t> VarCollection::find(std::string_view name) const {
+    auto it = index_.find(std::string(name));
+    if (it == index_.end()) return std::nullopt;
+    return it->second;
+}
+
+}  // namespace ckpt

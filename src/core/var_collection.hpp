@@ -1,0 +1,35 @@
+// VarCollection: named arrays in insertion order (the save order), names unique, and the collection's metadata.
+#pragma once
+
+#include "core/array.hpp"
+#include "npz/metadata.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace ckpt {
+
+class VarCollection {
+public:
+    // Appends; throws Error(invalid) for an empty name, one holding NUL or invalid UTF-8, or the name of the
+    // metadata member; Error(exists) for a taken name.
+    void add(std::string name, Array array);
+    size_t size() const { return entries_.size(); }
+    const std::string& name(size_t i) const { return entries_[i].first; }
+    const Array& array(size_t i) const { return entries_[i].second; }
+    std::optional<size_t> find(std::string_view name) const;
+    // The user's key/values, saved with the arrays and read back with them.
+    Metadata& metadata() { return metadata_; }
+    const Metadata& metadata() const { return metadata_; }
+
+private:
+    std::vector<std::pair<std::string, Array>> entries_;
+    std::unordered_map<std::string, size_t> index_;
+    Metadata metadata_;
+};
+
+}  // namespace ckpt

@@ -1,0 +1,122 @@
+// CheckpointManager: objax.io.Checkpoint — a directory of numbered checkpoints (<dir>/%010d.npz) that a
+// training program saves into and resumes from — without its faults: indices are compared as numbers, not
+// strings; saves are atomic and durable, synchronous or in the background; retention runs only after a save is
+// durable and never deletes the checkpoint just written; restoring the latest falls back past corrupt files;
+// stale temporaries are removed on open; one manager owns a directory at a time.
+//
+// Listing is the one place that knows what a checkpoint looks like on disk (a file named by its index), so a
+// layout of one directory per step (for sharded checkpoints) would change listing, naming and removal only.
+#pragma once
+
+#include "manager/checkpoint_policy.hpp"
+#include "npz/npz_reader.hpp"
+#include "npz/npz_restore.hpp"
+#include "npz/npz_writer.hpp"
+#include "writer/snapshot_pool.hpp"
+#include "storage/storage.hpp"
+#include "writer/writer.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ckpt {
+
+// "…/0000000042.npz" -> 42; nullopt for anything that is not a checkpoint name (ten or more digits, no leading
+// zero beyond the ten-digit padding, ".npz", no larger than INT64_MAX).
+std::optional<int64_t> checkpoint_index(const std::string& filename);
+// "0000000042.npz"
+std::string checkpoint_name(int64_t index);
+
+class CheckpointManager {
+public:
+    enum LogLevel { info = 1, warning = 2 };
+    using Log = std::function<void(int level, const std::string& message)>;
+
+    struct Options {
+        int32_t keep = 10;       // newest checkpoints kept; <= 0 keeps all
+        int64_t keep_every = 0;  // also keep indices that are multiples of this; 0 = off
+        int32_t keep_best = 0;   // also keep the best N by best_metric; <= 0 = off
+        std::string best_metric; // the metric of keep_best and best(); "" = none
+        bool best_max = false;   // higher values of best_metric are better
+        int64_t keep_seconds = 0;        // also keep what was saved within the last S seconds; 0 = off
+        int64_t save_every_steps = 0;    // should_save: steps that are multiples of this; 0 = off
+        int64_t save_every_seconds = 0;  // should_save: once this long has passed since the last save; 0 = off
+        // The clock of the recorded save times, keep_seconds and save_every_seconds: nanoseconds since the Unix
+        // epoch. Empty = the system clock; tests set it to go forward without sleeping.
+        std::function<int64_t()> now_ns;
+        bool async = false;
+        bool fallback = true;    // restore(latest) tries older checkpoints when the newest is unreadable
+        bool make_dir = true;
+        bool read_only = false;  // no lock, no cleanup, no directory made, no saves: for tools and evaluators
+        size_t queue_depth = 1;
+        NpzWriteOptions npz_write;
+        NpzReadOptions npz_read;
+        Renamer rename;
+        Log log;
+        std::shared_ptr<Storage> storage;
+    };
+
+    // Creates the directory (unless !make_dir: Error(not_found) if missing), locks it (Error(busy)), and removes
+    // temporaries that crashed saves of checkpoints left behind. Read-only: only checks that the directory exists.
+    CheckpointManager(std::string dir, Options options);
+    ~CheckpointManager();  // waits for background saves (dropping unreported errors: call close() to see them)
+
+    const std::string& dir() const { return dir_; }
+    std::string path(int64_t index) const;
+
+    // Saves `vars` as checkpoint `index` (>= 0), replacing one that exists, then applies retention. In async
+    // mode the arrays are copied before this returns and errors surface at the next save, wait or close.
+    // Every save records the index, the time, ckpt's version and `metrics` in the file's metadata (the keys of
+    // checkpoint_policy.hpp) without changing `vars`.
+    void save(const VarCollection& vars, int64_t index, const Metrics& metrics = {});
+    // The value of metric `name` that checkpoint `index` recorded (reading only its metadata), or nullopt.
+    // Error(not_found) when there is no such checkpoint, Error(format) for a value that is not a number.
+    std::optional<double> metric(int64_t index, const std::string& name);
+    // The checkpoint with the best value of best_metric (NaN never is; a tie goes to the higher index), or
+    // nullopt when none records it. Error(invalid) when no best_metric is set. Unreadable files are skipped.
+    std::optional<int64_t> best();
+    // Whether the training loop should save at `step` (>= 0): after request_save(), at multiples of
+    // save_every_steps, and once save_every_seconds have passed since the last save (or since opening).
+    // A request is consumed by the call that reports it.
+    bool should_save(int64_t step);
+    // Makes the next should_save() true. Async-signal-safe: one lock-free atomic store.
+    void request_save() noexcept { save_requested_.store(true, std::memory_order_relaxed); }
+    // Indices on disk, ascending (waits for background saves first).
+    std::vector<int64_t> list();
+    // Restores into `vars` from checkpoint `index`, or from the newest readable one when index is nullopt;
+    // returns the index restored. Error(not_found) when there is none.
+    int64_t restore(VarCollection& vars, std::optional<int64_t> index);
+    // Reads a whole checkpoint into a new collection; returns it with its index.
+    std::pair<VarCollection, int64_t> read(std::optional<int64_t> index);
+    // Waits for background saves; throws the first unreported error.
+    void wait();
+    // wait(), then stops the background writer. Idempotent.
+    void close();
+
+private:
+    void remove_stale_temporaries();
+    void apply_retention(int64_t just_saved);
+    int64_t now_ns() const;
+    // What retention needs to know of each checkpoint on disk, ascending; unreadable files record nothing.
+    std::vector<CheckpointFacts> facts(const std::vector<int64_t>& indices) const;
+    // Runs `attempt` on checkpoint `index`, or on the newest first and then older ones when index is nullopt and
+    // fallback is on, skipping (and logging) those that are corrupt or unreadable.
+    int64_t with_checkpoint(std::optional<int64_t> index, const std::function<void(NpzReader&)>& attempt);
+    void log(int level, const std::string& message) const;
+
+    std::string dir_;
+    Options options_;
+    std::unique_ptr<DirLock> lock_;
+    std::shared_ptr<SnapshotPool> snapshots_;
+    std::unique_ptr<Writer> writer_;
+    std::atomic<bool> save_requested_{false};
+    int64_t last_save_ns_ = 0;  // should_save's reference for save_every_seconds: opening, then each save
+    static_assert(std::atomic<bool>::is_always_lock_free, "request_save must be async-signal-safe");
+};
+
+}  // namespace ckpt

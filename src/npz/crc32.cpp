@@ -1,0 +1,79 @@
+#include "npz/crc32.hpp"
+
+#include <zlib.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define CKPT_CRC32_CLMUL 1
+#endif
+
+namespace ckpt {
+
+namespace {
+
+uint32_t crc32_zlib(uint32_t crc, const unsigned char* p, size_t n) {
+    return static_cast<uint32_t>(crc32_z(crc, p, n));
+}
+
+#ifdef CKPT_CRC32_CLMUL
+
+// Folding (Gopal et al., "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ Instruction", Intel,
+// 2009): a 128-bit block A followed, d bits later, by block B has the same CRC as the single block
+// B xor (A.lo * (x^(d+32) mod P)) xor (A.hi * (x^(d-32) mod P)), in the bit-reflected domain. Four blocks are
+// carried at once (d = 512) to keep the multiplier busy; they are then folded into one (d = 128), and the last
+// 16 bytes — which now stand for everything before them — are finished by zlib, as is the tail of n % 16 bytes.
+// The constants are x^(512±32) and x^(128±32) modulo the zip polynomial, bit-reflected and shifted left by one.
+__attribute__((target("pclmul,sse2"))) inline __m128i fold(__m128i a, __m128i k, __m128i b) {
+    const __m128i lo = _mm_clmulepi64_si128(a, k, 0x00);
+    const __m128i hi = _mm_clmulepi64_si128(a, k, 0x11);
+    return _mm_xor_si128(_mm_xor_si128(lo, hi), b);
+}
+
+__attribute__((target("pclmul,sse2"))) uint32_t crc32_clmul(uint32_t crc, const unsigned char* p, size_t n) {
+    const __m128i k512 = _mm_set_epi64x(0x1c6e41596, 0x154442bd4);
+    const __m128i k128 = _mm_set_epi64x(0x0ccaa009e, 0x1751997d0);
+    const auto load = [](const unsigned char* at) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(at)); };
+
+    // zlib's CRC starts from the complement of `crc`: xor it into the first four bytes.
+    __m128i x0 = _mm_xor_si128(load(p), _mm_cvtsi32_si128(static_cast<int>(~crc)));
+    __m128i x1 = load(p + 16), x2 = load(p + 32), x3 = load(p + 48);
+    p += 64;
+    n -= 64;
+    for (; n >= 64; p += 64, n -= 64) {
+        x0 = fold(x0, k512, load(p));
+        x1 = fold(x1, k512, load(p + 16));
+        x2 = fold(x2, k512, load(p + 32));
+        x3 = fold(x3, k512, load(p + 48));
+    }
+    __m128i x = fold(fold(fold(x0, k128, x1), k128, x2), k128, x3);
+    for (; n >= 16; p += 16, n -= 16) x = fold(x, k128, load(p));
+
+    // x is congruent to the whole input so far: its CRC, started from zero and not complemented before, is the
+    // answer — zlib's crc32 from 0xffffffff does exactly that.
+    unsigned char last[16];
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(last), x);
+    return crc32_zlib(crc32_zlib(0xffffffffu, last, sizeof last), p, n);
+}
+
+bool have_clmul() {
+    static const bool yes = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse2");
+    return yes;
+}
+
+#endif
+
+// Below this the setup costs more than zlib's table walk.
+constexpr size_t kClmulMinBytes = 64;
+
+}  // namespace
+
+uint32_t crc32(uint32_t crc, const void* data, size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    if (n == 0) return crc;
+#ifdef CKPT_CRC32_CLMUL
+    if (n >= kClmulMinBytes && have_clmul()) return crc32_clmul(crc, p, n);
+#endif
+    return crc32_zlib(crc, p, n);
+}
+
+}  // namespace ckpt

@@ -1,0 +1,99 @@
+// Reading .npz files as numpy and objax write them, treating every byte as untrusted. Opening reads the zip
+// directory (ZipReader: the central directory is authoritative, so streamed members with data descriptors and
+// zip64 extras read fine) and every member's npy header; array data is read on demand, straight into the
+// destination, with its CRC-32 verified.
+#pragma once
+
+#include "core/array.hpp"
+#include "npz/metadata.hpp"
+#include "npy/npy.hpp"
+#include "npz/npz.hpp"
+#include "storage/storage.hpp"
+#include "core/var_collection.hpp"
+#include "npz/zip_reader.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ckpt {
+
+// zip64 allows 2^64 members; no real checkpoint has more than a few hundred thousand.
+constexpr uint64_t kDefaultMaxMembers = uint64_t{1} << 24;
+
+struct NpzReadOptions {
+    Layout layout = Layout::automatic;
+    size_t max_header_bytes = kDefaultMaxHeaderBytes;
+    uint64_t max_members = kDefaultMaxMembers;
+    uint64_t max_total_bytes = UINT64_MAX;  // array bytes of the whole file
+    Progress progress;
+};
+
+class NpzReader {
+public:
+    struct Entry {
+        std::string name;     // variable name: member name without ".npy", or the objax name
+        std::string member;   // zip member name, for messages
+        size_t index = 0;     // position in the zip directory
+        uint64_t size = 0;    // member bytes (npy header + data)
+        uint32_t npy_crc = 0; // stored members: CRC-32 of the npy preamble and header (header.data_offset bytes)
+        NpyHeader header;
+    };
+
+    // Reads `file`, named `label` in messages (a path, or "<memory>"): the zip directory and every npy header,
+    // all validated. Throws Error: io, format (not a zip, malformed member), unsupported, no_memory.
+    NpzReader(std::unique_ptr<InputFile> file, std::string label, NpzReadOptions options);
+    // Opens `path` in `storage`; adds not_found (no file) and invalid (not a regular file) to the errors above.
+    static NpzReader open(Storage& storage, const std::string& path, NpzReadOptions options);
+
+    NpzReader(NpzReader&&) noexcept;
+    NpzReader& operator=(NpzReader&&) noexcept;
+    ~NpzReader();
+
+    const std::string& label() const { return zip_->label(); }
+    size_t size() const { return entries_.size(); }
+    const Entry& entry(size_t i) const { return entries_[i]; }
+    // The zip member holding entry i, and the layout the file was read in (plain or objax).
+    const ZipReader::Member& member(size_t i) const { return zip_->members()[entries_[i].index]; }
+    Layout layout() const { return layout_; }
+    // The user's key/values from the metadata member (empty without one).
+    const Metadata& metadata() const { return metadata_; }
+
+    // Reads entry i's data into dst (entry(i).header.nbytes bytes), in native byte order and C order,
+    // verifying the CRC-32, with progress against its size (a large one on several threads, as read_entries).
+    // Throws Error(format) for corrupt data, Error(io).
+    void read_into(size_t i, void* dst);
+    // Reads entry i into a new owned array.
+    Array read(size_t i);
+    // Reads several entries, each into its own destination (as read_into), reporting progress against the sum of
+    // their sizes. Large reads from a file that allows it are shared among threads; if reads fail, the error is
+    // that of the first failing job in `jobs` order, and destinations of other jobs may have been written.
+    struct Job {
+        size_t entry;
+        void* dst;
+    };
+    void read_entries(const std::vector<Job>& jobs);
+    // Reads every entry into a new collection, in entry order, with the file's metadata.
+    VarCollection read_all();
+
+private:
+    using OnBytes = std::function<void(uint64_t)>;
+    void read_into(size_t i, void* dst, const OnBytes& on_bytes);
+    void scan();
+    MetadataRecord take_metadata();
+    void detect_layout();
+    void apply_dtypes(const std::vector<std::pair<std::string, DType>>& dtypes);
+    std::string where(const Entry& e) const;
+
+    std::unique_ptr<InputFile> file_;
+    std::unique_ptr<ZipReader> zip_;
+    NpzReadOptions options_;
+    std::vector<Entry> entries_;
+    Layout layout_ = Layout::plain;
+    Metadata metadata_;
+    std::string metadata_member_;  // for messages
+};
+
+}  // namespace ckpt

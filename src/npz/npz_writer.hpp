@@ -1,0 +1,27 @@
+// Writing .npz files that numpy.load reads: one stored or deflated zip member per array, each member the exact
+// bytes np.save writes, timestamps fixed at 1980-01-01 so output is deterministic, zip64 where sizes need it.
+#pragma once
+
+#include "npz/npz.hpp"
+#include "storage/storage.hpp"
+#include "core/var_collection.hpp"
+
+#include <string>
+
+namespace ckpt {
+
+struct NpzWriteOptions {
+    Layout layout = Layout::plain;  // automatic means plain
+    bool deflate = false;
+    int level = 0;  // 1..9; 0 = zlib's default
+    Progress progress;
+};
+
+// Writes the whole archive for `vars` into `out`. Throws Error: invalid (bad options), io, no_memory.
+void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions options);
+
+// Saves `vars` to `path` atomically and durably through `storage` (see write_atomically). Throws Error: invalid,
+// not_found (no such directory), io, no_memory.
+void save_npz(Storage& storage, const std::string& path, const VarCollection& vars, const NpzWriteOptions& options);
+
+}  // namespace ckpt

@@ -1,0 +1,579 @@
+#include "npz/zip_reader.hpp"
+
+#include "npz/crc32.hpp"
+#include "core/error.hpp"
+#include "core/find_duplicate.hpp"
+#include "core/utf8.hpp"
+#include "npz/zip_format.hpp"
+#include "npz/zlib_memory.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+namespace ckpt {
+
+namespace {
+
+using namespace zip;
+
+constexpr size_t kMaxComment = 0xFFFF;
+constexpr size_t kInflateInput = size_t{256} << 10;
+// Data is read (or inflated) and CRC-checked in pieces this large, so the check reads what is still in the cache.
+constexpr size_t kChunk = size_t{1} << 20;
+// Opening reads local headers that lie close together this many bytes at a time.
+constexpr size_t kWindowBytes = size_t{256} << 10;
+// Opening reads each local header with room for an extra field this long and this many bytes of data after it.
+constexpr size_t kExtraSlack = 96;
+constexpr size_t kHeadBytes = 192;
+// A data descriptor with its signature and 8-byte (zip64) sizes.
+constexpr size_t kLongestDescriptor = 24;
+
+// Bounds-checked little-endian reads from a byte range.
+class Cursor {
+public:
+    Cursor(const unsigned char* p, size_t n) : p_(p), n_(n) {}
+    bool has(size_t k) const { return n_ - pos_ >= k; }
+    uint16_t u16() { return static_cast<uint16_t>(get(2)); }
+    uint32_t u32() { return static_cast<uint32_t>(get(4)); }
+    uint64_t u64() { return get(8); }
+    const unsigned char* take(size_t k) {
+        const unsigned char* at = p_ + pos_;
+        pos_ += k;
+        return at;
+    }
+    size_t pos() const { return pos_; }
+
+private:
+    uint64_t get(int bytes) {
+        uint64_t v = 0;
+        for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p_[pos_ + i]) << (8 * i);
+        pos_ += bytes;
+        return v;
+    }
+    const unsigned char* p_;
+    size_t n_;
+    size_t pos_ = 0;
+};
+
+uint32_t le32(const unsigned char* p) {
+    return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
+           static_cast<uint32_t>(p[3]) << 24;
+}
+
+// Where the zip64 extra field of a header holds the values that the header's 32-bit fields mark as 0xFFFFFFFF.
+struct Zip64Fields {
+    bool size, compressed, offset;
+};
+
+// Replaces the marked fields with the zip64 extra field's values. Returns false if a marked field has no value.
+bool apply_zip64_extra(const unsigned char* extra, size_t n, Zip64Fields need, uint64_t& size, uint64_t& compressed,
+                       uint64_t* offset, bool& malformed) {
+    malformed = false;
+    Cursor c(extra, n);
+    while (c.has(4)) {
+        const uint16_t id = c.u16();
+        const uint16_t len = c.u16();
+        if (!c.has(len)) {
+            malformed = true;
+            return false;
+        }
+        Cursor field(c.take(len), len);
+        if (id != kZip64ExtraId) continue;
+        if (need.size) {
+            if (!field.has(8)) return false;
+            size = field.u64();
+        }
+        if (need.compressed) {
+            if (!field.has(8)) return false;
+            compressed = field.u64();
+        }
+        if (need.offset && offset != nullptr) {
+            if (!field.has(8)) return false;
+            *offset = field.u64();
+        }
+        return true;
+    }
+    if (c.pos() != n) malformed = true;  // trailing bytes too short to be a field
+    return !need.size && !need.compressed && !(need.offset && offset != nullptr);
+}
+
+// Whether an extra field holds a field with this id. False, with `malformed` set, if its fields do not add up.
+bool has_extra_field(const unsigned char* extra, size_t n, uint16_t wanted, bool& malformed) {
+    malformed = false;
+    Cursor c(extra, n);
+    bool found = false;
+    while (c.has(4)) {
+        const uint16_t id = c.u16();
+        const uint16_t len = c.u16();
+        if (!c.has(len)) break;
+        c.take(len);
+        found = found || id == wanted;
+    }
+    malformed = c.pos() != n;
+    return found && !malformed;
+}
+
+// What a data descriptor says: CRC-32, then the compressed and uncompressed sizes.
+struct Descriptor {
+    uint32_t crc = 0;
+    uint64_t compressed = 0, size = 0;
+    size_t bytes = 0;  // its length in the file
+};
+
+// Reads the descriptor at p (n bytes available) with or without its signature, with 8-byte (zip64) or 4-byte
+// sizes. False if n bytes cannot hold that form.
+bool parse_descriptor(const unsigned char* p, size_t n, bool signature, bool zip64, Descriptor& d) {
+    const size_t bytes = (signature ? 4 : 0) + 4 + (zip64 ? 16 : 8);
+    if (n < bytes) return false;
+    Cursor c(p, n);
+    if (signature) c.u32();
+    d.crc = c.u32();
+    d.compressed = zip64 ? c.u64() : c.u32();
+    d.size = zip64 ? c.u64() : c.u32();
+    d.bytes = bytes;
+    return true;
+}
+
+}  // namespace
+
+std::string ZipReader::where(const Member& m) const { return fmt::format("{}: member '{}'", label_, printable(m.name)); }
+
+void ZipReader::read_exact_at(uint64_t offset, void* dst, size_t n, const char* what, bool uncached) const {
+    // Nothing to read (an empty central directory, a local header without name or extra) may come with a null
+    // dst — an empty vector's data() — and memcpy to null is undefined even for 0 bytes.
+    if (n == 0) return;
+    if ((uncached ? file_.read_uncached_at(offset, dst, n) : file_.read_at(offset, dst, n)) != n)
+        fail(Code::format, "{}: not a valid npz (zip) file: {} at offset {} runs past the end of the file", label_, what, offset);
+}
+
+ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) : file_(file), label_(std::move(label)) {
+    const uint64_t file_size = file_.size();
+    if (file_size == 0) fail(Code::format, "{}: empty file, not a valid npz (zip) file", label_);
+    if (file_size < kEndBytes)
+        fail(Code::format, "{}: not a valid npz (zip) file: {} bytes is too short", label_, file_size);
+
+    // The end record is the last 22 bytes, unless a comment follows it; numpy writes none, but zips may.
+    const size_t tail_size = static_cast<size_t>(std::min<uint64_t>(file_size, kEndBytes + kMaxComment));
+    std::vector<unsigned char> tail(tail_size);
+    read_exact_at(file_size - tail_size, tail.data(), tail_size, "the end of the archive");
+    size_t end_at = tail_size;  // position of the end record within `tail`
+    for (size_t i = tail_size - kEndBytes + 1; i-- > 0;) {
+        if (le32(&tail[i]) == kEndSig && i + kEndBytes + (tail[i + 20] | tail[i + 21] << 8) == tail_size) {
+            end_at = i;
+            break;
+        }
+    }
+    if (end_at == tail_size)
+        fail(Code::format, "{}: not a valid npz (zip) file: no end of central directory record", label_);
+    const uint64_t end_offset = file_size - tail_size + end_at;
+    Cursor end(&tail[end_at], kEndBytes);
+    end.u32();
+    const uint16_t disk = end.u16(), cd_disk = end.u16();
+    uint64_t entries_here = end.u16(), entries = end.u16();
+    uint64_t cd_size = end.u32(), cd_offset = end.u32();
+    if (disk != 0 || cd_disk != 0) fail(Code::unsupported, "{}: multi-disk archives are not supported", label_);
+
+    // zip64: a locator just before the end record points at the zip64 end record, whose values replace the
+    // 16- and 32-bit ones.
+    uint64_t cd_end = end_offset;  // where the central directory must end
+    const bool marked = entries == kMax16 || entries_here == kMax16 || cd_size == kMax32 || cd_offset == kMax32;
+    bool has_locator = false;
+    unsigned char locator[kZip64LocatorBytes];
+    if (end_offset >= kZip64LocatorBytes) {
+        read_exact_at(end_offset - kZip64LocatorBytes, locator, sizeof locator, "the zip64 locator");
+        has_locator = le32(locator) == kZip64LocatorSig;
+    }
+    if (marked && !has_locator)
+        fail(Code::format, "{}: not a valid npz (zip) file: the end record needs zip64 values but there is no zip64 locator", label_);
+    if (has_locator) {
+        Cursor loc(locator, sizeof locator);
+        loc.u32();
+        const uint32_t loc_disk = loc.u32();
+        const uint64_t zip64_end = loc.u64();
+        const uint32_t disks = loc.u32();
+        if (loc_disk != 0 || disks != 1) fail(Code::unsupported, "{}: multi-disk archives are not supported", label_);
+        if (zip64_end > end_offset - kZip64LocatorBytes || end_offset - kZip64LocatorBytes - zip64_end < kZip64EndBytes)
+            fail(Code::format, "{}: not a valid npz (zip) file: the zip64 locator points outside the archive ({})", label_, zip64_end);
+        unsigned char rec[kZip64EndBytes];
+        read_exact_at(zip64_end, rec, sizeof rec, "the zip64 end record");
+        Cursor z(rec, sizeof rec);
+        if (z.u32() != kZip64EndSig) fail(Code::format, "{}: not a valid npz (zip) file: no zip64 end record where the locator points", label_);
+        const uint64_t record_size = z.u64();
+        z.u16();  // made by
+        z.u16();  // needed
+        const uint32_t z_disk = z.u32(), z_cd_disk = z.u32();
+        if (z_disk != 0 || z_cd_disk != 0) fail(Code::unsupported, "{}: multi-disk archives are not supported", label_);
+        entries_here = z.u64();
+        entries = z.u64();
+        cd_size = z.u64();
+        cd_offset = z.u64();
+        // The record may carry an extensible data sector, but must end where the locator starts.
+        if (record_size < kZip64EndBytes - 12 || record_size + 12 != end_offset - kZip64LocatorBytes - zip64_end)
+            fail(Code::format, "{}: not a valid npz (zip) file: the zip64 end record's size ({}) does not reach the locator", label_, record_size);
+        cd_end = zip64_end;
+    }
+    if (entries != entries_here) fail(Code::format, "{}: not a valid npz (zip) file: the end record counts {} and {} members", label_, entries_here, entries);
+    // The directory must end exactly where the end records begin: nothing hides between them, and nothing
+    // before the first member (no polyglot prefix).
+    if (cd_offset > cd_end || cd_size != cd_end - cd_offset)
+        fail(Code::format, "{}: not a valid npz (zip) file: the central directory ({} bytes at offset {}) does not end at the end record ({})",
+             label_, cd_size, cd_offset, cd_end);
+    if (entries > max_members)
+        fail(Code::format, "{}: the zip directory lists {} members, more than the limit of {} (max_members)", label_, entries, max_members);
+    if (entries > cd_size / kCentralHeaderBytes)
+        fail(Code::format, "{}: not a valid npz (zip) file: {} members cannot fit in a {}-byte central directory", label_, entries, cd_size);
+
+    std::vector<unsigned char> cd(static_cast<size_t>(cd_size));
+    read_exact_at(cd_offset, cd.data(), cd.size(), "the central directory");
+    Cursor c(cd.data(), cd.size());
+    members_.reserve(static_cast<size_t>(entries));
+    for (uint64_t i = 0; i < entries; ++i) {
+        if (!c.has(kCentralHeaderBytes) || c.u32() != kCentralHeaderSig)
+            fail(Code::format, "{}: not a valid npz (zip) file: central directory entry #{} is malformed", label_, i);
+        Member m;
+        c.u16();  // made by
+        c.u16();  // needed
+        m.flags = c.u16();
+        m.method = c.u16();
+        c.u32();  // time and date
+        m.crc = c.u32();
+        m.compressed = c.u32();
+        m.size = c.u32();
+        const uint16_t name_len = c.u16(), extra_len = c.u16(), comment_len = c.u16();
+        const uint16_t start_disk = c.u16();
+        c.u16();  // internal attributes
+        c.u32();  // external attributes
+        m.local_offset = c.u32();
+        if (!c.has(size_t{name_len} + extra_len + comment_len))
+            fail(Code::format, "{}: not a valid npz (zip) file: central directory entry #{} runs past the directory", label_, i);
+        m.name.assign(reinterpret_cast<const char*>(c.take(name_len)), name_len);
+        const unsigned char* extra = c.take(extra_len);
+        c.take(comment_len);
+        // Formatted only when something fails: most archives have many members and no failures.
+        const auto here = [&] { return where(m); };
+
+        if (m.name.empty()) fail(Code::format, "{}: bad zip entry: empty member name", here());
+        if (m.name.find('\0') != std::string::npos) fail(Code::format, "{}: bad zip entry: member name contains NUL", here());
+        if (!valid_utf8(m.name)) fail(Code::format, "{}: bad zip entry: member name is not valid UTF-8", here());
+        if (start_disk != 0 && start_disk != kMax16) fail(Code::unsupported, "{}: multi-disk archives are not supported", here());
+        if (m.flags & (kFlagEncrypted | kFlagStrongEncryption))
+            fail(Code::unsupported, "{}: encrypted members are not supported", here());
+        if (m.method != 0 && m.method != 8)
+            fail(Code::unsupported, "{}: compression method {} is not supported (only stored and deflate)", here(), m.method);
+        bool malformed;
+        const Zip64Fields need{m.size == kMax32, m.compressed == kMax32, m.local_offset == kMax32};
+        if (!apply_zip64_extra(extra, extra_len, need, m.size, m.compressed, &m.local_offset, malformed) || malformed)
+            fail(Code::format, "{}: bad zip entry: the zip64 extra field is {}", here(), malformed ? "malformed" : "missing");
+        members_.push_back(std::move(m));
+    }
+    if (c.pos() != cd.size()) fail(Code::format, "{}: not a valid npz (zip) file: {} stray bytes after the central directory", label_, cd.size() - c.pos());
+    // Names must be unique; of two equal ones, the later in the directory is reported.
+    if (const auto d = find_duplicate(members_.size(), [&](size_t i) -> const std::string& { return members_[i].name; }))
+        fail(Code::format, "{}: bad zip entry: duplicate member name", where(members_[d->second]));
+
+    // Local headers lie one per member through the file. Where the next one is near, one read of kWindowBytes
+    // brings it and many after it: for many small members, a few large sequential reads instead of one small
+    // read per member — which, from a cold page cache, would each wait for the disk. A lone one, amid a large
+    // member's data, is read uncached: pages left cached there would slow the later stream over them.
+    std::vector<unsigned char> window;  // the file's bytes [window_at, window_at + window.size())
+    uint64_t window_at = 0;
+    // Returns the file's bytes [offset, offset + n), from the end of the file read above for the end record where
+    // it holds them (the last member's data descriptor, just before the directory; all of a small file), else from
+    // the window, refilled if need be; `next` is where the next structure to be read starts.
+    const uint64_t tail_at = file_size - tail_size;
+    const auto fetch = [&](uint64_t offset, size_t n, uint64_t next) -> const unsigned char* {
+        if (offset >= tail_at && offset - tail_at + n <= tail.size()) return &tail[static_cast<size_t>(offset - tail_at)];
+        if (offset < window_at || offset - window_at + n > window.size()) {
+            const bool lone = next <= offset || next - offset >= kWindowBytes / 2;
+            window.resize(lone ? n : std::max(n, static_cast<size_t>(std::min<uint64_t>(kWindowBytes, cd_offset - offset))));
+            window_at = offset;
+            read_exact_at(offset, window.data(), window.size(), "a local header", lone);
+        }
+        return &window[static_cast<size_t>(offset - window_at)];
+    };
+    // How much of a local header is read: see below.
+    const auto local_want = [&](const Member& m) {
+        return static_cast<size_t>(
+            std::min<uint64_t>(cd_offset - m.local_offset, kLocalHeaderBytes + m.name.size() + kExtraSlack + kHeadBytes));
+    };
+    const auto next_offset = [&](size_t index) {
+        return index + 1 < members_.size() ? members_[index + 1].local_offset : cd_offset;
+    };
+    // One past the last byte of each member's record: its data, and its data descriptor if it has one.
+    std::vector<uint64_t> record_end(members_.size());
+
+    std::vector<unsigned char> scratch;
+    for (size_t index = 0; index < members_.size(); ++index) {
+        Member& m = members_[index];
+        // Formatted only when something fails: most archives have many members and no failures.
+        const auto here = [&] { return where(m); };
+        if (m.method == 0 && m.compressed != m.size)
+            fail(Code::format, "{}: bad zip entry: stored member declares {} bytes but occupies {}", here(), m.size, m.compressed);
+        // Deflate cannot expand data more than 1032:1; a larger claim is a bomb or a lie.
+        if (m.method == 8 && m.size / 1032 > m.compressed)
+            fail(Code::format, "{}: declares {} bytes from {} compressed, more than deflate can produce", here(), m.size,
+                 m.compressed);
+        if (m.local_offset > cd_offset || cd_offset - m.local_offset < kLocalHeaderBytes)
+            fail(Code::format, "{}: bad zip entry: local header offset {} is outside the member area", here(), m.local_offset);
+        // One read takes the local header, its name and extra field (when they are no longer than usual) and the
+        // first bytes of the data: for a stored npy member those hold its npy header, which the npz reader would
+        // otherwise fetch with reads of its own — per member, that is most of the time of opening many small ones.
+        const size_t want = local_want(m);
+        std::vector<unsigned char>& lh = scratch;
+        const unsigned char* local = fetch(m.local_offset, want, next_offset(index));
+        lh.assign(local, local + want);
+        Cursor l(lh.data(), want);
+        if (l.u32() != kLocalHeaderSig) fail(Code::format, "{}: bad zip entry: no local header at offset {}", here(), m.local_offset);
+        l.u16();  // needed
+        const uint16_t flags = l.u16(), method = l.u16();
+        l.u32();  // time and date
+        const uint32_t crc = l.u32();
+        uint64_t compressed = l.u32(), size = l.u32();
+        const uint16_t name_len = l.u16(), extra_len = l.u16();
+        const uint64_t variable_at = m.local_offset + kLocalHeaderBytes;
+        if (cd_offset - variable_at < uint64_t{name_len} + extra_len)
+            fail(Code::format, "{}: bad zip entry: local header runs into the central directory", here());
+        const size_t variable_len = size_t{name_len} + extra_len;
+        if (kLocalHeaderBytes + variable_len > want) {  // an unusually long extra field: read it on its own
+            lh.resize(kLocalHeaderBytes + variable_len);
+            read_exact_at(variable_at, lh.data() + kLocalHeaderBytes, variable_len, "a local header");
+        }
+        const unsigned char* variable = lh.data() + kLocalHeaderBytes;
+        if (name_len != m.name.size() || std::memcmp(variable, m.name.data(), name_len) != 0)
+            fail(Code::format, "{}: bad zip entry: its local header names it differently (inconsistent headers)", here());
+        if (method != m.method || ((flags ^ m.flags) & (kFlagDataDescriptor | kFlagEncrypted)) != 0)
+            fail(Code::format, "{}: bad zip entry: local header disagrees with the central directory (method or flags)", here());
+        if (!(flags & kFlagDataDescriptor)) {
+            // Without a data descriptor the local header carries the real CRC and sizes (zip64: in its extra).
+            const Zip64Fields local_need{size == kMax32, compressed == kMax32, false};
+            bool malformed;
+            if (!apply_zip64_extra(variable + name_len, extra_len, local_need, size, compressed, nullptr, malformed) ||
+                malformed)
+                fail(Code::format, "{}: bad zip entry: the local zip64 extra field is {}", here(), malformed ? "malformed" : "missing");
+            if (crc != m.crc || size != m.size || compressed != m.compressed)
+                fail(Code::format, "{}: bad zip entry: local header disagrees with the central directory (CRC or sizes)", here());
+        } else {
+            // Streamed: the local header holds zeros (0xffffffff with a zip64 extra) or already the real values;
+            // anything else is a second, different account of the member (libzip refuses it too).
+            const auto plausible = [](uint64_t local, uint64_t real) { return local == 0 || local == kMax32 || local == real; };
+            if ((crc != 0 && crc != m.crc) || !plausible(size, m.size) || !plausible(compressed, m.compressed))
+                fail(Code::format, "{}: bad zip entry: a streamed member's local header disagrees with the central directory "
+                     "(CRC or sizes neither zero nor the real ones)", here());
+        }
+        if (m.method == kMethodStore && kLocalHeaderBytes + variable_len < lh.size()) {
+            const size_t head = std::min<size_t>(lh.size() - kLocalHeaderBytes - variable_len, kHeadBytes);
+            m.head.assign(reinterpret_cast<const char*>(variable + variable_len),
+                          static_cast<size_t>(std::min<uint64_t>(head, m.size)));
+        }
+        m.data_offset = variable_at + name_len + extra_len;
+        if (m.compressed > cd_offset - m.data_offset)
+            fail(Code::format, "{}: bad zip entry: data ({} bytes at offset {}) runs into the central directory", here(), m.compressed,
+                 m.data_offset);
+        record_end[index] = m.data_offset + m.compressed;
+        if (flags & kFlagDataDescriptor) {
+            // The central directory is what ckpt reads by, but a descriptor that disagrees with it means one of
+            // the two is corrupt, and nothing says which.
+            bool malformed;
+            const bool zip64 = has_extra_field(variable + name_len, extra_len, kZip64ExtraId, malformed);
+            if (malformed) fail(Code::format, "{}: bad zip entry: the local extra field is malformed", here());
+            const uint64_t at = record_end[index];
+            const size_t n = static_cast<size_t>(std::min<uint64_t>(kLongestDescriptor, cd_offset - at));
+            // The next local header usually follows the descriptor at once: one read takes both, so that a
+            // descriptor costs no read of its own.
+            size_t span = n;
+            uint64_t after = next_offset(index);
+            if (after > at && after - at <= kLongestDescriptor && after < cd_offset) {
+                span = std::max(n, static_cast<size_t>(after - at) + local_want(members_[index + 1]));
+                after = next_offset(index + 1);
+            }
+            const unsigned char* p = fetch(at, span, after);
+            // Its signature (PK\7\8) is optional, so a CRC-32 can look like one. Its sizes are 8 bytes wide when
+            // the local header has a zip64 extra field (APPNOTE 4.3.9.2: Python's zipfile for numpy, ckpt), but
+            // Go's archive/zip writes them 8 bytes wide without one where they need it. Whichever form agrees
+            // with the central directory is the one; if none does, the error quotes the form the header implies.
+            const bool signature = n >= 4 && le32(p) == kDataDescriptorSig;
+            const auto agrees = [&](const Descriptor& d) {
+                return d.crc == m.crc && d.compressed == m.compressed && d.size == m.size;
+            };
+            Descriptor d, candidate;
+            bool found = false, quoted = false;
+            for (const bool wide : {zip64, !zip64}) {
+                for (const bool with_signature : {true, false}) {
+                    if ((with_signature && !signature) || !parse_descriptor(p, n, with_signature, wide, candidate)) continue;
+                    if (agrees(candidate)) {
+                        d = candidate;
+                        found = true;
+                        break;
+                    }
+                    if (!quoted && wide == zip64) d = candidate;
+                    quoted = quoted || wide == zip64;
+                }
+                if (found) break;
+            }
+            if (!found && !quoted)
+                fail(Code::format, "{}: bad zip entry: its data descriptor (at offset {}) runs into the central directory", here(), at);
+            if (!found) {
+                std::string what;
+                const auto differs = [&](const char* field, const std::string& there, const std::string& directory) {
+                    what += fmt::format("{}{} {} (the central directory says {})", what.empty() ? "" : ", ", field, there, directory);
+                };
+                if (d.crc != m.crc) differs("CRC-32", fmt::format("{:08x}", d.crc), fmt::format("{:08x}", m.crc));
+                if (d.compressed != m.compressed) differs("compressed size", std::to_string(d.compressed), std::to_string(m.compressed));
+                if (d.size != m.size) differs("uncompressed size", std::to_string(d.size), std::to_string(m.size));
+                fail(Code::format, "{}: bad zip entry: its data descriptor disagrees with the central directory: {}", here(), what);
+            }
+            record_end[index] = at + d.bytes;
+        }
+    }
+
+    // Members must not overlap: overlapping members are how zip bombs multiply their output, and how one file
+    // shows different contents to different readers.
+    std::vector<size_t> by_offset(members_.size());
+    for (size_t i = 0; i < by_offset.size(); ++i) by_offset[i] = i;
+    std::sort(by_offset.begin(), by_offset.end(),
+              [&](size_t a, size_t b) { return members_[a].local_offset < members_[b].local_offset; });
+    if (!by_offset.empty() && members_[by_offset.front()].local_offset != 0)
+        fail(Code::format, "{}: not a valid npz (zip) file: {} unexplained bytes before the first member", label_,
+             members_[by_offset.front()].local_offset);
+    for (size_t i = 1; i < by_offset.size(); ++i) {
+        const Member& a = members_[by_offset[i - 1]];
+        const Member& b = members_[by_offset[i]];
+        if (b.local_offset < a.data_offset + a.compressed)
+            fail(Code::format, "{}: not a valid npz (zip) file: members '{}' and '{}' overlap (possible zip bomb)", label_, a.name, b.name);
+        if (b.local_offset < record_end[by_offset[i - 1]])
+            fail(Code::format, "{}: bad zip entry: its data descriptor runs into member '{}'", where(a), b.name);
+    }
+}
+
+// Raw-deflate decoding of one member, reading its compressed bytes in chunks.
+struct ZipReader::Stream::Inflater {
+    z_stream zs{};
+    std::vector<unsigned char> input;  // no larger than the member's compressed data
+    uint64_t consumed = 0;             // compressed bytes handed to zlib
+    bool ended = false;
+    explicit Inflater(uint64_t compressed)
+        : input(static_cast<size_t>(std::max<uint64_t>(1, std::min<uint64_t>(kInflateInput, compressed)))) {
+        zs.zalloc = zlib_alloc;
+        zs.zfree = zlib_free;
+        if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) throw std::bad_alloc();
+    }
+    ~Inflater() { inflateEnd(&zs); }
+};
+
+ZipReader::Stream::Stream(const ZipReader& zip, size_t index) : zip_(zip), m_(zip.members_.at(index)) {
+    if (m_.method == 8) inflater_ = std::make_unique<Inflater>(m_.compressed);
+}
+
+ZipReader::Stream::~Stream() = default;
+
+void ZipReader::Stream::refill() {
+    Inflater& inf = *inflater_;
+    if (inf.zs.avail_in != 0 || inf.consumed == m_.compressed) return;
+    const size_t k = static_cast<size_t>(std::min<uint64_t>(inf.input.size(), m_.compressed - inf.consumed));
+    if (zip_.file_.read_at(m_.data_offset + inf.consumed, inf.input.data(), k) != k)
+        fail(Code::format, "{}: compressed data runs past the end of the file", zip_.where(m_));
+    inf.zs.next_in = inf.input.data();
+    inf.zs.avail_in = static_cast<uInt>(k);
+    inf.consumed += k;
+}
+
+size_t ZipReader::Stream::read(void* dst, size_t n) {
+    unsigned char* out = static_cast<unsigned char*>(dst);
+    n = static_cast<size_t>(std::min<uint64_t>(n, m_.size - out_));  // never more than the declared size
+    size_t done = 0;
+    while (done < n) {
+        const size_t want = std::min(n - done, kChunk);
+        size_t got;
+        if (!inflater_) {
+            got = zip_.file_.read_at(m_.data_offset + out_, out + done, want);
+            if (got == 0) break;
+        } else {
+            Inflater& inf = *inflater_;
+            if (inf.ended) break;
+            refill();
+            inf.zs.next_out = out + done;
+            inf.zs.avail_out = static_cast<uInt>(want);
+            const int rc = inflate(&inf.zs, Z_NO_FLUSH);
+            got = want - inf.zs.avail_out;
+            if (rc == Z_STREAM_END) {
+                inf.ended = true;
+            } else if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT) {
+                fail(Code::format, "{}: corrupt deflate data ({})", zip_.where(m_), inf.zs.msg ? inf.zs.msg : "invalid");
+            } else if (rc == Z_MEM_ERROR) {
+                throw std::bad_alloc();
+            } else if (rc == Z_BUF_ERROR && got == 0 && inf.zs.avail_in == 0 && inf.consumed == m_.compressed) {
+                fail(Code::format, "{}: deflate data ends before the member's {} bytes", zip_.where(m_), m_.size);
+            }
+        }
+        crc_ = crc32(crc_, out + done, got);
+        done += got;
+        out_ += got;
+    }
+    return done;
+}
+
+void ZipReader::Stream::skip_prefix(size_t n, uint32_t crc) {
+    if (inflater_ || out_ != 0 || n > m_.size) throw std::logic_error("ZipReader::Stream::skip_prefix: not at the start of a stored member");
+    crc_ = crc;
+    out_ = n;
+}
+
+uint32_t ZipReader::read_stored(size_t index, uint64_t offset, void* dst, size_t n) const {
+    const Member& m = members_.at(index);
+    if (m.method != kMethodStore) throw std::logic_error("ZipReader::read_stored: not a stored member");
+    if (offset > m.size || n > m.size - offset)
+        fail(Code::format, "{}: data ends after {} of {} bytes", where(m), m.size, offset + n);
+    auto* out = static_cast<unsigned char*>(dst);
+    uint32_t crc = 0;
+    for (size_t done = 0; done < n;) {
+        const size_t want = std::min(n - done, kChunk);
+        const size_t got = file_.read_at(m.data_offset + offset + done, out + done, want);
+        crc = crc32(crc, out + done, got);
+        done += got;
+        if (got < want) fail(Code::format, "{}: data ends after {} of {} bytes", where(m), offset + done, m.size);
+    }
+    return crc;
+}
+
+void ZipReader::check_crc(size_t index, uint32_t crc) const {
+    const Member& m = members_.at(index);
+    if (crc != m.crc)
+        fail(Code::format, "{}: CRC-32 mismatch (the zip says {:08x}, the data gives {:08x})", where(m), m.crc, crc);
+}
+
+void ZipReader::drop_heads() {
+    for (Member& m : members_) std::string().swap(m.head);
+}
+
+void ZipReader::Stream::read_exact(void* dst, size_t n) {
+    const size_t got = read(dst, n);
+    if (got != n) fail(Code::format, "{}: data ends after {} of {} bytes", zip_.where(m_), got, n);
+}
+
+void ZipReader::Stream::finish() {
+    if (out_ != m_.size)
+        fail(Code::format, "{}: data ends after {} of {} bytes", zip_.where(m_), out_, m_.size);
+    if (inflater_) {
+        // The deflate stream must end exactly at the declared size: no bytes left to produce.
+        Inflater& inf = *inflater_;
+        unsigned char extra;
+        while (!inf.ended) {
+            refill();
+            inf.zs.next_out = &extra;
+            inf.zs.avail_out = 1;
+            const int rc = inflate(&inf.zs, Z_NO_FLUSH);
+            if (inf.zs.avail_out == 0)
+                fail(Code::format, "{}: deflate data is longer than the declared {} bytes", zip_.where(m_), m_.size);
+            if (rc == Z_STREAM_END) break;
+            if (rc == Z_MEM_ERROR) throw std::bad_alloc();
+            if (rc != Z_OK || (inf.zs.avail_in == 0 && inf.consumed == m_.compressed))
+                fail(Code::format, "{}: deflate data is truncated or corrupt", zip_.where(m_));
+        }
+    }
+    zip_.check_crc(static_cast<size_t>(&m_ - zip_.members_.data()), crc_);
+}
+
+}  // namespace ckpt

@@ -1,0 +1,87 @@
+// ZipReader: a strict reader of zip archives from any InputFile, trusting nothing in them.
+//
+// ckpt reads zips itself rather than through libzip, whose public API (1.7.3) neither gives a member's data
+// offset nor lets a caller see the central directory before it rejects or rewrites things: it accepted an archive
+// whose members overlap (a polyglot numpy refuses), silently turned a NUL in a member name into a space, rejected
+// duplicate names without saying which, and reported hostile offsets as I/O errors. This reader validates the
+// whole directory first — end records, zip64 records, every central and local header and data descriptor, member
+// ranges that must not overlap each other or the directory, unique names — and then streams members straight into
+// the caller's buffers, checking CRC-32 and exact sizes.
+#pragma once
+
+#include "storage/storage.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ckpt {
+
+class ZipReader {
+public:
+    struct Member {
+        std::string name;
+        uint16_t method = 0;  // 0 stored, 8 deflate
+        uint16_t flags = 0;
+        uint32_t crc = 0;
+        uint64_t compressed = 0;
+        uint64_t size = 0;
+        uint64_t local_offset = 0;
+        uint64_t data_offset = 0;  // first byte of the member's (compressed) data in the file
+        std::string head;          // stored members: their first bytes (up to 192), read with the local header
+    };
+
+    // Reads and validates the directory. Throws Error(format) — naming `label` and, where there is one, the
+    // member — or Error(unsupported) for encryption and compression methods other than stored and deflate.
+    // `max_members` bounds the directory's size before anything is allocated for it.
+    ZipReader(InputFile& file, std::string label, uint64_t max_members);
+
+    const std::vector<Member>& members() const { return members_; }
+    // Frees the members' heads once they have served.
+    void drop_heads();
+    // Reads n bytes at `offset` of stored member `index` straight into dst and returns their CRC-32 (to be combined
+    // and checked with check_crc: this is for reading parts of one member on several threads). Throws
+    // Error(format) if the member ends first.
+    uint32_t read_stored(size_t index, uint64_t offset, void* dst, size_t n) const;
+    // Throws Error(format) — a CRC-32 mismatch — unless `crc` is member `index`'s CRC-32.
+    void check_crc(size_t index, uint32_t crc) const;
+    const std::string& label() const { return label_; }
+
+    // Reads one member's uncompressed bytes front to back; finish() checks that all were read and the CRC-32.
+    class Stream {
+    public:
+        Stream(const ZipReader& zip, size_t index);
+        ~Stream();
+        Stream(const Stream&) = delete;
+        Stream& operator=(const Stream&) = delete;
+        // Reads up to n bytes; fewer only at the end of the member. Throws Error(format) for corrupt data.
+        size_t read(void* dst, size_t n);
+        // Reads exactly n bytes, or throws Error(format) ("ends after …").
+        void read_exact(void* dst, size_t n);
+        // At the start of a stored member: counts its first n bytes as read without reading them, given their
+        // CRC-32 (the caller read them before, e.g. in the member's head).
+        void skip_prefix(size_t n, uint32_t crc);
+        // Throws Error(format) unless every byte was read and the CRC-32 matches.
+        void finish();
+
+    private:
+        struct Inflater;
+        void refill();  // gives zlib the next chunk of compressed data when it has used up the last
+        const ZipReader& zip_;
+        const Member& m_;
+        uint64_t out_ = 0;  // uncompressed bytes delivered
+        uint32_t crc_ = 0;
+        std::unique_ptr<Inflater> inflater_;
+    };
+
+private:
+    std::string where(const Member& m) const;
+    void read_exact_at(uint64_t offset, void* dst, size_t n, const char* what, bool uncached = false) const;
+
+    InputFile& file_;
+    std::string label_;
+    std::vector<Member> members_;
+};
+
+}  // namespace ckpt

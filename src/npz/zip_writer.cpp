@@ -1,0 +1,198 @@
+#include "npz/zip_writer.hpp"
+
+#include "npz/crc32.hpp"
+#include "core/error.hpp"
+#include "npz/zip_format.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace ckpt {
+
+namespace {
+
+using namespace zip;
+
+constexpr uint16_t kVersion20 = 20;
+constexpr uint16_t kVersionZip64 = 45;
+constexpr uint16_t kMadeByUnix = 3 << 8;
+constexpr uint16_t kDosDate1980 = (0 << 9) | (1 << 5) | 1;  // 1980-01-01, what Python's zipfile writes
+constexpr uint32_t kRegularFile0644 = 0100644u << 16;
+
+constexpr size_t kBufferBytes = size_t{1} << 20;
+constexpr size_t kChunk = size_t{64} << 20;  // progress granularity
+
+// Little-endian record builder.
+struct Record {
+    std::vector<unsigned char> b;
+    Record& u16(uint16_t v) {
+        for (int i = 0; i < 2; ++i) b.push_back(static_cast<unsigned char>(v >> (8 * i)));
+        return *this;
+    }
+    Record& u32(uint32_t v) {
+        for (int i = 0; i < 4; ++i) b.push_back(static_cast<unsigned char>(v >> (8 * i)));
+        return *this;
+    }
+    Record& u64(uint64_t v) {
+        for (int i = 0; i < 8; ++i) b.push_back(static_cast<unsigned char>(v >> (8 * i)));
+        return *this;
+    }
+    Record& bytes(const std::string& s) {
+        b.insert(b.end(), s.begin(), s.end());
+        return *this;
+    }
+};
+
+uint32_t clamp32(uint64_t v) { return v >= kMax32 ? kMax32 : static_cast<uint32_t>(v); }
+
+bool is_ascii(const std::string& s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+}
+
+uint64_t total_size(const std::vector<ZipWriter::Piece>& pieces) {
+    uint64_t n = 0;
+    for (const auto& p : pieces) n += p.size;
+    return n;
+}
+
+}  // namespace
+
+ZipWriter::ZipWriter(OutputFile& out) : out_(out) { buf_.reserve(kBufferBytes); }
+
+void ZipWriter::put(const void* data, size_t n) {
+    if (buf_.size() + n > kBufferBytes) flush();
+    if (n >= kBufferBytes) {
+        out_.write(data, n);
+    } else {
+        const auto* p = static_cast<const unsigned char*>(data);
+        buf_.insert(buf_.end(), p, p + n);
+    }
+    offset_ += n;
+}
+
+void ZipWriter::flush() {
+    if (!buf_.empty()) out_.write(buf_.data(), buf_.size());
+    buf_.clear();
+}
+
+uint32_t ZipWriter::crc_of(const std::vector<Piece>& pieces) {
+    uint32_t crc = 0;
+    for (const auto& p : pieces) crc = crc32(crc, p.data, p.size);
+    return crc;
+}
+
+ZipWriter::Entry ZipWriter::start_entry(const std::string& name, uint64_t size, uint16_t method) const {
+    if (name.size() > kMax16) fail(Code::invalid, "member name '{}' is longer than a zip allows", name);
+    return Entry{name, offset_, 0, size, 0, method, static_cast<uint16_t>(is_ascii(name) ? 0 : kFlagUtf8)};
+}
+
+void ZipWriter::add_stored(const std::string& name, const std::vector<Piece>& pieces, const OnBytes& on_bytes,
+                           const std::function<uint32_t()>& crc) {
+    Entry e = start_entry(name, total_size(pieces), kMethodStore);
+    e.crc = crc ? crc() : crc_of(pieces);
+    e.compressed = e.size;
+
+    const bool zip64 = e.size >= kMax32;
+    Record extra;
+    if (zip64) extra.u16(kZip64ExtraId).u16(16).u64(e.size).u64(e.size);
+    // Pad the extra field so the data starts on a kAlignment boundary: an alignment field holds the alignment
+    // (u16) and then zeros.
+    const uint64_t unpadded = e.offset + kLocalHeaderBytes + e.name.size() + extra.b.size() + 6;
+    const uint16_t pad = static_cast<uint16_t>((kAlignment - unpadded % kAlignment) % kAlignment);
+    extra.u16(kAlignmentExtraId).u16(static_cast<uint16_t>(2 + pad)).u16(static_cast<uint16_t>(kAlignment));
+    extra.b.resize(extra.b.size() + pad, 0);
+
+    Record h;
+    h.u32(kLocalHeaderSig).u16(zip64 ? kVersionZip64 : kVersion20).u16(e.flags).u16(e.method);
+    h.u16(0).u16(kDosDate1980).u32(e.crc).u32(clamp32(e.size)).u32(clamp32(e.size));
+    h.u16(static_cast<uint16_t>(e.name.size())).u16(static_cast<uint16_t>(extra.b.size())).bytes(e.name);
+    h.b.insert(h.b.end(), extra.b.begin(), extra.b.end());
+    put(h.b.data(), h.b.size());
+
+    uint64_t at = 0;
+    for (const Piece& piece : pieces) {
+        const char* p = static_cast<const char*>(piece.data);
+        for (size_t done = 0; done < piece.size;) {
+            const size_t n = std::min(piece.size - done, kChunk);
+            put(p + done, n);
+            if (on_bytes) on_bytes(at, n);
+            done += n;
+            at += n;
+        }
+    }
+    entries_.push_back(std::move(e));
+}
+
+void ZipWriter::add_deflated(const std::string& name, uint64_t size, DeflateAhead& source, const OnBytes& on_bytes) {
+    Entry e = start_entry(name, size, kMethodDeflate);
+    // The compressed size is known only at the end: sizes go in a data descriptor after the data. zip64 is
+    // decided up front from the worst case deflate can produce.
+    const bool zip64 = e.size >= kMax32 || DeflateAhead::bound(e.size) >= kMax32;
+    e.flags |= kFlagDataDescriptor;
+    Record h;
+    h.u32(kLocalHeaderSig).u16(zip64 ? kVersionZip64 : kVersion20).u16(e.flags).u16(e.method);
+    h.u16(0).u16(kDosDate1980).u32(0).u32(zip64 ? kMax32 : 0).u32(zip64 ? kMax32 : 0);
+    h.u16(static_cast<uint16_t>(e.name.size())).u16(zip64 ? 20 : 0).bytes(e.name);
+    if (zip64) h.u16(kZip64ExtraId).u16(16).u64(0).u64(0);
+    put(h.b.data(), h.b.size());
+
+    uint64_t at = 0;
+    for (bool last = false; !last;) {
+        const DeflateAhead::Block b = source.take();
+        put(b.out.data(), b.out.size());
+        e.compressed += b.out.size();
+        e.crc = at == 0 ? b.crc : static_cast<uint32_t>(crc32_combine(e.crc, b.crc, static_cast<z_off_t>(b.in_bytes)));
+        if (on_bytes) on_bytes(at, b.in_bytes);
+        at += b.in_bytes;
+        last = b.last;
+    }
+    if (at != e.size) fail(Code::error, "member '{}': {} bytes compressed, {} expected", e.name, at, e.size);
+
+    Record d;
+    d.u32(kDataDescriptorSig).u32(e.crc);
+    if (zip64)
+        d.u64(e.compressed).u64(e.size);
+    else
+        d.u32(static_cast<uint32_t>(e.compressed)).u32(static_cast<uint32_t>(e.size));
+    put(d.b.data(), d.b.size());
+    entries_.push_back(std::move(e));
+}
+
+void ZipWriter::finish() {
+    const uint64_t cd_offset = offset_;
+    for (const Entry& e : entries_) {
+        Record extra;
+        if (e.size >= kMax32) extra.u64(e.size);
+        if (e.compressed >= kMax32) extra.u64(e.compressed);
+        if (e.offset >= kMax32) extra.u64(e.offset);
+        const bool zip64 = !extra.b.empty();
+        Record c;
+        c.u32(kCentralHeaderSig).u16(kMadeByUnix | (zip64 ? kVersionZip64 : kVersion20));
+        c.u16(zip64 ? kVersionZip64 : kVersion20).u16(e.flags).u16(e.method).u16(0).u16(kDosDate1980);
+        c.u32(e.crc).u32(clamp32(e.compressed)).u32(clamp32(e.size));
+        c.u16(static_cast<uint16_t>(e.name.size())).u16(zip64 ? static_cast<uint16_t>(4 + extra.b.size()) : 0);
+        c.u16(0).u16(0).u16(0).u32(kRegularFile0644).u32(clamp32(e.offset)).bytes(e.name);
+        if (zip64) c.u16(kZip64ExtraId).u16(static_cast<uint16_t>(extra.b.size()));
+        c.b.insert(c.b.end(), extra.b.begin(), extra.b.end());
+        put(c.b.data(), c.b.size());
+    }
+    const uint64_t cd_size = offset_ - cd_offset;
+    const uint64_t count = entries_.size();
+    if (count >= kMax16 || cd_size >= kMax32 || cd_offset >= kMax32) {
+        const uint64_t zip64_end = offset_;
+        Record z;
+        z.u32(kZip64EndSig).u64(44).u16(kMadeByUnix | kVersionZip64).u16(kVersionZip64).u32(0).u32(0);
+        z.u64(count).u64(count).u64(cd_size).u64(cd_offset);
+        z.u32(kZip64LocatorSig).u32(0).u64(zip64_end).u32(1);
+        put(z.b.data(), z.b.size());
+    }
+    Record end;
+    const uint16_t count16 = count >= kMax16 ? kMax16 : static_cast<uint16_t>(count);
+    end.u32(kEndSig).u16(0).u16(0).u16(count16).u16(count16).u32(clamp32(cd_size)).u32(clamp32(cd_offset)).u16(0);
+    put(end.b.data(), end.b.size());
+    flush();
+}
+
+}  // namespace ckpt

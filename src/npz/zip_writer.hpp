@@ -1,0 +1,68 @@
+// A sequential zip writer: local header, data, (data descriptor), …, central directory, end records — written
+// front to back, never seeking, so it can stream into any Storage (an object store, a pipe).
+//
+// ckpt writes zips itself rather than through libzip because libzip's writer (1.7.3) needs a seekable output —
+// it rewrites every local header after the data — and compresses members one after another with no way to run
+// them in parallel or align their data. (Reading: see zip_reader.hpp.)
+//
+// Stored members get their CRC-32 computed before they are written, so their local headers carry the real
+// CRC and sizes like numpy's, and their data starts at a multiple of 64 bytes in the file (padding in an extra
+// field, id 0xD935 as Android's zipalign writes it, which zip readers skip): with numpy's 64-byte-aligned npy
+// headers, every array's first byte is 64-byte aligned, so a memory-mapped file holds SIMD-ready arrays.
+// Deflated members come from DeflateAhead (compressed on several threads) and end with a data descriptor
+// (general purpose bit 3), as Python's zipfile writes to unseekable files. zip64 fields appear only where a
+// size, offset or count needs them.
+#pragma once
+
+#include "npz/deflate_ahead.hpp"
+#include "storage/storage.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ckpt {
+
+class ZipWriter {
+public:
+    using Piece = DeflateAhead::Piece;
+    static constexpr uint64_t kAlignment = 64;  // of stored members' data in the file
+
+    // CRC-32 of the concatenated pieces.
+    static uint32_t crc_of(const std::vector<Piece>& pieces);
+    // Called after bytes [offset, offset + n) of a member (uncompressed) were written, for progress reports.
+    using OnBytes = std::function<void(uint64_t offset, uint64_t n)>;
+
+    explicit ZipWriter(OutputFile& out);
+
+    // A stored member holding the concatenation of `pieces`. Its CRC-32 comes from `crc` when given (computed
+    // ahead, e.g. on another thread), otherwise from a pass over the pieces before they are written.
+    void add_stored(const std::string& name, const std::vector<Piece>& pieces, const OnBytes& on_bytes,
+                    const std::function<uint32_t()>& crc = nullptr);
+    // A deflated member of `size` bytes whose blocks come next from `source`.
+    void add_deflated(const std::string& name, uint64_t size, DeflateAhead& source, const OnBytes& on_bytes);
+    // Writes the central directory and end records and flushes everything to the output.
+    void finish();
+
+private:
+    struct Entry {
+        std::string name;
+        uint64_t offset;
+        uint64_t compressed;
+        uint64_t size;
+        uint32_t crc;
+        uint16_t method;
+        uint16_t flags;
+    };
+    Entry start_entry(const std::string& name, uint64_t size, uint16_t method) const;
+    void put(const void* data, size_t n);
+    void flush();
+
+    OutputFile& out_;
+    std::vector<unsigned char> buf_;
+    uint64_t offset_ = 0;  // bytes of the archive produced so far
+    std::vector<Entry> entries_;
+};
+
+}  // namespace ckpt

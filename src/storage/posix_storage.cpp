@@ -1,0 +1,291 @@
+// Storage on the local filesystem: O_CLOEXEC everywhere, loops on short writes and EINTR, O_NOFOLLOW and a
+// regular-file check on reads, errno text in every message.
+#include "core/error.hpp"
+#include "storage/storage.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+
+namespace ckpt {
+
+namespace {
+
+// Linux moves at most 0x7ffff000 bytes per read/write call; ask for no more than 1 GiB at a time.
+constexpr size_t kMaxIo = size_t{1} << 30;
+// Writeback of a file being written is started every this many bytes (see PosixOutputFile::write).
+constexpr uint64_t kWritebackBytes = uint64_t{8} << 20;
+
+// Runs make() — which wraps `fd` in an owning object — and closes fd if it throws (out of memory) before an
+// object owns it; otherwise the descriptor would leak, and with it a directory lock.
+template <typename Make>
+auto owning(int fd, Make make) -> decltype(make()) {
+    try {
+        return make();
+    } catch (...) {
+        ::close(fd);
+        throw;
+    }
+}
+
+class PosixOutputFile final : public OutputFile {
+public:
+    PosixOutputFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+    ~PosixOutputFile() override {
+        if (fd_ >= 0) ::close(fd_);
+    }
+
+    void write(const void* data, size_t n) override {
+        const char* p = static_cast<const char*>(data);
+        while (n > 0) {
+            const ssize_t w = ::write(fd_, p, std::min(n, kMaxIo));
+            if (w < 0) {
+                if (errno == EINTR) continue;
+                fail_errno(errno, fmt::format("{}: write failed", path_));
+            }
+            if (w == 0) fail(Code::io, "{}: write made no progress", path_);
+            p += w;
+            n -= static_cast<size_t>(w);
+            written_ += static_cast<uint64_t>(w);
+        }
+        // Start writing back what is written, a few MiB at a time, instead of leaving it all for the fsync: a save
+        // of gigabytes otherwise fills the page cache with dirty pages until the kernel throttles the writer, and
+        // the fsync then waits for all of it (RocksDB's bytes_per_sync). Asynchronous; a failure shows at fsync.
+        if (written_ - flushed_ >= kWritebackBytes) {
+            (void)::sync_file_range(fd_, static_cast<off_t>(flushed_), static_cast<off_t>(written_ - flushed_),
+                                    SYNC_FILE_RANGE_WRITE);
+            flushed_ = written_;
+        }
+    }
+
+    void sync() override {
+        if (::fsync(fd_) != 0) fail_errno(errno, fmt::format("{}: fsync failed", path_));
+    }
+
+    void close() override {
+        const int fd = fd_;
+        fd_ = -1;
+        if (::close(fd) != 0) fail_errno(errno, fmt::format("{}: close failed", path_));
+    }
+
+private:
+    int fd_;
+    std::string path_;
+    uint64_t written_ = 0;  // bytes written
+    uint64_t flushed_ = 0;  // bytes whose writeback was started
+};
+
+class PosixInputFile final : public InputFile {
+public:
+    PosixInputFile(int fd, uint64_t size, std::string path) : fd_(fd), size_(size), path_(std::move(path)) {}
+    ~PosixInputFile() override { ::close(fd_); }
+
+    uint64_t size() const override { return size_; }
+    bool concurrent_reads() const override { return true; }  // pread
+
+    size_t read_at(uint64_t offset, void* dst, size_t n) override { return read(offset, dst, n, 0); }
+
+    // RWF_DONTCACHE (Linux 6.14) drops the pages a read had to bring in, and leaves those that were cached.
+    // Elsewhere the read fails with EOPNOTSUPP and is done as a plain one.
+    size_t read_uncached_at(uint64_t offset, void* dst, size_t n) override {
+        return read(offset, dst, n, dontcache_unsupported_.load(std::memory_order_relaxed) ? 0 : kRwfDontCache);
+    }
+
+private:
+    static constexpr int kRwfDontCache = 0x80;
+
+    size_t read(uint64_t offset, void* dst, size_t n, int flags) {
+        char* p = static_cast<char*>(dst);
+        size_t done = 0;
+        while (done < n) {
+            iovec iov{p + done, std::min(n - done, kMaxIo)};
+            const ssize_t r = ::preadv2(fd_, &iov, 1, static_cast<off_t>(offset + done), flags);
+            if (r < 0) {
+                if (errno == EINTR) continue;
+                if (flags != 0 && (errno == EOPNOTSUPP || errno == EINVAL)) {
+                    dontcache_unsupported_.store(true, std::memory_order_relaxed);
+                    flags = 0;
+                    continue;
+                }
+                fail_errno(errno, fmt::format("{}: read failed", path_));
+            }
+            if (r == 0) break;
+            done += static_cast<size_t>(r);
+        }
+        return done;
+    }
+
+    int fd_;
+    uint64_t size_;
+    std::string path_;
+    std::atomic<bool> dontcache_unsupported_{false};
+};
+
+// flock on "<dir>/.ckpt.lock", which holds the owner's pid for the message another process gets. The lock goes
+// with the descriptor, so a killed process never leaves the directory locked.
+class PosixDirLock final : public DirLock {
+public:
+    explicit PosixDirLock(int fd) : fd_(fd) {}
+    ~PosixDirLock() override { ::close(fd_); }
+
+private:
+    int fd_;
+};
+
+class PosixStorage final : public Storage {
+public:
+    std::unique_ptr<DirLock> lock(const std::string& dir) override {
+        const std::string path = join_path(dir, ".ckpt.lock");
+        const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+        if (fd < 0) fail_errno(errno, fmt::format("{}: cannot open the lock file", path));
+        if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            const int err = errno;
+            char pid[32] = {0};
+            const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
+            ::close(fd);
+            if (err == EWOULDBLOCK)
+                fail(Code::busy, "{}: locked by another checkpoint manager{}", dir,
+                     n > 0 ? fmt::format(" (pid {})", std::string(pid, static_cast<size_t>(n))) : std::string());
+            fail_errno(err, fmt::format("{}: cannot lock", path));
+        }
+        char pid[32];
+        const int len = std::snprintf(pid, sizeof pid, "%ld", static_cast<long>(::getpid()));
+        if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid, static_cast<size_t>(len), 0) != len) {
+            // The pid is only for messages; the lock itself is held.
+        }
+        return owning(fd, [&] { return std::make_unique<PosixDirLock>(fd); });
+    }
+
+    void make_dirs(const std::string& dir) override {
+        for (size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
+            const std::string prefix = dir.substr(0, end);
+            if (!prefix.empty() && ::mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST)
+                fail_errno(errno, fmt::format("{}: cannot create directory", prefix));
+            if (end == std::string::npos) break;
+        }
+        struct stat st;
+        if (::stat(dir.c_str(), &st) != 0) fail_errno(errno, fmt::format("{}: cannot create directory", dir));
+        if (!S_ISDIR(st.st_mode)) fail(Code::io, "{}: exists and is not a directory", dir);
+    }
+
+    std::unique_ptr<OutputFile> create_temp(const std::string& target, std::string* temp_path) override {
+        const std::string dir = parent_dir(target);
+        const std::string name = base_name(target);
+        for (int attempt = 0;; ++attempt) {
+            std::string temp = join_path(dir, temp_name_for(name));
+            const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+            if (fd >= 0) {
+                try {
+                    *temp_path = temp;
+                    return std::make_unique<PosixOutputFile>(fd, temp);
+                } catch (...) {
+                    // Out of memory before the file object owned the descriptor: nobody would remove the file.
+                    ::close(fd);
+                    ::unlink(temp.c_str());
+                    throw;
+                }
+            }
+            const int err = errno;
+            if (err == EEXIST && attempt < 100) continue;
+            if (err == ENOENT) fail(Code::not_found, "{}: directory {} does not exist", target, dir);
+            fail_errno(err, fmt::format("{}: cannot create a temporary file in {}", target, dir));
+        }
+    }
+
+    std::unique_ptr<OutputFile> open_append(const std::string& path) override {
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+        if (fd < 0) {
+            if (errno == ENOENT) fail(Code::not_found, "{}: directory {} does not exist", path, parent_dir(path));
+            fail_errno(errno, fmt::format("{}: cannot open for appending", path));
+        }
+        return owning(fd, [&] { return std::make_unique<PosixOutputFile>(fd, path); });
+    }
+
+    void rename(const std::string& from, const std::string& to) override {
+        if (::rename(from.c_str(), to.c_str()) != 0) fail_errno(errno, fmt::format("{}: rename from {} failed", to, from));
+    }
+
+    void sync_dir(const std::string& dir) override {
+        const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) fail_errno(errno, fmt::format("{}: cannot open directory to sync it", dir));
+        const int rc = ::fsync(fd);
+        const int err = errno;
+        ::close(fd);
+        if (rc != 0) fail_errno(err, fmt::format("{}: fsync of directory failed", dir));
+    }
+
+    void remove(const std::string& path) override {
+        if (::unlink(path.c_str()) != 0) {
+            if (errno == ENOENT) fail(Code::not_found, "{}: no such file", path);
+            fail_errno(errno, fmt::format("{}: cannot remove", path));
+        }
+    }
+
+    std::vector<std::string> list(const std::string& dir) override {
+        DIR* d = ::opendir(dir.c_str());
+        if (d == nullptr) {
+            if (errno == ENOENT) fail(Code::not_found, "{}: no such directory", dir);
+            fail_errno(errno, fmt::format("{}: cannot list directory", dir));
+        }
+        struct CloseDir {
+            void operator()(DIR* dir) const { ::closedir(dir); }
+        };
+        std::unique_ptr<DIR, CloseDir> owner(d);  // closed also when a name cannot be stored
+        std::vector<std::string> names;
+        errno = 0;
+        while (const dirent* e = ::readdir(d)) {
+            const std::string name = e->d_name;
+            if (name == "." || name == "..") continue;
+            bool is_dir = e->d_type == DT_DIR;
+            if (e->d_type == DT_UNKNOWN) {  // some filesystems do not fill d_type
+                struct stat st;
+                is_dir = ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+            }
+            if (!is_dir) names.push_back(name);
+        }
+        const int err = errno;
+        owner.reset();
+        if (err != 0) fail_errno(err, fmt::format("{}: cannot list directory", dir));
+        return names;
+    }
+
+    std::unique_ptr<InputFile> open_read(const std::string& path) override {
+        // O_NONBLOCK: opening a FIFO must not wait for a writer before the regular-file check refuses it (it has
+        // no effect on regular files).
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0) {
+            const int err = errno;
+            if (err == ENOENT) fail(Code::not_found, "{}: no such file", path);
+            if (err == ELOOP) fail(Code::invalid, "{}: is a symbolic link; ckpt reads only regular files", path);
+            fail_errno(err, fmt::format("{}: cannot open", path));
+        }
+        struct stat st;
+        if (::fstat(fd, &st) != 0) {
+            const int err = errno;
+            ::close(fd);
+            fail_errno(err, fmt::format("{}: cannot stat", path));
+        }
+        if (!S_ISREG(st.st_mode)) {
+            ::close(fd);
+            fail(Code::invalid, "{}: not a regular file", path);
+        }
+        return owning(fd, [&] { return std::make_unique<PosixInputFile>(fd, static_cast<uint64_t>(st.st_size), path); });
+    }
+};
+
+}  // namespace
+
+std::shared_ptr<Storage> posix_storage() {
+    static const std::shared_ptr<Storage> instance = std::make_shared<PosixStorage>();
+    return instance;
+}
+
+}  // namespace ckpt

@@ -1,0 +1,85 @@
+#include "writer/snapshot_pool.hpp"
+
+#include <cstring>
+#include <new>
+#include <vector>
+
+namespace ckpt {
+
+namespace {
+constexpr std::align_val_t kAlignment{64};
+
+struct Snapshot {
+    VarCollection vars;
+    std::vector<std::shared_ptr<unsigned char>> buffers;
+};
+}  // namespace
+
+std::shared_ptr<SnapshotPool> SnapshotPool::create(size_t keep) {
+    return std::shared_ptr<SnapshotPool>(new SnapshotPool(keep == 0 ? 1 : keep));
+}
+
+SnapshotPool::~SnapshotPool() {
+    for (auto& [n, p] : free_) ::operator delete[](p, kAlignment);
+}
+
+unsigned char* SnapshotPool::take(size_t n) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = free_.find(n);
+        if (it != free_.end()) {
+            unsigned char* p = it->second;
+            free_.erase(it);
+            free_bytes_ -= n;
+            return p;
+        }
+    }
+    return static_cast<unsigned char*>(::operator new[](n, kAlignment));
+}
+
+void SnapshotPool::give_back(unsigned char* p, size_t n) noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_bytes_ + n <= snapshot_bytes_ * keep_) {
+        // This runs in a shared_ptr deleter, where an exception would end the process: when the pool cannot make
+        // room for the buffer, the buffer is freed instead of kept.
+        try {
+            free_.emplace(n, p);
+            free_bytes_ += n;
+            return;
+        } catch (const std::bad_alloc&) {
+        }
+    }
+    ::operator delete[](p, kAlignment);
+}
+
+std::shared_ptr<const VarCollection> SnapshotPool::copy(const VarCollection& vars) {
+    auto snapshot = std::make_shared<Snapshot>();
+    std::weak_ptr<SnapshotPool> pool = weak_from_this();
+    size_t total = 0;
+    for (size_t i = 0; i < vars.size(); ++i) {
+        const Array& a = vars.array(i);
+        const size_t n = a.nbytes();
+        total += n;
+        void* data = nullptr;
+        if (n > 0) {
+            std::shared_ptr<unsigned char> buffer(take(n), [pool, n](unsigned char* p) {
+                if (auto owner = pool.lock())
+                    owner->give_back(p, n);
+                else
+                    ::operator delete[](p, kAlignment);
+            });
+            std::memcpy(buffer.get(), a.data(), n);
+            data = buffer.get();
+            snapshot->buffers.push_back(std::move(buffer));
+        }
+        snapshot->vars.add(vars.name(i), Array::borrow(a.dtype(), a.itemsize(), a.shape(), data));
+    }
+    snapshot->vars.metadata() = vars.metadata();
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        snapshot_bytes_ = total;
+    }
+    return std::shared_ptr<const VarCollection>(snapshot, &snapshot->vars);
+}
+
+}  // namespace ckpt
