@@ -3,6 +3,7 @@
 #include "npz/crc32.hpp"
 #include "core/error.hpp"
 #include "core/find_duplicate.hpp"
+#include "core/in_order_shares.hpp"
 #include "core/utf8.hpp"
 #include "npz/zip_format.hpp"
 #include "npz/zlib_memory.hpp"
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 
 namespace ckpt {
 
@@ -28,6 +30,8 @@ constexpr size_t kWindowBytes = size_t{256} << 10;
 // Opening reads each local header with room for an extra field this long and this many bytes of data after it.
 constexpr size_t kExtraSlack = 96;
 constexpr size_t kHeadBytes = 192;
+// Threads that check the local headers of a large archive (kParallelOpenMembers): at most this many.
+constexpr unsigned kMaxOpenThreads = 4;
 // A data descriptor with its signature and 8-byte (zip64) sizes.
 constexpr size_t kLongestDescriptor = 24;
 
@@ -138,6 +142,11 @@ bool parse_descriptor(const unsigned char* p, size_t n, bool signature, bool zip
 }
 
 }  // namespace
+
+unsigned open_threads(size_t members, const InputFile& file) {
+    if (members < kParallelOpenMembers || !file.concurrent_reads()) return 1;
+    return std::min(std::max(std::thread::hardware_concurrency(), 1u), kMaxOpenThreads);
+}
 
 std::string ZipReader::where(const Member& m) const { return fmt::format("{}: member '{}'", label_, printable(m.name)); }
 
@@ -278,21 +287,26 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
     // brings it and many after it: for many small members, a few large sequential reads instead of one small
     // read per member — which, from a cold page cache, would each wait for the disk. A lone one, amid a large
     // member's data, is read uncached: pages left cached there would slow the later stream over them.
-    std::vector<unsigned char> window;  // the file's bytes [window_at, window_at + window.size())
-    uint64_t window_at = 0;
+    // Large archives are checked on several threads, each through a contiguous share of the members with a
+    // window of its own (for_each_in_order_shares: the error is the one a single thread would report).
+    struct Window {
+        std::vector<unsigned char> bytes;  // the file's bytes [at, at + bytes.size())
+        uint64_t at = 0;
+        std::vector<unsigned char> scratch;  // a local header with its name and extra field
+    };
     // Returns the file's bytes [offset, offset + n), from the end of the file read above for the end record where
     // it holds them (the last member's data descriptor, just before the directory; all of a small file), else from
     // the window, refilled if need be; `next` is where the next structure to be read starts.
     const uint64_t tail_at = file_size - tail_size;
-    const auto fetch = [&](uint64_t offset, size_t n, uint64_t next) -> const unsigned char* {
+    const auto fetch = [&](Window& w, uint64_t offset, size_t n, uint64_t next) -> const unsigned char* {
         if (offset >= tail_at && offset - tail_at + n <= tail.size()) return &tail[static_cast<size_t>(offset - tail_at)];
-        if (offset < window_at || offset - window_at + n > window.size()) {
+        if (offset < w.at || offset - w.at + n > w.bytes.size()) {
             const bool lone = next <= offset || next - offset >= kWindowBytes / 2;
-            window.resize(lone ? n : std::max(n, static_cast<size_t>(std::min<uint64_t>(kWindowBytes, cd_offset - offset))));
-            window_at = offset;
-            read_exact_at(offset, window.data(), window.size(), "a local header", lone);
+            w.bytes.resize(lone ? n : std::max(n, static_cast<size_t>(std::min<uint64_t>(kWindowBytes, cd_offset - offset))));
+            w.at = offset;
+            read_exact_at(offset, w.bytes.data(), w.bytes.size(), "a local header", lone);
         }
-        return &window[static_cast<size_t>(offset - window_at)];
+        return &w.bytes[static_cast<size_t>(offset - w.at)];
     };
     // How much of a local header is read: see below.
     const auto local_want = [&](const Member& m) {
@@ -305,8 +319,7 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
     // One past the last byte of each member's record: its data, and its data descriptor if it has one.
     std::vector<uint64_t> record_end(members_.size());
 
-    std::vector<unsigned char> scratch;
-    for (size_t index = 0; index < members_.size(); ++index) {
+    const auto check_local = [&](Window& w, size_t index) {
         Member& m = members_[index];
         // Formatted only when something fails: most archives have many members and no failures.
         const auto here = [&] { return where(m); };
@@ -322,8 +335,8 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
         // first bytes of the data: for a stored npy member those hold its npy header, which the npz reader would
         // otherwise fetch with reads of its own — per member, that is most of the time of opening many small ones.
         const size_t want = local_want(m);
-        std::vector<unsigned char>& lh = scratch;
-        const unsigned char* local = fetch(m.local_offset, want, next_offset(index));
+        std::vector<unsigned char>& lh = w.scratch;
+        const unsigned char* local = fetch(w, m.local_offset, want, next_offset(index));
         lh.assign(local, local + want);
         Cursor l(lh.data(), want);
         if (l.u32() != kLocalHeaderSig) fail(Code::format, "{}: bad zip entry: no local header at offset {}", here(), m.local_offset);
@@ -389,7 +402,7 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
                 span = std::max(n, static_cast<size_t>(after - at) + local_want(members_[index + 1]));
                 after = next_offset(index + 1);
             }
-            const unsigned char* p = fetch(at, span, after);
+            const unsigned char* p = fetch(w, at, span, after);
             // Its signature (PK\7\8) is optional, so a CRC-32 can look like one. Its sizes are 8 bytes wide when
             // the local header has a zip64 extra field (APPNOTE 4.3.9.2: Python's zipfile for numpy, ckpt), but
             // Go's archive/zip writes them 8 bytes wide without one where they need it. Whichever form agrees
@@ -427,7 +440,8 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
             }
             record_end[index] = at + d.bytes;
         }
-    }
+    };
+    for_each_in_order_shares<Window>(members_.size(), open_threads(members_.size(), file_), check_local);
 
     // Members must not overlap: overlapping members are how zip bombs multiply their output, and how one file
     // shows different contents to different readers.

@@ -18,6 +18,12 @@
 
 namespace ckpt {
 
+// Archives of this many members or more (from storages that allow concurrent reads) have their local headers and
+// npy headers checked on several threads: below it, starting a thread costs more than it saves.
+constexpr size_t kParallelOpenMembers = 1024;
+// How many threads check an archive of this many members from `file`.
+unsigned open_threads(size_t members, const InputFile& file);
+
 class ZipReader {
 public:
     struct Member {
