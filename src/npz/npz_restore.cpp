@@ -4,8 +4,9 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <optional>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace ckpt {
@@ -22,39 +23,88 @@ std::string quoted_list(const std::vector<std::string>& names) {
     for (const auto& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
     return out;
 }
+
+
+// Which entry of the file holds each name: names hashed into a sorted array (no allocation per name), with a
+// guess tried first — a collection restored from the file it was saved to lists its variables in the file's
+// order, so for it the entry after the last one found is the one, and nothing needs hashing.
+template <typename NameOf>
+class EntryIndex {
+public:
+    EntryIndex(size_t n, NameOf name_of) : n_(n), name_of_(name_of) {}
+
+    std::optional<size_t> find(const std::string& name) {
+        if (next_ < n_ && name_of_(next_) == name) return next_++;
+        build();
+        const size_t h = std::hash<std::string_view>()(name);
+        for (auto it = std::lower_bound(keys_.begin(), keys_.end(), std::make_pair(h, size_t{0}));
+             it != keys_.end() && it->first == h; ++it) {
+            if (name_of_(it->second) == name) {
+                next_ = it->second + 1;
+                return it->second;
+            }
+        }
+        return std::nullopt;
+    }
+    // Of two entries with the same name, (earlier, later) for the first later one in entry order, if any.
+    std::optional<std::pair<size_t, size_t>> first_duplicate() {
+        build();
+        std::optional<std::pair<size_t, size_t>> first;
+        for (size_t j = 1; j < keys_.size(); ++j) {
+            std::optional<size_t> earliest;  // keys_ is sorted by entry within a hash: the last equal name found going back
+            for (size_t i = j; i-- > 0 && keys_[i].first == keys_[j].first;)
+                if (name_of_(keys_[i].second) == name_of_(keys_[j].second)) earliest = keys_[i].second;
+            if (earliest && (!first || keys_[j].second < first->second)) first = std::make_pair(*earliest, keys_[j].second);
+        }
+        return first;
+    }
+
+private:
+    void build() {
+        if (built_) return;
+        keys_.resize(n_);
+        for (size_t i = 0; i < n_; ++i) keys_[i] = {std::hash<std::string_view>()(name_of_(i)), i};
+        std::sort(keys_.begin(), keys_.end());
+        built_ = true;
+    }
+    size_t n_;
+    NameOf name_of_;
+    std::vector<std::pair<size_t, size_t>> keys_;  // (hash of the name, entry), sorted
+    bool built_ = false;
+    size_t next_ = 0;  // the guess
+};
 }  // namespace
 
 void restore_npz(NpzReader& reader, VarCollection& vars, const Renamer& rename) {
-    // Names after renaming (views of the reader's names, or of `new_names`) -> entry.
+    // Names after renaming.
     std::vector<std::string> new_names;
     if (rename) {
         new_names.reserve(reader.size());
         for (size_t i = 0; i < reader.size(); ++i) new_names.push_back(rename(reader.entry(i).name));
     }
     const auto renamed = [&](size_t i) -> const std::string& { return rename ? new_names[i] : reader.entry(i).name; };
-    std::unordered_map<std::string_view, size_t> on_disk;
-    on_disk.reserve(reader.size());
-    for (size_t i = 0; i < reader.size(); ++i) {
-        auto [it, fresh] = on_disk.emplace(renamed(i), i);
-        if (!fresh)
-            throw CallerError(Code::invalid, fmt::format("{}: the renamer maps both '{}' and '{}' to '{}'",
-                                                         reader.label(), reader.entry(it->second).name,
-                                                         reader.entry(i).name, renamed(i)));
+    EntryIndex on_disk(reader.size(), renamed);
+    // Names on disk are unique (the reader checks); the renamer's may not be.
+    if (rename) {
+        if (const auto d = on_disk.first_duplicate())
+            throw CallerError(Code::invalid, fmt::format("{}: the renamer maps both '{}' and '{}' to '{}'", reader.label(),
+                                                         reader.entry(d->first).name, reader.entry(d->second).name,
+                                                         renamed(d->second)));
     }
 
     std::vector<size_t> source(vars.size());
     std::vector<bool> used(reader.size(), false);
     std::vector<std::string> missing, differ;
     for (size_t v = 0; v < vars.size(); ++v) {
-        auto it = on_disk.find(vars.name(v));
-        if (it == on_disk.end()) {
+        const std::optional<size_t> at = on_disk.find(vars.name(v));
+        if (!at) {
             missing.push_back(vars.name(v));
             continue;
         }
         const Array& a = vars.array(v);
-        const NpyHeader& h = reader.entry(it->second).header;
-        used[it->second] = true;
-        source[v] = it->second;
+        const NpyHeader& h = reader.entry(*at).header;
+        used[*at] = true;
+        source[v] = *at;
         // A void member's bytes were saved without their type: any variable of that item size may take them.
         const bool same_type = a.dtype() == h.dtype || (h.dtype == DType::void_ && !has_array_itemsize(a.dtype()));
         if (!same_type || a.itemsize() != h.itemsize || a.shape() != h.shape) {
