@@ -447,8 +447,9 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
     // shows different contents to different readers.
     std::vector<size_t> by_offset(members_.size());
     for (size_t i = 0; i < by_offset.size(); ++i) by_offset[i] = i;
-    std::sort(by_offset.begin(), by_offset.end(),
-              [&](size_t a, size_t b) { return members_[a].local_offset < members_[b].local_offset; });
+    const auto earlier = [&](size_t a, size_t b) { return members_[a].local_offset < members_[b].local_offset; };
+    if (!std::is_sorted(by_offset.begin(), by_offset.end(), earlier))  // the directory usually lists them in file order
+        std::sort(by_offset.begin(), by_offset.end(), earlier);
     if (!by_offset.empty() && members_[by_offset.front()].local_offset != 0)
         fail(Code::format, "{}: not a valid npz (zip) file: {} unexplained bytes before the first member", label_,
              members_[by_offset.front()].local_offset);
