@@ -9,6 +9,7 @@
 #include "npz/npz_writer.hpp"
 #include "npz/zip_reader.hpp"
 #include "storage/memory_storage.hpp"
+#include "support/counting_array.hpp"
 #include "support/temp_dir.hpp"
 #include "support/zip_builder.hpp"
 #include "core/var_collection.hpp"
@@ -24,16 +25,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-Array counting_array(DType dtype, size_t itemsize, std::vector<int64_t> shape, uint32_t seed) {
-    Array a = Array::allocate(dtype, itemsize, std::move(shape), false);
-    auto* p = static_cast<unsigned char*>(a.data());
-    uint32_t x = seed;
-    for (size_t i = 0; i < a.nbytes(); ++i) {
-        x = x * 1664525u + 1013904223u;
-        p[i] = static_cast<unsigned char>(x >> 24);
-    }
-    return a;
-}
+using ckpt::testing::counting_array;
 
 // n small arrays of varied types and sizes (some empty), as ckpt saves them.
 VarCollection many(size_t n) {
