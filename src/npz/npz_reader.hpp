@@ -43,7 +43,7 @@ public:
     };
 
     // Reads `file`, named `label` in messages (a path, or "<memory>"): the zip directory and every npy header,
-    // all validated. Throws Error: io, format (not a zip, malformed member), unsupported, no_memory.
+    // all validated (on several threads from kParallelOpenMembers members on, with the same errors). Throws Error: io, format (not a zip, malformed member), unsupported, no_memory.
     NpzReader(std::unique_ptr<InputFile> file, std::string label, NpzReadOptions options);
     // Opens `path` in `storage`; adds not_found (no file) and invalid (not a regular file) to the errors above.
     static NpzReader open(Storage& storage, const std::string& path, NpzReadOptions options);
@@ -68,8 +68,9 @@ public:
     // Reads entry i into a new owned array.
     Array read(size_t i);
     // Reads several entries, each into its own destination (as read_into), reporting progress against the sum of
-    // their sizes. Large reads from a file that allows it are shared among threads; if reads fail, the error is
-    // that of the first failing job in `jobs` order, and destinations of other jobs may have been written.
+    // their sizes. Large reads from a file that allows it are shared among threads, and small stored arrays
+    // that lie close together are read in batches; if reads fail, the error is that of the first failing job in
+    // `jobs` order, and destinations of other jobs may have been written.
     struct Job {
         size_t entry;
         void* dst;
