@@ -17,7 +17,8 @@
 // On a full disk (the hidden test case tagged [enospc]) the log directories go to a small filesystem, and before
 // each save the child resizes a filler file beside the checkpoint directory so that the free space is anywhere
 // from nothing to two checkpoints: about half the saves run out of space, each at a random offset. A save must
-// then fail with CKPT_EIO naming the checkpoint's path and "No space left on device"; the child reports "failed k"
+// then fail with CKPT_EIO naming the checkpoint's path and "No space left on device" (or, refused before writing,
+// "not enough space for checkpoint k"); the child reports "failed k"
 // and goes on with k + 1, as training would. The parent also checks that no failed save is ever on disk or
 // restored, and finally frees the space and saves once more, which must succeed. Kills land in failing saves too.
 //
@@ -83,6 +84,7 @@ constexpr int kMaxReportsWaited = 6;         // the parent waits for 0..6 report
 constexpr int64_t kChildMaxSaves = 100000;   // a child the parent lost stops by itself
 constexpr int kAckTimeoutMs = 60000;         // no report for this long: the child hangs
 constexpr const char* kFullDiskReason = "No space left on device";
+constexpr const char* kNoRoomReason = "not enough space for checkpoint";  // refused before writing
 // The full-disk campaign's filesystem: room for keep + 1 checkpoints and some to spare, yet small enough for a
 // filler file to use up cheaply.
 constexpr const char* kTmpfsSize = "8m";
@@ -202,13 +204,14 @@ private:
     uint64_t size_ = 0;
 };
 
-// True for what a save must report on a full disk: CKPT_EIO, naming the checkpoint's path and ENOSPC.
+// True for what a save must report on a full disk: CKPT_EIO, naming the checkpoint's path and ENOSPC or the
+// manager's refusal.
 bool is_clean_full_disk_error(ckpt_manager* manager, int64_t k, int rc) {
     if (rc != CKPT_EIO) return false;
     const std::string message = ckpt_error_message();  // copied: the calls below may replace it
     char path[4096];
     return ckpt_manager_path(manager, k, path, sizeof path) == CKPT_OK && message.find(path) != std::string::npos &&
-           message.find(kFullDiskReason) != std::string::npos;
+           (message.find(kFullDiskReason) != std::string::npos || message.find(kNoRoomReason) != std::string::npos);
 }
 
 [[noreturn]] void run_child(const std::string& logdir, uint64_t seed, bool async, bool full_disk, int fd) {
