@@ -186,9 +186,9 @@ def peer_table(w, rows):
             against = " | ".join(fmt_ratio(both.ratio(r, base[p])) for p in peers)
             out.append(f"| {label} | {r['what']} | {s:.3f} | {int(r['state_bytes']) / MIB / s:.0f} | {against} | "
                        f"{fmt_ratio(both.x_raw(r))} | {float(r['cores']):.2f} | {fmt_rss(int(r['rss_above']))} |")
-    files = [f"{p}: {int(base_row['file_bytes']) / MIB:.0f} MiB "
-             f"({int(base_row['file_bytes']) / int(base_row['state_bytes']):.0%})"
-             for p in peers for base_row in [both.find("save", p)] if base_row]
+    saves = [both.find("save", p) for p in peers]
+    files = [f"{r['who']}: {int(r['file_bytes']) / MIB:.0f} MiB ({int(r['file_bytes']) / int(r['state_bytes']):.0%})"
+             for r in saves if r]
     out += ["", f"File sizes: {'; '.join(files)}."]
     for p in peers:
         beside = [f"{r['op']}{'' if r['cache'] == '-' else ' ' + r['cache']} "
