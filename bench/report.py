@@ -215,7 +215,7 @@ def peer_goals(wl, peer_rows):
                 x = both.ratio(both.find(op, "ckpt", cache), other)
                 shown = f"{x:.2f}x" if x is not None else "?"
                 out.append(goal(at_least(x, limit), f"{name} {label} >= {limit}x {p}: {shown}"))
-    return out + [""]
+    return out + [""] if len(out) > 2 else []
 
 
 def main():
