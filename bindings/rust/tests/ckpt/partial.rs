@@ -1,4 +1,6 @@
 //! Partial restores (NpzOptions::partial, Vars::restored) and the manager's staging budget (max_staging_bytes).
+use std::path::PathBuf;
+
 use ckpt::{Code, Manager, ManagerOptions, NpzOptions, Vars};
 
 use crate::common::TempDir;
@@ -19,11 +21,17 @@ fn grown_model() -> Vars<'static> {
     v
 }
 
-#[test]
-fn a_partial_restore_fills_what_the_file_has_and_leaves_the_rest() {
-    let dir = TempDir::new("partial");
+/// A directory holding old.npz, saved from the old model.
+fn old_file(name: &str) -> (TempDir, PathBuf) {
+    let dir = TempDir::new(name);
     let path = dir.join("old.npz");
     old_model().save(&path).unwrap();
+    (dir, path)
+}
+
+#[test]
+fn a_partial_restore_fills_what_the_file_has_and_leaves_the_rest() {
+    let (_dir, path) = old_file("partial");
     let mut target = grown_model();
     assert!(!target.restored(0), "nothing is restored before a restore");
     target.restore_with(&path, &NpzOptions::new().partial(true)).unwrap();
@@ -35,9 +43,7 @@ fn a_partial_restore_fills_what_the_file_has_and_leaves_the_rest() {
 
 #[test]
 fn restores_stay_strict_by_default_and_partial_ones_still_check_shapes() {
-    let dir = TempDir::new("strict");
-    let path = dir.join("old.npz");
-    old_model().save(&path).unwrap();
+    let (_dir, path) = old_file("strict");
     let mut target = grown_model();
     let e = target.restore(&path).unwrap_err();
     assert_eq!(e.code(), Code::Mismatch);
@@ -60,9 +66,7 @@ fn restores_stay_strict_by_default_and_partial_ones_still_check_shapes() {
 
 #[test]
 fn a_restore_into_borrowed_arrays_leaves_the_missing_ones_as_they_were() {
-    let dir = TempDir::new("borrowed");
-    let path = dir.join("old.npz");
-    old_model().save(&path).unwrap();
+    let (_dir, path) = old_file("borrowed");
     let mut w = [9f32; 6];
     let mut extra = [7i32; 4];
     {
