@@ -5,6 +5,7 @@ mod errors;
 mod layout;
 mod manager;
 mod npz;
+mod partial;
 mod storage;
 mod threads;
 mod vars;
