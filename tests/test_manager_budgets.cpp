@@ -363,12 +363,16 @@ TEST_CASE("background saves under max_staging_bytes keep the process's peak memo
     }
     const int64_t within = growth_of(budgeted);
     INFO("peak growth with a budget of two copies: " << within << " KiB");
-    CHECK(within <= 2 * kStateKib + kMarginKib);
-
     // Smaller than one copy: saves run synchronously from the caller's arrays and copy nothing.
     const std::string tiny = peak_growth_kib(kFloats, 3);
     CHECK_THAT(tiny, Contains(" sync"));
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    // The sanitizers keep freed memory in quarantine and shadow what is touched: the peak says nothing here.
+    WARN("memory bounds not checked under a sanitizer");
+#else
+    CHECK(within <= 2 * kStateKib + kMarginKib);
     CHECK(growth_of(tiny) <= kMarginKib);
+#endif
 
     // Without a budget the same loop holds up to queue_depth + 1 copies; shown for comparison, not asserted
     // (how many pile up depends on how fast this disk is).

@@ -138,7 +138,7 @@ TEST_CASE("A storage reporting too little space fails the save and keeps the pre
         FAIL("a save larger than the free space did not throw");
     } catch (const ckpt::Error& e) {
         CHECK(e.code() == CKPT_EIO);
-        CHECK_THAT(e.what(), Catch::Contains("run/ckpt: not enough space for checkpoint 2: it needs up to") &&
+        CHECK_THAT(e.what(), Catch::Contains("run/ckpt/0000000002.npz: not enough space for checkpoint 2: it needs up to") &&
                                  Catch::EndsWith("and 100 bytes is free"));
     }
     CHECK(storage->free_space_asked().back() == "run/ckpt");

@@ -130,7 +130,7 @@ def test_a_storage_reporting_too_little_space_fails_the_save_and_keeps_the_previ
         with pytest.raises(ckpt.StorageError) as e:
             m.save(grown_model(), 2)
         assert e.value.code == ckpt.errors.EIO
-        assert "run/ckpt: not enough space for checkpoint 2: it needs up to" in e.value.message
+        assert "run/ckpt/0000000002.npz: not enough space for checkpoint 2: it needs up to" in e.value.message
         assert "and 100 bytes is free" in e.value.message
         assert m.list() == [1] and fs.asked and fs.asked[-1] == "run/ckpt"
         target = grown_model()

@@ -239,7 +239,7 @@ fn a_storage_reporting_too_little_space_fails_the_save_and_keeps_the_previous_ch
     *map.free.lock().unwrap() = Some(100);
     let e = m.save(&model(2.0), 2).unwrap_err();
     assert_eq!(e.code(), Code::Io);
-    assert!(e.message().contains("run/ckpt: not enough space for checkpoint 2: it needs up to"), "{e}");
+    assert!(e.message().contains("run/ckpt/0000000002.npz: not enough space for checkpoint 2: it needs up to"), "{e}");
     assert!(e.message().contains("and 100 bytes is free"), "{e}");
     assert_eq!(map.asked.lock().unwrap().last().map(String::as_str), Some("run/ckpt"));
     assert_eq!(m.list().unwrap(), vec![1]);
