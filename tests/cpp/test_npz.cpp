@@ -359,3 +359,24 @@ TEST_CASE("ckpt::Npz tells how the file holds each array: member, compression, b
         CHECK_THROWS_AS(npz.member_name(1), ckpt::Error);
     }
 }
+
+TEST_CASE("Npz::map gives typed views without a copy, checked as reads are", "[npz][map]") {
+    TempDir dir;
+    Model model;
+    ckpt::Vars vars;
+    model.borrow_into(vars);
+    ckpt::save(dir.path("m.npz"), vars);
+
+    ckpt::Npz npz(dir.path("m.npz"));
+    const ckpt::ArrayView<const float> w = npz.map<float>("w");
+    CHECK(w.to_vector() == model.w);
+    CHECK(npz.map<int64_t>("step")[0] == 42);
+    CHECK(npz.map_bytes(npz.index("w")).data() == reinterpret_cast<const unsigned char*>(w.data()));
+    CHECK(npz.map_bytes(npz.index("grid")).size() == sizeof model.grid);
+    try {
+        npz.map<double>("w");
+        FAIL("a view of the wrong type did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EMISMATCH);
+    }
+}

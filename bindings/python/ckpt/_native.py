@@ -131,6 +131,7 @@ SIGNATURES = {
     "ckpt_npz_stored_bytes": (c_uint64, [c_void_p, c_size_t]),
     "ckpt_npz_crc32": (c_uint32, [c_void_p, c_size_t]),
     "ckpt_npz_data_offset": (c_uint64, [c_void_p, c_size_t]),
+    "ckpt_npz_map": (c_int, [c_void_p, c_size_t, ctypes.POINTER(c_void_p)]),
     "ckpt_npz_layout": (c_uint32, [c_void_p]),
     "ckpt_npz_metadata": (c_char_p, [c_void_p, c_char_p]),
     "ckpt_npz_metadata_count": (c_size_t, [c_void_p]),

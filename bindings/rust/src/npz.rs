@@ -411,6 +411,41 @@ impl Npz {
         Ok(split_items(&self.read_bytes(name)?, width))
     }
 
+    /// The raw bytes of `name` without a copy (`ckpt_npz_map`): a view into a read-only mapping of the file for
+    /// the stored, native, C-order, aligned arrays ckpt writes, else bytes decoded once and kept by the file. The
+    /// slice borrows the file, so it cannot outlive it. Its CRC-32 is checked at the first call unless the file
+    /// was opened with [`NpzOptions::map_unverified`]. A truncated file faults (SIGBUS) when its lost pages are
+    /// read (see `ckpt_npz_map` in ckpt.h).
+    ///
+    /// ```compile_fail
+    /// # fn f(npz: ckpt::Npz) -> ckpt::Result<()> {
+    /// let view = npz.map_bytes("w")?;
+    /// drop(npz); // error: the view still borrows the file
+    /// println!("{}", view[0]);
+    /// # Ok(()) }
+    /// ```
+    pub fn map_bytes(&self, name: &str) -> Result<&[u8]> {
+        let i = self.index_of(name)?;
+        let n = self.nbytes(name)?;
+        let mut p = ptr::null();
+        // SAFETY: a live handle used by one thread at a time (Npz is not Sync); views never move or change while
+        // the file is open, nor invalidate what other getters borrowed.
+        check(unsafe { sys::ckpt_npz_map(self.raw.as_ptr(), i, &mut p) })?;
+        // SAFETY: n readable bytes (p is never NULL on success), valid until ckpt_npz_close, which needs the Npz.
+        Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) })
+    }
+
+    /// The items of `name` without a copy, as [`Npz::map_bytes`]; its dtype must be `T`'s.
+    pub fn map<T: Pod>(&self, name: &str) -> Result<&[T]> {
+        self.expect_dtype(name, T::DTYPE)?;
+        let bytes = self.map_bytes(name)?;
+        if bytes.len() % size_of::<T>() != 0 || bytes.as_ptr().align_offset(std::mem::align_of::<T>()) != 0 {
+            return Err(Error::new(Code::Format, format!("array '{name}' is not a whole, aligned run of {}", T::DTYPE)));
+        }
+        // SAFETY: aligned whole items (checked above), any bit pattern a valid T (Pod), borrowed as the bytes are.
+        Ok(unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), bytes.len() / size_of::<T>()) })
+    }
+
     /// The layout the file was read in: [`Layout::Plain`] or [`Layout::Objax`].
     pub fn layout(&self) -> Layout {
         // SAFETY: a live handle.

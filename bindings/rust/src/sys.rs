@@ -308,6 +308,7 @@ extern "C" {
     pub fn ckpt_npz_metadata_count(npz: *const ckpt_npz) -> usize;
     pub fn ckpt_npz_metadata_key(npz: *const ckpt_npz, i: usize) -> *const c_char;
     pub fn ckpt_npz_metadata_value(npz: *const ckpt_npz, i: usize) -> *const c_char;
+    pub fn ckpt_npz_map(npz: *mut ckpt_npz, i: usize, out_data: *mut *const c_void) -> c_int;
 
     // storage
     pub fn ckpt_storage_new(out: *mut *mut ckpt_storage, ops: *const ckpt_storage_ops) -> c_int;
