@@ -308,7 +308,7 @@ CKPT_API const char *ckpt_npz_metadata_value(const ckpt_npz *npz, size_t i);
  * for a large member); a mismatch is CKPT_EFORMAT naming the file and the member, and later calls check again.
  * CKPT_NPZ_MAP_UNVERIFIED in the open options' flags skips the check for mapped members, trading integrity for
  * latency: the call then reads nothing and takes microseconds whatever the array's size, and corrupt bytes are
- * handed over as they are. Use it for files verified already (read or mapped before, `ckpt ls --verify`) or where
+ * handed over as they are. Use it for files verified already (read or mapped before, `ckpt verify`) or where
  * paging in on demand matters more than integrity. Decoded members are always verified (they are read anyway).
  * While mapped: a file replaced (a save renames a new file over it) or deleted keeps its old bytes readable through
  * the mapping until ckpt_npz_close — and keeps its disk space in use until then. A file truncated while mapped
