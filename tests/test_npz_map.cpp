@@ -303,3 +303,24 @@ TEST_CASE("ckpt_npz_map refuses NULL arguments and indices out of range", "[map]
     CHECK(ckpt_npz_map(npz.get(), ckpt_npz_count(npz.get()), &p) == CKPT_ENOTFOUND);
     CHECK_THAT(ckpt_error_message(), Contains("no array #"));
 }
+
+TEST_CASE("A member whose declared offset or size points past the file is refused before anything is mapped",
+          "[map][malformed]") {
+    TempDir dir;
+    const std::string npy = zipb::npy_member("<f8", "(4,)", std::string(32, '\x01'));
+    const auto lie = [&](const char* what, auto&& change) {
+        zipb::Archive a;
+        a.members.push_back(stored(aligning_name("w"), npy));
+        change(a.members.back());
+        const std::string path = dir.file(std::string(what) + ".npz");
+        write_file(path, zipb::build(a));
+        CAPTURE(what);
+        ckpt_npz* npz = nullptr;
+        CHECK(ckpt_npz_open(&npz, path.c_str(), nullptr) == CKPT_EFORMAT);
+        CHECK_THAT(ckpt_error_message(), Contains(path));
+        CHECK(npz == nullptr);
+    };
+    lie("size-past-the-end", [](zipb::Member& m) { m.comp_size = m.uncomp_size = uint64_t{1} << 40; });
+    lie("offset-past-the-end", [](zipb::Member& m) { m.central_offset = uint64_t{1} << 33; m.zip64 = true; });
+    lie("shape-past-the-member", [&](zipb::Member& m) { m.data = zipb::npy_member("<f8", "(1000000,)", std::string(32, '\x01')); });
+}
