@@ -108,6 +108,10 @@ CKPT_API void* ckpt_vars_data(const ckpt_vars* vars, size_t i) {
     return a != nullptr ? a->data() : nullptr;
 }
 
+CKPT_API int ckpt_vars_restored(const ckpt_vars* vars, size_t i) {
+    return vars != nullptr && i < vars->vc.size() && vars->vc.restored(i) ? 1 : 0;
+}
+
 }
 
 extern "C" {

@@ -154,6 +154,10 @@ CKPT_API size_t ckpt_vars_nbytes(const ckpt_vars *vars, size_t i);
 /* The array's bytes, C order, native byte order: the collection's copy, or the caller's borrowed pointer.
  * Writable: restores fill it. May be NULL when nbytes is 0. */
 CKPT_API void *ckpt_vars_data(const ckpt_vars *vars, size_t i);
+/* 1 if the latest restore into the collection (ckpt_npz_restore, ckpt_manager_restore) filled variable i, 0 if it
+ * did not: one not in the file under CKPT_NPZ_PARTIAL, every variable after a failed restore, and every variable
+ * before any restore. A variable added after the restore reads 0. Out of range (or NULL vars): 0. */
+CKPT_API int ckpt_vars_restored(const ckpt_vars *vars, size_t i);
 
 /* The collection's metadata: string key/values about the checkpoint (step, time, loss, notes), saved with it in
  * the file's metadata member and read back with it (ckpt_npz_read and ckpt_manager_read fill a new collection's;
@@ -206,10 +210,16 @@ typedef struct ckpt_npz_options {
      * CKPT_EFORMAT, the message naming the limit). */
     uint64_t max_members;      /* zip members per file; 0 = 16777216 */
     uint64_t max_total_bytes;  /* array bytes per file, all arrays together; 0 = no limit */
+    /* version 4 */
+    uint32_t flags;            /* CKPT_NPZ_* */
 } ckpt_npz_options;
-#define CKPT_NPZ_OPTIONS_VERSION 3
+/* Restores (ckpt_npz_restore, ckpt_manager_restore): a variable the file does not have is left untouched instead
+ * of failing the restore; ckpt_vars_restored tells which were filled. A variable found with another dtype or
+ * shape still fails the restore (CKPT_EMISMATCH). */
+#define CKPT_NPZ_PARTIAL 1u
+#define CKPT_NPZ_OPTIONS_VERSION 4
 /* Every field spelled out, so -Wmissing-field-initializers stays quiet. */
-#define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, 0, 0}
+#define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0}
 
 /* Fills *opts with the defaults of struct version `version` (pass CKPT_NPZ_OPTIONS_VERSION), writing only the
  * fields that version has. Returns CKPT_OK, CKPT_EINVAL (NULL opts, or a version this library does not know). */
@@ -367,12 +377,17 @@ typedef struct ckpt_storage_ops {
     void (*close_read)(void *payload, void *file);
     /* Called once when the storage is no longer used by anything (may be NULL). */
     void (*destroy)(void *payload);
+    /* version 2: */
+    /* Bytes a new file in dir may still take (statvfs's f_bavail * f_frsize for a file system), for the manager's
+     * disk check before a save. May be NULL, or return CKPT_EUNSUPPORTED, when the medium cannot tell: no check is
+     * made. Any other error fails the save that asked. */
+    int (*free_space)(void *payload, const char *dir, uint64_t *bytes);
 } ckpt_storage_ops;
-#define CKPT_STORAGE_OPS_VERSION 1
+#define CKPT_STORAGE_OPS_VERSION 2
 
-/* Makes a storage from a callback table (copied; `ops->payload` is kept). Every callback except open_append,
- * sync_dir and destroy is required. Returns CKPT_OK, CKPT_EINVAL (NULL argument, unknown version, a required
- * callback missing), CKPT_ENOMEM. */
+/* Makes a storage from a callback table (copied; `ops->payload` is kept; a version-1 table ends before
+ * free_space). Every callback except open_append, sync_dir, destroy and free_space is required. Returns CKPT_OK,
+ * CKPT_EINVAL (NULL argument, unknown version, a required callback missing), CKPT_ENOMEM. */
 CKPT_API int ckpt_storage_new(ckpt_storage **out, const ckpt_storage_ops *ops);
 /* A storage held in this process's memory (thread-safe): for tests, and for programs that want checkpoint bytes
  * without a filesystem. Directories must be made (make_dirs) before files go in them; "" and "." always exist.
@@ -491,14 +506,19 @@ typedef struct ckpt_manager_options {
     int64_t save_every_seconds;    /* ckpt_manager_should_save: once this many seconds have passed since the
                                       manager's last save, or since it was opened; 0 = off (whole seconds, like
                                       keep_seconds) */
+    /* version 3: */
+    uint64_t max_staging_bytes;    /* CKPT_MANAGER_ASYNC: the copies held by queued and running saves never exceed
+                                      this; a save whose copy would exceed it first waits for earlier saves, and
+                                      one larger than the whole budget is written synchronously from the caller's
+                                      arrays, without a copy, after the earlier ones. 0 = no limit */
 } ckpt_manager_options;
 #define CKPT_BEST_MIN 0u
 #define CKPT_BEST_MAX 1u
-#define CKPT_MANAGER_OPTIONS_VERSION 2
+#define CKPT_MANAGER_OPTIONS_VERSION 3
 #define CKPT_MANAGER_OPTIONS_INIT \
-    {CKPT_MANAGER_OPTIONS_VERSION, 10, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL, CKPT_BEST_MIN, 0, 0, 0}
-/* Fills *opts with the defaults of `version` (1 or 2: a version-1 caller's struct ends before keep_best, and only
- * that much is written). ckpt_manager_open accepts both versions. Returns CKPT_OK, CKPT_EINVAL (NULL opts,
+    {CKPT_MANAGER_OPTIONS_VERSION, 10, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL, CKPT_BEST_MIN, 0, 0, 0, 0}
+/* Fills *opts with the defaults of `version` (1 to 3: an older caller's struct ends before the later fields, and
+ * only that much is written). ckpt_manager_open accepts every version. Returns CKPT_OK, CKPT_EINVAL (NULL opts,
  * unknown version). */
 CKPT_API int ckpt_manager_options_init(ckpt_manager_options *opts, uint32_t version);
 /* Opens (creating, unless CKPT_MANAGER_NO_MAKEDIR) the checkpoint directory of `logdir`, locks it and removes
@@ -511,9 +531,17 @@ CKPT_API int ckpt_manager_options_init(ckpt_manager_options *opts, uint32_t vers
  * CKPT_ENOMEM. */
 CKPT_API int ckpt_manager_open(ckpt_manager **out, const char *logdir, const ckpt_manager_options *opts);
 /* Saves `vars` as checkpoint idx (>= 0), replacing an existing one atomically, then applies retention. With
- * CKPT_MANAGER_ASYNC the arrays are copied before it returns, it blocks while queue_depth saves are in flight,
- * and it returns an earlier background save's error (this save is then not started). Returns CKPT_OK; CKPT_EINVAL
- * (NULL argument, idx < 0, manager closed or opened read-only); CKPT_EIO; CKPT_ENOMEM; an earlier save's code. */
+ * CKPT_MANAGER_ASYNC the arrays are copied before it returns, it blocks while queue_depth saves are in flight
+ * (and while max_staging_bytes has no room for the copy), and it returns an earlier background save's error (this
+ * save is then not started).
+ * Disk space: before the save writes its first byte, when the storage can tell its free space (the local file
+ * system's statvfs; a callback storage's free_space), a save needing more than is free fails with CKPT_EIO, the
+ * message saying how much it needs and how much is free, and the directory is left as it was. The need is an
+ * upper bound: the data, npy headers and zip records (for deflate, as if nothing compressed). At open and after
+ * each save, when the free space would not hold the checkpoints `keep` has yet to accumulate plus one more (of
+ * the newest one's size), a warning goes to the log.
+ * Returns CKPT_OK; CKPT_EINVAL (NULL argument, idx < 0, manager closed or opened read-only); CKPT_EIO; CKPT_ENOMEM;
+ * an earlier save's code. */
 CKPT_API int ckpt_manager_save(ckpt_manager *m, const ckpt_vars *vars, int64_t idx);
 /* As ckpt_manager_save, also recording metrics names[0..n) = values[0..n) as "ckpt.metric.<name>" in the file's
  * metadata (names and values are read before it returns; NULL when n is 0). Any value may be saved; NaN is never

@@ -15,7 +15,7 @@ void VarCollection::add(std::string name, Array array) {
     // reserving one more each time made adding n variables cost n^2.
     if (entries_.size() == entries_.capacity()) entries_.reserve(2 * entries_.size() + 8);
     index_.emplace(name, entries_.size());
-    entries_.emplace_back(std::move(name), std::move(array));
+    entries_.push_back(Entry{std::move(name), std::move(array)});
 }
 
 std::optional<size_t> VarCollection::find(std::string_view name) const {

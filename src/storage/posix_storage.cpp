@@ -8,6 +8,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -278,6 +279,12 @@ public:
         owner.reset();
         if (err != 0) fail_errno(err, fmt::format("{}: cannot list directory", dir));
         return names;
+    }
+
+    std::optional<uint64_t> free_bytes(const std::string& dir) override {
+        struct statvfs st;
+        if (::statvfs(dir.c_str(), &st) != 0) return std::nullopt;
+        return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
     }
 
     std::unique_ptr<InputFile> open_read(const std::string& path) override {
