@@ -15,7 +15,7 @@ using ckpt::capi::require;
 
 namespace {
 
-constexpr uint32_t kKnownNpzFlags = CKPT_NPZ_PARTIAL;
+constexpr uint32_t kKnownNpzFlags = CKPT_NPZ_PARTIAL | CKPT_NPZ_MAP_UNVERIFIED;
 
 // Bytes of each version of ckpt_npz_options: a caller built against an older header passes a shorter struct.
 size_t npz_options_size(uint32_t version) {
@@ -172,7 +172,7 @@ CKPT_API int ckpt_npz_open(ckpt_npz** out, const char* path, const ckpt_npz_opti
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_open");
         std::shared_ptr<ckpt::Storage> storage = storage_of(o.storage);
         auto reader = ckpt::NpzReader::open(*storage, path, read_options(o));
-        *out = new ckpt_npz{std::move(storage), std::move(reader), ckpt::NpzViews(true)};
+        *out = new ckpt_npz{std::move(storage), std::move(reader), ckpt::NpzViews((o.flags & CKPT_NPZ_MAP_UNVERIFIED) == 0)};
     });
 }
 

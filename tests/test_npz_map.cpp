@@ -245,6 +245,29 @@ TEST_CASE("A member corrupted on disk fails its first map with CKPT_EFORMAT nami
     CHECK_THAT(ckpt_error_message(), Contains(path) && Contains("member 'big.npy'") && Contains("CRC-32 mismatch"));
     CHECK(ckpt_npz_map(npz.get(), 0, &p) == CKPT_EFORMAT);  // asked again, checked again
     CHECK(map_array(npz.get(), 1) != nullptr);               // the other members are fine
+
+    SECTION("unless the file was opened with CKPT_NPZ_MAP_UNVERIFIED: the corrupt bytes are handed over") {
+        ckpt_npz_options o;
+        REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+        o.flags = CKPT_NPZ_MAP_UNVERIFIED;
+        Npz unverified = open_file(path, &o);
+        const unsigned char* view = map_array(unverified.get(), 0);
+        CHECK(view[ckpt_npz_nbytes(unverified.get(), 0) - 3] == 0x40);  // 0.0f's bytes, one flipped
+        CHECK(ckpt_npz_read_into(unverified.get(), 0, nullptr, 0) == CKPT_EBUFS);
+        std::vector<unsigned char> copy(ckpt_npz_nbytes(unverified.get(), 0));
+        CHECK(ckpt_npz_read_into(unverified.get(), 0, copy.data(), copy.size()) == CKPT_EFORMAT);  // reads still check
+    }
+}
+
+TEST_CASE("CKPT_NPZ_MAP_UNVERIFIED still decodes and checks members that cannot be mapped", "[map][crc]") {
+    TempDir dir;
+    Vars vars = every_dtype();
+    save(dir.file("d.npz"), vars.get(), CKPT_LAYOUT_PLAIN, CKPT_DEFLATE);
+    ckpt_npz_options o;
+    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+    o.flags = CKPT_NPZ_MAP_UNVERIFIED | CKPT_NPZ_PARTIAL;
+    Npz npz = open_file(dir.file("d.npz"), &o);
+    require_views_match_reads(npz.get());
 }
 
 TEST_CASE("A file that shrank after opening is CKPT_EIO at its first map, not a fault", "[map]") {

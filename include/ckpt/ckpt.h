@@ -217,6 +217,8 @@ typedef struct ckpt_npz_options {
  * of failing the restore; ckpt_vars_restored tells which were filled. A variable found with another dtype or
  * shape still fails the restore (CKPT_EMISMATCH). */
 #define CKPT_NPZ_PARTIAL 1u
+/* ckpt_npz_open: ckpt_npz_map skips the CRC-32 check of mapped members, trading integrity for latency (see there). */
+#define CKPT_NPZ_MAP_UNVERIFIED 2u
 #define CKPT_NPZ_OPTIONS_VERSION 4
 /* Every field spelled out, so -Wmissing-field-initializers stays quiet. */
 #define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0}

@@ -884,6 +884,9 @@ struct NpzOptions {
     std::shared_ptr<Storage> storage;
     uint64_t max_members = 0;      // zip members per file; 0 = 16777216
     uint64_t max_total_bytes = 0;  // array bytes per file, all arrays together; 0 = no limit
+    // Opening: Npz::map skips the CRC-32 check of mapped arrays (CKPT_NPZ_MAP_UNVERIFIED), trading integrity for
+    // latency — for files verified already.
+    bool map_unverified = false;
 };
 
 namespace detail {
@@ -948,6 +951,7 @@ struct CNpzOptions {
         c.max_header_bytes = o.max_header_bytes;
         c.max_members = o.max_members;
         c.max_total_bytes = o.max_total_bytes;
+        if (o.map_unverified) c.flags |= CKPT_NPZ_MAP_UNVERIFIED;
         c.storage = storage.get();
         if (cb != nullptr && cb->rename) {
             c.rename = &NpzCallbacks::rename_fn;

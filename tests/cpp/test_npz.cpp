@@ -379,4 +379,24 @@ TEST_CASE("Npz::map gives typed views without a copy, checked as reads are", "[n
     } catch (const ckpt::Error& e) {
         CHECK(e.code() == CKPT_EMISMATCH);
     }
+
+    // A flipped byte: the first view fails its CRC-32, unless the file was opened to skip the check.
+    const uint64_t at = npz.data_offset(npz.index("w"));
+    npz.close();
+    {
+        std::fstream f(dir.path("m.npz"), std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(static_cast<std::streamoff>(at));
+        f.put('\x7f');
+    }
+    ckpt::Npz corrupt(dir.path("m.npz"));
+    try {
+        corrupt.map<float>("w");
+        FAIL("a corrupt array mapped");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EFORMAT);
+        CHECK_THAT(e.what(), Catch::Contains("CRC-32 mismatch"));
+    }
+    ckpt::NpzOptions unverified;
+    unverified.map_unverified = true;
+    CHECK(ckpt::Npz(dir.path("m.npz"), unverified).map_bytes(0)[0] == 0x7f);
 }

@@ -13,7 +13,8 @@ REQUIRED_VERSION = (0, 2, 0)
 COPY, BORROW = 0, 1
 LAYOUT_AUTO, LAYOUT_PLAIN, LAYOUT_OBJAX = 0, 1, 2
 STORE, DEFLATE = 0, 1
-NPZ_OPTIONS_VERSION = 3
+NPZ_OPTIONS_VERSION = 4
+NPZ_PARTIAL, NPZ_MAP_UNVERIFIED = 1, 2
 MANAGER_OPTIONS_VERSION = 2
 WRITER_OPTIONS_VERSION = 1
 STORAGE_OPS_VERSION = 1
@@ -40,7 +41,8 @@ class NpzOptions(ctypes.Structure):
                 ("rename", RENAME_FN), ("rename_payload", c_void_p), ("max_header_bytes", c_uint64),
                 ("progress", PROGRESS_FN), ("progress_payload", c_void_p),
                 ("storage", c_void_p),  # version 2
-                ("max_members", c_uint64), ("max_total_bytes", c_uint64)]  # version 3
+                ("max_members", c_uint64), ("max_total_bytes", c_uint64),  # version 3
+                ("flags", c_uint32)]  # version 4
 
 
 class ManagerOptions(ctypes.Structure):

@@ -23,7 +23,7 @@ class Arrays(OrderedDict):
 
 
 def options(layout="auto", compression=None, level=0, renamer=None, progress=None, storage=None,
-            max_header_bytes=0, max_members=0, max_total_bytes=0):
+            max_header_bytes=0, max_members=0, max_total_bytes=0, map_unverified=False):
     """A ckpt_npz_options (with the Python objects its callbacks need kept on it)."""
     o = _native.NpzOptions()
     _native.check(lib.ckpt_npz_options_init(ctypes.byref(o), _native.NPZ_OPTIONS_VERSION))
@@ -37,6 +37,8 @@ def options(layout="auto", compression=None, level=0, renamer=None, progress=Non
     o.max_header_bytes = max_header_bytes
     o.max_members = max_members
     o.max_total_bytes = max_total_bytes
+    if map_unverified:
+        o.flags |= _native.NPZ_MAP_UNVERIFIED
     keep = []
     o._rename_state = None
     if renamer is not None:
@@ -281,10 +283,10 @@ class NpzFile(_native.Handle):
 
     _release = "ckpt_npz_close"
 
-    def __init__(self, path, layout="auto", storage=None, **limits):
+    def __init__(self, path, layout="auto", storage=None, map_unverified=False, **limits):
         self._views = 0  # arrays from map() alive: the handle (and its mapping) must outlive them
         self._deferred = None  # the handle close() left open for them
-        o = options(layout=layout, storage=storage, **limits)
+        o = options(layout=layout, storage=storage, map_unverified=map_unverified, **limits)
         h = _native.out()
         check(lib.ckpt_npz_open(ctypes.byref(h), _path(path), ctypes.byref(o)), o._storage)
         self.handle = h.value
@@ -392,6 +394,7 @@ class NpzFile(_native.Handle):
         super().close()
 
 
-def open(path, layout="auto", storage=None, **limits):  # noqa: A001 (the module's verb, as ckpt.open)
-    """Opens a checkpoint for lazy reading (see NpzFile)."""
-    return NpzFile(path, layout=layout, storage=storage, **limits)
+def open(path, layout="auto", storage=None, map_unverified=False, **limits):  # noqa: A001 (as ckpt.open)
+    """Opens a checkpoint for lazy reading (see NpzFile). map_unverified=True: NpzFile.map skips the CRC-32 check
+    of mapped arrays, trading integrity for latency (for files verified already)."""
+    return NpzFile(path, layout=layout, storage=storage, map_unverified=map_unverified, **limits)

@@ -74,6 +74,7 @@ pub struct NpzOptions {
     max_header_bytes: Option<u64>,
     max_members: Option<u64>,
     max_total_bytes: Option<u64>,
+    map_unverified: bool,
     rename: Option<Arc<Renamer>>,
     progress: Option<Arc<Progress>>,
     storage: Option<StorageHandle>,
@@ -124,6 +125,15 @@ impl NpzOptions {
     #[must_use]
     pub fn max_total_bytes(mut self, limit: u64) -> NpzOptions {
         self.max_total_bytes = Some(limit);
+        self
+    }
+
+    /// Opening: [`Npz::map`] and [`Npz::map_bytes`] skip the CRC-32 check of mapped arrays
+    /// (`CKPT_NPZ_MAP_UNVERIFIED`), trading integrity for latency: views then cost microseconds whatever their size,
+    /// and corrupt bytes are handed over as they are. For files verified already.
+    #[must_use]
+    pub fn map_unverified(mut self, yes: bool) -> NpzOptions {
+        self.map_unverified = yes;
         self
     }
 
@@ -184,6 +194,9 @@ impl NpzOptions {
         if let Some(limit) = self.max_total_bytes {
             raw.max_total_bytes = limit;
         }
+        if self.map_unverified {
+            raw.flags |= sys::CKPT_NPZ_MAP_UNVERIFIED;
+        }
         if let Some(rename) = &self.rename {
             raw.rename = Some(rename_trampoline);
             raw.rename_payload = Arc::as_ptr(rename) as *mut c_void;
@@ -210,6 +223,7 @@ impl std::fmt::Debug for NpzOptions {
             .field("max_header_bytes", &self.max_header_bytes)
             .field("max_members", &self.max_members)
             .field("max_total_bytes", &self.max_total_bytes)
+            .field("map_unverified", &self.map_unverified)
             .field("rename", &self.rename.is_some())
             .field("progress", &self.progress.is_some())
             .field("storage", &self.storage)

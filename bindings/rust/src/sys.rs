@@ -57,7 +57,9 @@ pub const CKPT_LAYOUT_PLAIN: u32 = 1;
 pub const CKPT_LAYOUT_OBJAX: u32 = 2;
 pub const CKPT_STORE: u32 = 0;
 pub const CKPT_DEFLATE: u32 = 1;
-pub const CKPT_NPZ_OPTIONS_VERSION: u32 = 3;
+pub const CKPT_NPZ_OPTIONS_VERSION: u32 = 4;
+pub const CKPT_NPZ_PARTIAL: u32 = 1;
+pub const CKPT_NPZ_MAP_UNVERIFIED: u32 = 2;
 
 // ------------------------------------------------------------------------------------------------ storage
 pub const CKPT_STORAGE_OPS_VERSION: u32 = 1;
@@ -143,6 +145,8 @@ pub struct ckpt_npz_options {
     // version 3
     pub max_members: u64,
     pub max_total_bytes: u64,
+    // version 4
+    pub flags: u32,
 }
 
 #[repr(C)]
