@@ -222,8 +222,8 @@ TEST_CASE("zip64 members map in place", "[map][zip64]") {
 TEST_CASE("A member corrupted on disk fails its first map with CKPT_EFORMAT naming file and member", "[map][crc]") {
     TempDir dir;
     Vars vars = new_vars();
-    // 24 MiB: its CRC-32 is checked on several threads; the flipped byte is in the last part.
-    const int64_t big[1] = {int64_t{6} << 20};
+    // 40 MiB: its CRC-32 is checked on several threads; the flipped byte is in the last part.
+    const int64_t big[1] = {int64_t{10} << 20};
     const int64_t small[1] = {4};
     REQUIRE(ckpt_vars_add(vars.get(), "big", CKPT_FLOAT32, 1, big, nullptr, CKPT_COPY) == CKPT_OK);
     REQUIRE(ckpt_vars_add(vars.get(), "ok", CKPT_FLOAT32, 1, small, nullptr, CKPT_COPY) == CKPT_OK);

@@ -81,8 +81,9 @@ uint32_t crc32(uint32_t crc, const void* data, size_t n) {
 }
 
 uint32_t crc32_parallel(const void* data, size_t n, unsigned threads) {
-    // Below this a thread costs more than it saves.
-    constexpr size_t kPerThreadMin = size_t{4} << 20;
+    // Each thread gets at least this much: below it, starting and joining a thread (which on a loaded machine waits
+    // to be scheduled) costs more than the ~1.5 ms the part takes on one core.
+    constexpr size_t kPerThreadMin = size_t{16} << 20;
     const auto* p = static_cast<const unsigned char*>(data);
     threads = static_cast<unsigned>(std::min<size_t>(std::max(threads, 1u), n / kPerThreadMin));
     if (threads <= 1) return crc32(0, p, n);
