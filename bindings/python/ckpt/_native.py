@@ -14,16 +14,16 @@ COPY, BORROW = 0, 1
 LAYOUT_AUTO, LAYOUT_PLAIN, LAYOUT_OBJAX = 0, 1, 2
 STORE, DEFLATE = 0, 1
 NPZ_OPTIONS_VERSION = 4
-NPZ_PARTIAL, NPZ_MAP_UNVERIFIED = 1, 2
-MANAGER_OPTIONS_VERSION = 2
+MANAGER_OPTIONS_VERSION = 3
 WRITER_OPTIONS_VERSION = 1
-STORAGE_OPS_VERSION = 1
+STORAGE_OPS_VERSION = 2
 LATEST = -1
 MANAGER_ASYNC, MANAGER_NO_FALLBACK, MANAGER_NO_MAKEDIR, MANAGER_VERBOSE, MANAGER_READ_ONLY = 1, 2, 4, 8, 16
 BEST_MIN, BEST_MAX = 0, 1
 LOG_INFO, LOG_WARNING = 1, 2
 WRITER_SIMPLE, WRITER_THREAD, WRITER_QUEUE = 0, 1, 2
 APPEND, NO_COPY = 1, 2
+NPZ_PARTIAL, NPZ_MAP_UNVERIFIED = 1, 2
 
 c_void_p, c_char_p, c_size_t, c_int, c_uint32, c_int32 = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
                                                            ctypes.c_int, ctypes.c_uint32, ctypes.c_int32)
@@ -51,7 +51,8 @@ class ManagerOptions(ctypes.Structure):
                 ("log", LOG_FN), ("log_payload", c_void_p), ("storage", c_void_p),
                 # version 2
                 ("keep_best", c_int32), ("best_metric", c_char_p), ("best_mode", c_uint32),
-                ("keep_seconds", c_int64), ("save_every_steps", c_int64), ("save_every_seconds", c_int64)]
+                ("keep_seconds", c_int64), ("save_every_steps", c_int64), ("save_every_seconds", c_int64),
+                ("max_staging_bytes", c_uint64)]  # version 3
 
 
 class WriterOptions(ctypes.Structure):
@@ -75,6 +76,7 @@ STORAGE_CALLBACKS = [
     ("read_at", ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_uint64, c_void_p, c_size_t, _P(c_size_t))),
     ("close_read", ctypes.CFUNCTYPE(None, c_void_p, c_void_p)),
     ("destroy", ctypes.CFUNCTYPE(None, c_void_p)),
+    ("free_space", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, _P(c_uint64))),  # version 2
 ]
 
 
@@ -108,6 +110,7 @@ SIGNATURES = {
     "ckpt_vars_shape": (_SHAPE, [c_void_p, c_size_t]),
     "ckpt_vars_nbytes": (c_size_t, [c_void_p, c_size_t]),
     "ckpt_vars_data": (c_void_p, [c_void_p, c_size_t]),
+    "ckpt_vars_restored": (c_int, [c_void_p, c_size_t]),
     "ckpt_vars_set_metadata": (c_int, [c_void_p, c_char_p, c_char_p]),
     "ckpt_vars_metadata": (c_char_p, [c_void_p, c_char_p]),
     "ckpt_vars_metadata_count": (c_size_t, [c_void_p]),

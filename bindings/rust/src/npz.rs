@@ -74,6 +74,7 @@ pub struct NpzOptions {
     max_header_bytes: Option<u64>,
     max_members: Option<u64>,
     max_total_bytes: Option<u64>,
+    partial: bool,
     map_unverified: bool,
     rename: Option<Arc<Renamer>>,
     progress: Option<Arc<Progress>>,
@@ -125,6 +126,15 @@ impl NpzOptions {
     #[must_use]
     pub fn max_total_bytes(mut self, limit: u64) -> NpzOptions {
         self.max_total_bytes = Some(limit);
+        self
+    }
+
+    /// Partial restores (`CKPT_NPZ_PARTIAL`): a variable the file does not have is left untouched instead of
+    /// failing the restore, and [`Vars::restored`](crate::Vars::restored) tells which were filled. A variable
+    /// found with another dtype or shape still fails it ([`Code::Mismatch`]).
+    #[must_use]
+    pub fn partial(mut self, partial: bool) -> NpzOptions {
+        self.partial = partial;
         self
     }
 
@@ -194,6 +204,8 @@ impl NpzOptions {
         if let Some(limit) = self.max_total_bytes {
             raw.max_total_bytes = limit;
         }
+        if self.partial {
+            raw.flags |= sys::CKPT_NPZ_PARTIAL;
         if self.map_unverified {
             raw.flags |= sys::CKPT_NPZ_MAP_UNVERIFIED;
         }
@@ -223,6 +235,7 @@ impl std::fmt::Debug for NpzOptions {
             .field("max_header_bytes", &self.max_header_bytes)
             .field("max_members", &self.max_members)
             .field("max_total_bytes", &self.max_total_bytes)
+            .field("partial", &self.partial)
             .field("map_unverified", &self.map_unverified)
             .field("rename", &self.rename.is_some())
             .field("progress", &self.progress.is_some())

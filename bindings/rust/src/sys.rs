@@ -57,12 +57,12 @@ pub const CKPT_LAYOUT_PLAIN: u32 = 1;
 pub const CKPT_LAYOUT_OBJAX: u32 = 2;
 pub const CKPT_STORE: u32 = 0;
 pub const CKPT_DEFLATE: u32 = 1;
-pub const CKPT_NPZ_OPTIONS_VERSION: u32 = 4;
 pub const CKPT_NPZ_PARTIAL: u32 = 1;
+pub const CKPT_NPZ_OPTIONS_VERSION: u32 = 4;
 pub const CKPT_NPZ_MAP_UNVERIFIED: u32 = 2;
 
 // ------------------------------------------------------------------------------------------------ storage
-pub const CKPT_STORAGE_OPS_VERSION: u32 = 1;
+pub const CKPT_STORAGE_OPS_VERSION: u32 = 2;
 
 // ------------------------------------------------------------------------------------------------ writers
 pub const CKPT_WRITER_SIMPLE: u32 = 0;
@@ -83,7 +83,7 @@ pub const CKPT_MANAGER_VERBOSE: u32 = 8;
 pub const CKPT_MANAGER_READ_ONLY: u32 = 16;
 pub const CKPT_BEST_MIN: u32 = 0;
 pub const CKPT_BEST_MAX: u32 = 1;
-pub const CKPT_MANAGER_OPTIONS_VERSION: u32 = 2;
+pub const CKPT_MANAGER_OPTIONS_VERSION: u32 = 3;
 
 // ------------------------------------------------------------------------------------------------ opaque handles
 // Zero-sized and unconstructible: only pointers to them exist, and they are neither Send nor Sync by themselves.
@@ -195,6 +195,8 @@ pub struct ckpt_storage_ops {
     >,
     pub close_read: Option<unsafe extern "C" fn(payload: *mut c_void, file: *mut c_void)>,
     pub destroy: Option<unsafe extern "C" fn(payload: *mut c_void)>,
+    // version 2
+    pub free_space: Option<unsafe extern "C" fn(payload: *mut c_void, dir: *const c_char, bytes: *mut u64) -> c_int>,
 }
 
 #[repr(C)]
@@ -227,6 +229,8 @@ pub struct ckpt_manager_options {
     pub keep_seconds: i64,
     pub save_every_steps: i64,
     pub save_every_seconds: i64,
+    // version 3
+    pub max_staging_bytes: u64,
 }
 
 // ------------------------------------------------------------------------------------------------ functions
@@ -275,6 +279,7 @@ extern "C" {
     pub fn ckpt_vars_shape(vars: *const ckpt_vars, i: usize) -> *const i64;
     pub fn ckpt_vars_nbytes(vars: *const ckpt_vars, i: usize) -> usize;
     pub fn ckpt_vars_data(vars: *const ckpt_vars, i: usize) -> *mut c_void;
+    pub fn ckpt_vars_restored(vars: *const ckpt_vars, i: usize) -> c_int;
     pub fn ckpt_vars_set_metadata(vars: *mut ckpt_vars, key: *const c_char, value: *const c_char) -> c_int;
     pub fn ckpt_vars_metadata(vars: *const ckpt_vars, key: *const c_char) -> *const c_char;
     pub fn ckpt_vars_metadata_count(vars: *const ckpt_vars) -> usize;

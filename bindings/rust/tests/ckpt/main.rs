@@ -6,6 +6,7 @@ mod layout;
 mod manager;
 mod map;
 mod npz;
+mod partial;
 mod storage;
 mod threads;
 mod vars;
