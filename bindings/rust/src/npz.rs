@@ -206,6 +206,7 @@ impl NpzOptions {
         }
         if self.partial {
             raw.flags |= sys::CKPT_NPZ_PARTIAL;
+        }
         if self.map_unverified {
             raw.flags |= sys::CKPT_NPZ_MAP_UNVERIFIED;
         }
