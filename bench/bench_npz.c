@@ -6,6 +6,7 @@
  *   NAME labels the output; MIB of float32 state in ARRAYS arrays of equal size; --deflate saves once per level
  *   (CKPT_DEFLATE) instead of stored; --no-cold skips the restores from a cold page cache; --bf16 makes the state
  *   CKPT_BFLOAT16 (element k the upper half of the float32 element k), as bench_peers.py --bf16 makes torch's.
+ *   Stored files are also opened and mapped (ckpt_npz_map) beside warm read()s of the raw file (op=map).
  * Output: one "result key=value ..." line per measure (medians of N runs after a warm-up); progress on stderr. */
 #define _GNU_SOURCE
 #include "bench_common.h"
@@ -209,6 +210,77 @@ static void verify_restore(const State *s, const char *path) {
     free(expect);
 }
 
+/* ---------------------------------------------------------------------------------------------- mapped views */
+
+/* What a consumer of the views pays: open, ckpt_npz_map of every array, then (touch) one byte of each page of
+ * each view — every page faulted in — and close. flags: the open options' flags (CKPT_NPZ_MAP_UNVERIFIED). */
+static void map_all(const char *path, uint32_t flags, int touch) {
+    ckpt_npz_options o = CKPT_NPZ_OPTIONS_INIT;
+    o.flags = flags;
+    ckpt_npz *npz = NULL;
+    check(ckpt_npz_open(&npz, path, &o), "ckpt_npz_open");
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned sum = 0;
+    for (size_t i = 0; i < ckpt_npz_count(npz); i++) {
+        const void *p = NULL;
+        check(ckpt_npz_map(npz, i, &p), "ckpt_npz_map");
+        const size_t n = ckpt_npz_nbytes(npz, i);
+        for (size_t k = 0; touch && k < n; k += page) sum += ((const volatile unsigned char *)p)[k];
+    }
+    ckpt_npz_close(npz);
+    if (sum == 1u) fputc(' ', stderr); /* keeps the reads */
+}
+
+/* The mapped rows: each measured back to back with a warm read() of the raw file (alternating which goes first),
+ * whose times go out as raw_per_run so that report.py pairs them as it pairs numpy's. */
+static void bench_map(const char *name, const State *s, const char *ckpt_path, const char *raw_path, int runs) {
+    struct {
+        const char *what;
+        uint32_t flags;
+        int touch;
+    } kinds[] = {
+        {"open + ckpt_npz_map every array + one byte per page", 0, 1},
+        {"the same, CRC skipped (CKPT_NPZ_MAP_UNVERIFIED)", CKPT_NPZ_MAP_UNVERIFIED, 1},
+        {"open + ckpt_npz_map every array, CRC skipped, nothing touched", CKPT_NPZ_MAP_UNVERIFIED, 0},
+    };
+    enum { KINDS = sizeof kinds / sizeof kinds[0] };
+    double *t = calloc((size_t)runs * KINDS, sizeof *t), *raw = calloc((size_t)runs * KINDS, sizeof *raw);
+    double *cores = calloc((size_t)runs, sizeof *cores);
+    if (!t || !raw || !cores) die("calloc");
+    for (int k = 0; k < (int)KINDS; k++) {
+        long long rss = -1;
+        for (int r = -1; r < runs; r++) {
+            for (int j = 0; j < 2; j++) {
+                if ((j == 0) == ((r + 2) % 2 == 0)) {
+                    const int reset_ok = peak_reset();
+                    const double c0 = cpu_seconds(), t0 = now();
+                    map_all(ckpt_path, kinds[k].flags, kinds[k].touch);
+                    const double wall = now() - t0;
+                    const long long above = peak_above_state(reset_ok);
+                    if (r < 0) continue;
+                    t[k * runs + r] = wall;
+                    cores[r] = (cpu_seconds() - c0) / wall;
+                    if (above > rss) rss = above;
+                } else {
+                    const double t0 = now();
+                    raw_read(s, raw_path);
+                    if (r >= 0) raw[k * runs + r] = now() - t0;
+                }
+            }
+        }
+        printf("result workload=%s op=map who=ckpt what=\"%s\" cache=warm per_run=", name, kinds[k].what);
+        for (int r = 0; r < runs; r++) printf("%s%.6f", r ? "," : "", t[k * runs + r]);
+        printf(" raw_per_run=");
+        for (int r = 0; r < runs; r++) printf("%s%.6f", r ? "," : "", raw[k * runs + r]);
+        printf(" seconds=%.6f cores=%.2f rss_above=%lld state_bytes=%zu file_bytes=%lld arrays=%d runs=%d\n",
+               median(&t[k * runs], runs), median(cores, runs), rss, s->each * (size_t)s->count,
+               file_size(ckpt_path), s->count, runs);
+    }
+    free(t);
+    free(raw);
+    free(cores);
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: bench_npz NAME MIB ARRAYS [--dir D] [--runs N] [--deflate L,...] [--no-cold] [--bf16]\n");
@@ -308,6 +380,11 @@ int main(int argc, char **argv) {
                 if ((k == 0) == ckpt_first) run_one(&s, &restores[c], RESTORE_CKPT, NULL, r);
                 else run_one(&s, &reads[c], READ_RAW, NULL, r);
             }
+    }
+
+    if (!nlevels) {
+        fprintf(stderr, "  %s: mapped views and raw\n", name);
+        bench_map(name, &s, ckpt_path[0], raw_path, runs);
     }
 
     for (int l = 0; l < nsaves; l++) report(name, &s, &saves[l], runs);

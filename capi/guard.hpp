@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "npz/npz_reader.hpp"
 #include "npz/npz_restore.hpp"
+#include "npz/npz_views.hpp"
 #include "npz/npz_writer.hpp"
 #include "storage/storage.hpp"
 #include "core/var_collection.hpp"
@@ -22,6 +23,7 @@ struct ckpt_vars {
 struct ckpt_npz {
     std::shared_ptr<ckpt::Storage> storage;  // kept alive as long as the file read through it
     ckpt::NpzReader reader;
+    ckpt::NpzViews views;                    // ckpt_npz_map's; destroyed (unmapped) first
 };
 
 struct ckpt_storage {

@@ -15,7 +15,7 @@ using ckpt::capi::require;
 
 namespace {
 
-constexpr uint32_t kKnownNpzFlags = CKPT_NPZ_PARTIAL;
+constexpr uint32_t kKnownNpzFlags = CKPT_NPZ_PARTIAL | CKPT_NPZ_MAP_UNVERIFIED;
 
 // Bytes of each version of ckpt_npz_options: a caller built against an older header passes a shorter struct.
 size_t npz_options_size(uint32_t version) {
@@ -31,6 +31,14 @@ ckpt_vars* read_all(ckpt::NpzReader& reader) { return new ckpt_vars{reader.read_
 
 const ckpt::NpzReader::Entry* at(const ckpt_npz* npz, size_t i) {
     return npz != nullptr && i < npz->reader.size() ? &npz->reader.entry(i) : nullptr;
+}
+
+// Entry i of an open file, or Error(not_found).
+const ckpt::NpzReader::Entry& existing(const ckpt_npz* npz, size_t i) {
+    const auto* e = at(npz, i);
+    if (e == nullptr)
+        ckpt::fail(Code::not_found, "{}: no array #{} (the file has {})", npz->reader.label(), i, npz->reader.size());
+    return *e;
 }
 
 }  // namespace
@@ -164,7 +172,7 @@ CKPT_API int ckpt_npz_open(ckpt_npz** out, const char* path, const ckpt_npz_opti
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_open");
         std::shared_ptr<ckpt::Storage> storage = storage_of(o.storage);
         auto reader = ckpt::NpzReader::open(*storage, path, read_options(o));
-        *out = new ckpt_npz{std::move(storage), std::move(reader)};
+        *out = new ckpt_npz{std::move(storage), std::move(reader), ckpt::NpzViews((o.flags & CKPT_NPZ_MAP_UNVERIFIED) == 0)};
     });
 }
 
@@ -201,9 +209,7 @@ CKPT_API size_t ckpt_npz_nbytes(const ckpt_npz* npz, size_t i) {
 CKPT_API int ckpt_npz_read_into(ckpt_npz* npz, size_t i, void* dst, size_t dst_size) {
     return guard([&] {
         require(npz, "ckpt_npz_read_into", "npz");
-        const auto* e = at(npz, i);
-        if (e == nullptr)
-            ckpt::fail(Code::not_found, "{}: no array #{} (the file has {})", npz->reader.label(), i, npz->reader.size());
+        const auto* e = &existing(npz, i);
         if (dst_size < e->header.nbytes)
             ckpt::fail(Code::buffer_small, "{}: array '{}' needs {} bytes; the buffer has {}", npz->reader.label(),
                        e->name, e->header.nbytes, dst_size);
@@ -253,6 +259,20 @@ CKPT_API uint64_t ckpt_npz_data_offset(const ckpt_npz* npz, size_t i) {
 }
 CKPT_API uint32_t ckpt_npz_layout(const ckpt_npz* npz) {
     return npz == nullptr ? 0 : npz->reader.layout() == Layout::objax ? CKPT_LAYOUT_OBJAX : CKPT_LAYOUT_PLAIN;
+}
+
+}
+
+extern "C" {
+
+CKPT_API int ckpt_npz_map(ckpt_npz* npz, size_t i, const void** out_data) {
+    if (out_data != nullptr) *out_data = nullptr;
+    return guard([&] {
+        require(npz, "ckpt_npz_map", "npz");
+        require(out_data, "ckpt_npz_map", "out_data");
+        existing(npz, i);
+        *out_data = npz->views.view(npz->reader, i);
+    });
 }
 
 }

@@ -6,6 +6,7 @@
 #include "fuzz_support.hpp"
 #include "storage/memory_storage.hpp"
 #include "npz/npz_reader.hpp"
+#include "npz/npz_views.hpp"
 
 #include <cstring>
 #include <memory>
@@ -38,6 +39,32 @@ std::vector<std::optional<std::vector<unsigned char>>> read_each(ckpt::NpzReader
         }
     }
     return out;
+}
+
+// The views of ckpt_npz_map over the same bytes (BytesInput maps them in place, so a view that reached past them
+// is an out-of-bounds read): verified, each must exist exactly when its entry read, with the same bytes; unverified,
+// a mapped one exists even for corrupt data, and every byte of it is touched.
+void check_views(ckpt::NpzReader& reader, const std::vector<std::optional<std::vector<unsigned char>>>& each) {
+    ckpt::NpzViews verified(true), unverified(false);
+    for (size_t i = 0; i < reader.size(); ++i) {
+        const size_t n = reader.entry(i).header.nbytes;
+        const void* p = nullptr;
+        try {
+            p = verified.view(reader, i);
+        } catch (const ckpt::Error&) {
+        }
+        FUZZ_CHECK((p != nullptr) == each[i].has_value());
+        FUZZ_CHECK(p == nullptr || n == 0 || std::memcmp(p, each[i]->data(), n) == 0);
+        if (!ckpt::NpzViews::mappable(reader, i)) continue;
+        const auto* q = static_cast<const unsigned char*>(unverified.view(reader, i));
+        if (each[i]) {
+            FUZZ_CHECK(n == 0 || std::memcmp(q, each[i]->data(), n) == 0);
+        } else {
+            volatile unsigned char last = 0;
+            for (size_t k = 0; k < n; ++k) last = q[k];
+            (void)last;
+        }
+    }
 }
 
 bool same_metadata(const ckpt::Metadata& a, const ckpt::Metadata& b) {
@@ -83,6 +110,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const ckpt::Error&) {
     }
     const auto each = read_each(*reader);
+    check_views(*reader, each);
 
     // When everything reads at once, each entry reads on its own too, to the same bytes; the metadata came with it.
     if (all) {

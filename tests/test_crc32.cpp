@@ -47,3 +47,14 @@ TEST_CASE("crc32 in pieces equals crc32 of the whole") {
     }
     CHECK(crc == whole);
 }
+
+TEST_CASE("crc32_parallel equals crc32 for any number of threads, around the sizes where threads start") {
+    std::mt19937 gen(11);
+    std::vector<unsigned char> bytes((size_t{64} << 20) + 3);
+    for (auto& b : bytes) b = static_cast<unsigned char>(gen());
+    for (const size_t n : {size_t{0}, size_t{1}, (size_t{32} << 20) - 1, size_t{32} << 20, (size_t{48} << 20) + 5, bytes.size()})
+        for (const unsigned threads : {0u, 1u, 2u, 3u, 4u}) {
+            CAPTURE(n, threads);
+            CHECK(ckpt::crc32_parallel(bytes.data(), n, threads) == zlib_crc(0, bytes.data(), n));
+        }
+}

@@ -201,11 +201,12 @@ Run run_read_file(const std::string& path, const ckpt_npz_options* opts, size_t 
     return r;
 }
 
-// ckpt_npz_open, then ckpt_npz_read_into of every array; the first failure is the result. Destination buffers
-// come from malloc, which the probe does not see.
-Run run_open_file(const std::string& path, const ckpt_npz_options* opts, size_t cap) {
+// ckpt_npz_open, then ckpt_npz_read_into of every array — or, with `map`, ckpt_npz_map of every array and a read of
+// each view's every byte (a view reaching past the file would fault or trip the sanitizers); the first failure is
+// the result. Destination buffers come from malloc, which the probe does not see; decoded views are the library's.
+Run run_open_file(const std::string& path, const ckpt_npz_options* opts, size_t cap, bool map = false) {
     Run r;
-    r.via = "ckpt_npz_open + ckpt_npz_read_into";
+    r.via = map ? "ckpt_npz_open + ckpt_npz_map" : "ckpt_npz_open + ckpt_npz_read_into";
     ckpt_npz* npz = nullptr;
     probe::Window w(cap);
     r.rc = ckpt_npz_open(&npz, path.c_str(), opts);
@@ -216,6 +217,14 @@ Run run_open_file(const std::string& path, const ckpt_npz_options* opts, size_t 
             r.message = "test: ckpt_npz_open accepted array #" + std::to_string(i) + " of " + std::to_string(n) +
                         " bytes";
             break;
+        }
+        if (map) {
+            const void* p = nullptr;
+            r.rc = ckpt_npz_map(npz, i, &p);
+            volatile unsigned char last = 0;
+            for (size_t k = 0; r.rc == CKPT_OK && k < n; ++k) last = static_cast<const unsigned char*>(p)[k];
+            (void)last;
+            continue;
         }
         void* dst = std::malloc(n != 0 ? n : 1);
         r.rc = ckpt_npz_read_into(npz, i, dst, n);
@@ -251,6 +260,7 @@ void expect_failure(const std::string& file_name, const std::string& bytes, int 
     write_file(path, bytes);
     check_failed(run_read_file(path, opts, cap), code, path, phrases, bound);
     check_failed(run_open_file(path, opts, cap), code, path, phrases, bound);
+    check_failed(run_open_file(path, opts, cap, true), code, path, phrases, bound);
 }
 
 // The case must read successfully every way; returns what ckpt_npz_read_memory read.
@@ -268,6 +278,9 @@ VarsPtr expect_ok(const std::string& file_name, const std::string& bytes, const 
     const Run o = run_open_file(path, opts, probe::kDefaultCap);
     INFO("ckpt_npz_open: " << o.message);
     REQUIRE(o.rc == CKPT_OK);
+    const Run v = run_open_file(path, opts, probe::kDefaultCap, true);
+    INFO("ckpt_npz_map: " << v.message);
+    REQUIRE(v.rc == CKPT_OK);
     return vars;
 }
 

@@ -217,6 +217,8 @@ typedef struct ckpt_npz_options {
  * of failing the restore; ckpt_vars_restored tells which were filled. A variable found with another dtype or
  * shape still fails the restore (CKPT_EMISMATCH). */
 #define CKPT_NPZ_PARTIAL 1u
+/* ckpt_npz_open: ckpt_npz_map skips the CRC-32 check of mapped members, trading integrity for latency (see there). */
+#define CKPT_NPZ_MAP_UNVERIFIED 2u
 #define CKPT_NPZ_OPTIONS_VERSION 4
 /* Every field spelled out, so -Wmissing-field-initializers stays quiet. */
 #define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0}
@@ -303,6 +305,34 @@ CKPT_API const char *ckpt_npz_metadata(const ckpt_npz *npz, const char *key);
 CKPT_API size_t ckpt_npz_metadata_count(const ckpt_npz *npz);
 CKPT_API const char *ckpt_npz_metadata_key(const ckpt_npz *npz, size_t i);
 CKPT_API const char *ckpt_npz_metadata_value(const ckpt_npz *npz, size_t i);
+
+/* Array i's bytes without a copy: *out_data points at ckpt_npz_nbytes(npz, i) bytes in native byte order and C
+ * order, read-only, valid until ckpt_npz_close(npz); every call for the same i gives the same pointer. An empty
+ * array gives a pointer that is not NULL and must not be read.
+ * A member that lies in the file as it is used — stored, native byte order, C order, its data aligned for its
+ * dtype, as every member ckpt writes (ckpt aligns stored data to 64 bytes) — is a pointer into a private read-only
+ * mapping of the whole file (mmap PROT_READ, MAP_PRIVATE; one per handle, made at the first call): its pages come
+ * from the page cache, or the disk, when they are touched, and memory grows only by the pages touched. Any other
+ * member (deflated; big-endian, Fortran order or unaligned, as numpy may write) and every member read through a
+ * storage that cannot map (the memory storage, ckpt_storage callbacks) is read and converted once into memory the
+ * handle owns, as ckpt_npz_read_into would.
+ * Integrity: the first call for i checks the member's CRC-32, reading each of its pages once (on several threads
+ * for a large member); a mismatch is CKPT_EFORMAT naming the file and the member, and later calls check again.
+ * CKPT_NPZ_MAP_UNVERIFIED in the open options' flags skips the check for mapped members, trading integrity for
+ * latency: the call then reads nothing and takes microseconds whatever the array's size, and corrupt bytes are
+ * handed over as they are. Use it for files verified already (read or mapped before, `ckpt verify`) or where
+ * paging in on demand matters more than integrity. Decoded members are always verified (they are read anyway).
+ * While mapped: a file replaced (a save renames a new file over it) or deleted keeps its old bytes readable through
+ * the mapping until ckpt_npz_close — and keeps its disk space in use until then. A file truncated while mapped
+ * makes touching its lost pages raise SIGBUS: that is the operating system's answer, and no error code can report
+ * it; a file that shrank before the first call is CKPT_EIO. A checkpoint manager never truncates: saves write a
+ * new file and rename it, retention deletes. So mapping a checkpoint in a live manager's directory is safe on a local
+ * filesystem (only close the handle soon after retention has deleted the file, to free its space). On a network
+ * filesystem (NFS) a file deleted from another host can fault like a truncated one: map only files no other host
+ * deletes while they are open, or copy them (ckpt_npz_read_into).
+ * Returns CKPT_OK; CKPT_EINVAL (NULL npz or out_data); CKPT_ENOTFOUND (i out of range); CKPT_EFORMAT (corrupt data,
+ * CRC-32 mismatch); CKPT_EIO; CKPT_ENOMEM. On failure *out_data is NULL. */
+CKPT_API int ckpt_npz_map(ckpt_npz *npz, size_t i, const void **out_data);
 
 /* -------------------------------------------------------------------------------------------------- storage */
 /* Where checkpoints live: the local filesystem by default, or any medium a program plugs in through a table of

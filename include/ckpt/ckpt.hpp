@@ -901,6 +901,9 @@ struct NpzOptions {
     // Restores (CKPT_NPZ_PARTIAL): a variable the file does not have is left untouched instead of failing the
     // restore; Vars::restored tells which were filled. One found with another dtype or shape still fails it.
     bool partial = false;
+    // Opening: Npz::map skips the CRC-32 check of mapped arrays (CKPT_NPZ_MAP_UNVERIFIED), trading integrity for
+    // latency — for files verified already.
+    bool map_unverified = false;
 };
 
 namespace detail {
@@ -966,6 +969,7 @@ struct CNpzOptions {
         c.max_members = o.max_members;
         c.max_total_bytes = o.max_total_bytes;
         c.flags = o.partial ? CKPT_NPZ_PARTIAL : 0u;
+        if (o.map_unverified) c.flags |= CKPT_NPZ_MAP_UNVERIFIED;
         c.storage = storage.get();
         if (cb != nullptr && cb->rename) {
             c.rename = &NpzCallbacks::rename_fn;
@@ -1457,6 +1461,27 @@ public:
         std::vector<T> out(nbytes(i) / sizeof(T));
         read_into(i, out.data(), out.size() * sizeof(T));
         return out;
+    }
+
+    // Array i's bytes without a copy (ckpt_npz_map): read-only, in native byte order and C order, valid until the
+    // file is closed (close(), the destructor, or assigning another file to this object) — a view into a mapping of
+    // the file for the stored arrays ckpt writes, else decoded once into memory the file keeps. Its CRC-32 is
+    // checked at the first call unless the file was opened with NpzOptions::map_unverified.
+    ArrayView<const unsigned char> map_bytes(size_t i) {
+        const void* p = nullptr;
+        detail::check(ckpt_npz_map(npz_, at(i), &p), failures_.get());
+        return ArrayView<const unsigned char>(static_cast<const unsigned char*>(p), nbytes(i));
+    }
+    // An array's items without a copy, as map_bytes; T must be its element type (checked as Vars::get is).
+    template <typename T>
+    ArrayView<const T> map(const std::string& name) {
+        const size_t i = index(name);
+        require_type<T>(i);
+        const ArrayView<const unsigned char> bytes = map_bytes(i);
+        if (!bytes.empty() && reinterpret_cast<uintptr_t>(bytes.data()) % alignof(T) != 0)
+            throw Error(CKPT_EINVAL, "ckpt::Npz::map: the data of '" + name + "' is not aligned for its type");
+        if constexpr (std::is_same_v<T, bool>) detail::require_bools(bytes.data(), bytes.size(), ckpt_npz_name(npz_, i));
+        return ArrayView<const T>(reinterpret_cast<const T*>(bytes.data()), bytes.size() / sizeof(T));
     }
 
     // The file's metadata, as Vars' (borrowed until the file is closed).

@@ -16,4 +16,9 @@ namespace ckpt {
 // zlib's crc32_z(crc, data, n).
 uint32_t crc32(uint32_t crc, const void* data, size_t n);
 
+// As crc32(0, data, n), the work shared among up to `threads` threads (the caller's one of them) in parts joined
+// with crc32_combine: checking a mapped member of gigabytes runs at the memory bandwidth of several cores, not one.
+// Inputs below 32 MiB, and threads = 1, stay on the caller's thread; so does the rest when no thread can start.
+uint32_t crc32_parallel(const void* data, size_t n, unsigned threads);
+
 }  // namespace ckpt

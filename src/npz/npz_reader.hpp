@@ -58,6 +58,9 @@ public:
     // The zip member holding entry i, and the layout the file was read in (plain or objax).
     const ZipReader::Member& member(size_t i) const { return zip_->members()[entries_[i].index]; }
     Layout layout() const { return layout_; }
+    // The file and its zip directory (for views into the file: npz_views.hpp).
+    InputFile& file() const { return *file_; }
+    const ZipReader& zip() const { return *zip_; }
     // The user's key/values from the metadata member (empty without one).
     const Metadata& metadata() const { return metadata_; }
 

@@ -17,6 +17,8 @@ public:
     uint64_t size() const override { return size_; }
     size_t read_at(uint64_t offset, void* dst, size_t n) override;
     bool concurrent_reads() const override { return true; }
+    // The caller's bytes themselves (not owned: valid while they are).
+    std::unique_ptr<MappedFile> map() override { return std::make_unique<MappedFile>(data_, size_); }
 
 private:
     const char* data_;

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/uio.h>
@@ -100,8 +101,30 @@ public:
         return read(offset, dst, n, dontcache_unsupported_.load(std::memory_order_relaxed) ? 0 : kRwfDontCache);
     }
 
+    std::unique_ptr<MappedFile> map() override {
+        struct stat st;
+        if (::fstat(fd_, &st) != 0) fail_errno(errno, fmt::format("{}: cannot stat", path_));
+        if (static_cast<uint64_t>(st.st_size) < size_)
+            fail(Code::io, "{}: the file shrank from {} to {} bytes since it was opened", path_, size_, st.st_size);
+        if (size_ > SIZE_MAX) return nullptr;
+        void* p = ::mmap(nullptr, static_cast<size_t>(size_), PROT_READ, MAP_PRIVATE, fd_, 0);
+        if (p == MAP_FAILED) return nullptr;  // a filesystem that cannot map (ENODEV), no address space: read instead
+        try {
+            return std::make_unique<PosixMappedFile>(p, size_);
+        } catch (...) {
+            ::munmap(p, static_cast<size_t>(size_));
+            throw;
+        }
+    }
+
 private:
     static constexpr int kRwfDontCache = 0x80;
+
+    class PosixMappedFile final : public MappedFile {
+    public:
+        using MappedFile::MappedFile;
+        ~PosixMappedFile() override { ::munmap(const_cast<void*>(data()), static_cast<size_t>(size())); }
+    };
 
     size_t read(uint64_t offset, void* dst, size_t n, int flags) {
         char* p = static_cast<char*>(dst);

@@ -26,6 +26,21 @@ public:
     virtual void close() = 0;  // checked: a failure here is a failed write
 };
 
+// A read-only view of a whole file's bytes, valid as long as this object (see InputFile::map).
+class MappedFile {
+public:
+    MappedFile(const void* data, uint64_t size) : data_(data), size_(size) {}
+    virtual ~MappedFile() = default;  // unmaps
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+    const void* data() const { return data_; }
+    uint64_t size() const { return size_; }
+
+private:
+    const void* data_;
+    uint64_t size_;
+};
+
 // A file being read at any offset.
 class InputFile {
 public:
@@ -39,6 +54,10 @@ public:
     // one stream: what the storage had to fetch for it need not stay cached. On Linux, pages that such reads leave
     // cached through a cold file break the kernel's readahead of the streams over them into small requests.
     virtual size_t read_uncached_at(uint64_t offset, void* dst, size_t n) { return read_at(offset, dst, n); }
+    // The file's size() bytes mapped read-only and private, pages coming in as they are touched; nullptr when the
+    // storage or file cannot be mapped (the caller then reads). The view may outlive this object. A file that shrank
+    // since it was opened throws Error(io): its missing pages would fault (SIGBUS) when touched.
+    virtual std::unique_ptr<MappedFile> map() { return nullptr; }
 };
 
 // Held while a manager owns a directory; released by destruction.

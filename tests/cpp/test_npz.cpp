@@ -359,3 +359,44 @@ TEST_CASE("ckpt::Npz tells how the file holds each array: member, compression, b
         CHECK_THROWS_AS(npz.member_name(1), ckpt::Error);
     }
 }
+
+TEST_CASE("Npz::map gives typed views without a copy, checked as reads are", "[npz][map]") {
+    TempDir dir;
+    Model model;
+    ckpt::Vars vars;
+    model.borrow_into(vars);
+    ckpt::save(dir.path("m.npz"), vars);
+
+    ckpt::Npz npz(dir.path("m.npz"));
+    const ckpt::ArrayView<const float> w = npz.map<float>("w");
+    CHECK(w.to_vector() == model.w);
+    CHECK(npz.map<int64_t>("step")[0] == 42);
+    CHECK(npz.map_bytes(npz.index("w")).data() == reinterpret_cast<const unsigned char*>(w.data()));
+    CHECK(npz.map_bytes(npz.index("grid")).size() == sizeof model.grid);
+    try {
+        npz.map<double>("w");
+        FAIL("a view of the wrong type did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EMISMATCH);
+    }
+
+    // A flipped byte: the first view fails its CRC-32, unless the file was opened to skip the check.
+    const uint64_t at = npz.data_offset(npz.index("w"));
+    npz.close();
+    {
+        std::fstream f(dir.path("m.npz"), std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(static_cast<std::streamoff>(at));
+        f.put('\x7f');
+    }
+    ckpt::Npz corrupt(dir.path("m.npz"));
+    try {
+        corrupt.map<float>("w");
+        FAIL("a corrupt array mapped");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EFORMAT);
+        CHECK_THAT(e.what(), Catch::Contains("CRC-32 mismatch"));
+    }
+    ckpt::NpzOptions unverified;
+    unverified.map_unverified = true;
+    CHECK(ckpt::Npz(dir.path("m.npz"), unverified).map_bytes(0)[0] == 0x7f);
+}

@@ -2,6 +2,7 @@
 import ctypes
 import os
 import re
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -29,7 +30,7 @@ class Metadata(dict):
 
 
 def options(layout="auto", compression=None, level=0, renamer=None, progress=None, storage=None,
-            max_header_bytes=0, max_members=0, max_total_bytes=0, partial=False):
+            max_header_bytes=0, max_members=0, max_total_bytes=0, partial=False, map_unverified=False):
     """A ckpt_npz_options (with the Python objects its callbacks need kept on it)."""
     o = _native.NpzOptions()
     _native.check(lib.ckpt_npz_options_init(ctypes.byref(o), _native.NPZ_OPTIONS_VERSION))
@@ -44,6 +45,8 @@ def options(layout="auto", compression=None, level=0, renamer=None, progress=Non
     o.max_members = max_members
     o.max_total_bytes = max_total_bytes
     o.flags = _native.NPZ_PARTIAL if partial else 0
+    if map_unverified:
+        o.flags |= _native.NPZ_MAP_UNVERIFIED
     keep = []
     o._rename_state = None
     if renamer is not None:
@@ -312,8 +315,10 @@ class NpzFile(_native.Handle):
 
     _release = "ckpt_npz_close"
 
-    def __init__(self, path, layout="auto", storage=None, **limits):
-        o = options(layout=layout, storage=storage, **limits)
+    def __init__(self, path, layout="auto", storage=None, map_unverified=False, **limits):
+        self._views = 0  # arrays from map() alive: the handle (and its mapping) must outlive them
+        self._deferred = None  # the handle close() left open for them
+        o = options(layout=layout, storage=storage, map_unverified=map_unverified, **limits)
         h = _native.out()
         check(lib.ckpt_npz_open(ctypes.byref(h), _path(path), ctypes.byref(o)), o._storage)
         self.handle = h.value
@@ -389,7 +394,39 @@ class NpzFile(_native.Handle):
     def items(self):
         return [(n, self[n]) for n in self._index]
 
+    def map(self, name):
+        """`name` without a copy (ckpt_npz_map): a read-only numpy array over a mapping of the file for the stored
+        arrays ckpt writes (others are decoded once and kept by the file). Its CRC-32 is checked at the first call
+        (unless the file was opened with map_unverified=True). The array keeps the file open: close() while such
+        arrays are alive closes the file for every other use, and releases it when the last of them is gone. A file
+        truncated while mapped faults (SIGBUS) when its lost pages are read; one replaced or deleted keeps its old
+        bytes for the arrays."""
+        i, h = self._i(name), self.handle
+        p = ctypes.c_void_p()
+        _native.check(lib.ckpt_npz_map(h, i, ctypes.byref(p)))
+        code, itemsize, nbytes = lib.ckpt_npz_dtype(h, i), lib.ckpt_npz_itemsize(h, i), lib.ckpt_npz_nbytes(h, i)
+        buf = (ctypes.c_char * nbytes).from_address(p.value)
+        self._views += 1
+        weakref.finalize(buf, self._view_gone)  # holds this file until the buffer, and every array over it, is gone
+        # A read-only buffer: numpy then refuses to make the array writable (the pages are mapped read-only).
+        out = np.frombuffer(memoryview(buf).toreadonly(), dtypes.numpy_dtype(code, itemsize))
+        return mark(out.reshape(self.shape(name)), code)
 
-def open(path, layout="auto", storage=None, **limits):  # noqa: A001 (the module's verb, as ckpt.open)
-    """Opens a checkpoint for lazy reading (see NpzFile)."""
-    return NpzFile(path, layout=layout, storage=storage, **limits)
+    def _view_gone(self):
+        self._views -= 1
+        if self._views == 0 and self._deferred:
+            h, self._deferred = self._deferred, None
+            lib.ckpt_npz_close(h)
+
+    def close(self):
+        """Closes the file (see map for arrays that still use it)."""
+        if getattr(self, "_views", 0) and getattr(self, "handle", None):
+            self._deferred, self.handle = self.handle, None
+            return
+        super().close()
+
+
+def open(path, layout="auto", storage=None, map_unverified=False, **limits):  # noqa: A001 (as ckpt.open)
+    """Opens a checkpoint for lazy reading (see NpzFile). map_unverified=True: NpzFile.map skips the CRC-32 check
+    of mapped arrays, trading integrity for latency (for files verified already)."""
+    return NpzFile(path, layout=layout, storage=storage, map_unverified=map_unverified, **limits)

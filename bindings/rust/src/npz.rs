@@ -75,6 +75,7 @@ pub struct NpzOptions {
     max_members: Option<u64>,
     max_total_bytes: Option<u64>,
     partial: bool,
+    map_unverified: bool,
     rename: Option<Arc<Renamer>>,
     progress: Option<Arc<Progress>>,
     storage: Option<StorageHandle>,
@@ -134,6 +135,15 @@ impl NpzOptions {
     #[must_use]
     pub fn partial(mut self, partial: bool) -> NpzOptions {
         self.partial = partial;
+        self
+    }
+
+    /// Opening: [`Npz::map`] and [`Npz::map_bytes`] skip the CRC-32 check of mapped arrays
+    /// (`CKPT_NPZ_MAP_UNVERIFIED`), trading integrity for latency: views then cost microseconds whatever their size,
+    /// and corrupt bytes are handed over as they are. For files verified already.
+    #[must_use]
+    pub fn map_unverified(mut self, yes: bool) -> NpzOptions {
+        self.map_unverified = yes;
         self
     }
 
@@ -197,6 +207,9 @@ impl NpzOptions {
         if self.partial {
             raw.flags |= sys::CKPT_NPZ_PARTIAL;
         }
+        if self.map_unverified {
+            raw.flags |= sys::CKPT_NPZ_MAP_UNVERIFIED;
+        }
         if let Some(rename) = &self.rename {
             raw.rename = Some(rename_trampoline);
             raw.rename_payload = Arc::as_ptr(rename) as *mut c_void;
@@ -224,6 +237,7 @@ impl std::fmt::Debug for NpzOptions {
             .field("max_members", &self.max_members)
             .field("max_total_bytes", &self.max_total_bytes)
             .field("partial", &self.partial)
+            .field("map_unverified", &self.map_unverified)
             .field("rename", &self.rename.is_some())
             .field("progress", &self.progress.is_some())
             .field("storage", &self.storage)
@@ -423,6 +437,41 @@ impl Npz {
         self.expect_dtype(name, Dtype::Bytes)?;
         let width = self.itemsize(name)?;
         Ok(split_items(&self.read_bytes(name)?, width))
+    }
+
+    /// The raw bytes of `name` without a copy (`ckpt_npz_map`): a view into a read-only mapping of the file for
+    /// the stored, native, C-order, aligned arrays ckpt writes, else bytes decoded once and kept by the file. The
+    /// slice borrows the file, so it cannot outlive it. Its CRC-32 is checked at the first call unless the file
+    /// was opened with [`NpzOptions::map_unverified`]. A truncated file faults (SIGBUS) when its lost pages are
+    /// read (see `ckpt_npz_map` in ckpt.h).
+    ///
+    /// ```compile_fail
+    /// # fn f(npz: ckpt::Npz) -> ckpt::Result<()> {
+    /// let view = npz.map_bytes("w")?;
+    /// drop(npz); // error: the view still borrows the file
+    /// println!("{}", view[0]);
+    /// # Ok(()) }
+    /// ```
+    pub fn map_bytes(&self, name: &str) -> Result<&[u8]> {
+        let i = self.index_of(name)?;
+        let n = self.nbytes(name)?;
+        let mut p = ptr::null();
+        // SAFETY: a live handle used by one thread at a time (Npz is not Sync); views never move or change while
+        // the file is open, nor invalidate what other getters borrowed.
+        check(unsafe { sys::ckpt_npz_map(self.raw.as_ptr(), i, &mut p) })?;
+        // SAFETY: n readable bytes (p is never NULL on success), valid until ckpt_npz_close, which needs the Npz.
+        Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) })
+    }
+
+    /// The items of `name` without a copy, as [`Npz::map_bytes`]; its dtype must be `T`'s.
+    pub fn map<T: Pod>(&self, name: &str) -> Result<&[T]> {
+        self.expect_dtype(name, T::DTYPE)?;
+        let bytes = self.map_bytes(name)?;
+        if bytes.len() % size_of::<T>() != 0 || bytes.as_ptr().align_offset(std::mem::align_of::<T>()) != 0 {
+            return Err(Error::new(Code::Format, format!("array '{name}' is not a whole, aligned run of {}", T::DTYPE)));
+        }
+        // SAFETY: aligned whole items (checked above), any bit pattern a valid T (Pod), borrowed as the bytes are.
+        Ok(unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), bytes.len() / size_of::<T>()) })
     }
 
     /// The layout the file was read in: [`Layout::Plain`] or [`Layout::Objax`].

@@ -4,6 +4,7 @@ mod completeness;
 mod errors;
 mod layout;
 mod manager;
+mod map;
 mod npz;
 mod partial;
 mod storage;
