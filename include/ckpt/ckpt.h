@@ -155,6 +155,19 @@ CKPT_API size_t ckpt_vars_nbytes(const ckpt_vars *vars, size_t i);
  * Writable: restores fill it. May be NULL when nbytes is 0. */
 CKPT_API void *ckpt_vars_data(const ckpt_vars *vars, size_t i);
 
+/* Row-split variables, for sharded checkpoints (docs/distributed.md): marks array i as rows
+ * [row_begin, row_begin + shape[0]) of a global array of global_rows rows along dimension 0, the other dimensions
+ * being the array's own (the FSDP/ZeRO case). A sharded save records each rank's piece; a restore fills the
+ * array with exactly those rows of the saved global array, from whichever shards hold them, whatever the world
+ * size that saved it. global_rows -1 makes the array whole again (row_begin is then ignored). Non-sharded saves
+ * ignore the marking (a file holds the array as it is).
+ * Returns CKPT_OK; CKPT_EINVAL (NULL vars, a 0-d array, rows outside [0, global_rows), global_rows < -1);
+ * CKPT_ENOTFOUND (i out of range). */
+CKPT_API int ckpt_vars_set_rows(ckpt_vars *vars, size_t i, int64_t row_begin, int64_t global_rows);
+/* The row split of array i: sets *row_begin and *global_rows (either may be NULL). Returns CKPT_OK; CKPT_ENOTFOUND
+ * (i out of range, or the array is whole: both are then set to -1); CKPT_EINVAL (NULL vars). */
+CKPT_API int ckpt_vars_rows(const ckpt_vars *vars, size_t i, int64_t *row_begin, int64_t *global_rows);
+
 /* The collection's metadata: string key/values about the checkpoint (step, time, loss, notes), saved with it in
  * the file's metadata member and read back with it (ckpt_npz_read and ckpt_manager_read fill a new collection's;
  * a successful restore replaces the collection's with the file's). Keys are non-empty; keys and values are UTF-8;

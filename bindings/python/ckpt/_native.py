@@ -17,6 +17,8 @@ NPZ_OPTIONS_VERSION = 3
 MANAGER_OPTIONS_VERSION = 2
 WRITER_OPTIONS_VERSION = 1
 STORAGE_OPS_VERSION = 1
+COMM_OPS_VERSION = 1
+REDUCE_MIN, REDUCE_MAX, REDUCE_SUM = 0, 1, 2
 LATEST = -1
 MANAGER_ASYNC, MANAGER_NO_FALLBACK, MANAGER_NO_MAKEDIR, MANAGER_VERBOSE, MANAGER_READ_ONLY = 1, 2, 4, 8, 16
 BEST_MIN, BEST_MAX = 0, 1
@@ -80,6 +82,21 @@ class StorageOps(ctypes.Structure):
     _fields_ = [("version", c_uint32), ("payload", c_void_p)] + STORAGE_CALLBACKS
 
 
+COMM_CALLBACKS = [
+    ("rank", ctypes.CFUNCTYPE(c_int, c_void_p, _P(c_int32))),
+    ("size", ctypes.CFUNCTYPE(c_int, c_void_p, _P(c_int32))),
+    ("barrier", ctypes.CFUNCTYPE(c_int, c_void_p)),
+    ("all_reduce_i64", ctypes.CFUNCTYPE(c_int, c_void_p, _P(c_int64), c_uint32)),
+    ("broadcast", ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_size_t, c_int32)),
+    ("all_gather", ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_size_t, c_void_p)),
+    ("destroy", ctypes.CFUNCTYPE(None, c_void_p)),
+]
+
+
+class CommOps(ctypes.Structure):
+    _fields_ = [("version", c_uint32), ("payload", c_void_p)] + COMM_CALLBACKS
+
+
 VARS_P = c_void_p  # opaque handles travel as plain pointers
 _OUT = _P(c_void_p)
 _SHAPE = _P(c_int64)
@@ -106,6 +123,8 @@ SIGNATURES = {
     "ckpt_vars_shape": (_SHAPE, [c_void_p, c_size_t]),
     "ckpt_vars_nbytes": (c_size_t, [c_void_p, c_size_t]),
     "ckpt_vars_data": (c_void_p, [c_void_p, c_size_t]),
+    "ckpt_vars_set_rows": (c_int, [c_void_p, c_size_t, c_int64, c_int64]),
+    "ckpt_vars_rows": (c_int, [c_void_p, c_size_t, _P(c_int64), _P(c_int64)]),
     "ckpt_vars_set_metadata": (c_int, [c_void_p, c_char_p, c_char_p]),
     "ckpt_vars_metadata": (c_char_p, [c_void_p, c_char_p]),
     "ckpt_vars_metadata_count": (c_size_t, [c_void_p]),
@@ -139,6 +158,10 @@ SIGNATURES = {
     "ckpt_storage_new": (c_int, [_OUT, _P(StorageOps)]),
     "ckpt_storage_new_memory": (c_int, [_OUT]),
     "ckpt_storage_free": (None, [c_void_p]),
+    "ckpt_comm_new": (c_int, [_OUT, _P(CommOps)]),
+    "ckpt_comm_free": (None, [c_void_p]),
+    "ckpt_comm_rank": (c_int32, [c_void_p]),
+    "ckpt_comm_size": (c_int32, [c_void_p]),
     "ckpt_writer_options_init": (c_int, [_P(WriterOptions), c_uint32]),
     "ckpt_writer_new": (c_int, [_OUT, _P(WriterOptions)]),
     "ckpt_writer_save": (c_int, [c_void_p, c_char_p, c_char_p, SAVE_FN, c_void_p, c_uint32]),

@@ -65,6 +65,7 @@
 //! shared(&ckpt::Vars::new().unwrap());
 //! ```
 
+mod comm;
 mod dtype;
 mod error;
 mod manager;
@@ -75,6 +76,7 @@ mod util;
 mod vars;
 mod writer;
 
+pub use comm::{Comm, CommHandle, Reduce};
 pub use dtype::{Bf16, Bool, Complex, Dtype, Element, F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E8M0Fnu, Pod, F16, F8E5M2};
 pub use error::{Code, Error, Result};
 pub use manager::{checkpoint_idx, BestMode, LogLevel, Manager, ManagerOptions};

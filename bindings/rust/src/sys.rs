@@ -62,6 +62,12 @@ pub const CKPT_NPZ_OPTIONS_VERSION: u32 = 3;
 // ------------------------------------------------------------------------------------------------ storage
 pub const CKPT_STORAGE_OPS_VERSION: u32 = 1;
 
+// ------------------------------------------------------------------------------------------ communicators
+pub const CKPT_REDUCE_MIN: u32 = 0;
+pub const CKPT_REDUCE_MAX: u32 = 1;
+pub const CKPT_REDUCE_SUM: u32 = 2;
+pub const CKPT_COMM_OPS_VERSION: u32 = 1;
+
 // ------------------------------------------------------------------------------------------------ writers
 pub const CKPT_WRITER_SIMPLE: u32 = 0;
 pub const CKPT_WRITER_THREAD: u32 = 1;
@@ -97,6 +103,11 @@ pub struct ckpt_npz {
 }
 #[repr(C)]
 pub struct ckpt_storage {
+    _opaque: [u8; 0],
+    _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+#[repr(C)]
+pub struct ckpt_comm {
     _opaque: [u8; 0],
     _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
 }
@@ -143,6 +154,22 @@ pub struct ckpt_npz_options {
     // version 3
     pub max_members: u64,
     pub max_total_bytes: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ckpt_comm_ops {
+    pub version: u32,
+    pub payload: *mut c_void,
+    pub rank: Option<unsafe extern "C" fn(payload: *mut c_void, out: *mut i32) -> c_int>,
+    pub size: Option<unsafe extern "C" fn(payload: *mut c_void, out: *mut i32) -> c_int>,
+    pub barrier: Option<unsafe extern "C" fn(payload: *mut c_void) -> c_int>,
+    pub all_reduce_i64: Option<unsafe extern "C" fn(payload: *mut c_void, value: *mut i64, op: u32) -> c_int>,
+    pub broadcast: Option<unsafe extern "C" fn(payload: *mut c_void, buf: *mut c_void, size: usize, root: i32) -> c_int>,
+    pub all_gather: Option<
+        unsafe extern "C" fn(payload: *mut c_void, send: *const c_void, size: usize, recv: *mut c_void) -> c_int,
+    >,
+    pub destroy: Option<unsafe extern "C" fn(payload: *mut c_void)>,
 }
 
 #[repr(C)]
@@ -271,6 +298,8 @@ extern "C" {
     pub fn ckpt_vars_shape(vars: *const ckpt_vars, i: usize) -> *const i64;
     pub fn ckpt_vars_nbytes(vars: *const ckpt_vars, i: usize) -> usize;
     pub fn ckpt_vars_data(vars: *const ckpt_vars, i: usize) -> *mut c_void;
+    pub fn ckpt_vars_set_rows(vars: *mut ckpt_vars, i: usize, row_begin: i64, global_rows: i64) -> c_int;
+    pub fn ckpt_vars_rows(vars: *const ckpt_vars, i: usize, row_begin: *mut i64, global_rows: *mut i64) -> c_int;
     pub fn ckpt_vars_set_metadata(vars: *mut ckpt_vars, key: *const c_char, value: *const c_char) -> c_int;
     pub fn ckpt_vars_metadata(vars: *const ckpt_vars, key: *const c_char) -> *const c_char;
     pub fn ckpt_vars_metadata_count(vars: *const ckpt_vars) -> usize;
@@ -313,6 +342,12 @@ extern "C" {
     pub fn ckpt_storage_new(out: *mut *mut ckpt_storage, ops: *const ckpt_storage_ops) -> c_int;
     pub fn ckpt_storage_new_memory(out: *mut *mut ckpt_storage) -> c_int;
     pub fn ckpt_storage_free(storage: *mut ckpt_storage);
+
+    // communicators
+    pub fn ckpt_comm_new(out: *mut *mut ckpt_comm, ops: *const ckpt_comm_ops) -> c_int;
+    pub fn ckpt_comm_free(comm: *mut ckpt_comm);
+    pub fn ckpt_comm_rank(comm: *const ckpt_comm) -> i32;
+    pub fn ckpt_comm_size(comm: *const ckpt_comm) -> i32;
 
     // writers
     pub fn ckpt_writer_options_init(opts: *mut ckpt_writer_options, version: u32) -> c_int;

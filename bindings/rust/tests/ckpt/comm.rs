@@ -1,0 +1,81 @@
+//! Communicators and row splits.
+use ckpt::{Code, Comm, CommHandle, Reduce, Vars};
+
+/// A world of one rank.
+struct Solo;
+
+impl Comm for Solo {
+    fn rank(&self) -> i32 {
+        0
+    }
+    fn size(&self) -> i32 {
+        1
+    }
+    fn barrier(&mut self) -> ckpt::Result<()> {
+        Ok(())
+    }
+    fn all_reduce(&mut self, value: i64, _op: Reduce) -> ckpt::Result<i64> {
+        Ok(value)
+    }
+    fn broadcast(&mut self, _buf: &mut [u8], _root: i32) -> ckpt::Result<()> {
+        Ok(())
+    }
+    fn all_gather(&mut self, send: &[u8], recv: &mut [u8]) -> ckpt::Result<()> {
+        recv.copy_from_slice(send);
+        Ok(())
+    }
+}
+
+/// Reports a rank outside the world.
+struct Confused;
+
+impl Comm for Confused {
+    fn rank(&self) -> i32 {
+        3
+    }
+    fn size(&self) -> i32 {
+        2
+    }
+    fn barrier(&mut self) -> ckpt::Result<()> {
+        Ok(())
+    }
+    fn all_reduce(&mut self, value: i64, _op: Reduce) -> ckpt::Result<i64> {
+        Ok(value)
+    }
+    fn broadcast(&mut self, _buf: &mut [u8], _root: i32) -> ckpt::Result<()> {
+        Ok(())
+    }
+    fn all_gather(&mut self, _send: &[u8], _recv: &mut [u8]) -> ckpt::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_communicator_reports_the_rank_and_size_its_methods_gave() {
+    let comm = CommHandle::new(Solo).unwrap();
+    assert_eq!((comm.rank(), comm.size()), (0, 1));
+    let copy = comm.clone();
+    drop(comm);
+    assert_eq!(copy.size(), 1);
+}
+
+#[test]
+fn a_rank_outside_the_world_is_refused() {
+    let e = CommHandle::new(Confused).unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert!(e.message().contains("rank 3 of 2"), "{}", e.message());
+}
+
+#[test]
+fn a_variable_is_marked_as_rows_of_a_global_array_and_back() {
+    let mut vars = Vars::new().unwrap();
+    vars.add::<f32>("emb", &[2, 3], &[0.0; 6]).unwrap();
+    assert_eq!(vars.rows("emb").unwrap(), None);
+    vars.set_rows("emb", Some((4, 10))).unwrap();
+    assert_eq!(vars.rows("emb").unwrap(), Some((4, 10)));
+    let e = vars.set_rows("emb", Some((9, 10))).unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert!(e.message().contains("not within [0, 10)"), "{}", e.message());
+    vars.set_rows("emb", None).unwrap();
+    assert_eq!(vars.rows("emb").unwrap(), None);
+}
