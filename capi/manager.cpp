@@ -1,5 +1,6 @@
 // ckpt_manager: the C face of ckpt::CheckpointManager.
 #include "manager/checkpoint.hpp"
+#include "comm.hpp"
 #include "guard.hpp"
 #include "manager_clock.hpp"
 #include "core/utf8.hpp"
@@ -29,6 +30,8 @@ ckpt::CheckpointManager& manager_of(ckpt_manager* m, const char* function) {
 size_t manager_options_size(uint32_t version) {
     switch (version) {
         case 1: return offsetof(ckpt_manager_options, keep_best);
+        case 2: return offsetof(ckpt_manager_options, max_staging_bytes);
+        case 3: return offsetof(ckpt_manager_options, comm);
         default: return sizeof(ckpt_manager_options);
     }
 }
@@ -119,6 +122,9 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
         m.npz_read = ckpt::capi::read_options(npz);
         m.npz_read.layout = ckpt::Layout::automatic;  // the npz layout says how to write; reading detects either
         m.rename = ckpt::capi::renamer(npz);
+        m.partial = (npz.flags & CKPT_NPZ_PARTIAL) != 0;
+        m.max_staging_bytes = o.max_staging_bytes;
+        m.comm = ckpt::capi::comm_of(o.comm);
         m.storage = ckpt::capi::storage_of(o.storage);
         if (o.log != nullptr) {
             m.log = [fn = o.log, payload = o.log_payload](int level, const std::string& message) {

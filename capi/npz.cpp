@@ -15,11 +15,14 @@ using ckpt::capi::require;
 
 namespace {
 
+constexpr uint32_t kKnownNpzFlags = CKPT_NPZ_PARTIAL;
+
 // Bytes of each version of ckpt_npz_options: a caller built against an older header passes a shorter struct.
 size_t npz_options_size(uint32_t version) {
     switch (version) {
         case 1: return offsetof(ckpt_npz_options, storage);
         case 2: return offsetof(ckpt_npz_options, max_members);
+        case 3: return offsetof(ckpt_npz_options, flags);
         default: return sizeof(ckpt_npz_options);
     }
 }
@@ -47,6 +50,7 @@ ckpt_npz_options checked_npz_options(const ckpt_npz_options* opts, const char* f
     if (o.compression > CKPT_DEFLATE) ckpt::fail(Code::invalid, "{}: unknown compression {}", function, o.compression);
     if (o.level < 0 || o.level > 9) ckpt::fail(Code::invalid, "{}: deflate level {} is not in 0..9", function, o.level);
     if (o.max_header_bytes > SIZE_MAX) ckpt::fail(Code::invalid, "{}: max_header_bytes is too large", function);
+    if ((o.flags & ~kKnownNpzFlags) != 0) ckpt::fail(Code::invalid, "{}: unknown flags {:#x}", function, o.flags);
     return o;
 }
 
@@ -148,7 +152,7 @@ CKPT_API int ckpt_npz_restore(const char* path, ckpt_vars* vars, const ckpt_npz_
         require(vars, "ckpt_npz_restore", "vars");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_restore");
         auto reader = ckpt::NpzReader::open(*storage_of(o.storage), path, read_options(o));
-        ckpt::restore_npz(reader, vars->vc, renamer(o));
+        ckpt::restore_npz(reader, vars->vc, renamer(o), (o.flags & CKPT_NPZ_PARTIAL) != 0);
     });
 }
 

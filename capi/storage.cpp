@@ -2,6 +2,9 @@
 #include "guard.hpp"
 #include "storage/memory_storage.hpp"
 
+#include <cstddef>
+#include <cstring>
+
 using ckpt::Code;
 using ckpt::capi::guard;
 using ckpt::capi::require;
@@ -114,6 +117,14 @@ public:
         if (int rc = ops_.open_read(ops_.payload, path.c_str(), &file, &size)) fail_callback(rc, "open_read", path);
         return std::make_unique<CallbackInput>(ops_, file, size, path);
     }
+    std::optional<uint64_t> free_bytes(const std::string& dir) override {
+        if (ops_.free_space == nullptr) return std::nullopt;
+        uint64_t bytes = 0;
+        const int rc = ops_.free_space(ops_.payload, dir.c_str(), &bytes);
+        if (rc == CKPT_EUNSUPPORTED) return std::nullopt;
+        if (rc != CKPT_OK) fail_callback(rc, "free_space", dir);
+        return bytes;
+    }
 
 private:
     const ckpt_storage_ops ops_;
@@ -132,8 +143,11 @@ CKPT_API int ckpt_storage_new(ckpt_storage** out, const ckpt_storage_ops* ops) {
     return guard([&] {
         require(out, "ckpt_storage_new", "out");
         require(ops, "ckpt_storage_new", "ops");
-        if (ops->version != CKPT_STORAGE_OPS_VERSION)
-            ckpt::fail(Code::invalid, "ckpt_storage_new: ops version {} is not supported (1)", ops->version);
+        if (ops->version < 1 || ops->version > CKPT_STORAGE_OPS_VERSION)
+            ckpt::fail(Code::invalid, "ckpt_storage_new: ops version {} is not supported (1..{})", ops->version,
+                       CKPT_STORAGE_OPS_VERSION);
+        ckpt_storage_ops copy{};
+        std::memcpy(&copy, ops, ops->version == 1 ? offsetof(ckpt_storage_ops, free_space) : sizeof copy);
         const std::pair<const void*, const char*> required[] = {
             {reinterpret_cast<const void*>(ops->make_dirs), "make_dirs"},
             {reinterpret_cast<const void*>(ops->create), "create"},
@@ -149,7 +163,7 @@ CKPT_API int ckpt_storage_new(ckpt_storage** out, const ckpt_storage_ops* ops) {
         };
         for (const auto& [fn, name] : required)
             if (fn == nullptr) ckpt::fail(Code::invalid, "ckpt_storage_new: callback '{}' is required", name);
-        *out = new ckpt_storage{std::make_shared<CallbackStorage>(*ops)};
+        *out = new ckpt_storage{std::make_shared<CallbackStorage>(copy)};
     });
 }
 

@@ -135,6 +135,10 @@ CKPT_API int ckpt_vars_rows(const ckpt_vars* vars, size_t i, int64_t* row_begin,
     });
 }
 
+CKPT_API int ckpt_vars_restored(const ckpt_vars* vars, size_t i) {
+    return vars != nullptr && i < vars->vc.size() && vars->vc.restored(i) ? 1 : 0;
+}
+
 }
 
 extern "C" {

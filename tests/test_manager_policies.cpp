@@ -563,12 +563,14 @@ TEST_CASE("A read-only manager has no use for should_save", "[policies][should_s
 
 // ===================================================================================================== options
 
-TEST_CASE("ckpt_manager_options_init fills version 2's defaults, and writes only version 1's bytes for version 1",
+TEST_CASE("ckpt_manager_options_init fills the defaults, and writes only version 1's bytes for version 1",
           "[policies][options]") {
     ckpt_manager_options o;
     std::memset(&o, 0xAB, sizeof o);
     REQUIRE(ckpt_manager_options_init(&o, CKPT_MANAGER_OPTIONS_VERSION) == CKPT_OK);
-    CHECK(o.version == 2);
+    CHECK(o.version == 4);
+    CHECK(o.max_staging_bytes == 0);
+    CHECK(o.comm == nullptr);
     CHECK(o.keep == 10);
     CHECK(o.keep_best == 0);
     CHECK(o.best_metric == nullptr);
@@ -614,7 +616,7 @@ TEST_CASE("Invalid policy options are CKPT_EINVAL", "[policies][options]") {
     SECTION("negative keep_seconds") { o.keep_seconds = -1; }
     SECTION("negative save_every_steps") { o.save_every_steps = -1; }
     SECTION("negative save_every_seconds") { o.save_every_seconds = -1; }
-    SECTION("version 3") { o.version = 3; }
+    SECTION("version 5") { o.version = 5; }
     ckpt_manager* m = reinterpret_cast<ckpt_manager*>(&o);
     CHECK(ckpt_manager_open(&m, logdir.str().c_str(), &o) == CKPT_EINVAL);
     CHECK(m == nullptr);

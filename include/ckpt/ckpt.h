@@ -154,6 +154,10 @@ CKPT_API size_t ckpt_vars_nbytes(const ckpt_vars *vars, size_t i);
 /* The array's bytes, C order, native byte order: the collection's copy, or the caller's borrowed pointer.
  * Writable: restores fill it. May be NULL when nbytes is 0. */
 CKPT_API void *ckpt_vars_data(const ckpt_vars *vars, size_t i);
+/* 1 if the latest restore into the collection (ckpt_npz_restore, ckpt_manager_restore) filled variable i, 0 if it
+ * did not: one not in the file under CKPT_NPZ_PARTIAL, every variable after a failed restore, and every variable
+ * before any restore. A variable added after the restore reads 0. Out of range (or NULL vars): 0. */
+CKPT_API int ckpt_vars_restored(const ckpt_vars *vars, size_t i);
 
 /* Row-split variables, for sharded checkpoints (docs/distributed.md): marks array i as rows
  * [row_begin, row_begin + shape[0]) of a global array of global_rows rows along dimension 0, the other dimensions
@@ -219,10 +223,16 @@ typedef struct ckpt_npz_options {
      * CKPT_EFORMAT, the message naming the limit). */
     uint64_t max_members;      /* zip members per file; 0 = 16777216 */
     uint64_t max_total_bytes;  /* array bytes per file, all arrays together; 0 = no limit */
+    /* version 4 */
+    uint32_t flags;            /* CKPT_NPZ_* */
 } ckpt_npz_options;
-#define CKPT_NPZ_OPTIONS_VERSION 3
+/* Restores (ckpt_npz_restore, ckpt_manager_restore): a variable the file does not have is left untouched instead
+ * of failing the restore; ckpt_vars_restored tells which were filled. A variable found with another dtype or
+ * shape still fails the restore (CKPT_EMISMATCH). */
+#define CKPT_NPZ_PARTIAL 1u
+#define CKPT_NPZ_OPTIONS_VERSION 4
 /* Every field spelled out, so -Wmissing-field-initializers stays quiet. */
-#define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, 0, 0}
+#define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0}
 
 /* Fills *opts with the defaults of struct version `version` (pass CKPT_NPZ_OPTIONS_VERSION), writing only the
  * fields that version has. Returns CKPT_OK, CKPT_EINVAL (NULL opts, or a version this library does not know). */
@@ -352,12 +362,17 @@ typedef struct ckpt_storage_ops {
     void (*close_read)(void *payload, void *file);
     /* Called once when the storage is no longer used by anything (may be NULL). */
     void (*destroy)(void *payload);
+    /* version 2: */
+    /* Bytes a new file in dir may still take (statvfs's f_bavail * f_frsize for a file system), for the manager's
+     * disk check before a save. May be NULL, or return CKPT_EUNSUPPORTED, when the medium cannot tell: no check is
+     * made. Any other error fails the save that asked. */
+    int (*free_space)(void *payload, const char *dir, uint64_t *bytes);
 } ckpt_storage_ops;
-#define CKPT_STORAGE_OPS_VERSION 1
+#define CKPT_STORAGE_OPS_VERSION 2
 
-/* Makes a storage from a callback table (copied; `ops->payload` is kept). Every callback except open_append,
- * sync_dir and destroy is required. Returns CKPT_OK, CKPT_EINVAL (NULL argument, unknown version, a required
- * callback missing), CKPT_ENOMEM. */
+/* Makes a storage from a callback table (copied; `ops->payload` is kept; a version-1 table ends before
+ * free_space). Every callback except open_append, sync_dir, destroy and free_space is required. Returns CKPT_OK,
+ * CKPT_EINVAL (NULL argument, unknown version, a required callback missing), CKPT_ENOMEM. */
 CKPT_API int ckpt_storage_new(ckpt_storage **out, const ckpt_storage_ops *ops);
 /* A storage held in this process's memory (thread-safe): for tests, and for programs that want checkpoint bytes
  * without a filesystem. Directories must be made (make_dirs) before files go in them; "" and "." always exist.
@@ -521,29 +536,60 @@ typedef struct ckpt_manager_options {
     int64_t save_every_seconds;    /* ckpt_manager_should_save: once this many seconds have passed since the
                                       manager's last save, or since it was opened; 0 = off (whole seconds, like
                                       keep_seconds) */
+    /* version 3: */
+    uint64_t max_staging_bytes;    /* CKPT_MANAGER_ASYNC: the copies held by queued and running saves never exceed
+                                      this; a save whose copy would exceed it first waits for earlier saves, and
+                                      one larger than the whole budget is written synchronously from the caller's
+                                      arrays, without a copy, after the earlier ones. 0 = no limit */
+    /* version 4: */
+    ckpt_comm *comm;               /* NULL: this process alone. Otherwise the manager is collective over the
+                                      communicator's ranks (docs/distributed.md), each of which opens it with the
+                                      same logdir and options: opening, every save (each rank writes its own
+                                      variables as one shard of a step directory "<subdir>/%010d/", committed by
+                                      rank 0 with a manifest once every shard is durable) and every restore (rank
+                                      0 chooses the step, every rank reads what it needs) are made by every rank,
+                                      and every rank gets the same result. Rank 0 holds the lock and runs
+                                      retention. Not with CKPT_MANAGER_ASYNC. The manager keeps its own reference */
 } ckpt_manager_options;
 #define CKPT_BEST_MIN 0u
 #define CKPT_BEST_MAX 1u
-#define CKPT_MANAGER_OPTIONS_VERSION 2
+#define CKPT_MANAGER_OPTIONS_VERSION 4
 #define CKPT_MANAGER_OPTIONS_INIT \
-    {CKPT_MANAGER_OPTIONS_VERSION, 10, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL, CKPT_BEST_MIN, 0, 0, 0}
-/* Fills *opts with the defaults of `version` (1 or 2: a version-1 caller's struct ends before keep_best, and only
- * that much is written). ckpt_manager_open accepts both versions. Returns CKPT_OK, CKPT_EINVAL (NULL opts,
+    {CKPT_MANAGER_OPTIONS_VERSION, 10, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL, CKPT_BEST_MIN, 0, 0, 0, 0, NULL}
+/* Fills *opts with the defaults of `version` (1 to 4: an older caller's struct ends before the later fields, and
+ * only that much is written). ckpt_manager_open accepts every version. Returns CKPT_OK, CKPT_EINVAL (NULL opts,
  * unknown version). */
 CKPT_API int ckpt_manager_options_init(ckpt_manager_options *opts, uint32_t version);
 /* Opens (creating, unless CKPT_MANAGER_NO_MAKEDIR) the checkpoint directory of `logdir`, locks it and removes
  * stale temporaries. With CKPT_MANAGER_READ_ONLY it only opens an existing directory: no lock (another manager
  * may be saving into it), no cleanup, and ckpt_manager_save fails with CKPT_EINVAL.
- * Returns CKPT_OK; CKPT_EINVAL (also READ_ONLY with ASYNC, keep_best > 0 without a best_metric, an empty or
- * invalid best_metric, an unknown best_mode, a negative keep_every, keep_seconds, save_every_steps or
- * save_every_seconds); CKPT_ENOTFOUND (NO_MAKEDIR or READ_ONLY, and no
+ * With a comm, opening is collective: rank 0 opens (and locks) the directory and every rank gets its result.
+ * Returns CKPT_OK; CKPT_EINVAL (also READ_ONLY with ASYNC, a comm with ASYNC, keep_best > 0 without a
+ * best_metric, an empty or invalid best_metric, an unknown best_mode, a negative keep_every, keep_seconds,
+ * save_every_steps or save_every_seconds); CKPT_ENOTFOUND (NO_MAKEDIR or READ_ONLY, and no
  * directory); CKPT_EBUSY (another manager holds the directory: the message names its pid); CKPT_EIO;
  * CKPT_ENOMEM. */
 CKPT_API int ckpt_manager_open(ckpt_manager **out, const char *logdir, const ckpt_manager_options *opts);
 /* Saves `vars` as checkpoint idx (>= 0), replacing an existing one atomically, then applies retention. With
- * CKPT_MANAGER_ASYNC the arrays are copied before it returns, it blocks while queue_depth saves are in flight,
- * and it returns an earlier background save's error (this save is then not started). Returns CKPT_OK; CKPT_EINVAL
- * (NULL argument, idx < 0, manager closed or opened read-only); CKPT_EIO; CKPT_ENOMEM; an earlier save's code. */
+ * CKPT_MANAGER_ASYNC the arrays are copied before it returns, it blocks while queue_depth saves are in flight
+ * (and while max_staging_bytes has no room for the copy), and it returns an earlier background save's error (this
+ * save is then not started).
+ * Disk space: before the save writes its first byte, when the storage can tell its free space (the local file
+ * system's statvfs; a callback storage's free_space), a save needing more than is free fails with CKPT_EIO, the
+ * message saying how much it needs and how much is free, and the directory is left as it was. The need is an
+ * upper bound: the data, npy headers and zip records (for deflate, as if nothing compressed). At open and after
+ * each save, when the free space would not hold the checkpoints `keep` has yet to accumulate plus one more (of
+ * the newest one's size), a warning goes to the log.
+ * With a comm (sharded, collective: every rank calls it with its own variables, the same idx and metrics): each rank
+ * writes "shard-RRRRR-of-WWWWW.npz" into a staging directory; once every shard is durable rank 0 writes
+ * "manifest.json", renames the staging directory to "<subdir>/%010d/" and syncs the checkpoint directory; only then
+ * does any rank return CKPT_OK. A variable marked with ckpt_vars_set_rows is one piece of a global array (the
+ * ranks' pieces must tile its rows); any other variable must be saved by one rank only. If any rank fails, nothing
+ * is committed, the staging directory is removed, and every rank returns the same code (the first failing rank's)
+ * and message, naming each failing rank and its error. The disk-space check is not made for sharded saves.
+ * Returns CKPT_OK; CKPT_EINVAL (NULL argument, idx < 0, manager closed or opened read-only; sharded: a whole
+ * variable saved by two ranks, pieces that do not tile their rows); CKPT_EIO; CKPT_ENOMEM; an earlier save's code;
+ * CKPT_EUNSUPPORTED (sharded, on a callback storage: it has no directory operations). */
 CKPT_API int ckpt_manager_save(ckpt_manager *m, const ckpt_vars *vars, int64_t idx);
 /* As ckpt_manager_save, also recording metrics names[0..n) = values[0..n) as "ckpt.metric.<name>" in the file's
  * metadata (names and values are read before it returns; NULL when n is 0). Any value may be saved; NaN is never
@@ -574,7 +620,14 @@ CKPT_API void ckpt_manager_request_save(ckpt_manager *m);
  * CKPT_MANAGER_NO_FALLBACK). Waits for background saves first. *restored_idx (may be NULL) gets the index used.
  * Returns CKPT_OK; CKPT_ENOTFOUND (no checkpoint: objax's restore returns (0, '') here; no checkpoint idx);
  * CKPT_EFORMAT/CKPT_EIO (the checkpoint asked for, every checkpoint, or with NO_FALLBACK the newest, is
- * unreadable); CKPT_EMISMATCH (not retried on older checkpoints); CKPT_EINVAL. */
+ * unreadable); CKPT_EMISMATCH (not retried on older checkpoints); CKPT_EINVAL.
+ * Sharded steps (directories) are restored by any manager: each variable is found by name in the manifest and read
+ * from whichever shards hold it — a row split (ckpt_vars_set_rows) gets exactly its rows of the global array, by
+ * ranged reads of the stored members holding them (whose CRC-32 is checked only when a member is read whole),
+ * whatever the world size that saved the step. With a comm the restore is collective: rank 0 chooses the step
+ * (CKPT_LATEST: the newest), every rank restores from it, and if any rank finds it unreadable (a corrupt or
+ * missing shard) every rank moves on to the same older one; every rank returns the same index, or the same
+ * error naming the failing ranks. */
 CKPT_API int ckpt_manager_restore(ckpt_manager *m, ckpt_vars *vars, int64_t idx, int64_t *restored_idx);
 /* Reads checkpoint idx (or CKPT_LATEST, with fallback) into a new collection (*out, owned by the caller).
  * Returns the codes of ckpt_manager_restore except CKPT_EMISMATCH. */

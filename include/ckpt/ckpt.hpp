@@ -1895,6 +1895,8 @@ struct ManagerOptions {
     // When should_save() says to save:
     int64_t save_every_steps = 0;            // at multiples of this step; 0 = off
     int64_t save_every_seconds = 0;          // once this long has passed since the last save or opening; 0 = off
+    // Makes the manager collective over the communicator's ranks (sharded checkpoints, docs/distributed.md).
+    std::optional<CommHandle> comm;
 };
 
 // A metric of a save: recorded as "ckpt.metric.<name>" in the checkpoint's metadata.
@@ -1940,6 +1942,7 @@ public:
         c.keep_seconds = options.keep_seconds;
         c.save_every_steps = options.save_every_steps;
         c.save_every_seconds = options.save_every_seconds;
+        if (options.comm) c.comm = options.comm->native();
         failures_ = storage.failures();
         check(ckpt_manager_open(&m_, logdir.c_str(), &c));
     }

@@ -14,27 +14,20 @@ void VarCollection::add(std::string name, Array array) {
     // Room first, so a failed insert below cannot leave the two out of step; grown geometrically, because
     // reserving one more each time made adding n variables cost n^2.
     if (entries_.size() == entries_.capacity()) entries_.reserve(2 * entries_.size() + 8);
-    if (rows_.size() == rows_.capacity()) rows_.reserve(2 * rows_.size() + 8);
-    rows_.emplace_back();
-    try {
-        index_.emplace(name, entries_.size());
-    } catch (...) {
-        rows_.pop_back();
-        throw;
-    }
-    entries_.emplace_back(std::move(name), std::move(array));
+    index_.emplace(name, entries_.size());
+    entries_.push_back(Entry{std::move(name), std::move(array), false, std::nullopt});
 }
 
 void VarCollection::set_rows(size_t i, std::optional<RowSplit> rows) {
     if (rows) {
-        const std::vector<int64_t>& shape = entries_.at(i).second.shape();
+        const std::vector<int64_t>& shape = entries_.at(i).array.shape();
         if (shape.empty()) fail(Code::invalid, "variable '{}' is a scalar: it has no rows to split", name(i));
         if (rows->begin < 0 || rows->global_rows < 0 || rows->begin > rows->global_rows ||
             shape[0] > rows->global_rows - rows->begin)
             fail(Code::invalid, "variable '{}': rows [{}, {} + {}) are not within [0, {})", name(i), rows->begin,
                  rows->begin, shape[0], rows->global_rows);
     }
-    rows_.at(i) = rows;
+    entries_.at(i).rows = rows;
 }
 
 std::optional<size_t> VarCollection::find(std::string_view name) const {

@@ -26,21 +26,30 @@ public:
     // metadata member; Error(exists) for a taken name.
     void add(std::string name, Array array);
     size_t size() const { return entries_.size(); }
-    const std::string& name(size_t i) const { return entries_[i].first; }
-    const Array& array(size_t i) const { return entries_[i].second; }
+    const std::string& name(size_t i) const { return entries_[i].name; }
+    const Array& array(size_t i) const { return entries_[i].array; }
+    // Whether the latest restore into this collection filled variable i (false before any, and for every
+    // variable after a failed one). Set by restore_npz.
+    bool restored(size_t i) const { return entries_[i].restored; }
+    void set_restored(size_t i, bool filled) { entries_[i].restored = filled; }
     std::optional<size_t> find(std::string_view name) const;
     // Marks variable i as a row split (nullopt: a whole variable again). Throws Error(invalid) for a 0-d array or
     // rows outside [0, global_rows).
     void set_rows(size_t i, std::optional<RowSplit> rows);
-    const std::optional<RowSplit>& rows(size_t i) const { return rows_[i]; }
+    const std::optional<RowSplit>& rows(size_t i) const { return entries_[i].rows; }
     // The user's key/values, saved with the arrays and read back with them.
     Metadata& metadata() { return metadata_; }
     const Metadata& metadata() const { return metadata_; }
 
 private:
-    std::vector<std::pair<std::string, Array>> entries_;
+    struct Entry {
+        std::string name;
+        Array array;
+        bool restored = false;
+        std::optional<RowSplit> rows;
+    };
+    std::vector<Entry> entries_;
     std::unordered_map<std::string, size_t> index_;
-    std::vector<std::optional<RowSplit>> rows_;  // beside entries_
     Metadata metadata_;
 };
 

@@ -322,7 +322,8 @@ void ShardedStep::read_rows(const ManifestVariable& v, int64_t first, int64_t co
     }
 }
 
-void ShardedStep::restore(VarCollection& vars, const Renamer& rename) {
+void ShardedStep::restore(VarCollection& vars, const Renamer& rename, bool partial) {
+    for (size_t i = 0; i < vars.size(); ++i) vars.set_restored(i, false);
     std::map<std::string, const ManifestVariable*> by_name;
     for (const ManifestVariable& v : manifest_.variables) {
         std::string name = rename ? rename(v.name) : v.name;
@@ -336,7 +337,7 @@ void ShardedStep::restore(VarCollection& vars, const Renamer& rename) {
         const Array& a = vars.array(i);
         auto it = by_name.find(vars.name(i));
         if (it == by_name.end()) {
-            problems.push_back(fmt::format("'{}' is missing", vars.name(i)));
+            if (!partial) problems.push_back(fmt::format("'{}' is missing", vars.name(i)));
             continue;
         }
         const ManifestVariable& v = *it->second;
@@ -353,12 +354,14 @@ void ShardedStep::restore(VarCollection& vars, const Renamer& rename) {
     if (!problems.empty())
         fail(Code::mismatch, "{}: the step does not match the variables: {}", dir_, fmt::join(problems, "; "));
     for (size_t i = 0; i < vars.size(); ++i) {
+        if (source[i] == nullptr) continue;  // partial: not in the step
         const Array& a = vars.array(i);
         const auto& rows = vars.rows(i);
         const int64_t first = rows ? rows->begin : 0;
         const int64_t count = a.shape().empty() ? 1 : a.shape()[0];
         read_rows(*source[i], first, count, a.data());
     }
+    for (size_t i = 0; i < vars.size(); ++i) vars.set_restored(i, source[i] != nullptr);
     vars.metadata() = manifest_.metadata;
 }
 

@@ -40,8 +40,9 @@ public:
     // Restores `vars` in place (the rules of restore_npz): each variable is looked up by name (after `rename`) and
     // must have the manifest's dtype and shape — for a row split (VarCollection::set_rows), the global rows and the
     // other dimensions. Every variable is checked before any data is read. Reads only the rows each variable needs,
-    // from whichever shards hold them. Replaces the collection's metadata with the step's.
-    void restore(VarCollection& vars, const Renamer& rename);
+    // from whichever shards hold them. Replaces the collection's metadata with the step's. `partial`: a variable
+    // the step does not have is left untouched (VarCollection::restored says which were filled).
+    void restore(VarCollection& vars, const Renamer& rename, bool partial = false);
     // Every variable, whole (split ones assembled), with the step's metadata.
     VarCollection read_all();
     // Reads rows [first, first + count) of variable v (all its rows: whole) into dst.

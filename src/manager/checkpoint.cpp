@@ -84,8 +84,48 @@ CheckpointManager::CheckpointManager(std::string dir, Options options)
     }
     const auto kind = options_.async ? Writer::Kind::queue : Writer::Kind::simple;
     writer_ = std::make_unique<Writer>(kind, options_.queue_depth, options_.storage);
-    if (options_.async) snapshots_ = SnapshotPool::create(options_.queue_depth);
+    if (options_.async) snapshots_ = SnapshotPool::create(options_.queue_depth, options_.max_staging_bytes);
     last_save_ns_ = now_ns();
+    if (!options_.read_only) {
+        const std::vector<int64_t> indices = list();
+        if (!indices.empty()) {
+            try {
+                warn_if_disk_low(options_.storage->open_read(path(indices.back()))->size(), indices.size());
+            } catch (const Error&) {
+                // the newest file is unreadable: its size says nothing, and restoring will say what is wrong
+            }
+        }
+    }
+}
+
+namespace {
+std::string byte_size(uint64_t bytes) {
+    if (bytes < (uint64_t{1} << 20)) return fmt::format("{} bytes", bytes);
+    if (bytes < (uint64_t{1} << 30)) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
+    return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1 << 30));
+}
+}  // namespace
+
+// The free space a manager needs: room for the checkpoints `keep` has yet to accumulate plus the one being
+// written (one more when keep is off, or already reached — retention makes room after each save).
+void CheckpointManager::warn_if_disk_low(uint64_t checkpoint_bytes, size_t on_disk) const {
+    const std::optional<uint64_t> free = options_.storage->free_bytes(dir_);
+    if (!free) return;
+    const uint64_t keep = options_.keep > 0 ? static_cast<uint64_t>(options_.keep) : 0;
+    const uint64_t more = keep > on_disk ? keep - on_disk + 1 : 1;
+    if (*free / more >= checkpoint_bytes) return;
+    log(warning, fmt::format("{}: {} free, less than the {} that {} more checkpoint(s) of the last size ({}) will need",
+                             dir_, byte_size(*free), byte_size(more * checkpoint_bytes), more,
+                             byte_size(checkpoint_bytes)));
+}
+
+// Refuses, before any byte is written, a save the file system has no room for (a full disk found half way
+// would fail too, but only after filling it).
+void CheckpointManager::check_disk_space(uint64_t needed, int64_t index) const {
+    const std::optional<uint64_t> free = options_.storage->free_bytes(dir_);
+    if (!free || *free >= needed) return;
+    fail(Code::io, "{}: not enough space for checkpoint {}: it needs up to {} and {} is free", dir_, index,
+         byte_size(needed), byte_size(*free));
 }
 
 int64_t CheckpointManager::now_ns() const {
@@ -203,6 +243,10 @@ void CheckpointManager::remove_stale_temporaries() {
 
 std::vector<int64_t> CheckpointManager::list() {
     writer_->drain();
+    return on_disk();
+}
+
+std::vector<int64_t> CheckpointManager::on_disk() const {
     std::vector<int64_t> indices;
     for (const Step& step : steps()) indices.push_back(step.index);
     return indices;
@@ -274,17 +318,42 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
     }
     view->metadata() = saved_metadata(vars.metadata(), index, saved_at, metrics);
     // A file holds whole variables: a row split only means something to a sharded step.
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < vars.size(); ++i) bytes += vars.array(i).nbytes();
+    // A copy larger than the whole staging budget is never made: the save runs now, from the caller's arrays,
+    // after the saves before it (whose errors it reports first, as an asynchronous save would).
+    const bool background = options_.async && snapshots_->fits(bytes);
+    if (options_.async && !background) {
+        log(info, fmt::format("Saving checkpoint {} ({}) without a background copy: it is larger than "
+                              "max_staging_bytes ({})", index, byte_size(bytes), byte_size(options_.max_staging_bytes)));
+        writer_->wait();
+    }
     std::shared_ptr<const VarCollection> data;
-    if (options_.async)
-        data = snapshots_->copy(*view);
+    if (background)
+        data = snapshots_->copy(*view);  // waits while earlier saves hold too much of the budget
     else
         data = std::move(view);
     last_save_ns_ = saved_at;
     const NpzWriteOptions npz = options_.npz_write;
+    const uint64_t needed = npz_size_bound(*data, npz);
     writer_->submit(
         target,
-        [data, npz](OutputFile& out) { write_npz(out, *data, npz); },
-        false, [this, index] { apply_retention(index); });
+        [this, data, npz, needed, index](OutputFile& out) {
+            check_disk_space(needed, index);  // here, once earlier saves and their retention are done
+            write_npz(out, *data, npz);
+        },
+        false,
+        [this, index, target] {
+            apply_retention(index);
+            try {  // best effort, as retention: the save has succeeded
+                warn_if_disk_low(options_.storage->open_read(target)->size(), on_disk().size());
+            } catch (const std::exception&) {
+            }
+        });
+    if (options_.async && !background) {
+        data.reset();
+        writer_->wait();
+    }
 }
 
 void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t index, int64_t saved_at,
@@ -375,9 +444,9 @@ int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index, const A
 int64_t CheckpointManager::restore(VarCollection& vars, std::optional<int64_t> index) {
     return with_checkpoint(index, [&](NpzReader* file, ShardedStep* step) {
         if (file != nullptr)
-            restore_npz(*file, vars, options_.rename);
+            restore_npz(*file, vars, options_.rename, options_.partial);
         else
-            step->restore(vars, options_.rename);
+            step->restore(vars, options_.rename, options_.partial);
     });
 }
 

@@ -60,6 +60,8 @@ public:
         NpzWriteOptions npz_write;
         NpzReadOptions npz_read;
         Renamer rename;
+        bool partial = false;           // restore(): variables missing from the file are left untouched
+        uint64_t max_staging_bytes = 0; // async: bound on the copies held by queued and running saves; 0 = none
         Log log;
         std::shared_ptr<Storage> storage;
         // With a communicator the manager is collective: opening, every save (each rank writes its own shard of a
@@ -120,6 +122,9 @@ private:
     // Restores or reads one checkpoint (the attempt of with_checkpoint).
     using Attempt = std::function<void(NpzReader*, ShardedStep*)>;
     void remove_stale_temporaries();
+    std::vector<int64_t> on_disk() const;  // list() without waiting for background saves
+    void check_disk_space(uint64_t needed, int64_t index) const;
+    void warn_if_disk_low(uint64_t checkpoint_bytes, size_t on_disk) const;
     void apply_retention(int64_t just_saved);
     int64_t now_ns() const;
     // What retention needs to know of each checkpoint on disk, ascending; unreadable files record nothing.

@@ -4,6 +4,7 @@
 
 #include <fmt/ranges.h>
 
+#include <cstdint>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -24,7 +25,8 @@ std::string quoted_list(const std::vector<std::string>& names) {
 }
 }  // namespace
 
-void restore_npz(NpzReader& reader, VarCollection& vars, const Renamer& rename) {
+void restore_npz(NpzReader& reader, VarCollection& vars, const Renamer& rename, bool partial) {
+    for (size_t v = 0; v < vars.size(); ++v) vars.set_restored(v, false);
     // Names after renaming (views of the reader's names, or of `new_names`) -> entry.
     std::vector<std::string> new_names;
     if (rename) {
@@ -42,13 +44,14 @@ void restore_npz(NpzReader& reader, VarCollection& vars, const Renamer& rename) 
                                                          reader.entry(i).name, renamed(i)));
     }
 
-    std::vector<size_t> source(vars.size());
+    constexpr size_t kAbsent = SIZE_MAX;
+    std::vector<size_t> source(vars.size(), kAbsent);
     std::vector<bool> used(reader.size(), false);
     std::vector<std::string> missing, differ;
     for (size_t v = 0; v < vars.size(); ++v) {
         auto it = on_disk.find(vars.name(v));
         if (it == on_disk.end()) {
-            missing.push_back(vars.name(v));
+            if (!partial) missing.push_back(vars.name(v));
             continue;
         }
         const Array& a = vars.array(v);
@@ -76,12 +79,14 @@ void restore_npz(NpzReader& reader, VarCollection& vars, const Renamer& rename) 
 
     std::vector<NpzReader::Job> jobs;
     jobs.reserve(vars.size());
-    for (size_t v = 0; v < vars.size(); ++v) jobs.push_back({source[v], vars.array(v).data()});
+    for (size_t v = 0; v < vars.size(); ++v)
+        if (source[v] != kAbsent) jobs.push_back({source[v], vars.array(v).data()});
     // Copied before the arrays are read, then moved in: running out of memory leaves the metadata as it was
     // (a copy assignment could stop halfway through the keys).
     Metadata metadata = reader.metadata();
     reader.read_entries(jobs);
     vars.metadata() = std::move(metadata);
+    for (size_t v = 0; v < vars.size(); ++v) vars.set_restored(v, source[v] != kAbsent);
 }
 
 }  // namespace ckpt

@@ -19,6 +19,8 @@ using Renamer = std::function<std::string(const std::string& name_on_disk)>;
 // every missing or differing variable and every unused name on disk — leaves `vars` unchanged. Then reads each
 // variable's data straight into its buffer, and replaces the collection's metadata with the file's. Throws the
 // reader's errors too.
-void restore_npz(NpzReader& reader, VarCollection& vars, const Renamer& rename);
+// `partial`: a variable the file does not have is left untouched instead of failing (one whose dtype or shape
+// differs still fails). Afterwards vars.restored(i) tells which were filled; every flag is false after a failure.
+void restore_npz(NpzReader& reader, VarCollection& vars, const Renamer& rename, bool partial = false);
 
 }  // namespace ckpt

@@ -100,26 +100,22 @@ struct Member {
     size_t nbytes;
 };
 
-}  // namespace
-
-void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions options) {
-    if (options.layout == Layout::automatic) options.layout = Layout::plain;
-    if (options.layout != Layout::plain && options.layout != Layout::objax)
-        fail(Code::invalid, "unknown layout {}", static_cast<uint32_t>(options.layout));
-    if (options.level < 0 || options.level > 9) fail(Code::invalid, "deflate level {} is not in 0..9", options.level);
-
-    uint64_t total = 0;
-    for (size_t i = 0; i < vars.size(); ++i) total += vars.array(i).nbytes();
-    options.progress.start(total);
-
+// The members of the archive for `vars`, in file order, with the texts they point into.
+struct Plan {
+    std::u32string names;  // the objax names array
+    std::u32string metadata_text;
     std::vector<Member> members;
+};
+
+// options.layout is plain or objax. The members point into `plan` and into the arrays of `vars`.
+void plan_archive(Plan& plan, const VarCollection& vars, const NpzWriteOptions& options) {
+    auto& members = plan.members;
     members.reserve(vars.size() + 2);
-    std::u32string names;  // the objax names array, alive until written
     if (options.layout == Layout::objax) {
         size_t chars = 0;
-        names = objax_names(vars, chars);
+        plan.names = objax_names(vars, chars);
         members.push_back({"names.npy", format_npy_header(DType::unicode, 4 * chars, {static_cast<int64_t>(vars.size())}),
-                           names.data(), names.size() * sizeof(char32_t)});
+                           plan.names.data(), plan.names.size() * sizeof(char32_t)});
     }
     for (size_t i = 0; i < vars.size(); ++i) {
         const Array& a = vars.array(i);
@@ -129,13 +125,49 @@ void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions optio
     }
     // Last, and only when there is something to record: a file of numpy's own dtypes without metadata stays
     // member for member what np.savez writes.
-    std::u32string metadata_text;
     if (MetadataRecord record = metadata_record(vars, options.layout); !record.dtypes.empty() || !record.user.empty()) {
-        metadata_text = utf8_to_utf32(metadata_to_json(record));
+        plan.metadata_text = utf8_to_utf32(metadata_to_json(record));
         members.push_back({std::string(kMetadataName) + std::string(kNpySuffix),
-                           format_npy_header(DType::unicode, 4 * metadata_text.size(), {}), metadata_text.data(),
-                           metadata_text.size() * sizeof(char32_t)});
+                           format_npy_header(DType::unicode, 4 * plan.metadata_text.size(), {}),
+                           plan.metadata_text.data(), plan.metadata_text.size() * sizeof(char32_t)});
     }
+}
+
+void check_options(NpzWriteOptions& options) {
+    if (options.layout == Layout::automatic) options.layout = Layout::plain;
+    if (options.layout != Layout::plain && options.layout != Layout::objax)
+        fail(Code::invalid, "unknown layout {}", static_cast<uint32_t>(options.layout));
+    if (options.level < 0 || options.level > 9) fail(Code::invalid, "deflate level {} is not in 0..9", options.level);
+}
+
+}  // namespace
+
+uint64_t npz_size_bound(const VarCollection& vars, NpzWriteOptions options) {
+    check_options(options);
+    Plan plan;
+    plan_archive(plan, vars, options);
+    // Per member: local header (30) and central directory entry (46), the name in both, zip64 extras in both
+    // (4 + 16 and 4 + 24), the alignment extra (4 + up to 63) and a data descriptor (24); deflate can grow
+    // incompressible data by 5 bytes per 16 KiB block. Then the end records: zip64 (56 + 20) and classic (22).
+    uint64_t bytes = 56 + 20 + 22;
+    for (const Member& m : plan.members) {
+        const uint64_t data = m.header.size() + m.nbytes;
+        bytes += 30 + 46 + 2 * m.name.size() + 20 + 28 + 67 + 24 + data;
+        if (options.deflate) bytes += 5 * (data / 16384 + 1) + 6;
+    }
+    return bytes;
+}
+
+void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions options) {
+    check_options(options);
+
+    uint64_t total = 0;
+    for (size_t i = 0; i < vars.size(); ++i) total += vars.array(i).nbytes();
+    options.progress.start(total);
+
+    Plan plan;
+    plan_archive(plan, vars, options);
+    std::vector<Member>& members = plan.members;
     const size_t first_array = options.layout == Layout::objax ? 1 : 0;
     const size_t end_array = first_array + vars.size();
     const auto pieces = [](const Member& m) {

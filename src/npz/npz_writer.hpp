@@ -6,6 +6,7 @@
 #include "storage/storage.hpp"
 #include "core/var_collection.hpp"
 
+#include <cstdint>
 #include <string>
 
 namespace ckpt {
@@ -17,6 +18,9 @@ struct NpzWriteOptions {
     Progress progress;
 };
 
+// An upper bound on the bytes write_npz writes for `vars` (exact but for padding and zip64 fields it may leave
+// out; for deflate, the size if nothing compresses). Throws Error(invalid) for bad options.
+uint64_t npz_size_bound(const VarCollection& vars, NpzWriteOptions options);
 // Writes the whole archive for `vars` into `out`. Throws Error: invalid (bad options), io, no_memory.
 void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions options);
 

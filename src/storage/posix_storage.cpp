@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -280,6 +281,12 @@ private:
     }
 
 public:
+    std::optional<uint64_t> free_bytes(const std::string& dir) override {
+        struct statvfs st;
+        if (::statvfs(dir.c_str(), &st) != 0) return std::nullopt;
+        return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+    }
+
     std::unique_ptr<InputFile> open_read(const std::string& path) override {
         // O_NONBLOCK: opening a FIFO must not wait for a writer before the regular-file check refuses it (it has
         // no effect on regular files).

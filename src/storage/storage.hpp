@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,12 @@ public:
     virtual std::vector<std::string> list(const std::string& dir) = 0;
     // Opens a regular file for reading; throws Error(not_found) if it is missing.
     virtual std::unique_ptr<InputFile> open_read(const std::string& path) = 0;
+    // Bytes a new file in `dir` may still take (the file system's space available to this user), or nullopt
+    // when the storage cannot tell.
+    virtual std::optional<uint64_t> free_bytes(const std::string& dir) {
+        (void)dir;
+        return std::nullopt;
+    }
 
     // Directory operations, for sharded checkpoints (one directory per step). Storages without them throw
     // Error(unsupported), which makes sharded saves fail and listings show files only.

@@ -15,12 +15,28 @@ struct Snapshot {
 };
 }  // namespace
 
-std::shared_ptr<SnapshotPool> SnapshotPool::create(size_t keep) {
-    return std::shared_ptr<SnapshotPool>(new SnapshotPool(keep == 0 ? 1 : keep));
+std::shared_ptr<SnapshotPool> SnapshotPool::create(size_t keep, uint64_t budget) {
+    return std::shared_ptr<SnapshotPool>(new SnapshotPool(keep == 0 ? 1 : keep, budget));
 }
 
 SnapshotPool::~SnapshotPool() {
     for (auto& [n, p] : free_) ::operator delete[](p, kAlignment);
+}
+
+void SnapshotPool::reserve(uint64_t total) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (budget_ != 0) {
+        returned_.wait(lock, [&] { return live_bytes_ + total <= budget_; });
+        // Buffers kept for reuse count against the budget too: free the largest until this snapshot fits (the
+        // buffers it takes from the pool then only lower the total).
+        while (live_bytes_ + total + free_bytes_ > budget_ && !free_.empty()) {
+            auto it = std::prev(free_.end());
+            ::operator delete[](it->second, kAlignment);
+            free_bytes_ -= it->first;
+            free_.erase(it);
+        }
+    }
+    live_bytes_ += total;
 }
 
 unsigned char* SnapshotPool::take(size_t n) {
@@ -39,7 +55,10 @@ unsigned char* SnapshotPool::take(size_t n) {
 
 void SnapshotPool::give_back(unsigned char* p, size_t n) noexcept {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (free_bytes_ + n <= snapshot_bytes_ * keep_) {
+    live_bytes_ -= n;
+    returned_.notify_all();
+    const bool within_budget = budget_ == 0 || live_bytes_ + free_bytes_ + n <= budget_;
+    if (within_budget && free_bytes_ + n <= snapshot_bytes_ * keep_) {
         // This runs in a shared_ptr deleter, where an exception would end the process: when the pool cannot make
         // room for the buffer, the buffer is freed instead of kept.
         try {
@@ -56,13 +75,27 @@ std::shared_ptr<const VarCollection> SnapshotPool::copy(const VarCollection& var
     auto snapshot = std::make_shared<Snapshot>();
     std::weak_ptr<SnapshotPool> pool = weak_from_this();
     size_t total = 0;
+    for (size_t i = 0; i < vars.size(); ++i) total += vars.array(i).nbytes();
+    reserve(total);
+    // What is not yet handed to a buffer's deleter is given back here if the copy fails half way.
+    size_t unclaimed = total;
+    struct Release {
+        SnapshotPool& pool;
+        size_t& bytes;
+        ~Release() {
+            std::lock_guard<std::mutex> lock(pool.mutex_);
+            pool.live_bytes_ -= bytes;
+            pool.returned_.notify_all();
+        }
+    } release{*this, unclaimed};
     for (size_t i = 0; i < vars.size(); ++i) {
         const Array& a = vars.array(i);
         const size_t n = a.nbytes();
-        total += n;
         void* data = nullptr;
         if (n > 0) {
-            std::shared_ptr<unsigned char> buffer(take(n), [pool, n](unsigned char* p) {
+            unsigned char* raw = take(n);
+            unclaimed -= n;  // from here the deleter gives it back, even if the shared_ptr cannot be made
+            std::shared_ptr<unsigned char> buffer(raw, [pool, n](unsigned char* p) {
                 if (auto owner = pool.lock())
                     owner->give_back(p, n);
                 else

@@ -14,7 +14,7 @@ COPY, BORROW = 0, 1
 LAYOUT_AUTO, LAYOUT_PLAIN, LAYOUT_OBJAX = 0, 1, 2
 STORE, DEFLATE = 0, 1
 NPZ_OPTIONS_VERSION = 3
-MANAGER_OPTIONS_VERSION = 2
+MANAGER_OPTIONS_VERSION = 4
 WRITER_OPTIONS_VERSION = 1
 STORAGE_OPS_VERSION = 1
 COMM_OPS_VERSION = 1
@@ -51,7 +51,9 @@ class ManagerOptions(ctypes.Structure):
                 ("log", LOG_FN), ("log_payload", c_void_p), ("storage", c_void_p),
                 # version 2
                 ("keep_best", c_int32), ("best_metric", c_char_p), ("best_mode", c_uint32),
-                ("keep_seconds", c_int64), ("save_every_steps", c_int64), ("save_every_seconds", c_int64)]
+                ("keep_seconds", c_int64), ("save_every_steps", c_int64), ("save_every_seconds", c_int64),
+                ("max_staging_bytes", c_uint64),  # version 3
+                ("comm", c_void_p)]  # version 4
 
 
 class WriterOptions(ctypes.Structure):

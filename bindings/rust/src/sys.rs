@@ -87,7 +87,7 @@ pub const CKPT_MANAGER_VERBOSE: u32 = 8;
 pub const CKPT_MANAGER_READ_ONLY: u32 = 16;
 pub const CKPT_BEST_MIN: u32 = 0;
 pub const CKPT_BEST_MAX: u32 = 1;
-pub const CKPT_MANAGER_OPTIONS_VERSION: u32 = 2;
+pub const CKPT_MANAGER_OPTIONS_VERSION: u32 = 4;
 
 // ------------------------------------------------------------------------------------------------ opaque handles
 // Zero-sized and unconstructible: only pointers to them exist, and they are neither Send nor Sync by themselves.
@@ -250,6 +250,10 @@ pub struct ckpt_manager_options {
     pub keep_seconds: i64,
     pub save_every_steps: i64,
     pub save_every_seconds: i64,
+    // version 3
+    pub max_staging_bytes: u64,
+    // version 4
+    pub comm: *mut ckpt_comm,
 }
 
 // ------------------------------------------------------------------------------------------------ functions
