@@ -486,6 +486,46 @@ CKPT_API void ckpt_comm_free(ckpt_comm *comm);
 CKPT_API int32_t ckpt_comm_rank(const ckpt_comm *comm);
 CKPT_API int32_t ckpt_comm_size(const ckpt_comm *comm);
 
+/* --------------------------------------------------------------------------------------------- sharded steps */
+/* One sharded checkpoint step, read by one process: a directory "<subdir>/%010d/" of shards and manifest.json that a
+ * manager with a communicator saved (docs/distributed.md). Opening reads and checks the manifest; shards are opened
+ * when a variable is read from them. Managers read sharded steps themselves; this is for tools and inspection. */
+typedef struct ckpt_step ckpt_step;
+/* Opens the step directory `dir`. opts (may be NULL): its storage and reading limits apply. Returns CKPT_OK;
+ * CKPT_EINVAL (NULL out or dir, bad options); CKPT_ENOTFOUND (no manifest.json in dir); CKPT_EFORMAT (a malformed
+ * manifest, the message naming the problem); CKPT_EUNSUPPORTED (a newer manifest version); CKPT_EIO; CKPT_ENOMEM. */
+CKPT_API int ckpt_step_open(ckpt_step **out, const char *dir, const ckpt_npz_options *opts);
+/* Closes the step. NULL is fine. */
+CKPT_API void ckpt_step_close(ckpt_step *step);
+/* The step's index (-1 for NULL) and the number of ranks that saved it (0 for NULL). */
+CKPT_API int64_t ckpt_step_index(const ckpt_step *step);
+CKPT_API int32_t ckpt_step_world_size(const ckpt_step *step);
+/* The file name of rank's shard in the step directory ("shard-00003-of-00008.npz", borrowed); NULL out of range. */
+CKPT_API const char *ckpt_step_shard(const ckpt_step *step, int32_t rank);
+/* Number of variables; their names and accessors, as the ckpt_npz ones — the shape is the global one for a
+ * row-split variable (borrowed). Out of range gives 0 or NULL. */
+CKPT_API size_t ckpt_step_count(const ckpt_step *step);
+CKPT_API const char *ckpt_step_name(const ckpt_step *step, size_t i);
+CKPT_API uint32_t ckpt_step_dtype(const ckpt_step *step, size_t i);
+CKPT_API size_t ckpt_step_itemsize(const ckpt_step *step, size_t i);
+CKPT_API uint32_t ckpt_step_ndim(const ckpt_step *step, size_t i);
+CKPT_API const int64_t *ckpt_step_shape(const ckpt_step *step, size_t i);
+CKPT_API size_t ckpt_step_nbytes(const ckpt_step *step, size_t i);
+/* Number of pieces of variable i: 0 for a whole variable (held by one shard), else the shards its rows are in. */
+CKPT_API size_t ckpt_step_pieces(const ckpt_step *step, size_t i);
+/* Reads rows [first, first + count) of variable i along dimension 0 (a 0-d variable: first 0, count 1) into dst
+ * (native byte order, C order), from whichever shards hold them: a piece read whole has its CRC-32 verified, part
+ * of a stored one is a ranged read (see ckpt_manager_restore). dst_size must hold count rows.
+ * Returns CKPT_OK; CKPT_EINVAL (NULL step, NULL dst for a non-empty read, rows outside the variable);
+ * CKPT_ENOTFOUND (i out of range); CKPT_EBUFS (dst_size too small); CKPT_EFORMAT (a shard is corrupt, or does not
+ * hold what the manifest says); CKPT_EIO; CKPT_ENOMEM. */
+CKPT_API int ckpt_step_read_rows(ckpt_step *step, size_t i, int64_t first, int64_t count, void *dst, size_t dst_size);
+/* The step's metadata (the manifest's), as the ckpt_npz_metadata functions (borrowed until the step is closed). */
+CKPT_API const char *ckpt_step_metadata(const ckpt_step *step, const char *key);
+CKPT_API size_t ckpt_step_metadata_count(const ckpt_step *step);
+CKPT_API const char *ckpt_step_metadata_key(const ckpt_step *step, size_t i);
+CKPT_API const char *ckpt_step_metadata_value(const ckpt_step *step, size_t i);
+
 /* ------------------------------------------------------------------------------------------ checkpoint manager */
 /* objax.io.Checkpoint: a directory <logdir>/<subdir> of numbered checkpoints "%010d.npz" (wider for indices past
  * 9999999999) that a training program saves into and resumes from. Saves are atomic and durable; after each save

@@ -70,6 +70,7 @@ mod dtype;
 mod error;
 mod manager;
 mod npz;
+mod step;
 mod storage;
 pub mod sys;
 mod util;
@@ -81,6 +82,7 @@ pub use dtype::{Bf16, Bool, Complex, Dtype, Element, F8E4M3Fn, F8E4M3Fnuz, F8E5M
 pub use error::{Code, Error, Result};
 pub use manager::{checkpoint_idx, BestMode, LogLevel, Manager, ManagerOptions};
 pub use npz::{Compression, Layout, MemberInfo, Npz, NpzOptions};
+pub use step::Step;
 pub use storage::{InputFile, OutputFile, Storage, StorageHandle};
 pub use vars::Vars;
 pub use writer::{Sink, Writer, WriterKind, WriterOptions};

@@ -107,6 +107,11 @@ pub struct ckpt_storage {
     _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
 }
 #[repr(C)]
+pub struct ckpt_step {
+    _opaque: [u8; 0],
+    _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+#[repr(C)]
 pub struct ckpt_comm {
     _opaque: [u8; 0],
     _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
@@ -346,6 +351,33 @@ extern "C" {
     pub fn ckpt_storage_new(out: *mut *mut ckpt_storage, ops: *const ckpt_storage_ops) -> c_int;
     pub fn ckpt_storage_new_memory(out: *mut *mut ckpt_storage) -> c_int;
     pub fn ckpt_storage_free(storage: *mut ckpt_storage);
+
+    // sharded steps
+    pub fn ckpt_step_open(out: *mut *mut ckpt_step, dir: *const c_char, opts: *const ckpt_npz_options) -> c_int;
+    pub fn ckpt_step_close(step: *mut ckpt_step);
+    pub fn ckpt_step_index(step: *const ckpt_step) -> i64;
+    pub fn ckpt_step_world_size(step: *const ckpt_step) -> i32;
+    pub fn ckpt_step_shard(step: *const ckpt_step, rank: i32) -> *const c_char;
+    pub fn ckpt_step_count(step: *const ckpt_step) -> usize;
+    pub fn ckpt_step_name(step: *const ckpt_step, i: usize) -> *const c_char;
+    pub fn ckpt_step_dtype(step: *const ckpt_step, i: usize) -> u32;
+    pub fn ckpt_step_itemsize(step: *const ckpt_step, i: usize) -> usize;
+    pub fn ckpt_step_ndim(step: *const ckpt_step, i: usize) -> u32;
+    pub fn ckpt_step_shape(step: *const ckpt_step, i: usize) -> *const i64;
+    pub fn ckpt_step_nbytes(step: *const ckpt_step, i: usize) -> usize;
+    pub fn ckpt_step_pieces(step: *const ckpt_step, i: usize) -> usize;
+    pub fn ckpt_step_read_rows(
+        step: *mut ckpt_step,
+        i: usize,
+        first: i64,
+        count: i64,
+        dst: *mut c_void,
+        dst_size: usize,
+    ) -> c_int;
+    pub fn ckpt_step_metadata(step: *const ckpt_step, key: *const c_char) -> *const c_char;
+    pub fn ckpt_step_metadata_count(step: *const ckpt_step) -> usize;
+    pub fn ckpt_step_metadata_key(step: *const ckpt_step, i: usize) -> *const c_char;
+    pub fn ckpt_step_metadata_value(step: *const ckpt_step, i: usize) -> *const c_char;
 
     // communicators
     pub fn ckpt_comm_new(out: *mut *mut ckpt_comm, ops: *const ckpt_comm_ops) -> c_int;

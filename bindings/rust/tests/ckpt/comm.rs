@@ -79,3 +79,32 @@ fn a_variable_is_marked_as_rows_of_a_global_array_and_back() {
     vars.set_rows("emb", None).unwrap();
     assert_eq!(vars.rows("emb").unwrap(), None);
 }
+
+#[test]
+fn a_manager_with_a_communicator_saves_a_sharded_step_that_a_step_reads() {
+    let dir = crate::common::TempDir::new("sharded");
+    let comm = CommHandle::new(Solo).unwrap();
+    let mut manager = ckpt::Manager::open(dir.path(), &ckpt::ManagerOptions::new().comm(comm)).unwrap();
+    let mut vars = Vars::new().unwrap();
+    let emb: Vec<f32> = (0..12).map(|x| x as f32).collect();
+    vars.add::<f32>("emb", &[4, 3], &emb).unwrap();
+    vars.set_rows("emb", Some((0, 4))).unwrap();
+    manager.save(&vars, 5).unwrap();
+    assert_eq!(manager.list().unwrap(), vec![5]);
+    drop(manager);
+
+    let mut step = ckpt::Step::open(dir.path().join("ckpt/0000000005")).unwrap();
+    assert_eq!((step.index(), step.world_size(), step.len()), (5, 1, 1));
+    assert_eq!(step.shard(0), Some("shard-00000-of-00001.npz"));
+    assert_eq!(step.shard(1), None);
+    assert_eq!(step.names().collect::<Vec<_>>(), vec!["emb"]);
+    assert_eq!(step.dtype("emb").unwrap(), ckpt::Dtype::Float32);
+    assert_eq!((step.itemsize("emb").unwrap(), step.nbytes("emb").unwrap(), step.pieces("emb").unwrap()), (4, 48, 1));
+    assert_eq!(step.shape("emb").unwrap(), &[4, 3]);
+    assert_eq!(step.metadata("ckpt.index"), Some("5"));
+    assert!(step.metadata_iter().any(|(k, _)| k == "ckpt.saved_at"));
+    let rows = step.read_rows_bytes("emb", 1, 2).unwrap();
+    let want: Vec<u8> = emb[3..9].iter().flat_map(|x| x.to_ne_bytes()).collect();
+    assert_eq!(rows, want);
+    assert!(!step.is_empty());
+}
