@@ -2,6 +2,7 @@
 // --verify, a verdict — without locking or changing anything.
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
+#include "sharded_step.hpp"
 #include "text.hpp"
 
 #include <fmt/format.h>
@@ -50,6 +51,7 @@ struct Entry {
     std::string error;
     int exit_code = kExitOk;
     std::string time_key;  // the metadata key the saving time came from, or "" for the file's mtime
+    bool sharded = false;  // a step directory of shards
 };
 
 std::string summary(const Entry& e) {
@@ -101,6 +103,38 @@ std::string saved_text(const Entry& e) {
     return local_time(e.mtime);
 }
 
+// A sharded step: its files' sizes, its manifest's variables and metadata.
+Entry inspect_step(Entry e, const LsOptions& o, Progress& progress, Scratch& scratch) {
+    e.size = step_bytes(e.path);
+    e.sharded = true;
+    ckpt_step* raw = nullptr;
+    const int rc = ckpt_step_open(&raw, e.path.c_str(), nullptr);
+    if (rc != CKPT_OK) {
+        e.error = ckpt_message(rc, e.path);
+        e.exit_code = open_exit_code(rc);
+    } else {
+        const Step step(raw);
+        e.opened = true;
+        e.arrays = ckpt_step_count(raw);
+        for (size_t k = 0; k < ckpt_step_metadata_count(raw); ++k)
+            e.metadata.emplace_back(ckpt_step_metadata_key(raw, k), ckpt_step_metadata_value(raw, k));
+        for (const char* key : kTimeKeys) {
+            if (ckpt_step_metadata(raw, key) != nullptr) {
+                e.time_key = key;
+                break;
+            }
+        }
+    }
+    if (o.verify) {
+        e.verdict = verify_step(e.path, progress, scratch);
+        if (e.verdict->verdict != "ok") {
+            e.error = e.verdict->error;
+            e.exit_code = std::max(e.exit_code, e.verdict->exit_code);
+        }
+    }
+    return e;
+}
+
 Entry inspect(const CheckpointDir& dir, int64_t index, const LsOptions& o, Progress& progress, Scratch& scratch) {
     Entry e;
     e.index = index;
@@ -113,6 +147,7 @@ Entry inspect(const CheckpointDir& dir, int64_t index, const LsOptions& o, Progr
     }
     e.size = static_cast<uint64_t>(st.st_size);
     e.mtime = st.st_mtime;
+    if (is_step_dir(e.path)) return inspect_step(std::move(e), o, progress, scratch);
     ckpt_npz* raw = nullptr;
     const int rc = ckpt_npz_open(&raw, e.path.c_str(), nullptr);
     if (rc != CKPT_OK) {
@@ -153,6 +188,7 @@ Json entry_json(const Entry& e, bool verify) {
     j["saved_at"] = saved;
     j["saved_at_source"] = e.time_key.empty() ? std::string("mtime") : "metadata:" + e.time_key;
     j["arrays"] = e.opened ? Json(e.arrays) : Json(nullptr);
+    j["sharded"] = e.sharded;
     if (e.opened) {
         Json meta = Json::object();
         for (const auto& kv : e.metadata) meta[kv.first] = kv.second;

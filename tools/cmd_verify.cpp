@@ -1,6 +1,7 @@
 // ckpt verify FILE|LOGDIR...: the full check of every file, one verdict line each.
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
+#include "sharded_step.hpp"
 #include "text.hpp"
 
 #include <fmt/format.h>
@@ -103,10 +104,14 @@ int run_verify(const VerifyOptions& o) {
         status = std::max(status, v.exit_code);
     };
     const auto one = [&](const std::string& path) {
-        Verdict v = verify_file(path, progress, scratch);
+        const bool step = is_step_dir(path);
+        Verdict v = step ? verify_step(path, progress, scratch) : verify_file(path, progress, scratch);
         std::optional<uint64_t> size;
         struct stat st{};
-        if (::stat(path.c_str(), &st) == 0) size = static_cast<uint64_t>(st.st_size);
+        if (step)
+            size = step_bytes(path);
+        else if (::stat(path.c_str(), &st) == 0)
+            size = static_cast<uint64_t>(st.st_size);
         tally(v);
         if (o.json) {
             files.push_back(verdict_json(v, size));
@@ -114,8 +119,8 @@ int run_verify(const VerifyOptions& o) {
         }
         progress.clear();
         if (v.verdict == "ok") {
-            std::cout << fmt::format("{}: ok ({} array{}, {})\n", path, v.arrays, v.arrays == 1 ? "" : "s",
-                                     human_size(size.value_or(0), o.bytes));
+            std::cout << fmt::format("{}: ok ({}{} array{}, {})\n", path, step ? "sharded step, " : "", v.arrays,
+                                     v.arrays == 1 ? "" : "s", human_size(size.value_or(0), o.bytes));
         } else {
             std::cout << fmt::format("{}: {}: {}\n", path, v.verdict, without_path(v.error, path));
         }
@@ -123,7 +128,7 @@ int run_verify(const VerifyOptions& o) {
     };
 
     for (const std::string& target : o.targets) {
-        if (!is_directory(target)) {
+        if (!is_directory(target) || is_step_dir(target)) {
             one(target);
             continue;
         }
