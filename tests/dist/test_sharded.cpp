@@ -5,6 +5,7 @@
 #include "dist/manifest.hpp"
 #include "manager/checkpoint.hpp"
 #include "support/temp_dir.hpp"
+#include "storage/memory_storage.hpp"
 #include "support/thread_comm.hpp"
 
 #include <catch2/catch.hpp>
@@ -381,4 +382,40 @@ TEST_CASE("The manifest parser refuses what is not a manifest, naming the proble
     CHECK(error_of(head + R"("variables":[{"name":"a","dtype":"float33","itemsize":4,"shape":[2],"shard":0}]})")
               .find("unknown dtype 'float33'") != std::string::npos);
     CHECK(error_of(head + R"("variables":[]})") == "no error");
+}
+
+TEST_CASE("The in-memory storage holds sharded steps: saved, replaced, restored, retained, cleaned up") {
+    auto storage = std::make_shared<MemoryStorage>();
+    storage->make_dirs("run/ckpt/.0000000005.tmp-abcDEF");  // a stale staging directory
+    storage->put("run/ckpt/.0000000005.tmp-abcDEF/shard-00000-of-00002.npz", "partial");
+    std::vector<Outcome> out(2);
+    run_ranks(2, [&](int rank, std::shared_ptr<Comm> comm) {
+        out[static_cast<size_t>(rank)] = outcome_of([&](Outcome& o) {
+            auto options = sharded(comm, storage);
+            options.keep = 2;
+            CheckpointManager m("run/ckpt", options);
+            for (int64_t s : {1, 2, 3}) {
+                State state(rank, 2, s);
+                m.save(state.vars, s);
+            }
+            State again(rank, 2, 22);
+            m.save(again.vars, 2);  // replaces step 2
+            State state(rank, 2, 0);
+            state.clear();
+            m.restore(state.vars, 2);
+            const bool replaced = state.holds(rank, 2, 22);
+            state.clear();
+            o.restored = m.restore(state.vars, std::nullopt);
+            o.exact = replaced && state.holds(rank, 2, 3) && m.list() == std::vector<int64_t>{2, 3};
+        });
+    });
+    for (const Outcome& o : out) {
+        CHECK(o.message.empty());
+        CHECK(o.restored == 3);
+        CHECK(o.exact);
+    }
+    auto dirs = storage->list_dirs("run/ckpt");
+    std::sort(dirs.begin(), dirs.end());
+    CHECK(dirs == std::vector<std::string>{"0000000002", "0000000003"});
+    CHECK(storage->exists("run/ckpt/0000000003/manifest.json"));
 }
