@@ -103,36 +103,20 @@ std::string saved_text(const Entry& e) {
     return local_time(e.mtime);
 }
 
-// A sharded step: its files' sizes, its manifest's variables and metadata.
-Entry inspect_step(Entry e, const LsOptions& o, Progress& progress, Scratch& scratch) {
-    e.size = step_bytes(e.path);
-    e.sharded = true;
-    ckpt_step* raw = nullptr;
-    const int rc = ckpt_step_open(&raw, e.path.c_str(), nullptr);
-    if (rc != CKPT_OK) {
-        e.error = ckpt_message(rc, e.path);
-        e.exit_code = open_exit_code(rc);
-    } else {
-        const Step step(raw);
-        e.opened = true;
-        e.arrays = ckpt_step_count(raw);
-        for (size_t k = 0; k < ckpt_step_metadata_count(raw); ++k)
-            e.metadata.emplace_back(ckpt_step_metadata_key(raw, k), ckpt_step_metadata_value(raw, k));
-        for (const char* key : kTimeKeys) {
-            if (ckpt_step_metadata(raw, key) != nullptr) {
-                e.time_key = key;
-                break;
-            }
+// What an open checkpoint — a file's ckpt_npz or a step's ckpt_step — says of itself: its arrays and metadata.
+template <typename Handle>
+void describe(Entry& e, const Handle* raw, size_t (*count)(const Handle*), size_t (*metadata_count)(const Handle*),
+              const char* (*key)(const Handle*, size_t), const char* (*value)(const Handle*, size_t)) {
+    e.opened = true;
+    e.arrays = count(raw);
+    for (size_t k = 0; k < metadata_count(raw); ++k) e.metadata.emplace_back(key(raw, k), value(raw, k));
+    for (const char* time_key : kTimeKeys) {
+        const auto has = [&](const std::pair<std::string, std::string>& kv) { return kv.first == time_key; };
+        if (std::any_of(e.metadata.begin(), e.metadata.end(), has)) {
+            e.time_key = time_key;
+            break;
         }
     }
-    if (o.verify) {
-        e.verdict = verify_step(e.path, progress, scratch);
-        if (e.verdict->verdict != "ok") {
-            e.error = e.verdict->error;
-            e.exit_code = std::max(e.exit_code, e.verdict->exit_code);
-        }
-    }
-    return e;
 }
 
 Entry inspect(const CheckpointDir& dir, int64_t index, const LsOptions& o, Progress& progress, Scratch& scratch) {
@@ -147,27 +131,29 @@ Entry inspect(const CheckpointDir& dir, int64_t index, const LsOptions& o, Progr
     }
     e.size = static_cast<uint64_t>(st.st_size);
     e.mtime = st.st_mtime;
-    if (is_step_dir(e.path)) return inspect_step(std::move(e), o, progress, scratch);
-    ckpt_npz* raw = nullptr;
-    const int rc = ckpt_npz_open(&raw, e.path.c_str(), nullptr);
+    // A sharded step: its shards' and manifest's sizes, its manifest's variables and metadata.
+    e.sharded = is_step_dir(e.path);
+    int rc;
+    if (e.sharded) {
+        e.size = step_bytes(e.path);
+        ckpt_step* raw = nullptr;
+        rc = ckpt_step_open(&raw, e.path.c_str(), nullptr);
+        const Step step(raw);
+        if (rc == CKPT_OK)
+            describe(e, raw, ckpt_step_count, ckpt_step_metadata_count, ckpt_step_metadata_key, ckpt_step_metadata_value);
+    } else {
+        ckpt_npz* raw = nullptr;
+        rc = ckpt_npz_open(&raw, e.path.c_str(), nullptr);
+        const Npz npz(raw);
+        if (rc == CKPT_OK)
+            describe(e, raw, ckpt_npz_count, ckpt_npz_metadata_count, ckpt_npz_metadata_key, ckpt_npz_metadata_value);
+    }
     if (rc != CKPT_OK) {
         e.error = ckpt_message(rc, e.path);
         e.exit_code = open_exit_code(rc);
-    } else {
-        const Npz npz(raw);
-        e.opened = true;
-        e.arrays = ckpt_npz_count(raw);
-        for (size_t k = 0; k < ckpt_npz_metadata_count(raw); ++k)
-            e.metadata.emplace_back(ckpt_npz_metadata_key(raw, k), ckpt_npz_metadata_value(raw, k));
-        for (const char* key : kTimeKeys) {
-            if (ckpt_npz_metadata(raw, key) != nullptr) {
-                e.time_key = key;
-                break;
-            }
-        }
     }
     if (o.verify) {
-        e.verdict = verify_file(e.path, progress, scratch);
+        e.verdict = e.sharded ? verify_step(e.path, progress, scratch) : verify_file(e.path, progress, scratch);
         if (e.verdict->verdict != "ok") {
             e.error = e.verdict->error;
             e.exit_code = std::max(e.exit_code, e.verdict->exit_code);

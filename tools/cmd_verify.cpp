@@ -33,6 +33,31 @@ void set_failure(Verdict& v, int rc) {
     v.exit_code = exit_code_for(rc);
 }
 
+void verify_arrays(Verdict& v, const ArrayReader& arrays, Progress& progress, Scratch& scratch) {
+    uint64_t total = 0;
+    for (size_t i = 0; i < v.arrays; ++i) total += arrays.nbytes(i);
+    progress.start("verifying " + v.path, total);
+    for (size_t i = 0; i < v.arrays; ++i) {
+        const size_t n = arrays.nbytes(i);
+        unsigned char* dst;
+        try {
+            dst = scratch.get(n);
+        } catch (const std::bad_alloc&) {
+            v.verdict = "unreadable";
+            v.error = fmt::format("{}: array '{}': cannot allocate {} bytes to read it into", v.path, arrays.name(i), n);
+            v.exit_code = kExitInternal;
+            return;
+        }
+        const int read = arrays.read(i, dst, n);
+        if (read != CKPT_OK) {
+            set_failure(v, read);
+            return;
+        }
+        progress.add_base(n);
+    }
+    v.verdict = "ok";
+}
+
 Verdict verify_file(const std::string& path, Progress& progress, Scratch& scratch) {
     Verdict v;
     v.path = path;
@@ -48,28 +73,10 @@ Verdict verify_file(const std::string& path, Progress& progress, Scratch& scratc
     const Npz npz(raw);
     v.opened = true;
     v.arrays = ckpt_npz_count(raw);
-    uint64_t total = 0;
-    for (size_t i = 0; i < v.arrays; ++i) total += ckpt_npz_nbytes(raw, i);
-    progress.start("verifying " + path, total);
-    for (size_t i = 0; i < v.arrays; ++i) {
-        const size_t n = ckpt_npz_nbytes(raw, i);
-        unsigned char* dst;
-        try {
-            dst = scratch.get(n);
-        } catch (const std::bad_alloc&) {
-            v.verdict = "unreadable";
-            v.error = fmt::format("{}: array '{}': cannot allocate {} bytes to read it into", path, ckpt_npz_name(raw, i), n);
-            v.exit_code = kExitInternal;
-            return v;
-        }
-        const int read = ckpt_npz_read_into(raw, i, dst, n);
-        if (read != CKPT_OK) {
-            set_failure(v, read);
-            return v;
-        }
-        progress.add_base(n);
-    }
-    v.verdict = "ok";
+    verify_arrays(v,
+                  {[&](size_t i) { return ckpt_npz_nbytes(raw, i); }, [&](size_t i) { return ckpt_npz_name(raw, i); },
+                   [&](size_t i, void* dst, size_t n) { return ckpt_npz_read_into(raw, i, dst, n); }},
+                  progress, scratch);
     return v;
 }
 

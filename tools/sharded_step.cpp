@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 
 #include <iostream>
-#include <new>
 #include <vector>
 
 namespace ckpt_tool {
@@ -58,30 +57,11 @@ Verdict verify_step(const std::string& path, Progress& progress, Scratch& scratc
     const Step step(raw);
     v.opened = true;
     v.arrays = ckpt_step_count(raw);
-    uint64_t total = 0;
-    for (size_t i = 0; i < v.arrays; ++i) total += ckpt_step_nbytes(raw, i);
-    progress.start("verifying " + path, total);
-    for (size_t i = 0; i < v.arrays; ++i) {
-        const size_t n = ckpt_step_nbytes(raw, i);
-        unsigned char* dst;
-        try {
-            dst = scratch.get(n);
-        } catch (const std::bad_alloc&) {
-            v.verdict = "unreadable";
-            v.error = fmt::format("{}: variable '{}': cannot allocate {} bytes to read it into", path,
-                                  ckpt_step_name(raw, i), n);
-            v.exit_code = kExitInternal;
-            return v;
-        }
-        // Every piece is read whole, so every CRC-32 is checked.
-        const int read = ckpt_step_read_rows(raw, i, 0, rows_of(raw, i), dst, n);
-        if (read != CKPT_OK) {
-            set_failure(v, read);
-            return v;
-        }
-        progress.add_base(n);
-    }
-    v.verdict = "ok";
+    // Every piece is read whole, so every CRC-32 is checked.
+    verify_arrays(v,
+                  {[&](size_t i) { return ckpt_step_nbytes(raw, i); }, [&](size_t i) { return ckpt_step_name(raw, i); },
+                   [&](size_t i, void* dst, size_t n) { return ckpt_step_read_rows(raw, i, 0, rows_of(raw, i), dst, n); }},
+                  progress, scratch);
     return v;
 }
 
