@@ -215,7 +215,7 @@ bool is_step_temp(const std::string& name) {
 }
 
 void save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t index, const VarCollection& vars,
-                  const NpzWriteOptions& options) {
+                  const NpzWriteOptions& options, std::exception_ptr failed) {
     const int32_t rank = comm.rank(), world = comm.size();
     const std::string target = join_path(dir, step_dir_name(index));
     const std::string what = fmt::format("{}: sharded save of step {}", target, index);
@@ -237,6 +237,7 @@ void save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t 
 
     // 2. Every rank writes its shard (durably: a temporary renamed, the directory synced) and says how it went.
     const Report mine = run([&](Report& r) {
+        if (failed) std::rethrow_exception(failed);
         r.vars = describe(vars);
         save_npz(storage, join_path(staging, shard_name(rank, world)), vars, options);
     });

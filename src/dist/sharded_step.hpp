@@ -9,6 +9,7 @@
 #include "npz/npz_writer.hpp"
 #include "storage/storage.hpp"
 
+#include <exception>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,9 +26,10 @@ bool is_step_temp(const std::string& name);
 // The collective save of `vars` (whose metadata is the step's) as step `index` of `dir`: every rank writes its
 // shard into a staging directory, the ranks gather their statuses, rank 0 writes the manifest and renames the
 // staging directory to the step's; then every rank returns, or throws the same Error naming the failing rank(s).
-// A step that existed is replaced (set aside, then removed once the new one is in place).
+// A step that existed is replaced (set aside, then removed once the new one is in place). `failed`: this rank could
+// not prepare its part (it still takes part in every collective, and its error fails the save everywhere).
 void save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t index, const VarCollection& vars,
-                  const NpzWriteOptions& options);
+                  const NpzWriteOptions& options, std::exception_ptr failed = nullptr);
 
 // One committed step, read by one process: its manifest, and its shards opened on demand.
 class ShardedStep {

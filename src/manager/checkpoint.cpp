@@ -359,14 +359,21 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
 void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t index, int64_t saved_at,
                                           const Metrics& metrics) {
     VarCollection view;
-    for (size_t i = 0; i < vars.size(); ++i) {
-        const Array& a = vars.array(i);
-        view.add(vars.name(i), Array::borrow(a.dtype(), a.itemsize(), a.shape(), a.data()));
-        view.set_rows(i, vars.rows(i));
+    // A failure here (a bad metric name, no memory) is this rank's part of the save failing: it must still take
+    // part in every collective, or the other ranks would wait for it forever.
+    std::exception_ptr failed;
+    try {
+        for (size_t i = 0; i < vars.size(); ++i) {
+            const Array& a = vars.array(i);
+            view.add(vars.name(i), Array::borrow(a.dtype(), a.itemsize(), a.shape(), a.data()));
+            view.set_rows(i, vars.rows(i));
+        }
+        view.metadata() = saved_metadata(vars.metadata(), index, saved_at, metrics);
+    } catch (...) {
+        failed = std::current_exception();
     }
-    view.metadata() = saved_metadata(vars.metadata(), index, saved_at, metrics);
     last_save_ns_ = saved_at;
-    save_sharded(*options_.comm, *options_.storage, dir_, index, view, options_.npz_write);
+    save_sharded(*options_.comm, *options_.storage, dir_, index, view, options_.npz_write, failed);
     if (options_.comm->rank() != 0) return;
     // A file of the same index is replaced by the step (the listing shows the step already).
     try {

@@ -419,3 +419,21 @@ TEST_CASE("The in-memory storage holds sharded steps: saved, replaced, restored,
     CHECK(dirs == std::vector<std::string>{"0000000002", "0000000003"});
     CHECK(storage->exists("run/ckpt/0000000003/manifest.json"));
 }
+
+TEST_CASE("A rank whose own arguments are bad fails the save on every rank instead of leaving them waiting") {
+    TempDir tmp;
+    const std::string dir = tmp.file("ckpt");
+    std::vector<Outcome> out(3);
+    run_ranks(3, [&](int rank, std::shared_ptr<Comm> comm) {
+        CheckpointManager m(dir, sharded(comm));
+        State state(rank, 3, 1);
+        const Metrics metrics = rank == 1 ? Metrics{{"", 1.0}} : Metrics{{"loss", 1.0}};
+        out[static_cast<size_t>(rank)] = outcome_of([&](Outcome&) { m.save(state.vars, 1, metrics); });
+    });
+    for (const Outcome& o : out) {
+        CHECK(o.code == static_cast<int>(Code::invalid));
+        CHECK(o.message == out[0].message);
+    }
+    CHECK(out[0].message.find("failed on 1 rank: rank 1 of 3: ") != std::string::npos);
+    CHECK(names_in(dir) == std::vector<std::string>{".ckpt.lock"});
+}
