@@ -2,9 +2,10 @@
  * raw write() + fsync + rename + directory fsync of the same bytes, and raw read() into the same buffers.
  * bench/bench_numpy.py measures numpy on the same data; bench/report.py puts the two side by side.
  *
- * Usage: bench_npz NAME MIB ARRAYS [--dir D] [--runs N] [--deflate L1,L2,...] [--no-cold]
+ * Usage: bench_npz NAME MIB ARRAYS [--dir D] [--runs N] [--deflate L1,L2,...] [--no-cold] [--bf16]
  *   NAME labels the output; MIB of float32 state in ARRAYS arrays of equal size; --deflate saves once per level
- *   (CKPT_DEFLATE) instead of stored; --no-cold skips the restores from a cold page cache.
+ *   (CKPT_DEFLATE) instead of stored; --no-cold skips the restores from a cold page cache; --bf16 makes the state
+ *   CKPT_BFLOAT16 (element k the upper half of the float32 element k), as bench_peers.py --bf16 makes torch's.
  * Output: one "result key=value ..." line per measure (medians of N runs after a warm-up); progress on stderr. */
 #define _GNU_SOURCE
 #include "bench_common.h"
@@ -34,15 +35,21 @@ static double cpu_seconds(void) {
  * over seven octaves (magnitudes ~0.002 to ~0.25, like trained weights) and 16 mantissa bits, so deflate finds
  * about as much to squeeze as in real float32 weights kept at reduced precision. bench_numpy.py computes the same
  * bits with numpy; keep the two in step. */
-static void fill(float *dst, size_t n, uint64_t first) {
+static uint32_t float_bits(uint64_t k) {
+    uint64_t h = (k + 1) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 32;
+    h *= 0xD6E8FEB86659FD93ull;
+    h ^= h >> 32;
+    const uint32_t exponent = 118 + (uint32_t)((h >> 56) & 3) + (uint32_t)((h >> 58) & 3);
+    return ((uint32_t)(h >> 32) & 0x80000000u) | exponent << 23 | ((uint32_t)h & 0x7FFF80u);
+}
+
+/* n elements of the state from element `first` on: float32, or with bf16 their upper halves (bfloat16 bits). */
+static void fill(void *dst, size_t n, uint64_t first, int bf16) {
     for (size_t j = 0; j < n; j++) {
-        uint64_t h = (first + j + 1) * 0x9E3779B97F4A7C15ull;
-        h ^= h >> 32;
-        h *= 0xD6E8FEB86659FD93ull;
-        h ^= h >> 32;
-        const uint32_t exponent = 118 + (uint32_t)((h >> 56) & 3) + (uint32_t)((h >> 58) & 3);
-        const uint32_t bits = ((uint32_t)(h >> 32) & 0x80000000u) | exponent << 23 | ((uint32_t)h & 0x7FFF80u);
-        memcpy(&dst[j], &bits, sizeof bits);
+        const uint32_t bits = float_bits(first + j);
+        if (bf16) ((uint16_t *)dst)[j] = (uint16_t)(bits >> 16);
+        else memcpy((char *)dst + j * 4, &bits, sizeof bits);
     }
 }
 
@@ -102,6 +109,7 @@ typedef struct {
     size_t each;
     float **arrays;
     ckpt_vars *vars;
+    int bf16; /* the arrays hold bfloat16 bits, not float32 */
 } State;
 
 static void raw_read(const State *s, const char *path) {
@@ -190,9 +198,9 @@ static void verify_restore(const State *s, const char *path) {
     check(ckpt_npz_restore(path, s->vars, NULL), "ckpt_npz_restore");
     float *expect = malloc(s->each);
     if (!expect) die("malloc");
-    const size_t n = s->each / sizeof(float);
+    const size_t n = s->each / (s->bf16 ? 2 : sizeof(float));
     for (int i = 0; i < s->count; i++) {
-        fill(expect, n, (uint64_t)i * n);
+        fill(expect, n, (uint64_t)i * n, s->bf16);
         if (memcmp(expect, s->arrays[i], s->each) != 0) {
             fprintf(stderr, "%s: array %d differs after restore\n", path, i);
             exit(1);
@@ -203,7 +211,7 @@ static void verify_restore(const State *s, const char *path) {
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: bench_npz NAME MIB ARRAYS [--dir D] [--runs N] [--deflate L,...] [--no-cold]\n");
+        fprintf(stderr, "usage: bench_npz NAME MIB ARRAYS [--dir D] [--runs N] [--deflate L,...] [--no-cold] [--bf16]\n");
         return 2;
     }
     const char *name = argv[1];
@@ -214,6 +222,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) s.dir = argv[++i];
         else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
         else if (strcmp(argv[i], "--no-cold") == 0) cold = 0;
+        else if (strcmp(argv[i], "--bf16") == 0) s.bf16 = 1;
         else if (strcmp(argv[i], "--deflate") == 0 && i + 1 < argc) {
             for (char *p = argv[++i]; *p && nlevels < MAX_LEVELS; p += *p == ',')
                 levels[nlevels++] = (int)strtol(p, &p, 10);
@@ -226,8 +235,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_npz: need at least one array of at least one float, and one run\n");
         return 2;
     }
+    /* Whole 32-bit words in each array, also in bfloat16: the checksum adds the state's 32-bit words. */
     s.each = total / (size_t)s.count / sizeof(float) * sizeof(float);
-    const size_t n = s.each / sizeof(float);
+    const size_t n = s.each / (s.bf16 ? 2 : sizeof(float));
     const int64_t shape[1] = {(int64_t)n};
 
     /* The state: generated, so resident before anything is measured. */
@@ -236,15 +246,16 @@ int main(int argc, char **argv) {
     uint64_t checksum = 0;
     for (int i = 0; i < s.count; i++) {
         if (!(s.arrays[i] = alloc_like_numpy(s.each))) die("malloc");
-        fill(s.arrays[i], n, (uint64_t)i * n);
-        for (size_t k = 0; k < n; k++) {
+        fill(s.arrays[i], n, (uint64_t)i * n, s.bf16);
+        for (size_t k = 0; k < s.each / 4; k++) {
             uint32_t w;
             memcpy(&w, &s.arrays[i][k], sizeof w);
             checksum += w;
         }
         char vname[32];
         snprintf(vname, sizeof vname, "layer%04d/w", i);
-        check(ckpt_vars_add(s.vars, vname, CKPT_FLOAT32, 1, shape, s.arrays[i], CKPT_BORROW), "ckpt_vars_add");
+        check(ckpt_vars_add(s.vars, vname, s.bf16 ? CKPT_BFLOAT16 : CKPT_FLOAT32, 1, shape, s.arrays[i], CKPT_BORROW),
+              "ckpt_vars_add");
     }
     state_kib = status_kib("VmRSS");
     /* bench/run compares this with bench_numpy's: both sides must measure the same bytes. */

@@ -41,6 +41,16 @@ def fill(dst, first):
         bits[lo:hi] = ((h >> U64(32)) & U64(0x80000000)) | (exponent << U64(23)) | (h & U64(0x7FFF80))
 
 
+def make_state(mib, count):
+    """The bench state: `count` float32 arrays named as bench_npz names them, `mib` MiB in all."""
+    n = mib * 1024 * 1024 // count // 4
+    arrays = {}
+    for i in range(count):
+        arrays[f"layer{i:04d}/w"] = np.empty(n, dtype=np.float32)
+        fill(arrays[f"layer{i:04d}/w"], i * n)
+    return arrays
+
+
 def sum_words(arrays):
     """The sum of the state's 32-bit words modulo 2**64, as bench_npz prints it."""
     return sum(int(a.view(np.uint32).sum(dtype=np.uint64)) for a in arrays.values()) % 2**64
@@ -134,8 +144,8 @@ class Measure:
     an earlier operation left resident (numpy's temporaries kept by malloc) counts too."""
     state_kib = -1
 
-    def __init__(self, op, what, cache, path):
-        self.op, self.what, self.cache, self.path = op, what, cache, path
+    def __init__(self, op, what, cache, path, who="numpy"):
+        self.op, self.what, self.cache, self.path, self.who = op, what, cache, path, who
         self.seconds, self.cores, self.rss_above = [], [], -1
 
     def run(self, fn, warmup):
@@ -156,7 +166,7 @@ class Measure:
     def report(self, name, arrays, raw):
         state = sum(a.nbytes for a in arrays.values())
         runs = lambda m: ",".join(f"{s:.6f}" for s in m.seconds)
-        print(f'result workload={name} op={self.op} who=numpy what="{self.what}" cache={self.cache} '
+        print(f'result workload={name} op={self.op} who={self.who} what="{self.what}" cache={self.cache} '
               f"per_run={runs(self)} raw_per_run={runs(raw)} "
               f"seconds={statistics.median(self.seconds):.6f} cores={statistics.median(self.cores):.2f} "
               f"rss_above={self.rss_above} state_bytes={state} file_bytes={os.path.getsize(self.path)} "
@@ -174,47 +184,57 @@ def main():
     p.add_argument("--no-cold", action="store_true")
     a = p.parse_args()
 
-    n = a.mib * 1024 * 1024 // a.count // 4
-    arrays = {}
-    for i in range(a.count):
-        arrays[f"layer{i:04d}/w"] = np.empty(n, dtype=np.float32)
-        fill(arrays[f"layer{i:04d}/w"], i * n)
+    arrays = make_state(a.mib, a.count)
     checksum = sum_words(arrays)
     Measure.state_kib = status_kib("VmRSS")
     # bench/run compares this with bench_npz's: both sides must measure the same bytes.
     print(f"data workload={a.name} checksum={checksum}", flush=True)
 
+    save_what = f"np.{'savez_compressed' if a.deflate else 'savez'} + fsync + rename + dir fsync"
     path = os.path.join(a.dir, f"{a.name}-numpy.npz")
-    saving = Measure("save", f"np.{'savez_compressed' if a.deflate else 'savez'} + fsync + rename + dir fsync",
-                     "-", path)
-    raw_path = os.path.join(a.dir, f"{a.name}-numpy-raw.bin")
-    raw_saving = Measure("save", "raw", "-", raw_path)
-    caches = ["warm"] if a.no_cold else ["warm", "cold"]
-    loads = [Measure("restore", "np.load into the existing arrays", c, path) for c in caches]
-    raw_reads = [Measure("restore", "raw", c, raw_path) for c in caches]
-    for r in range(-1, a.runs):
-        print(f"  {a.name}: numpy and raw, {'warm-up' if r < 0 else 'run'}", file=sys.stderr, flush=True)
-        numpy_first = r % 2 == 0  # whichever goes second pays for the first one's writeback: alternate
-        pair = [lambda: saving.run(lambda: save(path, a.dir, arrays, a.deflate), r < 0),
-                lambda: raw_saving.run(lambda: raw_save(raw_path, a.dir, arrays), r < 0)]
-        for step in pair if numpy_first else pair[::-1]:
+
+    def verify():
+        if sum_words(arrays) != checksum:
+            sys.exit(f"{path}: np.load did not restore the arrays")
+
+    run_pairs(a.name, a.dir, arrays, a.runs, not a.no_cold, "numpy", path,
+              save_what, lambda: save(path, a.dir, arrays, a.deflate),
+              "np.load into the existing arrays", lambda: load_into(path, arrays), verify)
+
+
+def run_pairs(name, directory, arrays, runs, cold, who, path, save_what, save_fn, load_what, load_fn, verify):
+    """Measures save_fn (which writes path durably) and load_fn (which refills arrays from path) against the raw
+    I/O of the same bytes, back to back in this process and alternating which goes first, over a warm-up and
+    `runs` runs; prints the result lines and removes the files. verify() is called once, after the warm-up's
+    load into zeroed arrays, and must exit if the arrays do not hold the state again."""
+    saving = Measure("save", save_what, "-", path, who)
+    raw_path = os.path.join(directory, f"{name}-{who}-raw.bin")
+    raw_saving = Measure("save", "raw", "-", raw_path, who)
+    caches = ["warm", "cold"] if cold else ["warm"]
+    loads = [Measure("restore", load_what, c, path, who) for c in caches]
+    raw_reads = [Measure("restore", "raw", c, raw_path, who) for c in caches]
+    for r in range(-1, runs):
+        print(f"  {name}: {who} and raw, {'warm-up' if r < 0 else 'run'}", file=sys.stderr, flush=True)
+        first = r % 2 == 0  # whichever goes second pays for the first one's writeback: alternate
+        pair = [lambda: saving.run(save_fn, r < 0),
+                lambda: raw_saving.run(lambda: raw_save(raw_path, directory, arrays), r < 0)]
+        for step in pair if first else pair[::-1]:
             step()
         if r < 0:
             # Loads refill the arrays with what they hold; check once that they really do.
             for v in arrays.values():
                 v[...] = 0
-            load_into(path, arrays)
-            if sum_words(arrays) != checksum:
-                sys.exit(f"{path}: np.load did not restore the arrays")
+            load_fn()
+            verify()
         for m, raw in zip(loads, raw_reads):
-            pair = [lambda: m.run(lambda: load_into(path, arrays), r < 0),
+            pair = [lambda: m.run(load_fn, r < 0),
                     lambda: raw.run(lambda: raw_read(raw_path, arrays), r < 0)]
-            for step in pair if numpy_first else pair[::-1]:
+            for step in pair if first else pair[::-1]:
                 step()
 
-    saving.report(a.name, arrays, raw_saving)
+    saving.report(name, arrays, raw_saving)
     for m, raw in zip(loads, raw_reads):
-        m.report(a.name, arrays, raw)
+        m.report(name, arrays, raw)
     os.unlink(path)
     os.unlink(raw_path)
 

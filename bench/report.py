@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Turns the "result ..." lines of bench_npz and bench_numpy.py into one markdown table per workload, checks the
+"""Turns the "result ..." lines of bench_npz, bench_numpy.py and bench_peers.py into markdown tables per workload
+(ckpt beside numpy and raw I/O; then beside torch and h5py), checks the
 goals of the performance work against them (informational: never an exit status), and optionally writes it all
 into docs/performance.md between the bench/run markers.
 
@@ -158,6 +159,65 @@ def goals(wl, writers_text):
     return out + [""]
 
 
+PEERS = ("torch", "h5py")  # bench_peers.py's rows: a table of their own under each workload's
+
+
+def peer_sections(w):
+    return [("save", "-", "save")] + [("restore", c, f"restore, {c} page cache")
+                                      for c in ("warm", "cold") if w.find("restore", "ckpt", c)]
+
+
+def peer_table(w, rows):
+    """ckpt beside torch and h5py on workload w: ckpt's rows again, then each peer's, with "x torch" and "x h5py"
+    (as "x numpy": each side's runs paired with the raw I/O of its own process) and "x raw" (beside the peer)."""
+    if not rows:
+        return []
+    both = Workload(w.name, w.title, w.rows + rows)
+    peers = [p for p in PEERS if any(r["who"] == p for r in rows)]
+    out = [f"#### {w.name} beside {' and '.join(peers)}", "",
+           f"| operation | implementation | seconds | MiB/s | {' | '.join('x ' + p for p in peers)} | x raw | "
+           f"CPU/wall | peak RSS above state |",
+           "|---|---|---|---|" + "---|" * len(peers) + "---|---|---|"]
+    for op, cache, label in peer_sections(both):
+        base = {p: both.find(op, p, cache) for p in peers}
+        mine = [r for r in both.rows if r["op"] == op and r["cache"] == cache and r["who"] == "ckpt"]
+        for r in mine + [base[p] for p in peers if base[p]]:
+            s = float(r["seconds"])
+            against = " | ".join(fmt_ratio(both.ratio(r, base[p])) for p in peers)
+            out.append(f"| {label} | {r['what']} | {s:.3f} | {int(r['state_bytes']) / MIB / s:.0f} | {against} | "
+                       f"{fmt_ratio(both.x_raw(r))} | {float(r['cores']):.2f} | {fmt_rss(int(r['rss_above']))} |")
+    saves = [both.find("save", p) for p in peers]
+    files = [f"{r['who']}: {int(r['file_bytes']) / MIB:.0f} MiB ({int(r['file_bytes']) / int(r['state_bytes']):.0%})"
+             for r in saves if r]
+    out += ["", f"File sizes: {'; '.join(files)}."]
+    for p in peers:
+        beside = [f"{r['op']}{'' if r['cache'] == '-' else ' ' + r['cache']} "
+                  f"{statistics.median(float(x) for x in r['raw_per_run'].split(',')):.3f} s"
+                  for r in rows if r["who"] == p and r.get("raw_per_run")]
+        if beside:
+            out.append(f"The same raw I/O measured beside {p}, in its process (medians): {', '.join(beside)}.")
+    return out + [""]
+
+
+def peer_goals(wl, peer_rows):
+    """The goals against torch and h5py: ckpt's save and restores at least 1.5x each on W1 (and W1 in bfloat16),
+    5x on W2 (informational, like goals())."""
+    out = ["### Goals against torch and h5py (informational)", ""]
+    for name, limit in (("W1", 1.5), ("W1-bf16", 1.5), ("W2", 5)):
+        if name not in wl or not peer_rows.get(name):
+            continue
+        both = Workload(name, wl[name].title, wl[name].rows + peer_rows[name])
+        for p in PEERS:
+            for op, cache, label in peer_sections(both):
+                other = both.find(op, p, cache)
+                if other is None:
+                    continue
+                x = both.ratio(both.find(op, "ckpt", cache), other)
+                shown = f"{x:.2f}x" if x is not None else "?"
+                out.append(goal(at_least(x, limit), f"{name} {label} >= {limit}x {p}: {shown}"))
+    return out + [""] if len(out) > 2 else []
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("results")
@@ -167,6 +227,8 @@ def main():
     a = p.parse_args()
 
     titles, results = parse(a.results)
+    peer_rows = {name: [r for r in results if r["workload"] == name and r["who"] in PEERS] for name in titles}
+    results = [r for r in results if r["who"] not in PEERS]
     wl = {name: Workload(name, title, [r for r in results if r["workload"] == name]) for name, title in titles.items()}
     with open(a.writers) as f:
         writers = f.read()
@@ -175,8 +237,9 @@ def main():
 
     lines = [meta, ""]
     for w in wl.values():
-        lines += w.table()
+        lines += w.table() + peer_table(w, peer_rows[w.name])
     lines += goals(wl, writers)
+    lines += peer_goals(wl, peer_rows)
     lines += ["### Background and synchronous save (bench_writers)", ""]
     lines += [l for l in writers.splitlines() if l.strip()] + [""]
     text = "\n".join(lines)

@@ -17,12 +17,15 @@
 // On a full disk (the hidden test case tagged [enospc]) the log directories go to a small filesystem, and before
 // each save the child resizes a filler file beside the checkpoint directory so that the free space is anywhere
 // from nothing to two checkpoints: about half the saves run out of space, each at a random offset. A save must
-// then fail with CKPT_EIO naming the checkpoint's path and "No space left on device"; the child reports "failed k"
+// then fail with CKPT_EIO naming the checkpoint's path and "No space left on device" (or, refused before writing,
+// "not enough space for checkpoint k"); the child reports "failed k"
 // and goes on with k + 1, as training would. The parent also checks that no failed save is ever on disk or
 // restored, and finally frees the space and saves once more, which must succeed. Kills land in failing saves too.
 //
 // Every trial has its own seed (printed with any failure); the seed fixes the contents, the number of reports
-// waited for, the delay, the mode (odd seeds run the manager with CKPT_MANAGER_ASYNC) and the free space.
+// waited for, the delay, the mode (odd seeds run the manager with CKPT_MANAGER_ASYNC), the policies (every save
+// records a "loss"; seeds with bit 1 set also keep the best checkpoint by it, which must survive too, and
+// ckpt_manager_best must name it) and the free space.
 //
 //     CKPT_KILL_TRIALS=300 build/tests/test_kill    a longer campaign (default 50 trials)
 //     CKPT_KILL_SEED=1234 CKPT_KILL_TRIALS=1 …      one trial again (timing aside)
@@ -83,6 +86,7 @@ constexpr int kMaxReportsWaited = 6;         // the parent waits for 0..6 report
 constexpr int64_t kChildMaxSaves = 100000;   // a child the parent lost stops by itself
 constexpr int kAckTimeoutMs = 60000;         // no report for this long: the child hangs
 constexpr const char* kFullDiskReason = "No space left on device";
+constexpr const char* kNoRoomReason = "not enough space for checkpoint";  // refused before writing
 // The full-disk campaign's filesystem: room for keep + 1 checkpoints and some to spare, yet small enough for a
 // filler file to use up cheaply.
 constexpr const char* kTmpfsSize = "8m";
@@ -93,6 +97,28 @@ uint64_t splitmix64(uint64_t& x) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
+}
+
+// Seeds whose second bit is set run the manager with policies on too: keep_best = 1 by "loss", which every save
+// records (loss_of), so retention also keeps the best checkpoint, and the parent checks that it does.
+bool with_policies(uint64_t seed) { return (seed & 2u) != 0; }
+double loss_of(uint64_t seed, int64_t k) {
+    uint64_t x = seed * 1000003u + static_cast<uint64_t>(k);
+    return static_cast<double>(splitmix64(x) % 64);  // ties happen: the higher index wins them
+}
+constexpr const char* kMetric = "loss";
+ckpt_manager_options trial_options(uint64_t seed) {
+    ckpt_manager_options opts = CKPT_MANAGER_OPTIONS_INIT;
+    opts.keep = kKeep;
+    if (with_policies(seed)) {
+        opts.keep_best = 1;
+        opts.best_metric = kMetric;
+    }
+    return opts;
+}
+int save_step(ckpt_manager* manager, const ckpt_vars* vars, uint64_t seed, int64_t k) {
+    const double loss = loss_of(seed, k);
+    return ckpt_manager_save_metrics(manager, vars, k, &kMetric, &loss, 1);
 }
 
 // The arrays of one checkpoint, and a collection that borrows them.
@@ -202,13 +228,14 @@ private:
     uint64_t size_ = 0;
 };
 
-// True for what a save must report on a full disk: CKPT_EIO, naming the checkpoint's path and ENOSPC.
+// True for what a save must report on a full disk: CKPT_EIO, naming the checkpoint's path and ENOSPC or the
+// manager's refusal.
 bool is_clean_full_disk_error(ckpt_manager* manager, int64_t k, int rc) {
     if (rc != CKPT_EIO) return false;
     const std::string message = ckpt_error_message();  // copied: the calls below may replace it
     char path[4096];
     return ckpt_manager_path(manager, k, path, sizeof path) == CKPT_OK && message.find(path) != std::string::npos &&
-           message.find(kFullDiskReason) != std::string::npos;
+           (message.find(kFullDiskReason) != std::string::npos || message.find(kNoRoomReason) != std::string::npos);
 }
 
 [[noreturn]] void run_child(const std::string& logdir, uint64_t seed, bool async, bool full_disk, int fd) {
@@ -217,8 +244,7 @@ bool is_clean_full_disk_error(ckpt_manager* manager, int64_t k, int rc) {
     Content content;
     int rc = content.make_vars();
     if (rc != CKPT_OK) child_fail(fd, "ckpt_vars_add", rc);
-    ckpt_manager_options opts = CKPT_MANAGER_OPTIONS_INIT;
-    opts.keep = kKeep;
+    ckpt_manager_options opts = trial_options(seed);
     opts.flags = async ? CKPT_MANAGER_ASYNC : 0u;
     ckpt_manager* manager = nullptr;
     rc = ckpt_manager_open(&manager, logdir.c_str(), &opts);
@@ -229,7 +255,7 @@ bool is_clean_full_disk_error(ckpt_manager* manager, int64_t k, int rc) {
         if (filler) filler->squeeze();
         content.fill(seed, k);
         const char* what = "ckpt_manager_save";
-        rc = ckpt_manager_save(manager, content.vars, k);
+        rc = save_step(manager, content.vars, seed, k);
         if (rc == CKPT_OK && async) {
             what = "ckpt_manager_wait";
             rc = ckpt_manager_wait(manager);  // only then is the save durable
@@ -442,7 +468,7 @@ void resume_after_freeing_space(ckpt_manager* manager, const std::string& logdir
     Content content;
     REQUIRE(content.make_vars() == CKPT_OK);
     content.fill(seed, next);
-    const int rc = ckpt_manager_save(manager, content.vars, next);
+    const int rc = save_step(manager, content.vars, seed, next);
     INFO("save " << next << " after freeing space: " << ckpt_strerror(rc) << ": "
                  << (rc == CKPT_OK ? "" : ckpt_error_message()));
     ckpt_vars* restored = nullptr;
@@ -529,8 +555,7 @@ void run_trial(const std::string& base, uint64_t seed, double save_us, bool full
     if (checkpoints_at_kill == kKeep + 1) ++stats.keep_plus_one;
 
     LogLines log;
-    ckpt_manager_options opts = CKPT_MANAGER_OPTIONS_INIT;
-    opts.keep = kKeep;
+    ckpt_manager_options opts = trial_options(seed);
     opts.log = &LogLines::log;
     opts.log_payload = &log;
     ckpt_manager* manager = nullptr;
@@ -555,10 +580,11 @@ void run_trial(const std::string& base, uint64_t seed, double save_us, bool full
                 stranger = true;
         }
         if (temporary) ++stats.leftover_temporaries;
-        if (checkpoints > kKeep + 1 || stranger) ++stats.too_many_files;
+        const int most = kKeep + 1 + (with_policies(seed) ? 1 : 0);  // the best may be one more
+        if (checkpoints > most || stranger) ++stats.too_many_files;
         CHECK_FALSE(temporary);
         CHECK_FALSE(stranger);
-        CHECK(checkpoints <= kKeep + 1);
+        CHECK(checkpoints <= most);
     }
 
     // Restore the latest.
@@ -633,6 +659,24 @@ void run_trial(const std::string& base, uint64_t seed, double save_us, bool full
             INFO("acknowledged checkpoint " << reports.acked[i] << " is " << (present ? "" : "not ") << "on disk");
             if (!present) lost = true;
             CHECK(present);
+        }
+        // With keep_best, the best acknowledged checkpoint stays too, unless the save under way landed and is at
+        // least as good (a tie goes to the higher index); and ckpt_manager_best names the best on disk.
+        if (with_policies(seed) && !reports.acked.empty()) {
+            int64_t best = reports.acked.front();
+            for (int64_t k : reports.acked)
+                if (loss_of(seed, k) <= loss_of(seed, best)) best = k;
+            const bool replaced = newer_landed && loss_of(seed, under_way) <= loss_of(seed, best);
+            INFO("best acknowledged checkpoint " << best << " (loss " << loss_of(seed, best) << ")"
+                                                 << (replaced ? ", replaced by the one under way" : ""));
+            if (!replaced && on_disk.count(best) == 0) lost = true;
+            CHECK((replaced || on_disk.count(best) == 1));
+            int64_t best_on_disk = -1;
+            for (int64_t k : on_disk)
+                if (best_on_disk < 0 || loss_of(seed, k) <= loss_of(seed, best_on_disk)) best_on_disk = k;
+            int64_t reported = -1;
+            CHECK(ckpt_manager_best(manager, &reported) == CKPT_OK);
+            CHECK(reported == best_on_disk);
         }
         if (lost) ++stats.lost_acked;
     }

@@ -933,6 +933,83 @@ static void test_failing_write_callback(void) {
     store_clear(&st);
 }
 
+/* free_space: what the store says is free, or a code (CKPT_EUNSUPPORTED: cannot tell). */
+typedef struct space {
+    int rc;
+    uint64_t bytes;
+    int calls;
+} space;
+static space g_space;
+static int cb_free_space(void *payload, const char *dir, uint64_t *bytes) {
+    (void)payload;
+    (void)dir;
+    ++g_space.calls;
+    *bytes = g_space.bytes;
+    return g_space.rc;
+}
+
+/* The manager asks a callback storage how much space is free before each save, and refuses a save that cannot fit;
+ * a storage that cannot tell (no callback, CKPT_EUNSUPPORTED, a version-1 table) is not checked. */
+static void test_free_space_callback(void) {
+    mem_store st;
+    ckpt_storage_ops ops;
+    ckpt_storage *storage = NULL;
+    ckpt_manager_options o;
+    ckpt_manager *m = NULL;
+    ckpt_vars *v;
+    sample s;
+    int64_t latest = -1;
+
+    store_init(&st);
+    ops = store_ops(&st);
+    ops.free_space = cb_free_space;
+    CHECK(ckpt_storage_new(&storage, &ops) == CKPT_OK);
+    ckpt_manager_options_init(&o, CKPT_MANAGER_OPTIONS_VERSION);
+    o.storage = storage;
+    CHECK(ckpt_manager_open(&m, "/run", &o) == CKPT_OK);
+    sample_fill(&s, 1);
+    v = sample_vars(&s);
+
+    g_space.rc = CKPT_OK;
+    g_space.bytes = 1u << 20;
+    CHECK(ckpt_manager_save(m, v, 1) == CKPT_OK);
+    CHECK(g_space.calls >= 1);
+
+    g_space.bytes = 100;
+    CHECK(ckpt_manager_save(m, v, 2) == CKPT_EIO);
+    CHECK(contains(ckpt_error_message(), "not enough space for checkpoint 2"));
+    CHECK(contains(ckpt_error_message(), "and 100 bytes is free"));
+    CHECK(!store_has(&st, "/run/ckpt/0000000002.npz"));
+    CHECK(store_temporaries(&st) == 0);
+    CHECK(ckpt_manager_latest(m, &latest) == CKPT_OK && latest == 1);
+
+    g_space.rc = CKPT_EUNSUPPORTED; /* cannot tell: no check */
+    CHECK(ckpt_manager_save(m, v, 3) == CKPT_OK);
+
+    g_space.rc = CKPT_EIO; /* the callback's own failure fails the save, named */
+    CHECK(ckpt_manager_save(m, v, 4) == CKPT_EIO);
+    CHECK(contains(ckpt_error_message(), "free_space"));
+    CHECK(!store_has(&st, "/run/ckpt/0000000004.npz"));
+    CHECK(ckpt_manager_close(m) == CKPT_OK);
+    ckpt_storage_free(storage);
+
+    /* A version-1 table ends before free_space: whatever follows is not called. */
+    storage = NULL;
+    ops.version = 1;
+    g_space.calls = 0;
+    g_space.rc = CKPT_OK;
+    g_space.bytes = 0;
+    CHECK(ckpt_storage_new(&storage, &ops) == CKPT_OK);
+    o.storage = storage;
+    CHECK(ckpt_manager_open(&m, "/run", &o) == CKPT_OK);
+    CHECK(ckpt_manager_save(m, v, 5) == CKPT_OK);
+    CHECK(g_space.calls == 0);
+    CHECK(ckpt_manager_close(m) == CKPT_OK);
+    ckpt_storage_free(storage);
+    ckpt_vars_free(v);
+    store_clear(&st);
+}
+
 static void test_destroy_runs_once_when_the_last_user_goes(void) {
     mem_store st;
     ckpt_storage *storage;
@@ -1036,6 +1113,7 @@ int main(void) {
     test_failing_write_callback();
     test_destroy_runs_once_when_the_last_user_goes();
     test_storage_new_refuses_bad_tables();
+    test_free_space_callback();
     pthread_mutex_lock(&g_check_mutex);
     printf("%d passed, %d failed\n", g_passed, g_failed);
     pthread_mutex_unlock(&g_check_mutex);

@@ -652,6 +652,10 @@ public:
     virtual std::vector<std::string> list(const std::string& dir) = 0;
     // Opens a file for reading.
     virtual std::unique_ptr<InputFile> open_read(const std::string& path) = 0;
+    // The bytes a new file in dir may still take, for a Manager's disk check before each save (a save needing
+    // more fails with CKPT_EIO, naming both) and its low-space warning; nullopt (the default) when the medium
+    // cannot tell: no check is made.
+    virtual std::optional<uint64_t> free_space(const std::string& dir);
 
 protected:
     Storage() noexcept = default;
@@ -666,6 +670,7 @@ inline std::unique_ptr<Storage::OutputFile> Storage::open_append(const std::stri
     throw Error(CKPT_EUNSUPPORTED, path + ": this storage cannot append");
 }
 inline void Storage::sync_dir(const std::string&) {}
+inline std::optional<uint64_t> Storage::free_space(const std::string&) { return std::nullopt; }
 
 // How the processes of one job that save a sharded checkpoint together coordinate: a C++ face of ckpt_comm_ops.
 // Subclass it over the job's transport (MPI, NCCL, Gloo) and make a CommHandle of it; or adopt libckpt_mpi's
@@ -856,6 +861,14 @@ struct StorageCallbacks {
         return run(p, "read_at", in->path.c_str(), [&] { *got = in->file->read_at(offset, dst, size); });
     }
     static void close_read(void*, void* file) noexcept { delete static_cast<Input*>(file); }
+    static int free_space(void* p, const char* dir, uint64_t* bytes) noexcept {
+        std::optional<uint64_t> free;
+        const int rc = run(p, "free_space", dir, [&] { free = self(p).free_space(dir); });
+        if (rc != CKPT_OK) return rc;
+        if (!free) return CKPT_EUNSUPPORTED;
+        *bytes = *free;
+        return CKPT_OK;
+    }
     static void destroy(void* p) noexcept { delete static_cast<Payload*>(p); }
 
     template <typename P>
@@ -896,6 +909,7 @@ public:
         ops.read_at = &StorageCallbacks::read_at;
         ops.close_read = &StorageCallbacks::close_read;
         ops.destroy = &StorageCallbacks::destroy;
+        ops.free_space = &StorageCallbacks::free_space;
         check(ckpt_storage_new(&ptr_, &ops));
         payload.release();  // the storage's destroy callback deletes it now
         owned_ = true;
@@ -963,6 +977,9 @@ struct NpzOptions {
     std::shared_ptr<Storage> storage;
     uint64_t max_members = 0;      // zip members per file; 0 = 16777216
     uint64_t max_total_bytes = 0;  // array bytes per file, all arrays together; 0 = no limit
+    // Restores (CKPT_NPZ_PARTIAL): a variable the file does not have is left untouched instead of failing the
+    // restore; Vars::restored tells which were filled. One found with another dtype or shape still fails it.
+    bool partial = false;
 };
 
 namespace detail {
@@ -1027,6 +1044,7 @@ struct CNpzOptions {
         c.max_header_bytes = o.max_header_bytes;
         c.max_members = o.max_members;
         c.max_total_bytes = o.max_total_bytes;
+        c.flags = o.partial ? CKPT_NPZ_PARTIAL : 0u;
         c.storage = storage.get();
         if (cb != nullptr && cb->rename) {
             c.rename = &NpzCallbacks::rename_fn;
@@ -1221,6 +1239,10 @@ public:
     // them. May be nullptr for an empty array.
     void* data(size_t i) { return ckpt_vars_data(v_, at(i)); }
     const void* data(size_t i) const { return ckpt_vars_data(v_, at(i)); }
+    // Whether the latest restore into the collection filled array i: false for one a partial restore
+    // (NpzOptions::partial) did not find in the file, for every array after a failed restore and before any.
+    bool restored(size_t i) const { return ckpt_vars_restored(v_, at(i)) == 1; }
+    bool restored(const std::string& name) const { return restored(index(name)); }
     // By name (Error(CKPT_ENOTFOUND) if absent).
     Dtype dtype(const std::string& name) const { return dtype(index(name)); }
     Shape shape(const std::string& name) const { return shape(index(name)); }
@@ -1970,6 +1992,9 @@ struct ManagerOptions {
     // When should_save() says to save:
     int64_t save_every_steps = 0;            // at multiples of this step; 0 = off
     int64_t save_every_seconds = 0;          // once this long has passed since the last save or opening; 0 = off
+    // async: the copies held by queued and running saves never exceed this; a save larger than the whole budget is
+    // written at once from the caller's arrays, without a copy. 0 = no limit
+    uint64_t max_staging_bytes = 0;
     // Makes the manager collective over the communicator's ranks (sharded checkpoints, docs/distributed.md).
     std::optional<CommHandle> comm;
 };
@@ -2017,6 +2042,7 @@ public:
         c.keep_seconds = options.keep_seconds;
         c.save_every_steps = options.save_every_steps;
         c.save_every_seconds = options.save_every_seconds;
+        c.max_staging_bytes = options.max_staging_bytes;
         if (options.comm) c.comm = options.comm->native();
         failures_ = storage.failures();
         check(ckpt_manager_open(&m_, logdir.c_str(), &c));

@@ -124,7 +124,7 @@ void CheckpointManager::warn_if_disk_low(uint64_t checkpoint_bytes, size_t on_di
 void CheckpointManager::check_disk_space(uint64_t needed, int64_t index) const {
     const std::optional<uint64_t> free = options_.storage->free_bytes(dir_);
     if (!free || *free >= needed) return;
-    fail(Code::io, "{}: not enough space for checkpoint {}: it needs up to {} and {} is free", dir_, index,
+    fail(Code::io, "{}: not enough space for checkpoint {}: it needs up to {} and {} is free", path(index), index,
          byte_size(needed), byte_size(*free));
 }
 

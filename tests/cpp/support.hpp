@@ -14,6 +14,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -101,6 +102,17 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         fail_writes_.clear();
     }
+    // What free_space reports (nullopt, the default: the medium cannot tell); a non-empty message makes it throw.
+    void report_free_space(std::optional<uint64_t> bytes, const std::string& fail = "") {
+        std::lock_guard<std::mutex> lock(mutex_);
+        free_ = bytes;
+        fail_free_ = fail;
+    }
+    // The directories free_space was asked about, in order.
+    std::vector<std::string> free_space_asked() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return free_asked_;
+    }
     bool exists(const std::string& path) const {
         std::lock_guard<std::mutex> lock(mutex_);
         return files_.count(path) != 0;
@@ -179,6 +191,12 @@ public:
         if (it == files_.end()) throw ckpt::Error(CKPT_ENOTFOUND, "no file " + path);
         return std::make_unique<Reader>(*it->second);  // a snapshot: later writes do not show through
     }
+    std::optional<uint64_t> free_space(const std::string& dir) override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        free_asked_.push_back(dir);
+        if (!fail_free_.empty()) throw std::runtime_error(fail_free_);
+        return free_;
+    }
 
 private:
     class File final : public OutputFile {
@@ -226,6 +244,9 @@ private:
     std::map<std::string, std::shared_ptr<std::string>> files_;
     std::set<std::string> dirs_;
     std::string fail_writes_;
+    std::optional<uint64_t> free_;
+    std::string fail_free_;
+    std::vector<std::string> free_asked_;
     Counters counters_;
     std::shared_ptr<std::atomic<bool>> destroyed_;
 };

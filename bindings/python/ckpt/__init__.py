@@ -19,7 +19,7 @@ from .dtypes import typed, view
 from .errors import (BufferTooSmallError, BusyError, CkptError, ExistsError, FormatError, InvalidArgumentError,
                      MismatchError, NotFoundError, OutOfMemoryError, StorageError, UnsupportedError)
 from .manager import Manager, checkpoint_idx
-from .npz import Arrays, Collection, NpzFile, load, open, restore, save
+from .npz import Arrays, Collection, Metadata, NpzFile, load, open, restore, save
 from .objax import Checkpoint, load_var_collection, save_var_collection
 from .storage import MemoryFiles, NativeMemory, Storage
 
@@ -27,7 +27,7 @@ __version__ = "0.2.0"
 library_version = _native.lib.ckpt_version_string().decode()  # of the library loaded
 
 __all__ = ["Arrays", "BufferTooSmallError", "Collection", "BusyError", "Checkpoint", "CkptError", "Comm", "Rows", "Step", "ExistsError", "FormatError",
-           "InvalidArgumentError", "Manager", "MemoryFiles", "MismatchError", "NotFoundError", "NpzFile",
+           "InvalidArgumentError", "Manager", "MemoryFiles", "Metadata", "MismatchError", "NotFoundError", "NpzFile",
            "NativeMemory", "OutOfMemoryError", "RawArray", "Storage", "StorageError", "UnsupportedError", "checkpoint_idx",
            "dtypes", "errors", "load", "load_var_collection", "open", "restore", "save", "save_var_collection",
            "typed", "view", "writing"]

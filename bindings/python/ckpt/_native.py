@@ -13,10 +13,10 @@ REQUIRED_VERSION = (0, 2, 0)
 COPY, BORROW = 0, 1
 LAYOUT_AUTO, LAYOUT_PLAIN, LAYOUT_OBJAX = 0, 1, 2
 STORE, DEFLATE = 0, 1
-NPZ_OPTIONS_VERSION = 3
+NPZ_OPTIONS_VERSION = 4
 MANAGER_OPTIONS_VERSION = 4
 WRITER_OPTIONS_VERSION = 1
-STORAGE_OPS_VERSION = 1
+STORAGE_OPS_VERSION = 2
 COMM_OPS_VERSION = 1
 REDUCE_MIN, REDUCE_MAX, REDUCE_SUM = 0, 1, 2
 LATEST = -1
@@ -25,6 +25,7 @@ BEST_MIN, BEST_MAX = 0, 1
 LOG_INFO, LOG_WARNING = 1, 2
 WRITER_SIMPLE, WRITER_THREAD, WRITER_QUEUE = 0, 1, 2
 APPEND, NO_COPY = 1, 2
+NPZ_PARTIAL = 1
 
 c_void_p, c_char_p, c_size_t, c_int, c_uint32, c_int32 = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
                                                            ctypes.c_int, ctypes.c_uint32, ctypes.c_int32)
@@ -42,7 +43,8 @@ class NpzOptions(ctypes.Structure):
                 ("rename", RENAME_FN), ("rename_payload", c_void_p), ("max_header_bytes", c_uint64),
                 ("progress", PROGRESS_FN), ("progress_payload", c_void_p),
                 ("storage", c_void_p),  # version 2
-                ("max_members", c_uint64), ("max_total_bytes", c_uint64)]  # version 3
+                ("max_members", c_uint64), ("max_total_bytes", c_uint64),  # version 3
+                ("flags", c_uint32)]  # version 4
 
 
 class ManagerOptions(ctypes.Structure):
@@ -77,6 +79,7 @@ STORAGE_CALLBACKS = [
     ("read_at", ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_uint64, c_void_p, c_size_t, _P(c_size_t))),
     ("close_read", ctypes.CFUNCTYPE(None, c_void_p, c_void_p)),
     ("destroy", ctypes.CFUNCTYPE(None, c_void_p)),
+    ("free_space", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, _P(c_uint64))),  # version 2
 ]
 
 
@@ -125,6 +128,7 @@ SIGNATURES = {
     "ckpt_vars_shape": (_SHAPE, [c_void_p, c_size_t]),
     "ckpt_vars_nbytes": (c_size_t, [c_void_p, c_size_t]),
     "ckpt_vars_data": (c_void_p, [c_void_p, c_size_t]),
+    "ckpt_vars_restored": (c_int, [c_void_p, c_size_t]),
     "ckpt_vars_set_rows": (c_int, [c_void_p, c_size_t, c_int64, c_int64]),
     "ckpt_vars_rows": (c_int, [c_void_p, c_size_t, _P(c_int64), _P(c_int64)]),
     "ckpt_vars_set_metadata": (c_int, [c_void_p, c_char_p, c_char_p]),

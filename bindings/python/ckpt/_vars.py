@@ -179,6 +179,10 @@ class Vars(_native.Handle):
                  lib.ckpt_vars_shape(h, i), lib.ckpt_vars_nbytes(h, i), lib.ckpt_vars_data(h, i), self)
         return a.copy() if copy else a
 
+    def restored(self, i):
+        """Whether the latest restore into this collection filled array i (a partial restore may leave some)."""
+        return lib.ckpt_vars_restored(self.handle, i) == 1
+
     def to_dict(self):
         """Every array (views that keep the collection's buffers alive), in order."""
         h = self.handle

@@ -28,8 +28,12 @@ class Manager:
     saved within the last `keep_seconds`; never the newest or the one just written. ``should_save(step)`` says when
     to save (every `save_every_steps` steps, every `save_every_seconds` seconds, or after ``request_save()``, which a
     SIGTERM handler may call). ``restore(arrays)`` fills the arrays from the newest readable checkpoint, falling back past corrupt
-    ones unless ``fallback=False``. With ``asynchronous=True`` saves run in the background (the arrays are copied
-    first) and their errors surface at the next call, at ``wait()`` or at ``close()``. ``read_only=True`` opens a
+    ones unless ``fallback=False``; with ``partial=True``, names the checkpoint lacks are left as they are (see
+    ckpt.restore). With ``asynchronous=True`` saves run in the background (the arrays are copied
+    first) and their errors surface at the next call, at ``wait()`` or at ``close()``; ``max_staging_bytes`` bounds
+    the copies queued saves hold (a save larger than it is written at once from the arrays, without a copy).
+    Before each save the storage's free space is checked (the local filesystem's, or a Storage's ``free_space``):
+    a save that cannot fit fails with StorageError and leaves the directory as it was. ``read_only=True`` opens a
     directory another manager may hold, for evaluators and tools: no lock, no cleanup, no saves.
 
     With ``comm`` (a ``ckpt.Comm``) the manager is collective over its ranks (sharded checkpoints,
@@ -42,7 +46,8 @@ class Manager:
     def __init__(self, logdir, keep=10, keep_every=0, subdir="ckpt", asynchronous=False, queue_depth=0,
                  fallback=True, makedir=True, verbose=False, log=None, layout="plain", compression=None, level=0,
                  storage=None, read_only=False, keep_best=0, best_metric=None, best_mode="min", keep_seconds=0,
-                 save_every_steps=0, save_every_seconds=0, comm=None, **limits):
+                 save_every_steps=0, save_every_seconds=0, partial=False, max_staging_bytes=0, comm=None,
+                 **limits):
         o = _native.ManagerOptions()
         _native.check(lib.ckpt_manager_options_init(ctypes.byref(o), _native.MANAGER_OPTIONS_VERSION))
         o.keep = keep if keep is not None else 0
@@ -60,7 +65,8 @@ class Manager:
         o.keep_seconds = keep_seconds
         o.save_every_steps = save_every_steps
         o.save_every_seconds = save_every_seconds
-        self._npz = npz.options(layout=layout, compression=compression, level=level, **limits)
+        o.max_staging_bytes = max_staging_bytes
+        self._npz = npz.options(layout=layout, compression=compression, level=level, partial=partial, **limits)
         o.npz = ctypes.pointer(self._npz)
         if log is not None:
             o.log = _native.LOG_FN(lambda level, message, payload: log(level, message.decode("utf-8", "replace")))
@@ -157,7 +163,8 @@ class Manager:
 
     def restore(self, arrays, idx=LATEST):
         """Restores a mapping in place (ckpt.restore's rules) from checkpoint idx or the newest readable one.
-        Returns (index restored, metadata). NotFoundError when there is no checkpoint."""
+        Returns (index restored, metadata: a ckpt Metadata dict whose ``restored`` lists the names filled).
+        NotFoundError when there is no checkpoint."""
         restored = ctypes.c_int64(-1)
 
         def restore_vars(v):
@@ -166,7 +173,7 @@ class Manager:
         if isinstance(arrays, npz.Collection):
             v = arrays._for_restore()
             restore_vars(v)
-            return restored.value, dict(v.metadata())
+            return restored.value, npz.restored_metadata(v, arrays.names)
 
         metadata = npz.restore_values(list(arrays.items()), lambda name, old, fresh: npz.assign(arrays, name, old, fresh),
                                       restore_vars)

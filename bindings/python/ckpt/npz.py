@@ -21,8 +21,15 @@ class Arrays(OrderedDict):
     metadata = None
 
 
+class Metadata(dict):
+    """What the restore functions return: the file's metadata (a dict), and in ``restored`` the names of the
+    arrays the restore filled, in the collection's order (all of them, unless ``partial=True`` left some)."""
+
+    restored = ()
+
+
 def options(layout="auto", compression=None, level=0, renamer=None, progress=None, storage=None,
-            max_header_bytes=0, max_members=0, max_total_bytes=0):
+            max_header_bytes=0, max_members=0, max_total_bytes=0, partial=False):
     """A ckpt_npz_options (with the Python objects its callbacks need kept on it)."""
     o = _native.NpzOptions()
     _native.check(lib.ckpt_npz_options_init(ctypes.byref(o), _native.NPZ_OPTIONS_VERSION))
@@ -36,6 +43,7 @@ def options(layout="auto", compression=None, level=0, renamer=None, progress=Non
     o.max_header_bytes = max_header_bytes
     o.max_members = max_members
     o.max_total_bytes = max_total_bytes
+    o.flags = _native.NPZ_PARTIAL if partial else 0
     keep = []
     o._rename_state = None
     if renamer is not None:
@@ -127,6 +135,20 @@ class Collection:
     def metadata(self):
         return dict(self._vars.metadata())
 
+    def restored(self, name):
+        """Whether the latest restore into this collection filled `name` (False before any restore, after a
+        failed one, and for a name a ``partial=True`` restore did not find in the file)."""
+        try:
+            i = self.names.index(name)
+        except ValueError:
+            raise KeyError("no array %r in this Collection" % (name,)) from None
+        return self._vars.restored(i)
+
+    @property
+    def restored_names(self):
+        """The names the latest restore into this collection filled, in order."""
+        return [n for i, n in enumerate(self.names) if self._vars.restored(i)]
+
     def close(self):
         self._vars.close()
 
@@ -213,36 +235,46 @@ def load(file, layout="auto", progress=None, storage=None, **limits):
     return result
 
 
-def restore(file, arrays, renamer=None, layout="auto", progress=None, storage=None, **limits):
+def restore(file, arrays, renamer=None, layout="auto", progress=None, storage=None, partial=False, **limits):
     """Restores the arrays of a mapping in place from a checkpoint (objax's load_var_collection rules): every
     name must be in the file (after `renamer` is applied to the names on disk) with the same dtype and shape,
-    else MismatchError (a ValueError) lists every missing variable and unused name and nothing is changed. numpy
-    arrays and CPU torch tensors are filled in place, without a copy; other values (read-only arrays, arrays ckpt
-    cannot point at) get the new value through ``arrays[name] = …``. Returns the file's metadata. `arrays` may
-    be a Collection (built once, restored into at the C call's cost)."""
-    kw = dict(renamer=renamer, layout=layout, progress=progress, storage=storage, **limits)
+    else MismatchError (a ValueError) lists every missing variable and unused name and nothing is changed. With
+    ``partial=True`` a name the file lacks is left as it is instead (a model that gained variables resumes from
+    an older file); one found with another dtype or shape still fails. numpy arrays and CPU torch tensors are
+    filled in place, without a copy; other values (read-only arrays, arrays ckpt cannot point at) get the new
+    value through ``arrays[name] = …``. Returns the file's metadata (a ``Metadata`` dict, whose ``restored``
+    lists the names filled). `arrays` may be a Collection (built once, restored into at the C call's cost)."""
+    kw = dict(renamer=renamer, layout=layout, progress=progress, storage=storage, partial=partial, **limits)
     if isinstance(arrays, Collection):
         v = arrays._for_restore()
         _restore_vars(file, v, **kw)
-        return dict(v.metadata())
+        return restored_metadata(v, arrays.names)
     return restore_values(list(arrays.items()), lambda name, old, fresh: assign(arrays, name, old, fresh),
                           lambda v: _restore_vars(file, v, **kw))
 
 
 def restore_values(items, assign, restore_vars):
     """Restores (name, value) pairs with restore_vars(Vars): in place where ckpt can write into the value, else
-    through assign(name, old value, new numpy array)."""
+    through assign(name, old value, new numpy array). A value the restore did not fill (partial) is not touched.
+    Returns the file's Metadata."""
     v = Vars()
     try:
         v.add_all(items, writable=True)
         restore_vars(v)
         if not all(v.borrowed):
             for i, (name, value) in enumerate(items):
-                if not v.borrowed[i]:
+                if not v.borrowed[i] and v.restored(i):
                     assign(name, value, v.array(i, copy=True))
-        return dict(v.metadata())
+        return restored_metadata(v, [name for name, _ in items])
     finally:
         v.close()
+
+
+def restored_metadata(v, names):
+    """The Metadata of a restore into `v`, whose arrays are `names`."""
+    result = Metadata(v.metadata())
+    result.restored = [n for i, n in enumerate(names) if v.restored(i)]
+    return result
 
 
 def assign(arrays, name, old, fresh):

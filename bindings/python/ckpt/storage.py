@@ -4,7 +4,9 @@
 ``Storage(fs)`` plugs in a filesystem object with the methods pytorch-pfn-extras and pfio use — ``open(path, mode)``,
 ``makedirs(path, exist_ok=True)``, ``rename(src, dst)``, ``remove(path)``, ``exists(path)``, ``list(path)`` — so
 checkpoints can live on HDFS, an object store or anything else such an object reaches. ckpt still writes a
-temporary file and renames it over the target, so the target is never seen half-written.
+temporary file and renames it over the target, so the target is never seen half-written. An optional
+``free_space(dir)`` method returns the bytes a new file in `dir` may still take (or None when the medium cannot
+tell): a Manager then checks each save fits before writing it.
 """
 import ctypes
 import errno
@@ -46,7 +48,7 @@ class Storage(_native.Handle):
         self._callbacks = []
         for name, proto in _native.STORAGE_CALLBACKS:
             impl = getattr(self, "_" + name, None)
-            if impl is None:
+            if impl is None or (name == "free_space" and not callable(getattr(fs, "free_space", None))):
                 continue
             cb = proto(self._guarded(impl, name))
             self._callbacks.append(cb)  # ctypes callbacks must outlive every use of the storage
@@ -162,6 +164,15 @@ class Storage(_native.Handle):
         data = obj.read(size)
         ctypes.memmove(dst, data, len(data))
         got[0] = len(data)
+        return 0
+
+    def _free_space(self, d, out):
+        free = self.fs.free_space(d.decode() or ".")
+        if free is None:
+            return errors.EUNSUPPORTED
+        if int(free) < 0:
+            raise ValueError("free_space(%r) returned %r, not a byte count" % (d.decode(), free))
+        out[0] = int(free)
         return 0
 
     def _close_read(self, f):

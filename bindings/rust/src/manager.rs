@@ -48,6 +48,7 @@ pub struct ManagerOptions {
     keep_seconds: Option<i64>,
     save_every_steps: Option<i64>,
     save_every_seconds: Option<i64>,
+    max_staging_bytes: Option<u64>,
     comm: Option<CommHandle>,
 }
 
@@ -202,6 +203,15 @@ impl ManagerOptions {
         self.save_every_seconds = Some(seconds);
         self
     }
+
+    /// With [`asynchronous`](ManagerOptions::asynchronous): the copies held by queued and running saves never
+    /// exceed `bytes`; a save whose copy would exceed it first waits for earlier saves, and one larger than the
+    /// whole budget is written at once from the caller's arrays, without a copy (0: no limit).
+    #[must_use]
+    pub fn max_staging_bytes(mut self, bytes: u64) -> ManagerOptions {
+        self.max_staging_bytes = Some(bytes);
+        self
+    }
 }
 
 impl std::fmt::Debug for ManagerOptions {
@@ -221,6 +231,7 @@ impl std::fmt::Debug for ManagerOptions {
             .field("keep_seconds", &self.keep_seconds)
             .field("save_every_steps", &self.save_every_steps)
             .field("save_every_seconds", &self.save_every_seconds)
+            .field("max_staging_bytes", &self.max_staging_bytes)
             .finish()
     }
 }
@@ -313,6 +324,9 @@ impl Manager {
         }
         if let Some(s) = options.save_every_seconds {
             raw.save_every_seconds = s;
+        }
+        if let Some(bytes) = options.max_staging_bytes {
+            raw.max_staging_bytes = bytes;
         }
         let mut out = ptr::null_mut();
         // SAFETY: valid pointers; the library copies subdir and npz, and calls the callbacks, which `options`

@@ -74,6 +74,7 @@ pub struct NpzOptions {
     max_header_bytes: Option<u64>,
     max_members: Option<u64>,
     max_total_bytes: Option<u64>,
+    partial: bool,
     rename: Option<Arc<Renamer>>,
     progress: Option<Arc<Progress>>,
     storage: Option<StorageHandle>,
@@ -124,6 +125,15 @@ impl NpzOptions {
     #[must_use]
     pub fn max_total_bytes(mut self, limit: u64) -> NpzOptions {
         self.max_total_bytes = Some(limit);
+        self
+    }
+
+    /// Partial restores (`CKPT_NPZ_PARTIAL`): a variable the file does not have is left untouched instead of
+    /// failing the restore, and [`Vars::restored`](crate::Vars::restored) tells which were filled. A variable
+    /// found with another dtype or shape still fails it ([`Code::Mismatch`]).
+    #[must_use]
+    pub fn partial(mut self, partial: bool) -> NpzOptions {
+        self.partial = partial;
         self
     }
 
@@ -184,6 +194,9 @@ impl NpzOptions {
         if let Some(limit) = self.max_total_bytes {
             raw.max_total_bytes = limit;
         }
+        if self.partial {
+            raw.flags |= sys::CKPT_NPZ_PARTIAL;
+        }
         if let Some(rename) = &self.rename {
             raw.rename = Some(rename_trampoline);
             raw.rename_payload = Arc::as_ptr(rename) as *mut c_void;
@@ -210,6 +223,7 @@ impl std::fmt::Debug for NpzOptions {
             .field("max_header_bytes", &self.max_header_bytes)
             .field("max_members", &self.max_members)
             .field("max_total_bytes", &self.max_total_bytes)
+            .field("partial", &self.partial)
             .field("rename", &self.rename.is_some())
             .field("progress", &self.progress.is_some())
             .field("storage", &self.storage)

@@ -42,6 +42,12 @@ pub trait Storage: Send + Sync {
     fn list(&self, dir: &str) -> Result<Vec<String>>;
     /// Opens the file at `path` for reading.
     fn open_read(&self, path: &str) -> Result<Box<dyn InputFile>>;
+    /// The bytes a new file in `dir` may still take, for a [`Manager`](crate::Manager)'s disk check before each
+    /// save (a save needing more fails with [`Code::Io`], naming both) and its low-space warning; `Ok(None)`
+    /// (the default) when the medium cannot tell: no check is made.
+    fn free_space(&self, _dir: &str) -> Result<Option<u64>> {
+        Ok(None)
+    }
 }
 
 /// A file being written by a [`Storage`].
@@ -121,6 +127,7 @@ impl StorageHandle {
             read_at: Some(read_at),
             close_read: Some(close_read),
             destroy: Some(destroy),
+            free_space: Some(free_space),
         };
         let mut raw = ptr::null_mut();
         // SAFETY: a complete table; the library copies it and keeps the payload.
@@ -314,6 +321,22 @@ unsafe extern "C" fn read_at(
         *got = n;
         Ok(())
     })
+}
+
+unsafe extern "C" fn free_space(payload: *mut c_void, dir: *const c_char, bytes: *mut u64) -> c_int {
+    let mut known = true;
+    let rc = guarded(|| {
+        match storage(payload).free_space(path(dir, "free_space")?)? {
+            Some(n) => *bytes = n,
+            None => known = false,
+        }
+        Ok(())
+    });
+    if rc == sys::CKPT_OK && !known {
+        sys::CKPT_EUNSUPPORTED
+    } else {
+        rc
+    }
 }
 
 unsafe extern "C" fn close_read(_payload: *mut c_void, file: *mut c_void) {

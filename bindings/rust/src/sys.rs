@@ -57,10 +57,11 @@ pub const CKPT_LAYOUT_PLAIN: u32 = 1;
 pub const CKPT_LAYOUT_OBJAX: u32 = 2;
 pub const CKPT_STORE: u32 = 0;
 pub const CKPT_DEFLATE: u32 = 1;
-pub const CKPT_NPZ_OPTIONS_VERSION: u32 = 3;
+pub const CKPT_NPZ_PARTIAL: u32 = 1;
+pub const CKPT_NPZ_OPTIONS_VERSION: u32 = 4;
 
 // ------------------------------------------------------------------------------------------------ storage
-pub const CKPT_STORAGE_OPS_VERSION: u32 = 1;
+pub const CKPT_STORAGE_OPS_VERSION: u32 = 2;
 
 // ------------------------------------------------------------------------------------------ communicators
 pub const CKPT_REDUCE_MIN: u32 = 0;
@@ -159,6 +160,8 @@ pub struct ckpt_npz_options {
     // version 3
     pub max_members: u64,
     pub max_total_bytes: u64,
+    // version 4
+    pub flags: u32,
 }
 
 #[repr(C)]
@@ -223,6 +226,8 @@ pub struct ckpt_storage_ops {
     >,
     pub close_read: Option<unsafe extern "C" fn(payload: *mut c_void, file: *mut c_void)>,
     pub destroy: Option<unsafe extern "C" fn(payload: *mut c_void)>,
+    // version 2
+    pub free_space: Option<unsafe extern "C" fn(payload: *mut c_void, dir: *const c_char, bytes: *mut u64) -> c_int>,
 }
 
 #[repr(C)]
@@ -307,6 +312,7 @@ extern "C" {
     pub fn ckpt_vars_shape(vars: *const ckpt_vars, i: usize) -> *const i64;
     pub fn ckpt_vars_nbytes(vars: *const ckpt_vars, i: usize) -> usize;
     pub fn ckpt_vars_data(vars: *const ckpt_vars, i: usize) -> *mut c_void;
+    pub fn ckpt_vars_restored(vars: *const ckpt_vars, i: usize) -> c_int;
     pub fn ckpt_vars_set_rows(vars: *mut ckpt_vars, i: usize, row_begin: i64, global_rows: i64) -> c_int;
     pub fn ckpt_vars_rows(vars: *const ckpt_vars, i: usize, row_begin: *mut i64, global_rows: *mut i64) -> c_int;
     pub fn ckpt_vars_set_metadata(vars: *mut ckpt_vars, key: *const c_char, value: *const c_char) -> c_int;

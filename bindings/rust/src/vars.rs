@@ -197,6 +197,14 @@ impl<'a> Vars<'a> {
         (0..self.len()).filter_map(move |i| self.name(i))
     }
 
+    /// Whether the latest restore into the collection filled array `i`: false for one a
+    /// [`partial`](crate::NpzOptions::partial) restore did not find in the file, for every array after a failed
+    /// restore or before any, and past the end.
+    pub fn restored(&self, i: usize) -> bool {
+        // SAFETY: a live collection; any index is accepted.
+        unsafe { sys::ckpt_vars_restored(self.as_ptr(), i) == 1 }
+    }
+
     /// Position of `name`; [`Code::NotFound`] if there is no such array.
     pub fn index_of(&self, name: &str) -> Result<usize> {
         let c_name = c_string("variable name", name)?;

@@ -6,6 +6,7 @@ mod errors;
 mod layout;
 mod manager;
 mod npz;
+mod partial;
 mod storage;
 mod threads;
 mod vars;

@@ -22,6 +22,9 @@ struct MapStorage {
     state: Arc<Mutex<Files>>,
     fail_write: Option<&'static str>,
     panic_on_list: bool,
+    /// What free_space reports (None: cannot tell), and the directories it was asked about.
+    free: Arc<Mutex<Option<u64>>>,
+    asked: Arc<Mutex<Vec<String>>>,
 }
 
 impl MapStorage {
@@ -125,6 +128,10 @@ impl Storage for MapStorage {
         let bytes = state.files.get(path).ok_or_else(|| Error::new(Code::NotFound, format!("{path}: no such file")))?;
         Ok(Box::new(MapInput(bytes.clone())))
     }
+    fn free_space(&self, dir: &str) -> Result<Option<u64>> {
+        self.asked.lock().unwrap().push(dir.to_string());
+        Ok(*self.free.lock().unwrap())
+    }
 }
 
 #[test]
@@ -216,4 +223,51 @@ fn the_memory_storage_serves_a_manager() {
     let path = "logs/ckpt/0000000007.npz";
     assert_every_dtype(&Vars::read_with(path, &NpzOptions::new().storage(memory)).unwrap());
     assert!(!std::path::Path::new(path).exists(), "nothing went to the filesystem");
+}
+
+fn model(value: f32) -> Vars<'static> {
+    let mut v = Vars::new().unwrap();
+    v.add("w", &[64], &[value; 64]).unwrap();
+    v
+}
+
+#[test]
+fn a_storage_reporting_too_little_space_fails_the_save_and_keeps_the_previous_checkpoint() {
+    let map = MapStorage::default();
+    let mut m = Manager::open("run", &ManagerOptions::new().storage(StorageHandle::new(map.clone()).unwrap())).unwrap();
+    m.save(&model(1.0), 1).unwrap(); // None: the medium cannot tell, no check
+    *map.free.lock().unwrap() = Some(100);
+    let e = m.save(&model(2.0), 2).unwrap_err();
+    assert_eq!(e.code(), Code::Io);
+    assert!(e.message().contains("run/ckpt/0000000002.npz: not enough space for checkpoint 2: it needs up to"), "{e}");
+    assert!(e.message().contains("and 100 bytes is free"), "{e}");
+    assert_eq!(map.asked.lock().unwrap().last().map(String::as_str), Some("run/ckpt"));
+    assert_eq!(m.list().unwrap(), vec![1]);
+    assert_eq!(map.names(), vec!["run/ckpt/0000000001.npz"], "no temporary left behind");
+    let mut back = model(0.0);
+    assert_eq!(m.restore(&mut back, None).unwrap(), 1);
+    assert_eq!(back.get::<f32>("w").unwrap(), &[1.0; 64]);
+    m.close().unwrap();
+}
+
+#[test]
+fn a_storage_reporting_enough_space_saves_and_one_running_low_warns() {
+    let map = MapStorage { free: Arc::new(Mutex::new(Some(1 << 40))), ..MapStorage::default() };
+    let warnings = Arc::new(Mutex::new(Vec::new()));
+    let seen = warnings.clone();
+    let options =
+        ManagerOptions::new().storage(StorageHandle::new(map.clone()).unwrap()).keep(5).log(move |level, message| {
+            if level == ckpt::LogLevel::Warning {
+                seen.lock().unwrap().push(message.to_string());
+            }
+        });
+    let mut m = Manager::open("run", &options).unwrap();
+    m.save(&model(1.0), 1).unwrap();
+    assert!(warnings.lock().unwrap().is_empty());
+    *map.free.lock().unwrap() = Some(2000); // room for this save, not for the four more keep(5) will accumulate
+    m.save(&model(2.0), 2).unwrap();
+    assert_eq!(m.list().unwrap(), vec![1, 2]);
+    m.close().unwrap();
+    let warnings = warnings.lock().unwrap();
+    assert!(warnings.iter().any(|w| w.starts_with("run/ckpt: 2000 bytes free, less than the")), "{warnings:?}");
 }
