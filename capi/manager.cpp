@@ -1,5 +1,6 @@
 // ckpt_manager: the C face of ckpt::CheckpointManager.
 #include "manager/checkpoint.hpp"
+#include "comm.hpp"
 #include "guard.hpp"
 #include "manager_clock.hpp"
 #include "core/utf8.hpp"
@@ -30,6 +31,7 @@ size_t manager_options_size(uint32_t version) {
     switch (version) {
         case 1: return offsetof(ckpt_manager_options, keep_best);
         case 2: return offsetof(ckpt_manager_options, max_staging_bytes);
+        case 3: return offsetof(ckpt_manager_options, comm);
         default: return sizeof(ckpt_manager_options);
     }
 }
@@ -122,6 +124,7 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
         m.rename = ckpt::capi::renamer(npz);
         m.partial = (npz.flags & CKPT_NPZ_PARTIAL) != 0;
         m.max_staging_bytes = o.max_staging_bytes;
+        m.comm = ckpt::capi::comm_of(o.comm);
         m.storage = ckpt::capi::storage_of(o.storage);
         if (o.log != nullptr) {
             m.log = [fn = o.log, payload = o.log_payload](int level, const std::string& message) {

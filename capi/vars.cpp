@@ -108,6 +108,33 @@ CKPT_API void* ckpt_vars_data(const ckpt_vars* vars, size_t i) {
     return a != nullptr ? a->data() : nullptr;
 }
 
+CKPT_API int ckpt_vars_set_rows(ckpt_vars* vars, size_t i, int64_t row_begin, int64_t global_rows) {
+    return guard([&] {
+        require(vars, "ckpt_vars_set_rows", "vars");
+        if (i >= vars->vc.size())
+            ckpt::fail(Code::not_found, "ckpt_vars_set_rows: index {} is out of range ({} arrays)", i, vars->vc.size());
+        if (global_rows < -1) ckpt::fail(Code::invalid, "ckpt_vars_set_rows: global_rows {} is below -1", global_rows);
+        if (global_rows == -1)
+            vars->vc.set_rows(i, std::nullopt);
+        else
+            vars->vc.set_rows(i, ckpt::RowSplit{row_begin, global_rows});
+    });
+}
+
+CKPT_API int ckpt_vars_rows(const ckpt_vars* vars, size_t i, int64_t* row_begin, int64_t* global_rows) {
+    if (row_begin != nullptr) *row_begin = -1;
+    if (global_rows != nullptr) *global_rows = -1;
+    return guard([&] {
+        require(vars, "ckpt_vars_rows", "vars");
+        if (i >= vars->vc.size())
+            ckpt::fail(Code::not_found, "ckpt_vars_rows: index {} is out of range ({} arrays)", i, vars->vc.size());
+        const auto& rows = vars->vc.rows(i);
+        if (!rows) ckpt::fail(Code::not_found, "ckpt_vars_rows: '{}' is not a row split", vars->vc.name(i));
+        if (row_begin != nullptr) *row_begin = rows->begin;
+        if (global_rows != nullptr) *global_rows = rows->global_rows;
+    });
+}
+
 CKPT_API int ckpt_vars_restored(const ckpt_vars* vars, size_t i) {
     return vars != nullptr && i < vars->vc.size() && vars->vc.restored(i) ? 1 : 0;
 }

@@ -2,6 +2,7 @@
 // --verify, a verdict — without locking or changing anything.
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
+#include "sharded_step.hpp"
 #include "text.hpp"
 
 #include <fmt/format.h>
@@ -50,6 +51,7 @@ struct Entry {
     std::string error;
     int exit_code = kExitOk;
     std::string time_key;  // the metadata key the saving time came from, or "" for the file's mtime
+    bool sharded = false;  // a step directory of shards
 };
 
 std::string summary(const Entry& e) {
@@ -101,6 +103,22 @@ std::string saved_text(const Entry& e) {
     return local_time(e.mtime);
 }
 
+// What an open checkpoint — a file's ckpt_npz or a step's ckpt_step — says of itself: its arrays and metadata.
+template <typename Handle>
+void describe(Entry& e, const Handle* raw, size_t (*count)(const Handle*), size_t (*metadata_count)(const Handle*),
+              const char* (*key)(const Handle*, size_t), const char* (*value)(const Handle*, size_t)) {
+    e.opened = true;
+    e.arrays = count(raw);
+    for (size_t k = 0; k < metadata_count(raw); ++k) e.metadata.emplace_back(key(raw, k), value(raw, k));
+    for (const char* time_key : kTimeKeys) {
+        const auto has = [&](const std::pair<std::string, std::string>& kv) { return kv.first == time_key; };
+        if (std::any_of(e.metadata.begin(), e.metadata.end(), has)) {
+            e.time_key = time_key;
+            break;
+        }
+    }
+}
+
 Entry inspect(const CheckpointDir& dir, int64_t index, const LsOptions& o, Progress& progress, Scratch& scratch) {
     Entry e;
     e.index = index;
@@ -113,26 +131,29 @@ Entry inspect(const CheckpointDir& dir, int64_t index, const LsOptions& o, Progr
     }
     e.size = static_cast<uint64_t>(st.st_size);
     e.mtime = st.st_mtime;
-    ckpt_npz* raw = nullptr;
-    const int rc = ckpt_npz_open(&raw, e.path.c_str(), nullptr);
+    // A sharded step: its shards' and manifest's sizes, its manifest's variables and metadata.
+    e.sharded = is_step_dir(e.path);
+    int rc;
+    if (e.sharded) {
+        e.size = step_bytes(e.path);
+        ckpt_step* raw = nullptr;
+        rc = ckpt_step_open(&raw, e.path.c_str(), nullptr);
+        const Step step(raw);
+        if (rc == CKPT_OK)
+            describe(e, raw, ckpt_step_count, ckpt_step_metadata_count, ckpt_step_metadata_key, ckpt_step_metadata_value);
+    } else {
+        ckpt_npz* raw = nullptr;
+        rc = ckpt_npz_open(&raw, e.path.c_str(), nullptr);
+        const Npz npz(raw);
+        if (rc == CKPT_OK)
+            describe(e, raw, ckpt_npz_count, ckpt_npz_metadata_count, ckpt_npz_metadata_key, ckpt_npz_metadata_value);
+    }
     if (rc != CKPT_OK) {
         e.error = ckpt_message(rc, e.path);
         e.exit_code = open_exit_code(rc);
-    } else {
-        const Npz npz(raw);
-        e.opened = true;
-        e.arrays = ckpt_npz_count(raw);
-        for (size_t k = 0; k < ckpt_npz_metadata_count(raw); ++k)
-            e.metadata.emplace_back(ckpt_npz_metadata_key(raw, k), ckpt_npz_metadata_value(raw, k));
-        for (const char* key : kTimeKeys) {
-            if (ckpt_npz_metadata(raw, key) != nullptr) {
-                e.time_key = key;
-                break;
-            }
-        }
     }
     if (o.verify) {
-        e.verdict = verify_file(e.path, progress, scratch);
+        e.verdict = e.sharded ? verify_step(e.path, progress, scratch) : verify_file(e.path, progress, scratch);
         if (e.verdict->verdict != "ok") {
             e.error = e.verdict->error;
             e.exit_code = std::max(e.exit_code, e.verdict->exit_code);
@@ -153,6 +174,7 @@ Json entry_json(const Entry& e, bool verify) {
     j["saved_at"] = saved;
     j["saved_at_source"] = e.time_key.empty() ? std::string("mtime") : "metadata:" + e.time_key;
     j["arrays"] = e.opened ? Json(e.arrays) : Json(nullptr);
+    j["sharded"] = e.sharded;
     if (e.opened) {
         Json meta = Json::object();
         for (const auto& kv : e.metadata) meta[kv.first] = kv.second;

@@ -1,6 +1,7 @@
 // ckpt show FILE: how a file holds its arrays — layout, then per array its type, shape, sizes, compression,
 // CRC-32 and where its data starts — and the file's metadata. Reads no array data.
 #include "commands.hpp"
+#include "sharded_step.hpp"
 #include "text.hpp"
 
 #include <fmt/format.h>
@@ -33,6 +34,7 @@ const char* layout_name(uint32_t layout) {
 const char* compression_name(uint32_t c) { return c == CKPT_DEFLATE ? "deflated" : "stored"; }
 
 int run_show(const ShowOptions& o) {
+    if (is_step_dir(o.file)) return show_step(o.file, o.json, o.bytes);
     const Npz npz = open_npz(o.file);
     ckpt_npz* f = npz.get();
     const uint64_t size = file_size(o.file);
@@ -121,7 +123,7 @@ Command add_show(CLI::App& parent) {
         "show", "Show a file's layout, arrays (dtype, shape, sizes, compression, CRC-32, offset) and metadata");
     app->footer("Reads the zip directory and every npy header, no array data. The alignment of a stored array is the "
                 "largest power of two (up to 4096) that divides its data offset.");
-    app->add_option("FILE", o->file, "a .npz file")->required();
+    app->add_option("FILE", o->file, "a .npz file, or a sharded step's directory")->required();
     app->add_flag("--json", o->json, "one JSON document (docs/cli.md)");
     app->add_flag("--bytes", o->bytes, "sizes in bytes");
     return {app, [o] { return run_show(*o); }};

@@ -1,6 +1,7 @@
 // ckpt verify FILE|LOGDIR...: the full check of every file, one verdict line each.
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
+#include "sharded_step.hpp"
 #include "text.hpp"
 
 #include <fmt/format.h>
@@ -32,6 +33,31 @@ void set_failure(Verdict& v, int rc) {
     v.exit_code = exit_code_for(rc);
 }
 
+void verify_arrays(Verdict& v, const ArrayReader& arrays, Progress& progress, Scratch& scratch) {
+    uint64_t total = 0;
+    for (size_t i = 0; i < v.arrays; ++i) total += arrays.nbytes(i);
+    progress.start("verifying " + v.path, total);
+    for (size_t i = 0; i < v.arrays; ++i) {
+        const size_t n = arrays.nbytes(i);
+        unsigned char* dst;
+        try {
+            dst = scratch.get(n);
+        } catch (const std::bad_alloc&) {
+            v.verdict = "unreadable";
+            v.error = fmt::format("{}: array '{}': cannot allocate {} bytes to read it into", v.path, arrays.name(i), n);
+            v.exit_code = kExitInternal;
+            return;
+        }
+        const int read = arrays.read(i, dst, n);
+        if (read != CKPT_OK) {
+            set_failure(v, read);
+            return;
+        }
+        progress.add_base(n);
+    }
+    v.verdict = "ok";
+}
+
 Verdict verify_file(const std::string& path, Progress& progress, Scratch& scratch) {
     Verdict v;
     v.path = path;
@@ -47,28 +73,10 @@ Verdict verify_file(const std::string& path, Progress& progress, Scratch& scratc
     const Npz npz(raw);
     v.opened = true;
     v.arrays = ckpt_npz_count(raw);
-    uint64_t total = 0;
-    for (size_t i = 0; i < v.arrays; ++i) total += ckpt_npz_nbytes(raw, i);
-    progress.start("verifying " + path, total);
-    for (size_t i = 0; i < v.arrays; ++i) {
-        const size_t n = ckpt_npz_nbytes(raw, i);
-        unsigned char* dst;
-        try {
-            dst = scratch.get(n);
-        } catch (const std::bad_alloc&) {
-            v.verdict = "unreadable";
-            v.error = fmt::format("{}: array '{}': cannot allocate {} bytes to read it into", path, ckpt_npz_name(raw, i), n);
-            v.exit_code = kExitInternal;
-            return v;
-        }
-        const int read = ckpt_npz_read_into(raw, i, dst, n);
-        if (read != CKPT_OK) {
-            set_failure(v, read);
-            return v;
-        }
-        progress.add_base(n);
-    }
-    v.verdict = "ok";
+    verify_arrays(v,
+                  {[&](size_t i) { return ckpt_npz_nbytes(raw, i); }, [&](size_t i) { return ckpt_npz_name(raw, i); },
+                   [&](size_t i, void* dst, size_t n) { return ckpt_npz_read_into(raw, i, dst, n); }},
+                  progress, scratch);
     return v;
 }
 
@@ -103,10 +111,14 @@ int run_verify(const VerifyOptions& o) {
         status = std::max(status, v.exit_code);
     };
     const auto one = [&](const std::string& path) {
-        Verdict v = verify_file(path, progress, scratch);
+        const bool step = is_step_dir(path);
+        Verdict v = step ? verify_step(path, progress, scratch) : verify_file(path, progress, scratch);
         std::optional<uint64_t> size;
         struct stat st{};
-        if (::stat(path.c_str(), &st) == 0) size = static_cast<uint64_t>(st.st_size);
+        if (step)
+            size = step_bytes(path);
+        else if (::stat(path.c_str(), &st) == 0)
+            size = static_cast<uint64_t>(st.st_size);
         tally(v);
         if (o.json) {
             files.push_back(verdict_json(v, size));
@@ -114,8 +126,8 @@ int run_verify(const VerifyOptions& o) {
         }
         progress.clear();
         if (v.verdict == "ok") {
-            std::cout << fmt::format("{}: ok ({} array{}, {})\n", path, v.arrays, v.arrays == 1 ? "" : "s",
-                                     human_size(size.value_or(0), o.bytes));
+            std::cout << fmt::format("{}: ok ({}{} array{}, {})\n", path, step ? "sharded step, " : "", v.arrays,
+                                     v.arrays == 1 ? "" : "s", human_size(size.value_or(0), o.bytes));
         } else {
             std::cout << fmt::format("{}: {}: {}\n", path, v.verdict, without_path(v.error, path));
         }
@@ -123,7 +135,7 @@ int run_verify(const VerifyOptions& o) {
     };
 
     for (const std::string& target : o.targets) {
-        if (!is_directory(target)) {
+        if (!is_directory(target) || is_step_dir(target)) {
             one(target);
             continue;
         }

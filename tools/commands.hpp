@@ -36,6 +36,14 @@ struct Verdict {
     uint64_t arrays = 0;
 };
 Verdict verify_file(const std::string& path, Progress& progress, Scratch& scratch);
+// How verify_arrays reaches the arrays of an open file or step.
+struct ArrayReader {
+    std::function<size_t(size_t)> nbytes;
+    std::function<const char*(size_t)> name;
+    std::function<int(size_t, void*, size_t)> read;  // a CKPT_* code
+};
+// Reads v.arrays arrays whole (their CRC-32s checked), with progress; sets v's verdict: "ok" or the first failure.
+void verify_arrays(Verdict& v, const ArrayReader& arrays, Progress& progress, Scratch& scratch);
 // What a failed call on a file makes of its verdict.
 void set_failure(Verdict& v, int rc);
 

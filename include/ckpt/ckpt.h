@@ -159,6 +159,19 @@ CKPT_API void *ckpt_vars_data(const ckpt_vars *vars, size_t i);
  * before any restore. A variable added after the restore reads 0. Out of range (or NULL vars): 0. */
 CKPT_API int ckpt_vars_restored(const ckpt_vars *vars, size_t i);
 
+/* Row-split variables, for sharded checkpoints (docs/distributed.md): marks array i as rows
+ * [row_begin, row_begin + shape[0]) of a global array of global_rows rows along dimension 0, the other dimensions
+ * being the array's own (the FSDP/ZeRO case). A sharded save records each rank's piece; a restore fills the
+ * array with exactly those rows of the saved global array, from whichever shards hold them, whatever the world
+ * size that saved it. global_rows -1 makes the array whole again (row_begin is then ignored). Non-sharded saves
+ * ignore the marking (a file holds the array as it is).
+ * Returns CKPT_OK; CKPT_EINVAL (NULL vars, a 0-d array, rows outside [0, global_rows), global_rows < -1);
+ * CKPT_ENOTFOUND (i out of range). */
+CKPT_API int ckpt_vars_set_rows(ckpt_vars *vars, size_t i, int64_t row_begin, int64_t global_rows);
+/* The row split of array i: sets *row_begin and *global_rows (either may be NULL). Returns CKPT_OK; CKPT_ENOTFOUND
+ * (i out of range, or the array is whole: both are then set to -1); CKPT_EINVAL (NULL vars). */
+CKPT_API int ckpt_vars_rows(const ckpt_vars *vars, size_t i, int64_t *row_begin, int64_t *global_rows);
+
 /* The collection's metadata: string key/values about the checkpoint (step, time, loss, notes), saved with it in
  * the file's metadata member and read back with it (ckpt_npz_read and ckpt_manager_read fill a new collection's;
  * a successful restore replaces the collection's with the file's). Keys are non-empty; keys and values are UTF-8;
@@ -458,6 +471,91 @@ CKPT_API int ckpt_writer_finalize(ckpt_writer *w);
 /* Finalizes (discarding unreported errors: call ckpt_writer_finalize first to see them) and frees. NULL is fine. */
 CKPT_API void ckpt_writer_free(ckpt_writer *w);
 
+/* ------------------------------------------------------------------------------------------- communicators */
+/* How the processes of one training job that save a sharded checkpoint together coordinate (docs/distributed.md).
+ * ckpt has no transport of its own: libckpt_mpi (ckpt/ckpt_mpi.h) makes one over an MPI communicator, and a
+ * program using NCCL, Gloo or torch.distributed fills this table with its own collectives.
+ *
+ * Every callback receives `payload` first and returns CKPT_OK or a negative CKPT_* code (which then fails the ckpt
+ * call that made it). Every call but rank and size is collective: ckpt makes the same calls in the same order on
+ * every rank, from the thread that called the ckpt function. Buffers are small (a few KiB: statuses, names, the
+ * variables' descriptions), never array data. */
+#define CKPT_REDUCE_MIN 0u
+#define CKPT_REDUCE_MAX 1u
+#define CKPT_REDUCE_SUM 2u
+typedef struct ckpt_comm ckpt_comm;
+typedef struct ckpt_comm_ops {
+    uint32_t version; /* CKPT_COMM_OPS_VERSION */
+    void *payload;
+    /* This process's rank (0 <= rank < size) and the number of ranks; called once, by ckpt_comm_new. */
+    int (*rank)(void *payload, int32_t *out);
+    int (*size)(void *payload, int32_t *out);
+    /* Returns once every rank has called it. */
+    int (*barrier)(void *payload);
+    /* Replaces *value on every rank with the minimum, maximum or sum (op: CKPT_REDUCE_*) of every rank's. */
+    int (*all_reduce_i64)(void *payload, int64_t *value, uint32_t op);
+    /* Replaces buf[0..size) on every rank with rank root's bytes; every rank passes the same size. */
+    int (*broadcast)(void *payload, void *buf, size_t size, int32_t root);
+    /* recv[r*size .. (r+1)*size) gets rank r's send[0..size); every rank passes the same size, and recv holds
+     * size times the number of ranks bytes. */
+    int (*all_gather)(void *payload, const void *send, size_t size, void *recv);
+    /* Called once when nothing uses the communicator any more (may be NULL). */
+    void (*destroy)(void *payload);
+} ckpt_comm_ops;
+#define CKPT_COMM_OPS_VERSION 1
+
+/* Makes a communicator from a callback table (copied; `ops->payload` is kept), asking rank and size once.
+ * Every callback except destroy is required. Returns CKPT_OK; CKPT_EINVAL (NULL argument, unknown version, a
+ * callback missing, a size < 1 or a rank outside [0, size)); the code a rank or size callback returned;
+ * CKPT_ENOMEM. On failure destroy is not called: the payload stays the caller's. */
+CKPT_API int ckpt_comm_new(ckpt_comm **out, const ckpt_comm_ops *ops);
+/* Releases the caller's reference; managers that use the communicator keep their own, and destroy is called when
+ * the last goes. NULL is fine. */
+CKPT_API void ckpt_comm_free(ckpt_comm *comm);
+/* This process's rank and the number of ranks, as the callbacks reported them; -1 and 0 for NULL. */
+CKPT_API int32_t ckpt_comm_rank(const ckpt_comm *comm);
+CKPT_API int32_t ckpt_comm_size(const ckpt_comm *comm);
+
+/* --------------------------------------------------------------------------------------------- sharded steps */
+/* One sharded checkpoint step, read by one process: a directory "<subdir>/%010d/" of shards and manifest.json that a
+ * manager with a communicator saved (docs/distributed.md). Opening reads and checks the manifest; shards are opened
+ * when a variable is read from them. Managers read sharded steps themselves; this is for tools and inspection. */
+typedef struct ckpt_step ckpt_step;
+/* Opens the step directory `dir`. opts (may be NULL): its storage and reading limits apply. Returns CKPT_OK;
+ * CKPT_EINVAL (NULL out or dir, bad options); CKPT_ENOTFOUND (no manifest.json in dir); CKPT_EFORMAT (a malformed
+ * manifest, the message naming the problem); CKPT_EUNSUPPORTED (a newer manifest version); CKPT_EIO; CKPT_ENOMEM. */
+CKPT_API int ckpt_step_open(ckpt_step **out, const char *dir, const ckpt_npz_options *opts);
+/* Closes the step. NULL is fine. */
+CKPT_API void ckpt_step_close(ckpt_step *step);
+/* The step's index (-1 for NULL) and the number of ranks that saved it (0 for NULL). */
+CKPT_API int64_t ckpt_step_index(const ckpt_step *step);
+CKPT_API int32_t ckpt_step_world_size(const ckpt_step *step);
+/* The file name of rank's shard in the step directory ("shard-00003-of-00008.npz", borrowed); NULL out of range. */
+CKPT_API const char *ckpt_step_shard(const ckpt_step *step, int32_t rank);
+/* Number of variables; their names and accessors, as the ckpt_npz ones — the shape is the global one for a
+ * row-split variable (borrowed). Out of range gives 0 or NULL. */
+CKPT_API size_t ckpt_step_count(const ckpt_step *step);
+CKPT_API const char *ckpt_step_name(const ckpt_step *step, size_t i);
+CKPT_API uint32_t ckpt_step_dtype(const ckpt_step *step, size_t i);
+CKPT_API size_t ckpt_step_itemsize(const ckpt_step *step, size_t i);
+CKPT_API uint32_t ckpt_step_ndim(const ckpt_step *step, size_t i);
+CKPT_API const int64_t *ckpt_step_shape(const ckpt_step *step, size_t i);
+CKPT_API size_t ckpt_step_nbytes(const ckpt_step *step, size_t i);
+/* Number of pieces of variable i: 0 for a whole variable (held by one shard), else the shards its rows are in. */
+CKPT_API size_t ckpt_step_pieces(const ckpt_step *step, size_t i);
+/* Reads rows [first, first + count) of variable i along dimension 0 (a 0-d variable: first 0, count 1) into dst
+ * (native byte order, C order), from whichever shards hold them: a piece read whole has its CRC-32 verified, part
+ * of a stored one is a ranged read (see ckpt_manager_restore). dst_size must hold count rows.
+ * Returns CKPT_OK; CKPT_EINVAL (NULL step, NULL dst for a non-empty read, rows outside the variable);
+ * CKPT_ENOTFOUND (i out of range); CKPT_EBUFS (dst_size too small); CKPT_EFORMAT (a shard is corrupt, or does not
+ * hold what the manifest says); CKPT_EIO; CKPT_ENOMEM. */
+CKPT_API int ckpt_step_read_rows(ckpt_step *step, size_t i, int64_t first, int64_t count, void *dst, size_t dst_size);
+/* The step's metadata (the manifest's), as the ckpt_npz_metadata functions (borrowed until the step is closed). */
+CKPT_API const char *ckpt_step_metadata(const ckpt_step *step, const char *key);
+CKPT_API size_t ckpt_step_metadata_count(const ckpt_step *step);
+CKPT_API const char *ckpt_step_metadata_key(const ckpt_step *step, size_t i);
+CKPT_API const char *ckpt_step_metadata_value(const ckpt_step *step, size_t i);
+
 /* ------------------------------------------------------------------------------------------ checkpoint manager */
 /* objax.io.Checkpoint: a directory <logdir>/<subdir> of numbered checkpoints "%010d.npz" (wider for indices past
  * 9999999999) that a training program saves into and resumes from. Saves are atomic and durable; after each save
@@ -513,22 +611,32 @@ typedef struct ckpt_manager_options {
                                       this; a save whose copy would exceed it first waits for earlier saves, and
                                       one larger than the whole budget is written synchronously from the caller's
                                       arrays, without a copy, after the earlier ones. 0 = no limit */
+    /* version 4: */
+    ckpt_comm *comm;               /* NULL: this process alone. Otherwise the manager is collective over the
+                                      communicator's ranks (docs/distributed.md), each of which opens it with the
+                                      same logdir and options: opening, every save (each rank writes its own
+                                      variables as one shard of a step directory "<subdir>/%010d/", committed by
+                                      rank 0 with a manifest once every shard is durable) and every restore (rank
+                                      0 chooses the step, every rank reads what it needs) are made by every rank,
+                                      and every rank gets the same result. Rank 0 holds the lock and runs
+                                      retention. Not with CKPT_MANAGER_ASYNC. The manager keeps its own reference */
 } ckpt_manager_options;
 #define CKPT_BEST_MIN 0u
 #define CKPT_BEST_MAX 1u
-#define CKPT_MANAGER_OPTIONS_VERSION 3
+#define CKPT_MANAGER_OPTIONS_VERSION 4
 #define CKPT_MANAGER_OPTIONS_INIT \
-    {CKPT_MANAGER_OPTIONS_VERSION, 10, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL, CKPT_BEST_MIN, 0, 0, 0, 0}
-/* Fills *opts with the defaults of `version` (1 to 3: an older caller's struct ends before the later fields, and
+    {CKPT_MANAGER_OPTIONS_VERSION, 10, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL, CKPT_BEST_MIN, 0, 0, 0, 0, NULL}
+/* Fills *opts with the defaults of `version` (1 to 4: an older caller's struct ends before the later fields, and
  * only that much is written). ckpt_manager_open accepts every version. Returns CKPT_OK, CKPT_EINVAL (NULL opts,
  * unknown version). */
 CKPT_API int ckpt_manager_options_init(ckpt_manager_options *opts, uint32_t version);
 /* Opens (creating, unless CKPT_MANAGER_NO_MAKEDIR) the checkpoint directory of `logdir`, locks it and removes
  * stale temporaries. With CKPT_MANAGER_READ_ONLY it only opens an existing directory: no lock (another manager
  * may be saving into it), no cleanup, and ckpt_manager_save fails with CKPT_EINVAL.
- * Returns CKPT_OK; CKPT_EINVAL (also READ_ONLY with ASYNC, keep_best > 0 without a best_metric, an empty or
- * invalid best_metric, an unknown best_mode, a negative keep_every, keep_seconds, save_every_steps or
- * save_every_seconds); CKPT_ENOTFOUND (NO_MAKEDIR or READ_ONLY, and no
+ * With a comm, opening is collective: rank 0 opens (and locks) the directory and every rank gets its result.
+ * Returns CKPT_OK; CKPT_EINVAL (also READ_ONLY with ASYNC, a comm with ASYNC, keep_best > 0 without a
+ * best_metric, an empty or invalid best_metric, an unknown best_mode, a negative keep_every, keep_seconds,
+ * save_every_steps or save_every_seconds); CKPT_ENOTFOUND (NO_MAKEDIR or READ_ONLY, and no
  * directory); CKPT_EBUSY (another manager holds the directory: the message names its pid); CKPT_EIO;
  * CKPT_ENOMEM. */
 CKPT_API int ckpt_manager_open(ckpt_manager **out, const char *logdir, const ckpt_manager_options *opts);
@@ -542,8 +650,16 @@ CKPT_API int ckpt_manager_open(ckpt_manager **out, const char *logdir, const ckp
  * upper bound: the data, npy headers and zip records (for deflate, as if nothing compressed). At open and after
  * each save, when the free space would not hold the checkpoints `keep` has yet to accumulate plus one more (of
  * the newest one's size), a warning goes to the log.
- * Returns CKPT_OK; CKPT_EINVAL (NULL argument, idx < 0, manager closed or opened read-only); CKPT_EIO; CKPT_ENOMEM;
- * an earlier save's code. */
+ * With a comm (sharded, collective: every rank calls it with its own variables, the same idx and metrics): each rank
+ * writes "shard-RRRRR-of-WWWWW.npz" into a staging directory; once every shard is durable rank 0 writes
+ * "manifest.json", renames the staging directory to "<subdir>/%010d/" and syncs the checkpoint directory; only then
+ * does any rank return CKPT_OK. A variable marked with ckpt_vars_set_rows is one piece of a global array (the
+ * ranks' pieces must tile its rows); any other variable must be saved by one rank only. If any rank fails, nothing
+ * is committed, the staging directory is removed, and every rank returns the same code (the first failing rank's)
+ * and message, naming each failing rank and its error. The disk-space check is not made for sharded saves.
+ * Returns CKPT_OK; CKPT_EINVAL (NULL argument, idx < 0, manager closed or opened read-only; sharded: a whole
+ * variable saved by two ranks, pieces that do not tile their rows); CKPT_EIO; CKPT_ENOMEM; an earlier save's code;
+ * CKPT_EUNSUPPORTED (sharded, on a callback storage: it has no directory operations). */
 CKPT_API int ckpt_manager_save(ckpt_manager *m, const ckpt_vars *vars, int64_t idx);
 /* As ckpt_manager_save, also recording metrics names[0..n) = values[0..n) as "ckpt.metric.<name>" in the file's
  * metadata (names and values are read before it returns; NULL when n is 0). Any value may be saved; NaN is never
@@ -574,7 +690,14 @@ CKPT_API void ckpt_manager_request_save(ckpt_manager *m);
  * CKPT_MANAGER_NO_FALLBACK). Waits for background saves first. *restored_idx (may be NULL) gets the index used.
  * Returns CKPT_OK; CKPT_ENOTFOUND (no checkpoint: objax's restore returns (0, '') here; no checkpoint idx);
  * CKPT_EFORMAT/CKPT_EIO (the checkpoint asked for, every checkpoint, or with NO_FALLBACK the newest, is
- * unreadable); CKPT_EMISMATCH (not retried on older checkpoints); CKPT_EINVAL. */
+ * unreadable); CKPT_EMISMATCH (not retried on older checkpoints); CKPT_EINVAL.
+ * Sharded steps (directories) are restored by any manager: each variable is found by name in the manifest and read
+ * from whichever shards hold it — a row split (ckpt_vars_set_rows) gets exactly its rows of the global array, by
+ * ranged reads of the stored members holding them (whose CRC-32 is checked only when a member is read whole),
+ * whatever the world size that saved the step. With a comm the restore is collective: rank 0 chooses the step
+ * (CKPT_LATEST: the newest), every rank restores from it, and if any rank finds it unreadable (a corrupt or
+ * missing shard) every rank moves on to the same older one; every rank returns the same index, or the same
+ * error naming the failing ranks. */
 CKPT_API int ckpt_manager_restore(ckpt_manager *m, ckpt_vars *vars, int64_t idx, int64_t *restored_idx);
 /* Reads checkpoint idx (or CKPT_LATEST, with fallback) into a new collection (*out, owned by the caller).
  * Returns the codes of ckpt_manager_restore except CKPT_EMISMATCH. */

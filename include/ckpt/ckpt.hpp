@@ -672,6 +672,85 @@ inline std::unique_ptr<Storage::OutputFile> Storage::open_append(const std::stri
 inline void Storage::sync_dir(const std::string&) {}
 inline std::optional<uint64_t> Storage::free_space(const std::string&) { return std::nullopt; }
 
+// How the processes of one job that save a sharded checkpoint together coordinate: a C++ face of ckpt_comm_ops.
+// Subclass it over the job's transport (MPI, NCCL, Gloo) and make a CommHandle of it; or adopt libckpt_mpi's
+// (CommHandle::adopt(ckpt_mpi_comm_new's result)). Every method but rank and size is collective: ckpt makes the
+// same calls in the same order on every rank, from the thread that called it, with small buffers only. What a
+// method throws fails the ckpt call (with an Error's own code, else CKPT_ERROR).
+class Comm {
+public:
+    virtual ~Comm() = default;
+    virtual int32_t rank() const = 0;
+    virtual int32_t size() const = 0;
+    virtual void barrier() = 0;
+    // The minimum, maximum or sum (op: CKPT_REDUCE_*) of every rank's value.
+    virtual int64_t all_reduce(int64_t value, uint32_t op) = 0;
+    // Replaces buf[0..size) on every rank with rank root's bytes.
+    virtual void broadcast(void* buf, size_t size, int32_t root) = 0;
+    // recv[r*size .. (r+1)*size) gets rank r's send[0..size).
+    virtual void all_gather(const void* send, size_t size, void* recv) = 0;
+};
+
+// A reference to a ckpt communicator, for ManagerOptions::comm; copies share it, and managers keep their own.
+class CommHandle {
+public:
+    explicit CommHandle(std::shared_ptr<Comm> comm) {
+        if (!comm) throw Error(CKPT_EINVAL, "ckpt::CommHandle: no communicator");
+        auto* payload = new std::shared_ptr<Comm>(std::move(comm));
+        ckpt_comm_ops ops{CKPT_COMM_OPS_VERSION, payload, &Callbacks::rank, &Callbacks::size, &Callbacks::barrier,
+                          &Callbacks::all_reduce, &Callbacks::broadcast, &Callbacks::all_gather, &Callbacks::destroy};
+        ckpt_comm* c = nullptr;
+        const int rc = ckpt_comm_new(&c, &ops);
+        if (rc != CKPT_OK) {
+            delete payload;  // on failure the library does not call destroy
+            detail::check(rc);
+        }
+        c_.reset(c, [](ckpt_comm* x) { ckpt_comm_free(x); });
+    }
+    // Takes over the caller's reference to a communicator made through the C API (ckpt_comm_new,
+    // ckpt_mpi_comm_new).
+    static CommHandle adopt(ckpt_comm* comm) {
+        if (comm == nullptr) throw Error(CKPT_EINVAL, "ckpt::CommHandle::adopt: NULL communicator");
+        CommHandle h;
+        h.c_.reset(comm, [](ckpt_comm* x) { ckpt_comm_free(x); });
+        return h;
+    }
+    int32_t rank() const noexcept { return ckpt_comm_rank(c_.get()); }
+    int32_t size() const noexcept { return ckpt_comm_size(c_.get()); }
+    ckpt_comm* native() const noexcept { return c_.get(); }
+
+private:
+    CommHandle() = default;
+    struct Callbacks {
+        static Comm& self(void* p) noexcept { return **static_cast<std::shared_ptr<Comm>*>(p); }
+        template <typename F>
+        static int run(F&& f) noexcept {
+            try {
+                f();
+                return CKPT_OK;
+            } catch (const Error& e) {
+                return e.code() < 0 ? e.code() : CKPT_ERROR;
+            } catch (...) {
+                return CKPT_ERROR;
+            }
+        }
+        static int rank(void* p, int32_t* out) noexcept { return run([&] { *out = self(p).rank(); }); }
+        static int size(void* p, int32_t* out) noexcept { return run([&] { *out = self(p).size(); }); }
+        static int barrier(void* p) noexcept { return run([&] { self(p).barrier(); }); }
+        static int all_reduce(void* p, int64_t* value, uint32_t op) noexcept {
+            return run([&] { *value = self(p).all_reduce(*value, op); });
+        }
+        static int broadcast(void* p, void* buf, size_t size, int32_t root) noexcept {
+            return run([&] { self(p).broadcast(buf, size, root); });
+        }
+        static int all_gather(void* p, const void* send, size_t size, void* recv) noexcept {
+            return run([&] { self(p).all_gather(send, size, recv); });
+        }
+        static void destroy(void* p) noexcept { delete static_cast<std::shared_ptr<Comm>*>(p); }
+    };
+    std::shared_ptr<ckpt_comm> c_;
+};
+
 namespace detail {
 
 // A storage of the library's own. The C++ methods have nothing to call: ckpt.h gives no access to a storage's
@@ -1205,6 +1284,24 @@ public:
         return text<char32_t>(index(name), Dtype::unicode);
     }
 
+    // ---- row splits, for sharded checkpoints (ckpt_vars_set_rows)
+
+    // Marks array i as rows [row_begin, row_begin + shape[0]) of a global array of global_rows rows along
+    // dimension 0: a sharded save records this rank's piece, a restore fills it with those rows from whichever
+    // shards hold them. clear_rows makes it whole again.
+    void set_rows(size_t i, int64_t row_begin, int64_t global_rows) {
+        detail::check(ckpt_vars_set_rows(v_, i, row_begin, global_rows));
+    }
+    void clear_rows(size_t i) { detail::check(ckpt_vars_set_rows(v_, i, 0, -1)); }
+    // {row_begin, global_rows} of array i when it is a row split; nullopt when it is whole.
+    std::optional<std::pair<int64_t, int64_t>> rows(size_t i) const {
+        int64_t begin = -1, global = -1;
+        const int rc = ckpt_vars_rows(v_, at(i), &begin, &global);
+        if (rc == CKPT_ENOTFOUND) return std::nullopt;
+        detail::check(rc);
+        return std::make_pair(begin, global);
+    }
+
     // ---- metadata: string key/values saved with the collection, in insertion order
 
     // Sets key to value (both copied), replacing its value in place.
@@ -1530,6 +1627,81 @@ private:
     std::shared_ptr<detail::StorageFailures> failures_;
 };
 
+// One sharded checkpoint step (a directory of shards and manifest.json, docs/distributed.md) read by one process:
+// the manifest at opening, the shards as variables are read (ckpt_step_*).
+class Step {
+public:
+    explicit Step(const std::string& dir, const NpzOptions& options = {})
+        : callbacks_(std::make_unique<detail::NpzCallbacks>(options)) {
+        detail::CNpzOptions c(options, callbacks_.get(), true);
+        failures_ = c.storage.failures();
+        detail::check(ckpt_step_open(&step_, dir.c_str(), &c.c), failures_.get());
+    }
+    ~Step() { ckpt_step_close(step_); }
+    Step(Step&& other) noexcept
+        : step_(std::exchange(other.step_, nullptr)),
+          callbacks_(std::move(other.callbacks_)),
+          failures_(std::move(other.failures_)) {}
+    Step& operator=(Step&& other) noexcept {
+        if (this != &other) {
+            ckpt_step_close(step_);
+            step_ = std::exchange(other.step_, nullptr);
+            callbacks_ = std::move(other.callbacks_);
+            failures_ = std::move(other.failures_);
+        }
+        return *this;
+    }
+    Step(const Step&) = delete;
+    Step& operator=(const Step&) = delete;
+    ckpt_step* native() const noexcept { return step_; }
+
+    int64_t index() const noexcept { return ckpt_step_index(step_); }
+    int32_t world_size() const noexcept { return ckpt_step_world_size(step_); }
+    // The file name of rank's shard; Error(CKPT_ENOTFOUND) out of range.
+    std::string_view shard(int32_t rank) const {
+        const char* name = ckpt_step_shard(step_, rank);
+        if (name == nullptr) throw Error(CKPT_ENOTFOUND, "ckpt::Step: no shard " + std::to_string(rank));
+        return name;
+    }
+    size_t size() const noexcept { return ckpt_step_count(step_); }
+    // Accessors of variable i (Error(CKPT_ENOTFOUND) out of range); the shape is the global one.
+    std::string_view name(size_t i) const { return ckpt_step_name(step_, at(i)); }
+    Dtype dtype(size_t i) const { return static_cast<Dtype>(ckpt_step_dtype(step_, at(i))); }
+    size_t itemsize(size_t i) const { return ckpt_step_itemsize(step_, at(i)); }
+    Shape shape(size_t i) const {
+        const int64_t* s = ckpt_step_shape(step_, at(i));
+        return Shape(s, s + ckpt_step_ndim(step_, i));
+    }
+    size_t nbytes(size_t i) const { return ckpt_step_nbytes(step_, at(i)); }
+    // Shards holding variable i's rows: 0 for a whole variable.
+    size_t pieces(size_t i) const { return ckpt_step_pieces(step_, at(i)); }
+    // Reads rows [first, first + count) of variable i (a 0-d one: 0, 1) into dst (dst_size bytes).
+    void read_rows(size_t i, int64_t first, int64_t count, void* dst, size_t dst_size) {
+        detail::check(ckpt_step_read_rows(step_, at(i), first, count, dst, dst_size), failures_.get());
+    }
+    // The step's metadata (borrowed until the step is closed).
+    std::optional<std::string_view> metadata(const std::string& key) const {
+        const char* value = ckpt_step_metadata(step_, key.c_str());
+        if (value == nullptr) return std::nullopt;
+        return std::string_view(value);
+    }
+    std::vector<std::pair<std::string, std::string>> metadata_items() const {
+        std::vector<std::pair<std::string, std::string>> out;
+        for (size_t i = 0; i < ckpt_step_metadata_count(step_); ++i)
+            out.emplace_back(ckpt_step_metadata_key(step_, i), ckpt_step_metadata_value(step_, i));
+        return out;
+    }
+
+private:
+    size_t at(size_t i) const {
+        if (i >= size()) throw Error(CKPT_ENOTFOUND, "ckpt::Step: no variable " + std::to_string(i));
+        return i;
+    }
+    ckpt_step* step_ = nullptr;
+    std::unique_ptr<detail::NpzCallbacks> callbacks_;
+    std::shared_ptr<detail::StorageFailures> failures_;
+};
+
 // --------------------------------------------------------------------------------------------------------- writers
 
 // CKPT_WRITER_*: pytorch-pfn-extras' Simple, Thread and Queue writers.
@@ -1848,6 +2020,8 @@ struct ManagerOptions {
     // async: the copies held by queued and running saves never exceed this; a save larger than the whole budget is
     // written at once from the caller's arrays, without a copy. 0 = no limit
     uint64_t max_staging_bytes = 0;
+    // Makes the manager collective over the communicator's ranks (sharded checkpoints, docs/distributed.md).
+    std::optional<CommHandle> comm;
 };
 
 // A metric of a save: recorded as "ckpt.metric.<name>" in the checkpoint's metadata.
@@ -1894,6 +2068,7 @@ public:
         c.save_every_steps = options.save_every_steps;
         c.save_every_seconds = options.save_every_seconds;
         c.max_staging_bytes = options.max_staging_bytes;
+        if (options.comm) c.comm = options.comm->native();
         failures_ = storage.failures();
         check(ckpt_manager_open(&m_, logdir.c_str(), &c));
     }

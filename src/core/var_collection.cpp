@@ -15,7 +15,19 @@ void VarCollection::add(std::string name, Array array) {
     // reserving one more each time made adding n variables cost n^2.
     if (entries_.size() == entries_.capacity()) entries_.reserve(2 * entries_.size() + 8);
     index_.emplace(name, entries_.size());
-    entries_.push_back(Entry{std::move(name), std::move(array)});
+    entries_.push_back(Entry{std::move(name), std::move(array), false, std::nullopt});
+}
+
+void VarCollection::set_rows(size_t i, std::optional<RowSplit> rows) {
+    if (rows) {
+        const std::vector<int64_t>& shape = entries_.at(i).array.shape();
+        if (shape.empty()) fail(Code::invalid, "variable '{}' is a scalar: it has no rows to split", name(i));
+        if (rows->begin < 0 || rows->global_rows < 0 || rows->begin > rows->global_rows ||
+            shape[0] > rows->global_rows - rows->begin)
+            fail(Code::invalid, "variable '{}': rows [{}, {} + {}) are not within [0, {})", name(i), rows->begin,
+                 rows->begin, shape[0], rows->global_rows);
+    }
+    entries_.at(i).rows = rows;
 }
 
 std::optional<size_t> VarCollection::find(std::string_view name) const {

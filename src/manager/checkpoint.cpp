@@ -50,14 +50,37 @@ CheckpointManager::CheckpointManager(std::string dir, Options options)
     : dir_(std::move(dir)), options_(std::move(options)) {
     if (!options_.storage) options_.storage = posix_storage();
     Storage& storage = *options_.storage;
-    if (options_.make_dir && !options_.read_only) {
-        storage.make_dirs(dir_);
+    if (options_.comm && options_.async)
+        fail(Code::invalid, "{}: a manager with a communicator saves synchronously (no CKPT_MANAGER_ASYNC)", dir_);
+    const auto prepare = [&] {
+        if (options_.make_dir && !options_.read_only) {
+            storage.make_dirs(dir_);
+        } else {
+            storage.list(dir_);  // throws not_found for a missing directory
+        }
+        if (!options_.read_only) {  // another manager may hold it and save meanwhile: nothing here may change it
+            lock_ = storage.lock(dir_);
+            remove_stale_temporaries();
+        }
+    };
+    if (!options_.comm) {
+        prepare();
     } else {
-        storage.list(dir_);  // throws not_found for a missing directory
-    }
-    if (!options_.read_only) {  // another manager may hold it and save meanwhile: nothing here may change it
-        lock_ = storage.lock(dir_);
-        remove_stale_temporaries();
+        // Rank 0 owns the directory (its lock and its cleanup) for the whole job; the others wait for it, and every
+        // rank gets rank 0's error.
+        std::string error;
+        int code = 0;
+        if (options_.comm->rank() == 0) {
+            try {
+                prepare();
+            } catch (const Error& e) {
+                code = static_cast<int>(e.code());
+                error = e.what();
+            }
+        }
+        code = static_cast<int>(options_.comm->all_reduce(code, Comm::Reduce::min));
+        error = broadcast_string(*options_.comm, error, 0);
+        if (code != 0) throw Error(static_cast<Code>(code), fmt::format("{} (on rank 0 of {})", error, options_.comm->size()));
     }
     const auto kind = options_.async ? Writer::Kind::queue : Writer::Kind::simple;
     writer_ = std::make_unique<Writer>(kind, options_.queue_depth, options_.storage);
@@ -111,16 +134,20 @@ int64_t CheckpointManager::now_ns() const {
     return duration_cast<nanoseconds>(system_clock::now().time_since_epoch()).count();
 }
 
-std::vector<CheckpointFacts> CheckpointManager::facts(const std::vector<int64_t>& indices) const {
+Metadata CheckpointManager::metadata_of(const Step& step) const {
+    if (step.sharded) return ShardedStep(*options_.storage, step_path(step.index), options_.npz_read).manifest().metadata;
+    // Opening reads the zip directory, the npy headers and the metadata member, never the arrays.
+    return NpzReader::open(*options_.storage, file_path(step.index), options_.npz_read).metadata();
+}
+
+std::vector<CheckpointFacts> CheckpointManager::facts(const std::vector<Step>& steps) const {
     std::vector<CheckpointFacts> out;
-    out.reserve(indices.size());
-    for (int64_t i : indices) {
+    out.reserve(steps.size());
+    for (const Step& step : steps) {
         try {
-            // Opening reads the zip directory, the npy headers and the metadata member, never the arrays.
-            const NpzReader reader = NpzReader::open(*options_.storage, path(i), options_.npz_read);
-            out.push_back(checkpoint_facts(i, reader.metadata(), options_.best_metric));
+            out.push_back(checkpoint_facts(step.index, metadata_of(step), options_.best_metric));
         } catch (const Error&) {
-            out.push_back(CheckpointFacts{i, std::nullopt, std::nullopt});  // unreadable: neither best nor recent
+            out.push_back(CheckpointFacts{step.index, std::nullopt, std::nullopt});  // unreadable: neither best nor recent
         }
     }
     return out;
@@ -134,13 +161,74 @@ CheckpointManager::~CheckpointManager() {
     }
 }
 
-std::string CheckpointManager::path(int64_t index) const { return join_path(dir_, checkpoint_name(index)); }
+std::string CheckpointManager::file_path(int64_t index) const { return join_path(dir_, checkpoint_name(index)); }
+std::string CheckpointManager::step_path(int64_t index) const { return join_path(dir_, step_dir_name(index)); }
+
+std::string CheckpointManager::path(int64_t index) const {
+    const std::optional<Step> step = find_step(index);
+    return step && step->sharded ? step_path(index) : file_path(index);
+}
+
+std::vector<CheckpointManager::Step> CheckpointManager::steps() const {
+    Storage& storage = *options_.storage;
+    std::vector<Step> out;
+    std::set<int64_t> sharded;
+    std::vector<std::string> dirs;
+    try {
+        dirs = storage.list_dirs(dir_);
+    } catch (const Error& e) {
+        if (e.code() != Code::unsupported) throw;  // a storage without directories holds files only
+    }
+    for (const std::string& name : dirs) {
+        const auto i = step_dir_index(name);
+        if (!i) continue;
+        // Committed steps have their manifest: the rename that made the directory carried it.
+        std::vector<std::string> files;
+        try {
+            files = storage.list(join_path(dir_, name));
+        } catch (const Error&) {
+            continue;  // gone meanwhile (retention of another reader's view), or unreadable: not a checkpoint
+        }
+        if (std::find(files.begin(), files.end(), std::string(kManifestName)) == files.end()) continue;
+        sharded.insert(*i);
+        out.push_back(Step{*i, true});
+    }
+    for (const std::string& name : storage.list(dir_))
+        if (auto i = checkpoint_index(name); i && !sharded.count(*i)) out.push_back(Step{*i, false});
+    std::sort(out.begin(), out.end(), [](const Step& a, const Step& b) { return a.index < b.index; });
+    return out;
+}
+
+std::optional<CheckpointManager::Step> CheckpointManager::find_step(int64_t index) const {
+    try {
+        for (const Step& step : steps())
+            if (step.index == index) return step;
+    } catch (const Error&) {
+    }
+    return std::nullopt;
+}
 
 void CheckpointManager::log(int level, const std::string& message) const {
     if (options_.log) options_.log(level, message);
 }
 
 void CheckpointManager::remove_stale_temporaries() {
+    std::vector<std::string> dirs;
+    try {
+        dirs = options_.storage->list_dirs(dir_);
+    } catch (const Error& e) {
+        if (e.code() != Code::unsupported) throw;
+    }
+    for (const std::string& name : dirs) {
+        if (!is_step_temp(name)) continue;  // a sharded save's staging directory, or a replaced step set aside
+        const std::string path = join_path(dir_, name);
+        try {
+            options_.storage->remove_tree(path);
+            log(warning, fmt::format("Removed stale temporary directory {} (left by an interrupted save)", path));
+        } catch (const Error& e) {
+            log(warning, fmt::format("Could not remove stale temporary directory: {}", e.what()));
+        }
+    }
     for (const std::string& name : options_.storage->list(dir_)) {
         if (!is_checkpoint_temp(name)) continue;  // never touch a file that is not ckpt's
         const std::string path = join_path(dir_, name);
@@ -160,9 +248,7 @@ std::vector<int64_t> CheckpointManager::list() {
 
 std::vector<int64_t> CheckpointManager::on_disk() const {
     std::vector<int64_t> indices;
-    for (const std::string& name : options_.storage->list(dir_))
-        if (auto i = checkpoint_index(name)) indices.push_back(*i);
-    std::sort(indices.begin(), indices.end());
+    for (const Step& step : steps()) indices.push_back(step.index);
     return indices;
 }
 
@@ -172,9 +258,9 @@ void CheckpointManager::apply_retention(int64_t just_saved) {
     // storage error, leaves old checkpoints for the next save's retention instead of failing a save that
     // succeeded.
     try {
-        std::vector<int64_t> indices;
+        std::vector<Step> on_disk;
         try {
-            indices = on_disk();
+            on_disk = steps();
         } catch (const Error& e) {
             log(warning, fmt::format("Retention could not list the checkpoints: {}", e.what()));
             return;
@@ -187,13 +273,19 @@ void CheckpointManager::apply_retention(int64_t just_saved) {
         policy.keep_seconds = options_.keep_seconds;
         std::vector<CheckpointFacts> known;
         if (policy.needs_facts()) {
-            known = facts(indices);
+            known = facts(on_disk);
         } else {
-            for (int64_t i : indices) known.push_back(CheckpointFacts{i, std::nullopt, std::nullopt});
+            for (const Step& step : on_disk) known.push_back(CheckpointFacts{step.index, std::nullopt, std::nullopt});
         }
+        std::set<int64_t> sharded;
+        for (const Step& step : on_disk)
+            if (step.sharded) sharded.insert(step.index);
         for (int64_t i : checkpoints_to_delete(known, policy, just_saved, now_ns())) {
             try {
-                options_.storage->remove(path(i));
+                if (sharded.count(i))
+                    options_.storage->remove_tree(step_path(i));
+                else
+                    options_.storage->remove(file_path(i));
             } catch (const Error& e) {
                 // The new checkpoint is safe; a file that could not go is retried by the next save's retention.
                 log(warning, fmt::format("Retention could not remove a checkpoint: {}", e.what()));
@@ -210,8 +302,13 @@ void CheckpointManager::apply_retention(int64_t just_saved) {
 void CheckpointManager::save(const VarCollection& vars, int64_t index, const Metrics& metrics) {
     if (options_.read_only) fail(Code::invalid, "{}: the manager was opened read-only (CKPT_MANAGER_READ_ONLY)", dir_);
     if (index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, index);
-    const std::string target = path(index);
-    const int64_t saved_at = now_ns();
+    const std::string target = file_path(index);
+    int64_t saved_at = now_ns();
+    if (options_.comm) {
+        // One time for the whole step: rank 0's.
+        options_.comm->broadcast(&saved_at, sizeof saved_at, 0);
+        return save_sharded_step(vars, index, saved_at, metrics);
+    }
     // The file gets the caller's arrays with the manager's metadata: a view that borrows the arrays leaves the
     // caller's collection as it was; an asynchronous save copies the view (arrays and metadata) before returning.
     auto view = std::make_shared<VarCollection>();
@@ -220,6 +317,7 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
         view->add(vars.name(i), Array::borrow(a.dtype(), a.itemsize(), a.shape(), a.data()));
     }
     view->metadata() = saved_metadata(vars.metadata(), index, saved_at, metrics);
+    // A file holds whole variables: a row split only means something to a sharded step.
     uint64_t bytes = 0;
     for (size_t i = 0; i < vars.size(); ++i) bytes += vars.array(i).nbytes();
     // A copy larger than the whole staging budget is never made: the save runs now, from the caller's arrays,
@@ -258,9 +356,63 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
     }
 }
 
-int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index,
-                                           const std::function<void(NpzReader&)>& attempt) {
+void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t index, int64_t saved_at,
+                                          const Metrics& metrics) {
+    VarCollection view;
+    // A failure here (a bad metric name, no memory) is this rank's part of the save failing: it must still take
+    // part in every collective, or the other ranks would wait for it forever.
+    std::exception_ptr failed;
+    try {
+        for (size_t i = 0; i < vars.size(); ++i) {
+            const Array& a = vars.array(i);
+            view.add(vars.name(i), Array::borrow(a.dtype(), a.itemsize(), a.shape(), a.data()));
+            view.set_rows(i, vars.rows(i));
+        }
+        view.metadata() = saved_metadata(vars.metadata(), index, saved_at, metrics);
+    } catch (...) {
+        failed = std::current_exception();
+    }
+    last_save_ns_ = saved_at;
+    save_sharded(*options_.comm, *options_.storage, dir_, index, view, options_.npz_write, failed);
+    if (options_.comm->rank() != 0) return;
+    // A file of the same index is replaced by the step (the listing shows the step already).
+    try {
+        options_.storage->remove(file_path(index));
+    } catch (const Error&) {
+    }
+    apply_retention(index);
+}
+
+void CheckpointManager::try_checkpoint(int64_t index, const Attempt& attempt) {
+    const std::optional<Step> step = find_step(index);
+    if (step && step->sharded) {
+        ShardedStep sharded(*options_.storage, step_path(index), options_.npz_read);
+        attempt(nullptr, &sharded);
+    } else {
+        NpzReader reader = NpzReader::open(*options_.storage, file_path(index), options_.npz_read);
+        attempt(&reader, nullptr);
+    }
+}
+
+int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index, const Attempt& attempt) {
     writer_->drain();  // a restore sees every save made before it
+    if (options_.comm) {
+        std::vector<int64_t> candidates;
+        if (index) {
+            if (*index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, *index);
+            candidates.push_back(*index);
+        } else if (options_.comm->rank() == 0) {
+            candidates = list();
+            std::reverse(candidates.begin(), candidates.end());
+            if (candidates.empty()) log(info, fmt::format("No checkpoints found in {}", dir_));
+        }
+        const int64_t i = restore_collectively(
+            *options_.comm, candidates, !index && options_.fallback, dir_,
+            [&](int64_t i) { try_checkpoint(i, attempt); },
+            [&](const std::string& why) { log(warning, fmt::format("Skipping unreadable checkpoint: {}", why)); });
+        log(info, fmt::format("Resuming from {}", path(i)));
+        return i;
+    }
     std::vector<int64_t> candidates;
     if (index) {
         if (*index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, *index);
@@ -275,11 +427,9 @@ int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index,
     }
     std::vector<std::string> skipped;
     for (int64_t i : candidates) {
-        const std::string p = path(i);
         try {
-            NpzReader reader = NpzReader::open(*options_.storage, p, options_.npz_read);
-            attempt(reader);
-            log(info, fmt::format("Resuming from {}", p));
+            try_checkpoint(i, attempt);
+            log(info, fmt::format("Resuming from {}", path(i)));
             return i;
         } catch (const CallerError&) {
             throw;  // the caller's renamer or arguments, not the file: an older checkpoint would not help
@@ -299,12 +449,19 @@ int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index,
 }
 
 int64_t CheckpointManager::restore(VarCollection& vars, std::optional<int64_t> index) {
-    return with_checkpoint(index, [&](NpzReader& reader) { restore_npz(reader, vars, options_.rename, options_.partial); });
+    return with_checkpoint(index, [&](NpzReader* file, ShardedStep* step) {
+        if (file != nullptr)
+            restore_npz(*file, vars, options_.rename, options_.partial);
+        else
+            step->restore(vars, options_.rename, options_.partial);
+    });
 }
 
 std::pair<VarCollection, int64_t> CheckpointManager::read(std::optional<int64_t> index) {
     VarCollection out;
-    const int64_t i = with_checkpoint(index, [&](NpzReader& reader) { out = reader.read_all(); });
+    const int64_t i = with_checkpoint(index, [&](NpzReader* file, ShardedStep* step) {
+        out = file != nullptr ? file->read_all() : step->read_all();
+    });
     return {std::move(out), i};
 }
 
@@ -312,8 +469,9 @@ std::optional<double> CheckpointManager::metric(int64_t index, const std::string
     if (index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, index);
     writer_->drain();
     const std::string p = path(index);
-    const NpzReader reader = NpzReader::open(*options_.storage, p, options_.npz_read);
-    const std::string* text = reader.metadata().find(std::string(kMetricPrefix) + name);
+    const std::optional<Step> step = find_step(index);
+    const Metadata metadata = metadata_of(step ? *step : Step{index, false});
+    const std::string* text = metadata.find(std::string(kMetricPrefix) + name);
     if (text == nullptr) return std::nullopt;
     const std::optional<double> value = parse_metric(*text);
     if (!value) fail(Code::format, "{}: metric '{}' is '{}', not a number", p, name, *text);
@@ -322,7 +480,8 @@ std::optional<double> CheckpointManager::metric(int64_t index, const std::string
 
 std::optional<int64_t> CheckpointManager::best() {
     if (options_.best_metric.empty()) fail(Code::invalid, "{}: no best_metric is set", dir_);
-    return best_checkpoint(facts(list()), options_.best_max);
+    writer_->drain();
+    return best_checkpoint(facts(steps()), options_.best_max);
 }
 
 bool CheckpointManager::should_save(int64_t step) {

@@ -4,10 +4,13 @@
 // durable and never deletes the checkpoint just written; restoring the latest falls back past corrupt files;
 // stale temporaries are removed on open; one manager owns a directory at a time.
 //
-// Listing is the one place that knows what a checkpoint looks like on disk (a file named by its index), so a
-// layout of one directory per step (for sharded checkpoints) would change listing, naming and removal only.
+// A checkpoint is a file named by its index, or — saved by a manager with a communicator, by every rank together
+// — a directory named by its index holding one shard per rank and a manifest (dist/sharded_step.hpp). Both kinds
+// are listed, retained and restored together.
 #pragma once
 
+#include "dist/comm.hpp"
+#include "dist/sharded_step.hpp"
 #include "manager/checkpoint_policy.hpp"
 #include "npz/npz_reader.hpp"
 #include "npz/npz_restore.hpp"
@@ -61,6 +64,9 @@ public:
         uint64_t max_staging_bytes = 0; // async: bound on the copies held by queued and running saves; 0 = none
         Log log;
         std::shared_ptr<Storage> storage;
+        // With a communicator the manager is collective: opening, every save (each rank writes its own shard of a
+        // step directory, rank 0 commits it), and every restore (the ranks agree on the step). Synchronous only.
+        std::shared_ptr<Comm> comm;
     };
 
     // Creates the directory (unless !make_dir: Error(not_found) if missing), locks it (Error(busy)), and removes
@@ -69,6 +75,7 @@ public:
     ~CheckpointManager();  // waits for background saves (dropping unreported errors: call close() to see them)
 
     const std::string& dir() const { return dir_; }
+    // The path of checkpoint `index`: its directory when it is a sharded step on disk, its file otherwise.
     std::string path(int64_t index) const;
 
     // Saves `vars` as checkpoint `index` (>= 0), replacing one that exists, then applies retention. In async
@@ -101,6 +108,19 @@ public:
     void close();
 
 private:
+    struct Step {
+        int64_t index;
+        bool sharded;  // a step directory with a manifest (it hides a file of the same index)
+    };
+    // The checkpoints on disk, ascending, without waiting for background saves.
+    std::vector<Step> steps() const;
+    std::optional<Step> find_step(int64_t index) const;
+    std::string file_path(int64_t index) const;
+    std::string step_path(int64_t index) const;
+    // The metadata of a checkpoint (the file's metadata member, or the step's manifest), reading nothing else.
+    Metadata metadata_of(const Step& step) const;
+    // Restores or reads one checkpoint (the attempt of with_checkpoint).
+    using Attempt = std::function<void(NpzReader*, ShardedStep*)>;
     void remove_stale_temporaries();
     std::vector<int64_t> on_disk() const;  // list() without waiting for background saves
     void check_disk_space(uint64_t needed, int64_t index) const;
@@ -108,10 +128,12 @@ private:
     void apply_retention(int64_t just_saved);
     int64_t now_ns() const;
     // What retention needs to know of each checkpoint on disk, ascending; unreadable files record nothing.
-    std::vector<CheckpointFacts> facts(const std::vector<int64_t>& indices) const;
+    std::vector<CheckpointFacts> facts(const std::vector<Step>& steps) const;
+    void save_sharded_step(const VarCollection& vars, int64_t index, int64_t saved_at, const Metrics& metrics);
     // Runs `attempt` on checkpoint `index`, or on the newest first and then older ones when index is nullopt and
     // fallback is on, skipping (and logging) those that are corrupt or unreadable.
-    int64_t with_checkpoint(std::optional<int64_t> index, const std::function<void(NpzReader&)>& attempt);
+    int64_t with_checkpoint(std::optional<int64_t> index, const Attempt& attempt);
+    void try_checkpoint(int64_t index, const Attempt& attempt);
     void log(int level, const std::string& message) const;
 
     std::string dir_;

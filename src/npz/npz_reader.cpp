@@ -275,6 +275,24 @@ Array NpzReader::read(size_t i) {
     return a;
 }
 
+void NpzReader::read_rows(size_t i, int64_t first, int64_t count, void* dst) {
+    const Entry& e = entries_.at(i);
+    const NpyHeader& h = e.header;
+    if (h.shape.empty() || first < 0 || count < 0 || first > h.shape[0] || count > h.shape[0] - first)
+        fail(Code::invalid, "{}: rows [{}, {} + {}) are not rows of the array", where(e), first, first, count);
+    if (first == 0 && count == h.shape[0]) return read_into(i, dst);
+    const size_t row_bytes = h.shape[0] == 0 ? 0 : h.nbytes / static_cast<size_t>(h.shape[0]);
+    const size_t n = row_bytes * static_cast<size_t>(count);
+    if (n == 0) return;
+    if (zip_->members()[e.index].method == zip::kMethodStore && !(h.fortran_order && h.shape.size() > 1)) {
+        (void)zip_->read_stored(e.index, h.data_offset + row_bytes * static_cast<uint64_t>(first), dst, n);
+        if (h.byteswap) byteswap_in_place(h.dtype, dst, n);
+        return;
+    }
+    const Array whole = read(i);
+    std::memcpy(dst, static_cast<const char*>(whole.data()) + row_bytes * static_cast<size_t>(first), n);
+}
+
 void NpzReader::read_entries(const std::vector<Job>& jobs) {
     uint64_t total = 0;
     for (const Job& job : jobs) total += entries_.at(job.entry).header.nbytes;

@@ -70,6 +70,12 @@ public:
     void read_into(size_t i, void* dst);
     // Reads entry i into a new owned array.
     Array read(size_t i);
+    // Reads rows [first, first + count) of entry i along dimension 0 into dst, for restoring a slice of an array.
+    // All rows: read_into (CRC verified). Some rows of a stored, C-order member: a ranged read of exactly their
+    // bytes, whose CRC cannot be checked (it covers the whole member; `ckpt verify` checks it). Otherwise
+    // (deflated, Fortran order) the whole entry is read and verified, and the rows copied.
+    // Throws Error(invalid) for rows outside the array, and the errors of read_into.
+    void read_rows(size_t i, int64_t first, int64_t count, void* dst);
     // Reads several entries, each into its own destination (as read_into), reporting progress against the sum of
     // their sizes. Large reads from a file that allows it are shared among threads, and small stored arrays
     // that lie close together are read in batches; if reads fail, the error is that of the first failing job in

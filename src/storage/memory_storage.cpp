@@ -143,6 +143,42 @@ std::unique_ptr<DirLock> MemoryStorage::lock(const std::string& dir) {
     return std::make_unique<MemoryDirLock>(mutex_, locked_, dir);
 }
 
+namespace {
+// True when path is below dir ("a/b/c" is below "a/b" and "a").
+bool below(const std::string& path, const std::string& dir) {
+    return path.size() > dir.size() + 1 && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/';
+}
+}  // namespace
+
+std::vector<std::string> MemoryStorage::list_dirs(const std::string& dir) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    require_dir(dir, dir);
+    std::vector<std::string> names;
+    for (const std::string& d : dirs_)
+        if (d != dir && !d.empty() && d != "." && d != "/" && parent_dir(d) == dir) names.push_back(base_name(d));
+    return names;
+}
+
+void MemoryStorage::rename_dir(const std::string& from, const std::string& to) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!dirs_.count(from)) fail(Code::not_found, "{}: rename from {}: no such directory", to, from);
+    require_dir(parent_dir(to), to);
+    if (dirs_.count(to) || files_.count(to)) fail(Code::io, "{}: rename from {}: the target exists", to, from);
+    std::set<std::string> dirs;
+    for (const std::string& d : dirs_) dirs.insert(d == from ? to : below(d, from) ? to + d.substr(from.size()) : d);
+    std::map<std::string, std::shared_ptr<std::string>> files;
+    for (const auto& [path, bytes] : files_) files[below(path, from) ? to + path.substr(from.size()) : path] = bytes;
+    dirs_.swap(dirs);
+    files_.swap(files);
+}
+
+void MemoryStorage::remove_tree(const std::string& dir) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!dirs_.count(dir)) fail(Code::not_found, "{}: no such directory", dir);
+    for (auto it = dirs_.begin(); it != dirs_.end();) it = *it == dir || below(*it, dir) ? dirs_.erase(it) : std::next(it);
+    for (auto it = files_.begin(); it != files_.end();) it = below(it->first, dir) ? files_.erase(it) : std::next(it);
+}
+
 std::string MemoryStorage::contents(const std::string& path) const {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = files_.find(path);

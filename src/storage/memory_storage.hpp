@@ -36,6 +36,9 @@ public:
     std::vector<std::string> list(const std::string& dir) override;
     std::unique_ptr<InputFile> open_read(const std::string& path) override;
     std::unique_ptr<DirLock> lock(const std::string& dir) override;
+    std::vector<std::string> list_dirs(const std::string& dir) override;
+    void rename_dir(const std::string& from, const std::string& to) override;
+    void remove_tree(const std::string& dir) override;
 
     // A copy of a file's bytes; throws Error(not_found).
     std::string contents(const std::string& path) const;

@@ -253,7 +253,29 @@ public:
         }
     }
 
-    std::vector<std::string> list(const std::string& dir) override {
+    std::vector<std::string> list(const std::string& dir) override { return entries(dir, false); }
+    std::vector<std::string> list_dirs(const std::string& dir) override { return entries(dir, true); }
+
+    void rename_dir(const std::string& from, const std::string& to) override {
+        // renameat2 with RENAME_NOREPLACE would also refuse an existing empty directory; rename(2) replaces one, and
+        // fails for a non-empty one: check first, as ckpt is the only writer of the checkpoint directory.
+        struct stat st;
+        if (::lstat(to.c_str(), &st) == 0) fail(Code::io, "{}: rename from {}: the target exists", to, from);
+        if (::rename(from.c_str(), to.c_str()) != 0) {
+            if (errno == ENOENT) fail(Code::not_found, "{}: rename from {}: no such directory", to, from);
+            fail_errno(errno, fmt::format("{}: rename from {} failed", to, from));
+        }
+    }
+
+    void remove_tree(const std::string& dir) override {
+        for (const std::string& name : entries(dir, false)) remove(join_path(dir, name));
+        for (const std::string& name : entries(dir, true)) remove_tree(join_path(dir, name));
+        if (::rmdir(dir.c_str()) != 0) fail_errno(errno, fmt::format("{}: cannot remove directory", dir));
+    }
+
+private:
+    // The files (dirs false) or the subdirectories (dirs true) of dir; symbolic links count as files.
+    std::vector<std::string> entries(const std::string& dir, bool dirs) {
         DIR* d = ::opendir(dir.c_str());
         if (d == nullptr) {
             if (errno == ENOENT) fail(Code::not_found, "{}: no such directory", dir);
@@ -273,7 +295,7 @@ public:
                 struct stat st;
                 is_dir = ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
             }
-            if (!is_dir) names.push_back(name);
+            if (is_dir == dirs) names.push_back(name);
         }
         const int err = errno;
         owner.reset();
@@ -281,6 +303,7 @@ public:
         return names;
     }
 
+public:
     std::optional<uint64_t> free_bytes(const std::string& dir) override {
         struct statvfs st;
         if (::statvfs(dir.c_str(), &st) != 0) return std::nullopt;

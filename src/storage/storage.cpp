@@ -47,6 +47,18 @@ bool is_temp_name(const std::string& name) {
     return true;
 }
 
+std::vector<std::string> Storage::list_dirs(const std::string& dir) {
+    fail(Code::unsupported, "{}: this storage cannot list directories (sharded checkpoints need it)", dir);
+}
+
+void Storage::rename_dir(const std::string& from, const std::string& to) {
+    fail(Code::unsupported, "{}: this storage cannot rename directories (from {}; sharded checkpoints need it)", to, from);
+}
+
+void Storage::remove_tree(const std::string& dir) {
+    fail(Code::unsupported, "{}: this storage cannot remove directories (sharded checkpoints need it)", dir);
+}
+
 void write_atomically(Storage& storage, const std::string& path, const std::function<void(OutputFile&)>& body) {
     if (base_name(path).empty()) fail(Code::invalid, "{}: not a file path", path);
     try {

@@ -99,6 +99,15 @@ public:
         (void)dir;
         return std::nullopt;
     }
+
+    // Directory operations, for sharded checkpoints (one directory per step). Storages without them throw
+    // Error(unsupported), which makes sharded saves fail and listings show files only.
+    // Names (not paths) of the subdirectories of `dir`; Error(not_found) if `dir` is missing.
+    virtual std::vector<std::string> list_dirs(const std::string& dir);
+    // Renames directory `from` to `to`, which must not exist, atomically.
+    virtual void rename_dir(const std::string& from, const std::string& to);
+    // Removes directory `dir` with everything in it; Error(not_found) if it is missing.
+    virtual void remove_tree(const std::string& dir);
 };
 
 // The directory part of a path ("." when there is none) and the name part.

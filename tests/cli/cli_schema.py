@@ -68,12 +68,20 @@ def check_ls(t, doc):
         "index": is_int(t), "path": is_str(t), "bytes": is_int(t), "mtime": iso_utc(t), "saved_at": is_str(t),
         "saved_at_source": lambda x, ww: t.assertRegex(x, r"^(mtime|metadata:.+)$", ww),
         "arrays": nullable(is_int(t)), "metadata": nullable(str_map(t)),
-        "verdict": nullable(one_of(t, *VERDICTS)), "error": nullable(is_str(t))}, w)
+        "verdict": nullable(one_of(t, *VERDICTS)), "error": nullable(is_str(t)), "sharded": is_bool(t)}, w)
     s.obj(doc, {"directory": is_str(t), "checkpoints": list_of(t, entry), "temporaries": list_of(t, is_str(t))}, "ls")
 
 
 def check_show(t, doc):
     s = Schema(t)
+    if isinstance(doc, dict) and doc.get("layout") == "sharded":
+        variable = lambda v, w: s.obj(v, {
+            "name": is_str(t), "dtype": is_str(t), "itemsize": is_int(t), "shape": list_of(t, is_int(t)),
+            "bytes": is_int(t), "pieces": is_int(t)}, w)
+        s.obj(doc, {"path": is_str(t), "bytes": is_int(t), "layout": one_of(t, "sharded"), "step": is_int(t),
+                    "world_size": is_int(t), "shards": list_of(t, is_str(t)), "arrays": list_of(t, variable),
+                    "metadata": str_map(t)}, "show")
+        return
     array = lambda v, w: s.obj(v, {
         "name": is_str(t), "member": is_str(t), "dtype": is_str(t), "itemsize": is_int(t),
         "shape": list_of(t, is_int(t)), "bytes": is_int(t), "stored_bytes": is_int(t),

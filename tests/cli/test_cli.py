@@ -28,7 +28,7 @@ import numpy as np
 
 from cli_inputs import (BF16_BITS, BF16_VALUES, FLOAT8, FLOAT8_KNOWN, PLAIN, W, json_value, make_inputs,
                         same_values)
-from cli_run import CLI, VERSION, child_env, run, run_json, snapshot
+from cli_run import CLI, VERSION, child_env, run, run_json, snapshot, with_ckpt
 from cli_schema import check_diff, check_ls, check_show, check_verify
 
 WORK = None  # the module's scratch directory, with the inputs every test reads
@@ -389,6 +389,85 @@ class LockedDirectory(unittest.TestCase):
             holder.stdin.close()
             holder.wait(timeout=60)
         self.assertEqual(holder.returncode, 0)
+
+
+class ShardedSteps(unittest.TestCase):
+    """Directories of shards that managers with a communicator save, beside file checkpoints."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.logdir = path("sharded")
+        # Two ranks as threads of one process, each saving its rows of "emb" and a variable of its own.
+        with_ckpt("""
+            import sys, threading, numpy as np, ckpt
+
+            class World:
+                def __init__(self, n):
+                    self.n, self.slots, self.b = n, [None] * n, threading.Barrier(n)
+                def exchange(self, r, v):
+                    self.b.wait(); self.slots[r] = v; self.b.wait(); out = list(self.slots); self.b.wait()
+                    return out
+
+            class Comm(ckpt.Comm):
+                def __init__(self, world, r):
+                    self.world, self.r = world, r
+                    super().__init__()
+                def get_rank(self): return self.r
+                def get_size(self): return self.world.n
+                def barrier(self): self.world.exchange(self.r, None)
+                def all_reduce(self, v, op): return {"min": min, "max": max, "sum": sum}[op](self.world.exchange(self.r, v))
+                def broadcast(self, d, root): return self.world.exchange(self.r, d)[root]
+                def all_gather(self, d): return self.world.exchange(self.r, d)
+
+            world = World(2)
+            emb = np.arange(12, dtype=np.float32).reshape(4, 3)
+            def rank(r):
+                with ckpt.Manager(sys.argv[1], comm=Comm(world, r), keep=0) as m:
+                    for step in (1, 2):
+                        m.save({"emb": ckpt.Rows(emb[2 * r:2 * r + 2] + step, 2 * r, 4), "own_%d" % r: np.full(2, r)},
+                               step, metrics={"loss": 0.5})
+            threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
+            [t.start() for t in threads]; [t.join() for t in threads]
+            with ckpt.Manager(sys.argv[1], keep=0) as m:
+                m.save({"w": np.ones(3)}, 3)
+        """.replace("sys.argv[1]", repr(cls.logdir)), cwd=path())
+
+    def test_ls_lists_steps_and_files_together(self):
+        doc = run_json("ls", self.logdir, "--verify")
+        check_ls(self, doc)
+        got = [(c["index"], c["sharded"], c["arrays"], c["verdict"]) for c in doc["checkpoints"]]
+        self.assertEqual(got, [(1, True, 3, "ok"), (2, True, 3, "ok"), (3, False, 1, "ok")])
+        self.assertEqual(doc["checkpoints"][1]["metadata"]["ckpt.metric.loss"], "0.5")
+        self.assertTrue(doc["checkpoints"][0]["path"].endswith("/ckpt/0000000001"))
+
+    def test_show_describes_a_step(self):
+        step = os.path.join(self.logdir, "ckpt", "0000000002")
+        doc = run_json("show", step)
+        check_show(self, doc)
+        self.assertEqual((doc["step"], doc["world_size"], doc["layout"]), (2, 2, "sharded"))
+        self.assertEqual(doc["shards"], ["shard-00000-of-00002.npz", "shard-00001-of-00002.npz"])
+        emb = [a for a in doc["arrays"] if a["name"] == "emb"][0]
+        self.assertEqual((emb["shape"], emb["pieces"], emb["bytes"]), ([4, 3], 2, 48))
+        p = run("show", step)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("sharded step 2 of 2 ranks, 3 variables", p.stdout)
+        self.assertIn("rows in 2", p.stdout)
+
+    def test_verify_finds_a_corrupt_shard(self):
+        work = path("sharded-corrupt")
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(self.logdir, work)
+        shard = os.path.join(work, "ckpt", "0000000001", "shard-00001-of-00002.npz")
+        with open(shard, "r+b") as f:
+            f.truncate(60)
+        doc = run_json("verify", work, status=1)
+        check_verify(self, doc)
+        verdicts = [(os.path.basename(f["path"]), f["verdict"]) for f in doc["files"]]
+        self.assertEqual(verdicts, [("0000000001", "corrupt"), ("0000000002", "ok"), ("0000000003.npz", "ok")])
+        self.assertIn("shard-00001-of-00002.npz", doc["files"][0]["error"])
+        p = run("verify", os.path.join(work, "ckpt", "0000000002"))
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("ok (sharded step, 3 arrays", p.stdout)
 
 
 class Cat(unittest.TestCase):

@@ -12,7 +12,9 @@ ckpt's own checkpoint manager (ckpt.Manager) are built on the same library (libc
 loader's paths or CKPT_LIBRARY).
 """
 from . import _native, dtypes, errors, writing
-from ._vars import RawArray
+from ._vars import RawArray, Rows
+from .comm import Comm
+from .step import Step
 from .dtypes import typed, view
 from .errors import (BufferTooSmallError, BusyError, CkptError, ExistsError, FormatError, InvalidArgumentError,
                      MismatchError, NotFoundError, OutOfMemoryError, StorageError, UnsupportedError)
@@ -24,7 +26,7 @@ from .storage import MemoryFiles, NativeMemory, Storage
 __version__ = "0.2.0"
 library_version = _native.lib.ckpt_version_string().decode()  # of the library loaded
 
-__all__ = ["Arrays", "BufferTooSmallError", "Collection", "BusyError", "Checkpoint", "CkptError", "ExistsError", "FormatError",
+__all__ = ["Arrays", "BufferTooSmallError", "Collection", "BusyError", "Checkpoint", "CkptError", "Comm", "Rows", "Step", "ExistsError", "FormatError",
            "InvalidArgumentError", "Manager", "MemoryFiles", "Metadata", "MismatchError", "NotFoundError", "NpzFile",
            "NativeMemory", "OutOfMemoryError", "RawArray", "Storage", "StorageError", "UnsupportedError", "checkpoint_idx",
            "dtypes", "errors", "load", "load_var_collection", "open", "restore", "save", "save_var_collection",

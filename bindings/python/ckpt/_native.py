@@ -14,9 +14,11 @@ COPY, BORROW = 0, 1
 LAYOUT_AUTO, LAYOUT_PLAIN, LAYOUT_OBJAX = 0, 1, 2
 STORE, DEFLATE = 0, 1
 NPZ_OPTIONS_VERSION = 4
-MANAGER_OPTIONS_VERSION = 3
+MANAGER_OPTIONS_VERSION = 4
 WRITER_OPTIONS_VERSION = 1
 STORAGE_OPS_VERSION = 2
+COMM_OPS_VERSION = 1
+REDUCE_MIN, REDUCE_MAX, REDUCE_SUM = 0, 1, 2
 LATEST = -1
 MANAGER_ASYNC, MANAGER_NO_FALLBACK, MANAGER_NO_MAKEDIR, MANAGER_VERBOSE, MANAGER_READ_ONLY = 1, 2, 4, 8, 16
 BEST_MIN, BEST_MAX = 0, 1
@@ -52,7 +54,8 @@ class ManagerOptions(ctypes.Structure):
                 # version 2
                 ("keep_best", c_int32), ("best_metric", c_char_p), ("best_mode", c_uint32),
                 ("keep_seconds", c_int64), ("save_every_steps", c_int64), ("save_every_seconds", c_int64),
-                ("max_staging_bytes", c_uint64)]  # version 3
+                ("max_staging_bytes", c_uint64),  # version 3
+                ("comm", c_void_p)]  # version 4
 
 
 class WriterOptions(ctypes.Structure):
@@ -84,6 +87,21 @@ class StorageOps(ctypes.Structure):
     _fields_ = [("version", c_uint32), ("payload", c_void_p)] + STORAGE_CALLBACKS
 
 
+COMM_CALLBACKS = [
+    ("rank", ctypes.CFUNCTYPE(c_int, c_void_p, _P(c_int32))),
+    ("size", ctypes.CFUNCTYPE(c_int, c_void_p, _P(c_int32))),
+    ("barrier", ctypes.CFUNCTYPE(c_int, c_void_p)),
+    ("all_reduce_i64", ctypes.CFUNCTYPE(c_int, c_void_p, _P(c_int64), c_uint32)),
+    ("broadcast", ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_size_t, c_int32)),
+    ("all_gather", ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_size_t, c_void_p)),
+    ("destroy", ctypes.CFUNCTYPE(None, c_void_p)),
+]
+
+
+class CommOps(ctypes.Structure):
+    _fields_ = [("version", c_uint32), ("payload", c_void_p)] + COMM_CALLBACKS
+
+
 VARS_P = c_void_p  # opaque handles travel as plain pointers
 _OUT = _P(c_void_p)
 _SHAPE = _P(c_int64)
@@ -111,6 +129,8 @@ SIGNATURES = {
     "ckpt_vars_nbytes": (c_size_t, [c_void_p, c_size_t]),
     "ckpt_vars_data": (c_void_p, [c_void_p, c_size_t]),
     "ckpt_vars_restored": (c_int, [c_void_p, c_size_t]),
+    "ckpt_vars_set_rows": (c_int, [c_void_p, c_size_t, c_int64, c_int64]),
+    "ckpt_vars_rows": (c_int, [c_void_p, c_size_t, _P(c_int64), _P(c_int64)]),
     "ckpt_vars_set_metadata": (c_int, [c_void_p, c_char_p, c_char_p]),
     "ckpt_vars_metadata": (c_char_p, [c_void_p, c_char_p]),
     "ckpt_vars_metadata_count": (c_size_t, [c_void_p]),
@@ -145,6 +165,28 @@ SIGNATURES = {
     "ckpt_storage_new": (c_int, [_OUT, _P(StorageOps)]),
     "ckpt_storage_new_memory": (c_int, [_OUT]),
     "ckpt_storage_free": (None, [c_void_p]),
+    "ckpt_step_open": (c_int, [_OUT, c_char_p, _P(NpzOptions)]),
+    "ckpt_step_close": (None, [c_void_p]),
+    "ckpt_step_index": (c_int64, [c_void_p]),
+    "ckpt_step_world_size": (c_int32, [c_void_p]),
+    "ckpt_step_shard": (c_char_p, [c_void_p, c_int32]),
+    "ckpt_step_count": (c_size_t, [c_void_p]),
+    "ckpt_step_name": (c_char_p, [c_void_p, c_size_t]),
+    "ckpt_step_dtype": (c_uint32, [c_void_p, c_size_t]),
+    "ckpt_step_itemsize": (c_size_t, [c_void_p, c_size_t]),
+    "ckpt_step_ndim": (c_uint32, [c_void_p, c_size_t]),
+    "ckpt_step_shape": (_SHAPE, [c_void_p, c_size_t]),
+    "ckpt_step_nbytes": (c_size_t, [c_void_p, c_size_t]),
+    "ckpt_step_pieces": (c_size_t, [c_void_p, c_size_t]),
+    "ckpt_step_read_rows": (c_int, [c_void_p, c_size_t, c_int64, c_int64, c_void_p, c_size_t]),
+    "ckpt_step_metadata": (c_char_p, [c_void_p, c_char_p]),
+    "ckpt_step_metadata_count": (c_size_t, [c_void_p]),
+    "ckpt_step_metadata_key": (c_char_p, [c_void_p, c_size_t]),
+    "ckpt_step_metadata_value": (c_char_p, [c_void_p, c_size_t]),
+    "ckpt_comm_new": (c_int, [_OUT, _P(CommOps)]),
+    "ckpt_comm_free": (None, [c_void_p]),
+    "ckpt_comm_rank": (c_int32, [c_void_p]),
+    "ckpt_comm_size": (c_int32, [c_void_p]),
     "ckpt_writer_options_init": (c_int, [_P(WriterOptions), c_uint32]),
     "ckpt_writer_new": (c_int, [_OUT, _P(WriterOptions)]),
     "ckpt_writer_save": (c_int, [c_void_p, c_char_p, c_char_p, SAVE_FN, c_void_p, c_uint32]),

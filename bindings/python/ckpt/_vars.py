@@ -5,7 +5,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from . import _native, dtypes
+from . import _native, dtypes, errors
 from ._native import lib
 
 try:  # the compiled fast path for adding many arrays; the ctypes path below does everything without it
@@ -61,6 +61,23 @@ def _from_torch(t):
     return t.numpy()
 
 
+class Rows:
+    """Rows ``[begin, begin + len(array))`` of a global array of ``global_rows`` rows along the first dimension: how
+    a rank of a sharded checkpoint saves its piece of a split variable (FSDP/ZeRO), and restores the rows it owns
+    now — from whichever shards hold them, whatever the number of ranks that saved them. Restores fill ``array``
+    in place. Outside sharded checkpoints the array is saved as it is."""
+
+    __slots__ = ("array", "begin", "global_rows")
+
+    def __init__(self, array, begin, global_rows):
+        self.array = array
+        self.begin = int(begin)
+        self.global_rows = int(global_rows)
+
+    def __repr__(self):
+        return "Rows(begin=%d, global_rows=%d, shape=%s)" % (self.begin, self.global_rows, getattr(self.array, "shape", None))
+
+
 class Vars(_native.Handle):
     """Owns a ckpt_vars*. Borrowed arrays are kept alive as long as the collection."""
 
@@ -83,7 +100,12 @@ class Vars(_native.Handle):
     def add(self, name, value, writable=False):
         """Adds `value` under `name` without a copy (a C-contiguous native-order copy is made only when it is not
         one already). Returns the numpy array ckpt points at. With `writable`, only an array ckpt may write into
-        in place is borrowed; anything else is added as a zero-filled copy (to restore into and copy back)."""
+        in place is borrowed; anything else is added as a zero-filled copy (to restore into and copy back).
+        A ``Rows`` value adds its array marked as those rows of a global one."""
+        if isinstance(value, Rows):
+            data = self.add(name, value.array, writable=writable)
+            _native.check(lib.ckpt_vars_set_rows(self.handle, len(self) - 1, value.begin, value.global_rows))
+            return data
         array = as_array(value)
         code, itemsize, data = dtypes.code_of(array)
         if isinstance(array, RawArray) and array.ckpt_dtype is not None:
@@ -140,6 +162,15 @@ class Vars(_native.Handle):
 
     def __len__(self):
         return lib.ckpt_vars_count(self.handle)
+
+    def rows(self, i):
+        """(begin, global_rows) of array i when it is a row split, else None."""
+        begin, total = ctypes.c_int64(), ctypes.c_int64()
+        rc = lib.ckpt_vars_rows(self.handle, i, ctypes.byref(begin), ctypes.byref(total))
+        if rc == errors.ENOTFOUND:
+            return None
+        _native.check(rc)
+        return begin.value, total.value
 
     def array(self, i, copy=False):
         """Array i as numpy sees it: a view of ckpt's buffer that keeps this collection alive (or a copy)."""

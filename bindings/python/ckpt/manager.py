@@ -35,12 +35,19 @@ class Manager:
     Before each save the storage's free space is checked (the local filesystem's, or a Storage's ``free_space``):
     a save that cannot fit fails with StorageError and leaves the directory as it was. ``read_only=True`` opens a
     directory another manager may hold, for evaluators and tools: no lock, no cleanup, no saves.
+
+    With ``comm`` (a ``ckpt.Comm``) the manager is collective over its ranks (sharded checkpoints,
+    docs/distributed.md): every rank opens it, ``save`` writes each rank's arrays as one shard of a step directory
+    that rank 0 commits once every shard is durable, and ``restore`` fills each rank's arrays from the step rank 0
+    chooses — a ``ckpt.Rows`` value gets exactly its rows of the saved global array. Every rank gets the same
+    result or the same error.
     """
 
     def __init__(self, logdir, keep=10, keep_every=0, subdir="ckpt", asynchronous=False, queue_depth=0,
                  fallback=True, makedir=True, verbose=False, log=None, layout="plain", compression=None, level=0,
                  storage=None, read_only=False, keep_best=0, best_metric=None, best_mode="min", keep_seconds=0,
-                 save_every_steps=0, save_every_seconds=0, partial=False, max_staging_bytes=0, **limits):
+                 save_every_steps=0, save_every_seconds=0, partial=False, max_staging_bytes=0, comm=None,
+                 **limits):
         o = _native.ManagerOptions()
         _native.check(lib.ckpt_manager_options_init(ctypes.byref(o), _native.MANAGER_OPTIONS_VERSION))
         o.keep = keep if keep is not None else 0
@@ -64,6 +71,8 @@ class Manager:
         if log is not None:
             o.log = _native.LOG_FN(lambda level, message, payload: log(level, message.decode("utf-8", "replace")))
         o.storage, self._storage = handle_of(storage)
+        o.comm = comm.handle if comm is not None else None
+        self._comm = comm  # the manager keeps the library's reference; this keeps the Python callbacks alive
         self._options = o  # the log callback must live as long as the manager
         h = _native.out()
         check(lib.ckpt_manager_open(ctypes.byref(h), os.fsencode(logdir), ctypes.byref(o)), self._storage)

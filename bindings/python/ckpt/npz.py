@@ -9,7 +9,7 @@ import numpy as np
 
 from . import _native, dtypes, errors
 from ._native import lib
-from ._vars import Vars, mark, read_metadata
+from ._vars import Rows, Vars, mark, read_metadata
 from .storage import MemoryFiles, Storage, check, handle_of
 
 _LAYOUTS = {"auto": _native.LAYOUT_AUTO, "plain": _native.LAYOUT_PLAIN, "objax": _native.LAYOUT_OBJAX}
@@ -282,6 +282,13 @@ def restored_metadata(v, names):
 
 def assign(arrays, name, old, fresh):
     """Gives `name` in `arrays` the restored value `fresh`: into the old value where it can take it."""
+    if isinstance(old, Rows):  # a row split's array
+        if type(old.array).__module__.startswith("torch") or (
+                isinstance(old.array, np.ndarray) and old.array.flags.writeable and old.array.shape == fresh.shape):
+            assign({}, name, old.array, fresh)
+        else:
+            old.array = fresh
+        return
     if type(old).__module__.startswith("torch"):
         import torch
         bf16 = old.dtype == torch.bfloat16

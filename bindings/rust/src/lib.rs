@@ -65,20 +65,24 @@
 //! shared(&ckpt::Vars::new().unwrap());
 //! ```
 
+mod comm;
 mod dtype;
 mod error;
 mod manager;
 mod npz;
+mod step;
 mod storage;
 pub mod sys;
 mod util;
 mod vars;
 mod writer;
 
+pub use comm::{Comm, CommHandle, Reduce};
 pub use dtype::{Bf16, Bool, Complex, Dtype, Element, F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E8M0Fnu, Pod, F16, F8E5M2};
 pub use error::{Code, Error, Result};
 pub use manager::{checkpoint_idx, BestMode, LogLevel, Manager, ManagerOptions};
 pub use npz::{Compression, Layout, MemberInfo, Npz, NpzOptions};
+pub use step::Step;
 pub use storage::{InputFile, OutputFile, Storage, StorageHandle};
 pub use vars::Vars;
 pub use writer::{Sink, Writer, WriterKind, WriterOptions};

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
 
+use crate::comm::CommHandle;
 use crate::error::{check, Error, Result};
 use crate::npz::NpzOptions;
 use crate::storage::StorageHandle;
@@ -48,6 +49,7 @@ pub struct ManagerOptions {
     save_every_steps: Option<i64>,
     save_every_seconds: Option<i64>,
     max_staging_bytes: Option<u64>,
+    comm: Option<CommHandle>,
 }
 
 /// Whether lower or higher values of the best metric are better (`CKPT_BEST_MIN`, `CKPT_BEST_MAX`).
@@ -154,6 +156,14 @@ impl ManagerOptions {
     #[must_use]
     pub fn storage(mut self, storage: StorageHandle) -> ManagerOptions {
         self.storage = Some(storage);
+        self
+    }
+
+    /// Makes the manager collective over `comm`'s ranks (sharded checkpoints, docs/distributed.md): every rank
+    /// opens it, saves its own variables as one shard of each step, and restores the step rank 0 chooses.
+    #[must_use]
+    pub fn comm(mut self, comm: CommHandle) -> ManagerOptions {
+        self.comm = Some(comm);
         self
     }
 
@@ -290,6 +300,9 @@ impl Manager {
         }
         if let Some(storage) = &options.storage {
             raw.storage = storage.as_ptr();
+        }
+        if let Some(comm) = &options.comm {
+            raw.comm = comm.as_ptr();
         }
         if let Some(n) = options.keep_best {
             raw.keep_best = n;

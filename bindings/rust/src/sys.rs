@@ -64,6 +64,12 @@ pub const CKPT_NPZ_MAP_UNVERIFIED: u32 = 2;
 // ------------------------------------------------------------------------------------------------ storage
 pub const CKPT_STORAGE_OPS_VERSION: u32 = 2;
 
+// ------------------------------------------------------------------------------------------ communicators
+pub const CKPT_REDUCE_MIN: u32 = 0;
+pub const CKPT_REDUCE_MAX: u32 = 1;
+pub const CKPT_REDUCE_SUM: u32 = 2;
+pub const CKPT_COMM_OPS_VERSION: u32 = 1;
+
 // ------------------------------------------------------------------------------------------------ writers
 pub const CKPT_WRITER_SIMPLE: u32 = 0;
 pub const CKPT_WRITER_THREAD: u32 = 1;
@@ -83,7 +89,7 @@ pub const CKPT_MANAGER_VERBOSE: u32 = 8;
 pub const CKPT_MANAGER_READ_ONLY: u32 = 16;
 pub const CKPT_BEST_MIN: u32 = 0;
 pub const CKPT_BEST_MAX: u32 = 1;
-pub const CKPT_MANAGER_OPTIONS_VERSION: u32 = 3;
+pub const CKPT_MANAGER_OPTIONS_VERSION: u32 = 4;
 
 // ------------------------------------------------------------------------------------------------ opaque handles
 // Zero-sized and unconstructible: only pointers to them exist, and they are neither Send nor Sync by themselves.
@@ -99,6 +105,16 @@ pub struct ckpt_npz {
 }
 #[repr(C)]
 pub struct ckpt_storage {
+    _opaque: [u8; 0],
+    _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+#[repr(C)]
+pub struct ckpt_step {
+    _opaque: [u8; 0],
+    _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+#[repr(C)]
+pub struct ckpt_comm {
     _opaque: [u8; 0],
     _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
 }
@@ -147,6 +163,22 @@ pub struct ckpt_npz_options {
     pub max_total_bytes: u64,
     // version 4
     pub flags: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ckpt_comm_ops {
+    pub version: u32,
+    pub payload: *mut c_void,
+    pub rank: Option<unsafe extern "C" fn(payload: *mut c_void, out: *mut i32) -> c_int>,
+    pub size: Option<unsafe extern "C" fn(payload: *mut c_void, out: *mut i32) -> c_int>,
+    pub barrier: Option<unsafe extern "C" fn(payload: *mut c_void) -> c_int>,
+    pub all_reduce_i64: Option<unsafe extern "C" fn(payload: *mut c_void, value: *mut i64, op: u32) -> c_int>,
+    pub broadcast: Option<unsafe extern "C" fn(payload: *mut c_void, buf: *mut c_void, size: usize, root: i32) -> c_int>,
+    pub all_gather: Option<
+        unsafe extern "C" fn(payload: *mut c_void, send: *const c_void, size: usize, recv: *mut c_void) -> c_int,
+    >,
+    pub destroy: Option<unsafe extern "C" fn(payload: *mut c_void)>,
 }
 
 #[repr(C)]
@@ -231,6 +263,8 @@ pub struct ckpt_manager_options {
     pub save_every_seconds: i64,
     // version 3
     pub max_staging_bytes: u64,
+    // version 4
+    pub comm: *mut ckpt_comm,
 }
 
 // ------------------------------------------------------------------------------------------------ functions
@@ -280,6 +314,8 @@ extern "C" {
     pub fn ckpt_vars_nbytes(vars: *const ckpt_vars, i: usize) -> usize;
     pub fn ckpt_vars_data(vars: *const ckpt_vars, i: usize) -> *mut c_void;
     pub fn ckpt_vars_restored(vars: *const ckpt_vars, i: usize) -> c_int;
+    pub fn ckpt_vars_set_rows(vars: *mut ckpt_vars, i: usize, row_begin: i64, global_rows: i64) -> c_int;
+    pub fn ckpt_vars_rows(vars: *const ckpt_vars, i: usize, row_begin: *mut i64, global_rows: *mut i64) -> c_int;
     pub fn ckpt_vars_set_metadata(vars: *mut ckpt_vars, key: *const c_char, value: *const c_char) -> c_int;
     pub fn ckpt_vars_metadata(vars: *const ckpt_vars, key: *const c_char) -> *const c_char;
     pub fn ckpt_vars_metadata_count(vars: *const ckpt_vars) -> usize;
@@ -323,6 +359,39 @@ extern "C" {
     pub fn ckpt_storage_new(out: *mut *mut ckpt_storage, ops: *const ckpt_storage_ops) -> c_int;
     pub fn ckpt_storage_new_memory(out: *mut *mut ckpt_storage) -> c_int;
     pub fn ckpt_storage_free(storage: *mut ckpt_storage);
+
+    // sharded steps
+    pub fn ckpt_step_open(out: *mut *mut ckpt_step, dir: *const c_char, opts: *const ckpt_npz_options) -> c_int;
+    pub fn ckpt_step_close(step: *mut ckpt_step);
+    pub fn ckpt_step_index(step: *const ckpt_step) -> i64;
+    pub fn ckpt_step_world_size(step: *const ckpt_step) -> i32;
+    pub fn ckpt_step_shard(step: *const ckpt_step, rank: i32) -> *const c_char;
+    pub fn ckpt_step_count(step: *const ckpt_step) -> usize;
+    pub fn ckpt_step_name(step: *const ckpt_step, i: usize) -> *const c_char;
+    pub fn ckpt_step_dtype(step: *const ckpt_step, i: usize) -> u32;
+    pub fn ckpt_step_itemsize(step: *const ckpt_step, i: usize) -> usize;
+    pub fn ckpt_step_ndim(step: *const ckpt_step, i: usize) -> u32;
+    pub fn ckpt_step_shape(step: *const ckpt_step, i: usize) -> *const i64;
+    pub fn ckpt_step_nbytes(step: *const ckpt_step, i: usize) -> usize;
+    pub fn ckpt_step_pieces(step: *const ckpt_step, i: usize) -> usize;
+    pub fn ckpt_step_read_rows(
+        step: *mut ckpt_step,
+        i: usize,
+        first: i64,
+        count: i64,
+        dst: *mut c_void,
+        dst_size: usize,
+    ) -> c_int;
+    pub fn ckpt_step_metadata(step: *const ckpt_step, key: *const c_char) -> *const c_char;
+    pub fn ckpt_step_metadata_count(step: *const ckpt_step) -> usize;
+    pub fn ckpt_step_metadata_key(step: *const ckpt_step, i: usize) -> *const c_char;
+    pub fn ckpt_step_metadata_value(step: *const ckpt_step, i: usize) -> *const c_char;
+
+    // communicators
+    pub fn ckpt_comm_new(out: *mut *mut ckpt_comm, ops: *const ckpt_comm_ops) -> c_int;
+    pub fn ckpt_comm_free(comm: *mut ckpt_comm);
+    pub fn ckpt_comm_rank(comm: *const ckpt_comm) -> i32;
+    pub fn ckpt_comm_size(comm: *const ckpt_comm) -> i32;
 
     // writers
     pub fn ckpt_writer_options_init(opts: *mut ckpt_writer_options, version: u32) -> c_int;

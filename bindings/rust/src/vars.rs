@@ -319,6 +319,29 @@ impl<'a> Vars<'a> {
         typed_view::<T>(name, p, n)
     }
 
+    /// Marks `name` as rows `[row_begin, row_begin + shape[0])` of a global array of `global_rows` rows along
+    /// dimension 0, for sharded checkpoints (`ckpt_vars_set_rows`): a sharded save records this rank's piece, a
+    /// restore fills the array with those rows from whichever shards hold them. `None` makes it whole again.
+    pub fn set_rows(&mut self, name: &str, rows: Option<(i64, i64)>) -> Result<()> {
+        let i = self.index_of(name)?;
+        let (begin, global) = rows.unwrap_or((0, -1));
+        // SAFETY: a valid collection.
+        check(unsafe { sys::ckpt_vars_set_rows(self.as_mut_ptr(), i, begin, global) })
+    }
+
+    /// `(row_begin, global_rows)` of `name` when it is a row split, `None` when it is whole.
+    pub fn rows(&self, name: &str) -> Result<Option<(i64, i64)>> {
+        let i = self.index_of(name)?;
+        let (mut begin, mut global) = (-1, -1);
+        // SAFETY: valid pointers for the call.
+        let rc = unsafe { sys::ckpt_vars_rows(self.as_ptr(), i, &mut begin, &mut global) };
+        if rc == sys::CKPT_ENOTFOUND {
+            return Ok(None);
+        }
+        check(rc)?;
+        Ok(Some((begin, global)))
+    }
+
     /// Sets metadata `key` to `value` (both copied), replacing any value it had and keeping its place.
     pub fn set_metadata(&mut self, key: &str, value: &str) -> Result<()> {
         let key = c_string("metadata key", key)?;

@@ -193,7 +193,7 @@ fn every_c_function_is_declared_in_sys_and_reached_by_the_safe_api() {
     assert!(functions.len() > 60, "the header parse found only {functions:?}");
     let declared = sys_functions(&crate_file("sys.rs"));
     let safe_api: String =
-        ["lib.rs", "error.rs", "dtype.rs", "util.rs", "vars.rs", "npz.rs", "storage.rs", "writer.rs", "manager.rs"]
+        ["lib.rs", "error.rs", "comm.rs", "dtype.rs", "util.rs", "vars.rs", "npz.rs", "step.rs", "storage.rs", "writer.rs", "manager.rs"]
             .iter()
             .map(|f| crate_file(f))
             .collect();
@@ -243,7 +243,7 @@ fn every_struct_has_the_header_fields_in_order() {
     let got = sys_structs(&crate_file("sys.rs"));
     assert_eq!(
         want.keys().collect::<Vec<_>>(),
-        vec!["ckpt_manager_options", "ckpt_npz_options", "ckpt_storage_ops", "ckpt_writer_options"]
+        vec!["ckpt_comm_ops", "ckpt_manager_options", "ckpt_npz_options", "ckpt_storage_ops", "ckpt_writer_options"]
     );
     assert_eq!(got, want);
 

@@ -1,4 +1,5 @@
 //! The binding's tests: one binary (linking is the slow part of a build), one module per part of the API.
+mod comm;
 mod common;
 mod completeness;
 mod errors;

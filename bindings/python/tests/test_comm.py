@@ -1,0 +1,184 @@
+"""Communicators (ckpt.Comm) and row splits (ckpt.Rows)."""
+import numpy as np
+import pytest
+
+import ckpt
+from ckpt._vars import Vars
+
+
+class Solo(ckpt.Comm):
+    """A world of one rank."""
+
+    def get_rank(self):
+        return 0
+
+    def get_size(self):
+        return 1
+
+    def barrier(self):
+        pass
+
+    def all_reduce(self, value, op):
+        return value
+
+    def broadcast(self, data, root):
+        return data
+
+    def all_gather(self, data):
+        return [data]
+
+
+class Confused(Solo):
+    def get_rank(self):
+        return 3
+
+    def get_size(self):
+        return 2
+
+
+class Failing(Solo):
+    def get_size(self):
+        raise RuntimeError("no world today")
+
+
+def test_a_communicator_knows_its_rank_and_size():
+    with Solo() as comm:
+        assert (comm.rank, comm.size) == (0, 1)
+
+
+def test_a_rank_outside_the_world_is_refused():
+    with pytest.raises(ckpt.InvalidArgumentError, match="rank 3 of 2"):
+        Confused()
+
+
+def test_what_a_method_raises_is_in_the_error():
+    with pytest.raises(ckpt.CkptError, match="communicator callback 'size' failed.*no world today"):
+        Failing()
+
+
+def test_rows_mark_a_variable_as_part_of_a_global_array():
+    v = Vars()
+    try:
+        v.add("emb", ckpt.Rows(np.zeros((2, 3), np.float32), 4, 10))
+        v.add("w", np.zeros(3))
+        assert v.rows(0) == (4, 10)
+        assert v.rows(1) is None
+        with pytest.raises(ckpt.InvalidArgumentError, match=r"not within \[0, 10\)"):
+            v.add("bad", ckpt.Rows(np.zeros((2, 3), np.float32), 9, 10))
+    finally:
+        v.close()
+
+
+def test_rows_outside_a_sharded_checkpoint_save_the_array_as_it_is(tmp_path):
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ckpt.save(str(tmp_path / "x.npz"), {"emb": ckpt.Rows(a, 4, 10)})
+    assert np.array_equal(np.load(str(tmp_path / "x.npz"))["emb"], a)
+    out = ckpt.Rows(np.zeros((2, 3), np.float32), 4, 10)
+    ckpt.restore(str(tmp_path / "x.npz"), {"emb": out})
+    assert np.array_equal(out.array, a)
+
+
+class ThreadWorld:
+    """Ranks as threads of this process: each collective is a round in which every rank deposits and collects."""
+
+    def __init__(self, size):
+        import threading
+        self.size = size
+        self.slots = [None] * size
+        self.barrier = threading.Barrier(size)
+
+    def exchange(self, rank, value):
+        self.barrier.wait()
+        self.slots[rank] = value
+        self.barrier.wait()
+        out = list(self.slots)
+        self.barrier.wait()
+        return out
+
+
+class ThreadComm(ckpt.Comm):
+    def __init__(self, world, rank):
+        self.world, self.my_rank = world, rank
+        super().__init__()
+
+    def get_rank(self):
+        return self.my_rank
+
+    def get_size(self):
+        return self.world.size
+
+    def barrier(self):
+        self.world.exchange(self.my_rank, None)
+
+    def all_reduce(self, value, op):
+        values = self.world.exchange(self.my_rank, value)
+        return {"min": min, "max": max, "sum": sum}[op](values)
+
+    def broadcast(self, data, root):
+        return self.world.exchange(self.my_rank, data)[root]
+
+    def all_gather(self, data):
+        return self.world.exchange(self.my_rank, data)
+
+
+def run_ranks(size, body):
+    import threading
+    world = ThreadWorld(size)
+    results, errors = [None] * size, [None] * size
+
+    def run(rank):
+        try:
+            results[rank] = body(rank, ThreadComm(world, rank))
+        except BaseException as e:  # reported on the main thread
+            errors[rank] = e
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(size)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for e in errors:
+        if e is not None:
+            raise e
+    return results
+
+
+def test_two_ranks_save_a_sharded_step_that_one_process_reads(tmp_path):
+    emb = np.arange(30, dtype=np.float32).reshape(10, 3)
+
+    def save(rank, comm):
+        with ckpt.Manager(str(tmp_path), comm=comm, keep=0) as m:
+            rows = slice(0, 4) if rank == 0 else slice(4, 10)
+            arrays = {"emb": ckpt.Rows(emb[rows].copy(), rows.start, 10), "own_%d" % rank: np.full(2, rank)}
+            m.save(arrays, 7, metrics={"loss": 0.5})
+            return m.list()
+
+    assert run_ranks(2, save) == [[7], [7]]
+    with ckpt.Step(str(tmp_path / "ckpt" / "0000000007")) as step:
+        assert (step.index, step.world_size) == (7, 2)
+        assert step.shards == ["shard-00000-of-00002.npz", "shard-00001-of-00002.npz"]
+        assert sorted(step) == ["emb", "own_0", "own_1"]
+        assert step.shape("emb") == (10, 3) and step.nbytes("emb") == 120 and step.pieces("emb") == 2 and step.pieces("own_1") == 0
+        assert np.array_equal(step["emb"], emb)
+        assert np.array_equal(step.rows("emb", 3, 4), emb[3:7])  # across both shards
+        assert step.metadata["ckpt.metric.loss"] == "0.5" and step.metadata_value("ckpt.index") == "7"
+    # A manager without a communicator restores rows of it in one process.
+    with ckpt.Manager(str(tmp_path)) as m:
+        part = ckpt.Rows(np.zeros((3, 3), np.float32), 5, 10)
+        idx, _ = m.restore({"emb": part, "own_1": np.zeros(2, np.int64)})
+        assert idx == 7
+        assert np.array_equal(part.array, emb[5:8])
+
+
+def test_a_rank_that_fails_makes_every_rank_raise_the_same_error(tmp_path):
+    def save(rank, comm):
+        with ckpt.Manager(str(tmp_path), comm=comm) as m:
+            arrays = {"w": np.zeros(2)} if rank == 0 else {"w": np.ones(2)}  # a whole variable saved twice
+            with pytest.raises(ckpt.InvalidArgumentError) as e:
+                m.save(arrays, 1)
+            return str(e.value)
+
+    messages = run_ranks(2, save)
+    assert messages[0] == messages[1]
+    assert "variable 'w' is saved whole by rank 1 and also by another rank" in messages[0]
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == [".ckpt.lock"]

@@ -1,0 +1,409 @@
+#include "dist/sharded_step.hpp"
+
+#include "core/error.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace ckpt {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+constexpr size_t kStepDigits = 10;
+
+// What a rank tells the others after its part of a collective step: its status, and what it saved.
+struct Report {
+    int code = 0;
+    std::string message;
+    json vars = json::array();  // save: what the rank saved; restore: rank 0's candidates
+    bool retry = false;         // restore: an older step may do
+};
+
+std::string encode(const Report& r) {
+    return json{{"code", r.code}, {"message", r.message}, {"vars", r.vars}, {"retry", r.retry}}.dump(
+        -1, ' ', false, json::error_handler_t::replace);
+}
+
+Report decode(const std::string& text, size_t rank) {
+    try {
+        const json j = json::parse(text);
+        Report r;
+        r.code = j.at("code").get<int>();
+        r.message = j.at("message").get<std::string>();
+        r.vars = j.at("vars");
+        r.retry = j.at("retry").get<bool>();
+        return r;
+    } catch (const json::exception& e) {
+        fail(Code::error, "rank {} sent a malformed status: {}", rank, e.what());
+    }
+}
+
+template <typename Body>
+Report run(Body&& body) {
+    Report r;
+    try {
+        body(r);
+    } catch (const CallerError& e) {
+        r.code = static_cast<int>(e.code());
+        r.message = e.what();
+    } catch (const Error& e) {
+        r.code = static_cast<int>(e.code());
+        r.message = e.what();
+        // Corrupt, unreadable, missing or not a regular file: an older step may be fine.
+        r.retry = e.code() == Code::format || e.code() == Code::io || e.code() == Code::unsupported ||
+                  e.code() == Code::invalid || e.code() == Code::not_found;
+    } catch (const std::bad_alloc&) {
+        r.code = static_cast<int>(Code::no_memory);
+        r.message = "out of memory";
+    } catch (const std::exception& e) {
+        r.code = static_cast<int>(Code::error);
+        r.message = e.what();
+    }
+    return r;
+}
+
+// The error every rank throws: the code of the first failing rank, and every failing rank's message.
+std::string failure_text(const std::string& what, const std::vector<Report>& reports, int* code) {
+    std::string text;
+    size_t failed = 0;
+    for (size_t r = 0; r < reports.size(); ++r) {
+        if (reports[r].code == 0) continue;
+        if (failed++ == 0) *code = reports[r].code;
+        text += fmt::format("{}rank {} of {}: {}", text.empty() ? "" : "; ", r, reports.size(), reports[r].message);
+    }
+    return fmt::format("{} failed on {} rank{}: {}", what, failed, failed == 1 ? "" : "s", text);
+}
+
+json describe(const VarCollection& vars) {
+    json out = json::array();
+    for (size_t i = 0; i < vars.size(); ++i) {
+        const Array& a = vars.array(i);
+        json v{{"name", vars.name(i)}, {"dtype", dtype_name(a.dtype())}, {"itemsize", a.itemsize()}, {"shape", a.shape()}};
+        if (const auto& rows = vars.rows(i)) v["rows"] = json::array({rows->begin, rows->global_rows});
+        out.push_back(std::move(v));
+    }
+    return out;
+}
+
+// Rank 0: the manifest from every rank's description of its shard. A whole variable must be saved by one rank;
+// the pieces of a split one must agree on dtype, global rows and the other dimensions, and tile the rows.
+Manifest build_manifest(int64_t index, const VarCollection& vars, const std::vector<Report>& reports) {
+    Manifest m;
+    m.step = index;
+    m.world_size = static_cast<int64_t>(reports.size());
+    m.metadata = vars.metadata();
+    std::map<std::string, size_t> at;  // name -> position in m.variables
+    for (size_t r = 0; r < reports.size(); ++r) {
+        for (const json& d : reports[r].vars) {
+            ManifestVariable v;
+            v.name = d.at("name").get<std::string>();
+            v.dtype = *dtype_named(d.at("dtype").get<std::string>());
+            v.itemsize = d.at("itemsize").get<size_t>();
+            v.shape = d.at("shape").get<std::vector<int64_t>>();
+            const auto rank = static_cast<int64_t>(r);
+            auto found = at.find(v.name);
+            if (!d.contains("rows")) {
+                if (found != at.end())
+                    fail(Code::invalid, "variable '{}' is saved whole by rank {} and also by another rank (save a "
+                                        "replicated variable from one rank only, or split its rows)", v.name, r);
+                v.shard = rank;
+                at.emplace(v.name, m.variables.size());
+                m.variables.push_back(std::move(v));
+                continue;
+            }
+            const int64_t begin = d.at("rows").at(0).get<int64_t>(), global = d.at("rows").at(1).get<int64_t>();
+            ManifestPiece piece{rank, begin, begin + v.shape[0]};
+            std::vector<int64_t> global_shape = v.shape;
+            global_shape[0] = global;
+            if (found == at.end()) {
+                v.shape = global_shape;
+                v.pieces.push_back(piece);
+                at.emplace(v.name, m.variables.size());
+                m.variables.push_back(std::move(v));
+                continue;
+            }
+            ManifestVariable& known = m.variables[found->second];
+            if (!known.split() || known.dtype != v.dtype || known.itemsize != v.itemsize || known.shape != global_shape)
+                fail(Code::invalid, "variable '{}': rank {} saves a piece of a different dtype or global shape than "
+                                    "rank {}", v.name, r, known.split() ? known.pieces[0].shard : known.shard);
+            known.pieces.push_back(piece);
+        }
+    }
+    for (ManifestVariable& v : m.variables) {
+        if (!v.split()) continue;
+        std::stable_sort(v.pieces.begin(), v.pieces.end(),
+                         [](const ManifestPiece& a, const ManifestPiece& b) { return a.row_begin < b.row_begin; });
+        int64_t next = 0;
+        for (const ManifestPiece& p : v.pieces) {
+            if (p.row_begin != next)
+                fail(Code::invalid, "variable '{}': the ranks' rows do not tile [0, {}): rank {} has [{}, {}) after "
+                                    "row {}", v.name, v.shape[0], p.shard, p.row_begin, p.row_end, next);
+            next = p.row_end;
+        }
+        if (next != v.shape[0]) fail(Code::invalid, "variable '{}': the ranks' rows end at {} of {}", v.name, next, v.shape[0]);
+    }
+    return m;
+}
+
+void remove_quietly(Storage& storage, const std::string& dir) {
+    try {
+        storage.remove_tree(dir);
+    } catch (const Error&) {
+        // Best effort: what is left is a stale temporary, removed by the next manager that opens the directory.
+    }
+}
+
+// Rank 0, once every shard is durable: the manifest, then the rename that commits the step.
+void commit(Storage& storage, const std::string& dir, const std::string& staging, const std::string& target,
+            const Manifest& manifest) {
+    const std::string text = manifest_to_json(manifest);
+    write_atomically(storage, join_path(staging, std::string(kManifestName)),
+                     [&](OutputFile& out) { out.write(text.data(), text.size()); });
+    std::string aside;
+    const auto existing = storage.list_dirs(dir);
+    if (std::find(existing.begin(), existing.end(), base_name(target)) != existing.end()) {
+        aside = join_path(dir, temp_name_for(base_name(target) + ".old"));
+        storage.rename_dir(target, aside);
+    }
+    try {
+        storage.rename_dir(staging, target);
+    } catch (...) {
+        if (!aside.empty()) {
+            try {
+                storage.rename_dir(aside, target);
+            } catch (...) {
+            }
+        }
+        throw;
+    }
+    storage.sync_dir(dir);
+    if (!aside.empty()) remove_quietly(storage, aside);
+}
+
+}  // namespace
+
+std::string step_dir_name(int64_t index) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%010" PRId64, index);
+    return buf;
+}
+
+std::optional<int64_t> step_dir_index(const std::string& name) {
+    if (name.size() < kStepDigits || name.size() > 19) return std::nullopt;
+    if (name.size() > kStepDigits && name[0] == '0') return std::nullopt;
+    uint64_t value = 0;
+    for (char c : name) {
+        if (c < '0' || c > '9') return std::nullopt;
+        value = value * 10 + static_cast<uint64_t>(c - '0');
+    }
+    if (value > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+    return static_cast<int64_t>(value);
+}
+
+bool is_step_temp(const std::string& name) {
+    if (!is_temp_name(name)) return false;
+    std::string inner = name.substr(1, name.rfind(".tmp-") - 1);
+    constexpr std::string_view kOld = ".old";
+    if (inner.size() > kOld.size() && inner.compare(inner.size() - kOld.size(), kOld.size(), kOld) == 0)
+        inner.resize(inner.size() - kOld.size());
+    return step_dir_index(inner).has_value();
+}
+
+void save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t index, const VarCollection& vars,
+                  const NpzWriteOptions& options, std::exception_ptr failed) {
+    const int32_t rank = comm.rank(), world = comm.size();
+    const std::string target = join_path(dir, step_dir_name(index));
+    const std::string what = fmt::format("{}: sharded save of step {}", target, index);
+
+    // 1. Rank 0 makes the staging directory; every rank learns its name, or why there is none.
+    std::string staging;
+    Report made;
+    if (rank == 0) {
+        made = run([&](Report& r) {
+            staging = join_path(dir, temp_name_for(step_dir_name(index)));
+            storage.make_dirs(staging);
+            r.message = staging;
+        });
+    }
+    made = decode(broadcast_string(comm, rank == 0 ? encode(made) : std::string(), 0), 0);
+    if (made.code != 0)
+        throw Error(static_cast<Code>(made.code), fmt::format("{} failed on rank 0 of {}: {}", what, world, made.message));
+    staging = made.message;
+
+    // 2. Every rank writes its shard (durably: a temporary renamed, the directory synced) and says how it went.
+    const Report mine = run([&](Report& r) {
+        if (failed) std::rethrow_exception(failed);
+        r.vars = describe(vars);
+        save_npz(storage, join_path(staging, shard_name(rank, world)), vars, options);
+    });
+    std::vector<Report> reports;
+    for (const std::string& text : all_gather_strings(comm, encode(mine)))
+        reports.push_back(decode(text, reports.size()));
+
+    // 3. Rank 0 commits when every shard is durable, and removes the staging directory otherwise; every rank then
+    // learns the outcome from rank 0, so all return success or all throw the same error.
+    Report outcome;
+    if (rank == 0) {
+        int code = 0;
+        const bool all_ok = std::all_of(reports.begin(), reports.end(), [](const Report& r) { return r.code == 0; });
+        if (!all_ok) {
+            outcome.message = failure_text(what, reports, &code);
+            outcome.code = code;
+            remove_quietly(storage, staging);
+        } else {
+            outcome = run([&](Report&) { commit(storage, dir, staging, target, build_manifest(index, vars, reports)); });
+            if (outcome.code != 0) {
+                outcome.message = fmt::format("{} failed on rank 0 of {}: {}", what, world, outcome.message);
+                remove_quietly(storage, staging);
+            }
+        }
+    }
+    outcome = decode(broadcast_string(comm, rank == 0 ? encode(outcome) : std::string(), 0), 0);
+    if (outcome.code != 0) throw Error(static_cast<Code>(outcome.code), outcome.message);
+}
+
+ShardedStep::ShardedStep(Storage& storage, std::string step_dir, NpzReadOptions options)
+    : storage_(storage), dir_(std::move(step_dir)), options_(std::move(options)) {
+    const std::string path = join_path(dir_, std::string(kManifestName));
+    std::unique_ptr<InputFile> file = storage_.open_read(path);
+    const uint64_t size = file->size();
+    if (size > kMaxManifestBytes)
+        fail(Code::format, "{}: manifest: {} bytes, more than the limit of {}", path, size, kMaxManifestBytes);
+    std::string text(static_cast<size_t>(size), '\0');
+    if (size > 0 && file->read_at(0, &text[0], text.size()) != text.size())
+        fail(Code::format, "{}: manifest: shorter than its size", path);
+    manifest_ = manifest_from_json(text, path);
+}
+
+NpzReader& ShardedStep::shard(int64_t rank) {
+    auto it = shards_.find(rank);
+    if (it == shards_.end())
+        it = shards_.emplace(rank, NpzReader::open(storage_, join_path(dir_, shard_name(rank, manifest_.world_size)),
+                                                   options_)).first;
+    return it->second;
+}
+
+// The entry of v (or of its piece) in a shard, checked against what the manifest says it holds.
+size_t ShardedStep::entry_of(NpzReader& reader, const ManifestVariable& v, const std::vector<int64_t>& shape) {
+    for (size_t i = 0; i < reader.size(); ++i) {
+        const NpzReader::Entry& e = reader.entry(i);
+        if (e.name != v.name) continue;
+        if (e.header.dtype != v.dtype || e.header.itemsize != v.itemsize || e.header.shape != shape)
+            fail(Code::format, "{}: '{}' is not the {} array of shape {} that the manifest records", reader.label(),
+                 v.name, dtype_name(v.dtype), fmt::join(shape, "x"));
+        return i;
+    }
+    fail(Code::format, "{}: no array '{}', which the manifest records in it", reader.label(), v.name);
+}
+
+void ShardedStep::read_rows(const ManifestVariable& v, int64_t first, int64_t count, void* dst) {
+    if (v.shape.empty()) {  // a scalar: whole only
+        NpzReader& r = shard(v.shard);
+        return r.read_into(entry_of(r, v, v.shape), dst);
+    }
+    const size_t row_bytes = v.shape[0] == 0 ? 0 : *checked_nbytes(v.shape.data() + 1, v.shape.size() - 1, v.itemsize);
+    if (!v.split()) {
+        NpzReader& r = shard(v.shard);
+        return r.read_rows(entry_of(r, v, v.shape), first, count, dst);
+    }
+    const int64_t end = first + count;
+    for (const ManifestPiece& p : v.pieces) {
+        const int64_t from = std::max(first, p.row_begin), to = std::min(end, p.row_end);
+        if (from >= to) continue;
+        std::vector<int64_t> shape = v.shape;
+        shape[0] = p.row_end - p.row_begin;
+        NpzReader& r = shard(p.shard);
+        r.read_rows(entry_of(r, v, shape), from - p.row_begin, to - from,
+                    static_cast<char*>(dst) + row_bytes * static_cast<size_t>(from - first));
+    }
+}
+
+void ShardedStep::restore(VarCollection& vars, const Renamer& rename, bool partial) {
+    for (size_t i = 0; i < vars.size(); ++i) vars.set_restored(i, false);
+    std::map<std::string, const ManifestVariable*> by_name;
+    for (const ManifestVariable& v : manifest_.variables) {
+        std::string name = rename ? rename(v.name) : v.name;
+        if (name.empty()) name = v.name;
+        if (!by_name.emplace(name, &v).second)
+            throw CallerError(Code::invalid, fmt::format("{}: two variables are renamed to '{}'", dir_, name));
+    }
+    std::vector<std::string> problems;
+    std::vector<const ManifestVariable*> source(vars.size());
+    for (size_t i = 0; i < vars.size(); ++i) {
+        const Array& a = vars.array(i);
+        auto it = by_name.find(vars.name(i));
+        if (it == by_name.end()) {
+            if (!partial) problems.push_back(fmt::format("'{}' is missing", vars.name(i)));
+            continue;
+        }
+        const ManifestVariable& v = *it->second;
+        std::vector<int64_t> want = a.shape();
+        if (const auto& rows = vars.rows(i)) want[0] = rows->global_rows;
+        if (v.dtype != a.dtype() || v.itemsize != a.itemsize() || v.shape != want) {
+            problems.push_back(fmt::format("'{}' is {} of shape ({}) in the step, not {} of shape ({})", vars.name(i),
+                                           dtype_name(v.dtype), fmt::join(v.shape, ", "), dtype_name(a.dtype()),
+                                           fmt::join(want, ", ")));
+            continue;
+        }
+        source[i] = &v;
+    }
+    if (!problems.empty())
+        fail(Code::mismatch, "{}: the step does not match the variables: {}", dir_, fmt::join(problems, "; "));
+    for (size_t i = 0; i < vars.size(); ++i) {
+        if (source[i] == nullptr) continue;  // partial: not in the step
+        const Array& a = vars.array(i);
+        const auto& rows = vars.rows(i);
+        const int64_t first = rows ? rows->begin : 0;
+        const int64_t count = a.shape().empty() ? 1 : a.shape()[0];
+        read_rows(*source[i], first, count, a.data());
+    }
+    for (size_t i = 0; i < vars.size(); ++i) vars.set_restored(i, source[i] != nullptr);
+    vars.metadata() = manifest_.metadata;
+}
+
+VarCollection ShardedStep::read_all() {
+    VarCollection out;
+    for (const ManifestVariable& v : manifest_.variables) {
+        Array a = Array::allocate(v.dtype, v.itemsize, v.shape, false);
+        read_rows(v, 0, v.shape.empty() ? 1 : v.shape[0], a.data());
+        out.add(v.name, std::move(a));
+    }
+    out.metadata() = manifest_.metadata;
+    return out;
+}
+
+int64_t restore_collectively(Comm& comm, const std::vector<int64_t>& candidates, bool fallback, const std::string& dir,
+                             const std::function<void(int64_t)>& attempt,
+                             const std::function<void(const std::string&)>& skipped) {
+    Report list;
+    if (comm.rank() == 0) list.vars = candidates;
+    list = decode(broadcast_string(comm, comm.rank() == 0 ? encode(list) : std::string(), 0), 0);
+    const auto agreed = list.vars.get<std::vector<int64_t>>();
+    if (agreed.empty()) fail(Code::not_found, "{}: no checkpoints found", dir);
+    std::string newest;
+    for (size_t k = 0; k < agreed.size(); ++k) {
+        const int64_t index = agreed[k];
+        const Report mine = run([&](Report&) { attempt(index); });
+        std::vector<Report> reports;
+        for (const std::string& text : all_gather_strings(comm, encode(mine)))
+            reports.push_back(decode(text, reports.size()));
+        if (std::all_of(reports.begin(), reports.end(), [](const Report& r) { return r.code == 0; })) return index;
+        int code = 0;
+        const std::string text = failure_text(fmt::format("{}: restoring step {}", dir, index), reports, &code);
+        const bool retry = std::all_of(reports.begin(), reports.end(), [](const Report& r) { return r.code == 0 || r.retry; });
+        if (!fallback || !retry) {
+            if (k == 0) throw Error(static_cast<Code>(code), text);
+            throw Error(static_cast<Code>(code), fmt::format("{} (after skipping {} unreadable newer checkpoint(s))", text, k));
+        }
+        skipped(text);
+        if (newest.empty()) newest = text;
+    }
+    fail(Code::format, "{}: every checkpoint is unreadable; the newest: {}", dir, newest);
+}
+
+}  // namespace ckpt

@@ -1,0 +1,77 @@
+// A sharded checkpoint step: one directory <dir>/<%010d>/ holding shard-RRRRR-of-WWWWW.npz per rank (ordinary npz
+// files numpy reads) and manifest.json, the commit point (manifest.hpp). docs/distributed.md has the protocol.
+#pragma once
+
+#include "dist/comm.hpp"
+#include "dist/manifest.hpp"
+#include "npz/npz_reader.hpp"
+#include "npz/npz_restore.hpp"
+#include "npz/npz_writer.hpp"
+#include "storage/storage.hpp"
+
+#include <exception>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace ckpt {
+
+// "0000000042": the directory name of step 42; step_dir_index is its inverse (nullopt for other names).
+std::string step_dir_name(int64_t index);
+std::optional<int64_t> step_dir_index(const std::string& name);
+// True for the staging directories of sharded saves (".0000000042.tmp-XXXXXX") and for replaced steps set aside
+// (".0000000042.old.tmp-XXXXXX"): what a manager removes when it opens.
+bool is_step_temp(const std::string& name);
+
+// The collective save of `vars` (whose metadata is the step's) as step `index` of `dir`: every rank writes its
+// shard into a staging directory, the ranks gather their statuses, rank 0 writes the manifest and renames the
+// staging directory to the step's; then every rank returns, or throws the same Error naming the failing rank(s).
+// A step that existed is replaced (set aside, then removed once the new one is in place). `failed`: this rank could
+// not prepare its part (it still takes part in every collective, and its error fails the save everywhere).
+void save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t index, const VarCollection& vars,
+                  const NpzWriteOptions& options, std::exception_ptr failed = nullptr);
+
+// One committed step, read by one process: its manifest, and its shards opened on demand.
+class ShardedStep {
+public:
+    // Reads and checks <step_dir>/manifest.json. Error(not_found) without one, Error(format) for a bad one.
+    ShardedStep(Storage& storage, std::string step_dir, NpzReadOptions options);
+    const std::string& path() const { return dir_; }
+    const Manifest& manifest() const { return manifest_; }
+
+    // Restores `vars` in place (the rules of restore_npz): each variable is looked up by name (after `rename`) and
+    // must have the manifest's dtype and shape — for a row split (VarCollection::set_rows), the global rows and the
+    // other dimensions. Every variable is checked before any data is read. Reads only the rows each variable needs,
+    // from whichever shards hold them. Replaces the collection's metadata with the step's. `partial`: a variable
+    // the step does not have is left untouched (VarCollection::restored says which were filled).
+    void restore(VarCollection& vars, const Renamer& rename, bool partial = false);
+    // Every variable, whole (split ones assembled), with the step's metadata.
+    VarCollection read_all();
+    // Reads rows [first, first + count) of variable v (all its rows: whole) into dst.
+    void read_rows(const ManifestVariable& v, int64_t first, int64_t count, void* dst);
+
+private:
+    NpzReader& shard(int64_t rank);
+    size_t entry_of(NpzReader& reader, const ManifestVariable& v, const std::vector<int64_t>& shape);
+
+    Storage& storage_;
+    std::string dir_;
+    NpzReadOptions options_;
+    Manifest manifest_;
+    std::map<int64_t, NpzReader> shards_;
+};
+
+}  // namespace ckpt
+
+namespace ckpt {
+
+// The collective choice of the step to restore. Rank 0's `candidates` (newest first; the other ranks' are ignored)
+// go to every rank; each is tried by `attempt` on every rank, and the ranks move on together past a step that any
+// rank found unreadable (corrupt or missing shard, manifest) when `fallback` is on, calling `skipped` with the
+// reason on every rank. Returns the step every rank restored, or throws on every rank the same Error, naming
+// the ranks that failed. Errors the caller caused (CallerError, a mismatch) are never skipped past.
+int64_t restore_collectively(Comm& comm, const std::vector<int64_t>& candidates, bool fallback, const std::string& dir,
+                             const std::function<void(int64_t)>& attempt,
+                             const std::function<void(const std::string&)>& skipped);
+
+}  // namespace ckpt

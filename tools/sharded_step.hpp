@@ -1,0 +1,26 @@
+// Sharded checkpoint steps (directories of shards and manifest.json) in the tool: told apart from log directories,
+// verified, shown, sized.
+#pragma once
+
+#include "commands.hpp"
+
+#include <memory>
+#include <string>
+
+namespace ckpt_tool {
+
+struct StepCloser {
+    void operator()(ckpt_step* s) const { ckpt_step_close(s); }
+};
+using Step = std::unique_ptr<ckpt_step, StepCloser>;
+
+// Whether `path` is a sharded step: a directory holding manifest.json.
+bool is_step_dir(const std::string& path);
+// Bytes of the step's files (its shards and manifest).
+uint64_t step_bytes(const std::string& path);
+// The full check of a step: its manifest, and every variable read whole from its shards (CRC-32s verified).
+Verdict verify_step(const std::string& path, Progress& progress, Scratch& scratch);
+// `ckpt show` of a step: its shards, variables (dtype, global shape, pieces) and metadata.
+int show_step(const std::string& path, bool json, bool bytes);
+
+}  // namespace ckpt_tool
