@@ -13,6 +13,10 @@ fail() {
     echo "FAIL: $*" >&2
     exit 1
 }
+# A sanitizer build's library needs consumers built with the same sanitizers (the runtime must come first).
+sanitize="$(sed -n "s/^CKPT_SANITIZE:[A-Z]*=//p" "$build/CMakeCache.txt")"
+san_flags=()
+[ -z "$sanitize" ] || san_flags=("-fsanitize=$sanitize" -fno-omit-frame-pointer)
 cmake --install "$build" --prefix "$prefix" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "cmake --install"; }
 [ -f "$prefix/include/ckpt/ckpt_mpi.h" ] || fail "not installed: include/ckpt/ckpt_mpi.h"
 lib="$(find "$prefix" -name libckpt_mpi.so -print -quit)"
@@ -34,12 +38,13 @@ extra="$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBR]$/ {print $3}' | grep -
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 # 1. pkg-config
 read -ra flags <<<"$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs ckpt-mpi)"
-cc -std=c99 -Wall -Werror "$src/tests/packaging/mpi/consumer.c" -o "$tmp/consumer-pc" "${flags[@]}" "-Wl,-rpath,$libdir" ||
+cc -std=c99 -Wall -Werror "${san_flags[@]}" "$src/tests/packaging/mpi/consumer.c" -o "$tmp/consumer-pc" "${flags[@]}" "-Wl,-rpath,$libdir" ||
     fail "building against pkg-config ckpt-mpi (${flags[*]})"
 "$mpiexec" --allow-run-as-root --oversubscribe -np 2 "$tmp/consumer-pc" || fail "the pkg-config consumer"
 # 2. find_package(ckpt) and ckpt::mpi
 cmake -S "$src/tests/packaging/mpi" -B "$tmp/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" \
-    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_RPATH="$libdir" >"$tmp/log" 2>&1 ||
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_RPATH="$libdir" \
+    -DCMAKE_C_FLAGS="${san_flags[*]}" -DCMAKE_EXE_LINKER_FLAGS="${san_flags[*]}" >"$tmp/log" 2>&1 ||
     { cat "$tmp/log"; fail "configuring against find_package(ckpt)"; }
 cmake --build "$tmp/cmake-build" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "building against ckpt::mpi"; }
 "$mpiexec" --allow-run-as-root --oversubscribe -np 2 "$tmp/cmake-build/consumer" || fail "the ckpt::mpi consumer"
