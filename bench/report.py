@@ -120,7 +120,7 @@ def at_least(x, limit):
 
 
 def goals(wl, writers_text):
-    out = ["### Goals (issue 5; informational)", ""]
+    out = ["### Goals (informational)", ""]
 
     def speed(w, what, op, other, cache, limit):
         row, base = w.find(op, "ckpt", cache), w.find(op, other, cache)
@@ -177,8 +177,8 @@ def map_table(w):
 
 
 def map_goals(wl):
-    """The goals of the mapped views (issue 15; informational)."""
-    out = ["### Goals of the mapped views (issue 15; informational)", ""]
+    """The goals of the mapped views (informational)."""
+    out = ["### Goals of the mapped views (informational)", ""]
     for name in sorted(wl):
         w = wl[name]
         rows = {r["what"]: r for r in w.rows if r["op"] == "map"}
