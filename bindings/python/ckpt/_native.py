@@ -7,8 +7,8 @@ import os
 
 from . import errors
 
-# The oldest library this package works with: 0.2.0 added the bfloat16/float8 dtypes and metadata.
-REQUIRED_VERSION = (0, 2, 0)
+# The oldest library this package works with: 0.3.0 added partial restores, mapped views, communicators and steps.
+REQUIRED_VERSION = (0, 3, 0)
 
 COPY, BORROW = 0, 1
 LAYOUT_AUTO, LAYOUT_PLAIN, LAYOUT_OBJAX = 0, 1, 2
