@@ -334,14 +334,12 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
     else
         data = std::move(view);
     last_save_ns_ = saved_at;
-    const NpzWriteOptions npz = options_.npz_write;
-    const uint64_t needed = npz_size_bound(*data, npz);
+    NpzWriteOptions npz = options_.npz_write;
+    // On the writer's thread, once earlier saves and their retention are done, before the first byte.
+    npz.before_write = [this, index](uint64_t needed) { check_disk_space(needed, index); };
     writer_->submit(
         target,
-        [this, data, npz, needed, index](OutputFile& out) {
-            check_disk_space(needed, index);  // here, once earlier saves and their retention are done
-            write_npz(out, *data, npz);
-        },
+        [data, npz](OutputFile& out) { write_npz(out, *data, npz); },
         false,
         [this, index, target] {
             apply_retention(index);

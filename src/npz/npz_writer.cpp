@@ -142,20 +142,26 @@ void check_options(NpzWriteOptions& options) {
 
 }  // namespace
 
-uint64_t npz_size_bound(const VarCollection& vars, NpzWriteOptions options) {
-    check_options(options);
-    Plan plan;
-    plan_archive(plan, vars, options);
-    // Per member: local header (30) and central directory entry (46), the name in both, zip64 extras in both
-    // (4 + 16 and 4 + 24), the alignment extra (4 + up to 63) and a data descriptor (24); deflate can grow
-    // incompressible data by 5 bytes per 16 KiB block. Then the end records: zip64 (56 + 20) and classic (22).
+namespace {
+// Per member: local header (30) and central directory entry (46), the name in both, zip64 extras in both
+// (4 + 16 and 4 + 24), the alignment extra (4 + up to 63) and a data descriptor (24); deflate can grow
+// incompressible data by 5 bytes per 16 KiB block. Then the end records: zip64 (56 + 20) and classic (22).
+uint64_t size_bound(const Plan& plan, bool deflate) {
     uint64_t bytes = 56 + 20 + 22;
     for (const Member& m : plan.members) {
         const uint64_t data = m.header.size() + m.nbytes;
         bytes += 30 + 46 + 2 * m.name.size() + 20 + 28 + 67 + 24 + data;
-        if (options.deflate) bytes += 5 * (data / 16384 + 1) + 6;
+        if (deflate) bytes += 5 * (data / 16384 + 1) + 6;
     }
     return bytes;
+}
+}  // namespace
+
+uint64_t npz_size_bound(const VarCollection& vars, NpzWriteOptions options) {
+    check_options(options);
+    Plan plan;
+    plan_archive(plan, vars, options);
+    return size_bound(plan, options.deflate);
 }
 
 void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions options) {
@@ -167,6 +173,7 @@ void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions optio
 
     Plan plan;
     plan_archive(plan, vars, options);
+    if (options.before_write) options.before_write(size_bound(plan, options.deflate));
     std::vector<Member>& members = plan.members;
     const size_t first_array = options.layout == Layout::objax ? 1 : 0;
     const size_t end_array = first_array + vars.size();

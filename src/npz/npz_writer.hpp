@@ -7,6 +7,7 @@
 #include "core/var_collection.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace ckpt {
@@ -16,6 +17,9 @@ struct NpzWriteOptions {
     bool deflate = false;
     int level = 0;  // 1..9; 0 = zlib's default
     Progress progress;
+    // Called once the archive is planned, before its first byte, with npz_size_bound's figure (without planning
+    // it twice); may throw to refuse the save (the checkpoint manager's disk check).
+    std::function<void(uint64_t size_bound)> before_write;
 };
 
 // An upper bound on the bytes write_npz writes for `vars` (exact but for padding and zip64 fields it may leave
