@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -214,7 +215,7 @@ bool is_step_temp(const std::string& name) {
     return step_dir_index(inner).has_value();
 }
 
-void save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t index, const VarCollection& vars,
+ShardedSaveTimes save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t index, const VarCollection& vars,
                   const NpzWriteOptions& options, std::exception_ptr failed) {
     const int32_t rank = comm.rank(), world = comm.size();
     const std::string target = join_path(dir, step_dir_name(index));
@@ -248,7 +249,9 @@ void save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t 
     // 3. Rank 0 commits when every shard is durable, and removes the staging directory otherwise; every rank then
     // learns the outcome from rank 0, so all return success or all throw the same error.
     Report outcome;
+    ShardedSaveTimes times;
     if (rank == 0) {
+        const auto durable = std::chrono::steady_clock::now();
         int code = 0;
         const bool all_ok = std::all_of(reports.begin(), reports.end(), [](const Report& r) { return r.code == 0; });
         if (!all_ok) {
@@ -257,6 +260,7 @@ void save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t 
             remove_quietly(storage, staging);
         } else {
             outcome = run([&](Report&) { commit(storage, dir, staging, target, build_manifest(index, vars, reports)); });
+            times.commit_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - durable).count();
             if (outcome.code != 0) {
                 outcome.message = fmt::format("{} failed on rank 0 of {}: {}", what, world, outcome.message);
                 remove_quietly(storage, staging);
@@ -265,6 +269,7 @@ void save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t 
     }
     outcome = decode(broadcast_string(comm, rank == 0 ? encode(outcome) : std::string(), 0), 0);
     if (outcome.code != 0) throw Error(static_cast<Code>(outcome.code), outcome.message);
+    return times;
 }
 
 ShardedStep::ShardedStep(Storage& storage, std::string step_dir, NpzReadOptions options)

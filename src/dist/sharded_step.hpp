@@ -28,7 +28,12 @@ bool is_step_temp(const std::string& name);
 // staging directory to the step's; then every rank returns, or throws the same Error naming the failing rank(s).
 // A step that existed is replaced (set aside, then removed once the new one is in place). `failed`: this rank could
 // not prepare its part (it still takes part in every collective, and its error fails the save everywhere).
-void save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t index, const VarCollection& vars,
+// Returns, on rank 0, how long the commit took: from every shard known durable to the step visible and durable
+// (0 on the other ranks).
+struct ShardedSaveTimes {
+    double commit_ms = 0;
+};
+ShardedSaveTimes save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t index, const VarCollection& vars,
                   const NpzWriteOptions& options, std::exception_ptr failed = nullptr);
 
 // One committed step, read by one process: its manifest, and its shards opened on demand.

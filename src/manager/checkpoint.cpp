@@ -371,8 +371,11 @@ void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t ind
         failed = std::current_exception();
     }
     last_save_ns_ = saved_at;
-    save_sharded(*options_.comm, *options_.storage, dir_, index, view, options_.npz_write, failed);
+    const ShardedSaveTimes times =
+        save_sharded(*options_.comm, *options_.storage, dir_, index, view, options_.npz_write, failed);
     if (options_.comm->rank() != 0) return;
+    log(info, fmt::format("Saved step {} from {} ranks; the commit took {:.3f} ms after the last shard was durable",
+                          step_path(index), options_.comm->size(), times.commit_ms));
     // A file of the same index is replaced by the step (the listing shows the step already).
     try {
         options_.storage->remove(file_path(index));
