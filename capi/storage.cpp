@@ -98,19 +98,7 @@ public:
     void remove(const std::string& path) override {
         if (int rc = ops_.remove(ops_.payload, path.c_str())) fail_callback(rc, "remove", path);
     }
-    std::vector<std::string> list(const std::string& dir) override {
-        std::vector<std::string> names;
-        const auto entry = [](const char* name, void* ctx) -> int {
-            try {
-                static_cast<std::vector<std::string>*>(ctx)->emplace_back(name);
-                return CKPT_OK;
-            } catch (...) {
-                return CKPT_ENOMEM;
-            }
-        };
-        if (int rc = ops_.list(ops_.payload, dir.c_str(), entry, &names)) fail_callback(rc, "list", dir);
-        return names;
-    }
+    std::vector<std::string> list(const std::string& dir) override { return names(ops_.list, "list", dir); }
     std::unique_ptr<ckpt::InputFile> open_read(const std::string& path) override {
         void* file = nullptr;
         uint64_t size = 0;
@@ -126,7 +114,39 @@ public:
         return bytes;
     }
 
+    std::vector<std::string> list_dirs(const std::string& dir) override {
+        if (ops_.list_dirs == nullptr) return Storage::list_dirs(dir);
+        return names(ops_.list_dirs, "list_dirs", dir);
+    }
+    bool renames_dirs() const override { return ops_.rename_dir != nullptr; }
+    void rename_dir(const std::string& from, const std::string& to) override {
+        if (ops_.rename_dir == nullptr) return Storage::rename_dir(from, to);
+        if (int rc = ops_.rename_dir(ops_.payload, from.c_str(), to.c_str())) fail_callback(rc, "rename_dir", to);
+    }
+    void remove_tree(const std::string& dir) override {
+        if (ops_.list_dirs == nullptr) return Storage::remove_tree(dir);
+        for (const std::string& name : list_dirs(dir)) remove_tree(ckpt::join_path(dir, name));
+        for (const std::string& name : list(dir)) remove(ckpt::join_path(dir, name));
+        if (ops_.remove_dir == nullptr) return;
+        if (int rc = ops_.remove_dir(ops_.payload, dir.c_str())) fail_callback(rc, "remove_dir", dir);
+    }
+
 private:
+    using ListFn = int (*)(void*, const char*, ckpt_list_entry_fn, void*);
+    std::vector<std::string> names(ListFn fn, const char* what, const std::string& dir) {
+        std::vector<std::string> out;
+        const auto entry = [](const char* name, void* ctx) -> int {
+            try {
+                static_cast<std::vector<std::string>*>(ctx)->emplace_back(name);
+                return CKPT_OK;
+            } catch (...) {
+                return CKPT_ENOMEM;
+            }
+        };
+        if (int rc = fn(ops_.payload, dir.c_str(), entry, &out)) fail_callback(rc, what, dir);
+        return out;
+    }
+
     const ckpt_storage_ops ops_;
 };
 
@@ -147,7 +167,10 @@ CKPT_API int ckpt_storage_new(ckpt_storage** out, const ckpt_storage_ops* ops) {
             ckpt::fail(Code::invalid, "ckpt_storage_new: ops version {} is not supported (1..{})", ops->version,
                        CKPT_STORAGE_OPS_VERSION);
         ckpt_storage_ops copy{};
-        std::memcpy(&copy, ops, ops->version == 1 ? offsetof(ckpt_storage_ops, free_space) : sizeof copy);
+        const size_t size = ops->version == 1   ? offsetof(ckpt_storage_ops, free_space)
+                            : ops->version == 2 ? offsetof(ckpt_storage_ops, list_dirs)
+                                                : sizeof copy;
+        std::memcpy(&copy, ops, size);
         const std::pair<const void*, const char*> required[] = {
             {reinterpret_cast<const void*>(ops->make_dirs), "make_dirs"},
             {reinterpret_cast<const void*>(ops->create), "create"},
@@ -163,6 +186,9 @@ CKPT_API int ckpt_storage_new(ckpt_storage** out, const ckpt_storage_ops* ops) {
         };
         for (const auto& [fn, name] : required)
             if (fn == nullptr) ckpt::fail(Code::invalid, "ckpt_storage_new: callback '{}' is required", name);
+        if (copy.list_dirs == nullptr && (copy.rename_dir != nullptr || copy.remove_dir != nullptr))
+            ckpt::fail(Code::invalid, "ckpt_storage_new: rename_dir and remove_dir need list_dirs (directories that "
+                                      "cannot be listed cannot hold sharded checkpoints)");
         *out = new ckpt_storage{std::make_shared<CallbackStorage>(copy)};
     });
 }

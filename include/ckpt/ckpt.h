@@ -397,12 +397,32 @@ typedef struct ckpt_storage_ops {
      * disk check before a save. May be NULL, or return CKPT_EUNSUPPORTED, when the medium cannot tell: no check is
      * made. Any other error fails the save that asked. */
     int (*free_space)(void *payload, const char *dir, uint64_t *bytes);
+    /* version 3: directories, for sharded checkpoints (a directory of shard files and a manifest per step). All
+     * three may be NULL; without list_dirs the storage holds file-per-step checkpoints only (a sharded save fails
+     * with CKPT_EUNSUPPORTED, and listings show files). */
+    /* Calls entry(name, ctx) for each subdirectory of dir (names, not paths), as `list` does for files. On an object
+     * store: the distinct next components of the keys under "dir/". */
+    int (*list_dirs)(void *payload, const char *dir, ckpt_list_entry_fn entry, void *ctx);
+    /* Removes the empty directory dir (ckpt removes what is in it first). NULL where directories are only prefixes
+     * of names (object stores): nothing is left to remove once the files are gone. */
+    int (*remove_dir)(void *payload, const char *dir);
+    /* Renames directory `from` to `to` (which does not exist) atomically: how a sharded save commits a step.
+     * NULL for a storage that cannot (an object store): a sharded save then commits by writing the step's manifest
+     * last. Shards go straight into the step's directory, and rank 0 writes manifest.json (create, write, sync,
+     * close, rename over its temporary) only once every shard is durable. What that needs from the storage: a file
+     * is visible under its final name only complete (rename of a file is atomic, as a single PUT is), and a file
+     * written by one rank is seen by rank 0 and by later readers (read-after-write consistency). A step directory
+     * without a manifest is never a checkpoint: listings ignore it and the next manager that opens the directory
+     * removes it. Replacing a step that exists first deletes its manifest (the old step is gone from then on),
+     * then its files. */
+    int (*rename_dir)(void *payload, const char *from, const char *to);
 } ckpt_storage_ops;
-#define CKPT_STORAGE_OPS_VERSION 2
+#define CKPT_STORAGE_OPS_VERSION 3
 
 /* Makes a storage from a callback table (copied; `ops->payload` is kept; a version-1 table ends before
- * free_space). Every callback except open_append, sync_dir, destroy and free_space is required. Returns CKPT_OK,
- * CKPT_EINVAL (NULL argument, unknown version, a required callback missing), CKPT_ENOMEM. */
+ * free_space, a version-2 table before list_dirs). Every callback except open_append, sync_dir, destroy,
+ * free_space, list_dirs, remove_dir and rename_dir is required. Returns CKPT_OK, CKPT_EINVAL (NULL argument,
+ * unknown version, a required callback missing, rename_dir or remove_dir without list_dirs), CKPT_ENOMEM. */
 CKPT_API int ckpt_storage_new(ckpt_storage **out, const ckpt_storage_ops *ops);
 /* A storage held in this process's memory (thread-safe): for tests, and for programs that want checkpoint bytes
  * without a filesystem. Directories must be made (make_dirs) before files go in them; "" and "." always exist.

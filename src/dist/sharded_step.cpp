@@ -159,12 +159,14 @@ void remove_quietly(Storage& storage, const std::string& dir) {
     }
 }
 
-// Rank 0, once every shard is durable: the manifest, then the rename that commits the step.
+// Rank 0, once every shard is durable: the manifest, then the rename that commits the step — or, on a storage that
+// cannot rename directories (where the shards went straight into the step's directory), the manifest alone.
 void commit(Storage& storage, const std::string& dir, const std::string& staging, const std::string& target,
             const Manifest& manifest) {
     const std::string text = manifest_to_json(manifest);
     write_atomically(storage, join_path(staging, std::string(kManifestName)),
                      [&](OutputFile& out) { out.write(text.data(), text.size()); });
+    if (staging == target) return storage.sync_dir(dir);
     std::string aside;
     const auto existing = storage.list_dirs(dir);
     if (std::find(existing.begin(), existing.end(), base_name(target)) != existing.end()) {
@@ -184,6 +186,25 @@ void commit(Storage& storage, const std::string& dir, const std::string& staging
     }
     storage.sync_dir(dir);
     if (!aside.empty()) remove_quietly(storage, aside);
+}
+
+bool has_dir(Storage& storage, const std::string& dir, const std::string& name) {
+    const auto names = storage.list_dirs(dir);
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Rank 0: where the shards of step `target` go. A temporary directory renamed at the commit; on a storage that
+// cannot rename directories, the step's own directory, emptied first (its manifest before anything else, so that
+// no reader ever sees a manifest without its shards).
+std::string make_staging(Storage& storage, const std::string& dir, const std::string& target) {
+    if (!storage.renames_dirs()) {
+        if (has_dir(storage, dir, base_name(target))) remove_step(storage, target);
+        storage.make_dirs(target);
+        return target;
+    }
+    std::string staging = join_path(dir, temp_name_for(base_name(target)));
+    storage.make_dirs(staging);
+    return staging;
 }
 
 }  // namespace
@@ -206,6 +227,20 @@ std::optional<int64_t> step_dir_index(const std::string& name) {
     return static_cast<int64_t>(value);
 }
 
+void remove_step(Storage& storage, const std::string& step_dir) {
+    try {
+        storage.remove(join_path(step_dir, std::string(kManifestName)));
+    } catch (const Error& e) {
+        if (e.code() != Code::not_found) throw;
+    }
+    storage.remove_tree(step_dir);
+}
+
+bool has_manifest(Storage& storage, const std::string& step_dir) {
+    const auto files = storage.list(step_dir);
+    return std::find(files.begin(), files.end(), std::string(kManifestName)) != files.end();
+}
+
 bool is_step_temp(const std::string& name) {
     if (!is_temp_name(name)) return false;
     std::string inner = name.substr(1, name.rfind(".tmp-") - 1);
@@ -225,11 +260,7 @@ ShardedSaveTimes save_sharded(Comm& comm, Storage& storage, const std::string& d
     std::string staging;
     Report made;
     if (rank == 0) {
-        made = run([&](Report& r) {
-            staging = join_path(dir, temp_name_for(step_dir_name(index)));
-            storage.make_dirs(staging);
-            r.message = staging;
-        });
+        made = run([&](Report& r) { r.message = make_staging(storage, dir, target); });
     }
     made = decode(broadcast_string(comm, rank == 0 ? encode(made) : std::string(), 0), 0);
     if (made.code != 0)

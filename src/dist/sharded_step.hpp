@@ -23,10 +23,18 @@ std::optional<int64_t> step_dir_index(const std::string& name);
 // (".0000000042.old.tmp-XXXXXX"): what a manager removes when it opens.
 bool is_step_temp(const std::string& name);
 
+// Removes a step directory: its manifest first, so that a removal cut short never leaves a step that lists as
+// committed with shards missing.
+void remove_step(Storage& storage, const std::string& step_dir);
+// Whether <step_dir>/manifest.json exists: only then is the directory a checkpoint.
+bool has_manifest(Storage& storage, const std::string& step_dir);
+
 // The collective save of `vars` (whose metadata is the step's) as step `index` of `dir`: every rank writes its
 // shard into a staging directory, the ranks gather their statuses, rank 0 writes the manifest and renames the
-// staging directory to the step's; then every rank returns, or throws the same Error naming the failing rank(s).
-// A step that existed is replaced (set aside, then removed once the new one is in place). `failed`: this rank could
+// staging directory to the step's (on a storage that cannot rename directories: every shard goes into the step's
+// directory, and the manifest, written last, commits it); then every rank returns, or throws the same Error naming the failing rank(s).
+// A step that existed is replaced (set aside, then removed once the new one is in place; without directory
+// renames, removed first). `failed`: this rank could
 // not prepare its part (it still takes part in every collective, and its error fails the save everywhere).
 // Returns, on rank 0, how long the commit took: from every shard known durable to the step visible and durable
 // (0 on the other ranks).

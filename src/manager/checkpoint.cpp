@@ -182,14 +182,12 @@ std::vector<CheckpointManager::Step> CheckpointManager::steps() const {
     for (const std::string& name : dirs) {
         const auto i = step_dir_index(name);
         if (!i) continue;
-        // Committed steps have their manifest: the rename that made the directory carried it.
-        std::vector<std::string> files;
+        // Committed steps have their manifest: the rename that made the directory carried it, or it was written last.
         try {
-            files = storage.list(join_path(dir_, name));
+            if (!has_manifest(storage, join_path(dir_, name))) continue;
         } catch (const Error&) {
             continue;  // gone meanwhile (retention of another reader's view), or unreadable: not a checkpoint
         }
-        if (std::find(files.begin(), files.end(), std::string(kManifestName)) == files.end()) continue;
         sharded.insert(*i);
         out.push_back(Step{*i, true});
     }
@@ -220,9 +218,11 @@ void CheckpointManager::remove_stale_temporaries() {
         if (e.code() != Code::unsupported) throw;
     }
     for (const std::string& name : dirs) {
-        if (!is_step_temp(name)) continue;  // a sharded save's staging directory, or a replaced step set aside
+        // A sharded save's staging directory, a replaced step set aside, or a step directory without a manifest
+        // (a save cut short on a storage that commits by writing the manifest last).
         const std::string path = join_path(dir_, name);
         try {
+            if (!is_step_temp(name) && !(step_dir_index(name) && !has_manifest(*options_.storage, path))) continue;
             options_.storage->remove_tree(path);
             log(warning, fmt::format("Removed stale temporary directory {} (left by an interrupted save)", path));
         } catch (const Error& e) {
@@ -283,7 +283,7 @@ void CheckpointManager::apply_retention(int64_t just_saved) {
         for (int64_t i : checkpoints_to_delete(known, policy, just_saved, now_ns())) {
             try {
                 if (sharded.count(i))
-                    options_.storage->remove_tree(step_path(i));
+                    remove_step(*options_.storage, step_path(i));
                 else
                     options_.storage->remove(file_path(i));
             } catch (const Error& e) {

@@ -106,6 +106,9 @@ public:
     virtual std::vector<std::string> list_dirs(const std::string& dir);
     // Renames directory `from` to `to`, which must not exist, atomically.
     virtual void rename_dir(const std::string& from, const std::string& to);
+    // False for storages that list and remove directories but cannot rename them (object stores, where directories
+    // are prefixes of names): sharded saves there commit by writing the manifest last (sharded_step.hpp).
+    virtual bool renames_dirs() const { return true; }
     // Removes directory `dir` with everything in it; Error(not_found) if it is missing.
     virtual void remove_tree(const std::string& dir);
 };

@@ -56,6 +56,7 @@ typedef struct mem_store {
     int fail_write; /* while set, the write callback fails with CKPT_EIO */
     /* How often each callback ran. */
     int creates, appends, writes, syncs, closes, renames, dir_syncs, removes, lists, read_opens, read_closes;
+    int dir_removes;
     int destroyed;
     char last_removed[512];
 } mem_store;
@@ -1061,6 +1062,155 @@ static void test_destroy_runs_once_when_the_last_user_goes(void) {
     store_clear(&st);
 }
 
+/* Directories as an object store has them: listed and removed with their files, never renamed. */
+static int cb_list_dirs(void *payload, const char *dir, ckpt_list_entry_fn entry, void *ctx) {
+    mem_store *st = (mem_store *)payload;
+    const mem_dir *d;
+    char parent[512];
+    int rc = CKPT_OK;
+    pthread_mutex_lock(&st->mutex);
+    ++st->lists;
+    if (!dir_exists(st, dir)) rc = CKPT_ENOTFOUND;
+    for (d = st->dirs; d != NULL && rc == CKPT_OK; d = d->next) {
+        parent_of(d->path, parent, sizeof parent);
+        if (strcmp(parent, dir) == 0 && strcmp(d->path, dir) != 0) rc = entry(name_of(d->path), ctx);
+    }
+    pthread_mutex_unlock(&st->mutex);
+    return rc;
+}
+
+static int cb_remove_dir(void *payload, const char *dir) {
+    mem_store *st = (mem_store *)payload;
+    mem_dir **link;
+    const mem_file *f;
+    char parent[512];
+    int rc = CKPT_ENOTFOUND;
+    pthread_mutex_lock(&st->mutex);
+    ++st->dir_removes;
+    for (f = st->files; f != NULL; f = f->next) {
+        parent_of(f->path, parent, sizeof parent);
+        if (strcmp(parent, dir) == 0) rc = CKPT_EIO; /* not empty: ckpt must remove the files first */
+    }
+    for (link = &st->dirs; *link != NULL && rc == CKPT_ENOTFOUND; link = &(*link)->next) {
+        if (strcmp((*link)->path, dir) == 0) {
+            mem_dir *d = *link;
+            *link = d->next;
+            free(d->path);
+            free(d);
+            rc = CKPT_OK;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&st->mutex);
+    return rc;
+}
+
+/* A communicator of one rank: every collective is the identity. */
+static int one_rank(void *payload, int32_t *out) {
+    (void)payload;
+    *out = 0;
+    return CKPT_OK;
+}
+static int one_size(void *payload, int32_t *out) {
+    (void)payload;
+    *out = 1;
+    return CKPT_OK;
+}
+static int one_barrier(void *payload) {
+    (void)payload;
+    return CKPT_OK;
+}
+static int one_reduce(void *payload, int64_t *value, uint32_t op) {
+    (void)payload, (void)value, (void)op;
+    return CKPT_OK;
+}
+static int one_broadcast(void *payload, void *buf, size_t size, int32_t root) {
+    (void)payload, (void)buf, (void)size, (void)root;
+    return CKPT_OK;
+}
+static int one_gather(void *payload, const void *send, size_t size, void *recv) {
+    (void)payload;
+    if (size > 0) memcpy(recv, send, size);
+    return CKPT_OK;
+}
+
+/* A storage that lists directories but cannot rename them (rename_dir NULL) holds sharded steps committed by the
+ * manifest written last: shards go straight into the step's directory, a directory without a manifest is no
+ * checkpoint, and the next manager that opens removes it through remove_dir after its files. */
+static void test_sharded_steps_on_a_storage_without_directory_renames(void) {
+    mem_store st;
+    ckpt_storage_ops ops;
+    ckpt_storage *storage = NULL;
+    ckpt_comm_ops cops;
+    ckpt_comm *comm = NULL;
+    ckpt_manager_options o;
+    ckpt_manager *m = NULL;
+    ckpt_vars *v, *back = NULL;
+    sample s;
+    int64_t latest = -1, got = -1, indices[4];
+    size_t count = 0;
+    mem_file *f;
+
+    store_init(&st);
+    ops = store_ops(&st);
+    ops.list_dirs = cb_list_dirs;
+    ops.remove_dir = cb_remove_dir;
+    CHECK(ckpt_storage_new(&storage, &ops) == CKPT_OK);
+    memset(&cops, 0, sizeof cops);
+    cops.version = CKPT_COMM_OPS_VERSION;
+    cops.rank = one_rank;
+    cops.size = one_size;
+    cops.barrier = one_barrier;
+    cops.all_reduce_i64 = one_reduce;
+    cops.broadcast = one_broadcast;
+    cops.all_gather = one_gather;
+    CHECK(ckpt_comm_new(&comm, &cops) == CKPT_OK);
+    ckpt_manager_options_init(&o, CKPT_MANAGER_OPTIONS_VERSION);
+    o.storage = storage;
+    o.comm = comm;
+    o.keep = 0;
+    CHECK(ckpt_manager_open(&m, "/bucket", &o) == CKPT_OK);
+    sample_fill(&s, 3);
+    v = sample_vars(&s);
+    CHECK(ckpt_manager_save(m, v, 1) == CKPT_OK);
+    CHECK(ckpt_manager_save(m, v, 2) == CKPT_OK);
+    CHECK(ckpt_manager_save(m, v, 2) == CKPT_OK); /* replaced in place */
+    CHECK(store_has(&st, "/bucket/ckpt/0000000002/manifest.json"));
+    CHECK(store_has(&st, "/bucket/ckpt/0000000002/shard-00000-of-00001.npz"));
+    CHECK(store_temporaries(&st) == 0);
+    CHECK(ckpt_manager_close(m) == CKPT_OK);
+
+    /* A save cut short: a shard, no manifest. */
+    pthread_mutex_lock(&st.mutex);
+    CHECK(add_dir(&st, "/bucket/ckpt/0000000003") == CKPT_OK);
+    f = add_file(&st, "/bucket/ckpt/0000000003/shard-00000-of-00001.npz");
+    pthread_mutex_unlock(&st.mutex);
+    CHECK(f != NULL);
+    o.comm = NULL; /* a single process reads sharded steps too */
+    o.flags = CKPT_MANAGER_READ_ONLY;
+    CHECK(ckpt_manager_open(&m, "/bucket", &o) == CKPT_OK);
+    CHECK(ckpt_manager_list(m, indices, 4, &count) == CKPT_OK && count == 2 && indices[1] == 2);
+    CHECK(ckpt_manager_close(m) == CKPT_OK);
+    CHECK(store_has(&st, "/bucket/ckpt/0000000003/shard-00000-of-00001.npz")); /* a reader removes nothing */
+    o.flags = 0;
+    CHECK(ckpt_manager_open(&m, "/bucket", &o) == CKPT_OK);
+    CHECK(!store_has(&st, "/bucket/ckpt/0000000003/shard-00000-of-00001.npz"));
+    pthread_mutex_lock(&st.mutex);
+    CHECK(!dir_exists(&st, "/bucket/ckpt/0000000003"));
+    pthread_mutex_unlock(&st.mutex);
+    CHECK(st.dir_removes >= 1);
+    CHECK(ckpt_manager_latest(m, &latest) == CKPT_OK && latest == 2);
+    CHECK(ckpt_manager_read(m, CKPT_LATEST, &back, &got) == CKPT_OK && got == 2);
+    CHECK(back != NULL && same_vars(v, back));
+    CHECK(ckpt_manager_close(m) == CKPT_OK);
+
+    ckpt_vars_free(back);
+    ckpt_vars_free(v);
+    ckpt_comm_free(comm);
+    ckpt_storage_free(storage);
+    store_clear(&st);
+}
+
 static void test_storage_new_refuses_bad_tables(void) {
     mem_store st;
     ckpt_storage_ops ops;
@@ -1075,12 +1225,18 @@ static void test_storage_new_refuses_bad_tables(void) {
 
     ops.version = CKPT_STORAGE_OPS_VERSION + 1;
     CHECK(ckpt_storage_new(&storage, &ops) == CKPT_EINVAL);
-    CHECK(contains(ckpt_error_message(), "version 3"));
+    CHECK(contains(ckpt_error_message(), "version 4 is not supported (1..3)"));
 
     ops = store_ops(&st);
     ops.write = NULL;
     CHECK(ckpt_storage_new(&storage, &ops) == CKPT_EINVAL);
     CHECK(contains(ckpt_error_message(), "'write'"));
+    CHECK(storage == NULL);
+
+    ops = store_ops(&st);
+    ops.rename_dir = (int (*)(void *, const char *, const char *))cb_rename;
+    CHECK(ckpt_storage_new(&storage, &ops) == CKPT_EINVAL);
+    CHECK(contains(ckpt_error_message(), "rename_dir and remove_dir need list_dirs"));
     CHECK(storage == NULL);
 
     /* The optional callbacks may be missing; an append save then fails instead of crashing. */
@@ -1114,6 +1270,7 @@ int main(void) {
     test_destroy_runs_once_when_the_last_user_goes();
     test_storage_new_refuses_bad_tables();
     test_free_space_callback();
+    test_sharded_steps_on_a_storage_without_directory_renames();
     pthread_mutex_lock(&g_check_mutex);
     printf("%d passed, %d failed\n", g_passed, g_failed);
     pthread_mutex_unlock(&g_check_mutex);

@@ -141,10 +141,20 @@ public:
     std::vector<std::string> list_dirs(const std::string& d) override { return inner_->list_dirs(d); }
     void rename_dir(const std::string& a, const std::string& b) override { inner_->rename_dir(a, b); }
     void remove_tree(const std::string& d) override { inner_->remove_tree(d); }
+    bool renames_dirs() const override { return inner_->renames_dirs(); }
 
 private:
     std::shared_ptr<Storage> inner_;
     std::string shard_;
+};
+
+// An object store: directories are listed and removed but never renamed (and a rename would fail the test).
+class NoDirRenames final : public MemoryStorage {
+public:
+    bool renames_dirs() const override { return false; }
+    void rename_dir(const std::string& from, const std::string& to) override {
+        fail(Code::unsupported, "{}: rename_dir from {} on a storage that cannot rename directories", to, from);
+    }
 };
 
 }  // namespace
@@ -348,7 +358,7 @@ TEST_CASE("Retention removes old step directories, and opening removes stale sta
     TempDir tmp;
     const std::string dir = tmp.file("ckpt");
     fs::create_directories(dir + "/.0000000009.tmp-abcDEF");
-    fs::create_directories(dir + "/0000000008");  // no manifest: never a checkpoint, and left alone
+    fs::create_directories(dir + "/0000000008");  // no manifest: never a checkpoint, and removed
     run_ranks(2, [&](int rank, std::shared_ptr<Comm> comm) {
         auto o = sharded(comm);
         o.keep = 2;
@@ -358,7 +368,7 @@ TEST_CASE("Retention removes old step directories, and opening removes stale sta
             m.save(state.vars, s);
         }
     });
-    CHECK(names_in(dir) == std::vector<std::string>{".ckpt.lock", "0000000002", "0000000003", "0000000008"});
+    CHECK(names_in(dir) == std::vector<std::string>{".ckpt.lock", "0000000002", "0000000003"});
 }
 
 TEST_CASE("The manifest parser refuses what is not a manifest, naming the problem") {
@@ -436,4 +446,89 @@ TEST_CASE("A rank whose own arguments are bad fails the save on every rank inste
     }
     CHECK(out[0].message.find("failed on 1 rank: rank 1 of 3: ") != std::string::npos);
     CHECK(names_in(dir) == std::vector<std::string>{".ckpt.lock"});
+}
+
+TEST_CASE("Where directories cannot be renamed, the manifest written last commits a step") {
+    auto storage = std::make_shared<NoDirRenames>();
+    const std::string dir = "bucket/run/ckpt";
+    const auto dirs_in = [&] {
+        auto names = storage->list_dirs(dir);
+        std::sort(names.begin(), names.end());
+        return names;
+    };
+    std::vector<Outcome> out(2);
+    run_ranks(2, [&](int rank, std::shared_ptr<Comm> comm) {
+        out[static_cast<size_t>(rank)] = outcome_of([&](Outcome& o) {
+            CheckpointManager m(dir, sharded(comm, storage));
+            for (int64_t s : {1, 2}) {
+                State state(rank, 2, s);
+                m.save(state.vars, s);
+            }
+            State again(rank, 2, 22);
+            m.save(again.vars, 2);  // replaces step 2 in place
+            State state(rank, 2, 0);
+            state.clear();
+            o.restored = m.restore(state.vars, std::nullopt);
+            o.exact = state.holds(rank, 2, 22) && m.list() == std::vector<int64_t>{1, 2};
+        });
+    });
+    for (const Outcome& o : out) {
+        CHECK(o.message.empty());
+        CHECK(o.restored == 2);
+        CHECK(o.exact);
+    }
+    CHECK(dirs_in() == std::vector<std::string>{"0000000001", "0000000002"});
+    auto files = storage->list(dir + "/0000000002");
+    std::sort(files.begin(), files.end());
+    CHECK(files == std::vector<std::string>{"manifest.json", "shard-00000-of-00002.npz", "shard-00001-of-00002.npz"});
+
+    SECTION("a rank that fails leaves no step directory, and every rank gets the same error") {
+        run_ranks(2, [&](int rank, std::shared_ptr<Comm> comm) {
+            std::shared_ptr<Storage> mine = storage;
+            if (rank == 1) mine = std::make_shared<FailingShard>(storage, "shard-00001-of-00002.npz");
+            CheckpointManager m(dir, sharded(comm, mine));
+            State state(rank, 2, 3);
+            out[static_cast<size_t>(rank)] = outcome_of([&](Outcome&) { m.save(state.vars, 3); });
+        });
+        for (const Outcome& o : out) {
+            CHECK(o.code == static_cast<int>(Code::io));
+            CHECK(o.message == out[0].message);
+        }
+        CHECK(out[0].message.find("sharded save of step 3 failed on 1 rank: rank 1 of 2: ") != std::string::npos);
+        CHECK(dirs_in() == std::vector<std::string>{"0000000001", "0000000002"});
+    }
+    SECTION("shards without a manifest are no checkpoint; the next open removes them") {
+        storage->make_dirs(dir + "/0000000003");
+        storage->put(dir + "/0000000003/shard-00000-of-00002.npz", storage->contents(dir + "/0000000002/shard-00000-of-00002.npz"));
+        CheckpointManager::Options ro;
+        ro.storage = storage;
+        ro.read_only = true;
+        CHECK(CheckpointManager(dir, ro).list() == std::vector<int64_t>{1, 2});
+        CHECK(dirs_in().size() == 3);  // a reader removes nothing
+        run_ranks(2, [&](int rank, std::shared_ptr<Comm> comm) {
+            out[static_cast<size_t>(rank)] = outcome_of([&](Outcome& o) {
+                CheckpointManager m(dir, sharded(comm, storage));
+                State state(rank, 2, 0);
+                state.clear();
+                o.restored = m.restore(state.vars, std::nullopt);
+                o.exact = state.holds(rank, 2, 22);
+            });
+        });
+        for (const Outcome& o : out) {
+            CHECK(o.message.empty());
+            CHECK(o.restored == 2);
+            CHECK(o.exact);
+        }
+        CHECK(dirs_in() == std::vector<std::string>{"0000000001", "0000000002"});
+    }
+    SECTION("retention removes a step's manifest and its shards") {
+        run_ranks(2, [&](int rank, std::shared_ptr<Comm> comm) {
+            auto o = sharded(comm, storage);
+            o.keep = 1;
+            CheckpointManager m(dir, o);
+            State state(rank, 2, 4);
+            m.save(state.vars, 4);
+        });
+        CHECK(dirs_in() == std::vector<std::string>{"0000000004"});
+    }
 }
