@@ -657,6 +657,21 @@ public:
     // cannot tell: no check is made.
     virtual std::optional<uint64_t> free_space(const std::string& dir);
 
+    // Directories, for sharded checkpoints (a directory of shards and a manifest per step; ckpt_storage_ops
+    // version 3). What directories() returns, once, when the storage is handed to ckpt, says which of the three
+    // methods below ckpt calls:
+    //   none       (the default) files only: sharded saves fail with CKPT_EUNSUPPORTED
+    //   prefixes   listed and removed, never renamed (an object store): the manifest written last commits a step
+    //   renamable  also renamed atomically: a step's staging directory is renamed into place
+    enum class Directories { none, prefixes, renamable };
+    virtual Directories directories() const { return Directories::none; }
+    // The names (not paths) of the subdirectories of dir.
+    virtual std::vector<std::string> list_dirs(const std::string& dir);
+    // Removes the empty directory dir; by default nothing (directories that are only prefixes of names).
+    virtual void remove_dir(const std::string& dir);
+    // Renames directory `from` to `to` (which does not exist) atomically; called for Directories::renamable only.
+    virtual void rename_dir(const std::string& from, const std::string& to);
+
 protected:
     Storage() noexcept = default;
 
@@ -671,6 +686,13 @@ inline std::unique_ptr<Storage::OutputFile> Storage::open_append(const std::stri
 }
 inline void Storage::sync_dir(const std::string&) {}
 inline std::optional<uint64_t> Storage::free_space(const std::string&) { return std::nullopt; }
+inline std::vector<std::string> Storage::list_dirs(const std::string& dir) {
+    throw Error(CKPT_EUNSUPPORTED, dir + ": this storage has no directories");
+}
+inline void Storage::remove_dir(const std::string&) {}
+inline void Storage::rename_dir(const std::string& from, const std::string& to) {
+    throw Error(CKPT_EUNSUPPORTED, to + ": this storage cannot rename directories (from " + from + ")");
+}
 
 // How the processes of one job that save a sharded checkpoint together coordinate: a C++ face of ckpt_comm_ops.
 // Subclass it over the job's transport (MPI, NCCL, Gloo) and make a CommHandle of it; or adopt libckpt_mpi's
@@ -839,15 +861,28 @@ struct StorageCallbacks {
     static int remove(void* p, const char* path) noexcept {
         return run(p, "remove", path, [&] { self(p).remove(path); });
     }
-    static int list(void* p, const char* dir, ckpt_list_entry_fn entry, void* ctx) noexcept {
+    static int names(void* p, const char* op, const char* dir, ckpt_list_entry_fn entry, void* ctx,
+                     std::vector<std::string> (Storage::*method)(const std::string&)) noexcept {
         int rc = CKPT_OK;
-        const int thrown = run(p, "list", dir, [&] {
-            for (const std::string& name : self(p).list(dir)) {
+        const int thrown = run(p, op, dir, [&] {
+            for (const std::string& name : (self(p).*method)(dir)) {
                 rc = entry(name.c_str(), ctx);
                 if (rc != 0) return;
             }
         });
         return thrown != CKPT_OK ? thrown : rc;
+    }
+    static int list(void* p, const char* dir, ckpt_list_entry_fn entry, void* ctx) noexcept {
+        return names(p, "list", dir, entry, ctx, &Storage::list);
+    }
+    static int list_dirs(void* p, const char* dir, ckpt_list_entry_fn entry, void* ctx) noexcept {
+        return names(p, "list_dirs", dir, entry, ctx, &Storage::list_dirs);
+    }
+    static int remove_dir(void* p, const char* dir) noexcept {
+        return run(p, "remove_dir", dir, [&] { self(p).remove_dir(dir); });
+    }
+    static int rename_dir(void* p, const char* from, const char* to) noexcept {
+        return run(p, "rename_dir", to, [&] { self(p).rename_dir(from, to); });
     }
     static int open_read(void* p, const char* path, void** file, uint64_t* size) noexcept {
         return run(p, "open_read", path, [&] {
@@ -910,6 +945,12 @@ public:
         ops.close_read = &StorageCallbacks::close_read;
         ops.destroy = &StorageCallbacks::destroy;
         ops.free_space = &StorageCallbacks::free_space;
+        const Storage::Directories dirs = storage->directories();
+        if (dirs != Storage::Directories::none) {
+            ops.list_dirs = &StorageCallbacks::list_dirs;
+            ops.remove_dir = &StorageCallbacks::remove_dir;
+        }
+        if (dirs == Storage::Directories::renamable) ops.rename_dir = &StorageCallbacks::rename_dir;
         check(ckpt_storage_new(&ptr_, &ops));
         payload.release();  // the storage's destroy callback deletes it now
         owned_ = true;

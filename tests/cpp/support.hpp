@@ -91,6 +91,7 @@ class MapStorage final : public ckpt::Storage {
 public:
     struct Counters {
         std::atomic<int> creates{0}, writes{0}, syncs{0}, closes{0}, renames{0}, removes{0}, lists{0}, reads{0};
+        std::atomic<int> dir_renames{0};
     };
 
     // While set, write() throws this message as std::runtime_error (CKPT_EIO for ckpt).
@@ -191,6 +192,37 @@ public:
         if (it == files_.end()) throw ckpt::Error(CKPT_ENOTFOUND, "no file " + path);
         return std::make_unique<Reader>(*it->second);  // a snapshot: later writes do not show through
     }
+    // Which directory methods ckpt may call (none by default: files only).
+    void set_directories(Directories d) { directories_ = d; }
+    Directories directories() const override { return directories_; }
+    std::vector<std::string> list_dirs(const std::string& dir) override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!has_dir(dir)) throw ckpt::Error(CKPT_ENOTFOUND, "no directory " + dir);
+        std::vector<std::string> names;
+        for (const std::string& d : dirs_)
+            if (parent(d) == (dir.empty() ? std::string(".") : dir)) names.push_back(base(d));
+        return names;
+    }
+    void remove_dir(const std::string& dir) override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (const auto& f : files_)
+            if (parent(f.first) == dir) throw ckpt::Error(CKPT_EIO, dir + ": not empty");
+        if (dirs_.erase(dir) == 0) throw ckpt::Error(CKPT_ENOTFOUND, "no directory " + dir);
+    }
+    void rename_dir(const std::string& from, const std::string& to) override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++counters_.dir_renames;
+        if (dirs_.count(to) != 0) throw ckpt::Error(CKPT_EIO, to + " exists");
+        const auto moved = [&](const std::string& p) {
+            return p == from ? to : p.compare(0, from.size() + 1, from + "/") == 0 ? to + p.substr(from.size()) : p;
+        };
+        std::set<std::string> dirs;
+        for (const std::string& d : dirs_) dirs.insert(moved(d));
+        std::map<std::string, std::shared_ptr<std::string>> files;
+        for (const auto& f : files_) files[moved(f.first)] = f.second;
+        dirs_.swap(dirs);
+        files_.swap(files);
+    }
     std::optional<uint64_t> free_space(const std::string& dir) override {
         std::lock_guard<std::mutex> lock(mutex_);
         free_asked_.push_back(dir);
@@ -241,6 +273,7 @@ private:
     bool has_dir(const std::string& dir) const { return dir.empty() || dir == "." || dirs_.count(dir) != 0; }
 
     mutable std::mutex mutex_;
+    std::atomic<Directories> directories_{Directories::none};
     std::map<std::string, std::shared_ptr<std::string>> files_;
     std::set<std::string> dirs_;
     std::string fail_writes_;

@@ -76,3 +76,48 @@ TEST_CASE("A manager with a communicator saves a sharded step that ckpt::Step re
     CHECK(step.metadata("ckpt.index") == std::optional<std::string_view>("9"));
     CHECK(!step.metadata_items().empty());
 }
+
+TEST_CASE("A Storage subclass holds sharded steps: renamed into place, or committed by the manifest written last",
+          "[comm][storage]") {
+    const bool renamable = GENERATE(false, true);
+    auto storage = std::make_shared<test::MapStorage>();
+    storage->set_directories(renamable ? ckpt::Storage::Directories::renamable : ckpt::Storage::Directories::prefixes);
+    std::vector<float> emb{0, 1, 2, 3, 4, 5};
+    ckpt::ManagerOptions o;
+    o.storage = storage;
+    o.comm = ckpt::CommHandle(std::make_shared<Solo>());
+    {
+        ckpt::Manager m("bucket", o);
+        ckpt::Vars vars;
+        vars.borrow("emb", emb.data(), ckpt::Shape{3, 2});
+        m.save(vars, 4);
+        emb[0] = 40;
+        m.save(vars, 4);  // replaced
+    }
+    CHECK(storage->exists("bucket/ckpt/0000000004/manifest.json"));
+    CHECK(storage->exists("bucket/ckpt/0000000004/shard-00000-of-00001.npz"));
+    CHECK(storage->counters().dir_renames.load() == (renamable ? 3 : 0));  // two commits, one step set aside
+    std::vector<float> back(6, -1);
+    ckpt::Vars vars;
+    vars.borrow("emb", back.data(), ckpt::Shape{3, 2});
+    ckpt::Manager m("bucket", o);
+    CHECK(m.restore(vars) == 4);
+    CHECK(back == emb);
+}
+
+TEST_CASE("A sharded save on a Storage without directories fails, saying so", "[comm][storage]") {
+    std::vector<float> emb{0, 1};
+    ckpt::ManagerOptions o;
+    o.storage = std::make_shared<test::MapStorage>();
+    o.comm = ckpt::CommHandle(std::make_shared<Solo>());
+    ckpt::Manager m("bucket", o);
+    ckpt::Vars vars;
+    vars.add("emb", emb.data(), ckpt::Shape{2});
+    try {
+        m.save(vars, 1);
+        FAIL("no error");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EUNSUPPORTED);
+        CHECK_THAT(e.what(), Catch::Contains("cannot list directories (sharded checkpoints need it)"));
+    }
+}

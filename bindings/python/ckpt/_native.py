@@ -16,7 +16,7 @@ STORE, DEFLATE = 0, 1
 NPZ_OPTIONS_VERSION = 4
 MANAGER_OPTIONS_VERSION = 4
 WRITER_OPTIONS_VERSION = 1
-STORAGE_OPS_VERSION = 2
+STORAGE_OPS_VERSION = 3
 COMM_OPS_VERSION = 1
 REDUCE_MIN, REDUCE_MAX, REDUCE_SUM = 0, 1, 2
 LATEST = -1
@@ -80,6 +80,9 @@ STORAGE_CALLBACKS = [
     ("close_read", ctypes.CFUNCTYPE(None, c_void_p, c_void_p)),
     ("destroy", ctypes.CFUNCTYPE(None, c_void_p)),
     ("free_space", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, _P(c_uint64))),  # version 2
+    ("list_dirs", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, LIST_ENTRY_FN, c_void_p)),  # version 3
+    ("remove_dir", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p)),
+    ("rename_dir", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, c_char_p)),
 ]
 
 

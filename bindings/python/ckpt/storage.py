@@ -7,6 +7,12 @@ checkpoints can live on HDFS, an object store or anything else such an object re
 temporary file and renames it over the target, so the target is never seen half-written. An optional
 ``free_space(dir)`` method returns the bytes a new file in `dir` may still take (or None when the medium cannot
 tell): a Manager then checks each save fits before writing it.
+
+Sharded checkpoints (a directory per step, ``Manager(..., comm=...)``) need directories: an fs object with
+``isdir(path)`` lists them (``list`` then also names subdirectories, as pfio's do). ``rmdir(path)`` removes an empty
+one (leave it out where directories are only prefixes of names, as on an object store). ``rename_dir(src, dst)``,
+an atomic directory rename, commits a step by renaming its staging directory; without it the manifest written last
+is the commit point (docs/distributed.md), which is what an object store supports.
 """
 import ctypes
 import errno
@@ -31,6 +37,10 @@ def _code_of(exc):
     return errors.ERROR
 
 
+# The optional callbacks, and the method of the fs object each needs.
+_NEEDS = {"free_space": "free_space", "list_dirs": "isdir", "remove_dir": "rmdir", "rename_dir": "rename_dir"}
+
+
 class Storage(_native.Handle):
     """A ckpt storage backed by a Python filesystem object (see the module's documentation). Pass it as the
     ``fs``/``storage`` argument of ckpt's functions; ``close()`` (or garbage collection) releases it."""
@@ -48,7 +58,8 @@ class Storage(_native.Handle):
         self._callbacks = []
         for name, proto in _native.STORAGE_CALLBACKS:
             impl = getattr(self, "_" + name, None)
-            if impl is None or (name == "free_space" and not callable(getattr(fs, "free_space", None))):
+            needs = _NEEDS.get(name)
+            if impl is None or (needs is not None and not callable(getattr(fs, needs, None))):
                 continue
             cb = proto(self._guarded(impl, name))
             self._callbacks.append(cb)  # ctypes callbacks must outlive every use of the storage
@@ -131,17 +142,28 @@ class Storage(_native.Handle):
         self.fs.remove(path.decode())
         return 0
 
-    def _list(self, d, entry, ctx):
+    def _list(self, d, entry, ctx, dirs=False):
         d = d.decode() or "."
-        if not self.fs.exists(d):
-            return errors.ENOTFOUND
+        # No existence check first: on an object store an empty prefix does not "exist", yet lists as empty. A
+        # missing directory is the fs object's FileNotFoundError.
         for name in self.fs.list(d):
             name = str(name).rstrip("/")
-            if self._is_dir(os.path.join(d, name)):
+            if self._is_dir(os.path.join(d, name)) != dirs:
                 continue
             rc = entry(name.encode(), ctx)
             if rc != 0:
                 return rc
+        return 0
+
+    def _list_dirs(self, d, entry, ctx):
+        return self._list(d, entry, ctx, dirs=True)
+
+    def _remove_dir(self, d):
+        self.fs.rmdir(d.decode())
+        return 0
+
+    def _rename_dir(self, src, dst):
+        self.fs.rename_dir(src.decode(), dst.decode())
         return 0
 
     def _is_dir(self, path):
@@ -237,9 +259,17 @@ class MemoryFiles:
     def remove(self, path):
         del self.files[path]
 
+    def rmdir(self, path):
+        if any(os.path.dirname(p) == path for p in list(self.files) + list(self.dirs) if p != path):
+            raise OSError(errno.ENOTEMPTY, "directory not empty", path)
+        self.dirs.discard(path)
+
     def list(self, path):
+        if not self.isdir(path):
+            raise FileNotFoundError(errno.ENOENT, "no such directory", path)
         prefix = "" if path in ("", ".") else path.rstrip("/") + "/"
-        return [p[len(prefix):] for p in list(self.files) if p.startswith(prefix) and "/" not in p[len(prefix):]]
+        return [p[len(prefix):] for p in list(self.files) + list(self.dirs)
+                if p.startswith(prefix) and p != prefix and "/" not in p[len(prefix):]]
 
 
 def check(code, storage):

@@ -1,4 +1,5 @@
 """Communicators (ckpt.Comm) and row splits (ckpt.Rows)."""
+import io
 import numpy as np
 import pytest
 
@@ -182,3 +183,68 @@ def test_a_rank_that_fails_makes_every_rank_raise_the_same_error(tmp_path):
     assert messages[0] == messages[1]
     assert "variable 'w' is saved whole by rank 1 and also by another rank" in messages[0]
     assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == [".ckpt.lock"]
+
+
+class ObjectStore:
+    """Keys and their bytes, as a bucket has them: a "directory" is a prefix of keys, and nothing renames one."""
+
+    def __init__(self):
+        self.objects = {}
+
+    def open(self, path, mode="rb"):
+        if "r" in mode:
+            return io.BytesIO(self.objects[path])
+        objects = self.objects
+
+        class Upload(io.BytesIO):
+            def close(self):
+                if not self.closed:
+                    objects[path] = self.getvalue()  # visible complete, or not at all
+                super().close()
+        return Upload()
+
+    def makedirs(self, path, exist_ok=True):
+        pass  # prefixes exist when keys do
+
+    def exists(self, path):
+        return path in self.objects or self.isdir(path)
+
+    def isdir(self, path):
+        return path in ("", ".") or any(k.startswith(path.rstrip("/") + "/") for k in self.objects)
+
+    def rename(self, src, dst):  # of one object: copy, then delete
+        self.objects[dst] = self.objects.pop(src)
+
+    def remove(self, path):
+        del self.objects[path]
+
+    def list(self, path):
+        prefix = "" if path in ("", ".") else path.rstrip("/") + "/"
+        return sorted({k[len(prefix):].split("/")[0] for k in self.objects if k.startswith(prefix)})
+
+
+def test_a_sharded_step_on_an_object_store_is_committed_by_its_manifest():
+    bucket = ObjectStore()
+    emb = np.arange(30, dtype=np.float32).reshape(10, 3)
+
+    def save(rank, comm):
+        with ckpt.Manager("run", comm=comm, keep=0, storage=bucket) as m:
+            rows = slice(0, 5) if rank == 0 else slice(5, 10)
+            for step in (1, 2):
+                m.save({"emb": ckpt.Rows(emb[rows] * step, rows.start, 10)}, step)
+            return m.list()
+
+    assert run_ranks(2, save) == [[1, 2], [1, 2]]
+    assert sorted(k for k in bucket.objects if k.startswith("run/ckpt/0000000002/")) == [
+        "run/ckpt/0000000002/manifest.json", "run/ckpt/0000000002/shard-00000-of-00002.npz",
+        "run/ckpt/0000000002/shard-00001-of-00002.npz"]
+    assert not [k for k in bucket.objects if ".tmp-" in k]
+    # A save cut short leaves shards without a manifest: no checkpoint, and the next manager removes them.
+    bucket.objects["run/ckpt/0000000003/shard-00000-of-00002.npz"] = bucket.objects[
+        "run/ckpt/0000000002/shard-00000-of-00002.npz"]
+    with ckpt.Manager("run", storage=bucket) as m:
+        assert m.list() == [1, 2]
+        part = ckpt.Rows(np.zeros((4, 3), np.float32), 3, 10)
+        idx, _ = m.restore({"emb": part})
+        assert idx == 2 and np.array_equal(part.array, emb[3:7] * 2)
+    assert not [k for k in bucket.objects if k.startswith("run/ckpt/0000000003/")]

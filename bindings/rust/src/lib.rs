@@ -83,7 +83,7 @@ pub use error::{Code, Error, Result};
 pub use manager::{checkpoint_idx, BestMode, LogLevel, Manager, ManagerOptions};
 pub use npz::{Compression, Layout, MemberInfo, Npz, NpzOptions};
 pub use step::Step;
-pub use storage::{InputFile, OutputFile, Storage, StorageHandle};
+pub use storage::{Directories, InputFile, OutputFile, Storage, StorageHandle};
 pub use vars::Vars;
 pub use writer::{Sink, Writer, WriterKind, WriterOptions};
 

@@ -48,6 +48,35 @@ pub trait Storage: Send + Sync {
     fn free_space(&self, _dir: &str) -> Result<Option<u64>> {
         Ok(None)
     }
+    /// Which of the directory methods below ckpt calls, asked once when the storage is made: directories hold
+    /// sharded checkpoints (a directory of shards and a manifest per step).
+    fn directories(&self) -> Directories {
+        Directories::None
+    }
+    /// The names (not paths) of the subdirectories of `dir`.
+    fn list_dirs(&self, dir: &str) -> Result<Vec<String>> {
+        Err(Error::new(Code::Unsupported, format!("{dir}: this storage has no directories")))
+    }
+    /// Removes the empty directory `dir`; by default nothing (directories that are only prefixes of names).
+    fn remove_dir(&self, _dir: &str) -> Result<()> {
+        Ok(())
+    }
+    /// Renames directory `from` to `to` (which does not exist) atomically; called for
+    /// [`Directories::Renamable`] only.
+    fn rename_dir(&self, from: &str, to: &str) -> Result<()> {
+        Err(Error::new(Code::Unsupported, format!("{to}: this storage cannot rename directories (from {from})")))
+    }
+}
+
+/// What a [`Storage`] offers of directories (`ckpt_storage_ops` version 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Directories {
+    /// Files only: sharded saves fail with [`Code::Unsupported`].
+    None,
+    /// Listed and removed, never renamed (an object store): the manifest written last commits a step.
+    Prefixes,
+    /// Also renamed atomically: a step's staging directory is renamed into place.
+    Renamable,
 }
 
 /// A file being written by a [`Storage`].
@@ -109,6 +138,7 @@ impl StorageHandle {
 
     /// As [`new`](StorageHandle::new), for a boxed storage.
     pub fn from_box(storage: Box<dyn Storage>) -> Result<StorageHandle> {
+        let dirs = storage.directories();
         let payload = Box::into_raw(Box::new(storage));
         let ops = sys::ckpt_storage_ops {
             version: sys::CKPT_STORAGE_OPS_VERSION,
@@ -128,6 +158,9 @@ impl StorageHandle {
             close_read: Some(close_read),
             destroy: Some(destroy),
             free_space: Some(free_space),
+            list_dirs: if dirs == Directories::None { None } else { Some(list_dirs) },
+            remove_dir: if dirs == Directories::None { None } else { Some(remove_dir) },
+            rename_dir: if dirs == Directories::Renamable { Some(rename_dir) } else { None },
         };
         let mut raw = ptr::null_mut();
         // SAFETY: a complete table; the library copies it and keeps the payload.
@@ -263,11 +296,39 @@ unsafe extern "C" fn list(
     entry: sys::ckpt_list_entry_fn,
     ctx: *mut c_void,
 ) -> c_int {
+    names(dir, entry, ctx, "list", |d| storage(payload).list(d))
+}
+
+unsafe extern "C" fn list_dirs(
+    payload: *mut c_void,
+    dir: *const c_char,
+    entry: sys::ckpt_list_entry_fn,
+    ctx: *mut c_void,
+) -> c_int {
+    names(dir, entry, ctx, "list_dirs", |d| storage(payload).list_dirs(d))
+}
+
+unsafe extern "C" fn remove_dir(payload: *mut c_void, dir: *const c_char) -> c_int {
+    guarded(|| storage(payload).remove_dir(path(dir, "remove_dir")?))
+}
+
+unsafe extern "C" fn rename_dir(payload: *mut c_void, from: *const c_char, to: *const c_char) -> c_int {
+    guarded(|| storage(payload).rename_dir(path(from, "rename_dir")?, path(to, "rename_dir")?))
+}
+
+/// Hands the names `list` returns for `dir` to `entry`, stopping at its first non-zero answer.
+unsafe fn names<F: FnOnce(&str) -> Result<Vec<String>>>(
+    dir: *const c_char,
+    entry: sys::ckpt_list_entry_fn,
+    ctx: *mut c_void,
+    op: &str,
+    list: F,
+) -> c_int {
     let mut stopped = sys::CKPT_OK;
     let rc = guarded(|| {
-        let entry = entry.ok_or_else(|| Error::invalid("storage list: NULL entry callback"))?;
-        for name in storage(payload).list(path(dir, "list")?)? {
-            let name = CString::new(name).map_err(|_| Error::invalid("storage list: a name holds a NUL byte"))?;
+        let entry = entry.ok_or_else(|| Error::invalid(format!("storage {op}: NULL entry callback")))?;
+        for name in list(path(dir, op)?)? {
+            let name = CString::new(name).map_err(|_| Error::invalid(format!("storage {op}: a name holds a NUL byte")))?;
             let r = entry(name.as_ptr(), ctx);
             if r != 0 {
                 stopped = r;

@@ -62,7 +62,7 @@ pub const CKPT_NPZ_OPTIONS_VERSION: u32 = 4;
 pub const CKPT_NPZ_MAP_UNVERIFIED: u32 = 2;
 
 // ------------------------------------------------------------------------------------------------ storage
-pub const CKPT_STORAGE_OPS_VERSION: u32 = 2;
+pub const CKPT_STORAGE_OPS_VERSION: u32 = 3;
 
 // ------------------------------------------------------------------------------------------ communicators
 pub const CKPT_REDUCE_MIN: u32 = 0;
@@ -229,6 +229,17 @@ pub struct ckpt_storage_ops {
     pub destroy: Option<unsafe extern "C" fn(payload: *mut c_void)>,
     // version 2
     pub free_space: Option<unsafe extern "C" fn(payload: *mut c_void, dir: *const c_char, bytes: *mut u64) -> c_int>,
+    // version 3
+    pub list_dirs: Option<
+        unsafe extern "C" fn(
+            payload: *mut c_void,
+            dir: *const c_char,
+            entry: ckpt_list_entry_fn,
+            ctx: *mut c_void,
+        ) -> c_int,
+    >,
+    pub remove_dir: Option<unsafe extern "C" fn(payload: *mut c_void, dir: *const c_char) -> c_int>,
+    pub rename_dir: Option<unsafe extern "C" fn(payload: *mut c_void, from: *const c_char, to: *const c_char) -> c_int>,
 }
 
 #[repr(C)]

@@ -2,12 +2,12 @@
 use ckpt::{Code, Comm, CommHandle, Reduce, Vars};
 
 /// A world of `size` ranks seen from `rank`, whose collectives see only this rank (enough for a world of one).
-struct Fixed {
+pub(crate) struct Fixed {
     rank: i32,
     size: i32,
 }
 
-const SOLO: Fixed = Fixed { rank: 0, size: 1 };
+pub(crate) const SOLO: Fixed = Fixed { rank: 0, size: 1 };
 
 impl Comm for Fixed {
     fn rank(&self) -> i32 {

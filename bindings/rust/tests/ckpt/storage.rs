@@ -4,8 +4,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use ckpt::{
-    Code, Error, InputFile, Manager, ManagerOptions, NpzOptions, OutputFile, Result, Storage, StorageHandle, Vars,
-    Writer, WriterKind, WriterOptions,
+    Code, CommHandle, Directories, Error, InputFile, Manager, ManagerOptions, NpzOptions, OutputFile, Result, Storage,
+    StorageHandle, Vars, Writer, WriterKind, WriterOptions,
 };
 
 use crate::common::{assert_every_dtype, every_dtype};
@@ -25,6 +25,8 @@ struct MapStorage {
     /// What free_space reports (None: cannot tell), and the directories it was asked about.
     free: Arc<Mutex<Option<u64>>>,
     asked: Arc<Mutex<Vec<String>>>,
+    /// Directories listed and removed, never renamed (as in an object store); files only when false.
+    prefixes: bool,
 }
 
 impl MapStorage {
@@ -132,6 +134,54 @@ impl Storage for MapStorage {
         self.asked.lock().unwrap().push(dir.to_string());
         Ok(*self.free.lock().unwrap())
     }
+    fn directories(&self) -> Directories {
+        if self.prefixes {
+            Directories::Prefixes
+        } else {
+            Directories::None
+        }
+    }
+    fn list_dirs(&self, dir: &str) -> Result<Vec<String>> {
+        let state = self.state.lock().unwrap();
+        Ok(state.dirs.iter().filter(|d| parent(d) == dir).map(|d| d[dir.len() + 1..].to_string()).collect())
+    }
+    fn remove_dir(&self, dir: &str) -> Result<()> {
+        let mut state = self.state.lock().unwrap();
+        if state.files.keys().any(|p| parent(p) == dir) {
+            return Err(Error::new(Code::Io, format!("{dir}: not empty")));
+        }
+        state.dirs.remove(dir);
+        Ok(())
+    }
+}
+
+#[test]
+fn a_rust_storage_without_directory_renames_holds_sharded_steps_committed_by_their_manifest() {
+    let storage = MapStorage { prefixes: true, ..MapStorage::default() };
+    let options = ManagerOptions::new().storage(StorageHandle::new(storage.clone()).unwrap());
+    let mut manager = Manager::open("bucket", &options.clone().comm(CommHandle::new(crate::comm::SOLO).unwrap())).unwrap();
+    let emb: Vec<f32> = (0..6).map(|x| x as f32).collect();
+    let mut vars = Vars::new().unwrap();
+    vars.add::<f32>("emb", &[3, 2], &emb).unwrap();
+    manager.save(&vars, 3).unwrap();
+    drop(manager);
+    let names = storage.names();
+    assert!(names.contains(&"bucket/ckpt/0000000003/manifest.json".to_string()), "{names:?}");
+    assert!(names.contains(&"bucket/ckpt/0000000003/shard-00000-of-00001.npz".to_string()), "{names:?}");
+    // Shards without a manifest (a save cut short) are no checkpoint, and the next manager removes them.
+    {
+        let mut state = storage.state.lock().unwrap();
+        let shard = state.files["bucket/ckpt/0000000003/shard-00000-of-00001.npz"].clone();
+        state.dirs.insert("bucket/ckpt/0000000004".to_string());
+        state.files.insert("bucket/ckpt/0000000004/shard-00000-of-00001.npz".to_string(), shard);
+    }
+    let mut manager = Manager::open("bucket", &options).unwrap();
+    assert_eq!(manager.list().unwrap(), vec![3]);
+    assert!(!storage.names().iter().any(|n| n.starts_with("bucket/ckpt/0000000004")));
+    assert!(!storage.state.lock().unwrap().dirs.contains("bucket/ckpt/0000000004"));
+    let (back, index) = manager.read(None).unwrap();
+    assert_eq!(index, 3);
+    assert_eq!(back.get::<f32>("emb").unwrap(), &emb[..]);
 }
 
 #[test]
