@@ -32,28 +32,6 @@ static double cpu_seconds(void) {
     return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
-/* The bench data, element k of the whole state (arrays in order): float32 of random sign, a bell-shaped exponent
- * over seven octaves (magnitudes ~0.002 to ~0.25, like trained weights) and 16 mantissa bits, so deflate finds
- * about as much to squeeze as in real float32 weights kept at reduced precision. bench_numpy.py computes the same
- * bits with numpy; keep the two in step. */
-static uint32_t float_bits(uint64_t k) {
-    uint64_t h = (k + 1) * 0x9E3779B97F4A7C15ull;
-    h ^= h >> 32;
-    h *= 0xD6E8FEB86659FD93ull;
-    h ^= h >> 32;
-    const uint32_t exponent = 118 + (uint32_t)((h >> 56) & 3) + (uint32_t)((h >> 58) & 3);
-    return ((uint32_t)(h >> 32) & 0x80000000u) | exponent << 23 | ((uint32_t)h & 0x7FFF80u);
-}
-
-/* n elements of the state from element `first` on: float32, or with bf16 their upper halves (bfloat16 bits). */
-static void fill(void *dst, size_t n, uint64_t first, int bf16) {
-    for (size_t j = 0; j < n; j++) {
-        const uint32_t bits = float_bits(first + j);
-        if (bf16) ((uint16_t *)dst)[j] = (uint16_t)(bits >> 16);
-        else memcpy((char *)dst + j * 4, &bits, sizeof bits);
-    }
-}
-
 /* Peak RSS above the state, in bytes: the process's highest RSS during an operation (writing 5 to clear_refs
  * resets VmHWM to the current RSS) minus its RSS once the state was built. Memory that an earlier operation left
  * resident therefore counts too. -1 where the kernel does not offer it. */
@@ -82,28 +60,6 @@ static long long peak_above_state(int reset_ok) {
     return reset_ok && state_kib >= 0 ? (status_kib("VmHWM") - state_kib) * 1024 : -1;
 }
 
-/* Drops a file's pages from the page cache (it is clean: every save fsyncs), so the next read comes from the disk.
- * Only this file, unlike /proc/sys/vm/drop_caches, and no root needed. */
-static void evict(const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) die(path);
-    if (fdatasync(fd) != 0) die("fdatasync");
-    if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0) die("posix_fadvise");
-    close(fd);
-}
-
-/* Memory for an array. numpy madvises arrays of 4 MiB and more to transparent huge pages, and copies into huge
- * pages run three times faster on this machine than into 4 KiB pages (read() of 512 MiB from the page cache:
- * 0.09 s against 0.28 s), so large arrays here are 2 MiB-aligned and madvised too: both sides of the comparison
- * get the same kind of memory. */
-static float *alloc_like_numpy(size_t bytes) {
-    const size_t huge = (size_t)2 << 20;
-    if (bytes < ((size_t)4 << 20)) return malloc(bytes);
-    void *p = aligned_alloc(huge, (bytes + huge - 1) / huge * huge);
-    if (p) (void)madvise(p, bytes, MADV_HUGEPAGE);
-    return p;
-}
-
 typedef struct {
     const char *dir;
     int count;
@@ -116,15 +72,7 @@ typedef struct {
 static void raw_read(const State *s, const char *path) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) die(path);
-    for (int i = 0; i < s->count; i++) {
-        char *p = (char *)s->arrays[i];
-        for (size_t left = s->each; left > 0;) {
-            ssize_t r = read(fd, p, left);
-            if (r <= 0) die("read");
-            p += r;
-            left -= (size_t)r;
-        }
-    }
+    for (int i = 0; i < s->count; i++) read_all(fd, s->arrays[i], s->each);
     close(fd);
 }
 

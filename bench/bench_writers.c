@@ -2,7 +2,7 @@
  *  - how long a background save blocks the caller, against a memcpy of the same bytes;
  *  - synchronous save throughput, against raw write() + fsync + rename + directory fsync of the same bytes.
  * Usage: bench_writers [dir] [total MiB] [arrays] [runs]   (defaults: /tmp 512 64 5) */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
 #include "bench_common.h"
 
 #include <ckpt/ckpt.h>

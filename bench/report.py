@@ -4,10 +4,14 @@
 goals of the performance work against them (informational: never an exit status), and optionally writes it all
 into docs/performance.md between the bench/run markers.
 
-Usage: report.py RESULTS WRITERS META [--doc FILE]
+Usage: report.py RESULTS WRITERS META [--mpi MPI_RESULTS MPI_META] [--doc FILE]
+       report.py --mpi MPI_RESULTS MPI_META [--doc FILE]
   RESULTS  "workload ..." lines from bench/run and the "result ..." lines of both benchmarks
   WRITERS  the output of bench_writers (its table is quoted as it is)
   META     markdown lines saying when, how and where it ran
+  --mpi    the "mpi ..." lines of bench_mpi (every world size) and markdown lines saying when, how and where they
+           were measured: the table of sharded saves over MPI. Alone, only that table (between its own markers,
+           inside bench/run's) is written into the doc; without it a full report keeps the doc's table as it was.
 """
 import argparse
 import re
@@ -16,23 +20,36 @@ import statistics
 import sys
 
 BEGIN, END = "<!-- bench/run: begin -->", "<!-- bench/run: end -->"
+MPI_BEGIN, MPI_END = "<!-- bench/run mpi: begin -->", "<!-- bench/run mpi: end -->"
 MIB = 1024 * 1024
 LIMIT = 64 * MIB  # the RSS goals: at most this much above the state
 
 
-def parse(path):
-    workloads, results = {}, []
+def records(path):
+    """(kind, fields) of each "kind key=value ..." line of a benchmark's output."""
     with open(path) as f:
         for line in f:
             kind, _, rest = line.strip().partition(" ")
-            if kind not in ("workload", "result"):
-                continue
-            fields = dict(kv.split("=", 1) for kv in shlex.split(rest))
-            if kind == "workload":
-                workloads[fields["name"]] = fields["title"]
-            else:
-                results.append(fields)
+            if kind in ("workload", "result", "mpi"):
+                yield kind, dict(kv.split("=", 1) for kv in shlex.split(rest))
+
+
+def parse(path):
+    workloads, results = {}, []
+    for kind, fields in records(path):
+        if kind == "workload":
+            workloads[fields["name"]] = fields["title"]
+        elif kind == "result":
+            results.append(fields)
     return workloads, results
+
+
+def paired_ratio(mine, theirs):
+    """The median of the runs' time ratios theirs / mine (comma-separated seconds, in run order: each pair ran back to
+    back in one process); None if either is missing or they differ in length."""
+    if not mine or not theirs or len(mine.split(",")) != len(theirs.split(",")):
+        return None
+    return statistics.median(float(t) / float(m) for m, t in zip(mine.split(","), theirs.split(",")))
 
 
 def fmt_ratio(x):
@@ -58,11 +75,7 @@ class Workload:
         to back with them in the same process (bench_npz's raw rows for ckpt; raw_per_run for numpy), so that a
         minute in which the shared disk is slow slows both sides of each pair. None if not measured."""
         raw = self.find(row["op"], "raw", row["cache"])
-        theirs = row.get("raw_per_run") or (raw or {}).get("per_run")
-        mine = row.get("per_run")
-        if not mine or not theirs or len(mine.split(",")) != len(theirs.split(",")):
-            return None
-        return statistics.median(float(t) / float(m) for m, t in zip(mine.split(","), theirs.split(",")))
+        return paired_ratio(row.get("per_run"), row.get("raw_per_run") or (raw or {}).get("per_run"))
 
     def ratio(self, row, other):
         """How many times faster row is than other (a throughput ratio); None if either is missing. Against raw
@@ -259,21 +272,80 @@ def peer_goals(wl, peer_rows):
     return out + [""] if len(out) > 2 else []
 
 
+def mpi_table(path, meta):
+    """The sharded saves over MPI: a row per world size from bench_mpi's "mpi" lines, between their own markers."""
+    rows = [f for kind, f in records(path) if kind == "mpi"]
+    out = [MPI_BEGIN, "### Sharded saves over MPI", "", meta, "",
+           "| ranks | MiB per rank | save GB/s | raw write GB/s | save x raw | restore warm GB/s | x raw read | "
+           "restore cold GB/s | x raw read | commit ms (median, highest) | commit % of save |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for ranks in sorted({int(r["ranks"]) for r in rows}):
+        mine = {(r["op"], r["who"], r["cache"]): r for r in rows if int(r["ranks"]) == ranks}
+
+        def gbs(op, who, cache):
+            r = mine.get((op, who, cache))
+            return f"{int(r['state_bytes']) / 1e9 / float(r['seconds']):.2f}" if r else ""
+
+        def x_raw(op, cache):
+            a, b = mine.get((op, "ckpt", cache)), mine.get((op, "raw", cache))
+            return fmt_ratio(paired_ratio(a["per_run"], b["per_run"]) if a and b else None)
+
+        save, commit = mine[("save", "ckpt", "-")], mine[("commit", "ckpt", "-")]
+        per_rank = int(save["state_bytes"]) / ranks / MIB
+        out.append(f"| {ranks} | {per_rank:.0f} | {gbs('save', 'ckpt', '-')} | {gbs('save', 'raw', '-')} | "
+                   f"{x_raw('save', '-')} | {gbs('restore', 'ckpt', 'warm')} | {x_raw('restore', 'warm')} | "
+                   f"{gbs('restore', 'ckpt', 'cold')} | {x_raw('restore', 'cold')} | "
+                   f"{float(commit['ms']):.1f} (highest {max(float(x) for x in commit['per_run'].split(',')):.1f}) | "
+                   f"{100 * float(commit['share']):.1f} |")
+    return out + ["", MPI_END]
+
+
+def between(doc, begin, end):
+    """The text of doc from begin to end, markers included; None if either is missing."""
+    if begin not in doc or end not in doc:
+        return None
+    return doc[doc.index(begin):doc.index(end) + len(end)]
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("results")
-    p.add_argument("writers")
-    p.add_argument("meta")
+    p.add_argument("full", nargs="*", metavar="RESULTS WRITERS META")
+    p.add_argument("--mpi", nargs=2, metavar=("MPI_RESULTS", "MPI_META"))
     p.add_argument("--doc")
     a = p.parse_args()
+    if len(a.full) not in (0, 3) or not (a.full or a.mpi):
+        p.error("give RESULTS WRITERS META, --mpi MPI_RESULTS MPI_META, or both")
+    doc = None
+    if a.doc:
+        with open(a.doc) as f:
+            doc = f.read()
+    mpi = None
+    if a.mpi:
+        with open(a.mpi[1]) as f:
+            mpi = "\n".join(mpi_table(a.mpi[0], f.read().rstrip("\n")))
+    elif doc is not None:
+        mpi = between(doc, MPI_BEGIN, MPI_END)  # kept as it was
+    if not a.full:
+        print(mpi)
+        if doc is not None:
+            old = between(doc, MPI_BEGIN, MPI_END)
+            if old is not None:
+                doc = doc.replace(old, mpi)
+            elif END in doc:
+                doc = doc.replace(END, f"{mpi}\n{END}")
+            else:
+                p.error(f"{a.doc} has no bench/run markers: run bench/run first")
+            write_doc(a.doc, doc)
+        return
 
-    titles, results = parse(a.results)
+    results_path, writers_path, meta_path = a.full
+    titles, results = parse(results_path)
     peer_rows = {name: [r for r in results if r["workload"] == name and r["who"] in PEERS] for name in titles}
     results = [r for r in results if r["who"] not in PEERS]
     wl = {name: Workload(name, title, [r for r in results if r["workload"] == name]) for name, title in titles.items()}
-    with open(a.writers) as f:
+    with open(writers_path) as f:
         writers = f.read()
-    with open(a.meta) as f:
+    with open(meta_path) as f:
         meta = f.read().rstrip("\n")
 
     lines = [meta, ""]
@@ -285,12 +357,12 @@ def main():
     lines += map_goals(wl)
     lines += ["### Background and synchronous save (bench_writers)", ""]
     lines += [l for l in writers.splitlines() if l.strip()] + [""]
+    if mpi:
+        lines += [mpi, ""]
     text = "\n".join(lines)
     print(text)
 
-    if a.doc:
-        with open(a.doc) as f:
-            doc = f.read()
+    if doc is not None:
         block = f"{BEGIN}\n{text}\n{END}"
         if BEGIN in doc and END in doc:
             doc = doc[:doc.index(BEGIN)] + block + doc[doc.index(END) + len(END):]
@@ -298,9 +370,13 @@ def main():
             doc = (doc.rstrip("\n") + "\n\n## Side by side with numpy and raw I/O (bench/run)\n\n"
                    "Reproduce with `bench/run` (`bench/run --help` for the options); it rewrites what lies between "
                    "the two markers below.\n\n" + block + "\n")
-        with open(a.doc, "w") as f:
-            f.write(doc)
-        print(f"wrote {a.doc}", file=sys.stderr)
+        write_doc(a.doc, doc)
+
+
+def write_doc(path, doc):
+    with open(path, "w") as f:
+        f.write(doc)
+    print(f"wrote {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":
