@@ -676,10 +676,12 @@ CKPT_API int ckpt_manager_open(ckpt_manager **out, const char *logdir, const ckp
  * does any rank return CKPT_OK. A variable marked with ckpt_vars_set_rows is one piece of a global array (the
  * ranks' pieces must tile its rows); any other variable must be saved by one rank only. If any rank fails, nothing
  * is committed, the staging directory is removed, and every rank returns the same code (the first failing rank's)
- * and message, naming each failing rank and its error. The disk-space check is not made for sharded saves.
+ * and message, naming each failing rank and its error. Each rank makes the disk-space check for its own shard.
+ * On a storage that cannot rename directories (ckpt_storage_ops without rename_dir) the shards go straight into
+ * the step's directory and the manifest, written last, commits it (docs/distributed.md).
  * Returns CKPT_OK; CKPT_EINVAL (NULL argument, idx < 0, manager closed or opened read-only; sharded: a whole
  * variable saved by two ranks, pieces that do not tile their rows); CKPT_EIO; CKPT_ENOMEM; an earlier save's code;
- * CKPT_EUNSUPPORTED (sharded, on a callback storage: it has no directory operations). */
+ * CKPT_EUNSUPPORTED (sharded, on a callback storage without list_dirs). */
 CKPT_API int ckpt_manager_save(ckpt_manager *m, const ckpt_vars *vars, int64_t idx);
 /* As ckpt_manager_save, also recording metrics names[0..n) = values[0..n) as "ckpt.metric.<name>" in the file's
  * metadata (names and values are read before it returns; NULL when n is 0). Any value may be saved; NaN is never

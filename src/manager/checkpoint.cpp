@@ -121,11 +121,10 @@ void CheckpointManager::warn_if_disk_low(uint64_t checkpoint_bytes, size_t on_di
 
 // Refuses, before any byte is written, a save the file system has no room for (a full disk found half way
 // would fail too, but only after filling it).
-void CheckpointManager::check_disk_space(uint64_t needed, int64_t index) const {
+void CheckpointManager::check_disk_space(uint64_t needed, const std::string& what) const {
     const std::optional<uint64_t> free = options_.storage->free_bytes(dir_);
     if (!free || *free >= needed) return;
-    fail(Code::io, "{}: not enough space for checkpoint {}: it needs up to {} and {} is free", path(index), index,
-         byte_size(needed), byte_size(*free));
+    fail(Code::io, "{}: it needs up to {} and {} is free", what, byte_size(needed), byte_size(*free));
 }
 
 int64_t CheckpointManager::now_ns() const {
@@ -336,7 +335,9 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
     last_save_ns_ = saved_at;
     NpzWriteOptions npz = options_.npz_write;
     // On the writer's thread, once earlier saves and their retention are done, before the first byte.
-    npz.before_write = [this, index](uint64_t needed) { check_disk_space(needed, index); };
+    npz.before_write = [this, index, target](uint64_t needed) {
+        check_disk_space(needed, fmt::format("{}: not enough space for checkpoint {}", target, index));
+    };
     writer_->submit(
         target,
         [data, npz](OutputFile& out) { write_npz(out, *data, npz); },
@@ -371,8 +372,13 @@ void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t ind
         failed = std::current_exception();
     }
     last_save_ns_ = saved_at;
-    const ShardedSaveTimes times =
-        save_sharded(*options_.comm, *options_.storage, dir_, index, view, options_.npz_write, failed);
+    // Each rank checks that its own shard fits, before its first byte; ranks that share a file system can still
+    // run out of space together, which fails the save like any write error.
+    NpzWriteOptions npz = options_.npz_write;
+    npz.before_write = [this, index](uint64_t needed) {  // save_npz names the shard's path
+        check_disk_space(needed, fmt::format("not enough space for this rank's shard of checkpoint {}", index));
+    };
+    const ShardedSaveTimes times = save_sharded(*options_.comm, *options_.storage, dir_, index, view, npz, failed);
     if (options_.comm->rank() != 0) return;
     log(info, fmt::format("Saved step {} from {} ranks; the commit took {:.3f} ms after the last shard was durable",
                           step_path(index), options_.comm->size(), times.commit_ms));

@@ -123,7 +123,8 @@ private:
     using Attempt = std::function<void(NpzReader*, ShardedStep*)>;
     void remove_stale_temporaries();
     std::vector<int64_t> on_disk() const;  // list() without waiting for background saves
-    void check_disk_space(uint64_t needed, int64_t index) const;
+    // Fails with "<what>: it needs up to X and Y is free" when the storage says `needed` bytes will not fit.
+    void check_disk_space(uint64_t needed, const std::string& what) const;
     void warn_if_disk_low(uint64_t checkpoint_bytes, size_t on_disk) const;
     void apply_retention(int64_t just_saved);
     int64_t now_ns() const;

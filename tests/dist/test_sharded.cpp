@@ -142,10 +142,14 @@ public:
     void rename_dir(const std::string& a, const std::string& b) override { inner_->rename_dir(a, b); }
     void remove_tree(const std::string& d) override { inner_->remove_tree(d); }
     bool renames_dirs() const override { return inner_->renames_dirs(); }
+    std::optional<uint64_t> free_bytes(const std::string& d) override { return free_ ? free_ : inner_->free_bytes(d); }
+    // What free_bytes reports from now on (as a nearly full disk would).
+    void report_free(uint64_t bytes) { free_ = bytes; }
 
 private:
     std::shared_ptr<Storage> inner_;
     std::string shard_;
+    std::optional<uint64_t> free_;
 };
 
 // An object store: directories are listed and removed but never renamed (and a rename would fail the test).
@@ -531,4 +535,28 @@ TEST_CASE("Where directories cannot be renamed, the manifest written last commit
         });
         CHECK(dirs_in() == std::vector<std::string>{"0000000004"});
     }
+}
+
+TEST_CASE("A rank whose shard will not fit in the free space fails the save on every rank before writing it") {
+    TempDir tmp;
+    const std::string dir = tmp.file("ckpt");
+    save_steps(dir, 2, {1});
+    std::vector<Outcome> out(2);
+    run_ranks(2, [&](int rank, std::shared_ptr<Comm> comm) {
+        auto storage = std::make_shared<FailingShard>(posix_storage(), "none");
+        if (rank == 1) storage->report_free(100);
+        CheckpointManager m(dir, sharded(comm, storage));
+        State state(rank, 2, 2);
+        out[static_cast<size_t>(rank)] = outcome_of([&](Outcome&) { m.save(state.vars, 2); });
+    });
+    INFO(out[0].message);
+    for (const Outcome& o : out) {
+        CHECK(o.code == static_cast<int>(Code::io));
+        CHECK(o.message == out[0].message);
+    }
+    CHECK(out[0].message.find("failed on 1 rank: rank 1 of 2: " + dir + "/.0000000002.tmp-") != std::string::npos);
+    CHECK(out[0].message.find("/shard-00001-of-00002.npz: not enough space for this rank's shard of checkpoint 2: it "
+                              "needs up to ") != std::string::npos);
+    CHECK(out[0].message.find("and 100 bytes is free") != std::string::npos);
+    CHECK(names_in(dir) == std::vector<std::string>{".ckpt.lock", "0000000001"});
 }
