@@ -338,25 +338,37 @@ size_t ShardedStep::entry_of(NpzReader& reader, const ManifestVariable& v, const
 }
 
 void ShardedStep::read_rows(const ManifestVariable& v, int64_t first, int64_t count, void* dst) {
-    if (v.shape.empty()) {  // a scalar: whole only
-        NpzReader& r = shard(v.shard);
-        return r.read_into(entry_of(r, v, v.shape), dst);
-    }
+    Reads reads;
+    plan_rows(v, first, count, dst, reads);
+    run(reads);
+}
+
+// Whole members (a whole variable, or a piece wanted entirely) are queued by shard, to be read together with the
+// reader's parallel pipeline (and their CRCs checked); part of a stored member is read now, by a ranged read.
+void ShardedStep::plan_rows(const ManifestVariable& v, int64_t first, int64_t count, void* dst, Reads& reads) {
+    const auto whole_or_rows = [&](int64_t rank, const std::vector<int64_t>& shape, int64_t from, int64_t n, void* out) {
+        NpzReader& r = shard(rank);
+        const size_t entry = entry_of(r, v, shape);
+        if (shape.empty() || (from == 0 && n == shape[0]))
+            reads[rank].push_back({entry, out});
+        else
+            r.read_rows(entry, from, n, out);
+    };
+    if (!v.split()) return whole_or_rows(v.shard, v.shape, first, count, dst);
     const size_t row_bytes = v.shape[0] == 0 ? 0 : *checked_nbytes(v.shape.data() + 1, v.shape.size() - 1, v.itemsize);
-    if (!v.split()) {
-        NpzReader& r = shard(v.shard);
-        return r.read_rows(entry_of(r, v, v.shape), first, count, dst);
-    }
     const int64_t end = first + count;
     for (const ManifestPiece& p : v.pieces) {
         const int64_t from = std::max(first, p.row_begin), to = std::min(end, p.row_end);
         if (from >= to) continue;
         std::vector<int64_t> shape = v.shape;
         shape[0] = p.row_end - p.row_begin;
-        NpzReader& r = shard(p.shard);
-        r.read_rows(entry_of(r, v, shape), from - p.row_begin, to - from,
-                    static_cast<char*>(dst) + row_bytes * static_cast<size_t>(from - first));
+        whole_or_rows(p.shard, shape, from - p.row_begin, to - from,
+                      static_cast<char*>(dst) + row_bytes * static_cast<size_t>(from - first));
     }
+}
+
+void ShardedStep::run(const Reads& reads) {
+    for (const auto& [rank, jobs] : reads) shard(rank).read_entries(jobs);
 }
 
 void ShardedStep::restore(VarCollection& vars, const Renamer& rename, bool partial) {
@@ -390,25 +402,29 @@ void ShardedStep::restore(VarCollection& vars, const Renamer& rename, bool parti
     }
     if (!problems.empty())
         fail(Code::mismatch, "{}: the step does not match the variables: {}", dir_, fmt::join(problems, "; "));
+    Reads reads;
     for (size_t i = 0; i < vars.size(); ++i) {
         if (source[i] == nullptr) continue;  // partial: not in the step
         const Array& a = vars.array(i);
         const auto& rows = vars.rows(i);
         const int64_t first = rows ? rows->begin : 0;
         const int64_t count = a.shape().empty() ? 1 : a.shape()[0];
-        read_rows(*source[i], first, count, a.data());
+        plan_rows(*source[i], first, count, a.data(), reads);
     }
+    run(reads);
     for (size_t i = 0; i < vars.size(); ++i) vars.set_restored(i, source[i] != nullptr);
     vars.metadata() = manifest_.metadata;
 }
 
 VarCollection ShardedStep::read_all() {
     VarCollection out;
+    Reads reads;
     for (const ManifestVariable& v : manifest_.variables) {
         Array a = Array::allocate(v.dtype, v.itemsize, v.shape, false);
-        read_rows(v, 0, v.shape.empty() ? 1 : v.shape[0], a.data());
+        plan_rows(v, 0, v.shape.empty() ? 1 : v.shape[0], a.data(), reads);
         out.add(v.name, std::move(a));
     }
+    run(reads);
     out.metadata() = manifest_.metadata;
     return out;
 }

@@ -64,6 +64,9 @@ public:
     void read_rows(const ManifestVariable& v, int64_t first, int64_t count, void* dst);
 
 private:
+    using Reads = std::map<int64_t, std::vector<NpzReader::Job>>;  // whole members to read, by shard
+    void plan_rows(const ManifestVariable& v, int64_t first, int64_t count, void* dst, Reads& reads);
+    void run(const Reads& reads);
     NpzReader& shard(int64_t rank);
     size_t entry_of(NpzReader& reader, const ManifestVariable& v, const std::vector<int64_t>& shape);
 
