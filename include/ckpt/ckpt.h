@@ -639,7 +639,10 @@ typedef struct ckpt_manager_options {
                                       rank 0 with a manifest once every shard is durable) and every restore (rank
                                       0 chooses the step, every rank reads what it needs) are made by every rank,
                                       and every rank gets the same result. Rank 0 holds the lock and runs
-                                      retention. Not with CKPT_MANAGER_ASYNC. The manager keeps its own reference */
+                                      retention. With CKPT_MANAGER_ASYNC each rank's shard is written in the
+                                      background and the step is committed by the next save, wait, close,
+                                      restore or read, which are then collective too (ckpt_manager_save). The
+                                      manager keeps its own reference */
 } ckpt_manager_options;
 #define CKPT_BEST_MIN 0u
 #define CKPT_BEST_MAX 1u
@@ -654,7 +657,7 @@ CKPT_API int ckpt_manager_options_init(ckpt_manager_options *opts, uint32_t vers
  * stale temporaries. With CKPT_MANAGER_READ_ONLY it only opens an existing directory: no lock (another manager
  * may be saving into it), no cleanup, and ckpt_manager_save fails with CKPT_EINVAL.
  * With a comm, opening is collective: rank 0 opens (and locks) the directory and every rank gets its result.
- * Returns CKPT_OK; CKPT_EINVAL (also READ_ONLY with ASYNC, a comm with ASYNC, keep_best > 0 without a
+ * Returns CKPT_OK; CKPT_EINVAL (also READ_ONLY with ASYNC, keep_best > 0 without a
  * best_metric, an empty or invalid best_metric, an unknown best_mode, a negative keep_every, keep_seconds,
  * save_every_steps or save_every_seconds); CKPT_ENOTFOUND (NO_MAKEDIR or READ_ONLY, and no
  * directory); CKPT_EBUSY (another manager holds the directory: the message names its pid); CKPT_EIO;
@@ -677,6 +680,12 @@ CKPT_API int ckpt_manager_open(ckpt_manager **out, const char *logdir, const ckp
  * ranks' pieces must tile its rows); any other variable must be saved by one rank only. If any rank fails, nothing
  * is committed, the staging directory is removed, and every rank returns the same code (the first failing rank's)
  * and message, naming each failing rank and its error. Each rank makes the disk-space check for its own shard.
+ * With a comm and CKPT_MANAGER_ASYNC: the call first commits the previous step (returning its error, on every
+ * rank, without starting this save); then the ranks make the staging directory, each copies its arrays and returns
+ * while its shard is written in the background. The step is committed (and visible) at the next ckpt_manager_save,
+ * _wait, _close, _restore or _read — every rank must make that call, as it must make the save — so no collective
+ * ever runs on a background thread, and a rank whose write failed cannot leave the others waiting: its error
+ * reaches every rank at that call. A rank's part larger than max_staging_bytes makes every rank save synchronously.
  * On a storage that cannot rename directories (ckpt_storage_ops without rename_dir) the shards go straight into
  * the step's directory and the manifest, written last, commits it (docs/distributed.md).
  * Returns CKPT_OK; CKPT_EINVAL (NULL argument, idx < 0, manager closed or opened read-only; sharded: a whole

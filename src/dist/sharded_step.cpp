@@ -93,11 +93,11 @@ json describe(const VarCollection& vars) {
 
 // Rank 0: the manifest from every rank's description of its shard. A whole variable must be saved by one rank;
 // the pieces of a split one must agree on dtype, global rows and the other dimensions, and tile the rows.
-Manifest build_manifest(int64_t index, const VarCollection& vars, const std::vector<Report>& reports) {
+Manifest build_manifest(int64_t index, const Metadata& metadata, const std::vector<Report>& reports) {
     Manifest m;
     m.step = index;
     m.world_size = static_cast<int64_t>(reports.size());
-    m.metadata = vars.metadata();
+    m.metadata = metadata;
     std::map<std::string, size_t> at;  // name -> position in m.variables
     for (size_t r = 0; r < reports.size(); ++r) {
         for (const json& d : reports[r].vars) {
@@ -250,57 +250,82 @@ bool is_step_temp(const std::string& name) {
     return step_dir_index(inner).has_value();
 }
 
-ShardedSaveTimes save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t index, const VarCollection& vars,
-                  const NpzWriteOptions& options, std::exception_ptr failed) {
-    const int32_t rank = comm.rank(), world = comm.size();
-    const std::string target = join_path(dir, step_dir_name(index));
-    const std::string what = fmt::format("{}: sharded save of step {}", target, index);
-
-    // 1. Rank 0 makes the staging directory; every rank learns its name, or why there is none.
-    std::string staging;
+ShardedSave begin_sharded_save(Comm& comm, Storage& storage, const std::string& dir, int64_t index) {
+    ShardedSave save;
+    save.index = index;
+    save.dir = dir;
+    save.target = join_path(dir, step_dir_name(index));
+    save.what = fmt::format("{}: sharded save of step {}", save.target, index);
+    // Rank 0 makes the staging directory; every rank learns its name, or why there is none.
     Report made;
-    if (rank == 0) {
-        made = run([&](Report& r) { r.message = make_staging(storage, dir, target); });
-    }
-    made = decode(broadcast_string(comm, rank == 0 ? encode(made) : std::string(), 0), 0);
+    if (comm.rank() == 0) made = run([&](Report& r) { r.message = make_staging(storage, dir, save.target); });
+    made = decode(broadcast_string(comm, comm.rank() == 0 ? encode(made) : std::string(), 0), 0);
     if (made.code != 0)
-        throw Error(static_cast<Code>(made.code), fmt::format("{} failed on rank 0 of {}: {}", what, world, made.message));
-    staging = made.message;
+        throw Error(static_cast<Code>(made.code),
+                    fmt::format("{} failed on rank 0 of {}: {}", save.what, comm.size(), made.message));
+    save.staging = made.message;
+    return save;
+}
 
-    // 2. Every rank writes its shard (durably: a temporary renamed, the directory synced) and says how it went.
+void describe_shard(ShardedSave& save, const VarCollection& vars) {
+    save.description = describe(vars).dump(-1, ' ', false, json::error_handler_t::replace);
+    save.metadata = vars.metadata();
+}
+
+std::string shard_path(const ShardedSave& save, const Comm& comm) {
+    return join_path(save.staging, shard_name(comm.rank(), comm.size()));
+}
+
+ShardedSaveTimes finish_sharded_save(Comm& comm, Storage& storage, const ShardedSave& save, std::exception_ptr failed) {
     const Report mine = run([&](Report& r) {
         if (failed) std::rethrow_exception(failed);
-        r.vars = describe(vars);
-        save_npz(storage, join_path(staging, shard_name(rank, world)), vars, options);
+        r.vars = json::parse(save.description);
     });
     std::vector<Report> reports;
     for (const std::string& text : all_gather_strings(comm, encode(mine)))
         reports.push_back(decode(text, reports.size()));
 
-    // 3. Rank 0 commits when every shard is durable, and removes the staging directory otherwise; every rank then
+    // Rank 0 commits when every shard is durable, and removes the staging directory otherwise; every rank then
     // learns the outcome from rank 0, so all return success or all throw the same error.
     Report outcome;
     ShardedSaveTimes times;
-    if (rank == 0) {
+    if (comm.rank() == 0) {
         const auto durable = std::chrono::steady_clock::now();
         int code = 0;
         const bool all_ok = std::all_of(reports.begin(), reports.end(), [](const Report& r) { return r.code == 0; });
         if (!all_ok) {
-            outcome.message = failure_text(what, reports, &code);
+            outcome.message = failure_text(save.what, reports, &code);
             outcome.code = code;
-            remove_quietly(storage, staging);
+            remove_quietly(storage, save.staging);
         } else {
-            outcome = run([&](Report&) { commit(storage, dir, staging, target, build_manifest(index, vars, reports)); });
+            outcome = run([&](Report&) {
+                commit(storage, save.dir, save.staging, save.target, build_manifest(save.index, save.metadata, reports));
+            });
             times.commit_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - durable).count();
             if (outcome.code != 0) {
-                outcome.message = fmt::format("{} failed on rank 0 of {}: {}", what, world, outcome.message);
-                remove_quietly(storage, staging);
+                outcome.message = fmt::format("{} failed on rank 0 of {}: {}", save.what, comm.size(), outcome.message);
+                remove_quietly(storage, save.staging);
             }
         }
     }
-    outcome = decode(broadcast_string(comm, rank == 0 ? encode(outcome) : std::string(), 0), 0);
+    outcome = decode(broadcast_string(comm, comm.rank() == 0 ? encode(outcome) : std::string(), 0), 0);
     if (outcome.code != 0) throw Error(static_cast<Code>(outcome.code), outcome.message);
     return times;
+}
+
+ShardedSaveTimes save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t index,
+                              const VarCollection& vars, const NpzWriteOptions& options, std::exception_ptr failed) {
+    ShardedSave save = begin_sharded_save(comm, storage, dir, index);
+    // Every rank writes its shard (durably: a temporary renamed, the directory synced) and says how it went.
+    if (!failed) {
+        try {
+            describe_shard(save, vars);
+            save_npz(storage, shard_path(save, comm), vars, options);
+        } catch (...) {
+            failed = std::current_exception();
+        }
+    }
+    return finish_sharded_save(comm, storage, save, failed);
 }
 
 ShardedStep::ShardedStep(Storage& storage, std::string step_dir, NpzReadOptions options)

@@ -32,17 +32,33 @@ bool has_manifest(Storage& storage, const std::string& step_dir);
 // The collective save of `vars` (whose metadata is the step's) as step `index` of `dir`: every rank writes its
 // shard into a staging directory, the ranks gather their statuses, rank 0 writes the manifest and renames the
 // staging directory to the step's (on a storage that cannot rename directories: every shard goes into the step's
-// directory, and the manifest, written last, commits it); then every rank returns, or throws the same Error naming the failing rank(s).
-// A step that existed is replaced (set aside, then removed once the new one is in place; without directory
-// renames, removed first). `failed`: this rank could
-// not prepare its part (it still takes part in every collective, and its error fails the save everywhere).
+// directory, and the manifest, written last, commits it); then every rank returns, or throws the same Error naming
+// the failing rank(s). A step that existed is replaced (set aside, then removed once the new one is in place;
+// without directory renames, removed first). `failed`: this rank could not prepare its part (it still takes part
+// in every collective, and its error fails the save everywhere).
 // Returns, on rank 0, how long the commit took: from every shard known durable to the step visible and durable
 // (0 on the other ranks).
 struct ShardedSaveTimes {
     double commit_ms = 0;
 };
-ShardedSaveTimes save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t index, const VarCollection& vars,
-                  const NpzWriteOptions& options, std::exception_ptr failed = nullptr);
+ShardedSaveTimes save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t index,
+                              const VarCollection& vars, const NpzWriteOptions& options,
+                              std::exception_ptr failed = nullptr);
+
+// save_sharded in its three phases, for a save whose shard is written in the background: begin (collective: where
+// the shards go), then this rank's shard written at shard_path(), by any thread, after describe_shard(), then
+// finish (collective: the statuses gathered, the commit). Between begin and finish every rank must make the same
+// collective calls, and none of them may be made from the thread writing the shard.
+struct ShardedSave {
+    int64_t index = 0;
+    std::string dir, target, staging, what;
+    std::string description;  // this rank's variables, for the manifest
+    Metadata metadata;        // the step's (rank 0's goes into the manifest)
+};
+ShardedSave begin_sharded_save(Comm& comm, Storage& storage, const std::string& dir, int64_t index);
+void describe_shard(ShardedSave& save, const VarCollection& vars);
+std::string shard_path(const ShardedSave& save, const Comm& comm);
+ShardedSaveTimes finish_sharded_save(Comm& comm, Storage& storage, const ShardedSave& save, std::exception_ptr failed);
 
 // One committed step, read by one process: its manifest, and its shards opened on demand.
 class ShardedStep {

@@ -50,8 +50,6 @@ CheckpointManager::CheckpointManager(std::string dir, Options options)
     : dir_(std::move(dir)), options_(std::move(options)) {
     if (!options_.storage) options_.storage = posix_storage();
     Storage& storage = *options_.storage;
-    if (options_.comm && options_.async)
-        fail(Code::invalid, "{}: a manager with a communicator saves synchronously (no CKPT_MANAGER_ASYNC)", dir_);
     const auto prepare = [&] {
         if (options_.make_dir && !options_.read_only) {
             storage.make_dirs(dir_);
@@ -304,6 +302,7 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
     const std::string target = file_path(index);
     int64_t saved_at = now_ns();
     if (options_.comm) {
+        finish_pending();  // the previous asynchronous step: its error, on every rank, means this save is not made
         // One time for the whole step: rank 0's.
         options_.comm->broadcast(&saved_at, sizeof saved_at, 0);
         return save_sharded_step(vars, index, saved_at, metrics);
@@ -361,11 +360,13 @@ void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t ind
     // A failure here (a bad metric name, no memory) is this rank's part of the save failing: it must still take
     // part in every collective, or the other ranks would wait for it forever.
     std::exception_ptr failed;
+    uint64_t bytes = 0;
     try {
         for (size_t i = 0; i < vars.size(); ++i) {
             const Array& a = vars.array(i);
             view.add(vars.name(i), Array::borrow(a.dtype(), a.itemsize(), a.shape(), a.data()));
             view.set_rows(i, vars.rows(i));
+            bytes += a.nbytes();
         }
         view.metadata() = saved_metadata(vars.metadata(), index, saved_at, metrics);
     } catch (...) {
@@ -378,7 +379,48 @@ void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t ind
     npz.before_write = [this, index](uint64_t needed) {  // save_npz names the shard's path
         check_disk_space(needed, fmt::format("not enough space for this rank's shard of checkpoint {}", index));
     };
-    const ShardedSaveTimes times = save_sharded(*options_.comm, *options_.storage, dir_, index, view, npz, failed);
+    // Whether this rank can copy its arrays for a background write; the ranks agree, so that all of them write
+    // in the background or none does.
+    const bool background =
+        options_.async && options_.comm->all_reduce(snapshots_->fits(bytes) ? 1 : 0, Comm::Reduce::min) == 1;
+    if (options_.async && !background)
+        log(info, fmt::format("Saving checkpoint {} without a background copy: a rank's part is larger than "
+                              "max_staging_bytes ({})", index, byte_size(options_.max_staging_bytes)));
+    if (!background) return committed(index, save_sharded(*options_.comm, *options_.storage, dir_, index, view, npz, failed));
+
+    // In the background: the staging directory now (collective), this rank's shard on the writer's thread, and
+    // the commit — collective again — at the next save, wait, close, restore or read, on the caller's thread. No
+    // collective ever runs on the writer's thread, so a failed write cannot leave the other ranks waiting.
+    Pending pending{begin_sharded_save(*options_.comm, *options_.storage, dir_, index), failed};
+    if (!pending.failed) {
+        try {
+            describe_shard(pending.save, view);
+            std::shared_ptr<const VarCollection> data = snapshots_->copy(view);
+            writer_->submit(shard_path(pending.save, *options_.comm),
+                            [data, npz](OutputFile& out) { write_npz(out, *data, npz); }, false);
+        } catch (...) {
+            pending.failed = std::current_exception();
+        }
+    }
+    pending_ = std::move(pending);
+}
+
+void CheckpointManager::finish_pending() {
+    if (!pending_) return;
+    Pending pending = std::move(*pending_);
+    pending_.reset();
+    if (!pending.failed) {
+        try {
+            writer_->wait();
+        } catch (...) {
+            pending.failed = std::current_exception();
+        }
+    }
+    committed(pending.save.index,
+              finish_sharded_save(*options_.comm, *options_.storage, pending.save, pending.failed));
+}
+
+void CheckpointManager::committed(int64_t index, const ShardedSaveTimes& times) {
     if (options_.comm->rank() != 0) return;
     log(info, fmt::format("Saved step {} from {} ranks; the commit took {:.3f} ms after the last shard was durable",
                           step_path(index), options_.comm->size(), times.commit_ms));
@@ -404,6 +446,7 @@ void CheckpointManager::try_checkpoint(int64_t index, const Attempt& attempt) {
 int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index, const Attempt& attempt) {
     writer_->drain();  // a restore sees every save made before it
     if (options_.comm) {
+        finish_pending();
         std::vector<int64_t> candidates;
         if (index) {
             if (*index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, *index);
@@ -504,10 +547,24 @@ bool CheckpointManager::should_save(int64_t step) {
     return false;
 }
 
-void CheckpointManager::wait() { writer_->wait(); }
+void CheckpointManager::wait() {
+    if (options_.comm) finish_pending();
+    writer_->wait();
+}
 
 void CheckpointManager::close() {
-    if (writer_) writer_->finalize();
+    if (writer_) {
+        if (options_.comm && pending_) {
+            try {
+                finish_pending();
+            } catch (...) {
+                writer_->finalize();
+                lock_.reset();
+                throw;
+            }
+        }
+        writer_->finalize();
+    }
     lock_.reset();
 }
 

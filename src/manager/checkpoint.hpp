@@ -65,7 +65,9 @@ public:
         Log log;
         std::shared_ptr<Storage> storage;
         // With a communicator the manager is collective: opening, every save (each rank writes its own shard of a
-        // step directory, rank 0 commits it), and every restore (the ranks agree on the step). Synchronous only.
+        // step directory, rank 0 commits it), and every restore (the ranks agree on the step). With async, each
+        // rank's shard is written in the background and the step committed at the next save, wait, close,
+        // restore or read (all collective).
         std::shared_ptr<Comm> comm;
     };
 
@@ -131,6 +133,10 @@ private:
     // What retention needs to know of each checkpoint on disk, ascending; unreadable files record nothing.
     std::vector<CheckpointFacts> facts(const std::vector<Step>& steps) const;
     void save_sharded_step(const VarCollection& vars, int64_t index, int64_t saved_at, const Metrics& metrics);
+    // Commits the asynchronous sharded step whose shard is being written, if any (collective); throws its error.
+    void finish_pending();
+    // Rank 0, after a sharded step is committed: the log, the file of that index replaced, retention.
+    void committed(int64_t index, const ShardedSaveTimes& times);
     // Runs `attempt` on checkpoint `index`, or on the newest first and then older ones when index is nullopt and
     // fallback is on, skipping (and logging) those that are corrupt or unreadable.
     int64_t with_checkpoint(std::optional<int64_t> index, const Attempt& attempt);
@@ -142,6 +148,12 @@ private:
     std::unique_ptr<DirLock> lock_;
     std::shared_ptr<SnapshotPool> snapshots_;
     std::unique_ptr<Writer> writer_;
+    // An asynchronous sharded save: its shard on the writer's thread, its commit at the next collective call.
+    struct Pending {
+        ShardedSave save;
+        std::exception_ptr failed;  // this rank's part already failed
+    };
+    std::optional<Pending> pending_;
     std::atomic<bool> save_requested_{false};
     int64_t last_save_ns_ = 0;  // should_save's reference for save_every_seconds: opening, then each save
     static_assert(std::atomic<bool>::is_always_lock_free, "request_save must be async-signal-safe");

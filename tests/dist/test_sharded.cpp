@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -125,11 +126,14 @@ std::vector<Outcome> restore_on(const std::string& dir, int world) {
 // Fails the creation of one rank's shard, as a full disk would.
 class FailingShard final : public Storage {
 public:
-    FailingShard(std::shared_ptr<Storage> inner, std::string shard) : inner_(std::move(inner)), shard_(std::move(shard)) {}
+    // Fails the creation of `shard` after letting `spared` of them through.
+    FailingShard(std::shared_ptr<Storage> inner, std::string shard, int spared = 0)
+        : inner_(std::move(inner)), shard_(std::move(shard)), spared_(spared) {}
     std::unique_ptr<DirLock> lock(const std::string& d) override { return inner_->lock(d); }
     void make_dirs(const std::string& d) override { inner_->make_dirs(d); }
     std::unique_ptr<OutputFile> create_temp(const std::string& target, std::string* temp) override {
-        if (base_name(target) == shard_) fail(Code::io, "{}: cannot create a temporary file: No space left on device", target);
+        if (base_name(target) == shard_ && spared_-- <= 0)
+            fail(Code::io, "{}: cannot create a temporary file: No space left on device", target);
         return inner_->create_temp(target, temp);
     }
     std::unique_ptr<OutputFile> open_append(const std::string& p) override { return inner_->open_append(p); }
@@ -149,6 +153,7 @@ public:
 private:
     std::shared_ptr<Storage> inner_;
     std::string shard_;
+    std::atomic<int> spared_;
     std::optional<uint64_t> free_;
 };
 
@@ -559,4 +564,61 @@ TEST_CASE("A rank whose shard will not fit in the free space fails the save on e
                               "needs up to ") != std::string::npos);
     CHECK(out[0].message.find("and 100 bytes is free") != std::string::npos);
     CHECK(names_in(dir) == std::vector<std::string>{".ckpt.lock", "0000000001"});
+}
+
+TEST_CASE("An asynchronous sharded save commits at the next collective call, and a failed write reaches every rank") {
+    TempDir tmp;
+    const std::string dir = tmp.file("ckpt");
+    std::vector<Outcome> out(3);
+    std::vector<std::vector<int64_t>> listed(3);
+    run_ranks(3, [&](int rank, std::shared_ptr<Comm> comm) {
+        out[static_cast<size_t>(rank)] = outcome_of([&](Outcome& o) {
+            auto storage = std::make_shared<FailingShard>(posix_storage(), rank == 2 ? "shard-00002-of-00003.npz" : "none", 1);
+            auto options = sharded(comm, storage);
+            options.async = true;
+            CheckpointManager m(dir, options);
+            State one(rank, 3, 1);
+            m.save(one.vars, 1);
+            one.clear();  // the save copied the arrays: changing them now changes nothing on disk
+            listed[static_cast<size_t>(rank)] = m.list();  // not yet committed
+            State two(rank, 3, 2);
+            try {
+                m.save(two.vars, 2);  // commits step 1, starts step 2 (whose shard fails on rank 2)
+                m.wait();             // commits step 2: fails on every rank
+            } catch (const Error& e) {
+                o.code = static_cast<int>(e.code());
+                o.message = e.what();
+            }
+            State back(rank, 3, 0);
+            back.clear();
+            o.restored = m.restore(back.vars, std::nullopt);
+            o.exact = back.holds(rank, 3, 1);
+        });
+    });
+    INFO(out[0].message);
+    for (size_t r = 0; r < out.size(); ++r) {
+        CHECK(listed[r].empty());
+        CHECK(out[r].code == static_cast<int>(Code::io));
+        CHECK(out[r].message == out[0].message);
+        CHECK(out[r].restored == 1);
+        CHECK(out[r].exact);
+    }
+    CHECK(out[0].message.find("sharded save of step 2 failed on 1 rank: rank 2 of 3: ") != std::string::npos);
+    CHECK(names_in(dir) == std::vector<std::string>{".ckpt.lock", "0000000001"});
+
+    SECTION("closing commits the last step") {
+        run_ranks(3, [&](int rank, std::shared_ptr<Comm> comm) {
+            auto options = sharded(comm);
+            options.async = true;
+            CheckpointManager m(dir, options);
+            State three(rank, 3, 3);
+            m.save(three.vars, 3);
+            m.close();
+        });
+        for (const Outcome& o : restore_on(dir, 3)) {
+            CHECK(o.message.empty());
+            CHECK(o.restored == 3);
+            CHECK(o.exact);
+        }
+    }
 }

@@ -248,3 +248,21 @@ def test_a_sharded_step_on_an_object_store_is_committed_by_its_manifest():
         idx, _ = m.restore({"emb": part})
         assert idx == 2 and np.array_equal(part.array, emb[3:7] * 2)
     assert not [k for k in bucket.objects if k.startswith("run/ckpt/0000000003/")]
+
+
+def test_an_asynchronous_sharded_save_is_committed_by_the_next_collective_call(tmp_path):
+    emb = np.arange(30, dtype=np.float32).reshape(10, 3)
+
+    def save(rank, comm):
+        with ckpt.Manager(str(tmp_path), comm=comm, keep=0, asynchronous=True) as m:
+            rows = slice(0, 5) if rank == 0 else slice(5, 10)
+            piece = emb[rows].copy()
+            m.save({"emb": ckpt.Rows(piece, rows.start, 10)}, 1)
+            piece[:] = -1  # copied by the save: nothing on disk changes
+            before = m.list()
+            m.wait()
+            return before, m.list()
+
+    assert run_ranks(2, save) == [([], [1]), ([], [1])]
+    with ckpt.Step(str(tmp_path / "ckpt" / "0000000001")) as step:
+        assert np.array_equal(step["emb"], emb)
