@@ -13,7 +13,7 @@ loader's paths or CKPT_LIBRARY).
 """
 from . import _native, dtypes, errors, writing
 from ._vars import RawArray, Rows
-from .comm import Comm
+from .comm import Comm, MPIComm
 from .step import Step
 from .dtypes import typed, view
 from .errors import (BufferTooSmallError, BusyError, CkptError, ExistsError, FormatError, InvalidArgumentError,
@@ -26,7 +26,7 @@ from .storage import MemoryFiles, NativeMemory, Storage
 __version__ = "0.3.0"
 library_version = _native.lib.ckpt_version_string().decode()  # of the library loaded
 
-__all__ = ["Arrays", "BufferTooSmallError", "Collection", "BusyError", "Checkpoint", "CkptError", "Comm", "Rows", "Step", "ExistsError", "FormatError",
+__all__ = ["Arrays", "BufferTooSmallError", "Collection", "BusyError", "Checkpoint", "CkptError", "Comm", "MPIComm", "Rows", "Step", "ExistsError", "FormatError",
            "InvalidArgumentError", "Manager", "MemoryFiles", "Metadata", "MismatchError", "NotFoundError", "NpzFile",
            "NativeMemory", "OutOfMemoryError", "RawArray", "Storage", "StorageError", "UnsupportedError", "checkpoint_idx",
            "dtypes", "errors", "load", "load_var_collection", "open", "restore", "save", "save_var_collection",

@@ -98,3 +98,42 @@ class Comm(_native.Handle):
             raise ValueError("all_gather returned %d parts of sizes %s, not %d of %d bytes"
                              % (len(parts), [len(p) for p in parts], self.size, size))
         ctypes.memmove(recv, b"".join(parts), size * self.size)
+
+
+class MPIComm(Comm):
+    """A communicator over an mpi4py communicator (``mpi4py.MPI.COMM_WORLD`` by default), for a job launched with
+    mpirun: ``ckpt.Manager(logdir, comm=ckpt.MPIComm())``. It duplicates the communicator, so ckpt's collectives
+    never mix with the program's own messages; free it (``close()``) before ``MPI.Finalize``. mpi4py is imported
+    only when one is made (Debian: python3-mpi4py)."""
+
+    def __init__(self, comm=None):
+        from mpi4py import MPI
+        self._mpi = MPI
+        self._comm = (comm if comm is not None else MPI.COMM_WORLD).Dup()
+        self._reduce = {"min": MPI.MIN, "max": MPI.MAX, "sum": MPI.SUM}
+        super().__init__()
+
+    def get_rank(self):
+        return self._comm.Get_rank()
+
+    def get_size(self):
+        return self._comm.Get_size()
+
+    def barrier(self):
+        self._comm.Barrier()
+
+    def all_reduce(self, value, op):
+        return self._comm.allreduce(value, op=self._reduce[op])
+
+    def broadcast(self, data, root):
+        return self._comm.bcast(data, root=root)
+
+    def all_gather(self, data):
+        return self._comm.allgather(data)
+
+    def close(self):
+        """Releases ckpt's reference and the duplicated MPI communicator (managers using it keep theirs)."""
+        super().close()
+        comm, self._comm = self._comm, None
+        if comm is not None and not self._mpi.Is_finalized():
+            comm.Free()
