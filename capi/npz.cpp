@@ -15,7 +15,7 @@ using ckpt::capi::require;
 
 namespace {
 
-constexpr uint32_t kKnownNpzFlags = CKPT_NPZ_PARTIAL | CKPT_NPZ_MAP_UNVERIFIED;
+constexpr uint32_t kKnownNpzFlags = CKPT_NPZ_PARTIAL | CKPT_NPZ_MAP_UNVERIFIED | CKPT_NPZ_MAP_WRITABLE;
 
 // Bytes of each version of ckpt_npz_options: a caller built against an older header passes a shorter struct.
 size_t npz_options_size(uint32_t version) {
@@ -172,7 +172,7 @@ CKPT_API int ckpt_npz_open(ckpt_npz** out, const char* path, const ckpt_npz_opti
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_open");
         std::shared_ptr<ckpt::Storage> storage = storage_of(o.storage);
         auto reader = ckpt::NpzReader::open(*storage, path, read_options(o));
-        *out = new ckpt_npz{std::move(storage), std::move(reader), ckpt::NpzViews((o.flags & CKPT_NPZ_MAP_UNVERIFIED) == 0)};
+        *out = new ckpt_npz{std::move(storage), std::move(reader), ckpt::NpzViews((o.flags & CKPT_NPZ_MAP_UNVERIFIED) == 0, (o.flags & CKPT_NPZ_MAP_WRITABLE) != 0)};
     });
 }
 
@@ -272,6 +272,23 @@ CKPT_API int ckpt_npz_map(ckpt_npz* npz, size_t i, const void** out_data) {
         require(out_data, "ckpt_npz_map", "out_data");
         existing(npz, i);
         *out_data = npz->views.view(npz->reader, i);
+    });
+}
+
+CKPT_API int ckpt_npz_map_vars(ckpt_npz* npz, ckpt_vars** out) {
+    if (out != nullptr) *out = nullptr;
+    return guard([&] {
+        require(npz, "ckpt_npz_map_vars", "npz");
+        require(out, "ckpt_npz_map_vars", "out");
+        ckpt::VarCollection vars;
+        for (size_t i = 0; i < npz->reader.size(); ++i) {
+            const ckpt::NpzReader::Entry& e = npz->reader.entry(i);
+            // Writable only under CKPT_NPZ_MAP_WRITABLE (documented): the collection's arrays are mutable by type.
+            void* data = const_cast<void*>(npz->views.view(npz->reader, i));
+            vars.add(e.name, ckpt::Array::borrow(e.header.dtype, e.header.itemsize, e.header.shape, data));
+        }
+        vars.metadata() = npz->reader.metadata();
+        *out = new ckpt_vars{std::move(vars)};
     });
 }
 

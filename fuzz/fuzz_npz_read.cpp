@@ -45,7 +45,7 @@ std::vector<std::optional<std::vector<unsigned char>>> read_each(ckpt::NpzReader
 // is an out-of-bounds read): verified, each must exist exactly when its entry read, with the same bytes; unverified,
 // a mapped one exists even for corrupt data, and every byte of it is touched.
 void check_views(ckpt::NpzReader& reader, const std::vector<std::optional<std::vector<unsigned char>>>& each) {
-    ckpt::NpzViews verified(true), unverified(false);
+    ckpt::NpzViews verified(true, false), unverified(false, true);  // the second copy-on-write
     for (size_t i = 0; i < reader.size(); ++i) {
         const size_t n = reader.entry(i).header.nbytes;
         const void* p = nullptr;

@@ -232,6 +232,10 @@ typedef struct ckpt_npz_options {
 #define CKPT_NPZ_PARTIAL 1u
 /* ckpt_npz_open: ckpt_npz_map skips the CRC-32 check of mapped members, trading integrity for latency (see there). */
 #define CKPT_NPZ_MAP_UNVERIFIED 2u
+/* ckpt_npz_open: the mapping of ckpt_npz_map is copy-on-write (mmap PROT_READ | PROT_WRITE, MAP_PRIVATE) instead of
+ * read-only, so the caller may write into the arrays it gives (the pages written are copied into the process's
+ * memory; the file never changes) — to train from mapped weights, say. */
+#define CKPT_NPZ_MAP_WRITABLE 4u
 #define CKPT_NPZ_OPTIONS_VERSION 4
 /* Every field spelled out, so -Wmissing-field-initializers stays quiet. */
 #define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0}
@@ -346,6 +350,13 @@ CKPT_API const char *ckpt_npz_metadata_value(const ckpt_npz *npz, size_t i);
  * Returns CKPT_OK; CKPT_EINVAL (NULL npz or out_data); CKPT_ENOTFOUND (i out of range); CKPT_EFORMAT (corrupt data,
  * CRC-32 mismatch); CKPT_EIO; CKPT_ENOMEM. On failure *out_data is NULL. */
 CKPT_API int ckpt_npz_map(ckpt_npz *npz, size_t i, const void **out_data);
+/* A restore without copies: *out is a new collection of every array of the file, in file order, each borrowing
+ * what ckpt_npz_map gives for it (so every member is mapped, and checked as ckpt_npz_map checks it), with the file's
+ * metadata. The collection must not be used after ckpt_npz_close(npz) (free it before, or with, the handle).
+ * Writing into its arrays is allowed when the file was opened with CKPT_NPZ_MAP_WRITABLE (copy-on-write), and
+ * faults (SIGSEGV) otherwise for mapped members. Returns CKPT_OK; CKPT_EINVAL (NULL argument); CKPT_EFORMAT (a
+ * corrupt member, the message naming it); CKPT_EIO; CKPT_ENOMEM. On failure *out is NULL. */
+CKPT_API int ckpt_npz_map_vars(ckpt_npz *npz, ckpt_vars **out);
 
 /* -------------------------------------------------------------------------------------------------- storage */
 /* Where checkpoints live: the local filesystem by default, or any medium a program plugs in through a table of

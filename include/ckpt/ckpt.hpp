@@ -1024,6 +1024,8 @@ struct NpzOptions {
     // Opening: Npz::map skips the CRC-32 check of mapped arrays (CKPT_NPZ_MAP_UNVERIFIED), trading integrity for
     // latency — for files verified already.
     bool map_unverified = false;
+    // Opening: the mapping is copy-on-write (CKPT_NPZ_MAP_WRITABLE), so the arrays of Npz::map_vars may be written.
+    bool map_writable = false;
 };
 
 namespace detail {
@@ -1090,6 +1092,7 @@ struct CNpzOptions {
         c.max_total_bytes = o.max_total_bytes;
         c.flags = o.partial ? CKPT_NPZ_PARTIAL : 0u;
         if (o.map_unverified) c.flags |= CKPT_NPZ_MAP_UNVERIFIED;
+        if (o.map_writable) c.flags |= CKPT_NPZ_MAP_WRITABLE;
         c.storage = storage.get();
         if (cb != nullptr && cb->rename) {
             c.rename = &NpzCallbacks::rename_fn;
@@ -1609,6 +1612,15 @@ public:
         const void* p = nullptr;
         detail::check(ckpt_npz_map(npz_, at(i), &p), failures_.get());
         return ArrayView<const unsigned char>(static_cast<const unsigned char*>(p), nbytes(i));
+    }
+    // Every array without a copy (ckpt_npz_map_vars): a collection in file order, with the file's metadata, whose
+    // arrays are the file's views — a restore that maps instead of reading. It must not be used after the file is
+    // closed. Its arrays may be written only if the file was opened with NpzOptions::map_writable (copy-on-write:
+    // the file never changes); otherwise writing faults.
+    Vars map_vars() {
+        ckpt_vars* out = nullptr;
+        detail::check(ckpt_npz_map_vars(npz_, &out), failures_.get());
+        return Vars(out);
     }
     // An array's items without a copy, as map_bytes; T must be its element type (checked as Vars::get is).
     template <typename T>

@@ -56,7 +56,7 @@ const void* NpzViews::view(NpzReader& reader, size_t i) {
 // The view into the mapping, verified if asked; nullptr if the file cannot be mapped.
 const void* NpzViews::map(NpzReader& reader, size_t i) {
     if (!map_tried_) {
-        mapping_ = reader.file().map();
+        mapping_ = reader.file().map(writable_);
         map_tried_ = true;
     }
     if (!mapping_) return nullptr;

@@ -20,7 +20,8 @@ public:
     // verify: check each member's CRC-32 at its first view (reading every page of it once, on several threads for
     // a large one). Without it a mapped view reads nothing until its pages are touched; decoded members are
     // always verified, as they are read anyway.
-    explicit NpzViews(bool verify) : verify_(verify) {}
+    // writable: the mapping is copy-on-write, so a caller may write into mapped views (the file never changes).
+    NpzViews(bool verify, bool writable) : verify_(verify), writable_(writable) {}
 
     // Entry i of `reader` (which must be the same reader at every call): its nbytes bytes in native byte order and
     // C order, valid as long as this object; the same pointer at every call. An empty array gives a pointer that is
@@ -35,6 +36,7 @@ private:
     const void* map(NpzReader& reader, size_t i);
 
     bool verify_;
+    bool writable_;
     bool map_tried_ = false;
     std::unique_ptr<MappedFile> mapping_;
     std::vector<const void*> views_;   // by entry; nullptr until made

@@ -18,7 +18,10 @@ public:
     size_t read_at(uint64_t offset, void* dst, size_t n) override;
     bool concurrent_reads() const override { return true; }
     // The caller's bytes themselves (not owned: valid while they are).
-    std::unique_ptr<MappedFile> map() override { return std::make_unique<MappedFile>(data_, size_); }
+    // The bytes themselves (shared with the storage): read-only views only.
+    std::unique_ptr<MappedFile> map(bool writable) override {
+        return writable ? nullptr : std::make_unique<MappedFile>(data_, size_);
+    }
 
 private:
     const char* data_;

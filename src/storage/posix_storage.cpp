@@ -101,13 +101,14 @@ public:
         return read(offset, dst, n, dontcache_unsupported_.load(std::memory_order_relaxed) ? 0 : kRwfDontCache);
     }
 
-    std::unique_ptr<MappedFile> map() override {
+    std::unique_ptr<MappedFile> map(bool writable) override {
         struct stat st;
         if (::fstat(fd_, &st) != 0) fail_errno(errno, fmt::format("{}: cannot stat", path_));
         if (static_cast<uint64_t>(st.st_size) < size_)
             fail(Code::io, "{}: the file shrank from {} to {} bytes since it was opened", path_, size_, st.st_size);
         if (size_ > SIZE_MAX) return nullptr;
-        void* p = ::mmap(nullptr, static_cast<size_t>(size_), PROT_READ, MAP_PRIVATE, fd_, 0);
+        const int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;  // private either way: copy-on-write
+        void* p = ::mmap(nullptr, static_cast<size_t>(size_), prot, MAP_PRIVATE, fd_, 0);
         if (p == MAP_FAILED) return nullptr;  // a filesystem that cannot map (ENODEV), no address space: read instead
         try {
             return std::make_unique<PosixMappedFile>(p, size_);

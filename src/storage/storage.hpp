@@ -55,9 +55,10 @@ public:
     // cached through a cold file break the kernel's readahead of the streams over them into small requests.
     virtual size_t read_uncached_at(uint64_t offset, void* dst, size_t n) { return read_at(offset, dst, n); }
     // The file's size() bytes mapped read-only and private, pages coming in as they are touched; nullptr when the
-    // storage or file cannot be mapped (the caller then reads). The view may outlive this object. A file that shrank
-    // since it was opened throws Error(io): its missing pages would fault (SIGBUS) when touched.
-    virtual std::unique_ptr<MappedFile> map() { return nullptr; }
+    // storage or file cannot be mapped (the caller then reads). `writable`: copy-on-write instead of read-only (a page
+    // written is copied into private memory; the file never changes). The view may outlive this object. A file that
+    // shrank since it was opened throws Error(io): its missing pages would fault (SIGBUS) when touched.
+    virtual std::unique_ptr<MappedFile> map(bool /*writable*/ = false) { return nullptr; }
 };
 
 // Held while a manager owns a directory; released by destruction.

@@ -400,3 +400,25 @@ TEST_CASE("Npz::map gives typed views without a copy, checked as reads are", "[n
     unverified.map_unverified = true;
     CHECK(ckpt::Npz(dir.path("m.npz"), unverified).map_bytes(0)[0] == 0x7f);
 }
+
+TEST_CASE("Npz::map_vars restores every array without a copy, copy-on-write when opened so", "[npz][map]") {
+    TempDir dir;
+    Model model;
+    ckpt::Vars vars;
+    model.borrow_into(vars);
+    vars.set_metadata("epoch", "3");
+    ckpt::save(dir.path("m.npz"), vars);
+    const std::string before = test::read_file(dir.path("m.npz"));
+
+    ckpt::NpzOptions writable;
+    writable.map_writable = true;
+    ckpt::Npz npz(dir.path("m.npz"), writable);
+    ckpt::Vars mapped = npz.map_vars();
+    REQUIRE(mapped.size() == vars.size());
+    CHECK(mapped.get<float>("w").to_vector() == model.w);
+    CHECK(mapped.get<float>("w").data() == npz.map<float>("w").data());  // the file's views themselves
+    CHECK(mapped.metadata("epoch") == std::optional<std::string_view>("3"));
+    mapped.get<float>("w")[0] = -123.0f;  // copy-on-write: this process sees it, the file does not
+    CHECK(npz.map<float>("w")[0] == -123.0f);
+    CHECK(test::read_file(dir.path("m.npz")) == before);
+}

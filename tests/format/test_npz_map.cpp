@@ -347,3 +347,68 @@ TEST_CASE("A member whose declared offset or size points past the file is refuse
     lie("offset-past-the-end", [](zipb::Member& m) { m.central_offset = uint64_t{1} << 33; m.zip64 = true; });
     lie("shape-past-the-member", [&](zipb::Member& m) { m.data = zipb::npy_member("<f8", "(1000000,)", std::string(32, '\x01')); });
 }
+
+TEST_CASE("ckpt_npz_map_vars restores every array without a copy; with CKPT_NPZ_MAP_WRITABLE it may be written",
+          "[map]") {
+    TempDir dir;
+    Vars vars = every_dtype();
+    ckpt_vars_set_metadata(vars.get(), "epoch", "7");
+    const std::string path = dir.file("all.npz");
+    save(path, vars.get());
+    const std::string before = read_file(path);
+    const bool writable = GENERATE(false, true);
+    CAPTURE(writable);
+    ckpt_npz_options o;
+    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+    o.flags = writable ? CKPT_NPZ_MAP_WRITABLE : 0;
+    Npz npz = open_file(path, &o);
+    ckpt_vars* raw = nullptr;
+    REQUIRE(ckpt_npz_map_vars(npz.get(), &raw) == CKPT_OK);
+    Vars mapped(raw);
+    REQUIRE(ckpt_vars_count(mapped.get()) == ckpt_vars_count(vars.get()));
+    for (size_t i = 0; i < ckpt_vars_count(vars.get()); ++i) {
+        CAPTURE(i);
+        CHECK(std::string(ckpt_vars_name(mapped.get(), i)) == ckpt_vars_name(vars.get(), i));
+        CHECK(ckpt_vars_dtype(mapped.get(), i) == ckpt_vars_dtype(vars.get(), i));
+        CHECK(ckpt_vars_nbytes(mapped.get(), i) == ckpt_vars_nbytes(vars.get(), i));
+        CHECK(ckpt_vars_data(mapped.get(), i) == map_array(npz.get(), i));  // the views themselves
+        CHECK(std::memcmp(ckpt_vars_data(mapped.get(), i), ckpt_vars_data(vars.get(), i), ckpt_vars_nbytes(vars.get(), i)) == 0);
+    }
+    const char* epoch = ckpt_vars_metadata(mapped.get(), "epoch");
+    REQUIRE(epoch != nullptr);
+    CHECK(std::string(epoch) == "7");
+    if (writable) {
+        // Copy-on-write: the process sees its writes, the file keeps its bytes.
+        auto* p = static_cast<unsigned char*>(ckpt_vars_data(mapped.get(), 1));
+        p[0] ^= 0xff;
+        CHECK(map_array(npz.get(), 1)[0] == p[0]);
+        CHECK(read_file(path) == before);
+        Npz again = open_file(path);
+        CHECK(map_array(again.get(), 1)[0] != p[0]);
+    }
+    CHECK(ckpt_npz_map_vars(nullptr, &raw) == CKPT_EINVAL);
+    CHECK(ckpt_npz_map_vars(npz.get(), nullptr) == CKPT_EINVAL);
+}
+
+TEST_CASE("ckpt_npz_map_vars fails on a corrupt member, naming it, and returns no collection", "[map][crc]") {
+    TempDir dir;
+    Vars vars = new_vars();
+    const int64_t four[1] = {4};
+    REQUIRE(ckpt_vars_add(vars.get(), "a", CKPT_FLOAT32, 1, four, nullptr, CKPT_COPY) == CKPT_OK);
+    REQUIRE(ckpt_vars_add(vars.get(), "b", CKPT_FLOAT32, 1, four, nullptr, CKPT_COPY) == CKPT_OK);
+    const std::string path = dir.file("bad.npz");
+    save(path, vars.get());
+    uint64_t at;
+    {
+        Npz npz = open_file(path);
+        at = ckpt_npz_data_offset(npz.get(), 1);
+    }
+    std::string bytes = read_file(path);
+    bytes[at] ^= 0x01;
+    write_file(path, bytes);
+    Npz npz = open_file(path);
+    ckpt_vars* raw = reinterpret_cast<ckpt_vars*>(&at);
+    CHECK(ckpt_npz_map_vars(npz.get(), &raw) == CKPT_EFORMAT);
+    CHECK(raw == nullptr);
+    CHECK_THAT(ckpt_error_message(), Contains("member 'b.npy'") && Contains("CRC-32 mismatch"));
+}

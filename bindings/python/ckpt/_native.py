@@ -25,7 +25,7 @@ BEST_MIN, BEST_MAX = 0, 1
 LOG_INFO, LOG_WARNING = 1, 2
 WRITER_SIMPLE, WRITER_THREAD, WRITER_QUEUE = 0, 1, 2
 APPEND, NO_COPY = 1, 2
-NPZ_PARTIAL, NPZ_MAP_UNVERIFIED = 1, 2
+NPZ_PARTIAL, NPZ_MAP_UNVERIFIED, NPZ_MAP_WRITABLE = 1, 2, 4
 
 c_void_p, c_char_p, c_size_t, c_int, c_uint32, c_int32 = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
                                                            ctypes.c_int, ctypes.c_uint32, ctypes.c_int32)
@@ -160,6 +160,7 @@ SIGNATURES = {
     "ckpt_npz_crc32": (c_uint32, [c_void_p, c_size_t]),
     "ckpt_npz_data_offset": (c_uint64, [c_void_p, c_size_t]),
     "ckpt_npz_map": (c_int, [c_void_p, c_size_t, ctypes.POINTER(c_void_p)]),
+    "ckpt_npz_map_vars": (c_int, [c_void_p, ctypes.POINTER(c_void_p)]),
     "ckpt_npz_layout": (c_uint32, [c_void_p]),
     "ckpt_npz_metadata": (c_char_p, [c_void_p, c_char_p]),
     "ckpt_npz_metadata_count": (c_size_t, [c_void_p]),

@@ -30,7 +30,8 @@ class Metadata(dict):
 
 
 def options(layout="auto", compression=None, level=0, renamer=None, progress=None, storage=None,
-            max_header_bytes=0, max_members=0, max_total_bytes=0, partial=False, map_unverified=False):
+            max_header_bytes=0, max_members=0, max_total_bytes=0, partial=False, map_unverified=False,
+            map_writable=False):
     """A ckpt_npz_options (with the Python objects its callbacks need kept on it)."""
     o = _native.NpzOptions()
     _native.check(lib.ckpt_npz_options_init(ctypes.byref(o), _native.NPZ_OPTIONS_VERSION))
@@ -47,6 +48,8 @@ def options(layout="auto", compression=None, level=0, renamer=None, progress=Non
     o.flags = _native.NPZ_PARTIAL if partial else 0
     if map_unverified:
         o.flags |= _native.NPZ_MAP_UNVERIFIED
+    if map_writable:
+        o.flags |= _native.NPZ_MAP_WRITABLE
     keep = []
     o._rename_state = None
     if renamer is not None:
@@ -322,10 +325,11 @@ class NpzFile(_native.Handle):
 
     _release = "ckpt_npz_close"
 
-    def __init__(self, path, layout="auto", storage=None, map_unverified=False, **limits):
+    def __init__(self, path, layout="auto", storage=None, map_unverified=False, map_writable=False, **limits):
         self._views = 0  # arrays from map() alive: the handle (and its mapping) must outlive them
         self._deferred = None  # the handle close() left open for them
-        o = options(layout=layout, storage=storage, map_unverified=map_unverified, **limits)
+        self._writable = map_writable
+        o = options(layout=layout, storage=storage, map_unverified=map_unverified, map_writable=map_writable, **limits)
         h = _native.out()
         check(lib.ckpt_npz_open(ctypes.byref(h), _path(path), ctypes.byref(o)), o._storage)
         self.handle = h.value
@@ -402,22 +406,44 @@ class NpzFile(_native.Handle):
         return [(n, self[n]) for n in self._index]
 
     def map(self, name):
-        """`name` without a copy (ckpt_npz_map): a read-only numpy array over a mapping of the file for the stored
-        arrays ckpt writes (others are decoded once and kept by the file). Its CRC-32 is checked at the first call
-        (unless the file was opened with map_unverified=True). The array keeps the file open: close() while such
-        arrays are alive closes the file for every other use, and releases it when the last of them is gone. A file
-        truncated while mapped faults (SIGBUS) when its lost pages are read; one replaced or deleted keeps its old
-        bytes for the arrays."""
+        """`name` without a copy (ckpt_npz_map): a numpy array over a mapping of the file for the stored arrays ckpt
+        writes (others are decoded once and kept by the file). Read-only, unless the file was opened with
+        map_writable=True: the mapping is then copy-on-write (pages written are copied into this process; the file
+        never changes). Its CRC-32 is checked at the first call (unless the file was opened with
+        map_unverified=True). The array keeps the file open: close() while such arrays are alive closes the file
+        for every other use, and releases it when the last of them is gone. A file truncated while mapped faults
+        (SIGBUS) when its lost pages are read; one replaced or deleted keeps its old bytes for the arrays."""
         i, h = self._i(name), self.handle
         p = ctypes.c_void_p()
         _native.check(lib.ckpt_npz_map(h, i, ctypes.byref(p)))
-        code, itemsize, nbytes = lib.ckpt_npz_dtype(h, i), lib.ckpt_npz_itemsize(h, i), lib.ckpt_npz_nbytes(h, i)
-        buf = (ctypes.c_char * nbytes).from_address(p.value)
+        return self._view(p.value, lib.ckpt_npz_dtype(h, i), lib.ckpt_npz_itemsize(h, i), lib.ckpt_npz_nbytes(h, i),
+                          self.shape(name))
+
+    def map_all(self):
+        """Every array without a copy (ckpt_npz_map_vars): a dict of name -> array, each as map() gives it, in file
+        order — a restore that maps instead of reading."""
+        v = _native.out()
+        _native.check(lib.ckpt_npz_map_vars(self.handle, ctypes.byref(v)))
+        try:
+            out = {}
+            for i in range(lib.ckpt_vars_count(v)):
+                nd, shape = lib.ckpt_vars_ndim(v, i), lib.ckpt_vars_shape(v, i)
+                out[lib.ckpt_vars_name(v, i).decode()] = self._view(
+                    lib.ckpt_vars_data(v, i), lib.ckpt_vars_dtype(v, i), lib.ckpt_vars_itemsize(v, i),
+                    lib.ckpt_vars_nbytes(v, i), tuple(shape[k] for k in range(nd)))
+            return out
+        finally:
+            lib.ckpt_vars_free(v)  # the collection only borrowed the views: the file keeps them
+
+    def _view(self, address, code, itemsize, nbytes, shape):
+        buf = (ctypes.c_char * nbytes).from_address(address)
         self._views += 1
         weakref.finalize(buf, self._view_gone)  # holds this file until the buffer, and every array over it, is gone
-        # A read-only buffer: numpy then refuses to make the array writable (the pages are mapped read-only).
-        out = np.frombuffer(memoryview(buf).toreadonly(), dtypes.numpy_dtype(code, itemsize))
-        return mark(out.reshape(self.shape(name)), code)
+        # Read-only views get a read-only buffer: numpy then refuses to make the array writable (the pages are
+        # mapped read-only). Copy-on-write ones may be written.
+        out = np.frombuffer(memoryview(buf) if self._writable else memoryview(buf).toreadonly(),
+                            dtypes.numpy_dtype(code, itemsize))
+        return mark(out.reshape(shape), code)
 
     def _view_gone(self):
         self._views -= 1
@@ -433,7 +459,9 @@ class NpzFile(_native.Handle):
         super().close()
 
 
-def open(path, layout="auto", storage=None, map_unverified=False, **limits):  # noqa: A001 (as ckpt.open)
-    """Opens a checkpoint for lazy reading (see NpzFile). map_unverified=True: NpzFile.map skips the CRC-32 check
-    of mapped arrays, trading integrity for latency (for files verified already)."""
-    return NpzFile(path, layout=layout, storage=storage, map_unverified=map_unverified, **limits)
+def open(path, layout="auto", storage=None, map_unverified=False, map_writable=False, **limits):  # noqa: A001
+    """Opens a checkpoint for lazy reading (see NpzFile), as ckpt.open does. map_unverified=True: NpzFile.map
+    skips the CRC-32 check of mapped arrays, trading integrity for latency (for files verified already).
+    map_writable=True: mapped arrays are copy-on-write, and may be written."""
+    return NpzFile(path, layout=layout, storage=storage, map_unverified=map_unverified, map_writable=map_writable,
+                   **limits)

@@ -95,3 +95,27 @@ def test_a_corrupt_member_fails_its_first_map(tmp_path):
         assert f.map("w").view(np.uint8)[100] == 1  # the corrupt bytes, as they are
         with pytest.raises(ckpt.FormatError):
             f["w"]  # reads still check
+
+
+def test_map_all_maps_every_array_and_copy_on_write_leaves_the_file_alone(tmp_path):
+    path = tmp_path / "w.npz"
+    arrays = {"w": np.arange(1000, dtype=np.float32).reshape(10, 100), "b": np.arange(5, dtype=np.int64)}
+    ckpt.save(path, arrays)
+    before = path.read_bytes()
+    with ckpt.open(path) as f:
+        views = f.map_all()
+        assert list(views) == ["w", "b"]
+        for name in arrays:
+            same(views[name], arrays[name])
+            assert not views[name].flags.writeable
+        assert views["w"].ctypes.data == f.map("w").ctypes.data
+    with ckpt.open(path, map_writable=True) as f:
+        views = f.map_all()
+    assert views["w"].flags.writeable
+    views["w"] *= 2  # the file is closed: the arrays keep it, and their pages are copied as they are written
+    assert np.array_equal(views["w"], arrays["w"] * 2)
+    assert path.read_bytes() == before
+    with ckpt.open(path) as f:
+        same(f["w"], arrays["w"])
+    del views
+    gc.collect()

@@ -13,7 +13,7 @@ use crate::error::{check, Code, Error, Result};
 use crate::storage::StorageHandle;
 use crate::sys;
 use crate::util::{borrowed_str, c_path, c_string, slice_at};
-use crate::vars::{decode_unicode, known_dtype, split_items};
+use crate::vars::{decode_unicode, known_dtype, split_items, Vars};
 
 /// How arrays are laid out in the archive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -76,6 +76,7 @@ pub struct NpzOptions {
     max_total_bytes: Option<u64>,
     partial: bool,
     map_unverified: bool,
+    map_writable: bool,
     rename: Option<Arc<Renamer>>,
     progress: Option<Arc<Progress>>,
     storage: Option<StorageHandle>,
@@ -147,6 +148,14 @@ impl NpzOptions {
         self
     }
 
+    /// Opening: the file's mapping is copy-on-write instead of read-only (`CKPT_NPZ_MAP_WRITABLE`): pages written
+    /// are copied into this process, and the file never changes. [`Npz::map_vars`] needs it.
+    #[must_use]
+    pub fn map_writable(mut self, yes: bool) -> NpzOptions {
+        self.map_writable = yes;
+        self
+    }
+
     /// A renamer for restores (objax's `renamer`): maps each name on disk to the variable name it restores, or
     /// `None` to keep it. Returning an empty name fails the restore with [`Code::InvalidArgument`].
     #[must_use]
@@ -210,6 +219,9 @@ impl NpzOptions {
         if self.map_unverified {
             raw.flags |= sys::CKPT_NPZ_MAP_UNVERIFIED;
         }
+        if self.map_writable {
+            raw.flags |= sys::CKPT_NPZ_MAP_WRITABLE;
+        }
         if let Some(rename) = &self.rename {
             raw.rename = Some(rename_trampoline);
             raw.rename_payload = Arc::as_ptr(rename) as *mut c_void;
@@ -238,6 +250,7 @@ impl std::fmt::Debug for NpzOptions {
             .field("max_total_bytes", &self.max_total_bytes)
             .field("partial", &self.partial)
             .field("map_unverified", &self.map_unverified)
+            .field("map_writable", &self.map_writable)
             .field("rename", &self.rename.is_some())
             .field("progress", &self.progress.is_some())
             .field("storage", &self.storage)
@@ -461,6 +474,26 @@ impl Npz {
         check(unsafe { sys::ckpt_npz_map(self.raw.as_ptr(), i, &mut p) })?;
         // SAFETY: n readable bytes (p is never NULL on success), valid until ckpt_npz_close, which needs the Npz.
         Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) })
+    }
+
+    /// Every array without a copy (`ckpt_npz_map_vars`): a collection, in file order and with the file's
+    /// metadata, whose arrays are the file's views (each checked as [`Npz::map_bytes`] checks it) — a restore that
+    /// maps instead of reading. Its arrays may be written: the file must have been opened with
+    /// [`NpzOptions::map_writable`] (copy-on-write; [`Code::InvalidArgument`] otherwise). The collection borrows
+    /// the file mutably, so no other view of it can be alive meanwhile.
+    pub fn map_vars(&mut self) -> Result<Vars<'_>> {
+        if !self._options.map_writable {
+            return Err(Error::invalid(
+                "Npz::map_vars: open the file with NpzOptions::map_writable (the collection's arrays are mutable, \
+                 and a read-only mapping cannot be written)",
+            ));
+        }
+        let mut out = ptr::null_mut();
+        // SAFETY: a live handle used by one thread at a time; a valid out-pointer.
+        check(unsafe { sys::ckpt_npz_map_vars(self.raw.as_ptr(), &mut out) })?;
+        // SAFETY: a new collection the caller owns; its arrays borrow the file's copy-on-write views, valid until
+        // ckpt_npz_close, which needs the Npz that the returned Vars borrows.
+        Ok(unsafe { Vars::from_raw(out) })
     }
 
     /// The items of `name` without a copy, as [`Npz::map_bytes`]; its dtype must be `T`'s.

@@ -60,6 +60,7 @@ pub const CKPT_DEFLATE: u32 = 1;
 pub const CKPT_NPZ_PARTIAL: u32 = 1;
 pub const CKPT_NPZ_OPTIONS_VERSION: u32 = 4;
 pub const CKPT_NPZ_MAP_UNVERIFIED: u32 = 2;
+pub const CKPT_NPZ_MAP_WRITABLE: u32 = 4;
 
 // ------------------------------------------------------------------------------------------------ storage
 pub const CKPT_STORAGE_OPS_VERSION: u32 = 3;
@@ -365,6 +366,7 @@ extern "C" {
     pub fn ckpt_npz_metadata_key(npz: *const ckpt_npz, i: usize) -> *const c_char;
     pub fn ckpt_npz_metadata_value(npz: *const ckpt_npz, i: usize) -> *const c_char;
     pub fn ckpt_npz_map(npz: *mut ckpt_npz, i: usize, out_data: *mut *const c_void) -> c_int;
+    pub fn ckpt_npz_map_vars(npz: *mut ckpt_npz, out: *mut *mut ckpt_vars) -> c_int;
 
     // storage
     pub fn ckpt_storage_new(out: *mut *mut ckpt_storage, ops: *const ckpt_storage_ops) -> c_int;

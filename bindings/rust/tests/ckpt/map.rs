@@ -54,3 +54,24 @@ fn a_corrupt_member_fails_its_map_with_a_format_error() {
     assert_eq!(view.len(), 6);
     assert_ne!(view[0], 0.5, "the corrupt bytes, as they are");
 }
+
+#[test]
+fn map_vars_gives_every_array_copy_on_write_and_leaves_the_file_alone() {
+    let dir = TempDir::new("npz-map-vars");
+    let path = dir.join("f.npz");
+    every_dtype().save(&path).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    assert_eq!(Npz::open(&path).unwrap().map_vars().unwrap_err().code(), Code::InvalidArgument);
+
+    let mut npz = Npz::open_with(&path, &NpzOptions::new().map_writable(true)).unwrap();
+    let want: Vec<f32> = npz.map::<f32>("f32").unwrap().to_vec();
+    {
+        let mut vars = npz.map_vars().unwrap();
+        assert_eq!(vars.get::<f32>("f32").unwrap(), &want[..]);
+        assert_eq!(vars.get::<i64>("scalar").unwrap(), &[7]);
+        vars.get_mut::<f32>("f32").unwrap()[0] = 99.0;
+    }
+    assert_eq!(npz.map::<f32>("f32").unwrap()[0], 99.0); // this process sees its write
+    assert_eq!(std::fs::read(&path).unwrap(), before); // the file does not
+    assert_eq!(Npz::open(&path).unwrap().map::<f32>("f32").unwrap(), &want[..]);
+}
