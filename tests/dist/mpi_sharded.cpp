@@ -16,7 +16,8 @@
 //                                           behind, and CKPT_LATEST must restore the last acknowledged step or the
 //                                           one after it (nothing, or FIRST, when nothing was acknowledged), the
 //                                           same on every rank, bit-exact; rank 0 prints one line "mpi_sharded:
-//                                           resume ... result=ok|FAILED" for the driver
+//                                           resume ... result=ok|FAILED" for the driver, which also counts the
+//                                           numbered step directories without a manifest (unmanifested=N)
 #include "ckpt/ckpt_mpi.h"
 
 #include <fcntl.h>
@@ -312,7 +313,8 @@ bool run_loop(const std::string& dir, ckpt_comm* comm, int rank, int world, int6
 }
 
 // Rank 0's census of the checkpoint directory: staging (or set-aside) directories, numbered step directories, and
-// numbered ones without a manifest (which the protocol never leaves: the rename that numbers one is the commit).
+// numbered ones without a manifest. A save never leaves one of those (the rename that numbers a step is its
+// commit), but retention interrupted while it removes an old step can: listings skip it, and the driver counts it.
 struct Census {
     int staging = 0, steps = 0, unmanifested = 0;
 };
@@ -352,8 +354,7 @@ bool run_resume(const std::string& dir, ckpt_comm* comm, int rank, int world, in
     if (rank == 0) before = census(ckpt_dir);
     ckpt_manager* m = open_manager(dir.c_str(), comm, kLoopKeep);
     if (rank == 0) after = census(ckpt_dir);
-    bool good = ok(after.staging == 0, "opening removes every staging directory") &&
-                ok(after.unmanifested == 0, "no numbered step directory lacks a manifest");
+    bool good = ok(after.staging == 0, "opening removes every staging directory");
     int acked_saves = 0;
     const int64_t acked = last_acknowledged(acks, first, &acked_saves);
 
