@@ -7,8 +7,8 @@ import os
 
 from . import errors
 
-# The oldest library this package works with: 0.3.0 added partial restores, mapped views, communicators and steps.
-REQUIRED_VERSION = (0, 3, 0)
+# The oldest library this package works with: 0.4.0 added directories to callback storages and map_vars.
+REQUIRED_VERSION = (0, 4, 0)
 
 COPY, BORROW = 0, 1
 LAYOUT_AUTO, LAYOUT_PLAIN, LAYOUT_OBJAX = 0, 1, 2
