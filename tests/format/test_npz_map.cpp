@@ -80,6 +80,19 @@ std::string read_file(const std::string& path) {
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// Flips `mask` in the byte `from_end` bytes before the end of array i's data in the file at path; returns its offset.
+uint64_t flip_data_byte(const std::string& path, size_t i, uint64_t from_end, unsigned char mask) {
+    uint64_t at;
+    {
+        Npz npz = open_file(path);
+        at = ckpt_npz_data_offset(npz.get(), i) + ckpt_npz_nbytes(npz.get(), i) - from_end;
+    }
+    std::string bytes = read_file(path);
+    bytes[at] = static_cast<char>(bytes[at] ^ mask);
+    write_file(path, bytes);
+    return at;
+}
+
 // One (3, 5) array of each fixed-size dtype and of the three with an item size of their own, with distinct bytes.
 Vars every_dtype() {
     Vars vars = new_vars();
@@ -229,14 +242,7 @@ TEST_CASE("A member corrupted on disk fails its first map with CKPT_EFORMAT nami
     REQUIRE(ckpt_vars_add(vars.get(), "ok", CKPT_FLOAT32, 1, small, nullptr, CKPT_COPY) == CKPT_OK);
     const std::string path = dir.file("bad.npz");
     save(path, vars.get());
-    uint64_t at;
-    {
-        Npz npz = open_file(path);
-        at = ckpt_npz_data_offset(npz.get(), 0) + ckpt_npz_nbytes(npz.get(), 0) - 3;
-    }
-    std::string bytes = read_file(path);
-    bytes[at] ^= 0x40;
-    write_file(path, bytes);
+    uint64_t at = flip_data_byte(path, 0, 3, 0x40);
 
     Npz npz = open_file(path);
     const void* p = &at;
@@ -398,14 +404,7 @@ TEST_CASE("ckpt_npz_map_vars fails on a corrupt member, naming it, and returns n
     REQUIRE(ckpt_vars_add(vars.get(), "b", CKPT_FLOAT32, 1, four, nullptr, CKPT_COPY) == CKPT_OK);
     const std::string path = dir.file("bad.npz");
     save(path, vars.get());
-    uint64_t at;
-    {
-        Npz npz = open_file(path);
-        at = ckpt_npz_data_offset(npz.get(), 1);
-    }
-    std::string bytes = read_file(path);
-    bytes[at] ^= 0x01;
-    write_file(path, bytes);
+    uint64_t at = flip_data_byte(path, 1, ckpt_npz_nbytes(open_file(path).get(), 1), 0x01);  // its first byte
     Npz npz = open_file(path);
     ckpt_vars* raw = reinterpret_cast<ckpt_vars*>(&at);
     CHECK(ckpt_npz_map_vars(npz.get(), &raw) == CKPT_EFORMAT);
