@@ -753,9 +753,12 @@ CKPT_API int ckpt_manager_list(ckpt_manager *m, int64_t *idx, size_t cap, size_t
 /* Writes the path of checkpoint idx (NUL-terminated) into buf. Returns CKPT_OK, CKPT_EBUFS (cap too small),
  * CKPT_EINVAL (NULL argument, idx < 0). */
 CKPT_API int ckpt_manager_path(ckpt_manager *m, int64_t idx, char *buf, size_t cap);
-/* Waits for background saves; returns the first error not yet reported (CKPT_OK if none). */
+/* Waits for background saves; returns the first error not yet reported (CKPT_OK if none). With a comm and
+ * CKPT_MANAGER_ASYNC it commits the step saved last (collective: every rank calls it), returning its error on every
+ * rank. */
 CKPT_API int ckpt_manager_wait(ckpt_manager *m);
 /* Waits for background saves, unlocks the directory and frees the manager; returns the first unreported error.
+ * With a comm and CKPT_MANAGER_ASYNC it first commits the step saved last, as ckpt_manager_wait (collective).
  * NULL is fine (CKPT_OK). */
 CKPT_API int ckpt_manager_close(ckpt_manager *m);
 /* objax's checkpoint_idx: "…/0000000042.npz" -> 42; -1 if the file name is not a checkpoint's (ten or more
