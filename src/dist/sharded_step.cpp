@@ -276,7 +276,8 @@ std::string shard_path(const ShardedSave& save, const Comm& comm) {
     return join_path(save.staging, shard_name(comm.rank(), comm.size()));
 }
 
-ShardedSaveTimes finish_sharded_save(Comm& comm, Storage& storage, const ShardedSave& save, std::exception_ptr failed) {
+void finish_sharded_save(Comm& comm, Storage& storage, const ShardedSave& save, std::exception_ptr failed,
+                         const OnCommit& on_commit) {
     const Report mine = run([&](Report& r) {
         if (failed) std::rethrow_exception(failed);
         r.vars = json::parse(save.description);
@@ -288,7 +289,6 @@ ShardedSaveTimes finish_sharded_save(Comm& comm, Storage& storage, const Sharded
     // Rank 0 commits when every shard is durable, and removes the staging directory otherwise; every rank then
     // learns the outcome from rank 0, so all return success or all throw the same error.
     Report outcome;
-    ShardedSaveTimes times;
     if (comm.rank() == 0) {
         const auto durable = std::chrono::steady_clock::now();
         int code = 0;
@@ -301,20 +301,26 @@ ShardedSaveTimes finish_sharded_save(Comm& comm, Storage& storage, const Sharded
             outcome = run([&](Report&) {
                 commit(storage, save.dir, save.staging, save.target, build_manifest(save.index, save.metadata, reports));
             });
-            times.commit_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - durable).count();
+            const double commit_ms =
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - durable).count();
             if (outcome.code != 0) {
                 outcome.message = fmt::format("{} failed on rank 0 of {}: {}", save.what, comm.size(), outcome.message);
                 remove_quietly(storage, save.staging);
+            } else if (on_commit) {
+                try {
+                    on_commit(commit_ms);
+                } catch (...) {
+                    // Best effort after the commit (retention logs its own failures): the save has succeeded.
+                }
             }
         }
     }
     outcome = decode(broadcast_string(comm, comm.rank() == 0 ? encode(outcome) : std::string(), 0), 0);
     if (outcome.code != 0) throw Error(static_cast<Code>(outcome.code), outcome.message);
-    return times;
 }
 
-ShardedSaveTimes save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t index,
-                              const VarCollection& vars, const NpzWriteOptions& options, std::exception_ptr failed) {
+void save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t index, const VarCollection& vars,
+                  const NpzWriteOptions& options, std::exception_ptr failed, const OnCommit& on_commit) {
     ShardedSave save = begin_sharded_save(comm, storage, dir, index);
     // Every rank writes its shard (durably: a temporary renamed, the directory synced) and says how it went.
     if (!failed) {
@@ -325,7 +331,7 @@ ShardedSaveTimes save_sharded(Comm& comm, Storage& storage, const std::string& d
             failed = std::current_exception();
         }
     }
-    return finish_sharded_save(comm, storage, save, failed);
+    finish_sharded_save(comm, storage, save, failed, on_commit);
 }
 
 ShardedStep::ShardedStep(Storage& storage, std::string step_dir, NpzReadOptions options)

@@ -10,6 +10,7 @@
 #include "storage/storage.hpp"
 
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -36,14 +37,12 @@ bool has_manifest(Storage& storage, const std::string& step_dir);
 // the failing rank(s). A step that existed is replaced (set aside, then removed once the new one is in place;
 // without directory renames, removed first). `failed`: this rank could not prepare its part (it still takes part
 // in every collective, and its error fails the save everywhere).
-// Returns, on rank 0, how long the commit took: from every shard known durable to the step visible and durable
-// (0 on the other ranks).
-struct ShardedSaveTimes {
-    double commit_ms = 0;
-};
-ShardedSaveTimes save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t index,
-                              const VarCollection& vars, const NpzWriteOptions& options,
-                              std::exception_ptr failed = nullptr);
+// `on_commit` runs on rank 0 once the step is committed, before any rank returns (so that what it does — retention
+// — is done when the save returns anywhere), with how long the commit took: from every shard known durable to the
+// step visible and durable. What it throws is ignored: the save has succeeded.
+using OnCommit = std::function<void(double commit_ms)>;
+void save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t index, const VarCollection& vars,
+                  const NpzWriteOptions& options, std::exception_ptr failed = nullptr, const OnCommit& on_commit = {});
 
 // save_sharded in its three phases, for a save whose shard is written in the background: begin (collective: where
 // the shards go), then this rank's shard written at shard_path(), by any thread, after describe_shard(), then
@@ -58,7 +57,8 @@ struct ShardedSave {
 ShardedSave begin_sharded_save(Comm& comm, Storage& storage, const std::string& dir, int64_t index);
 void describe_shard(ShardedSave& save, const VarCollection& vars);
 std::string shard_path(const ShardedSave& save, const Comm& comm);
-ShardedSaveTimes finish_sharded_save(Comm& comm, Storage& storage, const ShardedSave& save, std::exception_ptr failed);
+void finish_sharded_save(Comm& comm, Storage& storage, const ShardedSave& save, std::exception_ptr failed,
+                         const OnCommit& on_commit = {});
 
 // One committed step, read by one process: its manifest, and its shards opened on demand.
 class ShardedStep {

@@ -386,7 +386,9 @@ void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t ind
     if (options_.async && !background)
         log(info, fmt::format("Saving checkpoint {} without a background copy: a rank's part is larger than "
                               "max_staging_bytes ({})", index, byte_size(options_.max_staging_bytes)));
-    if (!background) return committed(index, save_sharded(*options_.comm, *options_.storage, dir_, index, view, npz, failed));
+    if (!background)
+        return save_sharded(*options_.comm, *options_.storage, dir_, index, view, npz, failed,
+                            [this, index](double commit_ms) { committed(index, commit_ms); });
 
     // In the background: the staging directory now (collective), this rank's shard on the writer's thread, and
     // the commit — collective again — at the next save, wait, close, restore or read, on the caller's thread. No
@@ -416,14 +418,14 @@ void CheckpointManager::finish_pending() {
             pending.failed = std::current_exception();
         }
     }
-    committed(pending.save.index,
-              finish_sharded_save(*options_.comm, *options_.storage, pending.save, pending.failed));
+    const int64_t index = pending.save.index;
+    finish_sharded_save(*options_.comm, *options_.storage, pending.save, pending.failed,
+                        [this, index](double commit_ms) { committed(index, commit_ms); });
 }
 
-void CheckpointManager::committed(int64_t index, const ShardedSaveTimes& times) {
-    if (options_.comm->rank() != 0) return;
+void CheckpointManager::committed(int64_t index, double commit_ms) {
     log(info, fmt::format("Saved step {} from {} ranks; the commit took {:.3f} ms after the last shard was durable",
-                          step_path(index), options_.comm->size(), times.commit_ms));
+                          step_path(index), options_.comm->size(), commit_ms));
     // A file of the same index is replaced by the step (the listing shows the step already).
     try {
         options_.storage->remove(file_path(index));

@@ -135,8 +135,9 @@ private:
     void save_sharded_step(const VarCollection& vars, int64_t index, int64_t saved_at, const Metrics& metrics);
     // Commits the asynchronous sharded step whose shard is being written, if any (collective); throws its error.
     void finish_pending();
-    // Rank 0, after a sharded step is committed: the log, the file of that index replaced, retention.
-    void committed(int64_t index, const ShardedSaveTimes& times);
+    // Rank 0, once a sharded step is committed and before any rank returns: the log, the file of that index
+    // replaced, retention.
+    void committed(int64_t index, double commit_ms);
     // Runs `attempt` on checkpoint `index`, or on the newest first and then older ones when index is nullopt and
     // fallback is on, skipping (and logging) those that are corrupt or unreadable.
     int64_t with_checkpoint(std::optional<int64_t> index, const Attempt& attempt);

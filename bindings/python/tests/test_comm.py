@@ -1,5 +1,6 @@
 """Communicators (ckpt.Comm) and row splits (ckpt.Rows)."""
 import io
+import os
 import numpy as np
 import pytest
 
@@ -266,3 +267,56 @@ def test_an_asynchronous_sharded_save_is_committed_by_the_next_collective_call(t
     assert run_ranks(2, save) == [([], [1]), ([], [1])]
     with ckpt.Step(str(tmp_path / "ckpt" / "0000000001")) as step:
         assert np.array_equal(step["emb"], emb)
+
+
+class LocalFiles:
+    """The local file system as an fs object with directories that rename (and a count of those renames)."""
+
+    def __init__(self):
+        self.dir_renames = 0
+
+    def open(self, path, mode="rb"):
+        return open(path, mode)
+
+    def makedirs(self, path, exist_ok=True):
+        os.makedirs(path, exist_ok=exist_ok)
+
+    def exists(self, path):
+        return os.path.exists(path)
+
+    def isdir(self, path):
+        return os.path.isdir(path)
+
+    def rename(self, src, dst):
+        os.replace(src, dst)
+
+    def rename_dir(self, src, dst):
+        self.dir_renames += 1
+        os.rename(src, dst)
+
+    def rmdir(self, path):
+        os.rmdir(path)
+
+    def remove(self, path):
+        os.remove(path)
+
+    def list(self, path):
+        return os.listdir(path)
+
+
+def test_an_fs_object_with_rename_dir_commits_sharded_steps_by_renaming_them(tmp_path):
+    fs = LocalFiles()
+    emb = np.arange(12, dtype=np.float32).reshape(4, 3)
+
+    def save(rank, comm):
+        with ckpt.Manager(str(tmp_path), comm=comm, keep=1, storage=fs) as m:
+            rows = slice(0, 2) if rank == 0 else slice(2, 4)
+            for step in (1, 2):
+                m.save({"emb": ckpt.Rows(emb[rows] + step, rows.start, 4)}, step)
+            return m.list()
+
+    assert run_ranks(2, save) == [[2], [2]]
+    assert fs.dir_renames == 2  # one commit per step
+    assert os.listdir(tmp_path / "ckpt") == ["0000000002"]  # step 1 removed by retention, its directory too
+    with ckpt.Step(str(tmp_path / "ckpt" / "0000000002")) as step:
+        assert np.array_equal(step["emb"], emb + 2)
