@@ -683,7 +683,7 @@ CKPT_API int ckpt_manager_open(ckpt_manager **out, const char *logdir, const ckp
  * message saying how much it needs and how much is free, and the directory is left as it was. The need is an
  * upper bound: the data, npy headers and zip records (for deflate, as if nothing compressed). At open and after
  * each save, when the free space would not hold the checkpoints `keep` has yet to accumulate plus one more (of
- * the newest one's size), a warning goes to the log.
+ * the newest one's size — after a save, that save's upper bound), a warning goes to the log.
  * With a comm (sharded, collective: every rank calls it with its own variables, the same idx and metrics): each rank
  * writes "shard-RRRRR-of-WWWWW.npz" into a staging directory; once every shard is durable rank 0 writes
  * "manifest.json", renames the staging directory to "<subdir>/%010d/" and syncs the checkpoint directory; only then

@@ -249,8 +249,8 @@ std::vector<int64_t> CheckpointManager::on_disk() const {
     return indices;
 }
 
-void CheckpointManager::apply_retention(int64_t just_saved) {
-    if (options_.keep <= 0) return;
+std::optional<size_t> CheckpointManager::apply_retention(int64_t just_saved) {
+    if (options_.keep <= 0) return std::nullopt;
     // Retention runs once the new checkpoint is durable, and is best effort: running out of memory here, like a
     // storage error, leaves old checkpoints for the next save's retention instead of failing a save that
     // succeeded.
@@ -260,7 +260,7 @@ void CheckpointManager::apply_retention(int64_t just_saved) {
             on_disk = steps();
         } catch (const Error& e) {
             log(warning, fmt::format("Retention could not list the checkpoints: {}", e.what()));
-            return;
+            return std::nullopt;
         }
         RetentionPolicy policy;
         policy.keep = options_.keep;
@@ -277,23 +277,27 @@ void CheckpointManager::apply_retention(int64_t just_saved) {
         std::set<int64_t> sharded;
         for (const Step& step : on_disk)
             if (step.sharded) sharded.insert(step.index);
+        size_t left = on_disk.size();
         for (int64_t i : checkpoints_to_delete(known, policy, just_saved, now_ns())) {
             try {
                 if (sharded.count(i))
                     remove_step(*options_.storage, step_path(i));
                 else
                     options_.storage->remove(file_path(i));
+                --left;
             } catch (const Error& e) {
                 // The new checkpoint is safe; a file that could not go is retried by the next save's retention.
                 log(warning, fmt::format("Retention could not remove a checkpoint: {}", e.what()));
             }
         }
+        return left;
     } catch (const std::bad_alloc&) {
         try {
             log(warning, "Retention ran out of memory; the next save's retention removes what it left");
         } catch (const std::bad_alloc&) {
         }
     }
+    return std::nullopt;
 }
 
 void CheckpointManager::save(const VarCollection& vars, int64_t index, const Metrics& metrics) {
@@ -333,18 +337,22 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
         data = std::move(view);
     last_save_ns_ = saved_at;
     NpzWriteOptions npz = options_.npz_write;
+    // The file's size bound, which the low-space warning after the save takes for its size: set on the writer's
+    // thread before the first byte, read there after the save.
+    auto bound = std::make_shared<uint64_t>(0);
     // On the writer's thread, once earlier saves and their retention are done, before the first byte.
-    npz.before_write = [this, index, target](uint64_t needed) {
+    npz.before_write = [this, index, target, bound](uint64_t needed) {
+        *bound = needed;
         check_disk_space(needed, fmt::format("{}: not enough space for checkpoint {}", target, index));
     };
     writer_->submit(
         target,
         [data, npz](OutputFile& out) { write_npz(out, *data, npz); },
         false,
-        [this, index, target] {
-            apply_retention(index);
+        [this, index, bound] {
+            const std::optional<size_t> left = apply_retention(index);
             try {  // best effort, as retention: the save has succeeded
-                warn_if_disk_low(options_.storage->open_read(target)->size(), on_disk().size());
+                if (left || options_.keep <= 0) warn_if_disk_low(*bound, left.value_or(0));
             } catch (const std::exception&) {
             }
         });

@@ -128,7 +128,8 @@ private:
     // Fails with "<what>: it needs up to X and Y is free" when the storage says `needed` bytes will not fit.
     void check_disk_space(uint64_t needed, const std::string& what) const;
     void warn_if_disk_low(uint64_t checkpoint_bytes, size_t on_disk) const;
-    void apply_retention(int64_t just_saved);
+    // Returns how many checkpoints are left on disk, or nullopt when it did not list them (keep off, a failure).
+    std::optional<size_t> apply_retention(int64_t just_saved);
     int64_t now_ns() const;
     // What retention needs to know of each checkpoint on disk, ascending; unreadable files record nothing.
     std::vector<CheckpointFacts> facts(const std::vector<Step>& steps) const;
