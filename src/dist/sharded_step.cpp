@@ -347,25 +347,26 @@ ShardedStep::ShardedStep(Storage& storage, std::string step_dir, NpzReadOptions 
     manifest_ = manifest_from_json(text, path);
 }
 
-NpzReader& ShardedStep::shard(int64_t rank) {
+ShardedStep::Shard& ShardedStep::shard(int64_t rank) {
     auto it = shards_.find(rank);
-    if (it == shards_.end())
-        it = shards_.emplace(rank, NpzReader::open(storage_, join_path(dir_, shard_name(rank, manifest_.world_size)),
-                                                   options_)).first;
-    return it->second;
+    if (it != shards_.end()) return it->second;
+    NpzReader reader = NpzReader::open(storage_, join_path(dir_, shard_name(rank, manifest_.world_size)), options_);
+    Shard& s = shards_.emplace(rank, Shard{std::move(reader), {}}).first->second;
+    s.by_name.reserve(s.reader.size());
+    for (size_t i = 0; i < s.reader.size(); ++i) s.by_name.emplace(s.reader.entry(i).name, i);  // names are unique
+    return s;
 }
 
 // The entry of v (or of its piece) in a shard, checked against what the manifest says it holds.
-size_t ShardedStep::entry_of(NpzReader& reader, const ManifestVariable& v, const std::vector<int64_t>& shape) {
-    for (size_t i = 0; i < reader.size(); ++i) {
-        const NpzReader::Entry& e = reader.entry(i);
-        if (e.name != v.name) continue;
-        if (e.header.dtype != v.dtype || e.header.itemsize != v.itemsize || e.header.shape != shape)
-            fail(Code::format, "{}: '{}' is not the {} array of shape {} that the manifest records", reader.label(),
-                 v.name, dtype_name(v.dtype), fmt::join(shape, "x"));
-        return i;
-    }
-    fail(Code::format, "{}: no array '{}', which the manifest records in it", reader.label(), v.name);
+size_t ShardedStep::entry_of(const Shard& shard, const ManifestVariable& v, const std::vector<int64_t>& shape) {
+    const auto it = shard.by_name.find(v.name);
+    if (it == shard.by_name.end())
+        fail(Code::format, "{}: no array '{}', which the manifest records in it", shard.reader.label(), v.name);
+    const NpzReader::Entry& e = shard.reader.entry(it->second);
+    if (e.header.dtype != v.dtype || e.header.itemsize != v.itemsize || e.header.shape != shape)
+        fail(Code::format, "{}: '{}' is not the {} array of shape {} that the manifest records", shard.reader.label(),
+             v.name, dtype_name(v.dtype), fmt::join(shape, "x"));
+    return it->second;
 }
 
 void ShardedStep::read_rows(const ManifestVariable& v, int64_t first, int64_t count, void* dst) {
@@ -378,12 +379,12 @@ void ShardedStep::read_rows(const ManifestVariable& v, int64_t first, int64_t co
 // reader's parallel pipeline (and their CRCs checked); part of a stored member is read now, by a ranged read.
 void ShardedStep::plan_rows(const ManifestVariable& v, int64_t first, int64_t count, void* dst, Reads& reads) {
     const auto whole_or_rows = [&](int64_t rank, const std::vector<int64_t>& shape, int64_t from, int64_t n, void* out) {
-        NpzReader& r = shard(rank);
-        const size_t entry = entry_of(r, v, shape);
+        Shard& s = shard(rank);
+        const size_t entry = entry_of(s, v, shape);
         if (shape.empty() || (from == 0 && n == shape[0]))
             reads[rank].push_back({entry, out});
         else
-            r.read_rows(entry, from, n, out);
+            s.reader.read_rows(entry, from, n, out);
     };
     if (!v.split()) return whole_or_rows(v.shard, v.shape, first, count, dst);
     const size_t row_bytes = v.shape[0] == 0 ? 0 : *checked_nbytes(v.shape.data() + 1, v.shape.size() - 1, v.itemsize);
@@ -399,7 +400,7 @@ void ShardedStep::plan_rows(const ManifestVariable& v, int64_t first, int64_t co
 }
 
 void ShardedStep::run(const Reads& reads) {
-    for (const auto& [rank, jobs] : reads) shard(rank).read_entries(jobs);
+    for (const auto& [rank, jobs] : reads) shard(rank).reader.read_entries(jobs);
 }
 
 void ShardedStep::restore(VarCollection& vars, const Renamer& rename, bool partial) {

@@ -14,6 +14,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 namespace ckpt {
 
@@ -83,14 +85,19 @@ private:
     using Reads = std::map<int64_t, std::vector<NpzReader::Job>>;  // whole members to read, by shard
     void plan_rows(const ManifestVariable& v, int64_t first, int64_t count, void* dst, Reads& reads);
     void run(const Reads& reads);
-    NpzReader& shard(int64_t rank);
-    size_t entry_of(NpzReader& reader, const ManifestVariable& v, const std::vector<int64_t>& shape);
+    // A shard opened, with its entries by name (a restore looks up every variable).
+    struct Shard {
+        NpzReader reader;
+        std::unordered_map<std::string_view, size_t> by_name;
+    };
+    Shard& shard(int64_t rank);
+    size_t entry_of(const Shard& shard, const ManifestVariable& v, const std::vector<int64_t>& shape);
 
     Storage& storage_;
     std::string dir_;
     NpzReadOptions options_;
     Manifest manifest_;
-    std::map<int64_t, NpzReader> shards_;
+    std::map<int64_t, Shard> shards_;
 };
 
 }  // namespace ckpt
