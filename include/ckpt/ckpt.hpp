@@ -750,10 +750,8 @@ private:
             try {
                 f();
                 return CKPT_OK;
-            } catch (const Error& e) {
-                return e.code() < 0 ? e.code() : CKPT_ERROR;
             } catch (...) {
-                return CKPT_ERROR;
+                return detail::current_exception_code(CKPT_ERROR);
             }
         }
         static int rank(void* p, int32_t* out) noexcept { return run([&] { *out = self(p).rank(); }); }
