@@ -17,8 +17,8 @@ public:
     uint64_t size() const override { return size_; }
     size_t read_at(uint64_t offset, void* dst, size_t n) override;
     bool concurrent_reads() const override { return true; }
-    // The caller's bytes themselves (not owned: valid while they are).
-    // The bytes themselves (shared with the storage): read-only views only.
+    // The caller's bytes themselves (not owned: valid while they are), which are not ckpt's to write: a writable
+    // (copy-on-write) mapping is refused with nullptr, and the caller decodes instead.
     std::unique_ptr<MappedFile> map(bool writable) override {
         return writable ? nullptr : std::make_unique<MappedFile>(data_, size_);
     }
@@ -41,6 +41,7 @@ public:
     std::unique_ptr<DirLock> lock(const std::string& dir) override;
     std::vector<std::string> list_dirs(const std::string& dir) override;
     void rename_dir(const std::string& from, const std::string& to) override;
+    bool renames_dirs() const override { return true; }
     void remove_tree(const std::string& dir) override;
 
     // A copy of a file's bytes; throws Error(not_found).

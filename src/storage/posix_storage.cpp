@@ -257,6 +257,7 @@ public:
     std::vector<std::string> list(const std::string& dir) override { return entries(dir, false); }
     std::vector<std::string> list_dirs(const std::string& dir) override { return entries(dir, true); }
 
+    bool renames_dirs() const override { return true; }
     void rename_dir(const std::string& from, const std::string& to) override {
         // renameat2 with RENAME_NOREPLACE would also refuse an existing empty directory; rename(2) replaces one, and
         // fails for a non-empty one: check first, as ckpt is the only writer of the checkpoint directory.

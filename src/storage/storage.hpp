@@ -58,7 +58,7 @@ public:
     // storage or file cannot be mapped (the caller then reads). `writable`: copy-on-write instead of read-only (a page
     // written is copied into private memory; the file never changes). The view may outlive this object. A file that
     // shrank since it was opened throws Error(io): its missing pages would fault (SIGBUS) when touched.
-    virtual std::unique_ptr<MappedFile> map(bool /*writable*/ = false) { return nullptr; }
+    virtual std::unique_ptr<MappedFile> map(bool /*writable*/) { return nullptr; }
 };
 
 // Held while a manager owns a directory; released by destruction.
@@ -107,9 +107,10 @@ public:
     virtual std::vector<std::string> list_dirs(const std::string& dir);
     // Renames directory `from` to `to`, which must not exist, atomically.
     virtual void rename_dir(const std::string& from, const std::string& to);
-    // False for storages that list and remove directories but cannot rename them (object stores, where directories
-    // are prefixes of names): sharded saves there commit by writing the manifest last (sharded_step.hpp).
-    virtual bool renames_dirs() const { return true; }
+    // Whether rename_dir works: false (the default, as rename_dir's) for storages that list and remove directories
+    // but cannot rename them (object stores, where directories are prefixes of names); sharded saves there commit
+    // by writing the manifest last (sharded_step.hpp).
+    virtual bool renames_dirs() const { return false; }
     // Removes directory `dir` with everything in it; Error(not_found) if it is missing.
     virtual void remove_tree(const std::string& dir);
 };
