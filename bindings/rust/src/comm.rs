@@ -7,7 +7,7 @@ use std::ptr::{self, NonNull};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::storage::error_code;
+use crate::storage::guarded;
 use crate::sys;
 
 /// The reductions of [`Comm::all_reduce`].
@@ -122,14 +122,6 @@ impl std::fmt::Debug for CommHandle {
 /// `payload` is the pointer made by `new`, alive until `destroy`.
 unsafe fn comm<'c>(payload: *mut c_void) -> &'c mut dyn Comm {
     &mut **(payload as *mut Box<dyn Comm>)
-}
-
-fn guarded<F: FnOnce() -> Result<()>>(f: F) -> c_int {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(())) => sys::CKPT_OK,
-        Ok(Err(e)) => error_code(&e),
-        Err(_) => sys::CKPT_ERROR,
-    }
 }
 
 unsafe extern "C" fn rank(payload: *mut c_void, out: *mut i32) -> c_int {

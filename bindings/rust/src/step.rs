@@ -128,9 +128,12 @@ impl Step {
     /// them.
     pub fn read_rows_bytes(&mut self, name: &str, first: i64, count: i64) -> Result<Vec<u8>> {
         let i = self.index_of(name)?;
-        let shape = self.shape(name)?;
-        let rows = shape.first().copied().unwrap_or(1).max(1) as usize;
-        let row_bytes = self.nbytes(name)? / rows;
+        // SAFETY: i is in range; ndim sizes, borrowed until the step is closed.
+        let (rows, nbytes) = unsafe {
+            let shape = slice_at(sys::ckpt_step_shape(self.as_ptr(), i), sys::ckpt_step_ndim(self.as_ptr(), i) as usize);
+            (shape.first().copied().unwrap_or(1).max(1) as usize, sys::ckpt_step_nbytes(self.as_ptr(), i))
+        };
+        let row_bytes = nbytes / rows;
         let mut out = vec![0u8; row_bytes * count.max(0) as usize];
         // SAFETY: out's bytes, all writable.
         check(unsafe {

@@ -198,7 +198,7 @@ impl std::fmt::Debug for StorageHandle {
 // Each runs the Rust code under catch_unwind: no panic crosses into the library.
 
 /// Runs `f`, turning its error into its code and a panic into CKPT_ERROR.
-fn guarded<F: FnOnce() -> Result<()>>(f: F) -> c_int {
+pub(crate) fn guarded<F: FnOnce() -> Result<()>>(f: F) -> c_int {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => sys::CKPT_OK,
         Ok(Err(e)) => error_code(&e),
