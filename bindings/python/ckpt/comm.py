@@ -103,8 +103,8 @@ class Comm(_native.Handle):
 class MPIComm(Comm):
     """A communicator over an mpi4py communicator (``mpi4py.MPI.COMM_WORLD`` by default), for a job launched with
     mpirun: ``ckpt.Manager(logdir, comm=ckpt.MPIComm())``. It duplicates the communicator, so ckpt's collectives
-    never mix with the program's own messages; free it (``close()``) before ``MPI.Finalize``. mpi4py is imported
-    only when one is made (Debian: python3-mpi4py)."""
+    never mix with the program's own messages; ``close()`` it after the managers that use it are closed and before
+    ``MPI.Finalize``. mpi4py is imported only when one is made (Debian: python3-mpi4py)."""
 
     def __init__(self, comm=None):
         from mpi4py import MPI
@@ -132,7 +132,8 @@ class MPIComm(Comm):
         return self._comm.allgather(data)
 
     def close(self):
-        """Releases ckpt's reference and the duplicated MPI communicator (managers using it keep theirs)."""
+        """Releases ckpt's reference and frees the duplicated MPI communicator: close the managers that use it
+        first (their collectives would fail from then on)."""
         super().close()
         comm, self._comm = self._comm, None
         if comm is not None and not self._mpi.Is_finalized():

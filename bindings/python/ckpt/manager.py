@@ -41,7 +41,7 @@ class Manager:
     that rank 0 commits once every shard is durable, and ``restore`` fills each rank's arrays from the step rank 0
     chooses — a ``ckpt.Rows`` value gets exactly its rows of the saved global array. Every rank gets the same
     result or the same error. With ``asynchronous=True`` each rank's shard is written in the background and the
-    step is committed by the next ``save``, ``wait``, ``close`` or ``restore``, which every rank must then call.
+    step is committed by the next ``save``, ``wait``, ``close``, ``restore`` or ``read``, which every rank must then call.
     ``ckpt.MPIComm()`` is a communicator over mpi4py.
     """
 

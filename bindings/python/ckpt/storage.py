@@ -37,8 +37,10 @@ def _code_of(exc):
     return errors.ERROR
 
 
-# The optional callbacks, and the method of the fs object each needs.
-_NEEDS = {"free_space": "free_space", "list_dirs": "isdir", "remove_dir": "rmdir", "rename_dir": "rename_dir"}
+# The optional callbacks, and the methods of the fs object each needs (the directory ones all need isdir: a table
+# with remove_dir or rename_dir but no list_dirs is refused).
+_NEEDS = {"free_space": ("free_space",), "list_dirs": ("isdir",), "remove_dir": ("isdir", "rmdir"),
+          "rename_dir": ("isdir", "rename_dir")}
 
 
 class Storage(_native.Handle):
@@ -58,8 +60,7 @@ class Storage(_native.Handle):
         self._callbacks = []
         for name, proto in _native.STORAGE_CALLBACKS:
             impl = getattr(self, "_" + name, None)
-            needs = _NEEDS.get(name)
-            if impl is None or (needs is not None and not callable(getattr(fs, needs, None))):
+            if impl is None or not all(callable(getattr(fs, m, None)) for m in _NEEDS.get(name, ())):
                 continue
             cb = proto(self._guarded(impl, name))
             self._callbacks.append(cb)  # ctypes callbacks must outlive every use of the storage
