@@ -285,7 +285,7 @@ void NpzReader::read_rows(size_t i, int64_t first, int64_t count, void* dst) {
     const size_t n = row_bytes * static_cast<size_t>(count);
     if (n == 0) return;
     if (zip_->members()[e.index].method == zip::kMethodStore && !(h.fortran_order && h.shape.size() > 1)) {
-        (void)zip_->read_stored(e.index, h.data_offset + row_bytes * static_cast<uint64_t>(first), dst, n);
+        zip_->read_stored(e.index, h.data_offset + row_bytes * static_cast<uint64_t>(first), dst, n, false);
         if (h.byteswap) byteswap_in_place(h.dtype, dst, n);
         return;
     }

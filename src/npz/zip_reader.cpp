@@ -536,7 +536,7 @@ void ZipReader::Stream::skip_prefix(size_t n, uint32_t crc) {
     out_ = n;
 }
 
-uint32_t ZipReader::read_stored(size_t index, uint64_t offset, void* dst, size_t n) const {
+uint32_t ZipReader::read_stored(size_t index, uint64_t offset, void* dst, size_t n, bool with_crc) const {
     const Member& m = members_.at(index);
     if (m.method != kMethodStore) throw std::logic_error("ZipReader::read_stored: not a stored member");
     if (offset > m.size || n > m.size - offset)
@@ -546,7 +546,7 @@ uint32_t ZipReader::read_stored(size_t index, uint64_t offset, void* dst, size_t
     for (size_t done = 0; done < n;) {
         const size_t want = std::min(n - done, kChunk);
         const size_t got = file_.read_at(m.data_offset + offset + done, out + done, want);
-        crc = crc32(crc, out + done, got);
+        if (with_crc) crc = crc32(crc, out + done, got);
         done += got;
         if (got < want) fail(Code::format, "{}: data ends after {} of {} bytes", where(m), offset + done, m.size);
     }

@@ -47,9 +47,10 @@ public:
     // Frees the members' heads once they have served.
     void drop_heads();
     // Reads n bytes at `offset` of stored member `index` straight into dst and returns their CRC-32 (to be combined
-    // and checked with check_crc: this is for reading parts of one member on several threads). Throws
-    // Error(format) if the member ends first.
-    uint32_t read_stored(size_t index, uint64_t offset, void* dst, size_t n) const;
+    // and checked with check_crc: this is for reading parts of one member on several threads), or 0 without
+    // computing it when !with_crc (a range of rows, which no CRC covers). Throws Error(format) if the member ends
+    // first.
+    uint32_t read_stored(size_t index, uint64_t offset, void* dst, size_t n, bool with_crc = true) const;
     // Throws Error(format) — a CRC-32 mismatch — unless `crc` is member `index`'s CRC-32.
     void check_crc(size_t index, uint32_t crc) const;
     const std::string& label() const { return label_; }
