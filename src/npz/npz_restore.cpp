@@ -1,6 +1,7 @@
 #include "npz/npz_restore.hpp"
 
 #include "core/error.hpp"
+#include "core/find_duplicate.hpp"
 
 #include <fmt/ranges.h>
 
@@ -47,18 +48,6 @@ public:
         }
         return std::nullopt;
     }
-    // Of two entries with the same name, (earlier, later) for the first later one in entry order, if any.
-    std::optional<std::pair<size_t, size_t>> first_duplicate() {
-        build();
-        std::optional<std::pair<size_t, size_t>> first;
-        for (size_t j = 1; j < keys_.size(); ++j) {
-            std::optional<size_t> earliest;  // keys_ is sorted by entry within a hash: the last equal name found going back
-            for (size_t i = j; i-- > 0 && keys_[i].first == keys_[j].first;)
-                if (name_of_(keys_[i].second) == name_of_(keys_[j].second)) earliest = keys_[i].second;
-            if (earliest && (!first || keys_[j].second < first->second)) first = std::make_pair(*earliest, keys_[j].second);
-        }
-        return first;
-    }
 
 private:
     void build() {
@@ -88,7 +77,7 @@ void restore_npz(NpzReader& reader, VarCollection& vars, const Renamer& rename, 
     EntryIndex on_disk(reader.size(), renamed);
     // Names on disk are unique (the reader checks); the renamer's may not be.
     if (rename) {
-        if (const auto d = on_disk.first_duplicate())
+        if (const auto d = find_duplicate(reader.size(), renamed))
             throw CallerError(Code::invalid, fmt::format("{}: the renamer maps both '{}' and '{}' to '{}'", reader.label(),
                                                          reader.entry(d->first).name, reader.entry(d->second).name,
                                                          renamed(d->second)));
