@@ -622,3 +622,23 @@ TEST_CASE("An asynchronous sharded save commits at the next collective call, and
         }
     }
 }
+
+TEST_CASE("One process falls back past a step whose shard is missing, as the ranks of a sharded restore do") {
+    TempDir tmp;
+    const std::string dir = tmp.file("ckpt");
+    save_steps(dir, 2, {1, 2});
+    fs::remove(dir + "/0000000002/shard-00001-of-00002.npz");
+    CheckpointManager::Options o;
+    o.keep = 0;
+    CheckpointManager m(dir, o);
+    auto [vars, index] = m.read(std::nullopt);
+    CHECK(index == 1);
+    CHECK(vars.find("own_1"));
+    try {
+        m.read(2);  // asked for by index: no fallback
+        FAIL("a step with a missing shard was read");
+    } catch (const Error& e) {
+        CHECK(e.code() == Code::not_found);
+        CHECK_THAT(e.what(), Catch::Contains("shard-00001-of-00002.npz"));
+    }
+}
