@@ -164,7 +164,8 @@ CKPT_API int ckpt_vars_restored(const ckpt_vars *vars, size_t i);
  * being the array's own (the FSDP/ZeRO case). A sharded save records each rank's piece; a restore fills the
  * array with exactly those rows of the saved global array, from whichever shards hold them, whatever the world
  * size that saved it. global_rows -1 makes the array whole again (row_begin is then ignored). Non-sharded saves
- * ignore the marking (a file holds the array as it is).
+ * ignore the marking (a file holds the array as it is), and so do restores from a file checkpoint: the array must
+ * then have the file's shape, or the restore fails with CKPT_EMISMATCH.
  * Returns CKPT_OK; CKPT_EINVAL (NULL vars, a 0-d array, rows outside [0, global_rows), global_rows < -1);
  * CKPT_ENOTFOUND (i out of range). */
 CKPT_API int ckpt_vars_set_rows(ckpt_vars *vars, size_t i, int64_t row_begin, int64_t global_rows);
@@ -324,11 +325,13 @@ CKPT_API const char *ckpt_npz_metadata_key(const ckpt_npz *npz, size_t i);
 CKPT_API const char *ckpt_npz_metadata_value(const ckpt_npz *npz, size_t i);
 
 /* Array i's bytes without a copy: *out_data points at ckpt_npz_nbytes(npz, i) bytes in native byte order and C
- * order, read-only, valid until ckpt_npz_close(npz); every call for the same i gives the same pointer. An empty
+ * order, read-only (writable, copy-on-write, under CKPT_NPZ_MAP_WRITABLE), valid until ckpt_npz_close(npz); every
+ * call for the same i gives the same pointer. An empty
  * array gives a pointer that is not NULL and must not be read.
  * A member that lies in the file as it is used — stored, native byte order, C order, its data aligned for its
  * dtype, as every member ckpt writes (ckpt aligns stored data to 64 bytes) — is a pointer into a private read-only
- * mapping of the whole file (mmap PROT_READ, MAP_PRIVATE; one per handle, made at the first call): its pages come
+ * mapping of the whole file (mmap PROT_READ, MAP_PRIVATE — with CKPT_NPZ_MAP_WRITABLE, PROT_READ | PROT_WRITE; one
+ * per handle, made at the first call): its pages come
  * from the page cache, or the disk, when they are touched, and memory grows only by the pages touched. Any other
  * member (deflated; big-endian, Fortran order or unaligned, as numpy may write) and every member read through a
  * storage that cannot map (the memory storage, ckpt_storage callbacks) is read and converted once into memory the
@@ -683,7 +686,8 @@ CKPT_API int ckpt_manager_open(ckpt_manager **out, const char *logdir, const ckp
  * message saying how much it needs and how much is free, and the directory is left as it was. The need is an
  * upper bound: the data, npy headers and zip records (for deflate, as if nothing compressed). At open and after
  * each save, when the free space would not hold the checkpoints `keep` has yet to accumulate plus one more (of
- * the newest one's size — after a save, that save's upper bound), a warning goes to the log.
+ * the newest one's size — after a save, that save's upper bound), a warning goes to the log (file checkpoints
+ * only: a sharded save has each rank's check before writing, no warning).
  * With a comm (sharded, collective: every rank calls it with its own variables, the same idx and metrics): each rank
  * writes "shard-RRRRR-of-WWWWW.npz" into a staging directory; once every shard is durable rank 0 writes
  * "manifest.json", renames the staging directory to "<subdir>/%010d/" and syncs the checkpoint directory; only then
