@@ -16,6 +16,11 @@ void set_error(const char* message) noexcept {
     }
 }
 
+[[noreturn]] void callback_failed(int rc, const std::string& what) {
+    const Code code = rc < 0 ? static_cast<Code>(rc) : Code::error;
+    fail(code, "{} failed: {} ({})", what, ckpt_strerror(static_cast<int>(code)), rc);
+}
+
 }  // namespace ckpt::capi
 
 extern "C" {

@@ -34,6 +34,10 @@ namespace ckpt::capi {
 
 void set_error(const char* message) noexcept;
 
+// Throws the Error of a user callback that returned rc != CKPT_OK: its code (CKPT_ERROR for a positive one), and
+// "<what> failed: <strerror> (<rc>)", `what` naming the callback ("<path>: storage callback 'write'").
+[[noreturn]] void callback_failed(int rc, const std::string& what);
+
 // What shape getters return for 0-d arrays: a valid pointer, never read.
 inline constexpr int64_t kNoDims[1] = {0};
 

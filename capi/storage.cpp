@@ -12,8 +12,7 @@ using ckpt::capi::require;
 namespace {
 
 [[noreturn]] void fail_callback(int rc, const char* op, const std::string& path) {
-    const Code code = rc < 0 ? static_cast<Code>(rc) : Code::error;
-    ckpt::fail(code, "{}: storage callback '{}' failed: {} ({})", path, op, ckpt_strerror(static_cast<int>(code)), rc);
+    ckpt::capi::callback_failed(rc, fmt::format("{}: storage callback '{}'", path, op));
 }
 
 class CallbackOutput final : public ckpt::OutputFile {
