@@ -44,6 +44,11 @@ class Comm(_native.Handle):
         self.rank = lib.ckpt_comm_rank(self.handle)
         self.size = lib.ckpt_comm_size(self.handle)
 
+    def take_error(self):
+        """The exception the last failing collective met (once)."""
+        e, self.error = self.error, None
+        return e
+
     # What subclasses implement.
     def get_rank(self):
         raise NotImplementedError

@@ -75,9 +75,10 @@ class Manager:
         o.storage, self._storage = handle_of(storage)
         o.comm = comm.handle if comm is not None else None
         self._comm = comm  # the manager keeps the library's reference; this keeps the Python callbacks alive
+        self._sources = (self._storage, comm)  # whose callbacks' exceptions become the causes of errors
         self._options = o  # the log callback must live as long as the manager
         h = _native.out()
-        check(lib.ckpt_manager_open(ctypes.byref(h), os.fsencode(logdir), ctypes.byref(o)), self._storage)
+        check(lib.ckpt_manager_open(ctypes.byref(h), os.fsencode(logdir), ctypes.byref(o)), *self._sources)
         self.handle = h.value
         self.logdir = os.fsdecode(logdir)
 
@@ -85,7 +86,7 @@ class Manager:
         """Waits for background saves, unlocks the directory; raises the first unreported save error."""
         h, self.handle = getattr(self, "handle", None), None
         if h:
-            check(lib.ckpt_manager_close(h), self._storage)
+            check(lib.ckpt_manager_close(h), *self._sources)
 
     def __del__(self):
         try:
@@ -122,12 +123,12 @@ class Manager:
 
     def _save(self, v, idx, metrics):
         if not metrics:
-            check(lib.ckpt_manager_save(self._h(), v.handle, idx), self._storage)
+            check(lib.ckpt_manager_save(self._h(), v.handle, idx), *self._sources)
             return
         items = list(metrics.items())
         names = (ctypes.c_char_p * len(items))(*[str(k).encode("utf-8") for k, _ in items])
         values = (ctypes.c_double * len(items))(*[float(x) for _, x in items])
-        check(lib.ckpt_manager_save_metrics(self._h(), v.handle, idx, names, values, len(items)), self._storage)
+        check(lib.ckpt_manager_save_metrics(self._h(), v.handle, idx, names, values, len(items)), *self._sources)
 
     def metric(self, idx, name):
         """The value of metric `name` checkpoint idx recorded (a float), or None when it records none.
@@ -136,7 +137,7 @@ class Manager:
         rc = lib.ckpt_manager_metric(self._h(), idx, name.encode("utf-8"), ctypes.byref(out))
         if rc == errors.ENOTFOUND and self._exists(idx):
             return None
-        check(rc, self._storage)
+        check(rc, *self._sources)
         return out.value
 
     def _exists(self, idx):
@@ -148,7 +149,7 @@ class Manager:
         rc = lib.ckpt_manager_best(self._h(), ctypes.byref(i))
         if rc == errors.ENOTFOUND:
             return None
-        check(rc, self._storage)
+        check(rc, *self._sources)
         return i.value
 
     def should_save(self, step):
@@ -156,7 +157,7 @@ class Manager:
         save_every_seconds have passed since the last save (or opening)."""
         rc = lib.ckpt_manager_should_save(self._h(), step)
         if rc < 0:
-            check(rc, self._storage)
+            check(rc, *self._sources)
         return rc == 1
 
     def request_save(self):
@@ -170,7 +171,7 @@ class Manager:
         restored = ctypes.c_int64(-1)
 
         def restore_vars(v):
-            check(lib.ckpt_manager_restore(self._h(), v.handle, _idx(idx), ctypes.byref(restored)), self._storage)
+            check(lib.ckpt_manager_restore(self._h(), v.handle, _idx(idx), ctypes.byref(restored)), *self._sources)
 
         if isinstance(arrays, npz.Collection):
             v = arrays._for_restore()
@@ -185,7 +186,7 @@ class Manager:
         """Reads checkpoint idx (or the newest readable one) into a new ``ckpt.Arrays``; returns (index, arrays)."""
         out = _native.out()
         restored = ctypes.c_int64(-1)
-        check(lib.ckpt_manager_read(self._h(), _idx(idx), ctypes.byref(out), ctypes.byref(restored)), self._storage)
+        check(lib.ckpt_manager_read(self._h(), _idx(idx), ctypes.byref(out), ctypes.byref(restored)), *self._sources)
         v = Vars(out.value)
         result = npz.Arrays(v.to_dict())
         result.metadata = dict(v.metadata())
@@ -197,7 +198,7 @@ class Manager:
         rc = lib.ckpt_manager_latest(self._h(), ctypes.byref(i))
         if rc == errors.ENOTFOUND:
             return None
-        check(rc, self._storage)
+        check(rc, *self._sources)
         return i.value
 
     def list(self):
@@ -209,7 +210,7 @@ class Manager:
             rc = lib.ckpt_manager_list(self._h(), buf, cap, ctypes.byref(count))
             if rc == errors.EBUFS:
                 continue  # more appeared since the count was taken
-            check(rc, self._storage)
+            check(rc, *self._sources)
             return [buf[k] for k in range(count.value)]
 
     def path(self, idx):
@@ -225,7 +226,7 @@ class Manager:
 
     def wait(self):
         """Waits for background saves; raises the first unreported error."""
-        check(lib.ckpt_manager_wait(self._h()), self._storage)
+        check(lib.ckpt_manager_wait(self._h()), *self._sources)
 
 
 def _idx(idx):

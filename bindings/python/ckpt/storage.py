@@ -273,12 +273,14 @@ class MemoryFiles:
                 if p.startswith(prefix) and p != prefix and "/" not in p[len(prefix):]]
 
 
-def check(code, storage):
-    """As _native.check, adding to the message the Python exception a storage callback met, as the cause."""
+def check(code, *sources):
+    """As _native.check, adding to the message the Python exception that a callback of one of `sources` (storages,
+    communicators; None ignored) met, as the cause."""
     if code == 0:
         return
     err = errors.error_for(code, _native.message())
-    cause = storage.take_error() if storage is not None else None
+    causes = [s.take_error() for s in sources if s is not None]
+    cause = next((c for c in causes if c is not None), None)
     if cause is not None:
         err.message += " (%s: %s)" % (type(cause).__name__, cause)
         err.args = (err.message,)

@@ -58,6 +58,18 @@ def test_what_a_method_raises_is_in_the_error():
         Failing()
 
 
+class LostLink(Solo):
+    def all_gather(self, data):
+        raise ConnectionError("peer 1 is gone")
+
+
+def test_what_a_collective_raises_during_a_save_is_the_cause_of_the_error(tmp_path):
+    with ckpt.Manager(str(tmp_path), comm=LostLink()) as m:
+        with pytest.raises(ckpt.CkptError, match="communicator callback 'all_gather' failed.*peer 1 is gone") as e:
+            m.save({"w": np.zeros(2)}, 1)
+        assert isinstance(e.value.__cause__, ConnectionError)
+
+
 def test_rows_mark_a_variable_as_part_of_a_global_array():
     v = Vars()
     try:
