@@ -284,7 +284,10 @@ CKPT_API int ckpt_npz_read_memory(ckpt_vars **out, const void *bytes, size_t siz
 CKPT_API int ckpt_npz_restore(const char *path, ckpt_vars *vars, const ckpt_npz_options *opts);
 
 /* Lazy access to one file's arrays, for partial loads and inspection. Opening reads the zip directory and every
- * npy header (all validated); array data is read only by ckpt_npz_read_into. */
+ * npy header (all validated); array data is read only by ckpt_npz_read_into. In a file ckpt wrote, the zip
+ * directory holds a copy of every stored member's npy header (docs/format.md, "head copy"), so opening reads only
+ * the end of the file, and each member's local header is checked against it when the member's data is first read
+ * (a disagreement is then CKPT_EFORMAT from that read). */
 typedef struct ckpt_npz ckpt_npz;
 /* Opens `path` (and reads its metadata). Returns the codes of ckpt_npz_read. */
 CKPT_API int ckpt_npz_open(ckpt_npz **out, const char *path, const ckpt_npz_options *opts);
@@ -308,7 +311,8 @@ CKPT_API int ckpt_npz_read_into(ckpt_npz *npz, size_t i, void *dst, size_t dst_s
 /* How the file holds array i, for inspection tools: its zip member's name ("w.npy", "0.npy"; borrowed),
  * CKPT_STORE or CKPT_DEFLATE, its bytes in the file (compressed, with its npy header), its CRC-32 (over the npy
  * header and data, as the zip directory records it), and the file offset of its first data byte when it is stored
- * (0 when deflated: its bytes are not in the file as they are). Out of range gives NULL or 0. */
+ * (0 when deflated: its bytes are not in the file as they are; for a member with a head copy, as the zip directory
+ * gives it until the array is read). Out of range gives NULL or 0. */
 CKPT_API const char *ckpt_npz_member_name(const ckpt_npz *npz, size_t i);
 CKPT_API uint32_t ckpt_npz_compression(const ckpt_npz *npz, size_t i);
 CKPT_API uint64_t ckpt_npz_stored_bytes(const ckpt_npz *npz, size_t i);

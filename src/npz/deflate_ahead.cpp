@@ -1,6 +1,7 @@
 #include "npz/deflate_ahead.hpp"
 
 #include "npz/crc32.hpp"
+#include "core/cores.hpp"
 #include "core/error.hpp"
 #include "npz/zlib_memory.hpp"
 
@@ -44,7 +45,7 @@ uint64_t DeflateAhead::bound(uint64_t bytes) {
 
 unsigned DeflateAhead::threads_for(uint64_t bytes) {
     if (bytes < 2 * kBlockBytes) return 0;
-    const unsigned cores = std::max(std::thread::hardware_concurrency(), 1u);
+    const unsigned cores = ckpt::cores();
     if (cores == 1) return 0;
     return static_cast<unsigned>(std::min<uint64_t>({cores, kMaxThreads, bytes / kBlockBytes}));
 }

@@ -1,6 +1,7 @@
 #include "npz/npz_reader.hpp"
 
 #include "npz/crc32.hpp"
+#include "core/cores.hpp"
 #include "core/error.hpp"
 #include "core/find_duplicate.hpp"
 #include "core/in_order_shares.hpp"
@@ -70,8 +71,10 @@ void NpzReader::scan() {
     const auto& members = zip_->members();
     entries_.resize(members.size());
     // Each member's npy header is checked on its own: on several threads for a large archive.
-    struct NoState {};
-    const auto check = [&](NoState&, size_t i) {
+    struct Scratch {
+        std::string head;
+    };
+    const auto check = [&](Scratch& scratch, size_t i) {
         Entry& e = entries_[i];
         e.member = members[i].name;
         e.index = i;
@@ -83,7 +86,7 @@ void NpzReader::scan() {
         e.name = suffixed ? e.member.substr(0, e.member.size() - kNpySuffix.size()) : e.member;
         try {
             // The zip reader has a stored member's first bytes already; other members are read for their header.
-            const std::string& head = members[i].head;
+            const std::string_view head = zip_->head(i, scratch.head);
             size_t in_head = 0;  // the header's length, when the head holds all of it
             if (!head.empty() && head.size() >= std::min<uint64_t>(e.size, kNpyPreambleMax)) {
                 const size_t data_offset = npy_data_offset(head.data(), head.size(), e.size, options_.max_header_bytes);
@@ -113,7 +116,7 @@ void NpzReader::scan() {
             fail(Code::format, "{}: member is {} bytes but its npy header describes {} ({} header + {} data)", here(),
                  e.size, e.header.data_offset + e.header.nbytes, e.header.data_offset, e.header.nbytes);
     };
-    for_each_in_order_shares<NoState>(members.size(), open_threads(members.size(), *file_), check);
+    for_each_in_order_shares<Scratch>(members.size(), open_threads(members.size(), *file_), check);
     zip_->drop_heads();
 
     uint64_t total = 0;
@@ -122,7 +125,12 @@ void NpzReader::scan() {
         fail(Code::format, "{}: the arrays hold {} bytes, more than the limit of {} (max_total_bytes)", label(), total,
              options_.max_total_bytes);
 
-    // A variable name must not come from two members ("x" and "x.npy"); the later member is reported.
+    // A variable name must not come from two members ("x" and "x.npy"); the later member is reported. Member
+    // names are unique, so where all or none of them end in ".npy" (as in every file numpy or ckpt writes),
+    // variable names are too.
+    const size_t suffixed = static_cast<size_t>(std::count_if(
+        entries_.begin(), entries_.end(), [](const Entry& e) { return e.name.size() != e.member.size(); }));
+    if (suffixed == 0 || suffixed == entries_.size()) return;
     if (const auto d = find_duplicate(entries_.size(), [&](size_t i) -> const std::string& { return entries_[i].name; }))
         fail(Code::format, "{}: variable '{}' also stored as member '{}'", where(entries_[d->second]),
              entries_[d->second].name, entries_[d->first].member);
@@ -322,7 +330,7 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
             parts.push_back({k, from, std::min<uint64_t>(kPartBytes, h.nbytes - from), false, false});
     }
     const unsigned threads =
-        concurrent && parts.size() > 1 ? std::min(std::max(std::thread::hardware_concurrency(), 1u), kMaxReadThreads) : 1;
+        concurrent && parts.size() > 1 ? std::min(cores(), kMaxReadThreads) : 1;
 
     // Parts in file order, by where their bytes start.
     std::vector<size_t> order(parts.size());
@@ -385,6 +393,7 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
     std::atomic<size_t> first_failed{parts.size()};
     std::exception_ptr error;
     std::vector<uint32_t> part_crc(parts.size());
+    std::vector<bool> stopped(threads, false);  // by thread, under the mutex
     const OnBytes on_bytes = [&](uint64_t n) {
         std::lock_guard<std::mutex> lock(mutex);
         options_.progress.advance(n);
@@ -393,6 +402,14 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
         std::lock_guard<std::mutex> lock(mutex);
         Share& own = shares[t];
         if (own.begin == own.end) {
+            // The rest of a share whose thread stopped (see work), from its start, so that it is still read in order.
+            for (unsigned s = 0; s < threads; ++s) {
+                if (stopped[s] && shares[s].begin != shares[s].end) {
+                    own = shares[s];
+                    shares[s].begin = shares[s].end;
+                    return own.begin++;
+                }
+            }
             Share* largest = &own;
             for (Share& s : shares)
                 if (s.end - s.begin > largest->end - largest->begin) largest = &s;
@@ -421,12 +438,15 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
         if (e.header.byteswap) byteswap_in_place(e.header.dtype, dst, part.size);  // parts hold whole items
         on_bytes(part.size);
     };
-    // A batch of small whole arrays: one read, then each array checked and copied from the buffer. An array the
-    // read did not reach (the file ends early) is read on its own, which says where its data ends.
-    const auto read_batch = [&](const Batch& b, std::vector<unsigned char>& buffer) {
-        const uint64_t from = offset[order[b.begin]];
+    // A batch of small whole arrays: one read, from the first one's local header, then each array checked — its
+    // local header, where opening left it unchecked (ZipReader::check_local), and its CRC — and copied from the
+    // buffer. An array the read did not reach (the file ends early) is read on its own, which says where its data
+    // ends. `cached_only`: returns false, having read nothing, if the batch's bytes are not in memory yet.
+    const auto read_batch = [&](const Batch& b, std::vector<unsigned char>& buffer, bool cached_only) {
+        const uint64_t from = zip_->members()[entries_[jobs[parts[order[b.begin]].job].entry].index].local_offset;
         const size_t last = order[b.end - 1];
         buffer.resize(static_cast<size_t>(offset[last] + parts[last].size - from));
+        if (cached_only && !file_->cached(from, buffer.size())) return false;
         const size_t got = file_->read_at(from, buffer.data(), buffer.size());
         uint64_t done = 0;
         for (size_t i = b.begin; i < b.end; ++i) {
@@ -439,6 +459,7 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
                     continue;
                 }
                 const Entry& e = entries_[jobs[parts[p].job].entry];
+                zip_->check_local(e.index, buffer.data(), from, got);
                 const unsigned char* src = buffer.data() + at;
                 zip_->check_crc(e.index, crc32(e.npy_crc, src, parts[p].size));
                 if (parts[p].size > 0) std::memcpy(jobs[parts[p].job].dst, src, parts[p].size);
@@ -449,7 +470,14 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
             }
         }
         if (done > 0) on_bytes(done);
+        return true;
     };
+    // Batches of small arrays from a cold cache are read by the calling thread alone: a second thread reading
+    // them too made restores of many small arrays slower, and much less steady, than one (W2 from a cold cache:
+    // 34-60 ms on two threads, 28-30 ms on one, beside 23 ms for read() of the same bytes), while from the page
+    // cache two threads are faster (8.6 ms against 10.2). So other threads read batches only while they find them
+    // cached; at the first one that is not, a thread gives it back and stops, and the calling thread takes over
+    // the rest of its share, from its start.
     const auto work = [&](unsigned t) {
         std::vector<unsigned char> buffer;
         while (const std::optional<size_t> taken = take(t)) {
@@ -459,7 +487,12 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
             if (first >= first_failed.load()) continue;
             try {
                 if (b.end - b.begin > 1) {
-                    read_batch(b, buffer);
+                    if (!read_batch(b, buffer, t != 0)) {
+                        std::lock_guard<std::mutex> lock(mutex);
+                        --shares[t].begin;  // given back: the batch taken last
+                        stopped[t] = true;
+                        return;
+                    }
                 } else {
                     read_part(first);
                 }
@@ -481,6 +514,7 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
     }
     work(0);
     for (auto& h : helpers) h.join();
+    work(0);  // what a thread that stopped gave back after this one had finished
     if (error) std::rethrow_exception(error);
 
     // A split entry's CRC-32: its npy header's, then its parts', combined in order.

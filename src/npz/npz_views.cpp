@@ -1,5 +1,6 @@
 #include "npz/npz_views.hpp"
 
+#include "core/cores.hpp"
 #include "core/error.hpp"
 #include "core/utf8.hpp"
 #include "npz/crc32.hpp"
@@ -69,8 +70,9 @@ const void* NpzViews::map(NpzReader& reader, size_t i) {
         fail(Code::format, "{}: member '{}': data ({} bytes at offset {}) runs past the end of the file ({} bytes)",
              reader.label(), printable(e.member), e.header.nbytes, at, mapping_->size());
     const unsigned char* p = static_cast<const unsigned char*>(mapping_->data()) + at;
+    reader.zip().check_local(e.index, static_cast<const unsigned char*>(mapping_->data()), 0, mapping_->size());
     if (verify_) {
-        const unsigned threads = std::min(std::max(std::thread::hardware_concurrency(), 1u), kMaxCrcThreads);
+        const unsigned threads = std::min(cores(), kMaxCrcThreads);
         const uint32_t data_crc = crc32_parallel(p, e.header.nbytes, threads);
         reader.zip().check_crc(e.index, static_cast<uint32_t>(crc32_combine(e.npy_crc, data_crc,
                                                                            static_cast<z_off_t>(e.header.nbytes))));

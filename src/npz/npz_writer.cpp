@@ -4,6 +4,7 @@
 #include "npz/metadata.hpp"
 #include "npy/npy.hpp"
 #include "core/utf8.hpp"
+#include "npz/zip_format.hpp"
 #include "npz/zip_writer.hpp"
 
 #include <zlib.h>
@@ -143,15 +144,17 @@ void check_options(NpzWriteOptions& options) {
 }  // namespace
 
 namespace {
-// Per member: local header (30) and central directory entry (46), the name in both, zip64 extras in both
-// (4 + 16 and 4 + 24), the alignment extra (4 + up to 63) and a data descriptor (24); deflate can grow
-// incompressible data by 5 bytes per 16 KiB block. Then the end records: zip64 (56 + 20) and classic (22).
+// Per member: local header (30) and central directory entry (46), the name in both, zip64 extras in both (4 + 16
+// and 4 + 24) once a size or offset may pass 32 bits; stored, the alignment extra (4 + up to 63) and the head copy
+// (4 + 6 + the npy header); deflated, a data descriptor (24) and deflate's growth of incompressible data, 5 bytes
+// per 16 KiB block. Then the end records: zip64 (56 + 20) and classic (22).
 uint64_t size_bound(const Plan& plan, bool deflate) {
     uint64_t bytes = 56 + 20 + 22;
     for (const Member& m : plan.members) {
         const uint64_t data = m.header.size() + m.nbytes;
-        bytes += 30 + 46 + 2 * m.name.size() + 20 + 28 + 67 + 24 + data;
-        if (deflate) bytes += 5 * (data / 16384 + 1) + 6;
+        bytes += 30 + 46 + 2 * m.name.size() + data;
+        if (bytes >= zip::kMax32 - 0xFFFF) bytes += 20 + 28;
+        bytes += deflate ? 24 + 5 * (data / 16384 + 1) + 6 : 67 + 10 + m.header.size();
     }
     return bytes;
 }
@@ -214,7 +217,7 @@ void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions optio
         for (size_t i = 0; i < members.size(); ++i) {
             std::function<uint32_t()> crc;
             if (crc_ahead) crc = [&, i] { return crc_ahead->get(i); };
-            zip.add_stored(members[i].name, pieces(members[i]), on_bytes(members[i]), crc);
+            zip.add_stored(members[i].name, pieces(members[i]), on_bytes(members[i]), crc, members[i].header.size());
         }
     }
     zip.finish();

@@ -14,6 +14,13 @@ constexpr uint32_t kZip64LocatorSig = 0x07064b50;
 constexpr uint32_t kEndSig = 0x06054b50;
 constexpr uint16_t kZip64ExtraId = 0x0001;
 constexpr uint16_t kAlignmentExtraId = 0xD935;  // u16 alignment, then padding (Android's zipalign)
+// ckpt's head copy, in the central directory entry of a stored member: u16 the length of the member's local extra
+// field, u32 a length K, then the first J <= K bytes of the member's data; if J < K, the data's bytes J .. K-2 are
+// spaces and byte K-1 is '\n' (an npy header's padding, which the copy leaves out). With it, a reader finds and
+// describes a member from the central directory alone, and checks the local header when it reads the data.
+constexpr uint16_t kHeadCopyExtraId = 0x6B63;  // "ck"
+constexpr size_t kHeadCopyFixedBytes = 6;
+constexpr size_t kHeadCopyMaxPadding = 64;  // K - J: numpy pads npy headers to a multiple of 64 bytes
 
 constexpr size_t kLocalHeaderBytes = 30;
 constexpr size_t kCentralHeaderBytes = 46;

@@ -1,6 +1,7 @@
 #include "npz/zip_reader.hpp"
 
 #include "npz/crc32.hpp"
+#include "core/cores.hpp"
 #include "core/error.hpp"
 #include "core/find_duplicate.hpp"
 #include "core/in_order_shares.hpp"
@@ -120,6 +121,20 @@ bool has_extra_field(const unsigned char* extra, size_t n, uint16_t wanted, bool
     return found && !malformed;
 }
 
+// The field with this id in an extra field, or nullptr (with `len` 0) if there is none.
+const unsigned char* find_extra_field(const unsigned char* extra, size_t n, uint16_t wanted, size_t& len) {
+    Cursor c(extra, n);
+    while (c.has(4)) {
+        const uint16_t id = c.u16();
+        len = c.u16();
+        if (!c.has(len)) break;
+        const unsigned char* field = c.take(len);
+        if (id == wanted) return field;
+    }
+    len = 0;
+    return nullptr;
+}
+
 // What a data descriptor says: CRC-32, then the compressed and uncompressed sizes.
 struct Descriptor {
     uint32_t crc = 0;
@@ -143,9 +158,98 @@ bool parse_descriptor(const unsigned char* p, size_t n, bool signature, bool zip
 
 }  // namespace
 
+ZipReader::LocalHeader ZipReader::LocalHeader::parse(const unsigned char* p) {
+    Cursor l(p, kLocalHeaderBytes);
+    LocalHeader h;
+    h.signature = l.u32() == kLocalHeaderSig;
+    l.u16();  // needed
+    h.flags = l.u16();
+    h.method = l.u16();
+    l.u32();  // time and date
+    h.crc = l.u32();
+    h.compressed = l.u32();
+    h.size = l.u32();
+    h.name_len = l.u16();
+    h.extra_len = l.u16();
+    return h;
+}
+
+void ZipReader::check_agrees(const Member& m, LocalHeader h, const unsigned char* variable) const {
+    const auto here = [&] { return where(m); };
+    if (h.name_len != m.name.size() || std::memcmp(variable, m.name.data(), h.name_len) != 0)
+        fail(Code::format, "{}: bad zip entry: its local header names it differently (inconsistent headers)", here());
+    if (h.method != m.method || ((h.flags ^ m.flags) & (kFlagDataDescriptor | kFlagEncrypted)) != 0)
+        fail(Code::format, "{}: bad zip entry: local header disagrees with the central directory (method or flags)", here());
+    if (!(h.flags & kFlagDataDescriptor)) {
+        // Without a data descriptor the local header carries the real CRC and sizes (zip64: in its extra).
+        const Zip64Fields local_need{h.size == kMax32, h.compressed == kMax32, false};
+        bool malformed;
+        if (!apply_zip64_extra(variable + h.name_len, h.extra_len, local_need, h.size, h.compressed, nullptr, malformed) ||
+            malformed)
+            fail(Code::format, "{}: bad zip entry: the local zip64 extra field is {}", here(), malformed ? "malformed" : "missing");
+        if (h.crc != m.crc || h.size != m.size || h.compressed != m.compressed)
+            fail(Code::format, "{}: bad zip entry: local header disagrees with the central directory (CRC or sizes)", here());
+    } else {
+        // Streamed: the local header holds zeros (0xffffffff with a zip64 extra) or already the real values;
+        // anything else is a second, different account of the member (libzip refuses it too).
+        const auto plausible = [](uint64_t local, uint64_t real) { return local == 0 || local == kMax32 || local == real; };
+        if ((h.crc != 0 && h.crc != m.crc) || !plausible(h.size, m.size) || !plausible(h.compressed, m.compressed))
+            fail(Code::format, "{}: bad zip entry: a streamed member's local header disagrees with the central directory "
+                 "(CRC or sizes neither zero nor the real ones)", here());
+    }
+}
+
+std::string_view ZipReader::head(size_t index, std::string& scratch) const {
+    const Member& m = members_.at(index);
+    if (!m.deferred) return m.head;
+    scratch.assign(reinterpret_cast<const char*>(cd_.data() + m.copy_at), m.copy_len);
+    if (m.copy_len < m.head_len) {
+        scratch.append(m.head_len - m.copy_len - 1, ' ');
+        scratch.push_back('\n');
+    }
+    return scratch;
+}
+
+void ZipReader::check_local(size_t index) const {
+    const Member& m = members_.at(index);
+    if (!m.deferred || local_checked_[index].load(std::memory_order_acquire)) return;
+    std::vector<unsigned char> bytes(static_cast<size_t>(m.data_offset - m.local_offset) + m.head_len);
+    // Amid a large member's data, uncached, as at opening.
+    read_exact_at(m.local_offset, bytes.data(), bytes.size(), "a local header", m.size >= kWindowBytes);
+    check_deferred(index, bytes.data());
+}
+
+void ZipReader::check_local(size_t index, const unsigned char* bytes, uint64_t at, size_t n) const {
+    const Member& m = members_.at(index);
+    if (!m.deferred || local_checked_[index].load(std::memory_order_acquire)) return;
+    if (m.local_offset < at || m.data_offset + m.head_len - at > n) return check_local(index);
+    check_deferred(index, bytes + (m.local_offset - at));
+}
+
+void ZipReader::check_deferred(size_t index, const unsigned char* lh) const {
+    const Member& m = members_[index];
+    const auto here = [&] { return where(m); };
+    const LocalHeader h = LocalHeader::parse(lh);
+    if (!h.signature) fail(Code::format, "{}: bad zip entry: no local header at offset {}", here(), m.local_offset);
+    if (h.name_len == m.name.size() && h.extra_len != m.local_extra)
+        fail(Code::format, "{}: bad zip entry: its local extra field is {} bytes, the central directory's head copy says {} "
+             "(inconsistent headers)", here(), h.extra_len, m.local_extra);
+    check_agrees(m, h, lh + kLocalHeaderBytes);
+    const unsigned char* data = lh + (m.data_offset - m.local_offset);
+    bool same = std::memcmp(data, cd_.data() + m.copy_at, m.copy_len) == 0;
+    if (m.copy_len < m.head_len) {
+        for (size_t k = m.copy_len; k + 1 < m.head_len; ++k) same = same && data[k] == ' ';
+        same = same && data[m.head_len - 1] == '\n';
+    }
+    if (!same)
+        fail(Code::format, "{}: bad zip entry: its first {} bytes differ from the central directory's copy of them "
+             "(inconsistent headers)", here(), m.head_len);
+    local_checked_[index].store(true, std::memory_order_release);
+}
+
 unsigned open_threads(size_t members, const InputFile& file) {
     if (members < kParallelOpenMembers || !file.concurrent_reads()) return 1;
-    return std::min(std::max(std::thread::hardware_concurrency(), 1u), kMaxOpenThreads);
+    return std::min(cores(), kMaxOpenThreads);
 }
 
 std::string ZipReader::where(const Member& m) const { return fmt::format("{}: member '{}'", label_, printable(m.name)); }
@@ -192,7 +296,10 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
     bool has_locator = false;
     unsigned char locator[kZip64LocatorBytes];
     if (end_offset >= kZip64LocatorBytes) {
-        read_exact_at(end_offset - kZip64LocatorBytes, locator, sizeof locator, "the zip64 locator");
+        if (end_at >= kZip64LocatorBytes)  // in the end of the file read above
+            std::memcpy(locator, &tail[end_at - kZip64LocatorBytes], sizeof locator);
+        else
+            read_exact_at(end_offset - kZip64LocatorBytes, locator, sizeof locator, "the zip64 locator");
         has_locator = le32(locator) == kZip64LocatorSig;
     }
     if (marked && !has_locator)
@@ -235,7 +342,8 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
     if (entries > cd_size / kCentralHeaderBytes)
         fail(Code::format, "{}: not a valid npz (zip) file: {} members cannot fit in a {}-byte central directory", label_, entries, cd_size);
 
-    std::vector<unsigned char> cd(static_cast<size_t>(cd_size));
+    std::vector<unsigned char>& cd = cd_;
+    cd.resize(static_cast<size_t>(cd_size));
     read_exact_at(cd_offset, cd.data(), cd.size(), "the central directory");
     Cursor c(cd.data(), cd.size());
     members_.reserve(static_cast<size_t>(entries));
@@ -276,9 +384,26 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
         const Zip64Fields need{m.size == kMax32, m.compressed == kMax32, m.local_offset == kMax32};
         if (!apply_zip64_extra(extra, extra_len, need, m.size, m.compressed, &m.local_offset, malformed) || malformed)
             fail(Code::format, "{}: bad zip entry: the zip64 extra field is {}", here(), malformed ? "malformed" : "missing");
+        size_t copy_len;
+        if (const unsigned char* copy = find_extra_field(extra, extra_len, kHeadCopyExtraId, copy_len)) {
+            if (copy_len < kHeadCopyFixedBytes)
+                fail(Code::format, "{}: bad zip entry: ckpt's head copy field is {} bytes, too short", here(), copy_len);
+            if (m.method != kMethodStore || (m.flags & kFlagDataDescriptor))
+                fail(Code::format, "{}: bad zip entry: ckpt's head copy field is on a member that is not stored", here());
+            Cursor f(copy, copy_len);
+            m.local_extra = f.u16();
+            m.head_len = f.u32();
+            m.copy_len = static_cast<uint32_t>(copy_len - kHeadCopyFixedBytes);
+            m.copy_at = static_cast<size_t>(copy - cd.data()) + kHeadCopyFixedBytes;
+            if (m.copy_len > m.head_len || m.head_len - m.copy_len > kHeadCopyMaxPadding || m.head_len > m.size)
+                fail(Code::format, "{}: bad zip entry: ckpt's head copy holds {} of the first {} bytes of a {}-byte member",
+                     here(), m.copy_len, m.head_len, m.size);
+            m.deferred = true;
+        }
         members_.push_back(std::move(m));
     }
     if (c.pos() != cd.size()) fail(Code::format, "{}: not a valid npz (zip) file: {} stray bytes after the central directory", label_, cd.size() - c.pos());
+    local_checked_ = std::make_unique<std::atomic<bool>[]>(members_.size());
     // Names must be unique; of two equal ones, the later in the directory is reported.
     if (const auto d = find_duplicate(members_.size(), [&](size_t i) -> const std::string& { return members_[i].name; }))
         fail(Code::format, "{}: bad zip entry: duplicate member name", where(members_[d->second]));
@@ -331,6 +456,16 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
                  m.compressed);
         if (m.local_offset > cd_offset || cd_offset - m.local_offset < kLocalHeaderBytes)
             fail(Code::format, "{}: bad zip entry: local header offset {} is outside the member area", here(), m.local_offset);
+        if (m.deferred) {
+            // The central directory says where the data starts and what it begins with: the local header is
+            // checked against both when the data is first read (check_local), in the same pass over the file.
+            m.data_offset = m.local_offset + kLocalHeaderBytes + m.name.size() + m.local_extra;
+            if (m.data_offset > cd_offset || m.compressed > cd_offset - m.data_offset)
+                fail(Code::format, "{}: bad zip entry: data ({} bytes at offset {}) runs into the central directory", here(),
+                     m.compressed, m.data_offset);
+            record_end[index] = m.data_offset + m.compressed;
+            return;
+        }
         // One read takes the local header, its name and extra field (when they are no longer than usual) and the
         // first bytes of the data: for a stored npy member those hold its npy header, which the npz reader would
         // otherwise fetch with reads of its own — per member, that is most of the time of opening many small ones.
@@ -338,14 +473,9 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
         std::vector<unsigned char>& lh = w.scratch;
         const unsigned char* local = fetch(w, m.local_offset, want, next_offset(index));
         lh.assign(local, local + want);
-        Cursor l(lh.data(), want);
-        if (l.u32() != kLocalHeaderSig) fail(Code::format, "{}: bad zip entry: no local header at offset {}", here(), m.local_offset);
-        l.u16();  // needed
-        const uint16_t flags = l.u16(), method = l.u16();
-        l.u32();  // time and date
-        const uint32_t crc = l.u32();
-        uint64_t compressed = l.u32(), size = l.u32();
-        const uint16_t name_len = l.u16(), extra_len = l.u16();
+        const LocalHeader h = LocalHeader::parse(lh.data());
+        if (!h.signature) fail(Code::format, "{}: bad zip entry: no local header at offset {}", here(), m.local_offset);
+        const uint16_t flags = h.flags, name_len = h.name_len, extra_len = h.extra_len;
         const uint64_t variable_at = m.local_offset + kLocalHeaderBytes;
         if (cd_offset - variable_at < uint64_t{name_len} + extra_len)
             fail(Code::format, "{}: bad zip entry: local header runs into the central directory", here());
@@ -355,27 +485,7 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
             read_exact_at(variable_at, lh.data() + kLocalHeaderBytes, variable_len, "a local header");
         }
         const unsigned char* variable = lh.data() + kLocalHeaderBytes;
-        if (name_len != m.name.size() || std::memcmp(variable, m.name.data(), name_len) != 0)
-            fail(Code::format, "{}: bad zip entry: its local header names it differently (inconsistent headers)", here());
-        if (method != m.method || ((flags ^ m.flags) & (kFlagDataDescriptor | kFlagEncrypted)) != 0)
-            fail(Code::format, "{}: bad zip entry: local header disagrees with the central directory (method or flags)", here());
-        if (!(flags & kFlagDataDescriptor)) {
-            // Without a data descriptor the local header carries the real CRC and sizes (zip64: in its extra).
-            const Zip64Fields local_need{size == kMax32, compressed == kMax32, false};
-            bool malformed;
-            if (!apply_zip64_extra(variable + name_len, extra_len, local_need, size, compressed, nullptr, malformed) ||
-                malformed)
-                fail(Code::format, "{}: bad zip entry: the local zip64 extra field is {}", here(), malformed ? "malformed" : "missing");
-            if (crc != m.crc || size != m.size || compressed != m.compressed)
-                fail(Code::format, "{}: bad zip entry: local header disagrees with the central directory (CRC or sizes)", here());
-        } else {
-            // Streamed: the local header holds zeros (0xffffffff with a zip64 extra) or already the real values;
-            // anything else is a second, different account of the member (libzip refuses it too).
-            const auto plausible = [](uint64_t local, uint64_t real) { return local == 0 || local == kMax32 || local == real; };
-            if ((crc != 0 && crc != m.crc) || !plausible(size, m.size) || !plausible(compressed, m.compressed))
-                fail(Code::format, "{}: bad zip entry: a streamed member's local header disagrees with the central directory "
-                     "(CRC or sizes neither zero nor the real ones)", here());
-        }
+        check_agrees(m, h, variable);
         if (m.method == kMethodStore && kLocalHeaderBytes + variable_len < lh.size()) {
             const size_t head = std::min<size_t>(lh.size() - kLocalHeaderBytes - variable_len, kHeadBytes);
             m.head.assign(reinterpret_cast<const char*>(variable + variable_len),
@@ -479,6 +589,7 @@ struct ZipReader::Stream::Inflater {
 };
 
 ZipReader::Stream::Stream(const ZipReader& zip, size_t index) : zip_(zip), m_(zip.members_.at(index)) {
+    zip_.check_local(index);
     if (m_.method == 8) inflater_ = std::make_unique<Inflater>(m_.compressed);
 }
 
@@ -539,6 +650,7 @@ void ZipReader::Stream::skip_prefix(size_t n, uint32_t crc) {
 uint32_t ZipReader::read_stored(size_t index, uint64_t offset, void* dst, size_t n, bool with_crc) const {
     const Member& m = members_.at(index);
     if (m.method != kMethodStore) throw std::logic_error("ZipReader::read_stored: not a stored member");
+    check_local(index);
     if (offset > m.size || n > m.size - offset)
         fail(Code::format, "{}: data ends after {} of {} bytes", where(m), m.size, offset + n);
     auto* out = static_cast<unsigned char*>(dst);

@@ -11,9 +11,11 @@
 
 #include "storage/storage.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ckpt {
@@ -36,6 +38,13 @@ public:
         uint64_t local_offset = 0;
         uint64_t data_offset = 0;  // first byte of the member's (compressed) data in the file
         std::string head;          // stored members: their first bytes (up to 192), read with the local header
+        // With ckpt's head copy in the central directory (zip_format.hpp): data_offset and head come from it, and
+        // the local header is checked when the data is first read (check_local), not at opening.
+        bool deferred = false;
+        uint16_t local_extra = 0;  // the local extra field's length, as the copy says
+        uint32_t head_len = 0;     // how many of the data's first bytes the copy describes
+        uint32_t copy_len = 0;     // how many of them it holds (the rest: spaces and a '\n')
+        size_t copy_at = 0;        // where they are in the central directory
     };
 
     // Reads and validates the directory. Throws Error(format) — naming `label` and, where there is one, the
@@ -44,8 +53,18 @@ public:
     ZipReader(InputFile& file, std::string label, uint64_t max_members);
 
     const std::vector<Member>& members() const { return members_; }
+    // Member `index`'s first bytes, as read with its local header or as its head copy gives them (built in
+    // `scratch`): for a stored member, at least its npy header where the read or the copy reached that far.
+    std::string_view head(size_t index, std::string& scratch) const;
     // Frees the members' heads once they have served.
     void drop_heads();
+    // Checks member `index`'s local header, and that its data begins as the head copy says, unless it was checked
+    // already or opening checked it (a member without a head copy). Every read of a member's data comes after
+    // this; thread-safe. Throws Error(format), naming the member, for an inconsistent header; Error(io).
+    void check_local(size_t index) const;
+    // The same from bytes [at, at + n) of the file that the caller has read (reading them itself if the local
+    // header and head do not lie within them).
+    void check_local(size_t index, const unsigned char* bytes, uint64_t at, size_t n) const;
     // Reads n bytes at `offset` of stored member `index` straight into dst and returns their CRC-32 (to be combined
     // and checked with check_crc: this is for reading parts of one member on several threads), or 0 without
     // computing it when !with_crc (a range of rows, which no CRC covers). Throws Error(format) if the member ends
@@ -83,12 +102,27 @@ public:
     };
 
 private:
+    // A local header's fixed fields.
+    struct LocalHeader {
+        bool signature;
+        uint16_t flags, method;
+        uint32_t crc;
+        uint64_t compressed, size;
+        uint16_t name_len, extra_len;
+        static LocalHeader parse(const unsigned char* p);  // 30 bytes
+    };
+    // Throws Error(format) unless local header h, followed by its name and extra field at `variable`, agrees with
+    // member m's central directory entry.
+    void check_agrees(const Member& m, LocalHeader h, const unsigned char* variable) const;
+    void check_deferred(size_t index, const unsigned char* local_header) const;
     std::string where(const Member& m) const;
     void read_exact_at(uint64_t offset, void* dst, size_t n, const char* what, bool uncached = false) const;
 
     InputFile& file_;
     std::string label_;
     std::vector<Member> members_;
+    std::vector<unsigned char> cd_;  // the central directory, which holds the head copies
+    std::unique_ptr<std::atomic<bool>[]> local_checked_;  // by member: deferred ones, once checked
 };
 
 }  // namespace ckpt

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 namespace ckpt {
 
@@ -85,11 +86,11 @@ uint32_t ZipWriter::crc_of(const std::vector<Piece>& pieces) {
 
 ZipWriter::Entry ZipWriter::start_entry(const std::string& name, uint64_t size, uint16_t method) const {
     if (name.size() > kMax16) fail(Code::invalid, "member name '{}' is longer than a zip allows", name);
-    return Entry{name, offset_, 0, size, 0, method, static_cast<uint16_t>(is_ascii(name) ? 0 : kFlagUtf8)};
+    return Entry{name, offset_, 0, size, 0, method, static_cast<uint16_t>(is_ascii(name) ? 0 : kFlagUtf8), {}};
 }
 
 void ZipWriter::add_stored(const std::string& name, const std::vector<Piece>& pieces, const OnBytes& on_bytes,
-                           const std::function<uint32_t()>& crc) {
+                           const std::function<uint32_t()>& crc, size_t head) {
     Entry e = start_entry(name, total_size(pieces), kMethodStore);
     e.crc = crc ? crc() : crc_of(pieces);
     e.compressed = e.size;
@@ -110,6 +111,21 @@ void ZipWriter::add_stored(const std::string& name, const std::vector<Piece>& pi
     h.u16(static_cast<uint16_t>(e.name.size())).u16(static_cast<uint16_t>(extra.b.size())).bytes(e.name);
     h.b.insert(h.b.end(), extra.b.begin(), extra.b.end());
     put(h.b.data(), h.b.size());
+
+    if (head > 0) {
+        if (pieces.empty() || head > pieces[0].size || head > kMax32)
+            throw std::logic_error("ZipWriter::add_stored: the head to copy is not in the first piece");
+        const char* p = static_cast<const char*>(pieces[0].data);
+        size_t kept = head;
+        if (p[kept - 1] == '\n') {
+            --kept;
+            while (kept > 0 && p[kept - 1] == ' ' && head - kept < kHeadCopyMaxPadding) --kept;
+        }
+        Record copy;
+        copy.u16(static_cast<uint16_t>(extra.b.size())).u32(static_cast<uint32_t>(head));
+        copy.b.insert(copy.b.end(), p, p + kept);
+        if (kHeadCopyFixedBytes + kept <= kMax16) e.head_copy.assign(copy.b.begin(), copy.b.end());
+    }
 
     uint64_t at = 0;
     for (const Piece& piece : pieces) {
@@ -168,13 +184,20 @@ void ZipWriter::finish() {
         if (e.compressed >= kMax32) extra.u64(e.compressed);
         if (e.offset >= kMax32) extra.u64(e.offset);
         const bool zip64 = !extra.b.empty();
+        if (zip64) {
+            Record field;
+            field.u16(kZip64ExtraId).u16(static_cast<uint16_t>(extra.b.size()));
+            extra.b.insert(extra.b.begin(), field.b.begin(), field.b.end());
+        }
+        // The head copy goes only where the extra field, at most 64 KiB, has room for it.
+        if (!e.head_copy.empty() && extra.b.size() + 4 + e.head_copy.size() <= kMax16)
+            extra.u16(kHeadCopyExtraId).u16(static_cast<uint16_t>(e.head_copy.size())).bytes(e.head_copy);
         Record c;
         c.u32(kCentralHeaderSig).u16(kMadeByUnix | (zip64 ? kVersionZip64 : kVersion20));
         c.u16(zip64 ? kVersionZip64 : kVersion20).u16(e.flags).u16(e.method).u16(0).u16(kDosDate1980);
         c.u32(e.crc).u32(clamp32(e.compressed)).u32(clamp32(e.size));
-        c.u16(static_cast<uint16_t>(e.name.size())).u16(zip64 ? static_cast<uint16_t>(4 + extra.b.size()) : 0);
+        c.u16(static_cast<uint16_t>(e.name.size())).u16(static_cast<uint16_t>(extra.b.size()));
         c.u16(0).u16(0).u16(0).u32(kRegularFile0644).u32(clamp32(e.offset)).bytes(e.name);
-        if (zip64) c.u16(kZip64ExtraId).u16(static_cast<uint16_t>(extra.b.size()));
         c.b.insert(c.b.end(), extra.b.begin(), extra.b.end());
         put(c.b.data(), c.b.size());
     }

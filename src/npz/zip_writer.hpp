@@ -37,9 +37,11 @@ public:
     explicit ZipWriter(OutputFile& out);
 
     // A stored member holding the concatenation of `pieces`. Its CRC-32 comes from `crc` when given (computed
-    // ahead, e.g. on another thread), otherwise from a pass over the pieces before they are written.
+    // ahead, e.g. on another thread), otherwise from a pass over the pieces before they are written. Its central
+    // directory entry copies the first `head` bytes (which must lie in the first piece), trailing spaces and '\n'
+    // left out, with the length of the local extra field (zip_format.hpp, kHeadCopyExtraId); 0 copies nothing.
     void add_stored(const std::string& name, const std::vector<Piece>& pieces, const OnBytes& on_bytes,
-                    const std::function<uint32_t()>& crc = nullptr);
+                    const std::function<uint32_t()>& crc = nullptr, size_t head = 0);
     // A deflated member of `size` bytes whose blocks come next from `source`.
     void add_deflated(const std::string& name, uint64_t size, DeflateAhead& source, const OnBytes& on_bytes);
     // Writes the central directory and end records and flushes everything to the output.
@@ -54,6 +56,7 @@ private:
         uint32_t crc;
         uint16_t method;
         uint16_t flags;
+        std::string head_copy;  // the head copy field's value, or empty
     };
     Entry start_entry(const std::string& name, uint64_t size, uint16_t method) const;
     void put(const void* data, size_t n);

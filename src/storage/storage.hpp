@@ -54,6 +54,13 @@ public:
     // one stream: what the storage had to fetch for it need not stay cached. On Linux, pages that such reads leave
     // cached through a cold file break the kernel's readahead of the streams over them into small requests.
     virtual size_t read_uncached_at(uint64_t offset, void* dst, size_t n) { return read_at(offset, dst, n); }
+    // Whether bytes [offset, offset + n) are in memory already (the page cache), so that reading them would not
+    // wait for the device. Storages that cannot tell say true.
+    virtual bool cached(uint64_t offset, uint64_t n) {
+        (void)offset;
+        (void)n;
+        return true;
+    }
     // The file's size() bytes mapped read-only and private, pages coming in as they are touched; nullptr when the
     // storage or file cannot be mapped (the caller then reads). `writable`: copy-on-write instead of read-only (a page
     // written is copied into private memory; the file never changes). The view may outlive this object. A file that

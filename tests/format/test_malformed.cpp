@@ -443,14 +443,18 @@ TEST_CASE("the allocation probe sees and can refuse the library's allocations", 
     CHECK(capped.refused > 0);
 }
 
+namespace {
+// The first variable is "w", read back exactly.
+void check_w(const VarsPtr& vars) {
+    REQUIRE(ckpt_vars_count(vars.get()) >= 1);
+    CHECK(std::string(ckpt_vars_name(vars.get(), 0)) == "w");
+    CHECK(ckpt_vars_dtype(vars.get(), 0) == CKPT_FLOAT32);
+    REQUIRE(ckpt_vars_nbytes(vars.get(), 0) == kW.size() * sizeof(float));
+    CHECK(std::memcmp(ckpt_vars_data(vars.get(), 0), kW.data(), kW.size() * sizeof(float)) == 0);
+}
+}  // namespace
+
 TEST_CASE("valid archives from the test builder read back (positive controls)", "[malformed][builder]") {
-    auto check_w = [](const VarsPtr& vars) {
-        REQUIRE(ckpt_vars_count(vars.get()) >= 1);
-        CHECK(std::string(ckpt_vars_name(vars.get(), 0)) == "w");
-        CHECK(ckpt_vars_dtype(vars.get(), 0) == CKPT_FLOAT32);
-        REQUIRE(ckpt_vars_nbytes(vars.get(), 0) == kW.size() * sizeof(float));
-        CHECK(std::memcmp(ckpt_vars_data(vars.get(), 0), kW.data(), kW.size() * sizeof(float)) == 0);
-    };
     SECTION("stored") { check_w(expect_ok("ok-stored.npz", with_npy(npy_w()))); }
     SECTION("deflate") { check_w(expect_ok("ok-deflate.npz", with_npy(npy_w(), zipb::kDeflated))); }
     SECTION("zip64 extras and zip64 end record, as numpy writes") {
@@ -1316,5 +1320,68 @@ TEST_CASE("end-of-central-directory records that lie", "[malformed][zip][eocd]")
         a.members[1].central_offset = (uint64_t{1} << 63) + 64;
         a.zip64_eocd = true;
         expect_failure("central-offset-2p63.npz", zipb::build(a), CKPT_EFORMAT, {"zip"});
+    }
+}
+
+// ------------------------------------------------------------------------------------------ head copies
+
+// ckpt's head copy (docs/format.md): the central directory entry of a stored member holds the local extra
+// field's length and the npy header, so opening reads only the central directory and the local header is
+// checked when the data is read. A copy that lies must fail there, naming the member, whichever way it is read.
+TEST_CASE("a head copy in the central directory that lies", "[malformed][zip][head-copy]") {
+    const std::string npy = npy_w();
+    const size_t header = npy.size() - raw_bytes(kW).size();
+    const std::string text = npy.substr(0, header);
+    const size_t kept = text.find_last_not_of(" \n") + 1;  // the copy leaves the padding out
+    const auto copied = [&](const std::string& copy) {
+        zipb::Member w = member("w.npy", npy);
+        w.central_extra = copy;
+        return archive({w, member("b.npy", npy_b())});
+    };
+    SECTION("positive controls: the padding left out, or not") {
+        check_w(expect_ok("copy-ok.npz", copied(zipb::head_copy(0, static_cast<uint32_t>(header), text.substr(0, kept)))));
+        check_w(expect_ok("copy-whole.npz", copied(zipb::head_copy(0, static_cast<uint32_t>(header), text))));
+    }
+    SECTION("another shape of the same size than the local npy header's") {
+        std::string other = text.substr(0, kept);
+        const size_t at = other.find("(2, 3)");
+        REQUIRE(at != std::string::npos);
+        other.replace(at, 6, "(3, 2)");
+        expect_failure("copy-shape.npz", copied(zipb::head_copy(0, static_cast<uint32_t>(header), other)), CKPT_EFORMAT,
+                       {kW_member, "differ from the central directory's copy of them"});
+    }
+    SECTION("a local extra field of another length") {
+        // Longer: w's data would overlap b's local header, which opening sees.
+        expect_failure("copy-extra.npz", copied(zipb::head_copy(4, static_cast<uint32_t>(header), text.substr(0, kept))),
+                       CKPT_EFORMAT, {"members 'w.npy' and 'b.npy' overlap"});
+        // Shorter (the local header has a 20-byte zip64 extra field): reading sees it.
+        zipb::Member w = member("w.npy", npy);
+        w.zip64 = true;
+        w.central_extra = zipb::head_copy(16, static_cast<uint32_t>(header), text.substr(0, kept));
+        expect_failure("copy-extra-zip64.npz", archive({w}), CKPT_EFORMAT,
+                       {kW_member, "its local extra field is 20 bytes, the central directory's head copy says 16"});
+    }
+    SECTION("data that would run into the central directory") {
+        expect_failure("copy-far.npz", copied(zipb::head_copy(0xFFFF, static_cast<uint32_t>(header), text.substr(0, kept))),
+                       CKPT_EFORMAT, {kW_member, "runs into the central directory"});
+    }
+    SECTION("more padding than a header has, more bytes than the head, a head longer than the member") {
+        for (const auto& [bad, what] : std::vector<std::pair<std::string, std::string>>{
+                 {zipb::head_copy(0, static_cast<uint32_t>(kept + 100), text.substr(0, kept)), "padding"},
+                 {zipb::head_copy(0, 4, text.substr(0, kept)), "bytes"},
+                 {zipb::head_copy(0, static_cast<uint32_t>(npy.size() + 1), text + std::string(npy.size() + 1 - header, 'x')), "member"}}) {
+            INFO(what);
+            expect_failure("copy-lengths.npz", copied(bad), CKPT_EFORMAT, {kW_member, "ckpt's head copy holds"});
+        }
+    }
+    SECTION("too short to hold its lengths") {
+        std::string bad = zipb::head_copy(0, 0, "");
+        bad = bad.substr(0, 2) + std::string("\x03\x00", 2) + bad.substr(4, 3);
+        expect_failure("copy-short.npz", copied(bad), CKPT_EFORMAT, {kW_member, "too short"});
+    }
+    SECTION("on a deflated member") {
+        zipb::Member w = member("w.npy", npy, zipb::kDeflated);
+        w.central_extra = zipb::head_copy(0, static_cast<uint32_t>(header), text.substr(0, kept));
+        expect_failure("copy-deflated.npz", archive({w}), CKPT_EFORMAT, {kW_member, "not stored"});
     }
 }

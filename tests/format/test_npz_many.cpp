@@ -1,6 +1,7 @@
-// Archives of many small members: opening checks their local and npy headers on several threads once there are
-// kParallelOpenMembers of them (and the storage reads concurrently), and restores read runs of neighbouring small
-// arrays in batches. Every result and every error must be the same as a single thread reading member by member
+// Archives of many small members: opening checks their npy headers — and, without ckpt's head copies in the
+// central directory, their local headers — on several threads once there are kParallelOpenMembers of them (and
+// the storage reads concurrently), and restores read runs of neighbouring small arrays in batches, checking the
+// local headers that opening left to them. Every result and every error must be the same as a single thread reading member by member
 // gives: the same bytes are read here through an InputFile that allows concurrent reads and through one that
 // does not (which keeps opening on one thread), above and below the threshold.
 #include "core/error.hpp"
@@ -16,7 +17,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -166,10 +172,12 @@ TEST_CASE("a corrupt member amid many gives the same error on one thread or seve
             zipb::patch(bytes, at.local[middle] + 14, zipb::get(bytes, at.local[middle] + 14, 4) ^ 1, 4);
             same_everywhere(bytes, vars.name(middle), "local header disagrees with the central directory (CRC or sizes)");
         }
-        SECTION("two bad local headers: the first member's error") {
+        SECTION("two bad local headers: reading finds the first job's; opening, without head copies, the first member's") {
             std::string bytes = clean;
             zipb::patch(bytes, at.local[last] + 14, zipb::get(bytes, at.local[last] + 14, 4) ^ 1, 4);
             bytes[at.local[middle] + 30] ^= 0x01;  // a letter of its name
+            same_everywhere(bytes, vars.name(last), "local header disagrees with the central directory (CRC or sizes)");
+            zipb::without_head_copies(bytes);
             same_everywhere(bytes, vars.name(middle), "its local header names it differently");
         }
         SECTION("a broken npy header, and a bad local header later: the local header's error comes first") {
@@ -235,6 +243,66 @@ TEST_CASE("a file cut short after opening: a batch read says which array's data 
     for (size_t i = 0; i < cut_in; ++i) {
         INFO(vars.name(i));
         CHECK((vars.array(i).nbytes() == 0 || std::memcmp(vars.array(i).data(), out[i].data(), vars.array(i).nbytes()) == 0));
+    }
+}
+
+namespace {
+
+// Bytes in memory that are never cached, so the storage says (after `pause`, to let the calling thread finish
+// first): the reads of batches of small arrays after opening are recorded by thread.
+class ColdInput final : public InputFile {
+public:
+    ColdInput(const std::string& bytes, std::chrono::milliseconds pause) : in_(bytes.data(), bytes.size()), pause_(pause) {}
+    uint64_t size() const override { return in_.size(); }
+    bool concurrent_reads() const override { return true; }
+    size_t read_at(uint64_t offset, void* dst, size_t n) override {
+        if (recording) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            readers.insert(std::this_thread::get_id());
+        }
+        return in_.read_at(offset, dst, n);
+    }
+    bool cached(uint64_t, uint64_t) override {
+        std::this_thread::sleep_for(pause_);
+        ++asked;
+        return false;
+    }
+    std::atomic<bool> recording{false};
+    std::atomic<int> asked{0};
+    std::set<std::thread::id> readers;
+
+private:
+    BytesInput in_;
+    std::chrono::milliseconds pause_;
+    std::mutex mutex_;
+};
+
+}  // namespace
+
+TEST_CASE("from a cold cache, only the calling thread reads small arrays, whenever the others find out") {
+    VarCollection vars;  // 8 MiB in 1024 arrays: enough for several threads, in 32 batches
+    for (int i = 0; i < 1024; ++i)
+        vars.add("w" + std::to_string(i), counting_array(DType::float32, 4, {2048}, static_cast<uint32_t>(i)));
+    const std::string bytes = save_to_string(vars);
+    for (const auto pause : {std::chrono::milliseconds(0), std::chrono::milliseconds(50)}) {
+        INFO("cached() answers after " << pause.count() << " ms");
+        auto owned = std::make_unique<ColdInput>(bytes, pause);
+        ColdInput& in = *owned;
+        NpzReader reader(std::move(owned), "x.npz", {});
+        std::vector<std::vector<char>> out(reader.size());
+        std::vector<NpzReader::Job> jobs;
+        for (size_t i = 0; i < reader.size(); ++i) {
+            out[i].resize(reader.entry(i).header.nbytes);
+            jobs.push_back({i, out[i].data()});
+        }
+        in.recording = true;
+        reader.read_entries(jobs);
+        if (std::thread::hardware_concurrency() > 1) CHECK(in.asked > 0);
+        CHECK(in.readers == std::set<std::thread::id>{std::this_thread::get_id()});
+        for (size_t i = 0; i < vars.size(); ++i) {
+            INFO(vars.name(i));
+            CHECK(std::memcmp(vars.array(i).data(), out[i].data(), vars.array(i).nbytes()) == 0);
+        }
     }
 }
 

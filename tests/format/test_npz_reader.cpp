@@ -126,13 +126,16 @@ TEST_CASE("an npy header longer than what is read with the local header is read 
         reader.read_into(0, out.data());
         CHECK(same_bytes(vars.array(0), out.data()));
     }
-    // Flipping a space of the header's padding changes nothing a parser sees, but the CRC must notice.
+    // Flipping a space of the header's padding changes nothing a parser sees, but the head copy in the central
+    // directory no longer matches — and without one, the CRC must notice.
     const size_t pad = bytes.find("), }") + 5;
     REQUIRE(bytes[pad] == ' ');
     bytes[pad] = '\t';
-    NpzReader reader = reader_of(bytes);
     std::vector<char> out(6);
-    CHECK_THROWS_WITH(reader.read_into(0, out.data()), Contains("CRC-32 mismatch"));
+    CHECK_THROWS_WITH(reader_of(bytes).read_into(0, out.data()),
+                      Contains("member 'deep.npy'") && Contains("differ from the central directory's copy of them"));
+    zipb::without_head_copies(bytes);
+    CHECK_THROWS_WITH(reader_of(bytes).read_into(0, out.data()), Contains("CRC-32 mismatch"));
 }
 
 TEST_CASE("a flipped padding byte of a short npy header is caught by the CRC too") {
@@ -142,9 +145,10 @@ TEST_CASE("a flipped padding byte of a short npy header is caught by the CRC too
     const size_t pad = bytes.find("), }") + 5;
     REQUIRE(bytes[pad] == ' ');
     bytes[pad] = '\t';
-    NpzReader reader = reader_of(bytes);
     std::vector<char> out(64);
-    CHECK_THROWS_WITH(reader.read_into(0, out.data()), Contains("CRC-32 mismatch"));
+    CHECK_THROWS_WITH(reader_of(bytes).read_into(0, out.data()), Contains("differ from the central directory's copy"));
+    zipb::without_head_copies(bytes);
+    CHECK_THROWS_WITH(reader_of(bytes).read_into(0, out.data()), Contains("CRC-32 mismatch"));
 }
 
 TEST_CASE("every stored array's data starts at a multiple of 64 bytes in the file") {
@@ -225,10 +229,13 @@ private:
     BytesInput in_;
 };
 
-int reads_to_open(const VarCollection& vars, bool deflate) {
+// Reads to open the file ckpt saves, stored or deflated; `copies`: with the head copies ckpt writes for stored
+// members (deflated ones have none).
+int reads_to_open(const VarCollection& vars, bool deflate, bool copies = false) {
     NpzWriteOptions options;
     options.deflate = deflate;
-    const std::string bytes = save_to_string(vars, options);
+    std::string bytes = save_to_string(vars, options);
+    if (!copies) zipb::without_head_copies(bytes);
     if (deflate) REQUIRE(zipb::get(bytes, 6, 2) & zipb::kFlagDataDescriptor);  // the first member is streamed
     CountingInput in(bytes);
     const ZipReader zip(in, "x.npz", kDefaultMaxMembers);
@@ -249,6 +256,15 @@ TEST_CASE("opening checks deflated members' data descriptors with no more reads 
         for (int i = 0; i < 2000; ++i) vars.add("s" + std::to_string(i), counting_array(DType::int32, 4, {i % 50}, 60 + i));
         CHECK(reads_to_open(vars, true) <= reads_to_open(vars, false));
     }
+}
+
+TEST_CASE("opening a stored file ckpt wrote reads only its end: the head copies describe every member") {
+    VarCollection few, lots;
+    for (int i = 0; i < 4; ++i) few.add("a" + std::to_string(i), counting_array(DType::uint8, 1, {1 << 20}, 50 + i));
+    for (int i = 0; i < 2000; ++i) lots.add("s" + std::to_string(i), counting_array(DType::int32, 4, {i % 50}, 60 + i));
+    CHECK(reads_to_open(few, false, true) <= 3);  // the end records, the zip64 locator's place, the directory
+    CHECK(reads_to_open(lots, false, true) == reads_to_open(few, false, true));
+    CHECK(reads_to_open(lots, false, false) > reads_to_open(lots, false, true));
 }
 
 TEST_CASE("from the local filesystem, a large restore reads in parts on several threads") {

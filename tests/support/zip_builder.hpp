@@ -111,6 +111,7 @@ struct Member {
     std::optional<uint64_t> central_offset;        // offset of the local header as the central directory says
     bool write_local = true;                        // false: only a central entry (use central_offset or share_local_of)
     std::optional<size_t> share_local_of;           // central entry points at another member's local header
+    std::string central_extra;                      // appended to the central entry's extra field (head_copy())
 
     std::string stored_bytes() const {
         if (compressed) return *compressed;
@@ -224,6 +225,7 @@ inline std::string central_record(const Member& m, const std::string& stored, ui
         put64(extra, csize);
         put64(extra, offset);
     }
+    extra += m.central_extra;
     std::string out = "PK\x01\x02";
     put16(out, (3 << 8) | 45);  // made by: Unix, 4.5
     put16(out, version_of(m));
@@ -321,6 +323,39 @@ inline std::string build(const Archive& a, Layout* layout = nullptr) {
     out += a.comment;
     if (layout != nullptr) *layout = lay;
     return out;
+}
+
+// ckpt's head copy field (id 0x6B63, for Member::central_extra): the local extra field's length, the length of
+// the head it describes, and the bytes of it that it holds (the rest: spaces and a '\n').
+constexpr uint16_t kHeadCopyId = 0x6B63;
+inline std::string head_copy(uint16_t local_extra, uint32_t head_len, const std::string& kept) {
+    std::string out;
+    put16(out, kHeadCopyId);
+    put16(out, 6 + kept.size());
+    put16(out, local_extra);
+    put32(out, head_len);
+    return out + kept;
+}
+
+// Where each head copy field (its id) lies in an archive without zip64 end records or comment, as ckpt writes
+// small ones, in central directory order.
+inline std::vector<size_t> head_copies(const std::string& bytes) {
+    const size_t end = bytes.size() - 22;
+    if (get(bytes, end, 4) != 0x06054b50) throw std::runtime_error("head_copies: no end record at the end");
+    std::vector<size_t> at;
+    size_t p = get(bytes, end + 16, 4);
+    for (uint64_t i = 0, n = get(bytes, end + 10, 2); i < n; ++i) {
+        const size_t name = get(bytes, p + 28, 2), extra = get(bytes, p + 30, 2), comment = get(bytes, p + 32, 2);
+        for (size_t f = p + 46 + name; f < p + 46 + name + extra; f += 4 + get(bytes, f + 2, 2))
+            if (get(bytes, f, 2) == kHeadCopyId) at.push_back(f);
+        p += 46 + name + extra + comment;
+    }
+    return at;
+}
+
+// Turns every head copy into a field readers ignore, as if another writer had made the file.
+inline void without_head_copies(std::string& bytes) {
+    for (size_t f : head_copies(bytes)) patch(bytes, f, 0x6B00, 2);
 }
 
 // ---------------------------------------------------------------------------------------------------- npy

@@ -23,7 +23,7 @@ from .npz import Arrays, Collection, Metadata, NpzFile, load, open, restore, sav
 from .objax import Checkpoint, load_var_collection, save_var_collection
 from .storage import MemoryFiles, NativeMemory, Storage
 
-__version__ = "0.4.0"
+__version__ = "0.4.1"
 library_version = _native.lib.ckpt_version_string().decode()  # of the library loaded
 
 __all__ = ["Arrays", "BufferTooSmallError", "Collection", "BusyError", "Checkpoint", "CkptError", "Comm", "MPIComm", "Rows", "Step", "ExistsError", "FormatError",
