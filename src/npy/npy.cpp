@@ -92,15 +92,17 @@ Descr unsupported(std::string why) {
 
 // A typestring as dtype.str writes it: byte order [<>|=] (optional), kind, decimal size.
 Descr parse_typestring(std::string_view whole) {
-    // A dtype name, as a writer with ml_dtypes registered can produce for its types: native byte order.
-    if (const std::optional<DType> named = dtype_named(whole); named && is_ml_dtype(*named)) {
+    // A dtype name, as a writer with ml_dtypes registered can produce for its types: native byte order. (No name
+    // starts with a byte order, which every typestring numpy writes does.)
+    const bool ordered = !whole.empty() && whole[0] != '\0' && std::strchr("<>|=", whole[0]) != nullptr;
+    if (const std::optional<DType> named = ordered ? std::nullopt : dtype_named(whole); named && is_ml_dtype(*named)) {
         Descr d;
         d.dtype = *named;
         d.itemsize = numeric_size(*named);
         return d;
     }
     for (const char* other : kOtherMlDtypes)
-        if (whole == other)
+        if (!ordered && whole == other)
             return unsupported(fmt::format("'descr' '{}' is an ml_dtypes type that ckpt does not store", other));
     std::string_view s = whole;
     char order = '=';

@@ -202,7 +202,7 @@ void ZipReader::check_agrees(const Member& m, LocalHeader h, const unsigned char
 std::string_view ZipReader::head(size_t index, std::string& scratch) const {
     const Member& m = members_.at(index);
     if (!m.deferred) return m.head;
-    scratch.assign(reinterpret_cast<const char*>(cd_.data() + m.copy_at), m.copy_len);
+    scratch.assign(reinterpret_cast<const char*>(cd_.get() + m.copy_at), m.copy_len);
     if (m.copy_len < m.head_len) {
         scratch.append(m.head_len - m.copy_len - 1, ' ');
         scratch.push_back('\n');
@@ -236,7 +236,7 @@ void ZipReader::check_deferred(size_t index, const unsigned char* lh) const {
              "(inconsistent headers)", here(), h.extra_len, m.local_extra);
     check_agrees(m, h, lh + kLocalHeaderBytes);
     const unsigned char* data = lh + (m.data_offset - m.local_offset);
-    bool same = std::memcmp(data, cd_.data() + m.copy_at, m.copy_len) == 0;
+    bool same = std::memcmp(data, cd_.get() + m.copy_at, m.copy_len) == 0;
     if (m.copy_len < m.head_len) {
         for (size_t k = m.copy_len; k + 1 < m.head_len; ++k) same = same && data[k] == ' ';
         same = same && data[m.head_len - 1] == '\n';
@@ -342,10 +342,11 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
     if (entries > cd_size / kCentralHeaderBytes)
         fail(Code::format, "{}: not a valid npz (zip) file: {} members cannot fit in a {}-byte central directory", label_, entries, cd_size);
 
-    std::vector<unsigned char>& cd = cd_;
-    cd.resize(static_cast<size_t>(cd_size));
-    read_exact_at(cd_offset, cd.data(), cd.size(), "the central directory");
-    Cursor c(cd.data(), cd.size());
+    // Not zeroed first: it is read over at once (1 MiB for 8192 members, where zeroing was 14% of opening).
+    cd_.reset(new unsigned char[static_cast<size_t>(cd_size)]);
+    const unsigned char* cd = cd_.get();
+    read_exact_at(cd_offset, cd_.get(), static_cast<size_t>(cd_size), "the central directory");
+    Cursor c(cd, static_cast<size_t>(cd_size));
     members_.reserve(static_cast<size_t>(entries));
     for (uint64_t i = 0; i < entries; ++i) {
         if (!c.has(kCentralHeaderBytes) || c.u32() != kCentralHeaderSig)
@@ -394,7 +395,7 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
             m.local_extra = f.u16();
             m.head_len = f.u32();
             m.copy_len = static_cast<uint32_t>(copy_len - kHeadCopyFixedBytes);
-            m.copy_at = static_cast<size_t>(copy - cd.data()) + kHeadCopyFixedBytes;
+            m.copy_at = static_cast<size_t>(copy - cd) + kHeadCopyFixedBytes;
             if (m.copy_len > m.head_len || m.head_len - m.copy_len > kHeadCopyMaxPadding || m.head_len > m.size)
                 fail(Code::format, "{}: bad zip entry: ckpt's head copy holds {} of the first {} bytes of a {}-byte member",
                      here(), m.copy_len, m.head_len, m.size);
@@ -402,7 +403,7 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
         }
         members_.push_back(std::move(m));
     }
-    if (c.pos() != cd.size()) fail(Code::format, "{}: not a valid npz (zip) file: {} stray bytes after the central directory", label_, cd.size() - c.pos());
+    if (c.pos() != cd_size) fail(Code::format, "{}: not a valid npz (zip) file: {} stray bytes after the central directory", label_, cd_size - c.pos());
     local_checked_ = std::make_unique<std::atomic<bool>[]>(members_.size());
     // Names must be unique; of two equal ones, the later in the directory is reported.
     if (const auto d = find_duplicate(members_.size(), [&](size_t i) -> const std::string& { return members_[i].name; }))

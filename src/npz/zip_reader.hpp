@@ -121,7 +121,7 @@ private:
     InputFile& file_;
     std::string label_;
     std::vector<Member> members_;
-    std::vector<unsigned char> cd_;  // the central directory, which holds the head copies
+    std::unique_ptr<unsigned char[]> cd_;  // the central directory, which holds the head copies
     std::unique_ptr<std::atomic<bool>[]> local_checked_;  // by member: deferred ones, once checked
 };
 

@@ -249,7 +249,8 @@ TEST_CASE("a file cut short after opening: a batch read says which array's data 
 namespace {
 
 // Bytes in memory that are never cached, so the storage says (after `pause`, to let the calling thread finish
-// first): the reads of batches of small arrays after opening are recorded by thread.
+// first). Once recording, reads are recorded by thread and take 2 ms each, so that other threads start before
+// the calling one is done.
 class ColdInput final : public InputFile {
 public:
     ColdInput(const std::string& bytes, std::chrono::milliseconds pause) : in_(bytes.data(), bytes.size()), pause_(pause) {}
@@ -257,8 +258,11 @@ public:
     bool concurrent_reads() const override { return true; }
     size_t read_at(uint64_t offset, void* dst, size_t n) override {
         if (recording) {
-            std::lock_guard<std::mutex> lock(mutex_);
-            readers.insert(std::this_thread::get_id());
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                readers.insert(std::this_thread::get_id());
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
         }
         return in_.read_at(offset, dst, n);
     }
@@ -284,7 +288,7 @@ TEST_CASE("from a cold cache, only the calling thread reads small arrays, whenev
     for (int i = 0; i < 1024; ++i)
         vars.add("w" + std::to_string(i), counting_array(DType::float32, 4, {2048}, static_cast<uint32_t>(i)));
     const std::string bytes = save_to_string(vars);
-    for (const auto pause : {std::chrono::milliseconds(0), std::chrono::milliseconds(50)}) {
+    for (const auto pause : {std::chrono::milliseconds(0), std::chrono::milliseconds(200)}) {
         INFO("cached() answers after " << pause.count() << " ms");
         auto owned = std::make_unique<ColdInput>(bytes, pause);
         ColdInput& in = *owned;
