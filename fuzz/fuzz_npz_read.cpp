@@ -42,22 +42,32 @@ std::vector<std::optional<std::vector<unsigned char>>> read_each(ckpt::NpzReader
 }
 
 // The views of ckpt_npz_map over the same bytes (BytesInput maps them in place, so a view that reached past them
-// is an out-of-bounds read): verified, each must exist exactly when its entry read, with the same bytes; unverified,
-// a mapped one exists even for corrupt data, and every byte of it is touched.
+// is an out-of-bounds read). Verified, each must exist exactly when its entry read, with the same bytes.
+// Unverified, a mapped one exists even for corrupt data — unless its local header disagrees with its head copy,
+// which is checked either way (and then the read failed too) — and every byte of it is touched. Copy-on-write,
+// which BytesInput refuses to map, each is decoded, as the read: it must exist exactly when the read did.
 void check_views(ckpt::NpzReader& reader, const std::vector<std::optional<std::vector<unsigned char>>>& each) {
-    ckpt::NpzViews verified(true, false), unverified(false, true);  // the second copy-on-write
+    ckpt::NpzViews verified(true, false), unverified(false, false), copy_on_write(false, true);
+    const auto view = [&](ckpt::NpzViews& views, size_t i) -> const unsigned char* {
+        try {
+            return static_cast<const unsigned char*>(views.view(reader, i));
+        } catch (const ckpt::Error&) {
+            return nullptr;
+        }
+    };
     for (size_t i = 0; i < reader.size(); ++i) {
         const size_t n = reader.entry(i).header.nbytes;
-        const void* p = nullptr;
-        try {
-            p = verified.view(reader, i);
-        } catch (const ckpt::Error&) {
-        }
+        const unsigned char* p = view(verified, i);
         FUZZ_CHECK((p != nullptr) == each[i].has_value());
         FUZZ_CHECK(p == nullptr || n == 0 || std::memcmp(p, each[i]->data(), n) == 0);
+        const unsigned char* c = view(copy_on_write, i);
+        FUZZ_CHECK((c != nullptr) == each[i].has_value());
+        FUZZ_CHECK(c == nullptr || n == 0 || std::memcmp(c, each[i]->data(), n) == 0);
         if (!ckpt::NpzViews::mappable(reader, i)) continue;
-        const auto* q = static_cast<const unsigned char*>(unverified.view(reader, i));
-        if (each[i]) {
+        const unsigned char* q = view(unverified, i);
+        if (q == nullptr) {
+            FUZZ_CHECK(!each[i]);
+        } else if (each[i]) {
             FUZZ_CHECK(n == 0 || std::memcmp(q, each[i]->data(), n) == 0);
         } else {
             volatile unsigned char last = 0;

@@ -257,6 +257,9 @@ const Known kKnown[] = {
      "it, and shows it as a space"},
     {Who::ckpt_refuses, "member name is not valid UTF-8",
      "variable names are UTF-8, with or without the UTF-8 flag; libzip reads an unflagged name as CP437"},
+    {Who::ckpt_refuses, "head copy",
+     "a stored member's head copy in the central directory (ckpt's extra field 0x6B63) must describe its local header "
+     "and npy header exactly, since ckpt reads by it and numpy by the local header; libzip skips the field"},
     {Who::ckpt_refuses, "is not supported (only stored and deflate)",
      "ckpt reads the two methods numpy writes; libzip, as Debian builds it, also reads bzip2 and xz"},
     // libzip 1.7.3 refuses what ckpt accepts.

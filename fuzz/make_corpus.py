@@ -222,6 +222,13 @@ def disagreements(npy):
     with zipfile.ZipFile(bio, "w", compression=zipfile.ZIP_BZIP2) as zf:
         zf.writestr("w.npy", npy)
     files["disagree_bzip2.npz"] = bio.getvalue()
+    # A head copy (ckpt's central extra field 0x6B63: the local extra field's length, the npy header's length, its
+    # text without the padding) of another header than the member's: Fortran order instead of C order.
+    head = 10 + struct.unpack("<H", npy[8:10])[0]
+    text = npy[:head].rstrip(b" \n")
+    assert b"'fortran_order': False, " in text
+    text = text.replace(b"'fortran_order': False, ", b"'fortran_order': True,  ")
+    files["disagree_head_copy.npz"] = one(central=dict(extra=struct.pack("<HHHI", 0x6B63, 6 + len(text), 0, head) + text))
     files["disagree_mtime.npz"] = one(local=dict(time=0x6000))
     files["disagree_version_needed.npz"] = one(local=dict(needed=45))
     return files

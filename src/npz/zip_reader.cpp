@@ -242,7 +242,7 @@ void ZipReader::check_deferred(size_t index, const unsigned char* lh) const {
         same = same && data[m.head_len - 1] == '\n';
     }
     if (!same)
-        fail(Code::format, "{}: bad zip entry: its first {} bytes differ from the central directory's copy of them "
+        fail(Code::format, "{}: bad zip entry: its first {} bytes differ from the central directory's head copy of them "
              "(inconsistent headers)", here(), m.head_len);
     local_checked_[index].store(true, std::memory_order_release);
 }

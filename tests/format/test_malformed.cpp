@@ -1348,7 +1348,7 @@ TEST_CASE("a head copy in the central directory that lies", "[malformed][zip][he
         REQUIRE(at != std::string::npos);
         other.replace(at, 6, "(3, 2)");
         expect_failure("copy-shape.npz", copied(zipb::head_copy(0, static_cast<uint32_t>(header), other)), CKPT_EFORMAT,
-                       {kW_member, "differ from the central directory's copy of them"});
+                       {kW_member, "differ from the central directory's head copy of them"});
     }
     SECTION("a local extra field of another length") {
         // Longer: w's data would overlap b's local header, which opening sees.
