@@ -70,7 +70,12 @@ const void* NpzViews::map(NpzReader& reader, size_t i) {
         fail(Code::format, "{}: member '{}': data ({} bytes at offset {}) runs past the end of the file ({} bytes)",
              reader.label(), printable(e.member), e.header.nbytes, at, mapping_->size());
     const unsigned char* p = static_cast<const unsigned char*>(mapping_->data()) + at;
-    reader.zip().check_local(e.index, static_cast<const unsigned char*>(mapping_->data()), 0, mapping_->size());
+    // The local header, where opening left it to the first read: through the mapping when every page of the member
+    // is read anyway, else read on its own, so that a view costs no page of memory until it is touched.
+    if (verify_)
+        reader.zip().check_local(e.index, static_cast<const unsigned char*>(mapping_->data()), 0, mapping_->size());
+    else
+        reader.zip().check_local(e.index);
     if (verify_) {
         const unsigned threads = std::min(cores(), kMaxCrcThreads);
         const uint32_t data_crc = crc32_parallel(p, e.header.nbytes, threads);
