@@ -123,6 +123,17 @@ std::vector<Outcome> restore_on(const std::string& dir, int world) {
     return out;
 }
 
+// Every rank succeeded with step `step` and found its arrays exact.
+void check_all_exact(const std::vector<Outcome>& out, int64_t step) {
+    for (size_t r = 0; r < out.size(); ++r) {
+        INFO("rank " << r);
+        CHECK(out[r].code == 0);
+        CHECK(out[r].message.empty());
+        CHECK(out[r].restored == step);
+        CHECK(out[r].exact);
+    }
+}
+
 // Fails the creation of one rank's shard, as a full disk would.
 class FailingShard final : public Storage {
 public:
@@ -183,12 +194,7 @@ TEST_CASE("A sharded save on 4 ranks commits one step directory that restores bi
     CHECK(shard.entry(0).header.shape == std::vector<int64_t>{2, kCols});
     CHECK(shard.entry(1).name == "own_2");
 
-    for (const Outcome& o : restore_on(dir, 4)) {
-        CHECK(o.code == 0);
-        CHECK(o.message.empty());
-        CHECK(o.restored == 42);
-        CHECK(o.exact);
-    }
+    check_all_exact(restore_on(dir, 4), 42);
 }
 
 TEST_CASE("The manifest records the step, the world size, the metadata and where every variable is") {
@@ -257,11 +263,7 @@ TEST_CASE("A step saved by 4 ranks restores on 2, and one saved by 2 on 4, row s
                           other == std::vector<int32_t>{rank + 2, 3, 7};
             });
         });
-        for (const Outcome& o : out) {
-            CHECK(o.message.empty());
-            CHECK(o.restored == 3);
-            CHECK(o.exact);
-        }
+        check_all_exact(out, 3);
     }
     SECTION("2 to 4") {
         save_steps(tmp.file("b"), 2, {5});
@@ -279,11 +281,7 @@ TEST_CASE("A step saved by 4 ranks restores on 2, and one saved by 2 on 4, row s
                 o.exact = emb == State(rank, 4, 5).emb;
             });
         });
-        for (const Outcome& o : out) {
-            CHECK(o.message.empty());
-            CHECK(o.restored == 5);
-            CHECK(o.exact);
-        }
+        check_all_exact(out, 5);
     }
 }
 
@@ -304,11 +302,7 @@ TEST_CASE("A corrupt shard of the newest step moves every rank to the same older
         f.seekp(static_cast<std::streamoff>(at));
         f.put('\x55');
     }
-    for (const Outcome& o : restore_on(dir, 4)) {
-        CHECK(o.message.empty());
-        CHECK(o.restored == 10);
-        CHECK(o.exact);
-    }
+    check_all_exact(restore_on(dir, 4), 10);
 }
 
 TEST_CASE("A variable that matches no saved one fails the restore on every rank with the same mismatch") {
@@ -428,11 +422,7 @@ TEST_CASE("The in-memory storage holds sharded steps: saved, replaced, restored,
             o.exact = replaced && state.holds(rank, 2, 3) && m.list() == std::vector<int64_t>{2, 3};
         });
     });
-    for (const Outcome& o : out) {
-        CHECK(o.message.empty());
-        CHECK(o.restored == 3);
-        CHECK(o.exact);
-    }
+    check_all_exact(out, 3);
     auto dirs = storage->list_dirs("run/ckpt");
     std::sort(dirs.begin(), dirs.end());
     CHECK(dirs == std::vector<std::string>{"0000000002", "0000000003"});
@@ -481,11 +471,7 @@ TEST_CASE("Where directories cannot be renamed, the manifest written last commit
             o.exact = state.holds(rank, 2, 22) && m.list() == std::vector<int64_t>{1, 2};
         });
     });
-    for (const Outcome& o : out) {
-        CHECK(o.message.empty());
-        CHECK(o.restored == 2);
-        CHECK(o.exact);
-    }
+    check_all_exact(out, 2);
     CHECK(dirs_in() == std::vector<std::string>{"0000000001", "0000000002"});
     auto files = storage->list(dir + "/0000000002");
     std::sort(files.begin(), files.end());
@@ -523,11 +509,7 @@ TEST_CASE("Where directories cannot be renamed, the manifest written last commit
                 o.exact = state.holds(rank, 2, 22);
             });
         });
-        for (const Outcome& o : out) {
-            CHECK(o.message.empty());
-            CHECK(o.restored == 2);
-            CHECK(o.exact);
-        }
+        check_all_exact(out, 2);
         CHECK(dirs_in() == std::vector<std::string>{"0000000001", "0000000002"});
     }
     SECTION("retention removes a step's manifest and its shards") {
@@ -615,11 +597,7 @@ TEST_CASE("An asynchronous sharded save commits at the next collective call, and
             m.save(three.vars, 3);
             m.close();
         });
-        for (const Outcome& o : restore_on(dir, 3)) {
-            CHECK(o.message.empty());
-            CHECK(o.restored == 3);
-            CHECK(o.exact);
-        }
+        check_all_exact(restore_on(dir, 3), 3);
     }
 }
 
