@@ -83,8 +83,7 @@ CKPT_API int ckpt_writer_save(ckpt_writer* w, const char* out_dir, const char* f
                 ckpt_sink sink{&out, nullptr};
                 const int rc = fn(&sink, payload);
                 if (sink.error) std::rethrow_exception(sink.error);
-                if (rc != 0)
-                    ckpt::fail(rc < 0 ? static_cast<Code>(rc) : Code::error, "the save function returned {}", rc);
+                if (rc != 0) ckpt::capi::callback_failed(rc, "the save function");
             },
             (flags & CKPT_APPEND) != 0);
     });

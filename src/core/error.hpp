@@ -41,6 +41,14 @@ public:
     using Error::Error;
 };
 
+// Whether a checkpoint that failed to restore with this code may be skipped for an older one: corrupt,
+// unreadable, not a regular file (a FIFO with a checkpoint's name), unsupported, or gone since the listing (a
+// missing shard of a step; a file another manager's retention removed).
+inline bool unreadable_checkpoint(Code code) {
+    return code == Code::format || code == Code::io || code == Code::unsupported || code == Code::invalid ||
+           code == Code::not_found;
+}
+
 template <typename... Args>
 [[noreturn]] void fail(Code code, fmt::format_string<Args...> f, Args&&... args) {
     throw Error(code, fmt::format(f, std::forward<Args>(args)...));

@@ -55,9 +55,7 @@ Report run(Body&& body) {
     } catch (const Error& e) {
         r.code = static_cast<int>(e.code());
         r.message = e.what();
-        // Corrupt, unreadable, missing or not a regular file: an older step may be fine.
-        r.retry = e.code() == Code::format || e.code() == Code::io || e.code() == Code::unsupported ||
-                  e.code() == Code::invalid || e.code() == Code::not_found;
+        r.retry = unreadable_checkpoint(e.code());  // an older step may be fine
     } catch (const std::bad_alloc&) {
         r.code = static_cast<int>(Code::no_memory);
         r.message = "out of memory";

@@ -494,12 +494,8 @@ int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index, const A
         } catch (const CallerError&) {
             throw;  // the caller's renamer or arguments, not the file: an older checkpoint would not help
         } catch (const Error& e) {
-            // Corrupt, unreadable, not a regular file (a FIFO with a checkpoint's name), or gone since the listing
-            // (a missing shard of a step; a file another manager's retention removed): try an older one, as the
-            // ranks of a sharded restore do.
-            const bool unreadable = e.code() == Code::format || e.code() == Code::io || e.code() == Code::unsupported ||
-                                    e.code() == Code::invalid || e.code() == Code::not_found;
-            if (index || !options_.fallback || !unreadable) {
+            // Try an older one, as the ranks of a sharded restore do.
+            if (index || !options_.fallback || !unreadable_checkpoint(e.code())) {
                 if (skipped.empty()) throw;
                 rethrow_with_context(e, fmt::format("after skipping {} unreadable newer checkpoint(s)", skipped.size()));
             }

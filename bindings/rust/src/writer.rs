@@ -118,7 +118,7 @@ struct Pending {
 }
 
 /// The closures' own errors, oldest first: the library reports a failed closure by its code only ("the save
-/// function returned -5"), so the writer adds the closure's message when it hands that error on.
+/// function failed: storage failure (-5)"), so the writer adds the closure's message when it hands that error on.
 #[derive(Default)]
 struct Failures(Mutex<VecDeque<Error>>);
 
@@ -355,7 +355,7 @@ impl Writer {
             Ok(())
         } else {
             let mut e = Error::last(rc);
-            if e.message().contains("the save function returned") {
+            if e.message().contains("the save function failed") {
                 if let Some(own) = self.failures.pop() {
                     e = Error::new(e.code(), format!("{}: {}", e.message(), own.message()));
                 }
