@@ -15,6 +15,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <system_error>
 #include <thread>
 #include <unordered_map>
@@ -393,7 +394,7 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
     std::atomic<size_t> first_failed{parts.size()};
     std::exception_ptr error;
     std::vector<uint32_t> part_crc(parts.size());
-    std::vector<bool> stopped(threads, false);  // by thread, under the mutex
+    std::set<size_t> handed;  // batches other threads found uncached, for the calling thread (see work)
     const OnBytes on_bytes = [&](uint64_t n) {
         std::lock_guard<std::mutex> lock(mutex);
         options_.progress.advance(n);
@@ -402,13 +403,10 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
         std::lock_guard<std::mutex> lock(mutex);
         Share& own = shares[t];
         if (own.begin == own.end) {
-            // The rest of a share whose thread stopped (see work), from its start, so that it is still read in order.
-            for (unsigned s = 0; s < threads; ++s) {
-                if (stopped[s] && shares[s].begin != shares[s].end) {
-                    own = shares[s];
-                    shares[s].begin = shares[s].end;
-                    return own.begin++;
-                }
+            if (t == 0 && !handed.empty()) {  // in file order, so that they are still read as one stream
+                const size_t next = *handed.begin();
+                handed.erase(handed.begin());
+                return next;
             }
             Share* largest = &own;
             for (Share& s : shares)
@@ -443,7 +441,7 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
     // buffer. An array the read did not reach (the file ends early) is read on its own, which says where its data
     // ends. `cached_only`: returns false, having read nothing, if the batch's bytes are not in memory yet.
     const auto read_batch = [&](const Batch& b, std::vector<unsigned char>& buffer, bool cached_only) {
-        const uint64_t from = zip_->members()[entries_[jobs[parts[order[b.begin]].job].entry].index].local_offset;
+        const uint64_t from = member(jobs[parts[order[b.begin]].job].entry).local_offset;
         const size_t last = order[b.end - 1];
         buffer.resize(static_cast<size_t>(offset[last] + parts[last].size - from));
         if (cached_only && !file_->cached(from, buffer.size())) return false;
@@ -475,9 +473,9 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
     // Batches of small arrays from a cold cache are read by the calling thread alone: a second thread reading
     // them too made restores of many small arrays slower, and much less steady, than one (W2 from a cold cache:
     // 34-60 ms on two threads, 28-30 ms on one, beside 23 ms for read() of the same bytes), while from the page
-    // cache two threads are faster (8.6 ms against 10.2). So other threads read batches only while they find them
-    // cached; at the first one that is not, a thread gives it back and stops, and the calling thread takes over
-    // the rest of its share, from its start.
+    // cache two threads are faster (8.6 ms against 10.2). So other threads read a batch only if it is cached, and
+    // hand it to the calling thread if not, which reads what it was handed in file order once its own share is
+    // done; large arrays are read by every thread either way.
     const auto work = [&](unsigned t) {
         std::vector<unsigned char> buffer;
         while (const std::optional<size_t> taken = take(t)) {
@@ -486,12 +484,10 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
             for (size_t i = b.begin; i < b.end; ++i) first = std::min(first, order[i]);
             if (first >= first_failed.load()) continue;
             try {
-                if (b.end - b.begin > 1) {
+                if (parts[first].batchable) {
                     if (!read_batch(b, buffer, t != 0)) {
                         std::lock_guard<std::mutex> lock(mutex);
-                        --shares[t].begin;  // given back: the batch taken last
-                        stopped[t] = true;
-                        return;
+                        handed.insert(*taken);
                     }
                 } else {
                     read_part(first);
@@ -514,7 +510,7 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
     }
     work(0);
     for (auto& h : helpers) h.join();
-    work(0);  // what a thread that stopped gave back after this one had finished
+    work(0);  // what other threads handed over after this one had finished
     if (error) std::rethrow_exception(error);
 
     // A split entry's CRC-32: its npy header's, then its parts', combined in order.

@@ -310,6 +310,34 @@ TEST_CASE("from a cold cache, only the calling thread reads small arrays, whenev
     }
 }
 
+TEST_CASE("from a cold cache, large arrays amid small ones are still read on several threads") {
+    if (std::thread::hardware_concurrency() < 2) return;
+    VarCollection vars;  // 16 MiB: large arrays, each followed by a pair of small ones (a norm's scale and bias)
+    for (int i = 0; i < 16; ++i) {
+        vars.add("w" + std::to_string(i), counting_array(DType::float32, 4, {1 << 18}, static_cast<uint32_t>(i)));
+        vars.add("s" + std::to_string(i), counting_array(DType::float32, 4, {64}, static_cast<uint32_t>(100 + i)));
+        vars.add("b" + std::to_string(i), counting_array(DType::float32, 4, {64}, static_cast<uint32_t>(200 + i)));
+    }
+    const std::string bytes = save_to_string(vars);
+    auto owned = std::make_unique<ColdInput>(bytes, std::chrono::milliseconds(0));
+    ColdInput& in = *owned;
+    NpzReader reader(std::move(owned), "x.npz", {});
+    std::vector<std::vector<char>> out(reader.size());
+    std::vector<NpzReader::Job> jobs;
+    for (size_t i = 0; i < reader.size(); ++i) {
+        out[i].resize(reader.entry(i).header.nbytes);
+        jobs.push_back({i, out[i].data()});
+    }
+    in.recording = true;
+    reader.read_entries(jobs);
+    CHECK(in.asked > 0);
+    CHECK(in.readers.size() > 1);
+    for (size_t i = 0; i < vars.size(); ++i) {
+        INFO(vars.name(i));
+        CHECK(std::memcmp(vars.array(i).data(), out[i].data(), vars.array(i).nbytes()) == 0);
+    }
+}
+
 TEST_CASE("restoring many arrays in place finds each one whatever the collection's order") {
     const VarCollection saved = many(2 * kParallelOpenMembers);
     const std::string bytes = save_to_string(saved);
