@@ -5,6 +5,7 @@
 // gives: the same bytes are read here through an InputFile that allows concurrent reads and through one that
 // does not (which keeps opening on one thread), above and below the threshold.
 #include "core/error.hpp"
+#include "core/find_duplicate.hpp"
 #include "npz/npz_reader.hpp"
 #include "npz/npz_restore.hpp"
 #include "npz/npz_writer.hpp"
@@ -308,6 +309,22 @@ TEST_CASE("from a cold cache, only the calling thread reads small arrays, whenev
             CHECK(std::memcmp(vars.array(i).data(), out[i].data(), vars.array(i).nbytes()) == 0);
         }
     }
+}
+
+TEST_CASE("duplicate names are found by hashing and by sorting alike: the first name that repeats an earlier one") {
+    std::vector<std::string> names;
+    for (int i = 0; i < 5000; ++i) names.push_back("layer" + std::to_string(i) + "/w");
+    const auto name_of = [&](size_t i) -> const std::string& { return names[i]; };
+    CHECK(!find_duplicate(names.size(), name_of));
+    CHECK(!find_duplicate_by_sorting(names.size(), name_of));
+    names[4000] = names[10];  // a later repeat first in name order
+    names[3000] = names[2999];
+    const auto want = std::make_pair(size_t{2999}, size_t{3000});
+    CHECK(find_duplicate(names.size(), name_of) == want);
+    CHECK(find_duplicate_by_sorting(names.size(), name_of) == want);
+    names[7] = names[3];
+    CHECK(find_duplicate(names.size(), name_of) == std::make_pair(size_t{3}, size_t{7}));
+    CHECK(find_duplicate_by_sorting(names.size(), name_of) == std::make_pair(size_t{3}, size_t{7}));
 }
 
 TEST_CASE("from a cold cache, large arrays amid small ones are still read on several threads") {
