@@ -343,9 +343,10 @@ CKPT_API const char *ckpt_npz_metadata_value(const ckpt_npz *npz, size_t i);
  * Integrity: the first call for i checks the member's CRC-32, reading each of its pages once (on several threads
  * for a large member); a mismatch is CKPT_EFORMAT naming the file and the member, and later calls check again.
  * CKPT_NPZ_MAP_UNVERIFIED in the open options' flags skips the check for mapped members, trading integrity for
- * latency: the call then reads nothing and takes microseconds whatever the array's size, and corrupt bytes are
- * handed over as they are. Use it for files verified already (read or mapped before, `ckpt verify`) or where
- * paging in on demand matters more than integrity. Decoded members are always verified (they are read anyway).
+ * latency: the call then reads at most the member's local header (a few hundred bytes, in a file ckpt wrote) and
+ * takes microseconds whatever the array's size, and corrupt bytes are handed over as they are. Use it for files
+ * verified already (read or mapped before, `ckpt verify`) or where paging in on demand matters more than
+ * integrity. Decoded members are always verified (they are read anyway).
  * While mapped: a file replaced (a save renames a new file over it) or deleted keeps its old bytes readable through
  * the mapping until ckpt_npz_close — and keeps its disk space in use until then. A file truncated while mapped
  * makes touching its lost pages raise SIGBUS: that is the operating system's answer, and no error code can report
@@ -357,9 +358,10 @@ CKPT_API const char *ckpt_npz_metadata_value(const ckpt_npz *npz, size_t i);
  * Returns CKPT_OK; CKPT_EINVAL (NULL npz or out_data); CKPT_ENOTFOUND (i out of range); CKPT_EFORMAT (corrupt data,
  * CRC-32 mismatch); CKPT_EIO; CKPT_ENOMEM. On failure *out_data is NULL. */
 CKPT_API int ckpt_npz_map(ckpt_npz *npz, size_t i, const void **out_data);
-/* A restore without copies: *out is a new collection of every array of the file, in file order, each borrowing
- * what ckpt_npz_map gives for it (so every member is mapped, and checked as ckpt_npz_map checks it), with the file's
- * metadata. The collection must not be used after ckpt_npz_close(npz) (free it before, or with, the handle).
+/* A restore without copies: *out is a new collection of every array of the file, in ckpt_npz_name's order, each
+ * borrowing what ckpt_npz_map gives for it (so every member is mapped, and checked as ckpt_npz_map checks it),
+ * with the file's metadata. The collection must not be used after ckpt_npz_close(npz) (free it before, or with,
+ * the handle).
  * Writing into its arrays is allowed when the file was opened with CKPT_NPZ_MAP_WRITABLE (copy-on-write), and
  * faults (SIGSEGV) otherwise for mapped members. Returns CKPT_OK; CKPT_EINVAL (NULL argument); CKPT_EFORMAT (a
  * corrupt member, the message naming it); CKPT_EIO; CKPT_ENOMEM. On failure *out is NULL. */

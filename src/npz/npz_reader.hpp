@@ -43,7 +43,9 @@ public:
     };
 
     // Reads `file`, named `label` in messages (a path, or "<memory>"): the zip directory and every npy header,
-    // all validated (on several threads from kParallelOpenMembers members on, with the same errors). Throws Error: io, format (not a zip, malformed member), unsupported, no_memory.
+    // all validated (on several threads from kParallelOpenMembers members on, with the same errors; local headers
+    // with head copies when their data is read, see ZipReader). Throws Error: io, format (not a zip, malformed
+    // member), unsupported, no_memory.
     NpzReader(std::unique_ptr<InputFile> file, std::string label, NpzReadOptions options);
     // Opens `path` in `storage`; adds not_found (no file) and invalid (not a regular file) to the errors above.
     static NpzReader open(Storage& storage, const std::string& path, NpzReadOptions options);

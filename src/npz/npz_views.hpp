@@ -1,7 +1,8 @@
-// Read-only views of an open file's arrays without a copy (ckpt_npz_map). A member that lies in the file exactly as
-// it is used — stored, native byte order, C order, aligned for its dtype, as every member ckpt writes — is a pointer
-// into one private read-only mapping of the whole file, made at the first view; any other member (deflated,
-// byte-swapped, Fortran order, unaligned, or a storage that cannot map) is decoded once into memory the views own.
+// Views of an open file's arrays without a copy (ckpt_npz_map). A member that lies in the file exactly as it is
+// used — stored, native byte order, C order, aligned for its dtype, as every member ckpt writes — is a pointer
+// into one private mapping of the whole file (read-only, or copy-on-write), made at the first view; any other
+// member (deflated, byte-swapped, Fortran order, unaligned, or a storage that cannot map) is decoded once into
+// memory the views own.
 #pragma once
 
 #include "core/array.hpp"
@@ -18,8 +19,9 @@ namespace ckpt {
 class NpzViews {
 public:
     // verify: check each member's CRC-32 at its first view (reading every page of it once, on several threads for
-    // a large one). Without it a mapped view reads nothing until its pages are touched; decoded members are
-    // always verified, as they are read anyway.
+    // a large one). Without it a mapped view reads only the member's local header, where opening left it unchecked
+    // (a small read, not through the mapping), until its pages are touched; decoded members are always verified,
+    // as they are read anyway.
     // writable: the mapping is copy-on-write, so a caller may write into mapped views (the file never changes).
     NpzViews(bool verify, bool writable) : verify_(verify), writable_(writable) {}
 

@@ -105,34 +105,25 @@ bool apply_zip64_extra(const unsigned char* extra, size_t n, Zip64Fields need, u
     return !need.size && !need.compressed && !(need.offset && offset != nullptr);
 }
 
-// Whether an extra field holds a field with this id. False, with `malformed` set, if its fields do not add up.
-bool has_extra_field(const unsigned char* extra, size_t n, uint16_t wanted, bool& malformed) {
-    malformed = false;
+// The field with this id in an extra field (its bytes, `len` of them), or nullptr if there is none; `malformed`
+// is set, and nullptr returned, if the fields do not add up to the whole extra field.
+const unsigned char* find_extra_field(const unsigned char* extra, size_t n, uint16_t wanted, size_t& len, bool& malformed) {
     Cursor c(extra, n);
-    bool found = false;
+    const unsigned char* found = nullptr;
+    size_t found_len = 0;
     while (c.has(4)) {
         const uint16_t id = c.u16();
-        const uint16_t len = c.u16();
-        if (!c.has(len)) break;
-        c.take(len);
-        found = found || id == wanted;
+        const uint16_t field_len = c.u16();
+        if (!c.has(field_len)) break;
+        const unsigned char* field = c.take(field_len);
+        if (id == wanted && found == nullptr) {
+            found = field;
+            found_len = field_len;
+        }
     }
     malformed = c.pos() != n;
-    return found && !malformed;
-}
-
-// The field with this id in an extra field, or nullptr (with `len` 0) if there is none.
-const unsigned char* find_extra_field(const unsigned char* extra, size_t n, uint16_t wanted, size_t& len) {
-    Cursor c(extra, n);
-    while (c.has(4)) {
-        const uint16_t id = c.u16();
-        len = c.u16();
-        if (!c.has(len)) break;
-        const unsigned char* field = c.take(len);
-        if (id == wanted) return field;
-    }
-    len = 0;
-    return nullptr;
+    len = malformed ? 0 : found_len;
+    return malformed ? nullptr : found;
 }
 
 // What a data descriptor says: CRC-32, then the compressed and uncompressed sizes.
@@ -213,10 +204,13 @@ std::string_view ZipReader::head(size_t index, std::string& scratch) const {
 void ZipReader::check_local(size_t index) const {
     const Member& m = members_.at(index);
     if (!m.deferred || local_checked_[index].load(std::memory_order_acquire)) return;
-    std::vector<unsigned char> bytes(static_cast<size_t>(m.data_offset - m.local_offset) + m.head_len);
-    // Amid a large member's data, uncached, as at opening.
-    read_exact_at(m.local_offset, bytes.data(), bytes.size(), "a local header", m.size >= kWindowBytes);
-    check_deferred(index, bytes.data());
+    // Read cached: the member's data, which starts in the same page, is read next. Usually a few hundred bytes.
+    const size_t n = static_cast<size_t>(m.data_offset - m.local_offset) + m.head_len;
+    unsigned char small[512];
+    std::vector<unsigned char> large(n > sizeof small ? n : 0);
+    unsigned char* bytes = n > sizeof small ? large.data() : small;
+    read_exact_at(m.local_offset, bytes, n, "a local header");
+    check_deferred(index, bytes);
 }
 
 void ZipReader::check_local(size_t index, const unsigned char* bytes, uint64_t at, size_t n) const {
@@ -342,10 +336,14 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
     if (entries > cd_size / kCentralHeaderBytes)
         fail(Code::format, "{}: not a valid npz (zip) file: {} members cannot fit in a {}-byte central directory", label_, entries, cd_size);
 
-    // Not zeroed first: it is read over at once (1 MiB for 8192 members, where zeroing was 14% of opening).
+    // Not zeroed first: it is read over at once (1 MiB for 8192 members, where zeroing was 14% of opening); from
+    // the end of the file read above when it lies there (any small file).
     cd_.reset(new unsigned char[static_cast<size_t>(cd_size)]);
     const unsigned char* cd = cd_.get();
-    read_exact_at(cd_offset, cd_.get(), static_cast<size_t>(cd_size), "the central directory");
+    if (cd_offset >= file_size - tail_size)
+        std::copy_n(&tail[static_cast<size_t>(cd_offset - (file_size - tail_size))], static_cast<size_t>(cd_size), cd_.get());
+    else
+        read_exact_at(cd_offset, cd_.get(), static_cast<size_t>(cd_size), "the central directory");
     Cursor c(cd, static_cast<size_t>(cd_size));
     members_.reserve(static_cast<size_t>(entries));
     for (uint64_t i = 0; i < entries; ++i) {
@@ -386,7 +384,7 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
         if (!apply_zip64_extra(extra, extra_len, need, m.size, m.compressed, &m.local_offset, malformed) || malformed)
             fail(Code::format, "{}: bad zip entry: the zip64 extra field is {}", here(), malformed ? "malformed" : "missing");
         size_t copy_len;
-        if (const unsigned char* copy = find_extra_field(extra, extra_len, kHeadCopyExtraId, copy_len)) {
+        if (const unsigned char* copy = find_extra_field(extra, extra_len, kHeadCopyExtraId, copy_len, malformed)) {
             if (copy_len < kHeadCopyFixedBytes)
                 fail(Code::format, "{}: bad zip entry: ckpt's head copy field is {} bytes, too short", here(), copy_len);
             if (m.method != kMethodStore || (m.flags & kFlagDataDescriptor))
@@ -501,7 +499,8 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
             // The central directory is what ckpt reads by, but a descriptor that disagrees with it means one of
             // the two is corrupt, and nothing says which.
             bool malformed;
-            const bool zip64 = has_extra_field(variable + name_len, extra_len, kZip64ExtraId, malformed);
+            size_t zip64_len;
+            const bool zip64 = find_extra_field(variable + name_len, extra_len, kZip64ExtraId, zip64_len, malformed) != nullptr;
             if (malformed) fail(Code::format, "{}: bad zip entry: the local extra field is malformed", here());
             const uint64_t at = record_end[index];
             const size_t n = static_cast<size_t>(std::min<uint64_t>(kLongestDescriptor, cd_offset - at));
@@ -552,7 +551,9 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
             record_end[index] = at + d.bytes;
         }
     };
-    for_each_in_order_shares<Window>(members_.size(), open_threads(members_.size(), file_), check_local);
+    // Threads only for the members whose local headers are read here: the others' checks are arithmetic.
+    const size_t to_read = static_cast<size_t>(std::count_if(members_.begin(), members_.end(), [](const Member& m) { return !m.deferred; }));
+    for_each_in_order_shares<Window>(members_.size(), open_threads(to_read, file_), check_local);
 
     // Members must not overlap: overlapping members are how zip bombs multiply their output, and how one file
     // shows different contents to different readers.

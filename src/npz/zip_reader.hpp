@@ -4,9 +4,11 @@
 // offset nor lets a caller see the central directory before it rejects or rewrites things: it accepted an archive
 // whose members overlap (a polyglot numpy refuses), silently turned a NUL in a member name into a space, rejected
 // duplicate names without saying which, and reported hostile offsets as I/O errors. This reader validates the
-// whole directory first — end records, zip64 records, every central and local header and data descriptor, member
-// ranges that must not overlap each other or the directory, unique names — and then streams members straight into
-// the caller's buffers, checking CRC-32 and exact sizes.
+// whole directory first — end records, zip64 records, every central header, every local header and data
+// descriptor, member ranges that must not overlap each other or the directory, unique names — and then streams
+// members straight into the caller's buffers, checking CRC-32 and exact sizes. A member with a head copy (what ckpt
+// writes for stored members; zip_format.hpp) is the exception: its local header is checked when its data is
+// first read (check_local), against the copy, so opening reads only the end of the file.
 #pragma once
 
 #include "storage/storage.hpp"
@@ -20,8 +22,8 @@
 
 namespace ckpt {
 
-// Archives of this many members or more (from storages that allow concurrent reads) have their local headers and
-// npy headers checked on several threads: below it, starting a thread costs more than it saves.
+// Archives with this many local headers or npy headers to check at opening, or more (from storages that allow
+// concurrent reads), have them checked on several threads: below it, starting a thread costs more than it saves.
 constexpr size_t kParallelOpenMembers = 1024;
 // How many threads check an archive of this many members from `file`.
 unsigned open_threads(size_t members, const InputFile& file);

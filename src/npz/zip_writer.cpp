@@ -40,7 +40,8 @@ struct Record {
         for (int i = 0; i < 8; ++i) b.push_back(static_cast<unsigned char>(v >> (8 * i)));
         return *this;
     }
-    Record& bytes(const std::string& s) {
+    template <typename Bytes>
+    Record& bytes(const Bytes& s) {
         b.insert(b.end(), s.begin(), s.end());
         return *this;
     }
@@ -124,7 +125,7 @@ void ZipWriter::add_stored(const std::string& name, const std::vector<Piece>& pi
         Record copy;
         copy.u16(static_cast<uint16_t>(extra.b.size())).u32(static_cast<uint32_t>(head));
         copy.b.insert(copy.b.end(), p, p + kept);
-        if (kHeadCopyFixedBytes + kept <= kMax16) e.head_copy.assign(copy.b.begin(), copy.b.end());
+        e.head_copy = std::move(copy.b);
     }
 
     uint64_t at = 0;

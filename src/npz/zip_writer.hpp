@@ -56,7 +56,7 @@ private:
         uint32_t crc;
         uint16_t method;
         uint16_t flags;
-        std::string head_copy;  // the head copy field's value, or empty
+        std::vector<unsigned char> head_copy;  // the head copy field's value, or empty
     };
     Entry start_entry(const std::string& name, uint64_t size, uint16_t method) const;
     void put(const void* data, size_t n);

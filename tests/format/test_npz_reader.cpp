@@ -262,8 +262,9 @@ TEST_CASE("opening a stored file ckpt wrote reads only its end: the head copies 
     VarCollection few, lots;
     for (int i = 0; i < 4; ++i) few.add("a" + std::to_string(i), counting_array(DType::uint8, 1, {1 << 20}, 50 + i));
     for (int i = 0; i < 2000; ++i) lots.add("s" + std::to_string(i), counting_array(DType::int32, 4, {i % 50}, 60 + i));
-    CHECK(reads_to_open(few, false, true) <= 3);  // the end records, the zip64 locator's place, the directory
-    CHECK(reads_to_open(lots, false, true) == reads_to_open(few, false, true));
+    // The end of the file (end records, zip64 locator), then the directory unless that end already held it.
+    CHECK(reads_to_open(few, false, true) == 1);
+    CHECK(reads_to_open(lots, false, true) == 2);
     CHECK(reads_to_open(lots, false, false) > reads_to_open(lots, false, true));
 }
 
