@@ -628,7 +628,8 @@ typedef struct ckpt_manager_options {
     int32_t keep;                  /* newest checkpoints kept; <= 0 keeps all; default 10 */
     int64_t keep_every;            /* also keep indices that are multiples of this; 0 = off */
     uint32_t flags;                /* CKPT_MANAGER_* */
-    uint32_t queue_depth;          /* async: saves in flight before save() blocks; 0 = 1 */
+    uint32_t queue_depth;          /* async: saves in flight before save() blocks; 0 = 1. With a communicator,
+                                      one: the next save commits the step before it */
     const char *subdir;            /* NULL = "ckpt" (objax DIR_NAME); "" = the logdir itself; copied */
     const ckpt_npz_options *npz;   /* NULL = defaults; copied. Its layout is how saves write (reads detect either);
                                       its storage field is ignored (see storage) */

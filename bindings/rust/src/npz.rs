@@ -309,7 +309,7 @@ unsafe extern "C" fn progress_trampoline(done: u64, total: u64, payload: *mut c_
 /// and reads the metadata; array data is read only when asked for, one array at a time.
 pub struct Npz {
     raw: NonNull<sys::ckpt_npz>,
-    // The progress callback, called by later reads.
+    // The progress callback, called by later reads, and whether the mapping is writable (map_vars).
     _options: NpzOptions,
 }
 
