@@ -9,6 +9,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 
 namespace ckpt {
 
@@ -349,22 +350,18 @@ ShardedStep::Shard& ShardedStep::shard(int64_t rank) {
     auto it = shards_.find(rank);
     if (it != shards_.end()) return it->second;
     NpzReader reader = NpzReader::open(storage_, join_path(dir_, shard_name(rank, manifest_.world_size)), options_);
-    Shard& s = shards_.emplace(rank, Shard{std::move(reader), {}}).first->second;
-    s.by_name.reserve(s.reader.size());
-    for (size_t i = 0; i < s.reader.size(); ++i) s.by_name.emplace(s.reader.entry(i).name, i);  // names are unique
-    return s;
+    return shards_.try_emplace(rank, std::move(reader)).first->second;
 }
 
 // The entry of v (or of its piece) in a shard, checked against what the manifest says it holds.
-size_t ShardedStep::entry_of(const Shard& shard, const ManifestVariable& v, const std::vector<int64_t>& shape) {
-    const auto it = shard.by_name.find(v.name);
-    if (it == shard.by_name.end())
-        fail(Code::format, "{}: no array '{}', which the manifest records in it", shard.reader.label(), v.name);
-    const NpzReader::Entry& e = shard.reader.entry(it->second);
+size_t ShardedStep::entry_of(Shard& shard, const ManifestVariable& v, const std::vector<int64_t>& shape) {
+    const std::optional<size_t> at = shard.by_name.find(v.name);
+    if (!at) fail(Code::format, "{}: no array '{}', which the manifest records in it", shard.reader.label(), v.name);
+    const NpzReader::Entry& e = shard.reader.entry(*at);
     if (e.header.dtype != v.dtype || e.header.itemsize != v.itemsize || e.header.shape != shape)
         fail(Code::format, "{}: '{}' is not the {} array of shape {} that the manifest records", shard.reader.label(),
              v.name, dtype_name(v.dtype), fmt::join(shape, "x"));
-    return it->second;
+    return *at;
 }
 
 void ShardedStep::read_rows(const ManifestVariable& v, int64_t first, int64_t count, void* dst) {

@@ -2,6 +2,7 @@
 // files numpy reads) and manifest.json, the commit point (manifest.hpp). docs/distributed.md has the protocol.
 #pragma once
 
+#include "core/entry_index.hpp"
 #include "dist/comm.hpp"
 #include "dist/manifest.hpp"
 #include "npz/npz_reader.hpp"
@@ -14,8 +15,6 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <string_view>
-#include <unordered_map>
 
 namespace ckpt {
 
@@ -85,13 +84,21 @@ private:
     using Reads = std::map<int64_t, std::vector<NpzReader::Job>>;  // whole members to read, by shard
     void plan_rows(const ManifestVariable& v, int64_t first, int64_t count, void* dst, Reads& reads);
     void run(const Reads& reads);
-    // A shard opened, with its entries by name (a restore looks up every variable).
+    // A shard opened, with its entries by name (a restore looks up every variable). Built in place: the index
+    // refers to the reader.
+    struct EntryName {
+        const NpzReader* reader;
+        const std::string& operator()(size_t i) const { return reader->entry(i).name; }
+    };
     struct Shard {
+        explicit Shard(NpzReader r) : reader(std::move(r)), by_name(reader.size(), EntryName{&reader}) {}
+        Shard(const Shard&) = delete;
+        Shard& operator=(const Shard&) = delete;
         NpzReader reader;
-        std::unordered_map<std::string_view, size_t> by_name;
+        EntryIndex<EntryName> by_name;
     };
     Shard& shard(int64_t rank);
-    size_t entry_of(const Shard& shard, const ManifestVariable& v, const std::vector<int64_t>& shape);
+    size_t entry_of(Shard& shard, const ManifestVariable& v, const std::vector<int64_t>& shape);
 
     Storage& storage_;
     std::string dir_;
