@@ -337,22 +337,20 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
         data = std::move(view);
     last_save_ns_ = saved_at;
     NpzWriteOptions npz = options_.npz_write;
-    // The file's size bound, which the low-space warning after the save takes for its size: set on the writer's
-    // thread before the first byte, read there after the save.
-    auto bound = std::make_shared<uint64_t>(0);
+    // The file's size, which the low-space warning after the save takes: set and read on the writer's thread.
+    auto size = std::make_shared<uint64_t>(0);
     // On the writer's thread, once earlier saves and their retention are done, before the first byte.
-    npz.before_write = [this, index, target, bound](uint64_t needed) {
-        *bound = needed;
+    npz.before_write = [this, index, target](uint64_t needed) {
         check_disk_space(needed, fmt::format("{}: not enough space for checkpoint {}", target, index));
     };
     writer_->submit(
         target,
-        [data, npz](OutputFile& out) { write_npz(out, *data, npz); },
+        [data, npz, size](OutputFile& out) { *size = write_npz(out, *data, npz); },
         false,
-        [this, index, bound] {
+        [this, index, size] {
             const std::optional<size_t> left = apply_retention(index);
             try {  // best effort, as retention: the save has succeeded
-                if (left || options_.keep <= 0) warn_if_disk_low(*bound, left.value_or(0));
+                if (left || options_.keep <= 0) warn_if_disk_low(*size, left.value_or(0));
             } catch (const std::exception&) {
             }
         });

@@ -167,7 +167,7 @@ uint64_t npz_size_bound(const VarCollection& vars, NpzWriteOptions options) {
     return size_bound(plan, options.deflate);
 }
 
-void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions options) {
+uint64_t write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions options) {
     check_options(options);
 
     uint64_t total = 0;
@@ -220,7 +220,7 @@ void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions optio
             zip.add_stored(members[i].name, pieces(members[i]), on_bytes(members[i]), crc, members[i].header.size());
         }
     }
-    zip.finish();
+    return zip.finish();
 }
 
 void save_npz(Storage& storage, const std::string& path, const VarCollection& vars, const NpzWriteOptions& options) {

@@ -25,8 +25,9 @@ struct NpzWriteOptions {
 // An upper bound on the bytes write_npz writes for `vars` (exact but for padding and zip64 fields it may leave
 // out; for deflate, the size if nothing compresses). Throws Error(invalid) for bad options.
 uint64_t npz_size_bound(const VarCollection& vars, NpzWriteOptions options);
-// Writes the whole archive for `vars` into `out`. Throws Error: invalid (bad options), io, no_memory.
-void write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions options);
+// Writes the whole archive for `vars` into `out`; returns its size in bytes. Throws Error: invalid (bad options),
+// io, no_memory.
+uint64_t write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions options);
 
 // Saves `vars` to `path` atomically and durably through `storage` (see write_atomically). Throws Error: invalid,
 // not_found (no such directory), io, no_memory.

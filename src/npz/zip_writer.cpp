@@ -177,7 +177,7 @@ void ZipWriter::add_deflated(const std::string& name, uint64_t size, DeflateAhea
     entries_.push_back(std::move(e));
 }
 
-void ZipWriter::finish() {
+uint64_t ZipWriter::finish() {
     const uint64_t cd_offset = offset_;
     for (const Entry& e : entries_) {
         Record extra;
@@ -217,6 +217,7 @@ void ZipWriter::finish() {
     end.u32(kEndSig).u16(0).u16(0).u16(count16).u16(count16).u32(clamp32(cd_size)).u32(clamp32(cd_offset)).u16(0);
     put(end.b.data(), end.b.size());
     flush();
+    return offset_;
 }
 
 }  // namespace ckpt

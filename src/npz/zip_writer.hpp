@@ -44,8 +44,8 @@ public:
                     const std::function<uint32_t()>& crc = nullptr, size_t head = 0);
     // A deflated member of `size` bytes whose blocks come next from `source`.
     void add_deflated(const std::string& name, uint64_t size, DeflateAhead& source, const OnBytes& on_bytes);
-    // Writes the central directory and end records and flushes everything to the output.
-    void finish();
+    // Writes the central directory and end records and flushes everything to the output; returns the archive's size.
+    uint64_t finish();
 
 private:
     struct Entry {
