@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <exception>
 #include <set>
 
 namespace ckpt {
@@ -554,22 +555,23 @@ bool CheckpointManager::should_save(int64_t step) {
 }
 
 void CheckpointManager::wait() {
-    if (options_.comm) finish_pending();
+    finish_pending();
     writer_->wait();
 }
 
 void CheckpointManager::close() {
     if (writer_) {
-        if (options_.comm && pending_) {
-            try {
-                finish_pending();
-            } catch (...) {
-                writer_->finalize();
-                lock_.reset();
-                throw;
-            }
+        std::exception_ptr commit;  // the pending sharded step's failure, reported once the writer has stopped
+        try {
+            finish_pending();
+        } catch (...) {
+            commit = std::current_exception();
         }
         writer_->finalize();
+        if (commit) {
+            lock_.reset();
+            std::rethrow_exception(commit);
+        }
     }
     lock_.reset();
 }
