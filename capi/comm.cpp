@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ckpt_comm: the C face of ckpt::Comm, and the adapter that turns a C callback table into one.
 #include "comm.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ckpt_comm handle, shared by the C API and libckpt_mpi (which builds its communicator through ckpt_comm_new,
 // so it needs only the public header; this is for the managers that use one).
 #pragma once

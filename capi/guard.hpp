@@ -1,9 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C boundary: handle structs, and the one guard every extern "C" body runs through so that no exception
 // crosses into C and every failure leaves a message for ckpt_error_message().
 #pragma once
 
 #include "ckpt/ckpt.h"
 #include "core/error.hpp"
+#include "npz/npz_range.hpp"
 #include "npz/npz_reader.hpp"
 #include "npz/npz_restore.hpp"
 #include "npz/npz_views.hpp"
@@ -24,6 +26,7 @@ struct ckpt_npz {
     std::shared_ptr<ckpt::Storage> storage;  // kept alive as long as the file read through it
     ckpt::NpzReader reader;
     ckpt::NpzViews views;                    // ckpt_npz_map's; destroyed (unmapped) first
+    ckpt::NpzRanges ranges;                  // ckpt_npz_read_range's stream state
 };
 
 struct ckpt_storage {
@@ -34,8 +37,15 @@ namespace ckpt::capi {
 
 void set_error(const char* message) noexcept;
 
+// Forgets a message a callback left with ckpt_error_set_message and never failed after: each ckpt call starts
+// without one, so a stale message never explains a later failure.
+void forget_callback_message() noexcept;
+// Takes the message a failing callback left with ckpt_error_set_message ("" when it left none).
+std::string take_callback_message();
+
 // Throws the Error of a user callback that returned rc != CKPT_OK: its code (CKPT_ERROR for a positive one), and
-// "<what> failed: <strerror> (<rc>)", `what` naming the callback ("<path>: storage callback 'write'").
+// "<what> failed: <message>", `what` naming the callback ("<path>: storage callback 'write'") and <message> the
+// callback's own (ckpt_error_set_message on this thread), or "<strerror> (<rc>)" when it left none.
 [[noreturn]] void callback_failed(int rc, const std::string& what);
 
 // What shape getters return for 0-d arrays: a valid pointer, never read.
@@ -44,6 +54,7 @@ inline constexpr int64_t kNoDims[1] = {0};
 // Runs body (returning void) and maps what it throws to a CKPT_* code.
 template <typename Body>
 int guard(Body&& body) noexcept {
+    forget_callback_message();
     try {
         body();
         return CKPT_OK;

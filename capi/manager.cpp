@@ -1,7 +1,9 @@
+// SPDX-License-Identifier: Apache-2.0
 // ckpt_manager: the C face of ckpt::CheckpointManager.
 #include "manager/checkpoint.hpp"
 #include "comm.hpp"
 #include "guard.hpp"
+#include "url_storage.hpp"
 #include "manager_clock.hpp"
 #include "core/utf8.hpp"
 
@@ -16,6 +18,7 @@ using ckpt::capi::require;
 
 struct ckpt_manager {
     std::unique_ptr<ckpt::CheckpointManager> manager;
+    std::string url_prefix;  // "s3://bucket/" for a logdir given as a URL: ckpt_manager_path gives URLs back
 };
 
 namespace {
@@ -125,7 +128,8 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
         m.partial = (npz.flags & CKPT_NPZ_PARTIAL) != 0;
         m.max_staging_bytes = o.max_staging_bytes;
         m.comm = ckpt::capi::comm_of(o.comm);
-        m.storage = ckpt::capi::storage_of(o.storage);
+        ckpt::capi::Located at = ckpt::capi::locate(o.storage, logdir);
+        m.storage = std::move(at.storage);
         if (o.log != nullptr) {
             m.log = [fn = o.log, payload = o.log_payload](int level, const std::string& message) {
                 fn(level, message.c_str(), payload);
@@ -134,9 +138,10 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
             m.log = [](int, const std::string& message) { std::fprintf(stderr, "%s\n", message.c_str()); };
         }
         const std::string subdir = o.subdir != nullptr ? o.subdir : "ckpt";
-        const std::string dir = subdir.empty() ? std::string(logdir) : ckpt::join_path(logdir, subdir);
+        const std::string dir = subdir.empty() ? at.path : ckpt::join_path(at.path, subdir);
         auto handle = std::make_unique<ckpt_manager>();
         handle->manager = std::make_unique<ckpt::CheckpointManager>(dir, std::move(m));
+        handle->url_prefix = at.url_prefix;
         *out = handle.release();
     });
 }
@@ -250,7 +255,7 @@ CKPT_API int ckpt_manager_path(ckpt_manager* m, int64_t idx, char* buf, size_t c
         auto& manager = manager_of(m, "ckpt_manager_path");
         require(buf, "ckpt_manager_path", "buf");
         if (idx < 0) ckpt::fail(Code::invalid, "ckpt_manager_path: index {} is negative", idx);
-        const std::string path = manager.path(idx);
+        const std::string path = m->url_prefix + manager.path(idx);
         if (path.size() + 1 > cap)
             ckpt::fail(Code::buffer_small, "ckpt_manager_path: {} needs {} bytes", path, path.size() + 1);
         std::memcpy(buf, path.c_str(), path.size() + 1);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The clock of the managers ckpt_manager_open creates: not part of the C API (the symbol is hidden in the shared
 // library). Tests that link the library's objects directly set it to move time forward without sleeping.
 #pragma once

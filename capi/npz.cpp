@@ -1,4 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "guard.hpp"
+#include "url_storage.hpp"
 #include "storage/memory_storage.hpp"
 #include "npz/npz_restore.hpp"
 #include "npz/npz_writer.hpp"
@@ -90,8 +92,12 @@ ckpt::Renamer renamer(const ckpt_npz_options& o) {
         std::string buf(256, '\0');
         for (int attempt = 0; attempt < 2; ++attempt) {
             const int r = fn(name.c_str(), &buf[0], buf.size(), payload);
-            if (r < 0)
-                throw ckpt::CallerError(static_cast<Code>(r), fmt::format("the renamer refused '{}' (code {})", name, r));
+            if (r < 0) {
+                const std::string own = take_callback_message();
+                throw ckpt::CallerError(static_cast<Code>(r),
+                                        own.empty() ? fmt::format("the renamer refused '{}' (code {})", name, r)
+                                                    : fmt::format("the renamer refused '{}': {}", name, own));
+            }
             if (r == 0) return name;
             if (static_cast<size_t>(r) <= buf.size()) return buf.substr(0, static_cast<size_t>(r));
             buf.assign(static_cast<size_t>(r), '\0');
@@ -106,7 +112,6 @@ ckpt::Renamer renamer(const ckpt_npz_options& o) {
 using ckpt::capi::checked_npz_options;
 using ckpt::capi::read_options;
 using ckpt::capi::renamer;
-using ckpt::capi::storage_of;
 
 extern "C" {
 
@@ -128,7 +133,8 @@ CKPT_API int ckpt_npz_save(const char* path, const ckpt_vars* vars, const ckpt_n
         require(path, "ckpt_npz_save", "path");
         require(vars, "ckpt_npz_save", "vars");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_save");
-        ckpt::save_npz(*storage_of(o.storage), path, vars->vc, ckpt::capi::write_options(o));
+        const ckpt::capi::Located at = ckpt::capi::locate(o.storage, path);
+        ckpt::save_npz(*at.storage, at.path, vars->vc, ckpt::capi::write_options(o));
     });
 }
 
@@ -138,7 +144,8 @@ CKPT_API int ckpt_npz_read(ckpt_vars** out, const char* path, const ckpt_npz_opt
         require(out, "ckpt_npz_read", "out");
         require(path, "ckpt_npz_read", "path");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_read");
-        auto reader = ckpt::NpzReader::open(*storage_of(o.storage), path, read_options(o));
+        const ckpt::capi::Located at = ckpt::capi::locate(o.storage, path);
+        auto reader = ckpt::NpzReader::open(*at.storage, at.path, read_options(o));
         *out = read_all(reader);
     });
 }
@@ -159,7 +166,8 @@ CKPT_API int ckpt_npz_restore(const char* path, ckpt_vars* vars, const ckpt_npz_
         require(path, "ckpt_npz_restore", "path");
         require(vars, "ckpt_npz_restore", "vars");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_restore");
-        auto reader = ckpt::NpzReader::open(*storage_of(o.storage), path, read_options(o));
+        const ckpt::capi::Located at = ckpt::capi::locate(o.storage, path);
+        auto reader = ckpt::NpzReader::open(*at.storage, at.path, read_options(o));
         ckpt::restore_npz(reader, vars->vc, renamer(o), (o.flags & CKPT_NPZ_PARTIAL) != 0);
     });
 }
@@ -170,9 +178,10 @@ CKPT_API int ckpt_npz_open(ckpt_npz** out, const char* path, const ckpt_npz_opti
         require(out, "ckpt_npz_open", "out");
         require(path, "ckpt_npz_open", "path");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_open");
-        std::shared_ptr<ckpt::Storage> storage = storage_of(o.storage);
-        auto reader = ckpt::NpzReader::open(*storage, path, read_options(o));
-        *out = new ckpt_npz{std::move(storage), std::move(reader), ckpt::NpzViews((o.flags & CKPT_NPZ_MAP_UNVERIFIED) == 0, (o.flags & CKPT_NPZ_MAP_WRITABLE) != 0)};
+        ckpt::capi::Located at = ckpt::capi::locate(o.storage, path);
+        std::shared_ptr<ckpt::Storage> storage = std::move(at.storage);
+        auto reader = ckpt::NpzReader::open(*storage, at.path, read_options(o));
+        *out = new ckpt_npz{std::move(storage), std::move(reader), ckpt::NpzViews((o.flags & CKPT_NPZ_MAP_UNVERIFIED) == 0, (o.flags & CKPT_NPZ_MAP_WRITABLE) != 0), ckpt::NpzRanges{}};
     });
 }
 
@@ -215,6 +224,15 @@ CKPT_API int ckpt_npz_read_into(ckpt_npz* npz, size_t i, void* dst, size_t dst_s
                        e->name, e->header.nbytes, dst_size);
         if (e->header.nbytes > 0) require(dst, "ckpt_npz_read_into", "dst");
         npz->reader.read_into(i, dst);
+    });
+}
+
+CKPT_API int ckpt_npz_read_range(ckpt_npz* npz, size_t i, uint64_t offset, void* dst, size_t size) {
+    return guard([&] {
+        require(npz, "ckpt_npz_read_range", "npz");
+        existing(npz, i);
+        if (size > 0) require(dst, "ckpt_npz_read_range", "dst");
+        npz->ranges.read(npz->reader, i, offset, dst, size);
     });
 }
 

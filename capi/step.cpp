@@ -1,6 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
 // ckpt_step: one sharded checkpoint step, read by one process (the C face of ckpt::ShardedStep).
 #include "dist/sharded_step.hpp"
 #include "guard.hpp"
+#include "url_storage.hpp"
 
 using ckpt::Code;
 using ckpt::capi::guard;
@@ -30,8 +32,9 @@ CKPT_API int ckpt_step_open(ckpt_step** out, const char* dir, const ckpt_npz_opt
         require(dir, "ckpt_step_open", "dir");
         const ckpt_npz_options o = ckpt::capi::checked_npz_options(opts, "ckpt_step_open");
         auto handle = std::make_unique<ckpt_step>();
-        handle->storage = ckpt::capi::storage_of(o.storage);
-        handle->step = std::make_unique<ckpt::ShardedStep>(*handle->storage, dir, ckpt::capi::read_options(o));
+        ckpt::capi::Located at = ckpt::capi::locate(o.storage, dir);
+        handle->storage = std::move(at.storage);
+        handle->step = std::make_unique<ckpt::ShardedStep>(*handle->storage, at.path, ckpt::capi::read_options(o));
         const int64_t world = handle->step->manifest().world_size;
         for (int64_t r = 0; r < world; ++r) handle->shards.push_back(ckpt::shard_name(r, world));
         *out = handle.release();

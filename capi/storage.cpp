@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ckpt_storage: the C face of ckpt::Storage, and the adapter that turns a C callback table into one.
 #include "guard.hpp"
 #include "storage/memory_storage.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "guard.hpp"
 #include "core/utf8.hpp"
 
@@ -41,9 +42,46 @@ int add(const char* function, ckpt_vars* vars, const char* name, uint32_t dtype,
     });
 }
 
+// Makes the source of variable `name` from the caller's callback: a failure becomes the Error of a failed callback,
+// with the message the callback left on the thread it ran on.
+std::shared_ptr<const ckpt::ByteSource> source_of(const std::string& name, ckpt_source_fn fn, void* payload) {
+    return std::make_shared<const ckpt::ByteSource>([name, fn, payload](uint64_t offset, void* dst, size_t size) {
+        ckpt::capi::forget_callback_message();
+        const int rc = fn(payload, offset, dst, size);
+        if (rc != CKPT_OK)
+            ckpt::capi::callback_failed(rc, fmt::format("variable '{}': the source (bytes {} to {})",
+                                                        ckpt::printable(name), offset, offset + size));
+    });
+}
+
 }  // namespace
 
 extern "C" {
+
+CKPT_API int ckpt_vars_add_source(ckpt_vars* vars, const char* name, uint32_t dtype, size_t itemsize, uint32_t ndim,
+                                  const int64_t* shape, ckpt_source_fn fn, void* payload) {
+    return guard([&] {
+        require(vars, "ckpt_vars_add_source", "vars");
+        require(name, "ckpt_vars_add_source", "name");
+        require(reinterpret_cast<const void*>(fn), "ckpt_vars_add_source", "fn");
+        try {
+            if (!ckpt::is_dtype(dtype)) ckpt::fail(Code::invalid, "dtype {} is not a dtype", dtype);
+            const DType d = static_cast<DType>(dtype);
+            if (ndim > ckpt::kMaxDims) ckpt::fail(Code::invalid, "{} dimensions; the limit is {}", ndim, ckpt::kMaxDims);
+            if (ndim > 0 && shape == nullptr) ckpt::fail(Code::invalid, "shape is NULL with {} dimensions", ndim);
+            const size_t size = ckpt::has_array_itemsize(d) || itemsize != 0 ? itemsize : ckpt::numeric_size(d);
+            vars->vc.add(name, Array::from_source(d, size, std::vector<int64_t>(shape, shape + ndim),
+                                                  source_of(name, fn, payload)));
+        } catch (const ckpt::Error& e) {
+            ckpt::rethrow_with_context(e, fmt::format("ckpt_vars_add_source: variable '{}'", ckpt::printable(name)));
+        }
+    });
+}
+
+CKPT_API int ckpt_vars_is_source(const ckpt_vars* vars, size_t i) {
+    const Array* a = at(vars, i);
+    return a != nullptr && a->source() != nullptr ? 1 : 0;
+}
 
 CKPT_API int ckpt_vars_new(ckpt_vars** out) {
     if (out != nullptr) *out = nullptr;

@@ -1,5 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 // ckpt_writer and ckpt_sink: the C face of ckpt::Writer.
 #include "guard.hpp"
+#include "url_storage.hpp"
 #include "writer/snapshot_pool.hpp"
 #include "writer/writer.hpp"
 
@@ -13,6 +15,7 @@ struct ckpt_writer {
     std::unique_ptr<ckpt::Writer> writer;
     std::shared_ptr<ckpt::SnapshotPool> snapshots;
     std::string out_dir;
+    bool default_storage = true;  // made with a NULL storage: an s3:// path then names the storage of its save
 };
 
 struct ckpt_sink {
@@ -24,11 +27,21 @@ struct ckpt_sink {
 
 namespace {
 
-std::string target(const ckpt_writer* w, const char* out_dir, const char* filename, const char* function) {
+// Where a save goes: the path, and the storage it names (null: the writer's own).
+struct Target {
+    std::string path;
+    std::shared_ptr<ckpt::Storage> elsewhere;
+};
+
+Target target(const ckpt_writer* w, const char* out_dir, const char* filename, const char* function) {
     require(w, function, "w");
     require(filename, function, "filename");
     if (*filename == '\0') ckpt::fail(Code::invalid, "{}: filename is empty", function);
-    return ckpt::join_path(out_dir != nullptr ? out_dir : w->out_dir, filename);
+    const std::string path = ckpt::join_path(out_dir != nullptr ? out_dir : w->out_dir, filename);
+    if (!w->default_storage) return {path, nullptr};
+    ckpt::capi::Located at = ckpt::capi::locate(nullptr, path.c_str());
+    if (at.path == path) return {path, nullptr};  // the local filesystem: the writer's own storage
+    return {std::move(at.path), std::move(at.storage)};
 }
 
 }  // namespace
@@ -60,6 +73,7 @@ CKPT_API int ckpt_writer_new(ckpt_writer** out, const ckpt_writer_options* opts)
         if (o.kind > CKPT_WRITER_QUEUE) ckpt::fail(Code::invalid, "ckpt_writer_new: unknown kind {}", o.kind);
         auto w = std::make_unique<ckpt_writer>();
         w->out_dir = o.out_dir != nullptr ? o.out_dir : ".";
+        w->default_storage = o.storage == nullptr;
         w->snapshots = ckpt::SnapshotPool::create(o.kind == CKPT_WRITER_QUEUE ? o.queue_depth : 1);
         try {
             w->writer = std::make_unique<ckpt::Writer>(static_cast<ckpt::Writer::Kind>(o.kind), o.queue_depth,
@@ -74,25 +88,25 @@ CKPT_API int ckpt_writer_new(ckpt_writer** out, const ckpt_writer_options* opts)
 CKPT_API int ckpt_writer_save(ckpt_writer* w, const char* out_dir, const char* filename, ckpt_save_fn fn,
                               void* payload, uint32_t flags) {
     return guard([&] {
-        const std::string path = target(w, out_dir, filename, "ckpt_writer_save");
+        Target to = target(w, out_dir, filename, "ckpt_writer_save");
         require(reinterpret_cast<const void*>(fn), "ckpt_writer_save", "fn");
         if ((flags & ~CKPT_APPEND) != 0) ckpt::fail(Code::invalid, "ckpt_writer_save: unknown flags {}", flags);
         w->writer->submit(
-            path,
+            to.path,
             [fn, payload](ckpt::OutputFile& out) {
                 ckpt_sink sink{&out, nullptr};
                 const int rc = fn(&sink, payload);
                 if (sink.error) std::rethrow_exception(sink.error);
                 if (rc != 0) ckpt::capi::callback_failed(rc, "the save function");
             },
-            (flags & CKPT_APPEND) != 0);
+            (flags & CKPT_APPEND) != 0, nullptr, std::move(to.elsewhere));
     });
 }
 
 CKPT_API int ckpt_writer_save_vars(ckpt_writer* w, const char* out_dir, const char* filename, const ckpt_vars* vars,
                                    const ckpt_npz_options* npz, uint32_t flags) {
     return guard([&] {
-        const std::string path = target(w, out_dir, filename, "ckpt_writer_save_vars");
+        Target to = target(w, out_dir, filename, "ckpt_writer_save_vars");
         require(vars, "ckpt_writer_save_vars", "vars");
         if ((flags & ~CKPT_NO_COPY) != 0) ckpt::fail(Code::invalid, "ckpt_writer_save_vars: unknown flags {}", flags);
         const ckpt::NpzWriteOptions options =
@@ -103,9 +117,9 @@ CKPT_API int ckpt_writer_save_vars(ckpt_writer* w, const char* out_dir, const ch
         else
             data = w->snapshots->copy(vars->vc);
         w->writer->submit(
-            path,
+            to.path,
             [data, options](ckpt::OutputFile& out) { ckpt::write_npz(out, *data, options); },
-            false);
+            false, nullptr, std::move(to.elsewhere));
     });
 }
 

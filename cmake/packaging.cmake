@@ -1,41 +1,47 @@
-# `cpack -G DEB` in a build directory: one Debian package, "ckpt", made by the same install rules as
-# `cmake --install` — the shared library, the headers, the pkg-config and CMake files, and the ckpt program
-# (docs/abi.md says why one package and what its SONAME promises).
-set(CPACK_PACKAGE_NAME ckpt)
-set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(CPACK_PACKAGE_VENDOR "ckpt")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "ML training checkpoints as NumPy .npz files: library, headers and ckpt program")
-set(CPACK_PACKAGE_DESCRIPTION
-    "ckpt saves and restores machine-learning training state as NumPy .npz files,
-atomically and durably, behind a stable C ABI. This package holds the shared
-library (libckpt.so.${PROJECT_VERSION_MAJOR}), its C headers, pkg-config and CMake package files,
-and the ckpt program, which lists, shows, verifies, compares, prints and
-converts checkpoints.")
-set(CKPT_PACKAGE_CONTACT "ckpt maintainers <maintainers@ckpt.invalid>" CACHE STRING
-    "Maintainer field of the Debian package")
-set(CPACK_PACKAGE_CONTACT "${CKPT_PACKAGE_CONTACT}")
-set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
-# Debug information stays in the build tree; the package gets stripped binaries (a twentieth of the size).
-set(CPACK_STRIP_FILES ON)
+# SPDX-License-Identifier: Apache-2.0
+# What the Debian packages need from the build (docs/abi.md, "The Debian packages"): the ckpt program's manual page,
+# written from its --help by help2man at build time and installed with it, and the `deb` target, which runs
+# packaging/build-debs on this build directory: libckpt0, libckpt-dev, libckpt-mpi0, libckpt-mpi-dev,
+# libckpt-s3-0, libckpt-s3-dev, ckpt-tools and python3-ckpt, in <build>/deb. The packages need a build configured
+# with -DCMAKE_INSTALL_PREFIX=/usr (libraries in /usr/lib/<multiarch triplet>) and no sanitizer.
 
-set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # ckpt_<version>_<arch>.deb
-set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
-set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
-# A shlibs file, so packages built against this one depend on it through dpkg-shlibdeps, and the ldconfig trigger.
-set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
-set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
-# Dependencies as Debian computes them from the ELF files (libc6, libfmt9, libgcc-s1, libstdc++6, zlib1g, with
-# versions), when dpkg-shlibdeps (package dpkg-dev) is there; otherwise the same packages without versions.
-find_program(CKPT_DPKG_SHLIBDEPS dpkg-shlibdeps)
-mark_as_advanced(CKPT_DPKG_SHLIBDEPS)
-if(CKPT_DPKG_SHLIBDEPS)
-  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-  # The program's libckpt.so.0 is in this very package.
-  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS "${CMAKE_BINARY_DIR}")
-else()
-  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6, libfmt9, libgcc-s1, libstdc++6, zlib1g")
+# The manual page, when help2man is there (scripts/deps test installs it). Not in sanitizer builds, which are never
+# packaged: the instrumented program would run at build time.
+find_program(CKPT_HELP2MAN help2man)
+mark_as_advanced(CKPT_HELP2MAN)
+if(TARGET ckpt_cli AND CKPT_HELP2MAN AND NOT CKPT_SANITIZE)
+  set(CKPT_MAN_PAGE ${CMAKE_BINARY_DIR}/man/ckpt.1)
+  add_custom_command(OUTPUT ${CKPT_MAN_PAGE}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/man
+    COMMAND ${CKPT_HELP2MAN} --no-info --no-discard-stderr --version-string=${PROJECT_VERSION}
+            "--name=inspect, verify, compare and convert ML checkpoints (NumPy .npz files)"
+            --output=${CKPT_MAN_PAGE} $<TARGET_FILE:ckpt_cli>
+    DEPENDS ckpt_cli
+    COMMENT "help2man: the manual page ckpt.1 from ckpt --help"
+    VERBATIM)
+  add_custom_target(ckpt_man ALL DEPENDS ${CKPT_MAN_PAGE})
+  install(FILES ${CKPT_MAN_PAGE} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+elseif(TARGET ckpt_cli AND NOT CKPT_SANITIZE)
+  message(STATUS "ckpt: no help2man (scripts/deps test installs it): the ckpt program's manual page is not built")
 endif()
-# The headers include <stdint.h> and <stddef.h> only; a consumer needs a C compiler, nothing more.
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "pkg-config, cmake")
 
-include(CPack)
+# Read-only relocations and every symbol bound at load time, as Debian's hardening asks of what it ships. (Fortified
+# libc calls come with CPPFLAGS=-D_FORTIFY_SOURCE=2, e.g. from dpkg-buildflags: docs/abi.md.)
+foreach(t ckpt ckpt_mpi ckpt_s3 ckpt_cli ckpt_speedups)
+  if(TARGET ${t})
+    target_link_options(${t} PRIVATE "LINKER:-z,relro" "LINKER:-z,now")
+  endif()
+endforeach()
+# libckpt_s3 and libckpt_mpi export their C functions only, as libckpt does (cmake/ckpt.map).
+foreach(t ckpt_mpi ckpt_s3)
+  if(TARGET ${t})
+    target_link_options(${t} PRIVATE "LINKER:--version-script=${PROJECT_SOURCE_DIR}/cmake/ckpt-plugin.map")
+    set_property(TARGET ${t} APPEND PROPERTY LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/ckpt-plugin.map)
+  endif()
+endforeach()
+
+add_custom_target(deb
+  COMMAND bash ${PROJECT_SOURCE_DIR}/packaging/build-debs ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/deb
+  COMMENT "Debian packages in ${CMAKE_BINARY_DIR}/deb"
+  USES_TERMINAL
+  VERBATIM)

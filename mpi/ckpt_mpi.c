@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libckpt_mpi: ckpt_comm_ops over an MPI communicator. Only the public C API of libckpt is used. */
 #include "ckpt/ckpt_mpi.h"
 

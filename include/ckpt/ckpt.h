@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ckpt — machine-learning training checkpoints as NumPy .npz files, behind a stable C ABI.
  *
@@ -66,6 +67,19 @@ CKPT_API const char *ckpt_strerror(int code);
  * "model.npz: member 'w.npy': npy header: shape holds a negative dimension". "" if no call has failed on this
  * thread. Successful calls leave it unchanged (like errno). Valid until the thread's next failing ckpt call. */
 CKPT_API const char *ckpt_error_message(void);
+/* For callbacks (storage, communicator, save function, renamer, source): called just before a callback returns a negative
+ * code, it gives the failure its own words. The ckpt call that made the callback then fails with a message that
+ * names the callback and says `message` ("ckpt/x.npz: the save function failed: ValueError: disk quota"), where it
+ * would otherwise only name the code; for a background save that call is the later one that reports it. The
+ * message (copied) belongs to the calling thread and to the next callback failure on it: that failure takes it,
+ * and every ckpt call starts by forgetting one left unused. NULL forgets it. Never fails (out of memory, the
+ * message is dropped and the code alone is reported). */
+CKPT_API void ckpt_error_set_message(const char *message);
+/* For libraries that extend ckpt with functions of their own (libckpt_s3 is one): makes `message` the calling
+ * thread's last failure, which ckpt_error_message() then returns, as a failing ckpt call would, and returns `code`
+ * (so `return ckpt_error_set(CKPT_EINVAL, "...");` ends such a function). NULL means "". Never fails (out of
+ * memory, ckpt_error_message() says "out of memory"). */
+CKPT_API int ckpt_error_set(int code, const char *message);
 
 /* ------------------------------------------------------------------------------------------------- dtypes */
 /* Fixed values. Data is always in native byte order and C (row-major) order in memory. */
@@ -137,6 +151,31 @@ CKPT_API int ckpt_vars_add(ckpt_vars *vars, const char *name, uint32_t dtype, ui
 CKPT_API int ckpt_vars_add_strings(ckpt_vars *vars, const char *name, uint32_t dtype, size_t itemsize,
                                    uint32_t ndim, const int64_t *shape, const void *data, uint32_t flags);
 
+/* Lazy arrays, for saves of data that is not in memory (a file being converted, a memory-mapped or remote array):
+ * a source fills dst with bytes [offset, offset + size) of the array (native byte order, C order) and returns
+ * CKPT_OK, or a negative CKPT_* code to fail the save (call ckpt_error_set_message first to say why). */
+typedef int (*ckpt_source_fn)(void *payload, uint64_t offset, void *dst, size_t size);
+/* Appends an array `name` of `dtype` and `shape` (as ckpt_vars_add; itemsize is the item size of CKPT_UNICODE,
+ * CKPT_BYTES and CKPT_VOID arrays, as ckpt_vars_add_strings, and 0 or ckpt_dtype_size(dtype) for the others) whose
+ * bytes the collection does not hold: every save of the collection (ckpt_npz_save, ckpt_writer_save_vars,
+ * ckpt_manager_save) pulls them from fn(payload, ...) while it writes, a few MiB per call, so a save of any size
+ * needs only bounded memory. The save may ask for a range more than once and in any order: a stored member's
+ * CRC-32 goes in its local header, before its data, so the save reads the source once for the CRC and once for
+ * the data (a deflated member is read once). Calls are never concurrent within one save, but may come from threads
+ * other than the one that saves (deflate's workers; a background writer's thread; a writer or an asynchronous
+ * manager that copies the collection calls it from the saving call, to make the copy); payload must stay valid
+ * while the collection may be saved. A source failing with code rc fails the save with rc (a positive rc:
+ * CKPT_ERROR) and a message naming the variable and the source's own words (ckpt_error_set_message); the target
+ * keeps its previous content and the temporary file is removed.
+ * A source array has no bytes of its own: ckpt_vars_data gives NULL for it, and a restore into a collection that
+ * holds one fails with CKPT_EINVAL before it reads anything.
+ * Returns CKPT_OK; CKPT_EINVAL (NULL vars, name or fn, and what ckpt_vars_add and ckpt_vars_add_strings refuse);
+ * CKPT_EEXIST (the name is taken); CKPT_ENOMEM. */
+CKPT_API int ckpt_vars_add_source(ckpt_vars *vars, const char *name, uint32_t dtype, size_t itemsize, uint32_t ndim,
+                                  const int64_t *shape, ckpt_source_fn fn, void *payload);
+/* 1 if array i was added by ckpt_vars_add_source, 0 otherwise (also out of range and for NULL vars). */
+CKPT_API int ckpt_vars_is_source(const ckpt_vars *vars, size_t i);
+
 /* Number of arrays; 0 for NULL. */
 CKPT_API size_t ckpt_vars_count(const ckpt_vars *vars);
 /* Name of array i (borrowed); NULL if i is out of range. */
@@ -152,7 +191,7 @@ CKPT_API const int64_t *ckpt_vars_shape(const ckpt_vars *vars, size_t i);
 /* Product of the shape times the itemsize. */
 CKPT_API size_t ckpt_vars_nbytes(const ckpt_vars *vars, size_t i);
 /* The array's bytes, C order, native byte order: the collection's copy, or the caller's borrowed pointer.
- * Writable: restores fill it. May be NULL when nbytes is 0. */
+ * Writable: restores fill it. May be NULL when nbytes is 0; NULL for a source (ckpt_vars_add_source). */
 CKPT_API void *ckpt_vars_data(const ckpt_vars *vars, size_t i);
 /* 1 if the latest restore into the collection (ckpt_npz_restore, ckpt_manager_restore) filled variable i, 0 if it
  * did not: one not in the file under CKPT_NPZ_PARTIAL, every variable after a failed restore, and every variable
@@ -176,7 +215,10 @@ CKPT_API int ckpt_vars_rows(const ckpt_vars *vars, size_t i, int64_t *row_begin,
 /* The collection's metadata: string key/values about the checkpoint (step, time, loss, notes), saved with it in
  * the file's metadata member and read back with it (ckpt_npz_read and ckpt_manager_read fill a new collection's;
  * a successful restore replaces the collection's with the file's). Keys are non-empty; keys and values are UTF-8;
- * insertion order is kept, and replacing a value keeps its key's place. */
+ * insertion order is kept, and replacing a value keeps its key's place. Keys beginning "ckpt." are the checkpoint
+ * manager's (the index, time, version and metrics a manager save records): a collection may hold them (a restore
+ * brings them in) but they are never written as such: a manager save replaces them with its own, and every other
+ * save (ckpt_npz_save, ckpt_writer_save_vars, the bindings' saves) leaves them out. */
 /* Sets key to value (both copied), replacing any value it had; a NULL value removes the key (CKPT_OK if it was
  * absent). Returns CKPT_OK; CKPT_EINVAL (NULL vars or key, empty key, key or value not valid UTF-8); CKPT_ENOMEM. */
 CKPT_API int ckpt_vars_set_metadata(ckpt_vars *vars, const char *key, const char *value);
@@ -252,7 +294,8 @@ CKPT_API int ckpt_npz_options_init(ckpt_npz_options *opts, uint32_t version);
  * the save still reports CKPT_EIO. Arrays are written in collection order; an empty collection writes a valid empty archive.
  * When the collection has metadata or arrays whose type numpy cannot name (bfloat16, float8, 2-byte void), one
  * more member, "__ckpt_metadata__.npy", records them (a 0-d '<U' array of JSON text; docs/format.md); otherwise
- * every member is exactly what np.savez writes.
+ * every member is exactly what np.savez writes. Metadata keys beginning "ckpt." (a checkpoint manager's, brought
+ * in by a restore) are left out: the file does not claim to be checkpoint "ckpt.index" of a manager.
  * Returns CKPT_OK; CKPT_EINVAL (NULL argument, bad options, a name that cannot be a member name: containing NUL
  * or, for the plain layout, empty); CKPT_EIO (the message names the path and the OS error); CKPT_ENOMEM. */
 CKPT_API int ckpt_npz_save(const char *path, const ckpt_vars *vars, const ckpt_npz_options *opts);
@@ -308,6 +351,26 @@ CKPT_API size_t ckpt_npz_nbytes(const ckpt_npz *npz, size_t i);
  * Returns CKPT_OK; CKPT_EINVAL (NULL npz, NULL dst with a non-empty array); CKPT_ENOTFOUND (i out of range);
  * CKPT_EBUFS (dst_size too small); CKPT_EFORMAT (corrupt data, CRC mismatch); CKPT_EIO; CKPT_ENOMEM. */
 CKPT_API int ckpt_npz_read_into(ckpt_npz *npz, size_t i, void *dst, size_t dst_size);
+/* Reads bytes [offset, offset + size) of array i into dst, as ckpt_npz_read_into would deliver them (native byte
+ * order, C order), in bounded memory whatever the array's size: for reading a large array piece by piece. offset
+ * and size must be multiples of ckpt_npz_itemsize(npz, i), and the range must lie within ckpt_npz_nbytes(npz, i);
+ * size 0 reads nothing (dst may then be NULL). A stored member is a ranged read of the file (through the handle's
+ * storage, as every read), byte-swapped if big-endian. A deflated member is inflated as a stream whose state the
+ * handle keeps: ranges of it read in order, each starting where the last ended or later, cost one pass over the
+ * member in all (bytes skipped are inflated, not delivered); a range that starts before the previous range's end,
+ * or after a range of another array, starts inflating the member from its beginning again.
+ * Integrity: when a member has been read range after range in order from byte 0 to its last byte, its CRC-32 is
+ * checked at the last range, and a mismatch is CKPT_EFORMAT naming the file and the member, as for a whole read. A
+ * deflated member is also checked when ranges that skipped bytes reach its last byte. Ranges that do not read a
+ * member that way (a stored member read with gaps, out of order, or not to its end) are not checked: read it whole,
+ * or run `ckpt verify`, for that.
+ * Fortran-order arrays of more than one dimension are not read in ranges (CKPT_EUNSUPPORTED, the message saying
+ * so): read them with ckpt_npz_read_into.
+ * Returns CKPT_OK; CKPT_EINVAL (NULL npz, NULL dst with size > 0, an offset or size that is not a multiple of the
+ * itemsize, a range reaching past the array's end); CKPT_ENOTFOUND (i out of range); CKPT_EUNSUPPORTED (Fortran
+ * order); CKPT_EFORMAT (corrupt data, CRC-32 mismatch); CKPT_EIO; CKPT_ENOMEM. On CKPT_EFORMAT or CKPT_EIO the
+ * contents of dst are unspecified, and the next range starts the member afresh. */
+CKPT_API int ckpt_npz_read_range(ckpt_npz *npz, size_t i, uint64_t offset, void *dst, size_t size);
 /* How the file holds array i, for inspection tools: its zip member's name ("w.npy", "0.npy"; borrowed),
  * CKPT_STORE or CKPT_DEFLATE, its bytes in the file (compressed, with its npy header), its CRC-32 (over the npy
  * header and data, as the zip directory records it), and the file offset of its first data byte when it is stored
@@ -491,8 +554,8 @@ CKPT_API int ckpt_writer_new(ckpt_writer **out, const ckpt_writer_options *opts)
  * (ckpt_writer_wait). Blocks while the writer's queue is full.
  * If a ckpt_sink_write fails, the save fails with that error whatever fn returns (the target is left alone).
  * Returns CKPT_OK (for background kinds: queued); the error of an earlier background save, in which case this save
- * was not started; CKPT_EINVAL (NULL writer, filename or fn, empty filename, flags other than CKPT_APPEND, writer
- * finalized); for SIMPLE writers, the save's own errors: CKPT_ENOTFOUND (no such directory), CKPT_EIO, fn's code. */
+ * was not started (the message ends "; the save of <path> was not started"); CKPT_EINVAL (NULL writer, filename
+ * or fn, empty filename, flags other than CKPT_APPEND, writer finalized); for SIMPLE writers, the save's own errors: CKPT_ENOTFOUND (no such directory), CKPT_EIO, fn's code. */
 CKPT_API int ckpt_writer_save(ckpt_writer *w, const char *out_dir, const char *filename, ckpt_save_fn fn,
                               void *payload, uint32_t flags);
 /* Saves a collection as .npz (ckpt_npz_save's format and options; npz->storage is ignored: the writer's storage
@@ -608,12 +671,17 @@ CKPT_API const char *ckpt_step_metadata_value(const ckpt_step *step, size_t i);
  * (shortest round-trip decimal, "nan", "inf", "-inf"). The manager drops every other "ckpt."-prefixed key of the
  * collection it saves (such keys are its own); the collection itself is left as it was. Restoring the latest
  * validates each file fully and falls back to older ones past corrupt or unreadable files; with keep_best it
- * still resumes from the newest. One manager owns a directory at a time (a lock file
- * ".ckpt.lock"); opening removes temporary files that interrupted saves of checkpoints left behind, and never
- * touches other files. Files are readable by numpy and objax. */
+ * still resumes from the newest. One manager owns a directory at a time, from its first save until it is closed
+ * (a lock file ".ckpt.lock"): the first save locks the directory and removes the temporary files that interrupted
+ * saves of checkpoints left behind (never touching other files). Opening, listing, reading and restoring lock
+ * nothing and change nothing, so an evaluator restores while a trainer saves. A manager of a directory that an
+ * older manager of the same process holds (a notebook cell run again while the old one lives) takes it over at its
+ * first save, logging a CKPT_LOG_WARNING: the older one's saves then fail with CKPT_EBUSY, a save of it in flight
+ * still finishes but its retention is skipped, and closing it leaves the lock with the newer one. Files are
+ * readable by numpy and objax. */
 typedef struct ckpt_manager ckpt_manager;
 #define CKPT_LOG_INFO 1    /* "Resuming from …", "No checkpoints found" */
-#define CKPT_LOG_WARNING 2 /* a corrupt checkpoint skipped, a stale temporary removed */
+#define CKPT_LOG_WARNING 2 /* a corrupt checkpoint skipped, a stale temporary removed, a directory taken over */
 /* Called from the thread doing the work (a background save's thread for retention messages). */
 typedef void (*ckpt_log_fn)(int level, const char *message, void *payload);
 #define CKPT_LATEST (-1)
@@ -621,8 +689,8 @@ typedef void (*ckpt_log_fn)(int level, const char *message, void *payload);
 #define CKPT_MANAGER_NO_FALLBACK 2u /* restore(LATEST) fails instead of trying older checkpoints */
 #define CKPT_MANAGER_NO_MAKEDIR 4u  /* the directory must exist */
 #define CKPT_MANAGER_VERBOSE 8u     /* log to stderr when no log callback is set */
-#define CKPT_MANAGER_READ_ONLY 16u  /* for tools and evaluators: a directory another manager may hold is opened
-                                       without locking it, nothing is cleaned up or created, saves fail */
+#define CKPT_MANAGER_READ_ONLY 16u  /* for tools and evaluators: nothing is created, saves fail (no manager
+                                       locks before its first save, so any manager restores beside a trainer) */
 typedef struct ckpt_manager_options {
     uint32_t version;              /* CKPT_MANAGER_OPTIONS_VERSION */
     int32_t keep;                  /* newest checkpoints kept; <= 0 keeps all; default 10 */
@@ -674,20 +742,28 @@ typedef struct ckpt_manager_options {
  * only that much is written). ckpt_manager_open accepts every version. Returns CKPT_OK, CKPT_EINVAL (NULL opts,
  * unknown version). */
 CKPT_API int ckpt_manager_options_init(ckpt_manager_options *opts, uint32_t version);
-/* Opens (creating, unless CKPT_MANAGER_NO_MAKEDIR) the checkpoint directory of `logdir`, locks it and removes
- * stale temporaries. With CKPT_MANAGER_READ_ONLY it only opens an existing directory: no lock (another manager
- * may be saving into it), no cleanup, and ckpt_manager_save fails with CKPT_EINVAL.
- * With a comm, opening is collective: rank 0 opens (and locks) the directory and every rank gets its result.
+/* Opens (creating, unless CKPT_MANAGER_NO_MAKEDIR) the checkpoint directory of `logdir`. It locks nothing and
+ * deletes nothing: another manager, of this process or another, may hold the directory and save meanwhile; the
+ * first ckpt_manager_save takes it. With CKPT_MANAGER_READ_ONLY it only opens an existing directory, and
+ * ckpt_manager_save fails with CKPT_EINVAL.
+ * With a comm, opening is collective: rank 0 opens the directory and every rank gets its result.
  * Returns CKPT_OK; CKPT_EINVAL (also READ_ONLY with ASYNC, keep_best > 0 without a
  * best_metric, an empty or invalid best_metric, an unknown best_mode, a negative keep_every, keep_seconds,
  * save_every_steps or save_every_seconds); CKPT_ENOTFOUND (NO_MAKEDIR or READ_ONLY, and no
- * directory); CKPT_EBUSY (another manager holds the directory: the message names its pid); CKPT_EIO;
- * CKPT_ENOMEM. */
+ * directory); CKPT_EIO; CKPT_ENOMEM. */
 CKPT_API int ckpt_manager_open(ckpt_manager **out, const char *logdir, const ckpt_manager_options *opts);
-/* Saves `vars` as checkpoint idx (>= 0), replacing an existing one atomically, then applies retention. With
+/* Saves `vars` as checkpoint idx (>= 0), replacing an existing one atomically, then applies retention.
+ * The manager's first save takes the directory: it locks ".ckpt.lock" (CKPT_EBUSY, the message naming the
+ * holder's pid, when a manager of another process holds it: nothing is written, and a later save tries again) or,
+ * when an older manager of this process holds it, takes the lock over (a CKPT_LOG_WARNING in this manager's log),
+ * then removes stale temporaries (not after a takeover: the older manager's save in flight may be writing one).
+ * A later save of a manager whose directory was taken over fails with CKPT_EBUSY, the message saying that another
+ * manager of this process took the directory over. With a comm, rank 0 takes the directory, every rank getting
+ * its error. The "ckpt."-prefixed keys of vars' metadata (a restore brings a checkpoint's in) are replaced by
+ * this save's; vars is left as it was. With
  * CKPT_MANAGER_ASYNC the arrays are copied before it returns, it blocks while queue_depth saves are in flight
  * (and while max_staging_bytes has no room for the copy), and it returns an earlier background save's error (this
- * save is then not started).
+ * save is then not started, as the message says).
  * Disk space: before the save writes its first byte, when the storage can tell its free space (the local file
  * system's statvfs; a callback storage's free_space), a save needing more than is free fails with CKPT_EIO, the
  * message saying how much it needs and how much is free, and the directory is left as it was. The need is an
@@ -711,8 +787,9 @@ CKPT_API int ckpt_manager_open(ckpt_manager **out, const char *logdir, const ckp
  * On a storage that cannot rename directories (ckpt_storage_ops without rename_dir) the shards go straight into
  * the step's directory and the manifest, written last, commits it (docs/distributed.md).
  * Returns CKPT_OK; CKPT_EINVAL (NULL argument, idx < 0, manager closed or opened read-only; sharded: a whole
- * variable saved by two ranks, pieces that do not tile their rows); CKPT_EIO; CKPT_ENOMEM; an earlier save's code;
- * CKPT_EUNSUPPORTED (sharded, on a callback storage without list_dirs). */
+ * variable saved by two ranks, pieces that do not tile their rows); CKPT_EBUSY (the directory is another
+ * manager's, see above); CKPT_EIO; CKPT_ENOMEM; an earlier save's code; CKPT_EUNSUPPORTED (sharded, on a callback
+ * storage without list_dirs). */
 CKPT_API int ckpt_manager_save(ckpt_manager *m, const ckpt_vars *vars, int64_t idx);
 /* As ckpt_manager_save, also recording metrics names[0..n) = values[0..n) as "ckpt.metric.<name>" in the file's
  * metadata (names and values are read before it returns; NULL when n is 0). Any value may be saved; NaN is never
@@ -761,14 +838,17 @@ CKPT_API int ckpt_manager_latest(ckpt_manager *m, int64_t *out_idx);
 /* Checkpoint indices, ascending: writes min(cap, n) of them to idx (NULL when cap is 0) and n to *count.
  * Returns CKPT_OK; CKPT_EBUFS (cap < n: *count says how many there are); CKPT_EINVAL; CKPT_EIO. */
 CKPT_API int ckpt_manager_list(ckpt_manager *m, int64_t *idx, size_t cap, size_t *count);
-/* Writes the path of checkpoint idx (NUL-terminated) into buf. Returns CKPT_OK, CKPT_EBUFS (cap too small),
+/* Writes the path of checkpoint idx (NUL-terminated) into buf: a URL for a logdir given as one
+ * ("s3://bucket/run/ckpt/0000000300.npz"), so the path opens with a NULL storage as the logdir did; a path in the
+ * manager's storage otherwise. Returns CKPT_OK, CKPT_EBUFS (cap too small),
  * CKPT_EINVAL (NULL argument, idx < 0). */
 CKPT_API int ckpt_manager_path(ckpt_manager *m, int64_t idx, char *buf, size_t cap);
 /* Waits for background saves; returns the first error not yet reported (CKPT_OK if none). With a comm and
  * CKPT_MANAGER_ASYNC it commits the step saved last (collective: every rank calls it), returning its error on every
  * rank. */
 CKPT_API int ckpt_manager_wait(ckpt_manager *m);
-/* Waits for background saves, unlocks the directory and frees the manager; returns the first unreported error.
+/* Waits for background saves, unlocks the directory (if this manager locked it and no newer manager of this
+ * process took it over) and frees the manager; returns the first unreported error.
  * With a comm and CKPT_MANAGER_ASYNC it first commits the step saved last, as ckpt_manager_wait (collective).
  * NULL is fine (CKPT_OK). */
 CKPT_API int ckpt_manager_close(ckpt_manager *m);

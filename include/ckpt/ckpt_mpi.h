@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ckpt_mpi — ckpt's coordination callbacks (ckpt_comm_ops) over MPI, in their own library: libckpt_mpi
  * (pkg-config ckpt-mpi, CMake target ckpt::mpi). libckpt itself never links MPI.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/array.hpp"
 
 #include "core/error.hpp"
@@ -65,6 +66,30 @@ Array Array::copy_of(DType dtype, size_t itemsize, std::vector<int64_t> shape, c
     Array a = allocate(dtype, itemsize, std::move(shape), data == nullptr);
     if (data != nullptr && a.nbytes_ > 0) std::memcpy(a.data_, data, a.nbytes_);
     return a;
+}
+
+Array Array::from_source(DType dtype, size_t itemsize, std::vector<int64_t> shape,
+                         std::shared_ptr<const ByteSource> source) {
+    Array a(dtype, itemsize, std::move(shape));
+    if (!source || !*source) fail(Code::invalid, "the source is NULL");
+    a.source_ = std::move(source);
+    return a;
+}
+
+Array Array::view_of(const Array& a) {
+    Array v(a.dtype_, a.itemsize_, a.shape_);
+    v.data_ = a.data_;
+    v.source_ = a.source_;
+    return v;
+}
+
+void Array::read(uint64_t offset, void* dst, size_t n) const {
+    if (n == 0) return;
+    if (offset > nbytes_ || n > nbytes_ - offset) fail(Code::error, "read past the end of an array");
+    if (source_)
+        (*source_)(offset, dst, n);
+    else
+        std::memcpy(dst, static_cast<const unsigned char*>(data_) + offset, n);
 }
 
 }  // namespace ckpt

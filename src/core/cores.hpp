@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How many threads the machine runs at once, for sizing the threads of reads, checks and compression.
 #pragma once
 

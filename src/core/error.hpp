@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ckpt::Error: the one exception type of the core. It carries a C API status code and a message that names
 // the file, the member and the problem; the C boundary turns it into a return value and a thread's message.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finding two equal names among many, for the readers' "no duplicate names" checks. Sorting the names themselves
 // compared them with memcmp some n log n times — half the time of opening a file of 8192 small arrays; hashing
 // them into a std::unordered_set allocated a node per name; sorting (hash, index) pairs was still a tenth of it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checking many independent items — the members of a large archive — on several threads, with the error a loop on
 // one thread would give.
 //

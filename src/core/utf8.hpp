@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // UTF-8 checks and UTF-8 <-> UTF-32 conversion for variable names (zip member names are UTF-8; objax's
 // names array is numpy '<U', i.e. UTF-32).
 #pragma once

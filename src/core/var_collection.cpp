@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/var_collection.hpp"
 
 #include "core/error.hpp"
@@ -34,6 +35,13 @@ std::optional<size_t> VarCollection::find(std::string_view name) const {
     auto it = index_.find(std::string(name));
     if (it == index_.end()) return std::nullopt;
     return it->second;
+}
+
+void VarCollection::check_restorable(const std::string& what) const {
+    for (const Entry& e : entries_)
+        if (e.array.source() != nullptr)
+            throw CallerError(Code::invalid, fmt::format("{}: variable '{}' is a source (ckpt_vars_add_source), which "
+                                                         "nothing can be restored into", what, e.name));
 }
 
 }  // namespace ckpt

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // VarCollection: named arrays in insertion order (the save order), names unique, and the collection's metadata.
 #pragma once
 
@@ -37,6 +38,9 @@ public:
     // rows outside [0, global_rows).
     void set_rows(size_t i, std::optional<RowSplit> rows);
     const std::optional<RowSplit>& rows(size_t i) const { return entries_[i].rows; }
+    // Throws CallerError(invalid) naming `what` and the first variable that is a source (Array::from_source):
+    // restores need arrays to write into.
+    void check_restorable(const std::string& what) const;
     // The user's key/values, saved with the arrays and read back with them.
     Metadata& metadata() { return metadata_; }
     const Metadata& metadata() const { return metadata_; }

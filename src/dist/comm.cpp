@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "dist/comm.hpp"
 
 #include "core/error.hpp"
@@ -32,6 +33,36 @@ std::vector<std::string> all_gather_strings(Comm& comm, const std::string& s) {
         out[r].assign(&recv[r * slot + sizeof len], static_cast<size_t>(len));
     }
     return out;
+}
+
+void agree(Comm& comm, const std::exception_ptr& failed, const std::string& what) {
+    const int32_t world = comm.size();
+    const auto lowest = static_cast<int32_t>(comm.all_reduce(failed ? comm.rank() : world, Comm::Reduce::min));
+    if (lowest >= world) return;
+    const int64_t failures = comm.all_reduce(failed ? 1 : 0, Comm::Reduce::sum);
+    int64_t code = static_cast<int64_t>(Code::error);
+    std::string message;
+    if (comm.rank() == lowest) {
+        try {
+            std::rethrow_exception(failed);
+        } catch (const Error& e) {
+            code = static_cast<int64_t>(e.code());
+            message = e.what();
+        } catch (const std::bad_alloc&) {
+            code = static_cast<int64_t>(Code::no_memory);
+            message = "out of memory";
+        } catch (const std::exception& e) {
+            message = e.what();
+        } catch (...) {
+            message = "an unknown exception";
+        }
+    }
+    comm.broadcast(&code, sizeof code, lowest);
+    message = broadcast_string(comm, std::move(message), lowest);
+    if (code >= 0) code = static_cast<int64_t>(Code::error);  // a rank that sent no code (a broken transport)
+    const std::string more = failures > 1 ? fmt::format(", and on {} more", failures - 1) : std::string();
+    throw Error(static_cast<Code>(code),
+                fmt::format("{} failed on rank {} of {}{}: {}", what, lowest, world, more, message));
 }
 
 }  // namespace ckpt

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Comm: what a sharded checkpoint needs from the processes that write it together — their number, their rank, a
 // barrier, an all-reduce of an int64, a broadcast and an all-gather of small byte buffers. ckpt has no transport of
 // its own: MPI (libckpt_mpi), NCCL/Gloo/torch.distributed or a test's threads plug in through ckpt_comm_ops.
@@ -8,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -32,5 +34,11 @@ public:
 std::string broadcast_string(Comm& comm, std::string s, int32_t root);
 // Every rank's string, indexed by rank (strings of any length: padded to the longest).
 std::vector<std::string> all_gather_strings(Comm& comm, const std::string& s);
+
+// The agreement of the ranks on a step each made alone (checking its own arguments, preparing its part): every
+// rank passes what it met (nullptr: success). Returns on every rank when every rank succeeded; otherwise throws on
+// every rank the same Error: the code of the lowest failing rank, and "<what> failed on rank R of N: <its
+// message>" (", and on K more" when others failed too). One all-reduce when every rank succeeded.
+void agree(Comm& comm, const std::exception_ptr& failed, const std::string& what);
 
 }  // namespace ckpt

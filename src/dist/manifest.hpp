@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The manifest of a sharded checkpoint: <dir>/<step %010d>/manifest.json, written by rank 0 once every shard is
 // durable, and the commit point of the step (a step directory without a valid manifest is never a checkpoint).
 //

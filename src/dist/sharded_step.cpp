@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "dist/sharded_step.hpp"
 
 #include "core/error.hpp"
@@ -399,6 +400,7 @@ void ShardedStep::run(const Reads& reads) {
 }
 
 void ShardedStep::restore(VarCollection& vars, const Renamer& rename, bool partial) {
+    vars.check_restorable(dir_);
     for (size_t i = 0; i < vars.size(); ++i) vars.set_restored(i, false);
     std::map<std::string, const ManifestVariable*> by_name;
     for (const ManifestVariable& v : manifest_.variables) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A sharded checkpoint step: one directory <dir>/<%010d>/ holding shard-RRRRR-of-WWWWW.npz per rank (ordinary npz
 // files numpy reads) and manifest.json, the commit point (manifest.hpp). docs/distributed.md has the protocol.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "manager/checkpoint.hpp"
 
 #include "core/error.hpp"
@@ -7,11 +8,34 @@
 #include <cinttypes>
 #include <cstdio>
 #include <exception>
+#include <map>
+#include <mutex>
 #include <set>
+#include <tuple>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace ckpt {
 
 namespace {
+
+// Runs work on rank 0 alone, and makes every rank throw its error ("<message> (on rank 0 of N)") or go on.
+void on_rank_zero_for_all(Comm& comm, const std::function<void()>& work) {
+    std::string error;
+    int code = 0;
+    if (comm.rank() == 0) {
+        try {
+            work();
+        } catch (const Error& e) {
+            code = static_cast<int>(e.code());
+            error = e.what();
+        }
+    }
+    code = static_cast<int>(comm.all_reduce(code, Comm::Reduce::min));
+    error = broadcast_string(comm, error, 0);
+    if (code != 0) throw Error(static_cast<Code>(code), fmt::format("{} (on rank 0 of {})", error, comm.size()));
+}
 
 constexpr std::string_view kSuffix = ".npz";
 constexpr size_t kPaddedDigits = 10;  // objax's %010d
@@ -47,9 +71,163 @@ std::string checkpoint_name(int64_t index) {
     return buf;
 }
 
+// ============================================================================================ owning the directory
+//
+// A storage's lock (for the local file system an flock on "<dir>/.ckpt.lock") keeps managers of other processes
+// out. Within one process the lock is shared through a registry keyed by the directory's identity, so that a new
+// manager of the directory — a notebook cell run again while the old object lives — takes the lock over from the
+// older one instead of being refused: the older one's next save fails, and closing it leaves the lock alone.
+
+namespace {
+
+// The directory's identity: its device and inode on the local file system (two paths of one directory are one
+// key), else the storage and the path (a storage's namespace is its own).
+using DirKey = std::tuple<const Storage*, uint64_t, uint64_t, std::string>;
+
+DirKey key_of(const std::shared_ptr<Storage>& storage, const std::string& dir) {
+    struct stat st {};
+    if (storage == posix_storage() && ::stat(dir.c_str(), &st) == 0)
+        return DirKey{nullptr, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), std::string()};
+    return DirKey{storage.get(), 0, 0, dir};
+}
+
+}  // namespace
+
+// One locked directory of this process.
+struct DirHolder {
+    std::unique_ptr<DirLock> lock;
+    // Held by the owner while it deletes in the directory (retention, cleanup) and by a takeover, so that an older
+    // manager's retention never runs beside its successor. `owner` changes under it.
+    std::mutex work;
+    uint64_t owner = 0;
+    // The process that took the lock: a child forked since holds the parent's entries, which are not its own (a
+    // takeover there would take the parent's lock, which the child's own lock attempt is refused).
+    pid_t pid = ::getpid();
+};
+
+class DirClaim {
+public:
+    // Locks `dir`, or takes it over from the manager of this process that holds it (*took_over = true).
+    static std::shared_ptr<DirClaim> take(const std::shared_ptr<Storage>& storage, const std::string& dir,
+                                          bool* took_over) {
+        Registry& r = registry();
+        std::lock_guard<std::mutex> guard(r.mutex);
+        const uint64_t id = r.next++;
+        const DirKey key = key_of(storage, dir);
+        *took_over = false;
+        // Everything that allocates comes before the registry changes, and the claim gets its holder last: running
+        // out of memory leaves the registry as it was (and a claim without a holder releases nothing).
+        auto claim = std::make_shared<DirClaim>(key, nullptr, id);
+        if (auto it = r.held.find(key); it != r.held.end() && it->second->pid == ::getpid()) {
+            std::lock_guard<std::mutex> work(it->second->work);  // waits for the older manager's retention
+            it->second->owner = id;
+            claim->holder_ = it->second;
+            *took_over = true;
+            return claim;
+        }
+        std::unique_ptr<DirLock> lock = storage->lock(dir);  // Error(busy) when another process holds it
+        if (!lock) return claim;  // a storage without locking
+        auto holder = std::make_shared<DirHolder>();
+        holder->owner = id;
+        auto slot = r.held.find(key);  // an entry a forked child inherited is replaced
+        if (slot == r.held.end()) slot = r.held.emplace(key, nullptr).first;
+        holder->lock = std::move(lock);  // nothing throws from here on
+        slot->second = holder;
+        claim->holder_ = std::move(holder);
+        return claim;
+    }
+
+    DirClaim(DirKey key, std::shared_ptr<DirHolder> holder, uint64_t id)
+        : key_(std::move(key)), holder_(std::move(holder)), id_(id) {}
+    DirClaim(const DirClaim&) = delete;
+    DirClaim& operator=(const DirClaim&) = delete;
+
+    // Unlocks the directory, unless a newer manager took it over.
+    ~DirClaim() {
+        if (!holder_) return;
+        Registry& r = registry();
+        std::lock_guard<std::mutex> guard(r.mutex);
+        std::lock_guard<std::mutex> work(holder_->work);
+        if (holder_->owner != id_) return;
+        holder_->lock.reset();
+        if (auto it = r.held.find(key_); it != r.held.end() && it->second == holder_) r.held.erase(it);
+    }
+
+    bool owned() const {
+        if (!holder_) return true;
+        std::lock_guard<std::mutex> work(holder_->work);
+        return holder_->owner == id_;
+    }
+
+    // Runs `f` while this claim owns the directory and returns true, or returns false.
+    bool while_owned(const std::function<void()>& f) const {
+        if (!holder_) {
+            f();
+            return true;
+        }
+        std::lock_guard<std::mutex> work(holder_->work);
+        if (holder_->owner != id_) return false;
+        f();
+        return true;
+    }
+
+private:
+    struct Registry {
+        std::mutex mutex;
+        std::map<DirKey, std::shared_ptr<DirHolder>> held;
+        uint64_t next = 1;
+    };
+    // Never destroyed: managers that outlive static destruction still release through it.
+    static Registry& registry() {
+        static Registry* r = new Registry;
+        return *r;
+    }
+
+    DirKey key_;
+    std::shared_ptr<DirHolder> holder_;  // null for a storage without locking
+    uint64_t id_;
+};
+
+namespace {
+[[noreturn]] void fail_taken_over(const std::string& dir) {
+    fail(Code::busy, "{}: another checkpoint manager of this process took the directory over; this one can no "
+                     "longer save into it (use the newer manager)", dir);
+}
+}  // namespace
+
+void CheckpointManager::claim() {
+    if (claim_) {
+        if (!claim_->owned()) fail_taken_over(dir_);
+        return;
+    }
+    bool took_over = false;
+    std::shared_ptr<DirClaim> claim = DirClaim::take(options_.storage, dir_, &took_over);
+    claim_ = claim;
+    if (took_over) {
+        log(warning, fmt::format("{}: took the directory over from another checkpoint manager of this process, "
+                                 "whose saves now fail", dir_));
+        return;  // its save in flight may be writing a temporary: nothing is cleaned up
+    }
+    claim->while_owned([this] { remove_stale_temporaries(); });
+}
+
+void CheckpointManager::claim_collectively() {
+    on_rank_zero_for_all(*options_.comm, [this] { claim(); });
+}
+
+bool CheckpointManager::owns_directory() const { return claim_ && claim_->owned(); }
+
+bool CheckpointManager::while_owner(const std::string& what, const std::function<void()>& work) {
+    if (claim_ && claim_->while_owned(work)) return true;
+    log(warning, fmt::format("{}: {} skipped: another checkpoint manager of this process took the directory over",
+                             dir_, what));
+    return false;
+}
+
 CheckpointManager::CheckpointManager(std::string dir, Options options)
     : dir_(std::move(dir)), options_(std::move(options)) {
     if (!options_.storage) options_.storage = posix_storage();
+    options_.npz_write.manager_keys = true;  // saves write the "ckpt." keys saved_metadata makes
     Storage& storage = *options_.storage;
     const auto prepare = [&] {
         if (options_.make_dir && !options_.read_only) {
@@ -57,29 +235,14 @@ CheckpointManager::CheckpointManager(std::string dir, Options options)
         } else {
             storage.list(dir_);  // throws not_found for a missing directory
         }
-        if (!options_.read_only) {  // another manager may hold it and save meanwhile: nothing here may change it
-            lock_ = storage.lock(dir_);
-            remove_stale_temporaries();
-        }
+        // Nothing else: another manager may hold the directory and save meanwhile. The first save locks it.
     };
     if (!options_.comm) {
         prepare();
     } else {
-        // Rank 0 owns the directory (its lock and its cleanup) for the whole job; the others wait for it, and every
-        // rank gets rank 0's error.
-        std::string error;
-        int code = 0;
-        if (options_.comm->rank() == 0) {
-            try {
-                prepare();
-            } catch (const Error& e) {
-                code = static_cast<int>(e.code());
-                error = e.what();
-            }
-        }
-        code = static_cast<int>(options_.comm->all_reduce(code, Comm::Reduce::min));
-        error = broadcast_string(*options_.comm, error, 0);
-        if (code != 0) throw Error(static_cast<Code>(code), fmt::format("{} (on rank 0 of {})", error, options_.comm->size()));
+        // Rank 0 makes (or finds) the directory, and from its first save owns it (its lock and its cleanup); the
+        // others wait for it, and every rank gets rank 0's error.
+        on_rank_zero_for_all(*options_.comm, prepare);
     }
     const auto kind = options_.async ? Writer::Kind::queue : Writer::Kind::simple;
     writer_ = std::make_unique<Writer>(kind, options_.queue_depth, options_.storage);
@@ -252,6 +415,14 @@ std::vector<int64_t> CheckpointManager::on_disk() const {
 
 std::optional<size_t> CheckpointManager::apply_retention(int64_t just_saved) {
     if (options_.keep <= 0) return std::nullopt;
+    // A newer manager of this process that took the directory over decides what stays: this one's retention
+    // (of a save that was in flight when it took over) must not delete beside it.
+    std::optional<size_t> left;
+    while_owner(fmt::format("retention after checkpoint {}", just_saved), [&] { left = retain(just_saved); });
+    return left;
+}
+
+std::optional<size_t> CheckpointManager::retain(int64_t just_saved) {
     // Retention runs once the new checkpoint is durable, and is best effort: running out of memory here, like a
     // storage error, leaves old checkpoints for the next save's retention instead of failing a save that
     // succeeded.
@@ -302,22 +473,29 @@ std::optional<size_t> CheckpointManager::apply_retention(int64_t just_saved) {
 }
 
 void CheckpointManager::save(const VarCollection& vars, int64_t index, const Metrics& metrics) {
-    if (options_.read_only) fail(Code::invalid, "{}: the manager was opened read-only (CKPT_MANAGER_READ_ONLY)", dir_);
-    if (index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, index);
+    const auto check_arguments = [&] {
+        if (options_.read_only) fail(Code::invalid, "{}: the manager was opened read-only (CKPT_MANAGER_READ_ONLY)", dir_);
+        if (index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, index);
+    };
+    if (!options_.comm) check_arguments();
     const std::string target = file_path(index);
     int64_t saved_at = now_ns();
     if (options_.comm) {
         finish_pending();  // the previous asynchronous step: its error, on every rank, means this save is not made
+        // A rank whose arguments are wrong still takes part, so that every rank fails with its error.
+        agree_on_arguments(check_arguments, index, "sharded save");
+        claim_collectively();
         // One time for the whole step: rank 0's.
         options_.comm->broadcast(&saved_at, sizeof saved_at, 0);
         return save_sharded_step(vars, index, saved_at, metrics);
     }
+    claim();
     // The file gets the caller's arrays with the manager's metadata: a view that borrows the arrays leaves the
     // caller's collection as it was; an asynchronous save copies the view (arrays and metadata) before returning.
     auto view = std::make_shared<VarCollection>();
     for (size_t i = 0; i < vars.size(); ++i) {
         const Array& a = vars.array(i);
-        view->add(vars.name(i), Array::borrow(a.dtype(), a.itemsize(), a.shape(), a.data()));
+        view->add(vars.name(i), Array::view_of(a));
     }
     view->metadata() = saved_metadata(vars.metadata(), index, saved_at, metrics);
     // A file holds whole variables: a row split only means something to a sharded step.
@@ -371,7 +549,7 @@ void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t ind
     try {
         for (size_t i = 0; i < vars.size(); ++i) {
             const Array& a = vars.array(i);
-            view.add(vars.name(i), Array::borrow(a.dtype(), a.itemsize(), a.shape(), a.data()));
+            view.add(vars.name(i), Array::view_of(a));
             view.set_rows(i, vars.rows(i));
             bytes += a.nbytes();
         }
@@ -414,6 +592,22 @@ void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t ind
     pending_ = std::move(pending);
 }
 
+void CheckpointManager::agree_on_arguments(const std::function<void()>& check, int64_t index, const char* what) {
+    std::exception_ptr failed;
+    try {
+        check();
+    } catch (...) {
+        failed = std::current_exception();
+    }
+    Comm& comm = *options_.comm;
+    agree(comm, failed, fmt::format("{}: {}", dir_, what));
+    const int64_t lowest = comm.all_reduce(index, Comm::Reduce::min), highest = comm.all_reduce(index, Comm::Reduce::max);
+    const auto name = [](int64_t i) { return i < 0 ? std::string("the latest") : std::to_string(i); };
+    if (lowest != highest)
+        fail(Code::invalid, "{}: {}: the ranks ask for different steps, from {} to {} (every rank must pass the same index)",
+             dir_, what, name(lowest), name(highest));
+}
+
 void CheckpointManager::finish_pending() {
     if (!pending_) return;
     Pending pending = std::move(*pending_);
@@ -434,10 +628,12 @@ void CheckpointManager::committed(int64_t index, double commit_ms) {
     log(info, fmt::format("Saved step {} from {} ranks; the commit took {:.3f} ms after the last shard was durable",
                           step_path(index), options_.comm->size(), commit_ms));
     // A file of the same index is replaced by the step (the listing shows the step already).
-    try {
-        options_.storage->remove(file_path(index));
-    } catch (const Error&) {
-    }
+    while_owner(fmt::format("removing the file replaced by step {}", index), [&] {
+        try {
+            options_.storage->remove(file_path(index));
+        } catch (const Error&) {
+        }
+    });
     apply_retention(index);
 }
 
@@ -456,9 +652,13 @@ int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index, const A
     writer_->drain();  // a restore sees every save made before it
     if (options_.comm) {
         finish_pending();
+        agree_on_arguments(
+            [&] {
+                if (index && *index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, *index);
+            },
+            index.value_or(-1), "sharded restore");
         std::vector<int64_t> candidates;
         if (index) {
-            if (*index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, *index);
             candidates.push_back(*index);
         } else if (options_.comm->rank() == 0) {
             candidates = list();
@@ -569,11 +769,11 @@ void CheckpointManager::close() {
         }
         writer_->finalize();
         if (commit) {
-            lock_.reset();
+            claim_.reset();
             std::rethrow_exception(commit);
         }
     }
-    lock_.reset();
+    claim_.reset();  // unlocks, unless a newer manager of this process took the directory over
 }
 
 }  // namespace ckpt

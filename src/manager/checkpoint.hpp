@@ -1,8 +1,10 @@
+// SPDX-License-Identifier: Apache-2.0
 // CheckpointManager: objax.io.Checkpoint — a directory of numbered checkpoints (<dir>/%010d.npz) that a
 // training program saves into and resumes from — without its faults: indices are compared as numbers, not
 // strings; saves are atomic and durable, synchronous or in the background; retention runs only after a save is
 // durable and never deletes the checkpoint just written; restoring the latest falls back past corrupt files;
-// stale temporaries are removed on open; one manager owns a directory at a time.
+// one manager owns a directory at a time, from its first save: it locks the directory then and removes the stale
+// temporaries of interrupted saves. A manager that only lists, reads and restores never locks nor deletes.
 //
 // A checkpoint is a file named by its index, or — saved by a manager with a communicator, by every rank together
 // — a directory named by its index holding one shard per rank and a manifest (dist/sharded_step.hpp). Both kinds
@@ -34,6 +36,9 @@ namespace ckpt {
 std::optional<int64_t> checkpoint_index(const std::string& filename);
 // "0000000042.npz"
 std::string checkpoint_name(int64_t index);
+
+// A manager's hold on its directory: see checkpoint.cpp.
+class DirClaim;
 
 class CheckpointManager {
 public:
@@ -71,10 +76,12 @@ public:
         std::shared_ptr<Comm> comm;
     };
 
-    // Creates the directory (unless !make_dir: Error(not_found) if missing), locks it (Error(busy)), and removes
-    // temporaries that crashed saves of checkpoints left behind. Read-only: only checks that the directory exists.
+    // Creates the directory (unless !make_dir or read_only: Error(not_found) if missing). It locks nothing: the
+    // first save does (see save()).
     CheckpointManager(std::string dir, Options options);
-    ~CheckpointManager();  // waits for background saves (dropping unreported errors: call close() to see them)
+    // Waits for background saves (dropping unreported errors: call close() to see them), then releases the
+    // directory unless a newer manager of this process took it over.
+    ~CheckpointManager();
 
     const std::string& dir() const { return dir_; }
     // The path of checkpoint `index`: its directory when it is a sharded step on disk, its file otherwise.
@@ -82,6 +89,7 @@ public:
 
     // Saves `vars` as checkpoint `index` (>= 0), replacing one that exists, then applies retention. In async
     // mode the arrays are copied before this returns and errors surface at the next save, wait or close.
+    // The first save takes the directory (claim()); a later one first checks that this manager still owns it.
     // Every save records the index, the time, ckpt's version and `metrics` in the file's metadata (the keys of
     // checkpoint_policy.hpp) without changing `vars`.
     void save(const VarCollection& vars, int64_t index, const Metrics& metrics = {});
@@ -106,8 +114,12 @@ public:
     std::pair<VarCollection, int64_t> read(std::optional<int64_t> index);
     // Waits for background saves; throws the first unreported error.
     void wait();
-    // wait(), then stops the background writer. Idempotent.
+    // wait(), then stops the background writer and releases the directory (unless a newer manager of this process
+    // took it over: its lock stays with that one). Idempotent.
     void close();
+    // Whether this manager owns its directory: it has saved (or otherwise claimed it), and no newer manager of this
+    // process took it over since.
+    bool owns_directory() const;
 
 private:
     struct Step {
@@ -124,18 +136,32 @@ private:
     // Restores or reads one checkpoint (the attempt of with_checkpoint).
     using Attempt = std::function<void(NpzReader*, ShardedStep*)>;
     void remove_stale_temporaries();
+    // Before anything that writes or deletes in the directory: the first call locks it — Error(busy) naming the
+    // holder when another process holds it — or takes it over from an older manager of this process (a warning
+    // in the log), then removes stale temporaries (not after a takeover: the older manager's save in flight may
+    // be writing them). Later calls throw Error(busy) once a newer manager of this process took it over.
+    void claim();
+    // claim() on rank 0, every rank getting its error (collective).
+    void claim_collectively();
+    // Runs `work`, which deletes in the directory, while this manager owns it — a takeover waits for it to end —
+    // and returns true; returns false, logging why `what` was skipped, when another manager took the directory.
+    bool while_owner(const std::string& what, const std::function<void()>& work);
     std::vector<int64_t> on_disk() const;  // list() without waiting for background saves
     // Fails with "<what>: it needs up to X and Y is free" when the storage says `needed` bytes will not fit.
     void check_disk_space(uint64_t needed, const std::string& what) const;
     void warn_if_disk_low(uint64_t checkpoint_bytes, size_t on_disk) const;
     // Returns how many checkpoints are left on disk, or nullopt when it did not list them (keep off, a failure).
     std::optional<size_t> apply_retention(int64_t just_saved);
+    std::optional<size_t> retain(int64_t just_saved);  // apply_retention's work, while this manager owns the directory
     int64_t now_ns() const;
     // What retention needs to know of each checkpoint on disk, ascending; unreadable files record nothing.
     std::vector<CheckpointFacts> facts(const std::vector<Step>& steps) const;
     void save_sharded_step(const VarCollection& vars, int64_t index, int64_t saved_at, const Metrics& metrics);
     // Commits the asynchronous sharded step whose shard is being written, if any (collective); throws its error.
     void finish_pending();
+    // Every rank runs `check` (its own arguments) and passes its index (-1: the latest): every rank then throws the
+    // lowest failing rank's error, or one naming the indices when the ranks passed different ones.
+    void agree_on_arguments(const std::function<void()>& check, int64_t index, const char* what);
     // Rank 0, once a sharded step is committed and before any rank returns: the log, the file of that index
     // replaced, retention.
     void committed(int64_t index, double commit_ms);
@@ -147,7 +173,9 @@ private:
 
     std::string dir_;
     Options options_;
-    std::unique_ptr<DirLock> lock_;
+    // This manager's hold on the directory (the storage's lock, shared with the newer managers of this process
+    // that take it over); null until the first save.
+    std::shared_ptr<DirClaim> claim_;
     std::shared_ptr<SnapshotPool> snapshots_;
     std::unique_ptr<Writer> writer_;
     // An asynchronous sharded save: its shard on the writer's thread, its commit at the next collective call.

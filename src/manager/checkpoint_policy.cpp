@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "manager/checkpoint_policy.hpp"
 
 #include "ckpt/version.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the checkpoint manager records about each checkpoint in its metadata, and which checkpoints retention keeps.
 //
 // Every manager save writes these keys into the file's metadata member (and drops any other key starting with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The element types ckpt stores: numpy's numeric types, fixed-width strings and raw bytes, and the ML types numpy
 // has no name for (bfloat16 and the float8 family, stored as ml_dtypes lays them out). Values equal the CKPT_*
 // dtype constants of ckpt.h.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The .npy codec: pure functions between bytes and a validated header, and the conversions that bring
 // numpy data into ckpt's native-byte-order, C-order form. No I/O.
 //

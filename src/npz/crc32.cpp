@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "npz/crc32.hpp"
 
 #include <zlib.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CRC-32 as zip and zlib define it (reflected polynomial 0xEDB88320), at memory speed.
 //
 // Every byte ckpt writes or reads passes through a CRC. zlib 1.2.13's crc32_z runs at about 1.8 GB/s on the

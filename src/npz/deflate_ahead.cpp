@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "npz/deflate_ahead.hpp"
 
 #include "npz/crc32.hpp"
@@ -9,6 +10,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
+#include <stdexcept>
 #include <new>
 #include <system_error>
 
@@ -54,7 +57,10 @@ DeflateAhead::DeflateAhead(std::vector<std::vector<Piece>> members, int level, u
     : members_(std::move(members)), level_(level), window_(4 * size_t{std::max(threads, 1u)} + 2) {
     for (size_t m = 0; m < members_.size(); ++m) {
         uint64_t size = 0;
-        for (const Piece& p : members_[m]) size += p.size;
+        for (const Piece& p : members_[m]) {
+            size += p.size;
+            if (p.source != nullptr) sources_ = true;
+        }
         uint64_t start = 0;
         do {
             const uint64_t n = std::min<uint64_t>(size - start, kBlockBytes);
@@ -112,7 +118,7 @@ void DeflateAhead::work() {
         Slot done;
         try {
             if (!z) std::rethrow_exception(no_compressor);
-            done.block = compress(jobs_[j], *z);
+            done.block = compress(j, *z);
         } catch (...) {
             done.error = std::current_exception();
         }
@@ -127,7 +133,7 @@ void DeflateAhead::work() {
 
 DeflateAhead::Block DeflateAhead::take() {
     if (next_take_ >= jobs_.size()) throw std::logic_error("DeflateAhead::take: no blocks left");
-    if (inline_) return compress(jobs_[next_take_++], *inline_);
+    if (inline_) return compress(next_take_++, *inline_);
     Slot slot;
     {
         std::unique_lock<std::mutex> lock(mutex_);
@@ -141,10 +147,66 @@ DeflateAhead::Block DeflateAhead::take() {
     return std::move(slot.block);
 }
 
-DeflateAhead::Block DeflateAhead::compress(const Job& job, Compressor& z) const {
-    const std::vector<Piece>& pieces = members_[job.member];
+void DeflateAhead::read_in_turn(size_t j, std::vector<unsigned char>& dictionary, std::vector<unsigned char>& block) {
+    const Job& job = jobs_[j];
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [&] { return stopping_ || turn_ == j; });
+        if (stopping_) throw std::runtime_error("DeflateAhead: stopped");
+    }
+    // Whatever happens, the next job gets its turn.
+    struct Pass {
+        DeflateAhead& d;
+        size_t next;
+        ~Pass() {
+            {
+                std::lock_guard<std::mutex> lock(d.mutex_);
+                d.turn_ = next;
+            }
+            d.changed_.notify_all();
+        }
+    } pass{*this, j + 1};
+    if (source_failed_) throw std::runtime_error("DeflateAhead: an earlier block's source failed");
+    if (job.start == 0) tail_.clear();
+    dictionary = tail_;
+    block.resize(static_cast<size_t>(job.size));
+    uint64_t at = 0, from = job.start, n = job.size;
+    size_t filled = 0;
+    for (const Piece& p : members_[job.member]) {
+        if (n == 0) break;
+        if (from < at + p.size) {
+            const uint64_t skip = from - at;
+            const size_t k = static_cast<size_t>(std::min<uint64_t>(p.size - skip, n));
+            try {
+                if (p.source != nullptr)
+                    (*p.source)(skip, block.data() + filled, k);
+                else
+                    std::memcpy(block.data() + filled, static_cast<const unsigned char*>(p.data) + skip, k);
+            } catch (...) {
+                source_failed_ = true;
+                throw;
+            }
+            filled += k;
+            from += k;
+            n -= k;
+        }
+        at += p.size;
+    }
+    tail_.insert(tail_.end(), block.begin(), block.end());
+    if (tail_.size() > kDictionaryBytes) tail_.erase(tail_.begin(), tail_.end() - kDictionaryBytes);
+}
+
+DeflateAhead::Block DeflateAhead::compress(size_t j, Compressor& z) {
+    const Job& job = jobs_[j];
+    std::vector<unsigned char> in_dictionary, in_block;  // the input read from a source, when there is one
+    if (sources_) read_in_turn(j, in_dictionary, in_block);
+    const std::vector<Piece> from_memory{{in_dictionary.data(), in_dictionary.size()}, {in_block.data(), in_block.size()}};
+    // With sources, the member's bytes [job.start - dictionary, job.start + size) as read in turn.
+    const uint64_t base = job.start - in_dictionary.size();
+    const std::vector<Piece>& pieces = sources_ ? from_memory : members_[job.member];
     // Calls f(pointer, length) for each contiguous run of the member's bytes [from, from + n).
     const auto for_range = [&](uint64_t from, uint64_t n, auto&& f) {
+        if (sources_) from -= base;
         uint64_t at = 0;
         for (const Piece& p : pieces) {
             if (n == 0) break;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deflate for zip members, compressed ahead of the writer on every core.
 //
 // zlib compresses at 20-80 MB/s per core, so a deflated save of a large state is bound by one core while the
@@ -9,6 +10,8 @@
 // stream that any inflater reads. The output depends only on the input and the level, never on the number of
 // threads or their timing: a save is deterministic.
 #pragma once
+
+#include "core/array.hpp"
 
 #include <condition_variable>
 #include <cstdint>
@@ -22,9 +25,14 @@ namespace ckpt {
 
 class DeflateAhead {
 public:
+    // size bytes at data, or, when source is set, bytes [0, size) of that source (data unused). A source is read
+    // front to back, each byte once, a block at a time: the blocks' inputs are read in job order, one at a time
+    // (by whichever worker compresses the block), and the 32 KiB before a block come from a copy of the previous
+    // block's end.
     struct Piece {
         const void* data;
         size_t size;
+        const ByteSource* source = nullptr;
     };
     // One compressed block of a member: the deflate bytes, and the CRC-32 and length of the input they encode.
     struct Block {
@@ -70,7 +78,9 @@ private:
 
     void work();
     void stop();
-    Block compress(const Job& job, Compressor& z) const;
+    Block compress(size_t j, Compressor& z);
+    // Job j's input when its member has a source: the block's bytes, read in job order, and the dictionary.
+    void read_in_turn(size_t j, std::vector<unsigned char>& dictionary, std::vector<unsigned char>& block);
 
     std::vector<std::vector<Piece>> members_;
     int level_;
@@ -83,6 +93,10 @@ private:
     size_t next_job_ = 0;                       // the next job a worker starts
     size_t next_take_ = 0;                      // the next job take() returns
     bool stopping_ = false;
+    bool sources_ = false;                      // some member has a source: jobs read their input in turn
+    size_t turn_ = 0;                           // the job whose input is read next
+    bool source_failed_ = false;                // a source threw: later blocks read nothing
+    std::vector<unsigned char> tail_;           // the last kDictionaryBytes of input read in turn
     std::unique_ptr<Compressor> inline_;        // threads == 0
     std::vector<std::thread> workers_;
 };

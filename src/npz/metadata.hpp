@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a checkpoint says about itself: the user's key/values (step, time, loss, notes) and the real dtype of each
 // array whose npy descr cannot say it (bfloat16 and float8 are written as raw bytes). Both travel as the JSON text of
 // one extra member, __ckpt_metadata__.npy, a 0-d '<U' array that numpy.load shows as one more array:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the npz reader and writer share: layouts, member naming and progress reporting.
 #pragma once
 

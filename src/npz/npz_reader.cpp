@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "npz/npz_reader.hpp"
 
 #include "npz/crc32.hpp"
@@ -88,6 +89,16 @@ void NpzReader::scan() {
         try {
             // The zip reader has a stored member's first bytes already; other members are read for their header.
             const std::string_view head = zip_->head(i, scratch.head);
+            // numpy.load gives a member without the npy magic as bytes (a README.txt beside the arrays): not an
+            // array here, unless its name says it is one.
+            const auto other = [&](const char* p, size_t n) {
+                return !suffixed && (n < kNpyMagicBytes || std::memcmp(p, "\x93NUMPY", kNpyMagicBytes) != 0);
+            };
+            if (!head.empty() && head.size() >= std::min<uint64_t>(e.size, kNpyMagicBytes) &&
+                other(head.data(), head.size())) {
+                e.other = true;
+                return;
+            }
             size_t in_head = 0;  // the header's length, when the head holds all of it
             if (!head.empty() && head.size() >= std::min<uint64_t>(e.size, kNpyPreambleMax)) {
                 const size_t data_offset = npy_data_offset(head.data(), head.size(), e.size, options_.max_header_bytes);
@@ -100,6 +111,10 @@ void NpzReader::scan() {
                 ZipReader::Stream in(*zip_, i);
                 char preamble[kNpyPreambleMax];
                 const size_t got = in.read(preamble, sizeof preamble);
+                if (other(preamble, got)) {
+                    e.other = true;
+                    return;
+                }
                 const size_t data_offset = npy_data_offset(preamble, got, e.size, options_.max_header_bytes);
                 // A version 1.0 header of length 0 or 1 ends inside the preamble bytes already read (the parse below
                 // then rejects it): copy only what belongs to the header, read only what is missing.
@@ -119,6 +134,7 @@ void NpzReader::scan() {
     };
     for_each_in_order_shares<Scratch>(members.size(), open_threads(members.size(), *file_), check);
     zip_->drop_heads();
+    skip_other_members();
 
     uint64_t total = 0;
     for (const Entry& e : entries_) total += e.header.nbytes;  // each below the file's size: cannot overflow
@@ -135,6 +151,22 @@ void NpzReader::scan() {
     if (const auto d = find_duplicate(entries_.size(), [&](size_t i) -> const std::string& { return entries_[i].name; }))
         fail(Code::format, "{}: variable '{}' also stored as member '{}'", where(entries_[d->second]),
              entries_[d->second].name, entries_[d->first].member);
+}
+
+void NpzReader::skip_other_members() {
+    std::vector<std::string> others;
+    for (const Entry& e : entries_)
+        if (e.other) others.push_back(printable(e.member));
+    if (others.empty()) return;
+    entries_.erase(std::remove_if(entries_.begin(), entries_.end(), [](const Entry& e) { return e.other; }),
+                   entries_.end());
+    if (!entries_.empty()) return;
+    // A zip with no array at all is some other program's file (torch.save writes zips of pickles and raw data).
+    const size_t shown = std::min<size_t>(others.size(), 3);
+    std::string names;
+    for (size_t k = 0; k < shown; ++k) names += (k == 0 ? "'" : ", '") + others[k] + "'";
+    fail(Code::format, "{}: not an npz checkpoint: a zip file, but none of its {} member{} is an npy array ({}{})",
+         label(), others.size(), others.size() == 1 ? "" : "s", names, others.size() > shown ? ", ..." : "");
 }
 
 MetadataRecord NpzReader::take_metadata() {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading .npz files as numpy and objax write them, treating every byte as untrusted. Opening reads the zip
 // directory (ZipReader: the central directory is authoritative, so streamed members with data descriptors and
 // zip64 extras read fine) and every member's npy header; array data is read on demand, straight into the
@@ -40,6 +41,7 @@ public:
         uint64_t size = 0;    // member bytes (npy header + data)
         uint32_t npy_crc = 0; // stored members: CRC-32 of the npy preamble and header (header.data_offset bytes)
         NpyHeader header;
+        bool other = false;   // not an npy array (no ".npy" suffix, no npy magic): skipped, as numpy gives it as bytes
     };
 
     // Reads `file`, named `label` in messages (a path, or "<memory>"): the zip directory and every npy header,
@@ -94,6 +96,8 @@ private:
     using OnBytes = std::function<void(uint64_t)>;
     void read_into(size_t i, void* dst, const OnBytes& on_bytes);
     void scan();
+    // Drops the entries that are not npy arrays; a file with no other entries is not an npz (Error format).
+    void skip_other_members();
     MetadataRecord take_metadata();
     void detect_layout();
     void apply_dtypes(const std::vector<std::pair<std::string, DType>>& dtypes);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "npz/npz_restore.hpp"
 
 #include "core/entry_index.hpp"
@@ -30,6 +31,7 @@ std::string quoted_list(const std::vector<std::string>& names) {
 }  // namespace
 
 void restore_npz(NpzReader& reader, VarCollection& vars, const Renamer& rename, bool partial) {
+    vars.check_restorable(reader.label());
     for (size_t v = 0; v < vars.size(); ++v) vars.set_restored(v, false);
     // Names after renaming.
     std::vector<std::string> new_names;

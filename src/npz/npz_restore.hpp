@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Restoring an existing collection in place from a file, with objax's load_var_collection semantics: every
 // variable must be found (after renaming the names on disk) with the same dtype and shape; arrays on disk that
 // no variable asks for are ignored. Raw bytes whose type was never recorded (a void member) fill a variable of any

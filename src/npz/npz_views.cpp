@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "npz/npz_views.hpp"
 
 #include "core/cores.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Views of an open file's arrays without a copy (ckpt_npz_map). A member that lies in the file exactly as it is
 // used — stored, native byte order, C order, aligned for its dtype, as every member ckpt writes — is a pointer
 // into one private mapping of the whole file (read-only, or copy-on-write), made at the first view; any other

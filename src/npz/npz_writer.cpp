@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "npz/npz_writer.hpp"
 
 #include "core/error.hpp"
@@ -33,13 +34,20 @@ std::u32string objax_names(const VarCollection& vars, size_t& chars) {
     return table;
 }
 
-// The metadata member's record: the user's key/values and the dtype of every array whose descr does not say it
+// The metadata member's record: the user's key/values (without the manager's "ckpt." keys unless manager_keys: see
+// NpzWriteOptions) and the dtype of every array whose descr does not say it
 // (bfloat16 and float8 are written as raw bytes, and raw bytes of two read as bfloat16 unless recorded as void).
 // Arrays are named as numpy.load's keys name them (the member name without ".npy"), so the record reads the same
 // whichever layout a reader sees.
-MetadataRecord metadata_record(const VarCollection& vars, Layout layout) {
+MetadataRecord metadata_record(const VarCollection& vars, Layout layout, bool manager_keys) {
     MetadataRecord record;
-    record.user = vars.metadata();
+    if (manager_keys) {
+        record.user = vars.metadata();
+    } else {
+        const Metadata& all = vars.metadata();
+        for (size_t i = 0; i < all.size(); ++i)
+            if (all.key(i).compare(0, 5, "ckpt.") != 0) record.user.set(all.key(i), all.value(i));
+    }
     for (size_t i = 0; i < vars.size(); ++i) {
         const Array& a = vars.array(i);
         if (is_ml_dtype(a.dtype()) || (a.dtype() == DType::void_ && a.itemsize() == 2))
@@ -99,6 +107,7 @@ struct Member {
     std::string header;
     const void* data;
     size_t nbytes;
+    const ByteSource* source = nullptr;  // the bytes come from here instead (Array::from_source)
 };
 
 // The members of the archive for `vars`, in file order, with the texts they point into.
@@ -122,11 +131,12 @@ void plan_archive(Plan& plan, const VarCollection& vars, const NpzWriteOptions& 
         const Array& a = vars.array(i);
         const std::string name = options.layout == Layout::objax ? std::to_string(i) : vars.name(i);
         members.push_back({name + std::string(kNpySuffix), format_npy_header(a.dtype(), a.itemsize(), a.shape()),
-                           a.data(), a.nbytes()});
+                           a.data(), a.nbytes(), a.source()});
     }
     // Last, and only when there is something to record: a file of numpy's own dtypes without metadata stays
     // member for member what np.savez writes.
-    if (MetadataRecord record = metadata_record(vars, options.layout); !record.dtypes.empty() || !record.user.empty()) {
+    MetadataRecord record = metadata_record(vars, options.layout, options.manager_keys);
+    if (!record.dtypes.empty() || !record.user.empty()) {
         plan.metadata_text = utf8_to_utf32(metadata_to_json(record));
         members.push_back({std::string(kMetadataName) + std::string(kNpySuffix),
                            format_npy_header(DType::unicode, 4 * plan.metadata_text.size(), {}),
@@ -181,7 +191,7 @@ uint64_t write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions o
     const size_t first_array = options.layout == Layout::objax ? 1 : 0;
     const size_t end_array = first_array + vars.size();
     const auto pieces = [](const Member& m) {
-        return std::vector<ZipWriter::Piece>{{m.header.data(), m.header.size()}, {m.data, m.nbytes}};
+        return std::vector<ZipWriter::Piece>{{m.header.data(), m.header.size()}, {m.data, m.nbytes, m.source}};
     };
     const auto all_pieces = [&] {
         std::vector<std::vector<ZipWriter::Piece>> all;
@@ -207,7 +217,9 @@ uint64_t write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions o
         for (const Member& m : members) zip.add_deflated(m.name, m.header.size() + m.nbytes, deflated, on_bytes(m));
     } else {
         std::unique_ptr<CrcAhead> crc_ahead;
-        if (total >= kCrcAheadMinBytes) {
+        // Sources are read on the writer's thread only: their CRCs are computed in a pass just before each member.
+        const bool sources = std::any_of(members.begin(), members.end(), [](const Member& m) { return m.source; });
+        if (total >= kCrcAheadMinBytes && !sources) {
             try {
                 crc_ahead = std::make_unique<CrcAhead>(all_pieces());
             } catch (const std::system_error&) {

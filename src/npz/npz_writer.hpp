@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writing .npz files that numpy.load reads: one stored or deflated zip member per array, each member the exact
 // bytes np.save writes, timestamps fixed at 1980-01-01 so output is deterministic, zip64 where sizes need it.
 #pragma once
@@ -20,6 +21,10 @@ struct NpzWriteOptions {
     // Called once the archive is planned, before its first byte, with npz_size_bound's figure (without planning
     // it twice); may throw to refuse the save (the checkpoint manager's disk check).
     std::function<void(uint64_t size_bound)> before_write;
+    // Whether the collection's "ckpt."-prefixed metadata keys — the checkpoint manager's own (its index, time,
+    // version, metrics) — are written. Only the manager sets it, for the keys it has just made; any other save
+    // leaves them out, so that keys a restore brought in are never written again as if they described this file.
+    bool manager_keys = false;
 };
 
 // An upper bound on the bytes write_npz writes for `vars` (exact but for padding and zip64 fields it may leave

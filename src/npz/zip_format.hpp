@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Constants of the zip format (PKWARE APPNOTE 6.3) shared by ZipWriter and ZipReader.
 #pragma once
 

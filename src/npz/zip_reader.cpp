@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "npz/zip_reader.hpp"
 
 #include "npz/crc32.hpp"
@@ -273,8 +274,16 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
             break;
         }
     }
-    if (end_at == tail_size)
+    if (end_at == tail_size) {
+        // A zip starts with a local header (or, empty, with its end record): a file that starts otherwise is no
+        // zip at all — a torch.save file of the legacy format is a pickle — rather than a damaged one.
+        unsigned char start[4];
+        read_exact_at(0, start, sizeof start, "the start of the archive");
+        if (le32(start) != kLocalHeaderSig && le32(start) != kEndSig)
+            fail(Code::format, "{}: not an npz checkpoint: not a zip file (no end of central directory record, and "
+                 "it does not start as a zip does)", label_);
         fail(Code::format, "{}: not a valid npz (zip) file: no end of central directory record", label_);
+    }
     const uint64_t end_offset = file_size - tail_size + end_at;
     Cursor end(&tail[end_at], kEndBytes);
     end.u32();

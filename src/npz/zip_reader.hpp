@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ZipReader: a strict reader of zip archives from any InputFile, trusting nothing in them.
 //
 // ckpt reads zips itself rather than through libzip, whose public API (1.7.3) neither gives a member's data

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "npz/zip_writer.hpp"
 
 #include "npz/crc32.hpp"
@@ -24,6 +25,7 @@ constexpr uint32_t kRegularFile0644 = 0100644u << 16;
 
 constexpr size_t kBufferBytes = size_t{1} << 20;
 constexpr size_t kChunk = size_t{64} << 20;  // progress granularity
+constexpr size_t kSourcePiece = size_t{4} << 20;  // bytes read from a source per call
 
 // Little-endian record builder.
 struct Record {
@@ -79,9 +81,25 @@ void ZipWriter::flush() {
     buf_.clear();
 }
 
+void ZipWriter::for_each_run(const Piece& p, const std::function<void(const void*, size_t)>& f) {
+    if (p.source == nullptr) {
+        const char* d = static_cast<const char*>(p.data);
+        for (size_t done = 0; done < p.size; done += std::min(p.size - done, kChunk))
+            f(d + done, std::min(p.size - done, kChunk));
+        return;
+    }
+    std::vector<unsigned char> bytes(std::min(p.size, kSourcePiece));
+    for (size_t done = 0; done < p.size;) {
+        const size_t n = std::min(p.size - done, kSourcePiece);
+        (*p.source)(done, bytes.data(), n);
+        f(bytes.data(), n);
+        done += n;
+    }
+}
+
 uint32_t ZipWriter::crc_of(const std::vector<Piece>& pieces) {
     uint32_t crc = 0;
-    for (const auto& p : pieces) crc = crc32(crc, p.data, p.size);
+    for (const auto& p : pieces) for_each_run(p, [&](const void* d, size_t n) { crc = crc32(crc, d, n); });
     return crc;
 }
 
@@ -114,7 +132,7 @@ void ZipWriter::add_stored(const std::string& name, const std::vector<Piece>& pi
     put(h.b.data(), h.b.size());
 
     if (head > 0) {
-        if (pieces.empty() || head > pieces[0].size || head > kMax32)
+        if (pieces.empty() || head > pieces[0].size || head > kMax32 || pieces[0].source != nullptr)
             throw std::logic_error("ZipWriter::add_stored: the head to copy is not in the first piece");
         const char* p = static_cast<const char*>(pieces[0].data);
         size_t kept = head;
@@ -130,14 +148,11 @@ void ZipWriter::add_stored(const std::string& name, const std::vector<Piece>& pi
 
     uint64_t at = 0;
     for (const Piece& piece : pieces) {
-        const char* p = static_cast<const char*>(piece.data);
-        for (size_t done = 0; done < piece.size;) {
-            const size_t n = std::min(piece.size - done, kChunk);
-            put(p + done, n);
+        for_each_run(piece, [&](const void* p, size_t n) {
+            put(p, n);
             if (on_bytes) on_bytes(at, n);
-            done += n;
             at += n;
-        }
+        });
     }
     entries_.push_back(std::move(e));
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A sequential zip writer: local header, data, (data descriptor), …, central directory, end records — written
 // front to back, never seeking, so it can stream into any Storage (an object store, a pipe).
 //
@@ -5,7 +6,9 @@
 // it rewrites every local header after the data — and compresses members one after another with no way to run
 // them in parallel or align their data. (Reading: see zip_reader.hpp.)
 //
-// Stored members get their CRC-32 computed before they are written, so their local headers carry the real
+// Stored members get their CRC-32 computed before they are written (for a member whose bytes come from a source,
+// by reading the source once for the CRC and again to write it: the local header must carry the CRC, the file is
+// never seeked, and a data descriptor would give up numpy-identical members), so their local headers carry the real
 // CRC and sizes like numpy's, and their data starts at a multiple of 64 bytes in the file (padding in an extra
 // field, id 0xD935 as Android's zipalign writes it, which zip readers skip): with numpy's 64-byte-aligned npy
 // headers, every array's first byte is 64-byte aligned, so a memory-mapped file holds SIMD-ready arrays.
@@ -29,7 +32,10 @@ public:
     using Piece = DeflateAhead::Piece;
     static constexpr uint64_t kAlignment = 64;  // of stored members' data in the file
 
-    // CRC-32 of the concatenated pieces.
+    // Calls f for the bytes of p in order, in runs: pointers into p's memory, or for a source, a buffer it was read
+    // into (4 MiB at a time, so a source's bytes never need to be in memory at once).
+    static void for_each_run(const Piece& p, const std::function<void(const void*, size_t)>& f);
+    // CRC-32 of the concatenated pieces (a source's read once for it).
     static uint32_t crc_of(const std::vector<Piece>& pieces);
     // Called after bytes [offset, offset + n) of a member (uncompressed) were written, for progress reports.
     using OnBytes = std::function<void(uint64_t offset, uint64_t n)>;

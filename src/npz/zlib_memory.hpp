@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // zlib's allocations through operator new, like every other allocation of ckpt: a program (or a test) that
 // replaces operator new sees them too, and running out of memory is reported as such. zlib expects Z_NULL, not
 // an exception, when memory runs out; callers turn its Z_MEM_ERROR into std::bad_alloc.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Storage held in memory: for tests, for FFI users who want checkpoints as bytes, and as the model the crash
 // simulator builds on. Thread-safe. Directories exist once make_dirs created them ("" , "." and "/" always do).
 #pragma once

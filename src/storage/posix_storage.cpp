@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Storage on the local filesystem: O_CLOEXEC everywhere, loops on short writes and EINTR, O_NOFOLLOW and a
 // regular-file check on reads, errno text in every message.
 #include "core/error.hpp"

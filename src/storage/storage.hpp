@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Storage: where checkpoints live — the `fs` of pytorch-pfn-extras' writers. Everything ckpt writes or reads
 // goes through this interface, so a test can inject faults and crashes, and a user can plug in an object
 // store or HDFS through the C callback table. Paths are '/'-separated UTF-8 strings; the implementation

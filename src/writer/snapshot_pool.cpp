@@ -1,5 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "writer/snapshot_pool.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <vector>
@@ -101,7 +103,10 @@ std::shared_ptr<const VarCollection> SnapshotPool::copy(const VarCollection& var
                 else
                     ::operator delete[](p, kAlignment);
             });
-            std::memcpy(buffer.get(), a.data(), n);
+            // A source is pulled in pieces of kSourcePiece (each piece a call of the caller's callback).
+            constexpr size_t kSourcePiece = size_t{4} << 20;
+            for (size_t at = 0; at < n; at += kSourcePiece)
+                a.read(at, buffer.get() + at, std::min(kSourcePiece, n - at));
             data = buffer.get();
             snapshot->buffers.push_back(std::move(buffer));
         }

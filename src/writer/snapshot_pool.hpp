@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Copies of collections for background saves, in buffers recycled from one save to the next.
 //
 // A background save must copy the state before it returns (training goes on changing it). Copying 512 MiB into

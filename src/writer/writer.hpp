@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writers: turn "save this to that path" into the atomic save sequence, in the caller's thread or on one
 // background thread — pytorch-pfn-extras' SimpleWriter, ThreadWriter and QueueWriter without their faults:
 // errors of background saves are never lost (each is reported exactly once, by the next save, wait or
@@ -36,10 +37,13 @@ public:
 
     // Saves `body`'s bytes to `path`: atomically (temporary, sync, rename, directory sync) or, with `append`,
     // appended in place (not atomic). First reports — by throwing — an error of an earlier background save;
-    // the new save is then not started. Blocks while the queue is full. Throws Error(invalid) after finalize.
+    // the new save is then not started, and the error's message says so, naming `path`. Blocks while the queue is full. Throws Error(invalid) after finalize.
     // `after`, if given, runs once the save has committed (on the same thread as the save): the checkpoint
     // manager's retention, which must never delete anything before the new file is durable.
-    void submit(const std::string& path, Body body, bool append, std::function<void()> after = nullptr);
+    // `elsewhere`, if given, is the storage this save goes to instead of the writer's (a path that names its own,
+    // as an s3:// URL does).
+    void submit(const std::string& path, Body body, bool append, std::function<void()> after = nullptr,
+                std::shared_ptr<Storage> elsewhere = nullptr);
     // Waits until every submitted save has finished; throws the first unreported error.
     void wait();
     // Waits until every submitted save has finished, leaving their errors for the next save, wait or finalize.
@@ -56,10 +60,12 @@ private:
         Body body;
         bool append;
         std::function<void()> after;
+        std::shared_ptr<Storage> elsewhere;
     };
     void run(const Task& task);
     void worker();
-    void throw_unreported(std::unique_lock<std::mutex>& lock);
+    // not_started: the path of the save the reporting call asked for, which the message then says was not started.
+    void throw_unreported(std::unique_lock<std::mutex>& lock, const std::string* not_started = nullptr);
 
     const Kind kind_;
     const size_t depth_;

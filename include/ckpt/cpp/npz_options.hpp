@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+/* ckpt/cpp/npz_options.hpp — ckpt::NpzOptions and the C ckpt_npz_options made of them, with their renamer and progress callbacks.
+ * Part of the C++ binding: include <ckpt/ckpt.hpp>, which includes every part. */
+#ifndef CKPT_CPP_NPZ_OPTIONS_HPP
+#define CKPT_CPP_NPZ_OPTIONS_HPP
+
+#include <ckpt/cpp/error.hpp>
+#include <ckpt/cpp/storage.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace ckpt {
+
+// --------------------------------------------------------------------------------------------------- npz options
+
+// CKPT_LAYOUT_*: how arrays are named inside the file.
+enum class Layout : uint32_t {
+    automatic = CKPT_LAYOUT_AUTO,  // reading: detect; writing: plain
+    plain = CKPT_LAYOUT_PLAIN,     // "<name>.npy" per variable, as np.savez(**vars)
+    objax = CKPT_LAYOUT_OBJAX,     // "names.npy" + "0.npy", "1.npy", … as objax.io
+};
+enum class Compression : uint32_t {
+    store = CKPT_STORE,
+    deflate = CKPT_DEFLATE,
+};
+
+// ckpt_npz_options. Zero values keep ckpt's defaults.
+struct NpzOptions {
+    Layout layout = Layout::automatic;
+    Compression compression = Compression::store;  // writing only
+    int32_t level = 0;                             // deflate level 1..9; 0 = zlib's default
+    // Restores: the name to look each on-disk name up by (objax's renamer); return the argument to keep it.
+    // Throw Error(code) to abort the restore with that code. Called from the restoring thread.
+    std::function<std::string(const std::string& name_on_disk)> rename;
+    uint64_t max_header_bytes = 0;  // npy header limit per member; 0 = 10000
+    // Bytes of array data done out of the total, never decreasing. Called from a thread doing the work (a large
+    // read uses several), never from two at once; it must not throw (what it throws is ignored).
+    std::function<void(uint64_t done_bytes, uint64_t total_bytes)> progress;
+    // Where files are read and written; null = the local filesystem. Managers and writers have their own
+    // `storage` option and refuse a different one here (ckpt.h: the C struct's field is ignored there).
+    std::shared_ptr<Storage> storage;
+    uint64_t max_members = 0;      // zip members per file; 0 = 16777216
+    uint64_t max_total_bytes = 0;  // array bytes per file, all arrays together; 0 = no limit
+    // Restores (CKPT_NPZ_PARTIAL): a variable the file does not have is left untouched instead of failing the
+    // restore; Vars::restored tells which were filled. One found with another dtype or shape still fails it.
+    bool partial = false;
+    // Opening: Npz::map skips the CRC-32 check of mapped arrays (CKPT_NPZ_MAP_UNVERIFIED), trading integrity for
+    // latency — for files verified already.
+    bool map_unverified = false;
+    // Opening: the mapping is copy-on-write (CKPT_NPZ_MAP_WRITABLE), so the arrays of Npz::map_vars may be written.
+    bool map_writable = false;
+};
+
+namespace detail {
+
+// What C options point to for the callbacks: copies of the functions, alive as long as the C side may call them.
+struct NpzCallbacks {
+    std::function<std::string(const std::string&)> rename;
+    std::function<void(uint64_t, uint64_t)> progress;
+    // The renamer's result for a name whose new name did not fit the buffer: the library asks again with a
+    // larger one, and the user's function runs once per name.
+    std::string pending_name, pending_result;
+    bool pending = false;
+
+    explicit NpzCallbacks(const NpzOptions& o) : rename(o.rename), progress(o.progress) {}
+
+    static int rename_fn(const char* name, char* buf, size_t size, void* payload) noexcept {
+        auto& cb = *static_cast<NpzCallbacks*>(payload);
+        try {
+            if (!(cb.pending && cb.pending_name == name)) {
+                cb.pending = false;
+                cb.pending_result = cb.rename(std::string(name));
+                cb.pending_name = name;
+            }
+            cb.pending = false;
+            const std::string& result = cb.pending_result;
+            if (result == name) return 0;
+            if (result.empty()) throw Error(CKPT_EINVAL, std::string("the renamer gave an empty name for '") + name + "'");
+            if (result.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+                throw Error(CKPT_EINVAL, "the renamer gave a name too long for ckpt");
+            if (result.size() > size) {
+                cb.pending = true;
+                return static_cast<int>(result.size());
+            }
+            std::memcpy(buf, result.data(), result.size());
+            return static_cast<int>(result.size());
+        } catch (...) {
+            cb.pending = false;
+            const Thrown thrown = current_exception(CKPT_ERROR);
+            ckpt_error_set_message(thrown.text);  // the library's message then says what the renamer threw
+            return thrown.code;
+        }
+    }
+    static void progress_fn(uint64_t done, uint64_t total, void* payload) noexcept {
+        try {
+            static_cast<NpzCallbacks*>(payload)->progress(done, total);
+        } catch (...) {
+            // A progress report cannot fail the work it reports on.
+        }
+    }
+};
+
+// ckpt_npz_options for one use, from NpzOptions: callbacks pointed at `cb` (which must outlive the C users of the
+// struct), and the storage held by `storage` unless the caller says the struct's storage is ignored.
+struct CNpzOptions {
+    ckpt_npz_options c;
+    StorageRef storage;
+
+    CNpzOptions(const NpzOptions& o, NpzCallbacks* cb, bool with_storage)
+        : storage(with_storage ? o.storage : std::shared_ptr<Storage>()) {
+        check(ckpt_npz_options_init(&c, CKPT_NPZ_OPTIONS_VERSION));
+        c.layout = static_cast<uint32_t>(o.layout);
+        c.compression = static_cast<uint32_t>(o.compression);
+        c.level = o.level;
+        c.max_header_bytes = o.max_header_bytes;
+        c.max_members = o.max_members;
+        c.max_total_bytes = o.max_total_bytes;
+        c.flags = o.partial ? CKPT_NPZ_PARTIAL : 0u;
+        if (o.map_unverified) c.flags |= CKPT_NPZ_MAP_UNVERIFIED;
+        if (o.map_writable) c.flags |= CKPT_NPZ_MAP_WRITABLE;
+        c.storage = storage.get();
+        if (cb != nullptr && cb->rename) {
+            c.rename = &NpzCallbacks::rename_fn;
+            c.rename_payload = cb;
+        }
+        if (cb != nullptr && cb->progress) {
+            c.progress = &NpzCallbacks::progress_fn;
+            c.progress_payload = cb;
+        }
+    }
+};
+
+// Managers and writers take the storage from their own options (ckpt.h ignores the npz struct's there): a
+// different one in the npz options would silently not be used.
+inline void refuse_npz_storage(const NpzOptions& npz, const std::shared_ptr<Storage>& storage, const char* where) {
+    if (npz.storage && npz.storage != storage)
+        throw Error(CKPT_EINVAL, std::string(where) + ": the npz options name a storage; give it as the storage option");
+}
+
+}  // namespace detail
+
+}  // namespace ckpt
+
+#endif  // CKPT_CPP_NPZ_OPTIONS_HPP

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "http.hpp"
+
+#include "xml.hpp"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+
+namespace ckpt::s3 {
+
+namespace {
+
+constexpr size_t kMaxDocumentBytes = size_t{64} << 20;  // S3's XML answers are far smaller
+
+CURLcode global_init() {
+    static const CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+    return rc;
+}
+
+// One attempt's state, shared with libcurl's callbacks.
+struct Transfer {
+    const Request* request;
+    size_t sent = 0;          // of the request body
+    size_t received = 0;      // of a ranged GET into dst
+    bool overflow = false;    // the server sent more than was asked
+    Response response;
+};
+
+size_t read_body(char* buffer, size_t size, size_t count, void* data) {
+    auto* t = static_cast<Transfer*>(data);
+    const size_t n = std::min(size * count, t->request->body_size - t->sent);
+    if (n == 0) return 0;
+    std::memcpy(buffer, static_cast<const char*>(t->request->body) + t->sent, n);
+    t->sent += n;
+    return n;
+}
+
+// Where libcurl restarts the body when it resends a request on a new connection.
+int seek_body(void* data, curl_off_t offset, int origin) {
+    auto* t = static_cast<Transfer*>(data);
+    if (origin != SEEK_SET || offset < 0 || static_cast<size_t>(offset) > t->request->body_size) return CURL_SEEKFUNC_FAIL;
+    t->sent = static_cast<size_t>(offset);
+    return CURL_SEEKFUNC_OK;
+}
+
+size_t write_body(char* data, size_t size, size_t count, void* user) {
+    auto* t = static_cast<Transfer*>(user);
+    const size_t n = size * count;
+    const Request& r = *t->request;
+    // A ranged GET's bytes go to dst, but only those of a successful answer: an error's XML goes to body.
+    if (r.dst != nullptr && t->response.status / 100 == 2) {
+        if (n > r.range_size - t->received) {
+            t->overflow = true;
+            return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+        }
+        std::memcpy(static_cast<char*>(r.dst) + t->received, data, n);
+        t->received += n;
+        return n;
+    }
+    if (t->response.body.size() + n > kMaxDocumentBytes) {
+        t->overflow = true;
+        return 0;
+    }
+    t->response.body.append(data, n);
+    return n;
+}
+
+size_t read_header(char* data, size_t size, size_t count, void* user) {
+    auto* t = static_cast<Transfer*>(user);
+    const size_t n = size * count;
+    std::string_view line(data, n);
+    if (line.rfind("HTTP/", 0) == 0) {
+        // A new response (after a 100 Continue): its status decides where the body goes.
+        const size_t space = line.find(' ');
+        t->response.status = space == std::string_view::npos ? 0 : std::atol(std::string(line.substr(space + 1, 3)).c_str());
+        t->response.etag.clear();
+        return n;
+    }
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) return n;
+    std::string name(line.substr(0, colon));
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
+    if (name == "etag") t->response.etag = std::string(value);
+    return n;
+}
+
+bool transient_curl_error(CURLcode rc) {
+    switch (rc) {
+        case CURLE_COULDNT_RESOLVE_HOST:
+        case CURLE_COULDNT_CONNECT:
+        case CURLE_OPERATION_TIMEDOUT:
+        case CURLE_SEND_ERROR:
+        case CURLE_RECV_ERROR:
+        case CURLE_GOT_NOTHING:
+        case CURLE_SEND_FAIL_REWIND:
+        case CURLE_PARTIAL_FILE:
+        case CURLE_SSL_CONNECT_ERROR:
+        case CURLE_HTTP2:
+        case CURLE_HTTP2_STREAM:
+        case CURLE_HTTP3:
+            return true;
+        default:
+            return false;
+    }
+}
+
+// What S3 asks clients to retry: server errors and throttling, by status or by error code.
+bool transient_status(long status, const std::string& code) {
+    if (status == 500 || status == 502 || status == 503 || status == 504 || status == 429) return true;
+    return code == "SlowDown" || code == "RequestTimeout" || code == "InternalError" || code == "ServiceUnavailable" ||
+           code == "Throttling" || code == "ThrottlingException" || code == "RequestTimeTooSkewed";
+}
+
+// Full jitter: a uniform delay in [0, min(cap, base * 2^(attempt-1))].
+void back_off(unsigned attempt) {
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    const double base_ms = 50, cap_ms = 20000;
+    const double ceiling = std::min(cap_ms, base_ms * static_cast<double>(uint64_t{1} << std::min(attempt, 20u)));
+    std::uniform_real_distribution<double> delay(0, ceiling);
+    std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(delay(rng) * 1000)));
+}
+
+}  // namespace
+
+Client::Client(Config config) : config_(std::move(config)) {
+    if (global_init() != CURLE_OK) throw RequestError{CKPT_ERROR, "libcurl could not be initialised"};
+    signing_ = "aws:amz:" + config_.region + ":s3";
+    userpwd_ = config_.access_key_id + ":" + config_.secret_access_key;
+}
+
+Client::~Client() {
+    for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
+}
+
+void* Client::take_handle() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!idle_.empty()) {
+            void* h = idle_.back();
+            idle_.pop_back();
+            return h;
+        }
+    }
+    CURL* h = curl_easy_init();
+    if (h == nullptr) throw std::bad_alloc();
+    return h;
+}
+
+void Client::give_back(void* handle) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    try {
+        idle_.push_back(handle);
+    } catch (...) {
+        curl_easy_cleanup(static_cast<CURL*>(handle));
+    }
+}
+
+std::string Client::describe(const std::string& key) const {
+    return key.empty() ? "s3://" + config_.bucket : "s3://" + config_.bucket + "/" + key;
+}
+
+Response Client::perform(const Request& r, const char* what) {
+    std::string url = r.key.empty() ? config_.bucket_url() : config_.object_url(r.key);
+    if (!r.query.empty()) url += "?" + r.query;
+    const std::string subject = std::string(what) + " " + describe(r.key);
+
+    struct curl_slist* headers = nullptr;
+    auto add = [&](const std::string& h) {
+        struct curl_slist* more = curl_slist_append(headers, h.c_str());
+        if (more == nullptr) {
+            curl_slist_free_all(headers);
+            throw std::bad_alloc();
+        }
+        headers = more;
+    };
+    try {
+        for (const std::string& h : r.headers) add(h);
+        // The body is not hashed into the signature (S3 allows it; TCP and TLS carry it, ckpt's CRCs check it).
+        add("x-amz-content-sha256: UNSIGNED-PAYLOAD");
+        add("Expect:");  // no 100-continue round trip before every part
+        if (!config_.session_token.empty()) add("x-amz-security-token: " + config_.session_token);
+        if (r.dst != nullptr)
+            add("Range: bytes=" + std::to_string(r.range_offset) + "-" +
+                std::to_string(r.range_offset + r.range_size - 1));
+    } catch (...) {
+        curl_slist_free_all(headers);
+        throw;
+    }
+    std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_list(headers, curl_slist_free_all);
+
+    const unsigned attempts = std::max(1u, config_.max_attempts);
+    for (unsigned attempt = 1;; ++attempt) {
+        CURL* h = static_cast<CURL*>(take_handle());
+        curl_easy_reset(h);
+        Transfer t;
+        t.request = &r;
+        curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, header_list.get());
+        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, config_.connect_timeout_ms);
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, std::max(1L, (config_.stall_timeout_ms + 999) / 1000));
+        curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_body);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
+        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, read_header);
+        curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
+        if (!config_.access_key_id.empty()) {
+            curl_easy_setopt(h, CURLOPT_AWS_SIGV4, signing_.c_str());
+            curl_easy_setopt(h, CURLOPT_USERPWD, userpwd_.c_str());
+        }
+        const std::string_view method = r.method;
+        if (method == "HEAD") {
+            curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+        } else if (method == "PUT") {
+            curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+            curl_easy_setopt(h, CURLOPT_READFUNCTION, read_body);
+            curl_easy_setopt(h, CURLOPT_READDATA, &t);
+            curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, seek_body);
+            curl_easy_setopt(h, CURLOPT_SEEKDATA, &t);
+            curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(r.body_size));
+        } else if (method == "POST") {
+            curl_easy_setopt(h, CURLOPT_POST, 1L);
+            curl_easy_setopt(h, CURLOPT_POSTFIELDS, r.body != nullptr ? static_cast<const char*>(r.body) : "");
+            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body_size));
+        } else if (method != "GET") {
+            curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r.method);
+        }
+
+        const CURLcode rc = curl_easy_perform(h);
+        long status = 0;
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        curl_off_t length = -1;
+        curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+        give_back(h);
+
+        std::string why;
+        bool transient = false;
+        if (t.overflow) {
+            why = r.dst != nullptr ? "the server sent more bytes than the range asked for"
+                                   : "the server's answer is larger than any S3 document";
+        } else if (rc != CURLE_OK) {
+            why = curl_easy_strerror(rc);
+            transient = transient_curl_error(rc);
+        } else {
+            t.response.status = status;
+            ErrorDocument error;
+            // S3 may answer 200 and still report an error in the body (CompleteMultipartUpload does).
+            if (status / 100 != 2 || (r.dst == nullptr && t.response.body.find("<Error>") != std::string::npos))
+                error = parse_error(t.response.body);
+            if (status / 100 == 2 && error.code.empty()) {
+                if (r.dst != nullptr && t.received != r.range_size) {
+                    why = "the server sent " + std::to_string(t.received) + " of the " + std::to_string(r.range_size) +
+                          " bytes asked for";
+                    transient = true;
+                } else {
+                    t.response.content_length = length > 0 ? static_cast<uint64_t>(length) : 0;
+                    return std::move(t.response);
+                }
+            } else if (status == 404 && !r.not_found_is_error) {
+                return std::move(t.response);
+            } else {
+                why = "HTTP " + std::to_string(status);
+                if (!error.code.empty()) why += " " + error.code;
+                // A HEAD's answer has no body to say which: the object, or the bucket itself.
+                else if (status == 404) why += " (no such object, or no such bucket)";
+                if (!error.message.empty()) why += ": " + error.message;
+                transient = transient_status(status, error.code);
+                if (status == 404) throw RequestError{CKPT_ENOTFOUND, subject + ": " + why};
+                if (status == 412) why += " (the object changed while it was read)";
+            }
+        }
+        if (!transient || attempt >= attempts) {
+            if (transient) why += " (gave up after " + std::to_string(attempt) + " attempts)";
+            throw RequestError{CKPT_EIO, subject + ": " + why};
+        }
+        back_off(attempt);
+    }
+}
+
+}  // namespace ckpt::s3

@@ -1,0 +1,588 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "storage.hpp"
+
+#include "http.hpp"
+#include "xml.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace ckpt::s3 {
+
+namespace {
+
+constexpr std::string_view kTempMarker = ".tmp-";
+constexpr size_t kTempRandomChars = 6;  // ckpt's temporaries: ".<name>.tmp-XXXXXX" beside <name>
+
+// The file a temporary stands for: "dir/.x.npz.tmp-AbC123" -> "dir/x.npz"; the path itself for other names.
+std::string target_of(const std::string& path) {
+    const size_t slash = path.rfind('/');
+    const size_t start = slash == std::string::npos ? 0 : slash + 1;
+    const std::string name = path.substr(start);
+    const size_t min = 1 + 1 + kTempMarker.size() + kTempRandomChars;
+    if (name.size() < min || name[0] != '.') return path;
+    const size_t marker = name.size() - kTempRandomChars - kTempMarker.size();
+    if (name.compare(marker, kTempMarker.size(), kTempMarker) != 0) return path;
+    return path.substr(0, start) + name.substr(1, marker - 1);
+}
+
+std::string xml_escape(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
+class Store;
+
+// A file being written: straight to its final key, in one PUT at the commit or as a multipart upload whose parts
+// go up in the background while ckpt writes the next ones.
+class Upload {
+public:
+    Upload(Store& store, std::string path, std::string key);
+    ~Upload() { stop_workers(true); }
+
+    void write(const char* data, size_t n);
+    void sync();       // every byte is uploaded (as parts) or held for the commit's PUT
+    void finish();     // close: no more writes; waits for the parts in flight
+    void commit();     // makes the object visible under its key
+    void abort();      // leaves nothing behind (aborts the multipart upload)
+
+    const std::string key;
+    const std::string path;
+
+private:
+    void send_part(bool last);
+    void begin();
+    void worker();
+    void stop_workers(bool discard);  // discard: parts not yet sent are dropped
+    void wait_idle(std::unique_lock<std::mutex>& lock);
+    void rethrow_locked();
+
+    Store& store_;
+    std::string buffer_;        // the part being filled
+    std::string upload_id_;     // once the multipart upload has begun
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::deque<std::pair<unsigned, std::string>> queue_;  // parts waiting for a worker
+    unsigned in_flight_ = 0;    // queued or being sent
+    unsigned parts_ = 0;        // numbered so far
+    std::vector<std::string> etags_;
+    std::optional<RequestError> error_;
+    std::vector<std::thread> workers_;
+    bool stopping_ = false;
+};
+
+class Store {
+public:
+    explicit Store(Config config) : client(std::move(config)) {}
+    ~Store() {
+        // A file created and never renamed or removed (its program gave up): abort it, so no parts stay billed.
+        for (auto& [path, upload] : pending_) {
+            try {
+                upload->abort();
+            } catch (...) {
+            }
+        }
+    }
+
+    Upload* create(const std::string& path) {
+        auto upload = std::make_unique<Upload>(*this, path, client.config().key_of(target_of(path)));
+        if (upload->key.empty())
+            throw RequestError{CKPT_EINVAL, client.describe("") + " is the bucket itself, not an object"};
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (pending_.count(path) != 0) throw RequestError{CKPT_EEXIST, path + " is being written already"};
+        Upload* u = upload.get();
+        pending_.emplace(path, std::move(upload));
+        return u;
+    }
+
+    // The upload of `path`, no longer pending (nullptr if there is none).
+    std::unique_ptr<Upload> take(const std::string& path) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = pending_.find(path);
+        if (it == pending_.end()) return nullptr;
+        std::unique_ptr<Upload> u = std::move(it->second);
+        pending_.erase(it);
+        return u;
+    }
+
+    Client client;
+
+private:
+    std::mutex mutex_;
+    std::map<std::string, std::unique_ptr<Upload>> pending_;  // by ckpt's path of the file, until rename/remove
+};
+
+Upload::Upload(Store& store, std::string path_, std::string key_) : key(std::move(key_)), path(std::move(path_)), store_(store) {}
+
+void Upload::rethrow_locked() {
+    if (error_) throw *error_;
+}
+
+void Upload::begin() {
+    Request r;
+    r.method = "POST";
+    r.key = key;
+    r.query = "uploads=";
+    const Response response = store_.client.perform(r, "start multipart upload of");
+    std::string id, why;
+    for_each_leaf(
+        response.body,
+        [&](const std::string& p, std::string& text) {
+            if (p == "InitiateMultipartUploadResult/UploadId") id = std::move(text);
+        },
+        &why);
+    if (id.empty())
+        throw RequestError{CKPT_EIO, "start multipart upload of " + store_.client.describe(key) +
+                                         ": the answer names no upload id" + (why.empty() ? "" : " (" + why + ")")};
+    upload_id_ = id;
+    const unsigned n = std::max(1u, store_.client.config().parallelism);
+    for (unsigned i = 0; i < n; ++i) workers_.emplace_back([this] { worker(); });
+}
+
+void Upload::worker() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+        changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        auto [number, bytes] = std::move(queue_.front());
+        queue_.pop_front();
+        const bool skip = error_.has_value();  // the upload is lost anyway
+        lock.unlock();
+        std::optional<RequestError> failed;
+        std::string etag;
+        if (!skip) {
+            try {
+                Request r;
+                r.method = "PUT";
+                r.key = key;
+                r.query = "partNumber=" + std::to_string(number) + "&uploadId=" + uri_encode(upload_id_, false);
+                r.body = bytes.data();
+                r.body_size = bytes.size();
+                const std::string what = "upload part " + std::to_string(number) + " of";
+                etag = store_.client.perform(r, what.c_str()).etag;
+                if (etag.empty()) failed = RequestError{CKPT_EIO, what + " " + store_.client.describe(key) + ": the answer has no ETag"};
+            } catch (const RequestError& e) {
+                failed = e;
+            } catch (const std::bad_alloc&) {
+                failed = RequestError{CKPT_ENOMEM, "out of memory"};
+            }
+        }
+        bytes = std::string();
+        lock.lock();
+        if (failed && !error_) error_ = std::move(failed);
+        if (!failed && !skip) {
+            if (etags_.size() < number) etags_.resize(number);
+            etags_[number - 1] = std::move(etag);
+        }
+        --in_flight_;
+        changed_.notify_all();
+    }
+}
+
+void Upload::wait_idle(std::unique_lock<std::mutex>& lock) {
+    changed_.wait(lock, [this] { return in_flight_ == 0; });
+}
+
+void Upload::stop_workers(bool discard) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopping_ = true;
+        if (discard) {
+            in_flight_ -= static_cast<unsigned>(queue_.size());
+            queue_.clear();
+        }
+    }
+    changed_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    workers_.clear();
+}
+
+void Upload::send_part(bool last) {
+    if (upload_id_.empty()) begin();
+    std::unique_lock<std::mutex> lock(mutex_);
+    rethrow_locked();
+    if (parts_ == 10000)
+        throw RequestError{CKPT_EIO, "upload " + store_.client.describe(key) +
+                                         ": more than S3's 10000 parts; use a larger part_size"};
+    // Bounded memory: at most `parallelism` parts in flight besides the one being filled.
+    const unsigned limit = std::max(1u, store_.client.config().parallelism);
+    changed_.wait(lock, [&] { return in_flight_ < limit || error_.has_value(); });
+    rethrow_locked();
+    queue_.emplace_back(++parts_, std::move(buffer_));
+    ++in_flight_;
+    buffer_ = std::string();
+    if (!last) buffer_.reserve(store_.client.config().part_size);
+    changed_.notify_all();
+}
+
+void Upload::write(const char* data, size_t n) {
+    const size_t part = store_.client.config().part_size;
+    while (n > 0) {
+        // A full part goes only when more bytes follow: a file of exactly part_size bytes is still one PUT.
+        if (buffer_.size() == part) send_part(false);
+        const size_t take = std::min(n, part - buffer_.size());
+        buffer_.append(data, take);
+        data += take;
+        n -= take;
+    }
+}
+
+void Upload::sync() {
+    if (!upload_id_.empty() && !buffer_.empty()) send_part(true);
+    std::unique_lock<std::mutex> lock(mutex_);
+    wait_idle(lock);
+    rethrow_locked();
+}
+
+void Upload::finish() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    wait_idle(lock);
+    rethrow_locked();
+}
+
+void Upload::commit() {
+    if (upload_id_.empty()) {
+        Request r;
+        r.method = "PUT";
+        r.key = key;
+        r.body = buffer_.data();
+        r.body_size = buffer_.size();
+        store_.client.perform(r, "PUT");
+        return;
+    }
+    sync();
+    stop_workers(false);
+    std::string body = "<CompleteMultipartUpload>";
+    for (size_t i = 0; i < etags_.size(); ++i)
+        body += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + xml_escape(etags_[i]) +
+                "</ETag></Part>";
+    body += "</CompleteMultipartUpload>";
+    Request r;
+    r.method = "POST";
+    r.key = key;
+    r.query = "uploadId=" + uri_encode(upload_id_, false);
+    r.headers.push_back("Content-Type: application/xml");
+    r.body = body.data();
+    r.body_size = body.size();
+    store_.client.perform(r, "complete multipart upload of");
+}
+
+void Upload::abort() {
+    stop_workers(true);
+    if (upload_id_.empty()) return;
+    Request r;
+    r.method = "DELETE";
+    r.key = key;
+    r.query = "uploadId=" + uri_encode(upload_id_, false);
+    r.not_found_is_error = false;  // already gone
+    store_.client.perform(r, "abort multipart upload of");
+    upload_id_.clear();
+}
+
+// An object being read, pinned to the version it opened. ckpt reads a file's structure in small pieces (the end
+// record, the directory, local headers between arrays) and arrays one after the other: a read smaller than a part
+// fetches a part-sized window of the object around it, which serves the reads that follow, so a file of many
+// members costs a few large GETs, not one per member.
+struct Reading {
+    std::string key;
+    std::string etag;
+    uint64_t size = 0;
+    std::string window;         // bytes [window_at, window_at + window.size()) of the object
+    uint64_t window_at = 0;
+};
+constexpr size_t kMinPiece = size_t{1} << 20;    // a window's ranges in parallel, none smaller than this
+constexpr size_t kBackWindow = size_t{2} << 20;  // the end of a file: its directory, for most checkpoints
+
+void get_range(Client& client, const Reading& f, uint64_t offset, void* dst, size_t n) {
+    Request r;
+    r.key = f.key;
+    if (!f.etag.empty()) r.headers.push_back("If-Match: " + f.etag);
+    r.dst = dst;
+    r.range_offset = offset;
+    r.range_size = n;
+    client.perform(r, "GET");
+}
+
+// Runs f, mapping what it throws to a CKPT_* code with its message for the ckpt call that made the callback.
+template <typename F>
+int callback(F&& f) noexcept {
+    try {
+        f();
+        return CKPT_OK;
+    } catch (const RequestError& e) {
+        ckpt_error_set_message(e.message.c_str());
+        return e.code;
+    } catch (const std::bad_alloc&) {
+        return CKPT_ENOMEM;
+    } catch (const std::exception& e) {
+        ckpt_error_set_message(e.what());
+        return CKPT_ERROR;
+    } catch (...) {
+        return CKPT_ERROR;
+    }
+}
+
+Store& store_of(void* payload) { return *static_cast<Store*>(payload); }
+
+// Lists "<dir>/": the names of its objects (files) and of its common prefixes (directories).
+void list(Client& client, const char* dir, std::vector<std::string>* files, std::vector<std::string>* dirs) {
+    std::string prefix = client.config().key_of(dir);
+    if (!prefix.empty()) prefix += '/';
+    std::string token;
+    for (;;) {
+        Request r;
+        r.key = "";
+        r.query = (token.empty() ? "" : "continuation-token=" + uri_encode(token, false) + "&") +
+                  "delimiter=%2F&list-type=2&prefix=" + uri_encode(prefix, false);
+        const Response response = client.perform(r, "list");
+        bool truncated = false;
+        std::string next, why;
+        const bool ok = for_each_leaf(
+            response.body,
+            [&](const std::string& p, std::string& text) {
+                if (p == "ListBucketResult/Contents/Key" && files != nullptr && text.size() > prefix.size() &&
+                    text.compare(0, prefix.size(), prefix) == 0)
+                    files->push_back(text.substr(prefix.size()));
+                else if (p == "ListBucketResult/CommonPrefixes/Prefix" && dirs != nullptr &&
+                         text.size() > prefix.size() + 1 && text.compare(0, prefix.size(), prefix) == 0)
+                    dirs->push_back(text.substr(prefix.size(), text.size() - prefix.size() - 1));
+                else if (p == "ListBucketResult/IsTruncated")
+                    truncated = text == "true";
+                else if (p == "ListBucketResult/NextContinuationToken")
+                    next = std::move(text);
+            },
+            &why);
+        if (!ok) throw RequestError{CKPT_EIO, "list " + client.describe(prefix) + ": the answer is not XML: " + why};
+        if (!truncated) return;
+        if (next.empty() || next == token)
+            throw RequestError{CKPT_EIO, "list " + client.describe(prefix) + ": truncated without a continuation token"};
+        token = std::move(next);
+    }
+}
+
+int op_make_dirs(void*, const char*) { return CKPT_OK; }  // directories are prefixes of keys
+
+int op_create(void* payload, const char* path, void** file) {
+    return callback([&] { *file = store_of(payload).create(path); });
+}
+
+int op_write(void*, void* file, const void* data, size_t size) {
+    return callback([&] { static_cast<Upload*>(file)->write(static_cast<const char*>(data), size); });
+}
+
+int op_sync(void*, void* file) {
+    return callback([&] { static_cast<Upload*>(file)->sync(); });
+}
+
+int op_close(void*, void* file) {
+    return callback([&] { static_cast<Upload*>(file)->finish(); });
+}
+
+int op_rename(void* payload, const char* from, const char* to) {
+    return callback([&] {
+        Store& s = store_of(payload);
+        std::unique_ptr<Upload> upload = s.take(from);
+        const std::string to_key = s.client.config().key_of(to);
+        if (upload && upload->key == to_key) {
+            try {
+                upload->commit();
+            } catch (...) {
+                try {
+                    upload->abort();
+                } catch (...) {
+                }
+                throw;
+            }
+            return;
+        }
+        if (upload) {
+            upload->abort();
+            throw RequestError{CKPT_EUNSUPPORTED, "rename " + std::string(from) + " to " + to +
+                                                      ": an upload in progress can only be committed under the name it "
+                                                      "stands for (" + upload->key + ")"};
+        }
+        // ckpt renames only the temporaries it created; an object has no rename on S3 (a copy is not atomic).
+        throw RequestError{CKPT_EUNSUPPORTED, "rename " + std::string(from) + " to " + to +
+                                                  ": S3 renames nothing; only a file being written is committed"};
+    });
+}
+
+int op_remove(void* payload, const char* path) {
+    return callback([&] {
+        Store& s = store_of(payload);
+        if (std::unique_ptr<Upload> upload = s.take(path)) {
+            upload->abort();
+            return;
+        }
+        Request r;
+        r.method = "DELETE";
+        r.key = s.client.config().key_of(path);
+        s.client.perform(r, "DELETE");
+    });
+}
+
+int op_list(void* payload, const char* dir, ckpt_list_entry_fn entry, void* ctx) {
+    std::vector<std::string> names;
+    const int rc = callback([&] { list(store_of(payload).client, dir, &names, nullptr); });
+    if (rc != CKPT_OK) return rc;
+    for (const std::string& n : names)
+        if (const int stop = entry(n.c_str(), ctx); stop != 0) return stop;
+    return CKPT_OK;
+}
+
+int op_list_dirs(void* payload, const char* dir, ckpt_list_entry_fn entry, void* ctx) {
+    std::vector<std::string> names;
+    const int rc = callback([&] { list(store_of(payload).client, dir, nullptr, &names); });
+    if (rc != CKPT_OK) return rc;
+    for (const std::string& n : names)
+        if (const int stop = entry(n.c_str(), ctx); stop != 0) return stop;
+    return CKPT_OK;
+}
+
+int op_open_read(void* payload, const char* path, void** file, uint64_t* size) {
+    return callback([&] {
+        Client& client = store_of(payload).client;
+        Request r;
+        r.method = "HEAD";
+        r.key = client.config().key_of(path);
+        if (r.key.empty())
+            throw RequestError{CKPT_EINVAL, client.describe("") + " is the bucket itself, not an object"};
+        r.not_found_is_error = false;
+        const Response response = client.perform(r, "HEAD");
+        if (response.status == 404) {
+            // A HEAD's answer has no body to say what is missing: a GET's says NoSuchKey or NoSuchBucket.
+            Request get;
+            get.key = r.key;
+            get.headers.push_back("Range: bytes=0-0");
+            client.perform(get, "GET");
+            throw RequestError{CKPT_EIO, "HEAD " + client.describe(r.key) +
+                                             ": HTTP 404, yet the object is there (it was being replaced)"};
+        }
+        auto f = std::make_unique<Reading>();
+        f->key = r.key;
+        f->etag = response.etag;
+        f->size = response.content_length;
+        *size = f->size;
+        *file = f.release();
+    });
+}
+
+// Fetches bytes [offset, offset + n) into dst in ranges of `piece` bytes, up to `parallelism` at a time, the
+// calling thread taking its share.
+void fetch(Client& client, const Reading& f, uint64_t offset, char* dst, size_t n, size_t piece) {
+    const size_t pieces = (n + piece - 1) / piece;
+    const unsigned threads = static_cast<unsigned>(std::min<size_t>(pieces, std::max(1u, client.config().parallelism)));
+    if (threads <= 1) return get_range(client, f, offset, dst, n);
+    std::atomic<size_t> next{0};
+    std::mutex m;
+    std::optional<RequestError> failed;
+    auto run = [&] {
+        for (size_t i; (i = next.fetch_add(1)) < pieces;) {
+            {
+                std::lock_guard<std::mutex> lock(m);
+                if (failed) return;
+            }
+            const size_t at = i * piece;
+            try {
+                get_range(client, f, offset + at, dst + at, std::min(piece, n - at));
+            } catch (const RequestError& e) {
+                std::lock_guard<std::mutex> lock(m);
+                if (!failed) failed = e;
+            } catch (const std::bad_alloc&) {
+                std::lock_guard<std::mutex> lock(m);
+                if (!failed) failed = RequestError{CKPT_ENOMEM, "out of memory"};
+            }
+        }
+    };
+    std::vector<std::thread> helpers;
+    try {
+        for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(run);
+    } catch (...) {
+        // fewer threads: the ones started and this one read it all
+    }
+    run();
+    for (std::thread& t : helpers) t.join();
+    if (failed) throw *failed;
+}
+
+int op_read_at(void* payload, void* file, uint64_t offset, void* dst, size_t size, size_t* got) {
+    return callback([&] {
+        Client& client = store_of(payload).client;
+        Reading& f = *static_cast<Reading*>(file);
+        *got = 0;
+        if (offset >= f.size) return;
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(size, f.size - offset));
+        const size_t part = static_cast<size_t>(client.config().part_size);
+        const size_t parallel = std::max(1u, client.config().parallelism);
+        if (n >= part) {
+            // A large read: straight into place, its ranges in parallel.
+            fetch(client, f, offset, static_cast<char*>(dst), n, part);
+        } else {
+            if (offset < f.window_at || offset + n > f.window_at + f.window.size()) {
+                // The window: part_size bytes from the read on (restores read on); or, for a read that reaches the
+                // file's end (opening reads the end record first, then the directory before it), kBackWindow bytes
+                // ending with it, so that opening a large file does not fetch array data it will read again.
+                const bool back = offset + n == f.size;
+                const uint64_t span = std::min<uint64_t>(f.size, back ? std::max(n, kBackWindow) : part);
+                const uint64_t start = back ? f.size - span : std::min(offset, f.size - span);
+                std::string bytes(static_cast<size_t>(span), '\0');
+                fetch(client, f, start, bytes.data(), bytes.size(), std::max(kMinPiece, (bytes.size() + parallel - 1) / parallel));
+                f.window = std::move(bytes);
+                f.window_at = start;
+            }
+            std::memcpy(dst, f.window.data() + (offset - f.window_at), n);
+        }
+        *got = n;
+    });
+}
+
+void op_close_read(void*, void* file) { delete static_cast<Reading*>(file); }
+
+void op_destroy(void* payload) { delete static_cast<Store*>(payload); }
+
+}  // namespace
+
+ckpt_storage* new_storage(Config config) {
+    auto store = std::make_unique<Store>(std::move(config));
+    ckpt_storage_ops ops{};
+    ops.version = CKPT_STORAGE_OPS_VERSION;
+    ops.payload = store.get();
+    ops.make_dirs = op_make_dirs;
+    ops.create = op_create;
+    ops.write = op_write;
+    ops.sync = op_sync;
+    ops.close = op_close;
+    ops.rename = op_rename;
+    ops.remove = op_remove;
+    ops.list = op_list;
+    ops.open_read = op_open_read;
+    ops.read_at = op_read_at;
+    ops.close_read = op_close_read;
+    ops.destroy = op_destroy;
+    ops.list_dirs = op_list_dirs;
+    ckpt_storage* out = nullptr;
+    const int rc = ckpt_storage_new(&out, &ops);
+    if (rc != CKPT_OK) throw RequestError{rc, ckpt_error_message()};
+    store.release();  // the storage owns it now: op_destroy deletes it
+    return out;
+}
+
+}  // namespace ckpt::s3
