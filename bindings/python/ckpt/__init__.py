@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ckpt: machine-learning checkpoints as NumPy .npz files — atomic, durable, checked, fast.
 
     import ckpt
@@ -6,28 +7,33 @@
     ckpt.restore("model.npz", params)        # in place, every name must match
     with ckpt.open("model.npz") as f:        # lazy: only what is asked for is read
         w = f["w"]
+    ckpt.save("s3://bucket/run/model.npz", arrays)   # any path may be an s3:// URL (or use ckpt.S3Storage)
 
 objax's io (save_var_collection, load_var_collection, Checkpoint), pytorch-pfn-extras' writers (ckpt.writing) and
-ckpt's own checkpoint manager (ckpt.Manager) are built on the same library (libckpt.so.0, found through the
-loader's paths or CKPT_LIBRARY).
+ckpt's own checkpoint manager (ckpt.Manager) are built on the same library (libckpt.so.0, found through
+CKPT_LIBRARY, the library a CMake install put beside the package, or the loader's paths). The package is typed
+(py.typed).
 """
 from . import _native, dtypes, errors, writing
-from ._vars import RawArray, Rows
-from .comm import Comm, MPIComm
+from ._vars import RawArray, Rows, Source
+from .comm import Comm, MPIComm, TorchComm
 from .step import Step
 from .dtypes import typed, view
-from .errors import (BufferTooSmallError, BusyError, CkptError, ExistsError, FormatError, InvalidArgumentError,
-                     MismatchError, NotFoundError, OutOfMemoryError, StorageError, UnsupportedError)
+from .errors import (ArgumentTypeError, BufferTooSmallError, BusyError, CkptError, ExistsError, FormatError,
+                     InvalidArgumentError, MismatchError, NotFoundError, OutOfMemoryError, StorageError,
+                     UnsupportedDtypeError, UnsupportedError)
 from .manager import Manager, checkpoint_idx
 from .npz import Arrays, Collection, Metadata, NpzFile, load, open, restore, save
 from .objax import Checkpoint, load_var_collection, save_var_collection
+from .s3 import S3Storage
 from .storage import MemoryFiles, NativeMemory, Storage
 
-__version__ = "0.4.1"
-library_version = _native.lib.ckpt_version_string().decode()  # of the library loaded
+__version__ = "0.7.0"  # type: str
+library_version = _native.lib.ckpt_version_string().decode()  # type: str  # of the library loaded
 
-__all__ = ["Arrays", "BufferTooSmallError", "Collection", "BusyError", "Checkpoint", "CkptError", "Comm", "MPIComm", "Rows", "Step", "ExistsError", "FormatError",
-           "InvalidArgumentError", "Manager", "MemoryFiles", "Metadata", "MismatchError", "NotFoundError", "NpzFile",
-           "NativeMemory", "OutOfMemoryError", "RawArray", "Storage", "StorageError", "UnsupportedError", "checkpoint_idx",
+__all__ = ["ArgumentTypeError", "Arrays", "BufferTooSmallError", "BusyError", "Checkpoint", "CkptError", "Collection",
+           "Comm", "ExistsError", "FormatError", "InvalidArgumentError", "MPIComm", "Manager", "MemoryFiles",
+           "Metadata", "MismatchError", "NativeMemory", "NotFoundError", "NpzFile", "OutOfMemoryError", "RawArray",
+           "Rows", "S3Storage", "Source", "Step", "Storage", "StorageError", "TorchComm", "UnsupportedDtypeError", "UnsupportedError", "checkpoint_idx",
            "dtypes", "errors", "load", "load_var_collection", "open", "restore", "save", "save_var_collection",
            "typed", "view", "writing"]

@@ -1,14 +1,19 @@
+# SPDX-License-Identifier: Apache-2.0
 """libckpt through ctypes: finding and checking the library, the C structs, every function's signature.
 
 Nothing here is public: the rest of the package wraps it. The constants mirror include/ckpt/ckpt.h (fixed values).
 """
 import ctypes
 import os
+from typing import Any, Optional, Union
 
 from . import errors
 
-# The oldest library this package works with: 0.4.0 added directories to callback storages and map_vars.
-REQUIRED_VERSION = (0, 4, 0)
+# The oldest library this package works with: 0.5.0 added ckpt_error_set_message, which every callback calls.
+REQUIRED_VERSION = (0, 5, 0)
+# Functions newer than REQUIRED_VERSION, and the library version that added each: an older library loads without
+# them, and the methods that call them raise UnsupportedError.
+SINCE = {"ckpt_npz_read_range": (0, 7, 0), "ckpt_vars_add_source": (0, 7, 0), "ckpt_vars_is_source": (0, 7, 0)}
 
 COPY, BORROW = 0, 1
 LAYOUT_AUTO, LAYOUT_PLAIN, LAYOUT_OBJAX = 0, 1, 2
@@ -35,10 +40,13 @@ RENAME_FN = ctypes.CFUNCTYPE(c_int, c_char_p, c_void_p, c_size_t, c_void_p)
 PROGRESS_FN = ctypes.CFUNCTYPE(None, c_uint64, c_uint64, c_void_p)
 LOG_FN = ctypes.CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 SAVE_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p)
+SOURCE_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_uint64, c_void_p, c_size_t)
 LIST_ENTRY_FN = ctypes.CFUNCTYPE(c_int, c_char_p, c_void_p)
 
 
 class NpzOptions(ctypes.Structure):
+    """ckpt_npz_options."""
+
     _fields_ = [("version", c_uint32), ("layout", c_uint32), ("compression", c_uint32), ("level", c_int32),
                 ("rename", RENAME_FN), ("rename_payload", c_void_p), ("max_header_bytes", c_uint64),
                 ("progress", PROGRESS_FN), ("progress_payload", c_void_p),
@@ -48,6 +56,8 @@ class NpzOptions(ctypes.Structure):
 
 
 class ManagerOptions(ctypes.Structure):
+    """ckpt_manager_options."""
+
     _fields_ = [("version", c_uint32), ("keep", c_int32), ("keep_every", c_int64), ("flags", c_uint32),
                 ("queue_depth", c_uint32), ("subdir", c_char_p), ("npz", ctypes.POINTER(NpzOptions)),
                 ("log", LOG_FN), ("log_payload", c_void_p), ("storage", c_void_p),
@@ -59,6 +69,8 @@ class ManagerOptions(ctypes.Structure):
 
 
 class WriterOptions(ctypes.Structure):
+    """ckpt_writer_options."""
+
     _fields_ = [("version", c_uint32), ("kind", c_uint32), ("queue_depth", c_uint32), ("storage", c_void_p),
                 ("out_dir", c_char_p)]
 
@@ -87,6 +99,8 @@ STORAGE_CALLBACKS = [
 
 
 class StorageOps(ctypes.Structure):
+    """ckpt_storage_ops: a storage's callback table."""
+
     _fields_ = [("version", c_uint32), ("payload", c_void_p)] + STORAGE_CALLBACKS
 
 
@@ -102,6 +116,8 @@ COMM_CALLBACKS = [
 
 
 class CommOps(ctypes.Structure):
+    """ckpt_comm_ops: a communicator's callback table."""
+
     _fields_ = [("version", c_uint32), ("payload", c_void_p)] + COMM_CALLBACKS
 
 
@@ -115,11 +131,14 @@ SIGNATURES = {
     "ckpt_version_string": (c_char_p, []),
     "ckpt_strerror": (c_char_p, [c_int]),
     "ckpt_error_message": (c_char_p, []),
+    "ckpt_error_set_message": (None, [c_char_p]),
     "ckpt_dtype_size": (c_size_t, [c_uint32]),
     "ckpt_dtype_name": (c_char_p, [c_uint32]),
     "ckpt_vars_new": (c_int, [_OUT]),
     "ckpt_vars_free": (None, [c_void_p]),
     "ckpt_vars_add": (c_int, [c_void_p, c_char_p, c_uint32, c_uint32, c_void_p, c_void_p, c_uint32]),
+    "ckpt_vars_add_source": (c_int, [c_void_p, c_char_p, c_uint32, c_size_t, c_uint32, c_void_p, SOURCE_FN, c_void_p]),
+    "ckpt_vars_is_source": (c_int, [c_void_p, c_size_t]),
     "ckpt_vars_add_strings": (c_int, [c_void_p, c_char_p, c_uint32, c_size_t, c_uint32, c_void_p, c_void_p,
                                       c_uint32]),
     "ckpt_vars_count": (c_size_t, [c_void_p]),
@@ -154,6 +173,7 @@ SIGNATURES = {
     "ckpt_npz_shape": (_SHAPE, [c_void_p, c_size_t]),
     "ckpt_npz_nbytes": (c_size_t, [c_void_p, c_size_t]),
     "ckpt_npz_read_into": (c_int, [c_void_p, c_size_t, c_void_p, c_size_t]),
+    "ckpt_npz_read_range": (c_int, [c_void_p, c_size_t, c_uint64, c_void_p, c_size_t]),
     "ckpt_npz_member_name": (c_char_p, [c_void_p, c_size_t]),
     "ckpt_npz_compression": (c_uint32, [c_void_p, c_size_t]),
     "ckpt_npz_stored_bytes": (c_uint64, [c_void_p, c_size_t]),
@@ -218,14 +238,28 @@ SIGNATURES = {
 }
 
 
+def _built_for():
+    """The library `cmake --install` (or the build tree) put beside this package, when it did: the path that
+    ckpt/_build_config.py, written by CMake, names. None for a package installed by pip or used from the source
+    tree, which rely on the loader's paths."""
+    try:
+        from . import _build_config
+    except ImportError:
+        return None
+    path = getattr(_build_config, "LIBRARY", None)
+    return path if path and os.path.exists(path) else None
+
+
 def _load():
+    # CKPT_LIBRARY first, then the library this package was installed with, then the loader's paths.
     explicit = os.environ.get("CKPT_LIBRARY")
-    name = explicit or "libckpt.so.0"
+    built = None if explicit else _built_for()
+    name = explicit or built or "libckpt.so.0"
     try:
         lib = ctypes.CDLL(name)
     except OSError as e:
-        where = ("CKPT_LIBRARY=%s" % explicit) if explicit else \
-            "libckpt.so.0 on the loader's path (install ckpt, or set LD_LIBRARY_PATH or CKPT_LIBRARY)"
+        where = ("CKPT_LIBRARY=%s" % explicit) if explicit else ("%s (the library ckpt was installed with)" % built) \
+            if built else "libckpt.so.0 on the loader's path (install ckpt, or set LD_LIBRARY_PATH or CKPT_LIBRARY)"
         raise ImportError("ckpt: cannot load the ckpt library from %s: %s" % (where, e)) from None
     version = lib.ckpt_version_number()
     found = (version // 10000, version // 100 % 100, version % 100)
@@ -236,6 +270,8 @@ def _load():
         try:
             f = getattr(lib, fname)
         except AttributeError:
+            if fname in SINCE and found < SINCE[fname]:
+                continue  # newer than the library: the method that calls it says so
             raise ImportError("ckpt: the library %s has no %s" % (name, fname)) from None
         f.restype = restype
         f.argtypes = argtypes
@@ -243,6 +279,26 @@ def _load():
 
 
 lib = _load()
+errors.use_strerror(lambda code: lib.ckpt_strerror(code).decode())
+_number = lib.ckpt_version_number()
+VERSION = (_number // 10000, _number // 100 % 100, _number % 100)  # of the library loaded
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", c_char_p), ("dli_fbase", c_void_p), ("dli_sname", c_char_p), ("dli_saddr", c_void_p)]
+
+
+def library_path() -> str:
+    """The file of the libckpt this package loaded (as the loader found it, also when it came from the loader's
+    paths): where ckpt's companion libraries (libckpt_s3) are looked for first."""
+    info = _DlInfo()
+    try:
+        found = ctypes.CDLL(None).dladdr(ctypes.cast(lib.ckpt_version_number, c_void_p), ctypes.byref(info))
+    except (OSError, AttributeError):
+        found = 0
+    if found and info.dli_fname:
+        return os.fsdecode(info.dli_fname)
+    return getattr(lib, "_name", "libckpt.so.0")
 
 
 class Handle:
@@ -252,36 +308,46 @@ class Handle:
     __slots__ = ()
     _release = None  # e.g. "ckpt_npz_close"
 
-    def close(self):
+    def close(self) -> None:
+        """Releases the handle (again: nothing)."""
         h = getattr(self, "handle", None)
         self.handle = None
         if h:
             getattr(lib, self._release)(h)
 
-    def __del__(self):
+    def __del__(self) -> None:
         self.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Any:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
 
-def message():
+def message() -> str:
+    """This thread's ckpt_error_message()."""
     return lib.ckpt_error_message().decode("utf-8", "replace")
 
 
-def check(code, function=None):
-    """Raises the CkptError subclass for a negative code, with this thread's ckpt_error_message()."""
+def check(code: int, filename: Union[str, bytes, "os.PathLike[str]", None] = None) -> None:
+    """Raises the CkptError subclass for a negative code, with this thread's ckpt_error_message(); `filename` is the
+    file the call was given (a NotFoundError carries it)."""
     if code != 0:
-        raise errors.error_for(code, message())
+        raise errors.error_for(code, message(), filename)
 
 
-def out():
+def set_message(exc: BaseException) -> None:
+    """Gives a Python exception met in a callback to the ckpt call that made the callback (ckpt_error_set_message):
+    that call's error then says "<what> failed: <ExceptionType>: <text>"."""
+    lib.ckpt_error_set_message(("%s: %s" % (type(exc).__name__, exc)).encode("utf-8", "replace"))
+
+
+def out() -> ctypes.c_void_p:
     """A void* to pass as an out-parameter."""
     return ctypes.c_void_p()
 
 
-def text(p):
+def text(p: Optional[bytes]) -> Optional[str]:
+    """A C string from the library as str (None stays None)."""
     return None if p is None else p.decode("utf-8")

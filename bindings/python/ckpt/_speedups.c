@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Hands numpy arrays to ckpt_vars_add without ctypes' per-call cost: for a checkpoint of 8192 small arrays,
  * building the collection through ctypes took as long as the restore itself (bench/bench_python.py).
  *

@@ -1,7 +1,9 @@
+# SPDX-License-Identifier: Apache-2.0
 """Collections of named arrays crossing into ckpt (borrowed, no copy) and coming back (ckpt's buffers, no copy)."""
 import ctypes
 import os
 from collections import OrderedDict
+from typing import Any, Optional
 
 import numpy as np
 
@@ -31,13 +33,13 @@ class RawArray(np.ndarray):
     """A numpy array of raw bfloat16 or float8 bits (dtype 'V2' or 'V1', as numpy.load gives them) that remembers
     its ckpt type in ``ckpt_dtype``, so saving it again keeps the type. ``ckpt.view(a)`` gives typed values."""
 
-    ckpt_dtype = None
+    ckpt_dtype = None  # type: Optional[str]
 
-    def __array_finalize__(self, obj):
+    def __array_finalize__(self, obj: Any) -> None:
         self.ckpt_dtype = getattr(obj, "ckpt_dtype", None)
 
 
-def as_array(value):
+def as_array(value: Any) -> Any:
     """A numpy array (or ckpt.typed) for a value: numpy arrays, numbers, torch tensors (bfloat16 included),
     objects with __array__."""
     if isinstance(value, (np.ndarray, dtypes.typed)):
@@ -61,6 +63,21 @@ def _from_torch(t):
     return t.numpy()
 
 
+class Source:
+    """An array of ``dtype`` and ``shape`` whose bytes a save pulls from ``read(offset, size)`` a few MiB at a time
+    (ckpt_vars_add_source), instead of holding them: save it as any array (``ckpt.save(path, {"w": Source(...)})``)
+    and the save's memory stays bounded, whatever its size. ``read`` returns ``size`` bytes (any bytes-like object)
+    of the array's native-order, C-order bytes starting at ``offset``; the save may ask for a range more than once,
+    never two at once. What it raises fails the save, whose error carries it; the old file stays as it was."""
+
+    __slots__ = ("dtype", "shape", "read")
+
+    def __init__(self, dtype: Any, shape: Any, read: Any) -> None:
+        self.dtype = np.dtype(dtype)
+        self.shape = tuple(int(d) for d in shape)
+        self.read = read
+
+
 class Rows:
     """Rows ``[begin, begin + len(array))`` of a global array of ``global_rows`` rows along the first dimension: how
     a rank of a sharded checkpoint saves its piece of a split variable (FSDP/ZeRO), and restores the rows it owns
@@ -69,12 +86,12 @@ class Rows:
 
     __slots__ = ("array", "begin", "global_rows")
 
-    def __init__(self, array, begin, global_rows):
+    def __init__(self, array: Any, begin: int, global_rows: int) -> None:
         self.array = array
         self.begin = int(begin)
         self.global_rows = int(global_rows)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Rows(begin=%d, global_rows=%d, shape=%s)" % (self.begin, self.global_rows, getattr(self.array, "shape", None))
 
 
@@ -94,6 +111,7 @@ class Vars(_native.Handle):
         self.borrowed = []  # per array added: whether ckpt points at the caller's memory
 
     def close(self):
+        """Releases the collection and the arrays it borrowed."""
         super().close()
         self._keep = []
 
@@ -106,6 +124,11 @@ class Vars(_native.Handle):
             data = self.add(name, value.array, writable=writable)
             _native.check(lib.ckpt_vars_set_rows(self.handle, len(self) - 1, value.begin, value.global_rows))
             return data
+        if not isinstance(name, str):
+            raise errors.ArgumentTypeError(errors.EINVAL, "an array's name must be a str, not %s (%r)"
+                                           % (type(name).__name__, name))
+        if isinstance(value, Source):
+            return self._add_source(name, value)
         array = as_array(value)
         code, itemsize, data = dtypes.code_of(array)
         if isinstance(array, RawArray) and array.ckpt_dtype is not None:
@@ -135,6 +158,32 @@ class Vars(_native.Handle):
                                                    (isinstance(value, dtypes.typed) and data is value.bits)))
         return data
 
+    def is_source(self, i):
+        """Whether array i was added from a ``Source`` (ckpt_vars_is_source)."""
+        return lib.ckpt_vars_is_source(self.handle, i) == 1
+
+    def _add_source(self, name, source):
+        code, itemsize, _ = dtypes.code_of(np.empty(0, source.dtype))
+
+        def pull(_payload, offset, dst, size):
+            try:
+                data = memoryview(source.read(offset, size)).cast("B")
+                if len(data) != size:
+                    raise ValueError("read(%d, %d) returned %d bytes" % (offset, size, len(data)))
+                ctypes.memmove(dst, (ctypes.c_char * size).from_buffer_copy(data), size)
+                return 0
+            except BaseException as exc:  # noqa: B036 -- any exception fails the save, never crosses into C
+                _native.set_message(exc)
+                return errors.EIO if isinstance(exc, OSError) else -1
+
+        fn = _native.SOURCE_FN(pull)
+        shape = _shape_of(source.shape)
+        _native.check(lib.ckpt_vars_add_source(self.handle, name.encode("utf-8"), code, itemsize, len(source.shape),
+                                               shape, fn, None))
+        self._keep.append(fn)
+        self.borrowed.append(False)
+        return None
+
     def add_all(self, items, writable=False):
         """Adds every (name, value) of a list, in order: plain numpy arrays in one compiled call when the fast
         path is built, the rest one by one."""
@@ -153,10 +202,12 @@ class Vars(_native.Handle):
             start += 1
 
     def set_metadata(self, metadata):
+        """Sets every key of a dict (str() of keys and values) as the collection's metadata."""
         for k, v in (metadata or {}).items():
             _native.check(lib.ckpt_vars_set_metadata(self.handle, str(k).encode("utf-8"), str(v).encode("utf-8")))
 
     def metadata(self):
+        """The collection's metadata: key -> value, in order."""
         return read_metadata(self.handle, lib.ckpt_vars_metadata_count, lib.ckpt_vars_metadata_key,
                              lib.ckpt_vars_metadata_value)
 
@@ -190,6 +241,7 @@ class Vars(_native.Handle):
 
 
 def read_metadata(handle, count, key, value):
+    """The metadata of a handle, read through its count, key(i) and value(i) functions."""
     return OrderedDict((key(handle, i).decode("utf-8"), value(handle, i).decode("utf-8"))
                        for i in range(count(handle)))
 

@@ -1,14 +1,22 @@
+# SPDX-License-Identifier: Apache-2.0
 """ckpt's dtypes as numpy sees them.
 
 numpy has no bfloat16 or float8. Without ml_dtypes, arrays of those types come back as numpy's raw-bytes ``'V2'``
-and ``'V1'`` arrays, exactly what ``np.load`` gives for the same file; ``ckpt_dtype(array)`` is then the real type,
-and ``view(array, "bfloat16")`` (or ``array.view(ml_dtypes.bfloat16)``) gives typed values. When ml_dtypes is
+and ``'V1'`` arrays, exactly what ``np.load`` gives for the same file; their ``ckpt_dtype`` attribute
+(``ckpt.RawArray``) is then the real type, and ``view(array, "bfloat16")`` (or ``array.view(ml_dtypes.bfloat16)``) gives typed values. When ml_dtypes is
 importable, arrays are returned with its types directly, and arrays of its types are saved as ckpt's.
 
 To save raw bits as one of these types without ml_dtypes, pass a ``ckpt.typed(bits, "bfloat16")`` value (bits as
 ``uint16``/``uint8`` or ``V2``/``V1``).
 """
+from typing import Any, Tuple, Union
+
 import numpy as np
+
+from . import errors
+from ._native import lib
+
+__all__ = ["code_of", "name", "numpy_dtype", "size", "typed", "view"]
 
 try:  # optional: numpy types for bfloat16 and float8 when installed
     import ml_dtypes as _ml
@@ -44,25 +52,28 @@ class typed:
     array is saved; ``bits`` is any array of the type's item size (uint16 or 'V2' for bfloat16, uint8 or 'V1'
     for float8)."""
 
-    def __init__(self, bits, dtype):
-        code = ML_CODES.get(dtype, dtype)
+    def __init__(self, bits: Any, dtype: Union[str, int]) -> None:
+        code = ML_CODES.get(dtype, dtype) if isinstance(dtype, str) else dtype
         if code not in ML_NAMES:
-            raise ValueError("ckpt.typed: %r is not one of %s" % (dtype, ", ".join(ML_CODES)))
+            raise errors.InvalidArgumentError(
+                errors.EINVAL, "ckpt.typed: %r is not one of %s" % (dtype, ", ".join(ML_CODES)))
         bits = np.asarray(bits)
         if bits.dtype.itemsize != size(code):
-            raise ValueError("ckpt.typed: %s has %d-byte items, not the %d of %s"
-                             % (bits.dtype, bits.dtype.itemsize, _ML_SIZE[code], ML_NAMES[code]))
+            raise errors.InvalidArgumentError(
+                errors.EINVAL, "ckpt.typed: %s has %d-byte items, not the %d of %s"
+                % (bits.dtype, bits.dtype.itemsize, _ML_SIZE[code], ML_NAMES[code]))
         self.bits = bits
         self.code = code
 
     @property
-    def shape(self):
+    def shape(self) -> Tuple[int, ...]:
+        """The shape of the bits."""
         return self.bits.shape
 
 
-def code_of(array):
-    """(ckpt dtype code, itemsize, the array to pass) for a numpy array or a ckpt.typed; TypeError if ckpt has no
-    such type."""
+def code_of(array: Union[np.ndarray, typed]) -> Tuple[int, int, np.ndarray]:
+    """(ckpt dtype code, itemsize, the array to pass) for a numpy array or a ckpt.typed; UnsupportedDtypeError (a
+    TypeError) if ckpt has no such type."""
     if isinstance(array, typed):
         return array.code, _ML_SIZE[array.code], array.bits
     dt = array.dtype
@@ -77,10 +88,12 @@ def code_of(array):
         return BYTES, dt.itemsize, array
     if dt.kind == "V" and dt.fields is None and dt.subdtype is None and dt.itemsize > 0:
         return VOID, dt.itemsize, array
-    raise TypeError("ckpt stores no arrays of dtype %s (object, structured and datetime arrays are not stored)" % dt)
+    raise errors.UnsupportedDtypeError(
+        errors.EUNSUPPORTED,
+        "ckpt stores no arrays of dtype %s (object, structured and datetime arrays are not stored)" % dt)
 
 
-def numpy_dtype(code, itemsize):
+def numpy_dtype(code: int, itemsize: int) -> np.dtype:
     """The numpy dtype ckpt's type is returned as (native byte order)."""
     if code in _NUMPY:
         return np.dtype(_NUMPY[code])
@@ -93,20 +106,18 @@ def numpy_dtype(code, itemsize):
     return np.dtype("V%d" % itemsize)  # VOID, and bfloat16/float8 without ml_dtypes
 
 
-def name(code):
+def name(code: int) -> Any:
     """ckpt's name of a dtype code: "float32", "bfloat16", "void", …; None for a value that is not one."""
-    from ._native import lib
     n = lib.ckpt_dtype_name(code)
     return None if n is None else n.decode()
 
 
-def size(code):
+def size(code: int) -> int:
     """Bytes per item of a fixed-size dtype; 0 for unicode, bytes and void (their itemsize is per array)."""
-    from ._native import lib
     return lib.ckpt_dtype_size(code)
 
 
-def view(array, dtype):
+def view(array: Any, dtype: Union[str, int]) -> np.ndarray:
     """Typed values of raw bfloat16/float8 bits: with ml_dtypes, a view as its type; without it, bfloat16 as
     float32 values (exact: bfloat16 is the top half of a float32). float8 needs ml_dtypes."""
     code = ML_CODES.get(dtype, dtype)
@@ -115,4 +126,5 @@ def view(array, dtype):
         return array.view(_ML_NUMPY[code])
     if code == BFLOAT16:
         return (array.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-    raise TypeError("viewing %s needs ml_dtypes (numpy has no such type)" % name(code))
+    raise errors.UnsupportedDtypeError(errors.EUNSUPPORTED,
+                                       "viewing %s needs ml_dtypes (numpy has no such type)" % name(code))

@@ -1,30 +1,50 @@
-"""CkptError and its subclasses: every ckpt status code surfaces as one, with the library's message.
+# SPDX-License-Identifier: Apache-2.0
+"""CkptError and its subclasses: every ckpt failure surfaces as one, with the library's message.
 
 Where Python has a natural exception for a code, the subclass also derives from it, so that ordinary handlers
 work: ``except FileNotFoundError`` catches a missing checkpoint, ``except ValueError`` a malformed file or a
-mismatch, ``except MemoryError`` an allocation failure.
+mismatch, ``except MemoryError`` an allocation failure, ``except TypeError`` an argument of the wrong type.
+
+This module needs nothing else of the package: the library's text for a code (``strerror``) is given to it by
+the module that loads the library, once loaded.
 """
+import errno as _errno
+import os as _os
+from typing import Callable, Dict, Optional, Type, Union
+
+__all__ = ["ArgumentTypeError", "BufferTooSmallError", "BusyError", "CkptError", "ExistsError", "FormatError",
+           "InvalidArgumentError", "MismatchError", "NotFoundError", "OutOfMemoryError", "StorageError",
+           "UnsupportedDtypeError", "UnsupportedError", "error_for", "strerror"]
 
 OK, ERROR, EINVAL, ENOTFOUND, EFORMAT, EIO, ENOMEM, EMISMATCH, EUNSUPPORTED, EBUSY, EEXIST, EBUFS = (
     0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11)
 
+_strerror = None  # type: Optional[Callable[[int], str]]
 
 
-def strerror(code):
+def use_strerror(function: Callable[[int], str]) -> None:
+    """Makes `function` (the library's ckpt_strerror) the source of ``strerror``; the package calls it once it has
+    loaded the library."""
+    global _strerror
+    _strerror = function
+
+
+def strerror(code: int) -> str:
     """The library's static text for a code ("invalid argument")."""
-    from ._native import lib
-    return lib.ckpt_strerror(code).decode()
+    if _strerror is None:  # only before the library is loaded: a bare errors module
+        return "ckpt error %d" % code
+    return _strerror(code)
 
 
 class CkptError(Exception):
     """A failed ckpt call: ``code`` is the CKPT_E* status code, ``message`` the library's detailed message."""
 
-    def __init__(self, code, message):
+    def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
 
-    def __str__(self):
+    def __str__(self) -> str:
         return "%s (%s, %d)" % (self.message, strerror(self.code), self.code)
 
 
@@ -32,10 +52,16 @@ class InvalidArgumentError(CkptError, ValueError):
     """CKPT_EINVAL."""
 
 
-class NotFoundError(CkptError, FileNotFoundError):
-    """CKPT_ENOTFOUND: no such file, variable or checkpoint."""
+class ArgumentTypeError(InvalidArgumentError, TypeError):
+    """CKPT_EINVAL for an argument of a type ckpt does not take (a name that is not a str, a renamer that is not a
+    callable, a dict or a list): also a ``TypeError``."""
 
-    def __init__(self, code, message):
+
+class NotFoundError(CkptError, FileNotFoundError):
+    """CKPT_ENOTFOUND: no such file, variable or checkpoint. When a file is missing, ``errno`` is
+    ``errno.ENOENT`` and ``filename`` its path, as on any FileNotFoundError; otherwise both are None."""
+
+    def __init__(self, code: int, message: str) -> None:
         CkptError.__init__(self, code, message)
 
 
@@ -46,7 +72,7 @@ class FormatError(CkptError, ValueError):
 class StorageError(CkptError, OSError):
     """CKPT_EIO: the storage failed."""
 
-    def __init__(self, code, message):
+    def __init__(self, code: int, message: str) -> None:
         CkptError.__init__(self, code, message)
 
 
@@ -62,17 +88,22 @@ class UnsupportedError(CkptError, ValueError):
     """CKPT_EUNSUPPORTED: valid NumPy content ckpt does not handle (object or structured arrays)."""
 
 
+class UnsupportedDtypeError(UnsupportedError, TypeError):
+    """CKPT_EUNSUPPORTED for an array whose dtype ckpt does not store (object, structured, datetime), or cannot
+    view without ml_dtypes: also a ``TypeError``, as numpy's own refusals of a dtype are."""
+
+
 class BusyError(CkptError, BlockingIOError):
     """CKPT_EBUSY: another manager holds the checkpoint directory."""
 
-    def __init__(self, code, message):
+    def __init__(self, code: int, message: str) -> None:
         CkptError.__init__(self, code, message)
 
 
 class ExistsError(CkptError, FileExistsError):
     """CKPT_EEXIST."""
 
-    def __init__(self, code, message):
+    def __init__(self, code: int, message: str) -> None:
         CkptError.__init__(self, code, message)
 
 
@@ -82,9 +113,15 @@ class BufferTooSmallError(CkptError):
 
 _BY_CODE = {EINVAL: InvalidArgumentError, ENOTFOUND: NotFoundError, EFORMAT: FormatError, EIO: StorageError,
             ENOMEM: OutOfMemoryError, EMISMATCH: MismatchError, EUNSUPPORTED: UnsupportedError, EBUSY: BusyError,
-            EEXIST: ExistsError, EBUFS: BufferTooSmallError}
+            EEXIST: ExistsError, EBUFS: BufferTooSmallError}  # type: Dict[int, Type[CkptError]]
 
 
-def error_for(code, message):
-    """The exception for a status code."""
-    return _BY_CODE.get(code, CkptError)(code, message)
+def error_for(code: int, message: str, filename: Union[str, bytes, "_os.PathLike[str]", None] = None) -> CkptError:
+    """The exception for a status code. `filename`: the path of the file the failed call was given; a
+    NotFoundError then carries it, with errno ENOENT, as Python's FileNotFoundError does."""
+    err = _BY_CODE.get(code, CkptError)(code, message)
+    if filename is not None and isinstance(err, NotFoundError):
+        err.errno = _errno.ENOENT
+        err.strerror = _os.strerror(_errno.ENOENT)
+        err.filename = _os.fsdecode(filename)
+    return err

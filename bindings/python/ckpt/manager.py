@@ -1,8 +1,10 @@
+# SPDX-License-Identifier: Apache-2.0
 """ckpt's checkpoint manager: numbered checkpoints in a directory, retention, resume from the latest good one."""
 import ctypes
 import os
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
-from . import _native, errors, npz
+from . import _native, _paths, errors, npz
 from ._native import lib
 from ._vars import Vars
 from .storage import check, handle_of
@@ -10,7 +12,7 @@ from .storage import check, handle_of
 LATEST = None
 
 
-def checkpoint_idx(filename):
+def checkpoint_idx(filename: Union[str, bytes, os.PathLike]) -> int:
     """objax's Checkpoint.checkpoint_idx: "…/0000000042.npz" -> 42. ValueError for a name that is not a
     checkpoint's (ten or more digits, no extra leading zero, ".npz")."""
     i = lib.ckpt_checkpoint_idx(os.fsencode(filename))
@@ -20,7 +22,8 @@ def checkpoint_idx(filename):
 
 
 class Manager:
-    """A directory ``<logdir>/<subdir>`` of checkpoints ``%010d.npz``, locked while this object is open.
+    """A directory ``<logdir>/<subdir>`` of checkpoints ``%010d.npz``, locked from this object's first save until
+    it is closed.
 
     Saves are atomic and durable and record their index, time, ckpt's version and any ``metrics`` in the file's
     metadata (keys "ckpt.*"). After each one, retention keeps a checkpoint when any policy keeps it: the newest
@@ -33,8 +36,14 @@ class Manager:
     first) and their errors surface at the next call, at ``wait()`` or at ``close()``; ``max_staging_bytes`` bounds
     the copies queued saves hold (a save larger than it is written at once from the arrays, without a copy).
     Before each save the storage's free space is checked (the local filesystem's, or a Storage's ``free_space``):
-    a save that cannot fit fails with StorageError and leaves the directory as it was. ``read_only=True`` opens a
-    directory another manager may hold, for evaluators and tools: no lock, no cleanup, no saves.
+    a save that cannot fit fails with StorageError and leaves the directory as it was.
+
+    Opening locks nothing: the first save locks the directory (BusyError naming the holder's pid when another
+    process holds it) and removes the temporaries interrupted saves left. A manager that only lists, reads and
+    restores never locks nor deletes, so an evaluator may restore while a trainer saves. A new manager of a
+    directory that an older manager of this process holds (a notebook cell run again) takes it over at its first
+    save, with a warning in the log; the older one's next save then raises BusyError. ``read_only=True`` makes
+    saves fail (InvalidArgumentError), for evaluators and tools. Use it as a context manager to close it on exit.
 
     With ``comm`` (a ``ckpt.Comm``) the manager is collective over its ranks (sharded checkpoints,
     docs/distributed.md): every rank opens it, ``save`` writes each rank's arrays as one shard of a step directory
@@ -45,11 +54,16 @@ class Manager:
     ``ckpt.MPIComm()`` is a communicator over mpi4py.
     """
 
-    def __init__(self, logdir, keep=10, keep_every=0, subdir="ckpt", asynchronous=False, queue_depth=0,
-                 fallback=True, makedir=True, verbose=False, log=None, layout="plain", compression=None, level=0,
-                 storage=None, read_only=False, keep_best=0, best_metric=None, best_mode="min", keep_seconds=0,
-                 save_every_steps=0, save_every_seconds=0, partial=False, max_staging_bytes=0, comm=None,
-                 **limits):
+    def __init__(self, logdir: Union[str, bytes, os.PathLike], keep: Optional[int] = 10, keep_every: int = 0,
+                 subdir: Optional[str] = "ckpt", asynchronous: bool = False, queue_depth: int = 0,
+                 fallback: bool = True, makedir: bool = True, verbose: bool = False,
+                 log: Optional[Callable[[int, str], None]] = None, layout: str = "plain",
+                 compression: Optional[str] = None, level: int = 0, storage: Any = None, read_only: bool = False,
+                 keep_best: int = 0, best_metric: Optional[str] = None, best_mode: str = "min", keep_seconds: int = 0,
+                 save_every_steps: int = 0, save_every_seconds: int = 0, partial: bool = False,
+                 max_staging_bytes: int = 0, comm: Any = None, **limits: Any) -> None:
+        """Opens (creating it unless ``makedir=False`` or ``read_only=True``) the checkpoint directory of `logdir`;
+        see the class's documentation for the options. NotFoundError when the directory must exist and does not."""
         o = _native.ManagerOptions()
         _native.check(lib.ckpt_manager_options_init(ctypes.byref(o), _native.MANAGER_OPTIONS_VERSION))
         o.keep = keep if keep is not None else 0
@@ -78,26 +92,31 @@ class Manager:
         self._sources = (self._storage, comm)  # whose callbacks' exceptions become the causes of errors
         self._options = o  # the log callback must live as long as the manager
         h = _native.out()
-        check(lib.ckpt_manager_open(ctypes.byref(h), os.fsencode(logdir), ctypes.byref(o)), *self._sources)
+        check(lib.ckpt_manager_open(ctypes.byref(h), _paths.encode(logdir), ctypes.byref(o)), *self._sources)
         self.handle = h.value
         self.logdir = os.fsdecode(logdir)
+        self._subdir = subdir or ""
 
-    def close(self):
-        """Waits for background saves, unlocks the directory; raises the first unreported save error."""
+    def close(self) -> None:
+        """Waits for background saves and unlocks the directory (unless a newer manager of this process took it
+        over: its lock stays with that one); raises the first unreported save error. Idempotent."""
         h, self.handle = getattr(self, "handle", None), None
         if h:
             check(lib.ckpt_manager_close(h), *self._sources)
 
-    def __del__(self):
+    def __del__(self) -> None:
+        """Closes the manager, dropping a close error (call close() to see it)."""
         try:
             self.close()
         except errors.CkptError:
             pass
 
-    def __enter__(self):
+    def __enter__(self) -> "Manager":
+        """Returns the manager itself; leaving the ``with`` block closes it."""
         return self
 
-    def __exit__(self, exc_type, *exc):
+    def __exit__(self, exc_type, *exc) -> None:
+        """Closes the manager. With an exception in flight, a close error is dropped in its favour."""
         if exc_type is None:
             self.close()
         else:  # the exception in flight is the one to see
@@ -111,15 +130,34 @@ class Manager:
             raise ValueError("the manager of %s is closed" % self.logdir)
         return self.handle
 
-    def save(self, arrays, idx, metadata=None, metrics=None):
+    def save(self, arrays: Mapping[str, Any], idx: int, metadata: Optional[Mapping[str, str]] = None,
+             metrics: Optional[Mapping[str, float]] = None) -> None:
         """Saves a mapping name -> array as checkpoint idx (replacing one that exists), then applies retention.
-        `metrics` maps names to numbers, recorded as "ckpt.metric.<name>" in the file's metadata."""
+        `metrics` maps names to numbers, recorded as "ckpt.metric.<name>" in the file's metadata. The metadata's
+        own "ckpt." keys (those a restore brought in) are replaced by this save's. The first save locks the
+        directory: BusyError when another process's manager holds it, or when a newer manager of this process took
+        it over from this one."""
         if isinstance(arrays, npz.Collection):
-            arrays._vars.set_metadata(metadata)
+            self._collectively(lambda: arrays._vars.set_metadata(metadata), "sharded save")
             self._save(arrays._vars, idx, metrics)
             return
-        with npz.collection(arrays, metadata) as v:
+        with self._collectively(lambda: npz.collection(arrays, metadata), "sharded save") as v:
             self._save(v, idx, metrics)
+
+    def _collectively(self, prepare, what):
+        """prepare() (turning this rank's arguments into what the C call takes); with a communicator, every rank
+        then learns whether every rank could, and all raise the same error if one could not — instead of the
+        failing rank leaving the others waiting in the call it never makes."""
+        if self._comm is None:
+            return prepare()
+        what = "%s: %s" % (os.path.join(self.logdir, self._subdir) if self._subdir else self.logdir, what)
+        try:
+            result = prepare()
+        except BaseException as e:
+            self._comm._agree(e, what)
+            raise  # not reached: _agree raises on every rank
+        self._comm._agree(None, what)
+        return result
 
     def _save(self, v, idx, metrics):
         if not metrics:
@@ -130,7 +168,7 @@ class Manager:
         values = (ctypes.c_double * len(items))(*[float(x) for _, x in items])
         check(lib.ckpt_manager_save_metrics(self._h(), v.handle, idx, names, values, len(items)), *self._sources)
 
-    def metric(self, idx, name):
+    def metric(self, idx: int, name: str) -> Optional[float]:
         """The value of metric `name` checkpoint idx recorded (a float), or None when it records none.
         NotFoundError when there is no checkpoint idx."""
         out = ctypes.c_double(0)
@@ -143,7 +181,7 @@ class Manager:
     def _exists(self, idx):
         return idx in self.list()
 
-    def best(self):
+    def best(self) -> Optional[int]:
         """The checkpoint with the best `best_metric` (by `best_mode`; NaN never is), or None."""
         i = ctypes.c_int64(-1)
         rc = lib.ckpt_manager_best(self._h(), ctypes.byref(i))
@@ -152,7 +190,7 @@ class Manager:
         check(rc, *self._sources)
         return i.value
 
-    def should_save(self, step):
+    def should_save(self, step: int) -> bool:
         """Whether to save at `step`: after request_save(), at multiples of save_every_steps, or once
         save_every_seconds have passed since the last save (or opening)."""
         rc = lib.ckpt_manager_should_save(self._h(), step)
@@ -160,29 +198,37 @@ class Manager:
             check(rc, *self._sources)
         return rc == 1
 
-    def request_save(self):
+    def request_save(self) -> None:
         """Makes the next should_save() true: call it from a signal handler (SIGTERM before preemption)."""
         lib.ckpt_manager_request_save(self._h())
 
-    def restore(self, arrays, idx=LATEST):
+    def restore(self, arrays: Mapping[str, Any], idx: Optional[int] = LATEST) -> Tuple[int, Dict[str, str]]:
         """Restores a mapping in place (ckpt.restore's rules) from checkpoint idx or the newest readable one.
         Returns (index restored, metadata: a ckpt Metadata dict whose ``restored`` lists the names filled).
-        NotFoundError when there is no checkpoint."""
+        NotFoundError when there is no checkpoint. It neither locks nor changes the directory."""
         restored = ctypes.c_int64(-1)
+        agreed = []
 
         def restore_vars(v):
+            agreed.append(True)  # from here on, every rank fails or succeeds together
+            self._collectively(lambda: None, "sharded restore")  # every rank's collection is built
             check(lib.ckpt_manager_restore(self._h(), v.handle, _idx(idx), ctypes.byref(restored)), *self._sources)
 
-        if isinstance(arrays, npz.Collection):
-            v = arrays._for_restore()
-            restore_vars(v)
-            return restored.value, npz.restored_metadata(v, arrays.names)
-
-        metadata = npz.restore_values(list(arrays.items()), lambda name, old, fresh: npz.assign(arrays, name, old, fresh),
-                                      restore_vars)
+        try:
+            if isinstance(arrays, npz.Collection):
+                v = arrays._for_restore()
+                restore_vars(v)
+                return restored.value, npz.restored_metadata(v, arrays.names)
+            metadata = npz.restore_values(list(arrays.items()),
+                                          lambda name, old, fresh: npz.assign(arrays, name, old, fresh), restore_vars)
+        except BaseException as e:
+            if agreed or self._comm is None:
+                raise
+            self._collectively(lambda: _reraise(e), "sharded restore")  # this rank failed before the others' call
+            raise
         return restored.value, metadata
 
-    def read(self, idx=LATEST):
+    def read(self, idx: Optional[int] = LATEST) -> Tuple[int, "npz.Arrays"]:
         """Reads checkpoint idx (or the newest readable one) into a new ``ckpt.Arrays``; returns (index, arrays)."""
         out = _native.out()
         restored = ctypes.c_int64(-1)
@@ -192,7 +238,7 @@ class Manager:
         result.metadata = dict(v.metadata())
         return restored.value, result
 
-    def latest(self):
+    def latest(self) -> Optional[int]:
         """The newest index on disk (not validated), or None."""
         i = ctypes.c_int64(-1)
         rc = lib.ckpt_manager_latest(self._h(), ctypes.byref(i))
@@ -201,7 +247,7 @@ class Manager:
         check(rc, *self._sources)
         return i.value
 
-    def list(self):
+    def list(self) -> List[int]:
         """Indices on disk, ascending."""
         count = ctypes.c_size_t(0)
         while True:
@@ -213,8 +259,8 @@ class Manager:
             check(rc, *self._sources)
             return [buf[k] for k in range(count.value)]
 
-    def path(self, idx):
-        """The path of checkpoint idx."""
+    def path(self, idx: int) -> str:
+        """The path of checkpoint idx: in the storage, or its s3:// URL when the manager was opened with one."""
         size = 256
         while True:
             buf = ctypes.create_string_buffer(size)
@@ -224,9 +270,13 @@ class Manager:
                 return os.fsdecode(buf.value)
             size *= 4
 
-    def wait(self):
+    def wait(self) -> None:
         """Waits for background saves; raises the first unreported error."""
         check(lib.ckpt_manager_wait(self._h()), *self._sources)
+
+
+def _reraise(e):
+    raise e
 
 
 def _idx(idx):

@@ -1,16 +1,27 @@
+# SPDX-License-Identifier: Apache-2.0
 """Saving, reading, restoring and opening .npz checkpoints."""
 import ctypes
 import os
 import re
 import weakref
 from collections import OrderedDict
+from typing import IO, Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _native, dtypes, errors
+from . import _native, _paths, dtypes, errors
 from ._native import lib
 from ._vars import Rows, Vars, mark, read_metadata
 from .storage import MemoryFiles, Storage, check, handle_of
+
+__all__ = ["Arrays", "Collection", "Metadata", "NpzFile", "load", "open", "restore", "save"]
+
+# What names a file: a path (str, bytes or os.PathLike). Reads also take a binary file object or bytes; saves a
+# writable binary file object.
+Path = Union[str, bytes, "os.PathLike[Any]"]
+Source = Union[Path, IO[bytes], bytes, bytearray, memoryview]
+Renamer = Union[Callable[[str], str], Mapping[str, str], Sequence[Tuple[Any, str]]]
+Progress = Callable[[int, int], None]
 
 _LAYOUTS = {"auto": _native.LAYOUT_AUTO, "plain": _native.LAYOUT_PLAIN, "objax": _native.LAYOUT_OBJAX}
 _MEMORY_PATH = b"checkpoint.npz"
@@ -19,27 +30,30 @@ _MEMORY_PATH = b"checkpoint.npz"
 class Arrays(OrderedDict):
     """What ckpt.load returns: name -> numpy array, in file order, and the file's ``metadata`` (a dict)."""
 
-    metadata = None
+    metadata = None  # type: Optional[Dict[str, str]]
 
 
 class Metadata(dict):
     """What the restore functions return: the file's metadata (a dict), and in ``restored`` the names of the
     arrays the restore filled, in the collection's order (all of them, unless ``partial=True`` left some)."""
 
-    restored = ()
+    restored = ()  # type: Sequence[str]
 
 
-def options(layout="auto", compression=None, level=0, renamer=None, progress=None, storage=None,
-            max_header_bytes=0, max_members=0, max_total_bytes=0, partial=False, map_unverified=False,
-            map_writable=False):
+def options(layout: str = "auto", compression: Optional[str] = None, level: int = 0,
+            renamer: Optional[Renamer] = None, progress: Optional[Progress] = None, storage: Any = None,
+            max_header_bytes: int = 0, max_members: int = 0, max_total_bytes: int = 0, partial: bool = False,
+            map_unverified: bool = False, map_writable: bool = False) -> _native.NpzOptions:
     """A ckpt_npz_options (with the Python objects its callbacks need kept on it)."""
     o = _native.NpzOptions()
     _native.check(lib.ckpt_npz_options_init(ctypes.byref(o), _native.NPZ_OPTIONS_VERSION))
     if layout not in _LAYOUTS:
-        raise ValueError("layout must be one of %s, not %r" % (", ".join(_LAYOUTS), layout))
+        raise errors.InvalidArgumentError(
+            errors.EINVAL, "layout must be one of %s, not %r" % (", ".join(_LAYOUTS), layout))
     o.layout = _LAYOUTS[layout]
     if compression not in (None, "store", "deflate"):
-        raise ValueError("compression must be 'store' or 'deflate', not %r" % (compression,))
+        raise errors.InvalidArgumentError(
+            errors.EINVAL, "compression must be 'store' or 'deflate', not %r" % (compression,))
     o.compression = _native.DEFLATE if compression == "deflate" else _native.STORE
     o.level = level
     o.max_header_bytes = max_header_bytes
@@ -67,7 +81,7 @@ def options(layout="auto", compression=None, level=0, renamer=None, progress=Non
     return o
 
 
-def rename_function(renamer):
+def rename_function(renamer: Renamer) -> Callable[[str], str]:
     """objax's renamers: a callable, a dict of replacements (applied in order with str.replace), or a list of
     (regex, replacement) pairs (applied in order with re.sub)."""
     if callable(renamer):
@@ -86,7 +100,8 @@ def rename_function(renamer):
                 name = pattern.sub(replacement, name)
             return name
         return by_regex
-    raise TypeError("renamer must be a callable, a dict or a list of (regex, replacement), not %s" % type(renamer))
+    raise errors.ArgumentTypeError(
+        errors.EINVAL, "renamer must be a callable, a dict or a list of (regex, replacement), not %s" % type(renamer))
 
 
 def _renamer_callback(fn, keep):
@@ -98,6 +113,7 @@ def _renamer_callback(fn, keep):
             new = fn(name.decode("utf-8")).encode("utf-8")
         except BaseException as e:  # reported after the call, with its own traceback
             state["error"] = e
+            _native.set_message(e)  # and said in the library's message, for calls that report it (a manager's)
             return errors.EINVAL
         if len(new) > size:
             return len(new)
@@ -109,12 +125,12 @@ def _renamer_callback(fn, keep):
     return cb
 
 
-def _raise_from_callbacks(opts, code):
+def _raise_from_callbacks(opts, code, filename=None):
     """A renamer's own exception, when it raised one; else the code's."""
     state = opts._rename_state
     if code != 0 and state is not None and state["error"] is not None:
         raise state["error"]
-    check(code, opts._storage)
+    check(code, opts._storage, filename=filename)
 
 
 def _is_path(file):
@@ -122,7 +138,7 @@ def _is_path(file):
 
 
 def _path(file):
-    return os.fsencode(file)
+    return _paths.encode(file)
 
 
 class Collection:
@@ -132,16 +148,17 @@ class Collection:
     dict and build a new Collection); restoring into it needs every array to be one ckpt can write into (a
     writable, C-contiguous numpy array or CPU torch tensor). Accepted by save, restore and Manager."""
 
-    def __init__(self, arrays, metadata=None):
+    def __init__(self, arrays: Mapping[str, Any], metadata: Optional[Mapping[str, Any]] = None) -> None:
         self.names = list(arrays)
         self._vars = collection(arrays, metadata, writable=False)
         self.in_place = all(self._vars.borrowed)
 
     @property
-    def metadata(self):
+    def metadata(self) -> Dict[str, str]:
+        """The metadata the next save writes: what the Collection was built with, and what saves added."""
         return dict(self._vars.metadata())
 
-    def restored(self, name):
+    def restored(self, name: str) -> bool:
         """Whether the latest restore into this collection filled `name` (False before any restore, after a
         failed one, and for a name a ``partial=True`` restore did not find in the file)."""
         try:
@@ -151,27 +168,29 @@ class Collection:
         return self._vars.restored(i)
 
     @property
-    def restored_names(self):
+    def restored_names(self) -> List[str]:
         """The names the latest restore into this collection filled, in order."""
         return [n for i, n in enumerate(self.names) if self._vars.restored(i)]
 
-    def close(self):
+    def close(self) -> None:
+        """Lets go of the arrays and of ckpt's collection (again: nothing)."""
         self._vars.close()
 
-    def __enter__(self):
+    def __enter__(self) -> "Collection":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.names)
 
     def _for_restore(self):
         if not self.in_place:
             bad = [n for n, b in zip(self.names, self._vars.borrowed) if not b]
-            raise TypeError("cannot restore into this Collection: ckpt holds copies of %s (not writable C-contiguous "
-                            "arrays); restore into the dict instead" % ", ".join(repr(n) for n in bad))
+            raise errors.ArgumentTypeError(
+                errors.EINVAL, "cannot restore into this Collection: ckpt holds copies of %s (not writable "
+                "C-contiguous arrays); restore into the dict instead" % ", ".join(repr(n) for n in bad))
         return self._vars
 
 
@@ -187,7 +206,9 @@ def collection(arrays, metadata=None, writable=False):
     return v
 
 
-def save(file, arrays, metadata=None, layout="plain", compression=None, level=0, progress=None, storage=None):
+def save(file: Union[Path, IO[bytes]], arrays: Union[Mapping[str, Any], Collection],
+         metadata: Optional[Mapping[str, Any]] = None, layout: str = "plain", compression: Optional[str] = None,
+         level: int = 0, progress: Optional[Progress] = None, storage: Any = None) -> None:
     """Saves a mapping of name -> array (numpy arrays, numbers, torch tensors, ckpt.typed bits) to `file`: a path
     (atomic and durable: the file is either the old one or the complete new one) or a writable binary file
     object. `metadata` is a dict of strings saved with the arrays. numpy.load reads the result. `arrays` may be
@@ -205,7 +226,7 @@ def save(file, arrays, metadata=None, layout="plain", compression=None, level=0,
 def _save_vars(file, v, storage=None, **kw):
     if _is_path(file):
         o = options(storage=storage, **kw)
-        check(lib.ckpt_npz_save(_path(file), v.handle, ctypes.byref(o)), o._storage)
+        check(lib.ckpt_npz_save(_path(file), v.handle, ctypes.byref(o)), o._storage, filename=file)
         return
     memory = MemoryFiles()
     s = Storage(memory)
@@ -221,7 +242,7 @@ def _read_vars(file, **kw):
     out = _native.out()
     if _is_path(file):
         o = options(**kw)
-        check(lib.ckpt_npz_read(ctypes.byref(out), _path(file), ctypes.byref(o)), o._storage)
+        check(lib.ckpt_npz_read(ctypes.byref(out), _path(file), ctypes.byref(o)), o._storage, filename=file)
     else:
         data = file if isinstance(file, (bytes, bytearray, memoryview)) else file.read()
         buf = (ctypes.c_char * len(data)).from_buffer_copy(data) if len(data) else None
@@ -230,7 +251,8 @@ def _read_vars(file, **kw):
     return Vars(out.value)
 
 
-def load(file, layout="auto", progress=None, storage=None, **limits):
+def load(file: Source, layout: str = "auto", progress: Optional[Progress] = None, storage: Any = None,
+         **limits: int) -> Arrays:
     """Reads every array of a checkpoint (a path, a readable binary file object or bytes) into an ``Arrays``
     dict, in file order, with the file's metadata as ``.metadata``. The arrays are ckpt's own buffers, not
     copies. bfloat16/float8 arrays come back as raw 'V2'/'V1' arrays (``ckpt.RawArray``, which remembers the type)
@@ -241,7 +263,9 @@ def load(file, layout="auto", progress=None, storage=None, **limits):
     return result
 
 
-def restore(file, arrays, renamer=None, layout="auto", progress=None, storage=None, partial=False, **limits):
+def restore(file: Source, arrays: Union[Dict[str, Any], Collection], renamer: Optional[Renamer] = None,
+            layout: str = "auto", progress: Optional[Progress] = None, storage: Any = None, partial: bool = False,
+            **limits: int) -> Metadata:
     """Restores the arrays of a mapping in place from a checkpoint (objax's load_var_collection rules): every
     name must be in the file (after `renamer` is applied to the names on disk) with the same dtype and shape,
     else MismatchError (a ValueError) lists every missing variable and unused name and nothing is changed. With
@@ -307,7 +331,7 @@ def assign(arrays, name, old, fresh):
 def _restore_vars(file, v, storage=None, **kw):
     if _is_path(file):
         o = options(storage=storage, **kw)
-        _raise_from_callbacks(o, lib.ckpt_npz_restore(_path(file), v.handle, ctypes.byref(o)))
+        _raise_from_callbacks(o, lib.ckpt_npz_restore(_path(file), v.handle, ctypes.byref(o)), file)
         return
     memory = MemoryFiles()
     memory.files[_MEMORY_PATH.decode()] = file if isinstance(file, (bytes, bytearray)) else file.read()
@@ -325,13 +349,14 @@ class NpzFile(_native.Handle):
 
     _release = "ckpt_npz_close"
 
-    def __init__(self, path, layout="auto", storage=None, map_unverified=False, map_writable=False, **limits):
+    def __init__(self, path: Path, layout: str = "auto", storage: Any = None, map_unverified: bool = False,
+                 map_writable: bool = False, **limits: int) -> None:
         self._views = 0  # arrays from map() alive: the handle (and its mapping) must outlive them
         self._deferred = None  # the handle close() left open for them
         self._writable = map_writable
         o = options(layout=layout, storage=storage, map_unverified=map_unverified, map_writable=map_writable, **limits)
         h = _native.out()
-        check(lib.ckpt_npz_open(ctypes.byref(h), _path(path), ctypes.byref(o)), o._storage)
+        check(lib.ckpt_npz_open(ctypes.byref(h), _path(path), ctypes.byref(o)), o._storage, filename=path)
         self.handle = h.value
         self._storage = o._keep  # a storage object must outlive the file read through it
         self.path = os.fsdecode(path)
@@ -339,16 +364,17 @@ class NpzFile(_native.Handle):
         self.metadata = dict(read_metadata(self.handle, lib.ckpt_npz_metadata_count, lib.ckpt_npz_metadata_key,
                                            lib.ckpt_npz_metadata_value))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return lib.ckpt_npz_count(self.handle)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._index)
 
-    def __contains__(self, name):
+    def __contains__(self, name: object) -> bool:
         return name in self._index
 
-    def keys(self):
+    def keys(self) -> List[str]:
+        """The arrays' names, in file order."""
         return list(self._index)
 
     def _i(self, name):
@@ -358,11 +384,11 @@ class NpzFile(_native.Handle):
             raise KeyError("%s: no array %r" % (self.path, name)) from None
 
     @property
-    def layout(self):
+    def layout(self) -> str:
         """"plain" or "objax": how the file was read."""
         return "objax" if lib.ckpt_npz_layout(self.handle) == _native.LAYOUT_OBJAX else "plain"
 
-    def info(self, name):
+    def info(self, name: str) -> Dict[str, Any]:
         """How the file holds `name`: its zip member, "store" or "deflate", its bytes in the file, its CRC-32, and
         the file offset of its first data byte (stored arrays; 0 when deflated)."""
         i, h = self._i(name), self.handle
@@ -371,21 +397,22 @@ class NpzFile(_native.Handle):
                 "stored_bytes": lib.ckpt_npz_stored_bytes(h, i), "crc32": lib.ckpt_npz_crc32(h, i),
                 "data_offset": lib.ckpt_npz_data_offset(h, i), "nbytes": lib.ckpt_npz_nbytes(h, i)}
 
-    def dtype(self, name):
+    def dtype(self, name: str) -> np.dtype:
         """The numpy dtype `name` is read as."""
         i = self._i(name)
         return dtypes.numpy_dtype(lib.ckpt_npz_dtype(self.handle, i), lib.ckpt_npz_itemsize(self.handle, i))
 
-    def ckpt_dtype(self, name):
+    def ckpt_dtype(self, name: str) -> str:
         """ckpt's name of the array's type: "float32", "bfloat16", …"""
         return dtypes.name(lib.ckpt_npz_dtype(self.handle, self._i(name)))
 
-    def shape(self, name):
+    def shape(self, name: str) -> Tuple[int, ...]:
+        """The array's shape."""
         i = self._i(name)
         p = lib.ckpt_npz_shape(self.handle, i)
         return tuple(p[k] for k in range(lib.ckpt_npz_ndim(self.handle, i)))
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: str) -> np.ndarray:
         """Reads one array (its CRC checked) into a new numpy array."""
         i = self._i(name)
         h = self.handle
@@ -394,18 +421,37 @@ class NpzFile(_native.Handle):
         _native.check(lib.ckpt_npz_read_into(h, i, out.ctypes.data if nbytes else None, nbytes))
         return mark(out, code)
 
-    def read_into(self, name, out):
-        """Reads one array into an existing C-contiguous numpy array of its size."""
+    def read_into(self, name: str, out: np.ndarray) -> np.ndarray:
+        """Reads one array into an existing C-contiguous numpy array of its size, and returns that array."""
         if not out.flags.c_contiguous or not out.flags.writeable:
-            raise ValueError("read_into needs a writable C-contiguous array")
+            raise errors.InvalidArgumentError(errors.EINVAL, "read_into needs a writable C-contiguous array")
         i = self._i(name)
         _native.check(lib.ckpt_npz_read_into(self.handle, i, out.ctypes.data if out.nbytes else None, out.nbytes))
         return out
 
-    def items(self):
+    def read_range(self, name: str, start: int, count: int) -> np.ndarray:
+        """Items [start, start + count) of `name` in C order (flat), as a new 1-d array (ckpt_npz_read_range): for
+        reading a large array piece by piece in bounded memory. Pieces read in order from the first item to the
+        last have the array's CRC-32 checked at the last; a deflated array read in order is inflated once in all."""
+        if _native.VERSION < _native.SINCE["ckpt_npz_read_range"]:
+            raise errors.UnsupportedError(errors.EUNSUPPORTED, "read_range needs libckpt %d.%d.%d or newer; %s is "
+                                          "%d.%d.%d" % (_native.SINCE["ckpt_npz_read_range"]
+                                                        + (_native.library_path(),) + _native.VERSION))
+        i = self._i(name)
+        h = self.handle
+        code, itemsize = lib.ckpt_npz_dtype(h, i), lib.ckpt_npz_itemsize(h, i)
+        if start < 0 or count < 0:
+            raise errors.InvalidArgumentError(errors.EINVAL, "read_range: start and count must not be negative")
+        out = np.empty(count, dtypes.numpy_dtype(code, itemsize))
+        _native.check(lib.ckpt_npz_read_range(h, i, start * itemsize, out.ctypes.data if out.nbytes else None,
+                                              out.nbytes))
+        return mark(out, code)
+
+    def items(self) -> List[Tuple[str, np.ndarray]]:
+        """(name, array) for every array, in file order, each read as ``f[name]`` reads it."""
         return [(n, self[n]) for n in self._index]
 
-    def map(self, name):
+    def map(self, name: str) -> np.ndarray:
         """`name` without a copy (ckpt_npz_map): a numpy array over a mapping of the file for the stored arrays ckpt
         writes (others are decoded once and kept by the file). Read-only, unless the file was opened with
         map_writable=True: the mapping is then copy-on-write (pages written are copied into this process; the file
@@ -419,7 +465,7 @@ class NpzFile(_native.Handle):
         return self._view(p.value, lib.ckpt_npz_dtype(h, i), lib.ckpt_npz_itemsize(h, i), lib.ckpt_npz_nbytes(h, i),
                           self.shape(name))
 
-    def map_all(self):
+    def map_all(self) -> Dict[str, np.ndarray]:
         """Every array without a copy (ckpt_npz_map_vars): a dict of name -> array, each as map() gives it, in file
         order — a restore that maps instead of reading."""
         v = _native.out()
@@ -451,7 +497,7 @@ class NpzFile(_native.Handle):
             h, self._deferred = self._deferred, None
             lib.ckpt_npz_close(h)
 
-    def close(self):
+    def close(self) -> None:
         """Closes the file (see map for arrays that still use it)."""
         if getattr(self, "_views", 0) and getattr(self, "handle", None):
             self._deferred, self.handle = self.handle, None
@@ -459,7 +505,8 @@ class NpzFile(_native.Handle):
         super().close()
 
 
-def open(path, layout="auto", storage=None, map_unverified=False, map_writable=False, **limits):  # noqa: A001
+def open(path: Path, layout: str = "auto", storage: Any = None, map_unverified: bool = False,  # noqa: A001
+         map_writable: bool = False, **limits: int) -> NpzFile:
     """Opens a checkpoint for lazy reading (see NpzFile), as ckpt.open does. map_unverified=True: NpzFile.map
     skips the CRC-32 check of mapped arrays, trading integrity for latency (for files verified already).
     map_writable=True: mapped arrays are copy-on-write, and may be written."""

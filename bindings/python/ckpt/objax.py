@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """objax.io on ckpt: save_var_collection, load_var_collection and Checkpoint, by objax's documented signatures.
 
 A variable collection is any mapping from name to a value: a numpy array (or anything numpy can view, such as a
@@ -9,8 +10,9 @@ Files are objax's layout (``names.npy`` + ``0.npy``, ``1.npy``, …), written at
 import io
 import os
 import sys
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
-from . import errors, npz
+from . import _paths, errors, npz
 from .manager import Manager, checkpoint_idx
 
 _DEFAULT = object()
@@ -45,14 +47,14 @@ def _set(vc, name, holder, fresh):
         npz.assign(vc, name, holder, fresh)
 
 
-def save_var_collection(file, vc, metadata=None):
+def save_var_collection(file: Any, vc: Mapping[str, Any], metadata: Optional[Mapping[str, str]] = None) -> None:
     """Saves the collection to `file` (a path, atomically and durably, or a writable binary file object) in
-    objax's layout."""
+    objax's layout, with `metadata` except its "ckpt." keys (a checkpoint manager's own)."""
     arrays = {names[0]: _value(holder) for names, holder in _unique(vc)}
     npz.save(file, arrays, metadata=metadata, layout="objax")
 
 
-def load_var_collection(file, vc, renamer=None):
+def load_var_collection(file: Any, vc: Mapping[str, Any], renamer: Any = None) -> Dict[str, str]:
     """Restores every variable of the collection from `file` (a path or a readable binary file object), in place
     when dtype and shape match. `renamer` (a callable, a dict of replacements or a list of (regex, replacement))
     is applied to the names on disk. Variables in the file but not in the collection are ignored; a variable of
@@ -70,12 +72,12 @@ def load_var_collection(file, vc, renamer=None):
                               lambda v: npz._restore_vars(file, v, renamer=renamer))
 
 
-def _choose_aliases(file, variables, renamer):
+def _choose_aliases(file, variables, renamer, storage=None):
     """For shared variables, the first of their names the file holds (objax restores from any of them). A file
     that cannot be read keeps the first names: the restore then reports (or falls back past) it."""
     try:
         if isinstance(file, (str, bytes, os.PathLike)):
-            with npz.open(file) as f:
+            with npz.open(file, storage=storage) as f:
                 on_disk = set(f.keys())
         else:
             on_disk = set(npz.load(io.BytesIO(file.getvalue())).keys())
@@ -91,8 +93,12 @@ class Checkpoint:
 
     Beyond objax: retention by index as numbers (not strings), only after the new checkpoint is durable; restoring
     the latest falls back past corrupt files (``fallback=False`` to fail instead); ``keep_every`` keeps multiples
-    of it as well; ``asynchronous=True`` saves in the background; ``metadata`` is saved with each checkpoint. The
-    directory is locked while the object lives (``close()`` releases it).
+    of it as well; ``asynchronous=True`` saves in the background; ``metadata`` is saved with each checkpoint.
+
+    The directory is locked from the first save until ``close()`` (or the end of a ``with`` block); restoring never
+    locks, so an evaluator may restore while a trainer saves (``read_only=True`` also makes its saves fail). A new
+    Checkpoint of a directory an older one of this process holds (a notebook cell run again) takes it over at its
+    first save; the older one's saves then raise BusyError.
     """
 
     DIR_NAME = "ckpt"
@@ -101,14 +107,17 @@ class Checkpoint:
     LOAD_FN = staticmethod(load_var_collection)
     SAVE_FN = staticmethod(save_var_collection)
 
-    def __init__(self, logdir, keep_ckpts, makedir=True, verbose=True, keep_every=0, asynchronous=False,
-                 fallback=True, storage=None):
+    def __init__(self, logdir: Union[str, os.PathLike], keep_ckpts: int, makedir: bool = True, verbose: bool = True,
+                 keep_every: int = 0, asynchronous: bool = False, fallback: bool = True, storage: Any = None,
+                 read_only: bool = False) -> None:
+        """Opens ``<logdir>/ckpt`` (creating it when `makedir`, unless `read_only`), keeping the newest
+        `keep_ckpts` checkpoints. Nothing is locked until the first save."""
         self.logdir = logdir
         self.keep_ckpts = keep_ckpts
         self.verbose = verbose
         self._manager = Manager(logdir, keep=keep_ckpts, keep_every=keep_every, subdir=self.DIR_NAME,
                                 asynchronous=asynchronous, fallback=fallback, makedir=makedir, layout="objax",
-                                storage=storage)
+                                storage=storage, read_only=read_only)
 
     checkpoint_idx = staticmethod(checkpoint_idx)
 
@@ -118,9 +127,17 @@ class Checkpoint:
     def _path(self, idx):
         return os.path.join(self.logdir, self.DIR_NAME, self.FILE_FORMAT % idx)
 
-    def save(self, vc, idx, metadata=None):
-        """Saves the collection as checkpoint idx, then deletes all but the newest keep_ckpts."""
+    def save(self, vc: Mapping[str, Any], idx: int, metadata: Optional[Mapping[str, str]] = None) -> None:
+        """Saves the collection as checkpoint idx, then deletes all but the newest keep_ckpts. BusyError when
+        another process's manager holds the directory, or a newer Checkpoint of this process took it over;
+        InvalidArgumentError when opened with read_only=True."""
         if type(self).SAVE_FN is not Checkpoint.SAVE_FN:
+            if self.keep_ckpts and self.keep_ckpts > 0 and _paths.is_url(self._path(idx)):
+                # Retention of a replaced SAVE_FN's files removes them as local files (os.remove): a URL is none.
+                raise errors.UnsupportedError(
+                    errors.EUNSUPPORTED, "%s: a Checkpoint whose SAVE_FN is replaced deletes old checkpoints as "
+                    "local files, so it cannot keep_ckpts=%d in an s3:// logdir (keep_ckpts=0 keeps all)"
+                    % (self._path(idx), self.keep_ckpts))
             self.SAVE_FN(self._path(idx), vc)
             self._retain()
             return
@@ -132,7 +149,7 @@ class Checkpoint:
             for old in self._manager.list()[:-self.keep_ckpts]:
                 os.remove(self._manager.path(old))
 
-    def restore(self, vc, idx=None):
+    def restore(self, vc: Mapping[str, Any], idx: Optional[int] = None) -> Tuple[int, str]:
         """Restores the collection from checkpoint idx, or the newest readable one. Returns (idx, path), or
         (0, '') when there is no checkpoint."""
         if type(self).LOAD_FN is not Checkpoint.LOAD_FN:
@@ -151,7 +168,7 @@ class Checkpoint:
             if any(len(group) > 1 for group, _ in variables):
                 target = idx if idx is not None else self._manager.latest()
                 if target is not None:
-                    names = _choose_aliases(self._manager.path(target), variables, None)
+                    names = _choose_aliases(self._manager.path(target), variables, None, self._manager._storage)
                     arrays = {n: _value(h) for n, (_, h) in zip(names, variables)}
                     holders = {n: h for n, (_, h) in zip(names, variables)}
             restored, _ = _restore_manager(self._manager, arrays, holders, vc, idx)
@@ -173,12 +190,22 @@ class Checkpoint:
             print(*words)
             sys.stdout.flush()
 
-    def wait(self):
+    def wait(self) -> None:
         """Waits for background saves (asynchronous=True); raises the first error."""
         self._manager.wait()
 
-    def close(self):
+    def close(self) -> None:
+        """Waits for background saves and releases the directory (unless a newer Checkpoint of this process took it
+        over); raises the first unreported save error. Idempotent."""
         self._manager.close()
+
+    def __enter__(self) -> "Checkpoint":
+        """Returns the checkpoint itself; leaving the ``with`` block closes it."""
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        """Closes the checkpoint. With an exception in flight, a close error is dropped in its favour."""
+        self._manager.__exit__(exc_type, *exc)
 
 
 def _restore_manager(manager, arrays, holders, vc, idx):

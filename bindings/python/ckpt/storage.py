@@ -1,6 +1,8 @@
+# SPDX-License-Identifier: Apache-2.0
 """Storages: where ckpt reads and writes files.
 
-``None`` everywhere means the local filesystem (ckpt's own POSIX storage, with fsync and atomic renames).
+``None`` everywhere means the local filesystem (ckpt's own POSIX storage, with fsync and atomic renames), or for
+an "s3://bucket/key" path the bucket it names; ``ckpt.S3Storage`` (ckpt/s3.py) is a bucket with options of its own.
 ``Storage(fs)`` plugs in a filesystem object with the methods pytorch-pfn-extras and pfio use — ``open(path, mode)``,
 ``makedirs(path, exist_ok=True)``, ``rename(src, dst)``, ``remove(path)``, ``exists(path)``, ``list(path)`` — so
 checkpoints can live on HDFS, an object store or anything else such an object reaches. ckpt still writes a
@@ -20,12 +22,15 @@ import io
 import itertools
 import os
 import threading
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from . import _native, errors
 from ._native import lib
 
+__all__ = ["MemoryFiles", "NativeMemory", "NativeStorage", "Storage"]
 
-def _code_of(exc):
+
+def _code_of(exc: BaseException) -> int:
     if isinstance(exc, FileNotFoundError):
         return errors.ENOTFOUND
     if isinstance(exc, FileExistsError):
@@ -49,12 +54,12 @@ class Storage(_native.Handle):
 
     _release = "ckpt_storage_free"
 
-    def __init__(self, fs):
+    def __init__(self, fs: Any) -> None:
         self.fs = fs
-        self._files = {}
+        self._files = {}  # type: Dict[int, Any]
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self.error = None  # the last exception a callback met, for messages
+        self.error = None  # type: Optional[BaseException]  # the last exception a callback met: the error's cause
         ops = _native.StorageOps()
         ops.version = _native.STORAGE_OPS_VERSION
         self._callbacks = []
@@ -73,13 +78,16 @@ class Storage(_native.Handle):
         def callback(payload, *args):
             try:
                 return impl(*args)
-            except BaseException as e:  # nothing may propagate into C
+            except BaseException as e:  # nothing may propagate into C: its words go into the error instead
                 self.error = e
-                return None if name == "close_read" else _code_of(e)
+                if name == "close_read":  # returns nothing: the call goes on
+                    return None
+                _native.set_message(e)  # the failed call's message says what the fs object said
+                return _code_of(e)
         return callback
 
-    def take_error(self):
-        """The exception the last failing callback met (once)."""
+    def take_error(self) -> Optional[BaseException]:
+        """The exception the last failing callback met (once): what the error of the call it failed was caused by."""
         e, self.error = self.error, None
         return e
 
@@ -205,30 +213,37 @@ class Storage(_native.Handle):
             obj.close()
 
 
-class NativeMemory(_native.Handle):
+class NativeStorage(_native.Handle):
+    """A storage implemented in C (ckpt's memory storage, ckpt.S3Storage): a ckpt_storage handle, released by
+    ``close()``; every call that was given it keeps its own reference."""
+
+    _release = "ckpt_storage_free"
+    error = None  # type: Optional[BaseException]
+
+    def take_error(self) -> Optional[BaseException]:
+        """None: a storage in C runs no Python code that could fail."""
+        return None
+
+
+class NativeMemory(NativeStorage):
     """ckpt's own in-memory storage (thread-safe, in this process): checkpoints without a filesystem, at C speed.
     Pass it as a storage; ``close()`` releases this reference."""
 
-    _release = "ckpt_storage_free"
-
-    def __init__(self):
+    def __init__(self) -> None:
         h = _native.out()
         _native.check(lib.ckpt_storage_new_memory(ctypes.byref(h)))
         self.handle = h.value
-        self.error = None
-
-    def take_error(self):
-        return None
 
 
 class MemoryFiles:
     """A filesystem object holding files in a dict: how ckpt reads from and writes to Python file objects."""
 
-    def __init__(self):
-        self.files = {}
+    def __init__(self) -> None:
+        self.files = {}  # type: Dict[str, bytes]
         self.dirs = {""}
 
-    def open(self, path, mode="rb"):
+    def open(self, path: str, mode: str = "rb") -> io.BytesIO:
+        """The file at `path` for reading ("rb"), or a new one ("wb", or "ab" from the old bytes) kept at close."""
         if "r" in mode:
             if path not in self.files:
                 raise FileNotFoundError(errno.ENOENT, "no such file", path)
@@ -245,27 +260,34 @@ class MemoryFiles:
             f.write(self.files.get(path, b""))
         return f
 
-    def makedirs(self, path, exist_ok=True):
+    def makedirs(self, path: str, exist_ok: bool = True) -> None:
+        """Adds the directory `path`."""
         self.dirs.add(path)
 
-    def exists(self, path):
+    def exists(self, path: str) -> bool:
+        """Whether `path` is a file or a directory."""
         return path in self.files or path in self.dirs or path == "."
 
-    def isdir(self, path):
+    def isdir(self, path: str) -> bool:
+        """Whether `path` is a directory."""
         return path in self.dirs or path == "."
 
-    def rename(self, src, dst):
+    def rename(self, src: str, dst: str) -> None:
+        """Moves the file `src` to `dst`, over any file there."""
         self.files[dst] = self.files.pop(src)
 
-    def remove(self, path):
+    def remove(self, path: str) -> None:
+        """Removes the file `path` (KeyError when there is none)."""
         del self.files[path]
 
-    def rmdir(self, path):
+    def rmdir(self, path: str) -> None:
+        """Removes the empty directory `path` (OSError ENOTEMPTY when it holds anything)."""
         if any(os.path.dirname(p) == path for p in list(self.files) + list(self.dirs) if p != path):
             raise OSError(errno.ENOTEMPTY, "directory not empty", path)
         self.dirs.discard(path)
 
-    def list(self, path):
+    def list(self, path: str) -> List[str]:
+        """The names of the files and directories directly in the directory `path`."""
         if not self.isdir(path):
             raise FileNotFoundError(errno.ENOENT, "no such directory", path)
         prefix = "" if path in ("", ".") else path.rstrip("/") + "/"
@@ -273,26 +295,31 @@ class MemoryFiles:
                 if p.startswith(prefix) and p != prefix and "/" not in p[len(prefix):]]
 
 
-def check(code, *sources):
-    """As _native.check, adding to the message the Python exception that a callback of one of `sources` (storages,
-    communicators; None ignored) met, as the cause."""
+def check(code: int, *sources: Any, filename: Union[str, bytes, "os.PathLike[str]", None] = None) -> None:
+    """As _native.check, with the Python exception that a callback of one of `sources` (storages, communicators;
+    None ignored) met as the error's cause. Callbacks give the exception's words to the library
+    (ckpt_error_set_message), so the message has them already; where it does not, they are added to it.
+    `filename`: the file the call was given, which a NotFoundError carries."""
     if code == 0:
         return
-    err = errors.error_for(code, _native.message())
-    causes = [s.take_error() for s in sources if s is not None]
-    cause = next((c for c in causes if c is not None), None)
+    err = errors.error_for(code, _native.message(), filename)
+    found = [(s, s.take_error()) for s in sources if s is not None]
+    source, cause = next(((s, c) for s, c in found if c is not None), (None, None))
     if cause is not None:
-        err.message += " (%s: %s)" % (type(cause).__name__, cause)
-        err.args = (err.message,)
+        text = "%s: %s" % (type(cause).__name__, cause)
+        if text not in err.message:  # a callback that gave the error its words has them in it already
+            err.message += " (%s)" % text
+            err.args = (err.message,)
         raise err from cause
     raise err
 
 
-def handle_of(storage):
-    """The ckpt_storage* of a storage argument: None (local filesystem), a Storage, or an fs object."""
+def handle_of(storage: Any) -> Tuple[Optional[int], Any]:
+    """The ckpt_storage* of a storage argument: None (local filesystem, or the storage an s3:// path names), a
+    Storage, a storage in C (NativeMemory, S3Storage), or an fs object."""
     if storage is None:
         return None, None
-    if isinstance(storage, (Storage, NativeMemory)):
+    if isinstance(storage, (Storage, NativeStorage)):
         return storage.handle, storage
     s = Storage(storage)
     return s.handle, s

@@ -1,5 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """The tests run against the library CKPT_LIBRARY names (the CMake test sets it to the staged install) and the
-package in this tree (or an installed one, when PYTHONPATH does not point here)."""
+package in this source tree, or, with CKPT_TEST_INSTALLED, the one PYTHONPATH names (the build tree's
+<build>/python, or one pip installed)."""
 import os
 import sys
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python side of the cross-language checkpoint (tests/cross/README.md), through the ckpt package."""
 import os
 import sys

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The few objax names an objax user's script needs, for a machine where objax cannot be installed: variables
 with .value and .assign, TrainRef, VarCollection — and objax.io, which is ckpt's. Imported as `objax` by
 test_objax.py."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Communicators (ckpt.Comm) and row splits (ckpt.Rows)."""
 import io
 import os
@@ -252,7 +253,8 @@ def test_a_sharded_step_on_an_object_store_is_committed_by_its_manifest():
         "run/ckpt/0000000002/manifest.json", "run/ckpt/0000000002/shard-00000-of-00002.npz",
         "run/ckpt/0000000002/shard-00001-of-00002.npz"]
     assert not [k for k in bucket.objects if ".tmp-" in k]
-    # A save cut short leaves shards without a manifest: no checkpoint, and the next manager removes them.
+    # A save cut short leaves shards without a manifest: no checkpoint, and the next manager's first save removes
+    # them (restoring changes nothing).
     bucket.objects["run/ckpt/0000000003/shard-00000-of-00002.npz"] = bucket.objects[
         "run/ckpt/0000000002/shard-00000-of-00002.npz"]
     with ckpt.Manager("run", storage=bucket) as m:
@@ -260,6 +262,8 @@ def test_a_sharded_step_on_an_object_store_is_committed_by_its_manifest():
         part = ckpt.Rows(np.zeros((4, 3), np.float32), 3, 10)
         idx, _ = m.restore({"emb": part})
         assert idx == 2 and np.array_equal(part.array, emb[3:7] * 2)
+        assert [k for k in bucket.objects if k.startswith("run/ckpt/0000000003/")]
+        m.save({"emb": emb}, 4)
     assert not [k for k in bucket.objects if k.startswith("run/ckpt/0000000003/")]
 
 
@@ -332,3 +336,27 @@ def test_an_fs_object_with_rename_dir_commits_sharded_steps_by_renaming_them(tmp
     assert os.listdir(tmp_path / "ckpt") == ["0000000002"]  # step 1 removed by retention, its directory too
     with ckpt.Step(str(tmp_path / "ckpt" / "0000000002")) as step:
         assert np.array_equal(step["emb"], emb + 2)
+
+
+def test_a_rank_with_a_negative_index_fails_every_rank_with_its_code_and_message(tmp_path):
+    def save(rank, comm):
+        with ckpt.Manager(str(tmp_path), comm=comm) as m:
+            with pytest.raises(ckpt.InvalidArgumentError) as e:
+                m.save({"w_%d" % rank: np.zeros(2)}, -1 if rank == 1 else 3)
+            return str(e.value)
+
+    messages = run_ranks(2, save)
+    assert messages[0] == messages[1]
+    assert "sharded save failed on rank 1 of 2: " in messages[0] and "checkpoint index -1 is negative" in messages[0]
+
+
+def test_ranks_that_save_different_indices_all_fail(tmp_path):
+    def save(rank, comm):
+        with ckpt.Manager(str(tmp_path), comm=comm) as m:
+            with pytest.raises(ckpt.InvalidArgumentError) as e:
+                m.save({"w_%d" % rank: np.zeros(2)}, 3 + rank)
+            return str(e.value), m.list()
+
+    results = run_ranks(2, save)
+    assert results[0] == results[1]
+    assert "the ranks ask for different steps, from 3 to 4" in results[0][0] and results[0][1] == []

@@ -1,5 +1,7 @@
-"""Every function of the installed ckpt.h has a counterpart here: a declared signature, and a use in the package.
-When the C API grows, this fails until the binding grows with it."""
+# SPDX-License-Identifier: Apache-2.0
+"""Every function of the installed ckpt.h has a counterpart here: a declared signature, and a use in the package
+(or a reason why not); so has every function of ckpt_s3.h, and its options struct has the header's fields. When the
+C API grows, this fails until the binding grows with it."""
 import os
 import re
 
@@ -16,16 +18,34 @@ NOT_NEEDED = {
     "ckpt_npz_metadata": "metadata crosses whole, as a dict (count, key, value)",
 }
 
+# Functions the package neither declares nor calls, and why: declaring one would make `import ckpt` need the
+# library that added it.
+NOT_BOUND = {
+    "ckpt_error_set": "for C libraries that extend ckpt with functions of their own (libckpt_s3); the package "
+                      "raises its own errors as exceptions, and a callback's failure already reaches the library "
+                      "through ckpt_error_set_message (0.5.0, the oldest library the package takes)",
+}
 
-def header_functions():
+
+def header_functions(name="ckpt.h", api="CKPT_API", at_least=50):
     path = os.environ.get("CKPT_HEADER")
     if not path:
         pytest.fail("CKPT_HEADER must name the installed ckpt/ckpt.h (the CMake test sets it)")
+    path = os.path.join(os.path.dirname(path), name)
     with open(path) as f:
         text = f.read()
-    names = re.findall(r"CKPT_API\s+[^;{}]*?\b(ckpt_\w+)\s*\(", text)
-    assert len(names) > 50, "found only %d functions in %s" % (len(names), path)
+    names = re.findall(r"%s\s+[^;{}]*?\b(ckpt_\w+)\s*\(" % api, text)
+    assert len(names) >= at_least, "found only %d functions in %s" % (len(names), path)
     return names
+
+
+def s3_header():
+    """The installed ckpt/ckpt_s3.h, or a skip when ckpt was installed without its S3 library."""
+    path = os.path.join(os.path.dirname(os.environ.get("CKPT_HEADER") or "."), "ckpt_s3.h")
+    if not os.path.exists(path):
+        pytest.skip("no ckpt_s3.h beside ckpt.h: ckpt was built without libckpt_s3")
+    with open(path) as f:
+        return f.read()
 
 
 def package_source():
@@ -39,7 +59,7 @@ def package_source():
 
 
 def test_every_function_of_the_header_is_declared():
-    missing = [f for f in header_functions() if f not in _native.SIGNATURES]
+    missing = [f for f in header_functions() if f not in _native.SIGNATURES and f not in NOT_BOUND]
     assert not missing, "ckpt.h functions without a signature in ckpt/_native.py: %s" % ", ".join(missing)
 
 
@@ -47,7 +67,7 @@ def test_every_function_of_the_header_is_used_or_explained():
     source = package_source()
     used = re.compile(r"\blib\.(ckpt_\w+)|_release = \"(ckpt_\w+)\"")  # a call, or a handle's release function
     calls = {a or b for a, b in used.findall(source)}
-    unused = [f for f in header_functions() if f not in NOT_NEEDED and f not in calls]
+    unused = [f for f in header_functions() if f not in NOT_NEEDED and f not in NOT_BOUND and f not in calls]
     assert not unused, "ckpt.h functions the package never calls (use them, or add them to NOT_NEEDED with a " \
                        "reason): %s" % ", ".join(unused)
 
@@ -55,6 +75,36 @@ def test_every_function_of_the_header_is_used_or_explained():
 def test_nothing_is_declared_that_the_header_lacks():
     extra = set(_native.SIGNATURES) - set(header_functions())
     assert not extra, "declared but not in ckpt.h: %s" % ", ".join(sorted(extra))
+
+
+def test_functions_left_unbound_are_in_the_header_and_really_unbound():
+    functions = header_functions()
+    assert not [f for f in NOT_BOUND if f not in functions], "NOT_BOUND names functions ckpt.h lacks"
+    source = package_source()
+    assert not [f for f in NOT_BOUND if f in _native.SIGNATURES or re.search(r"\blib\.%s\b" % f, source)], \
+        "NOT_BOUND names functions the package declares or calls"
+
+
+def test_every_function_of_ckpt_s3_h_is_declared_and_used():
+    from ckpt import s3
+    s3_header()
+    functions = header_functions("ckpt_s3.h", "CKPT_S3_API", 3)
+    assert sorted(functions) == sorted(s3.S3_SIGNATURES), "ckpt_s3.h has %s; ckpt/s3.py declares %s" % (
+        ", ".join(sorted(functions)), ", ".join(sorted(s3.S3_SIGNATURES)))
+    with open(os.path.join(PACKAGE, "s3.py")) as f:
+        calls = set(re.findall(r"\bs3\.(ckpt_\w+)\(", f.read()))
+    assert calls == set(functions), "ckpt/s3.py calls %s" % ", ".join(sorted(calls))
+
+
+def test_the_s3_options_struct_has_the_fields_of_the_header_in_order():
+    from ckpt import s3
+    text = s3_header()
+    body = re.search(r"typedef struct ckpt_s3_options \{(.*?)\} ckpt_s3_options;", text, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    fields = re.findall(r"(\w+)\s*;", body)
+    assert [name for name, _ in s3.S3Options._fields_] == fields
+    version = int(re.search(r"#define CKPT_S3_OPTIONS_VERSION (\d+)", text).group(1))
+    assert s3.S3_OPTIONS_VERSION == version, "ckpt_s3.h is at options version %d: the struct grew" % version
 
 
 def test_the_compiled_fast_path_is_there_when_expected():

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ckpt.Manager: numbered checkpoints, retention, resume from the latest good one, locking, background saves."""
 import os
 
@@ -51,12 +52,42 @@ def test_restore_falls_back_past_a_corrupt_newest_checkpoint_and_logs_it(tmp_pat
             m.restore(arrays(0))
 
 
-def test_a_locked_directory_is_busy_until_the_manager_closes(tmp_path):
-    m = ckpt.Manager(str(tmp_path))
-    with pytest.raises(ckpt.BusyError, match=str(os.getpid())):
-        ckpt.Manager(str(tmp_path))
-    m.close()
-    ckpt.Manager(str(tmp_path)).close()
+def test_a_manager_locks_nothing_until_its_first_save(tmp_path):
+    with ckpt.Manager(str(tmp_path)) as m:
+        m.save(arrays(1), 1)
+    os.remove(str(tmp_path / "ckpt" / ".ckpt.lock"))
+    with ckpt.Manager(str(tmp_path)) as m:
+        assert m.list() == [1] and m.restore(arrays(0))[0] == 1 and m.read()[0] == 1
+        assert sorted(os.listdir(str(tmp_path / "ckpt"))) == ["0000000001.npz"]
+        m.save(arrays(2), 2)
+        assert sorted(os.listdir(str(tmp_path / "ckpt"))) == [".ckpt.lock", "0000000001.npz", "0000000002.npz"]
+
+
+def test_a_second_manager_of_this_process_takes_the_directory_over_with_a_warning(tmp_path):
+    old_log, new_log = [], []
+    old = ckpt.Manager(str(tmp_path), log=lambda level, msg: old_log.append((level, msg)))
+    old.save(arrays(1), 1)
+    new = ckpt.Manager(str(tmp_path), log=lambda level, msg: new_log.append((level, msg)))
+    new.save(arrays(2), 2)
+    assert [level for level, msg in new_log if "took the directory over" in msg] == [2]
+    with pytest.raises(ckpt.BusyError, match="another checkpoint manager of this process took the directory over"):
+        old.save(arrays(3), 3)
+    old.close()
+    new.save(arrays(3), 3)
+    assert new.list() == [1, 2, 3]
+    new.close()
+
+
+def test_the_managers_keys_a_restore_brought_are_replaced_by_a_save_and_left_out_of_a_plain_save(tmp_path):
+    with ckpt.Manager(str(tmp_path)) as m:
+        m.save(arrays(1), 1, metadata={"note": "mine"}, metrics={"loss": 0.5})
+        _, restored = m.read(1)
+        assert restored.metadata["ckpt.index"] == "1" and restored.metadata["ckpt.metric.loss"] == "0.5"
+        m.save(restored, 5, metadata=restored.metadata)
+        again = m.read(5)[1].metadata
+    assert again["ckpt.index"] == "5" and "ckpt.metric.loss" not in again and again["note"] == "mine"
+    ckpt.save(str(tmp_path / "model.npz"), restored, metadata=restored.metadata)
+    assert ckpt.load(str(tmp_path / "model.npz")).metadata == {"note": "mine"}
 
 
 def test_background_saves_copy_the_arrays_and_report_errors(tmp_path):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ckpt.save / load / restore / open: values bit for bit, every dtype, file objects, metadata, idiomatic errors."""
 import io
 import json
@@ -141,6 +142,32 @@ def test_lazy_open_reads_only_what_is_asked_and_knows_every_header(tmp_path):
             f["z"]
 
 
+@pytest.mark.parametrize("compression", ["store", "deflate"])
+def test_read_range_gives_pieces_of_the_flat_array_and_checks_the_crc_at_the_last(tmp_path, compression):
+    a = np.arange(100000, dtype=">f4").reshape(100, 1000)  # big-endian: swapped piece by piece
+    b = np.arange(12, dtype=np.int64)
+    np.savez_compressed(tmp_path / "r.npz", a=a, b=b) if compression == "deflate" else np.savez(tmp_path / "r.npz", a=a, b=b)
+    with ckpt.open(tmp_path / "r.npz") as f:
+        pieces = [f.read_range("a", k, 30000) for k in range(0, 90000, 30000)] + [f.read_range("a", 90000, 10000)]
+        assert np.array_equal(np.concatenate(pieces), a.ravel()) and pieces[0].dtype == np.float32
+        assert f.read_range("b", 5, 3).tolist() == [5, 6, 7] and f.read_range("b", 1, 2).tolist() == [1, 2]
+        assert f.read_range("b", 12, 0).size == 0
+        with pytest.raises(ckpt.InvalidArgumentError, match="past the end of array 'b'"):
+            f.read_range("b", 10, 3)
+        with pytest.raises(KeyError, match="no array 'z'"):
+            f.read_range("z", 0, 1)
+    if compression == "store":  # a flipped data byte: the in-order pieces fail at the last one
+        raw = bytearray((tmp_path / "r.npz").read_bytes())
+        with ckpt.open(tmp_path / "r.npz") as f:
+            at = f.info("a")["data_offset"] + 8
+        raw[at] ^= 1
+        (tmp_path / "r.npz").write_bytes(bytes(raw))
+        with ckpt.open(tmp_path / "r.npz") as f:
+            f.read_range("a", 0, 50000)
+            with pytest.raises(ckpt.FormatError, match="member 'a.npy'.*CRC-32 mismatch"):
+                f.read_range("a", 50000, 50000)
+
+
 def test_a_missing_file_is_FileNotFoundError_with_the_code_and_path(tmp_path):
     with pytest.raises(FileNotFoundError) as e:
         ckpt.load(tmp_path / "nope.npz")
@@ -240,3 +267,40 @@ def test_info_tells_how_the_file_holds_each_array(tmp_path, compression):
             assert info["data_offset"] % 64 == 0 and data[info["data_offset"]:info["data_offset"] + 256] == w.tobytes()
         else:
             assert info["data_offset"] == 0
+
+
+def test_a_source_is_saved_as_the_array_it_reads_stored_and_deflated(tmp_path):
+    a = np.arange(3 << 20, dtype=np.float32)
+    raw = a.tobytes()
+    calls = []
+
+    def read(offset, size):
+        calls.append((offset, size))
+        return raw[offset:offset + size]
+
+    for compression in ("store", "deflate"):
+        path = str(tmp_path / ("s-%s.npz" % compression))
+        ckpt.save(path, {"w": ckpt.Source(np.float32, a.shape, read), "b": np.ones(2)},
+                  compression=compression)
+        with np.load(path) as z:
+            assert np.array_equal(z["w"], a) and np.array_equal(z["b"], np.ones(2))
+    assert len(calls) > 2 and max(size for _, size in calls) <= 4 << 20
+    from ckpt._vars import Vars
+    v = Vars()
+    v.add("w", ckpt.Source(np.float32, a.shape, read))
+    v.add("b", np.ones(2))
+    assert v.is_source(0) and not v.is_source(1)
+
+
+def test_a_failing_source_fails_the_save_and_leaves_the_old_file(tmp_path):
+    path = str(tmp_path / "x.npz")
+    np.savez(path, w=np.arange(3))
+
+    def read(offset, size):
+        raise OSError("the disk went away")
+
+    with pytest.raises(ckpt.StorageError, match="the disk went away"):
+        ckpt.save(path, {"w": ckpt.Source(np.uint8, (1 << 20,), read)})
+    with np.load(path) as z:
+        assert np.array_equal(z["w"], np.arange(3))
+    assert os.listdir(str(tmp_path)) == ["x.npz"]

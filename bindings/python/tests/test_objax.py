@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """objax.io's functions and Checkpoint, used as an objax user's script uses them (objax_shim provides the objax
 names; objax.io is ckpt's)."""
 import glob
@@ -122,11 +123,126 @@ def test_checkpoint_subclass_hooks_replace_the_save_and_load_functions(tmp_path)
     ck.close()
 
 
-def test_a_second_checkpoint_on_a_locked_directory_is_busy(tmp_path):
-    first = objax.io.Checkpoint(str(tmp_path), keep_ckpts=1)
-    with pytest.raises(BlockingIOError) as e:
-        objax.io.Checkpoint(str(tmp_path), keep_ckpts=1)
-    assert isinstance(e.value, ckpt.BusyError) and e.value.code == ckpt.errors.EBUSY
-    assert str(os.getpid()) in e.value.message
-    first.close()
-    objax.io.Checkpoint(str(tmp_path), keep_ckpts=1).close()
+def _child_env():
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(here, ".."), here, env.get("PYTHONPATH", "")])
+    return env
+
+
+_TRAINER = """
+import os, sys, time, numpy as np, objax_shim as objax
+logdir, stop = sys.argv[1], sys.argv[2]
+w = objax.TrainVar(np.zeros(64, np.float32))
+step = objax.StateVar(np.array(0, np.int64))
+vc = objax.VarCollection({"w": w, "step": step})
+ck = objax.io.Checkpoint(logdir, keep_ckpts=3, verbose=False)
+for i in range(1, 100000):
+    w.assign(np.full(64, i, np.float32))
+    step.assign(np.array(i, np.int64))
+    ck.save(vc, i)
+    if i == 1:
+        print("ready", flush=True)
+    if os.path.exists(stop) and i >= 5:
+        break
+    time.sleep(0.005)
+ck.close()
+print("saved", i, flush=True)
+"""
+
+_EVALUATOR = """
+import sys, numpy as np, ckpt, objax_shim as objax
+logdir = sys.argv[1]
+w = objax.TrainVar(np.zeros(64, np.float32))
+step = objax.StateVar(np.array(0, np.int64))
+vc = objax.VarCollection({"w": w, "step": step})
+seen = []
+for _ in range(20):
+    idx, path = ckpt.Checkpoint(logdir, 3, verbose=False).restore(vc)
+    assert idx >= 1 and int(step.value) == idx and (w.value == idx).all(), (idx, int(step.value))
+    seen.append(idx)
+try:
+    ckpt.Checkpoint(logdir, 3, verbose=False).save(vc, 10 ** 9)
+    print("saved?!")
+except ckpt.BusyError as e:
+    print("busy:", e.message)
+print("restored", min(seen), max(seen), flush=True)
+"""
+
+
+def test_an_evaluator_process_restores_while_a_trainer_process_holds_the_directory_and_saves(tmp_path):
+    import subprocess
+    logdir, stop = str(tmp_path / "run"), str(tmp_path / "stop")
+    trainer = subprocess.Popen(["/usr/bin/python3", "-c", _TRAINER, logdir, stop], stdout=subprocess.PIPE,
+                               text=True, env=_child_env())
+    try:
+        assert trainer.stdout.readline().strip() == "ready"
+        evaluator = subprocess.run(["/usr/bin/python3", "-c", _EVALUATOR, logdir], capture_output=True, text=True,
+                                   env=_child_env(), timeout=120)
+    finally:
+        open(stop, "w").close()
+        out, _ = trainer.communicate(timeout=120)
+    assert evaluator.returncode == 0, evaluator.stderr
+    lines = evaluator.stdout.splitlines()
+    # Its restores never locked: the trainer kept the directory; its save was refused, naming the trainer.
+    assert lines[0].startswith("busy: ") and "pid %d" % trainer.pid in lines[0], lines
+    assert lines[1].startswith("restored ")
+    assert trainer.returncode == 0 and out.startswith("saved ")
+    last = int(out.split()[1])
+    assert last >= 5
+    assert [os.path.basename(p) for p in sorted(glob.glob(os.path.join(logdir, "ckpt", "*.npz")))] == \
+        ["%010d.npz" % i for i in range(last - 2, last + 1)]
+
+
+def test_running_a_notebook_cell_again_takes_the_directory_over_from_the_old_checkpoint(tmp_path):
+    vc, w, b, step = model()
+    ck = objax.io.Checkpoint(str(tmp_path), keep_ckpts=2, verbose=False)
+    ck.save(vc, 1)
+    old = ck
+    ck = objax.io.Checkpoint(str(tmp_path), keep_ckpts=2, verbose=False)  # the cell again: no BusyError
+    assert ck.restore(vc)[0] == 1
+    ck.save(vc, 2)
+    with pytest.raises(ckpt.BusyError, match="another checkpoint manager of this process took the directory over"):
+        old.save(vc, 3)
+    assert old.restore(vc)[0] == 2  # the old object still reads
+    old.close()  # leaves the lock with the new one
+    ck.save(vc, 3)
+    assert ck._manager.list() == [2, 3]
+    ck.close()
+
+
+def test_a_checkpoint_used_in_a_with_block_is_closed_at_its_end(tmp_path):
+    vc, w, b, step = model()
+    with objax.io.Checkpoint(str(tmp_path), keep_ckpts=2, verbose=False) as ck:
+        ck.save(vc, 1)
+    with pytest.raises(ValueError, match="closed"):
+        ck.save(vc, 2)
+    with pytest.raises(ckpt.BusyError):  # a with block's exception is the one seen
+        with objax.io.Checkpoint(str(tmp_path), keep_ckpts=2, verbose=False):
+            raise ckpt.BusyError(ckpt.errors.EBUSY, "raised in the block")
+
+
+def test_a_read_only_checkpoint_restores_and_refuses_saves(tmp_path):
+    vc, w, b, step = model()
+    with objax.io.Checkpoint(str(tmp_path), keep_ckpts=2, verbose=False) as ck:
+        step.assign(np.array(7, np.int64))
+        ck.save(vc, 7)
+        reader = objax.io.Checkpoint(str(tmp_path), keep_ckpts=2, verbose=False, read_only=True)
+        step.assign(np.array(0, np.int64))
+        assert reader.restore(vc)[0] == 7 and int(step.value) == 7
+        with pytest.raises(ckpt.InvalidArgumentError, match="opened read-only"):
+            reader.save(vc, 8)
+        reader.close()
+    with pytest.raises(ckpt.NotFoundError):
+        objax.io.Checkpoint(str(tmp_path / "missing"), keep_ckpts=2, read_only=True)
+
+
+def test_the_checkpoint_keys_a_restore_brings_are_not_saved_again_by_a_plain_save(tmp_path):
+    vc, w, b, step = model()
+    with objax.io.Checkpoint(str(tmp_path), keep_ckpts=2, verbose=False) as ck:
+        ck.save(vc, 4, metadata={"note": "kept"})
+        meta = ckpt.load_var_collection(ck._manager.path(4), vc)
+    assert meta["ckpt.index"] == "4" and meta["note"] == "kept"
+    ckpt.save_var_collection(str(tmp_path / "model.npz"), vc, metadata=meta)
+    saved = ckpt.load(str(tmp_path / "model.npz")).metadata
+    assert saved == {"note": "kept"}

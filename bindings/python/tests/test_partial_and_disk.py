@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Partial restores (partial=True, Metadata.restored, Collection.restored), the manager's staging budget
 (max_staging_bytes) and its disk check through a Python storage's free_space."""
 import numpy as np

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ckpt.writing: pytorch-pfn-extras' writers with torch.save as the savefun, atomic and durable, errors never lost."""
 import io
 import os
@@ -164,7 +165,8 @@ def test_a_finalized_writer_refuses_saves(tmp_path):
 
 
 def test_the_names_ppe_users_import_exist():
-    for name in ["Writer", "SimpleWriter", "ThreadWriter", "ThreadQueueWriter", "StandardWriter", "QueueWriter"]:
+    for name in ["Writer", "SimpleWriter", "ThreadWriter", "ThreadQueueWriter", "StandardWriter", "QueueWriter",
+                 "ProcessWriter", "ProcessQueueWriter"]:
         assert isinstance(getattr(writing, name), type)
 
 
@@ -178,3 +180,78 @@ def test_save_arrays_writes_npz_through_the_writer_with_its_own_copy(tmp_path, k
     back = ckpt.load(tmp_path / "a.npz")
     assert back["w"].tolist() == [0, 1, 2, 3] and back["b"].ckpt_dtype == "bfloat16"
     assert back.metadata == {"step": "3"}
+
+
+def failing_savefun(obj, f):
+    raise ValueError("disk quota")
+
+
+@pytest.mark.parametrize("kind", WRITERS[1:])
+@pytest.mark.parametrize("reported_by", ["wait", "finalize"])
+def test_a_failing_background_savefun_is_raised_in_its_own_words_with_its_exception_as_the_cause(tmp_path, kind,
+                                                                                                reported_by):
+    w = kind(savefun=failing_savefun, out_dir=str(tmp_path))
+    w("x.pt", "", {})
+    with pytest.raises(ckpt.CkptError) as e:
+        getattr(w, reported_by)()
+    assert str(e.value) == ("%s: the save function failed: ValueError: disk quota (unexpected internal failure, -1)"
+                            % (tmp_path / "x.pt"))
+    assert type(e.value.__cause__) is ValueError and e.value.__cause__.args == ("disk quota",)
+
+
+@pytest.mark.parametrize("kind", WRITERS[1:])
+def test_a_call_that_reports_an_earlier_failure_does_not_start_its_own_save(tmp_path, kind):
+    calls = []
+
+    def fail_on_bad(obj, f):
+        calls.append(obj)
+        if obj == "bad":
+            raise ValueError("disk quota")
+        torch.save(obj, f)
+
+    w = kind(savefun=fail_on_bad, out_dir=str(tmp_path))
+    w("a.pt", "", "bad")
+    with pytest.raises(ckpt.CkptError) as e:
+        w("b.pt", "", "good")  # with one save in flight at most, this call first waits for a.pt's
+    assert str(e.value) == ("%s: the save function failed: ValueError: disk quota; the save of %s was not started "
+                            "(unexpected internal failure, -1)" % (tmp_path / "a.pt", tmp_path / "b.pt"))
+    assert isinstance(e.value.__cause__, ValueError)
+    w.wait()
+    assert calls == ["bad"] and os.listdir(tmp_path) == []
+    w("b.pt", "", "good")  # asked again, it is saved
+    w.finalize()
+    assert torch.load(str(tmp_path / "b.pt")) == "good"
+
+
+def test_a_savefun_failing_with_a_ckpt_error_is_named_without_its_code_twice(tmp_path):
+    def nested(obj, f):
+        ckpt.load(tmp_path / "missing.npz")
+
+    w = writing.ThreadWriter(savefun=nested, out_dir=str(tmp_path))
+    w("x.pt", "", {})
+    with pytest.raises(ckpt.CkptError) as e:
+        w.finalize()
+    assert isinstance(e.value.__cause__, ckpt.NotFoundError)
+    assert str(e.value).count("(not found, -3)") == 1, str(e.value)
+    assert str(e.value).startswith("%s: the save function failed: NotFoundError: " % (tmp_path / "x.pt"))
+
+
+def test_a_savefun_exception_without_text_is_named_by_its_type(tmp_path):
+    def bare(obj, f):
+        raise KeyError
+
+    w = writing.ThreadQueueWriter(savefun=bare, out_dir=str(tmp_path))
+    w("x.pt", "", {})
+    with pytest.raises(ckpt.CkptError) as e:
+        w.wait()
+    assert str(e.value) == "%s: the save function failed: KeyError (unexpected internal failure, -1)" % (
+        tmp_path / "x.pt")
+
+
+@pytest.mark.parametrize("kind", WRITERS)
+def test_a_with_block_finalizes_the_writer(tmp_path, kind):
+    with kind(out_dir=str(tmp_path)) as w:
+        w("s.pt", "", {"step": 1})
+    assert torch.load(str(tmp_path / "s.pt")) == {"step": 1}
+    with pytest.raises(ckpt.InvalidArgumentError, match="finalized"):
+        w("t.pt", "", {})

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The Rust side of ckpt's cross-language checkpoints (tests/cross/README.md): writes and checks the shared
 //! checkpoint, directly and through a manager.
 //!

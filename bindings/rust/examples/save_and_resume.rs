@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Fits a line y = a·x + b by gradient descent, checkpointing with a `Manager`, and resumes where the last run
 //! stopped. It also saves the final parameters to `<logdir>/model.npz`, a plain .npz that numpy reads:
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Communicators: how the processes of one job that save a sharded checkpoint together coordinate
 //! (`ckpt_comm_ops`). ckpt has no transport of its own: implement [`Comm`] over the one the job uses (MPI,
 //! NCCL, Gloo), or take libckpt_mpi's through [`CommHandle::from_raw`].

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Dtypes, and the Rust types whose slices hold arrays of them.
 use std::fmt;
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Errors: every fallible call returns `Result<T, Error>`, where the error carries ckpt's code and the detailed
 //! message `ckpt_error_message()` gave for the failing call.
 use std::ffi::CStr;

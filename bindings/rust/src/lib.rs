@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! ckpt: machine-learning training checkpoints as NumPy `.npz` files — the Rust binding of libckpt.
 //!
 //! A [`Vars`] is a checkpoint's content: named n-dimensional arrays, copied or borrowed from the program, and
@@ -34,6 +35,11 @@
 //! # }
 //! ```
 //!
+//! Paths may be `s3://bucket/key` URLs: libckpt keeps those files on S3-compatible object storage (loading
+//! libckpt_s3, configured from the environment as the AWS tools are), with nothing to do in Rust. The `s3`
+//! feature adds `StorageHandle::s3` and `S3Options` for a configuration chosen in the program; it links
+//! libckpt_s3.
+//!
 //! Every fallible call returns [`Result`]; an [`Error`] carries ckpt's [`Code`] and the library's message
 //! naming the file, member or variable. `include/ckpt/ckpt.h` is the reference for what each call does;
 //! `docs/rust.md` describes this binding's ownership, lifetime and threading rules.
@@ -64,12 +70,24 @@
 //! fn shared<T: Sync>(_: &T) {}
 //! shared(&ckpt::Vars::new().unwrap());
 //! ```
+//!
+//! A manager's queries (`latest`, `list`, `path`, `best`, `metric`) take `&self`; that never lets two threads
+//! into one handle, since a `&Manager` cannot cross to another thread either:
+//!
+//! ```compile_fail,E0277
+//! fn shared<T: Sync>(_: &T) {}
+//! shared(&ckpt::Manager::open("runs/exp1", &ckpt::ManagerOptions::new()).unwrap());
+//! ```
 
 mod comm;
 mod dtype;
 mod error;
+mod items;
 mod manager;
 mod npz;
+mod options;
+#[cfg(feature = "s3")]
+mod s3;
 mod step;
 mod storage;
 pub mod sys;
@@ -81,7 +99,10 @@ pub use comm::{Comm, CommHandle, Reduce};
 pub use dtype::{Bf16, Bool, Complex, Dtype, Element, F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E8M0Fnu, Pod, F16, F8E5M2};
 pub use error::{Code, Error, Result};
 pub use manager::{checkpoint_idx, BestMode, LogLevel, Manager, ManagerOptions};
-pub use npz::{Compression, Layout, MemberInfo, Npz, NpzOptions};
+pub use npz::{MemberInfo, Npz};
+pub use options::{Compression, Layout, NpzOptions};
+#[cfg(feature = "s3")]
+pub use s3::{S3Addressing, S3Options};
 pub use step::Step;
 pub use storage::{Directories, InputFile, OutputFile, Storage, StorageHandle};
 pub use vars::Vars;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `Manager`: objax's `Checkpoint` (`ckpt_manager`) — a directory of numbered checkpoints that a training
 //! program saves into and resumes from.
 use std::ffi::CStr;
@@ -11,7 +12,7 @@ use std::sync::Arc;
 
 use crate::comm::CommHandle;
 use crate::error::{check, Error, Result};
-use crate::npz::NpzOptions;
+use crate::options::NpzOptions;
 use crate::storage::StorageHandle;
 use crate::sys;
 use crate::util::{c_path, c_string};
@@ -347,7 +348,7 @@ impl Manager {
         check(unsafe { sys::ckpt_manager_save(self.as_ptr(), vars.as_ptr(), idx) })
     }
 
-    /// As [`save`](Manager::save), also recording `metrics` (name, value) as "ckpt.metric.<name>" in the file's
+    /// As [`save`](Manager::save), also recording `metrics` (name, value) as `ckpt.metric.<name>` in the file's
     /// metadata, for [`metric`](Manager::metric), [`best`](Manager::best) and `keep_best`.
     pub fn save_metrics(&mut self, vars: &Vars<'_>, idx: i64, metrics: &[(&str, f64)]) -> Result<()> {
         let names = metrics.iter().map(|(name, _)| c_string("metric name", name)).collect::<Result<Vec<_>>>()?;
@@ -366,23 +367,23 @@ impl Manager {
         })
     }
 
-    /// The value of metric `name` that checkpoint `idx` recorded (read from its metadata only);
-    /// [`Code::NotFound`](crate::Code::NotFound) when the checkpoint or the metric is absent.
-    pub fn metric(&mut self, idx: i64, name: &str) -> Result<f64> {
+    /// The value of metric `name` that checkpoint `idx` recorded (read from its metadata only); `None` when the
+    /// checkpoint or the metric is absent. Waits for background saves first.
+    pub fn metric(&self, idx: i64, name: &str) -> Result<Option<f64>> {
         let name = c_string("metric name", name)?;
         let mut out = 0.0;
         // SAFETY: valid pointers for the call.
-        check(unsafe { sys::ckpt_manager_metric(self.as_ptr(), idx, name.as_ptr(), &mut out) })?;
-        Ok(out)
+        let rc = unsafe { sys::ckpt_manager_metric(self.as_ptr(), idx, name.as_ptr(), &mut out) };
+        absent_if_not_found(rc, out)
     }
 
-    /// The checkpoint with the best value of the best metric (ties go to the newer; NaN never is);
-    /// [`Code::NotFound`](crate::Code::NotFound) when none records it.
-    pub fn best(&mut self) -> Result<i64> {
+    /// The checkpoint with the best value of the best metric (ties go to the newer; NaN never is); `None` when
+    /// none records it. Waits for background saves first.
+    pub fn best(&self) -> Result<Option<i64>> {
         let mut idx = -1;
         // SAFETY: valid pointers for the call.
-        check(unsafe { sys::ckpt_manager_best(self.as_ptr(), &mut idx) })?;
-        Ok(idx)
+        let rc = unsafe { sys::ckpt_manager_best(self.as_ptr(), &mut idx) };
+        absent_if_not_found(rc, idx)
     }
 
     /// Whether to save at `step`: after [`request_save`](Manager::request_save) (consumed by the call that
@@ -427,16 +428,16 @@ impl Manager {
         Ok((unsafe { Vars::from_raw(out) }, restored))
     }
 
-    /// The newest checkpoint index on disk (not validated); [`Code::NotFound`](crate::Code::NotFound) if there is none.
-    pub fn latest(&mut self) -> Result<i64> {
+    /// The newest checkpoint index on disk (not validated); `None` if there is none.
+    pub fn latest(&self) -> Result<Option<i64>> {
         let mut idx = -1;
         // SAFETY: valid pointers for the call.
-        check(unsafe { sys::ckpt_manager_latest(self.as_ptr(), &mut idx) })?;
-        Ok(idx)
+        let rc = unsafe { sys::ckpt_manager_latest(self.as_ptr(), &mut idx) };
+        absent_if_not_found(rc, idx)
     }
 
     /// The checkpoint indices on disk, ascending.
-    pub fn list(&mut self) -> Result<Vec<i64>> {
+    pub fn list(&self) -> Result<Vec<i64>> {
         let mut indices: Vec<i64> = Vec::new();
         loop {
             let mut count = 0;
@@ -456,8 +457,8 @@ impl Manager {
         }
     }
 
-    /// The path of checkpoint `idx`.
-    pub fn path(&mut self, idx: i64) -> Result<PathBuf> {
+    /// The path of checkpoint `idx`, whether it exists or not.
+    pub fn path(&self, idx: i64) -> Result<PathBuf> {
         let mut buf: Vec<u8> = vec![0; 256];
         loop {
             // SAFETY: buf holds buf.len() bytes.
@@ -506,6 +507,16 @@ impl Drop for Manager {
 impl std::fmt::Debug for Manager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Manager").field("raw", &self.raw).field("options", &self._options).finish()
+    }
+}
+
+/// `Some(value)` for CKPT_OK, `None` for CKPT_ENOTFOUND (what a query reports for "there is none"), the error
+/// otherwise.
+fn absent_if_not_found<T>(rc: c_int, value: T) -> Result<Option<T>> {
+    match rc {
+        sys::CKPT_OK => Ok(Some(value)),
+        sys::CKPT_ENOTFOUND => Ok(None),
+        _ => Err(Error::last(rc)),
     }
 }
 

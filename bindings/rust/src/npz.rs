@@ -1,39 +1,16 @@
-//! Options for reading and writing .npz files, and `Npz`: lazy access to one file's arrays.
-use std::ffi::CStr;
-use std::marker::PhantomData;
-use std::mem::{size_of, MaybeUninit};
-use std::os::raw::{c_char, c_int, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+// SPDX-License-Identifier: Apache-2.0
+//! `Npz`: lazy access to one .npz file's arrays (`ckpt_npz`).
+use std::mem::size_of;
 use std::path::Path;
 use std::ptr::{self, NonNull};
-use std::sync::Arc;
 
 use crate::dtype::{Dtype, Element, Pod};
 use crate::error::{check, Code, Error, Result};
-use crate::storage::StorageHandle;
+use crate::items::{decode_unicode, known_dtype, split_items};
+use crate::options::{Compression, Layout, NpzOptions};
 use crate::sys;
 use crate::util::{borrowed_str, c_path, c_string, slice_at};
-use crate::vars::{decode_unicode, known_dtype, split_items, Vars};
-
-/// How arrays are laid out in the archive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Layout {
-    /// Reading: detect either; writing: plain.
-    Auto,
-    /// `<name>.npy` per variable, as `np.savez(**vars)` writes.
-    Plain,
-    /// `names.npy` plus `0.npy`, `1.npy`, … as `objax.io.save_var_collection` writes.
-    Objax,
-}
-
-/// How members are written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Compression {
-    /// Stored, as `np.savez` writes (the default).
-    Store,
-    /// Deflate, as `np.savez_compressed` writes.
-    Deflate,
-}
+use crate::vars::Vars;
 
 /// How a file holds one array ([`Npz::member_info`]), for inspection tools.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,261 +25,6 @@ pub struct MemberInfo {
     pub crc32: u32,
     /// File offset of the first data byte of a stored array; 0 when deflated.
     pub data_offset: u64,
-}
-
-type RenameFn = dyn Fn(&str) -> Option<String> + Send + Sync;
-type ProgressFn = dyn Fn(u64, u64) + Send + Sync;
-
-// Boxed once more so that the library's `void *payload` is a thin pointer.
-pub(crate) struct Renamer(Box<RenameFn>);
-pub(crate) struct Progress(Box<ProgressFn>);
-
-/// Options of saves, reads and restores (`ckpt_npz_options`). Unset fields keep the library's defaults.
-///
-/// ```
-/// let options = ckpt::NpzOptions::new()
-///     .layout(ckpt::Layout::Objax)
-///     .compression(ckpt::Compression::Deflate)
-///     .rename(|name| name.strip_prefix("model.").map(String::from));
-/// # let _ = options;
-/// ```
-#[derive(Clone, Default)]
-pub struct NpzOptions {
-    layout: Option<Layout>,
-    compression: Option<Compression>,
-    level: Option<i32>,
-    max_header_bytes: Option<u64>,
-    max_members: Option<u64>,
-    max_total_bytes: Option<u64>,
-    partial: bool,
-    map_unverified: bool,
-    map_writable: bool,
-    rename: Option<Arc<Renamer>>,
-    progress: Option<Arc<Progress>>,
-    storage: Option<StorageHandle>,
-}
-
-impl NpzOptions {
-    /// The defaults: layout detected on reading and plain on writing, stored members, the local filesystem.
-    pub fn new() -> NpzOptions {
-        NpzOptions::default()
-    }
-
-    /// The layout saves write (and reads require, unless [`Layout::Auto`]).
-    #[must_use]
-    pub fn layout(mut self, layout: Layout) -> NpzOptions {
-        self.layout = Some(layout);
-        self
-    }
-
-    /// Stored or deflated members (writing only).
-    #[must_use]
-    pub fn compression(mut self, compression: Compression) -> NpzOptions {
-        self.compression = Some(compression);
-        self
-    }
-
-    /// Deflate level 1..=9; 0 is zlib's default.
-    #[must_use]
-    pub fn level(mut self, level: i32) -> NpzOptions {
-        self.level = Some(level);
-        self
-    }
-
-    /// The npy header limit per member (default 10000, numpy's).
-    #[must_use]
-    pub fn max_header_bytes(mut self, limit: u64) -> NpzOptions {
-        self.max_header_bytes = Some(limit);
-        self
-    }
-
-    /// The most zip members a file read may have (default 2^24).
-    #[must_use]
-    pub fn max_members(mut self, limit: u64) -> NpzOptions {
-        self.max_members = Some(limit);
-        self
-    }
-
-    /// The most array bytes a file read may hold, all arrays together (default: no limit).
-    #[must_use]
-    pub fn max_total_bytes(mut self, limit: u64) -> NpzOptions {
-        self.max_total_bytes = Some(limit);
-        self
-    }
-
-    /// Partial restores (`CKPT_NPZ_PARTIAL`): a variable the file does not have is left untouched instead of
-    /// failing the restore, and [`Vars::restored`](crate::Vars::restored) tells which were filled. A variable
-    /// found with another dtype or shape still fails it ([`Code::Mismatch`]).
-    #[must_use]
-    pub fn partial(mut self, partial: bool) -> NpzOptions {
-        self.partial = partial;
-        self
-    }
-
-    /// Opening: [`Npz::map`] and [`Npz::map_bytes`] skip the CRC-32 check of mapped arrays
-    /// (`CKPT_NPZ_MAP_UNVERIFIED`), trading integrity for latency: views then cost microseconds whatever their size,
-    /// and corrupt bytes are handed over as they are. For files verified already.
-    #[must_use]
-    pub fn map_unverified(mut self, yes: bool) -> NpzOptions {
-        self.map_unverified = yes;
-        self
-    }
-
-    /// Opening: the file's mapping is copy-on-write instead of read-only (`CKPT_NPZ_MAP_WRITABLE`): pages written
-    /// are copied into this process, and the file never changes. [`Npz::map_vars`] needs it.
-    #[must_use]
-    pub fn map_writable(mut self, yes: bool) -> NpzOptions {
-        self.map_writable = yes;
-        self
-    }
-
-    /// A renamer for restores (objax's `renamer`): maps each name on disk to the variable name it restores, or
-    /// `None` to keep it. Returning an empty name fails the restore with [`Code::InvalidArgument`].
-    #[must_use]
-    pub fn rename<F: Fn(&str) -> Option<String> + Send + Sync + 'static>(mut self, f: F) -> NpzOptions {
-        self.rename = Some(Arc::new(Renamer(Box::new(f))));
-        self
-    }
-
-    /// Progress of saves and reads: `(done_bytes, total_bytes)` of array data, never decreasing, from the
-    /// thread doing the work (never two at once).
-    #[must_use]
-    pub fn progress<F: Fn(u64, u64) + Send + Sync + 'static>(mut self, f: F) -> NpzOptions {
-        self.progress = Some(Arc::new(Progress(Box::new(f))));
-        self
-    }
-
-    /// Where files are read and written (default: the local filesystem). Managers and writers take their
-    /// storage from their own options instead.
-    #[must_use]
-    pub fn storage(mut self, storage: StorageHandle) -> NpzOptions {
-        self.storage = Some(storage);
-        self
-    }
-
-    /// The C struct for a call: the library's defaults (`ckpt_npz_options_init`) with the fields set here. It
-    /// points into `self` (callbacks, storage), so it lives no longer than `self`.
-    pub(crate) fn to_raw(&self, with_storage: bool) -> Result<RawNpzOptions<'_>> {
-        let mut raw = MaybeUninit::<sys::ckpt_npz_options>::zeroed();
-        // SAFETY: a valid struct of this version to fill.
-        check(unsafe { sys::ckpt_npz_options_init(raw.as_mut_ptr(), sys::CKPT_NPZ_OPTIONS_VERSION) })?;
-        // SAFETY: initialised (zeroed, then filled by the library); every field is an integer or pointer.
-        let mut raw = unsafe { raw.assume_init() };
-        if let Some(layout) = self.layout {
-            raw.layout = match layout {
-                Layout::Auto => sys::CKPT_LAYOUT_AUTO,
-                Layout::Plain => sys::CKPT_LAYOUT_PLAIN,
-                Layout::Objax => sys::CKPT_LAYOUT_OBJAX,
-            };
-        }
-        if let Some(compression) = self.compression {
-            raw.compression = match compression {
-                Compression::Store => sys::CKPT_STORE,
-                Compression::Deflate => sys::CKPT_DEFLATE,
-            };
-        }
-        if let Some(level) = self.level {
-            raw.level = level;
-        }
-        if let Some(limit) = self.max_header_bytes {
-            raw.max_header_bytes = limit;
-        }
-        if let Some(limit) = self.max_members {
-            raw.max_members = limit;
-        }
-        if let Some(limit) = self.max_total_bytes {
-            raw.max_total_bytes = limit;
-        }
-        if self.partial {
-            raw.flags |= sys::CKPT_NPZ_PARTIAL;
-        }
-        if self.map_unverified {
-            raw.flags |= sys::CKPT_NPZ_MAP_UNVERIFIED;
-        }
-        if self.map_writable {
-            raw.flags |= sys::CKPT_NPZ_MAP_WRITABLE;
-        }
-        if let Some(rename) = &self.rename {
-            raw.rename = Some(rename_trampoline);
-            raw.rename_payload = Arc::as_ptr(rename) as *mut c_void;
-        }
-        if let Some(progress) = &self.progress {
-            raw.progress = Some(progress_trampoline);
-            raw.progress_payload = Arc::as_ptr(progress) as *mut c_void;
-        }
-        if with_storage {
-            if let Some(storage) = &self.storage {
-                raw.storage = storage.as_ptr();
-            }
-        }
-        Ok(RawNpzOptions { raw, _options: PhantomData })
-    }
-}
-
-impl std::fmt::Debug for NpzOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NpzOptions")
-            .field("layout", &self.layout)
-            .field("compression", &self.compression)
-            .field("level", &self.level)
-            .field("max_header_bytes", &self.max_header_bytes)
-            .field("max_members", &self.max_members)
-            .field("max_total_bytes", &self.max_total_bytes)
-            .field("partial", &self.partial)
-            .field("map_unverified", &self.map_unverified)
-            .field("map_writable", &self.map_writable)
-            .field("rename", &self.rename.is_some())
-            .field("progress", &self.progress.is_some())
-            .field("storage", &self.storage)
-            .finish()
-    }
-}
-
-/// A `ckpt_npz_options` whose pointers borrow the [`NpzOptions`] it was made from.
-pub(crate) struct RawNpzOptions<'o> {
-    raw: sys::ckpt_npz_options,
-    _options: PhantomData<&'o NpzOptions>,
-}
-
-impl RawNpzOptions<'_> {
-    pub(crate) fn as_ptr(&self) -> *const sys::ckpt_npz_options {
-        &self.raw
-    }
-}
-
-unsafe extern "C" fn rename_trampoline(
-    name: *const c_char,
-    buf: *mut c_char,
-    buf_size: usize,
-    payload: *mut c_void,
-) -> c_int {
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: payload is the Renamer an NpzOptions (kept alive by the caller) points to; name is a C string.
-        let renamer = &*(payload as *const Renamer);
-        let name = CStr::from_ptr(name).to_string_lossy();
-        (renamer.0)(&name)
-    }));
-    match result {
-        Ok(None) => 0,
-        Ok(Some(new)) if new.is_empty() || new.len() > c_int::MAX as usize => sys::CKPT_EINVAL,
-        Ok(Some(new)) => {
-            if new.len() <= buf_size {
-                // SAFETY: buf holds buf_size bytes.
-                ptr::copy_nonoverlapping(new.as_ptr(), buf as *mut u8, new.len());
-            }
-            // Too long: the length asks for a larger buffer, and the library calls again.
-            new.len() as c_int
-        }
-        Err(_) => sys::CKPT_ERROR,
-    }
-}
-
-unsafe extern "C" fn progress_trampoline(done: u64, total: u64, payload: *mut c_void) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: payload is the Progress an NpzOptions (kept alive by the caller) points to.
-        let progress = &*(payload as *const Progress);
-        (progress.0)(done, total)
-    }));
 }
 
 /// One .npz file opened for lazy reads (`ckpt_npz`): opening validates the zip directory and every npy header
@@ -407,6 +129,26 @@ impl Npz {
         })
     }
 
+    /// Reads items `[start, start + dst.len())` of `name` (flat, C order) into `dst`, which must be of its dtype
+    /// (`ckpt_npz_read_range`): for reading a large array piece by piece in bounded memory. Pieces read in order
+    /// from the first item to the last have the array's CRC-32 checked at the last; a deflated array read in order
+    /// is inflated once in all.
+    pub fn read_range_into<T: Pod>(&mut self, name: &str, start: usize, dst: &mut [T]) -> Result<()> {
+        self.expect_dtype(name, T::DTYPE)?;
+        let i = self.index_of(name)?;
+        let item = std::mem::size_of::<T>() as u64;
+        // SAFETY: dst's bytes, all writable; any bytes are valid T's (Pod).
+        check(unsafe {
+            sys::ckpt_npz_read_range(
+                self.raw.as_ptr(),
+                i,
+                start as u64 * item,
+                dst.as_mut_ptr().cast(),
+                std::mem::size_of_val(dst),
+            )
+        })
+    }
+
     /// Reads the raw bytes of `name`, whatever its dtype, into `dst` (at least its nbytes).
     pub fn read_bytes_into(&mut self, name: &str, dst: &mut [u8]) -> Result<()> {
         let i = self.index_of(name)?;
@@ -482,7 +224,7 @@ impl Npz {
     /// [`NpzOptions::map_writable`] (copy-on-write; [`Code::InvalidArgument`] otherwise). The collection borrows
     /// the file mutably, so no other view of it can be alive meanwhile.
     pub fn map_vars(&mut self) -> Result<Vars<'_>> {
-        if !self._options.map_writable {
+        if !self._options.is_map_writable() {
             return Err(Error::invalid(
                 "Npz::map_vars: open the file with NpzOptions::map_writable (the collection's arrays are mutable, \
                  and a read-only mapping cannot be written)",
@@ -501,7 +243,10 @@ impl Npz {
         self.expect_dtype(name, T::DTYPE)?;
         let bytes = self.map_bytes(name)?;
         if bytes.len() % size_of::<T>() != 0 || bytes.as_ptr().align_offset(std::mem::align_of::<T>()) != 0 {
-            return Err(Error::new(Code::Format, format!("array '{name}' is not a whole, aligned run of {}", T::DTYPE)));
+            return Err(Error::new(
+                Code::Format,
+                format!("array '{name}' is not a whole, aligned run of {}", T::DTYPE),
+            ));
         }
         // SAFETY: aligned whole items (checked above), any bit pattern a valid T (Pod), borrowed as the bytes are.
         Ok(unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), bytes.len() / size_of::<T>()) })

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! One sharded checkpoint step (a directory of shards and `manifest.json`, docs/distributed.md), read by one
 //! process (`ckpt_step`).
 use std::path::Path;
@@ -5,10 +6,10 @@ use std::ptr::{self, NonNull};
 
 use crate::dtype::Dtype;
 use crate::error::{check, Code, Error, Result};
-use crate::npz::NpzOptions;
+use crate::items::known_dtype;
+use crate::options::NpzOptions;
 use crate::sys;
 use crate::util::{borrowed_str, c_path, c_string, slice_at};
-use crate::vars::known_dtype;
 
 /// A sharded step opened for reading: the manifest at once, the shards as variables are read.
 pub struct Step {
@@ -130,7 +131,8 @@ impl Step {
         let i = self.index_of(name)?;
         // SAFETY: i is in range; ndim sizes, borrowed until the step is closed.
         let (rows, nbytes) = unsafe {
-            let shape = slice_at(sys::ckpt_step_shape(self.as_ptr(), i), sys::ckpt_step_ndim(self.as_ptr(), i) as usize);
+            let shape =
+                slice_at(sys::ckpt_step_shape(self.as_ptr(), i), sys::ckpt_step_ndim(self.as_ptr(), i) as usize);
             (shape.first().copied().unwrap_or(1).max(1) as usize, sys::ckpt_step_nbytes(self.as_ptr(), i))
         };
         let row_bytes = nbytes / rows;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Storages: where checkpoint files live. The local filesystem is the default; [`StorageHandle::memory`] is
 //! the library's in-memory storage, and any type implementing [`Storage`] plugs in through ckpt's callback
 //! table (`ckpt_storage_ops`).
@@ -178,7 +179,7 @@ impl StorageHandle {
         Ok(StorageHandle::from_raw(raw))
     }
 
-    fn from_raw(raw: *mut sys::ckpt_storage) -> StorageHandle {
+    pub(crate) fn from_raw(raw: *mut sys::ckpt_storage) -> StorageHandle {
         let raw = NonNull::new(raw).expect("the library returned CKPT_OK with a NULL storage");
         StorageHandle { raw: Arc::new(RawStorage(raw)) }
     }
@@ -201,9 +202,23 @@ impl std::fmt::Debug for StorageHandle {
 pub(crate) fn guarded<F: FnOnce() -> Result<()>>(f: F) -> c_int {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => sys::CKPT_OK,
-        Ok(Err(e)) => error_code(&e),
-        Err(_) => sys::CKPT_ERROR,
+        Ok(Err(e)) => {
+            set_callback_message(e.message());
+            error_code(&e)
+        }
+        Err(_) => {
+            set_callback_message("the callback panicked");
+            sys::CKPT_ERROR
+        }
     }
+}
+
+/// Gives the library the words of a failing callback (`ckpt_error_set_message`), so the error of the call that
+/// made it says them.
+pub(crate) fn set_callback_message(message: &str) {
+    let text = std::ffi::CString::new(message.replace('\0', " ")).unwrap_or_default();
+    // SAFETY: a NUL-terminated string, copied by the library before it returns.
+    unsafe { sys::ckpt_error_set_message(text.as_ptr()) }
 }
 
 /// The code to hand the library for `e`: negative, whatever the error holds.
@@ -328,7 +343,8 @@ unsafe fn names<F: FnOnce(&str) -> Result<Vec<String>>>(
     let rc = guarded(|| {
         let entry = entry.ok_or_else(|| Error::invalid(format!("storage {op}: NULL entry callback")))?;
         for name in list(path(dir, op)?)? {
-            let name = CString::new(name).map_err(|_| Error::invalid(format!("storage {op}: a name holds a NUL byte")))?;
+            let name =
+                CString::new(name).map_err(|_| Error::invalid(format!("storage {op}: a name holds a NUL byte")))?;
             let r = entry(name.as_ptr(), ctx);
             if r != 0 {
                 stopped = r;

@@ -1,12 +1,18 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The C API of `include/ckpt/ckpt.h`, declared by hand: every constant, struct and `CKPT_API` function, in the
 //! header's order and with its exact field order and types. The header is the reference for what each function
 //! does, who owns what, and the codes it returns; the safe API in the rest of this crate follows it.
 //!
 //! `tests/ckpt/completeness.rs` compares this file with the installed header, so a function, constant or struct
 //! field added to the C API fails the tests until it is declared here and reached by the safe API.
+//!
+//! `sys::s3` (the `s3` feature) is the same for `include/ckpt/ckpt_s3.h`, libckpt_s3's header.
 #![allow(non_camel_case_types)]
 
 use std::os::raw::{c_char, c_int, c_void};
+
+#[cfg(feature = "s3")]
+pub mod s3;
 
 // ------------------------------------------------------------------------------------------------ status codes
 pub const CKPT_OK: c_int = 0;
@@ -141,6 +147,8 @@ pub type ckpt_rename_fn = Option<
 >;
 pub type ckpt_progress_fn = Option<unsafe extern "C" fn(done_bytes: u64, total_bytes: u64, payload: *mut c_void)>;
 pub type ckpt_list_entry_fn = Option<unsafe extern "C" fn(name: *const c_char, ctx: *mut c_void) -> c_int>;
+pub type ckpt_source_fn =
+    Option<unsafe extern "C" fn(payload: *mut c_void, offset: u64, dst: *mut c_void, size: usize) -> c_int>;
 pub type ckpt_save_fn = Option<unsafe extern "C" fn(sink: *mut ckpt_sink, payload: *mut c_void) -> c_int>;
 pub type ckpt_log_fn = Option<unsafe extern "C" fn(level: c_int, message: *const c_char, payload: *mut c_void)>;
 
@@ -175,7 +183,8 @@ pub struct ckpt_comm_ops {
     pub size: Option<unsafe extern "C" fn(payload: *mut c_void, out: *mut i32) -> c_int>,
     pub barrier: Option<unsafe extern "C" fn(payload: *mut c_void) -> c_int>,
     pub all_reduce_i64: Option<unsafe extern "C" fn(payload: *mut c_void, value: *mut i64, op: u32) -> c_int>,
-    pub broadcast: Option<unsafe extern "C" fn(payload: *mut c_void, buf: *mut c_void, size: usize, root: i32) -> c_int>,
+    pub broadcast:
+        Option<unsafe extern "C" fn(payload: *mut c_void, buf: *mut c_void, size: usize, root: i32) -> c_int>,
     pub all_gather: Option<
         unsafe extern "C" fn(payload: *mut c_void, send: *const c_void, size: usize, recv: *mut c_void) -> c_int,
     >,
@@ -289,6 +298,8 @@ extern "C" {
     // status codes
     pub fn ckpt_strerror(code: c_int) -> *const c_char;
     pub fn ckpt_error_message() -> *const c_char;
+    pub fn ckpt_error_set_message(message: *const c_char);
+    pub fn ckpt_error_set(code: c_int, message: *const c_char) -> c_int;
 
     // dtypes
     pub fn ckpt_dtype_size(dtype: u32) -> usize;
@@ -316,6 +327,17 @@ extern "C" {
         data: *const c_void,
         flags: u32,
     ) -> c_int;
+    pub fn ckpt_vars_add_source(
+        vars: *mut ckpt_vars,
+        name: *const c_char,
+        dtype: u32,
+        itemsize: usize,
+        ndim: u32,
+        shape: *const i64,
+        fn_: ckpt_source_fn,
+        payload: *mut c_void,
+    ) -> c_int;
+    pub fn ckpt_vars_is_source(vars: *const ckpt_vars, i: usize) -> c_int;
     pub fn ckpt_vars_count(vars: *const ckpt_vars) -> usize;
     pub fn ckpt_vars_name(vars: *const ckpt_vars, i: usize) -> *const c_char;
     pub fn ckpt_vars_find(vars: *const ckpt_vars, name: *const c_char, out_index: *mut usize) -> c_int;
@@ -355,6 +377,7 @@ extern "C" {
     pub fn ckpt_npz_shape(npz: *const ckpt_npz, i: usize) -> *const i64;
     pub fn ckpt_npz_nbytes(npz: *const ckpt_npz, i: usize) -> usize;
     pub fn ckpt_npz_read_into(npz: *mut ckpt_npz, i: usize, dst: *mut c_void, dst_size: usize) -> c_int;
+    pub fn ckpt_npz_read_range(npz: *mut ckpt_npz, i: usize, offset: u64, dst: *mut c_void, size: usize) -> c_int;
     pub fn ckpt_npz_member_name(npz: *const ckpt_npz, i: usize) -> *const c_char;
     pub fn ckpt_npz_compression(npz: *const ckpt_npz, i: usize) -> u32;
     pub fn ckpt_npz_stored_bytes(npz: *const ckpt_npz, i: usize) -> u64;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Conversions at the C boundary: strings and paths to C strings, borrowed C strings back, shapes to counts.
 use std::ffi::{CStr, CString};
 use std::os::raw::c_char;

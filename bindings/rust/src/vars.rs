@@ -1,14 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `Vars`: an ordered collection of named arrays (`ckpt_vars`), copied or borrowed, and its metadata.
 use std::fmt;
 use std::marker::PhantomData;
-use std::mem::{align_of, size_of};
+use std::mem::size_of;
 use std::os::raw::c_void;
 use std::path::Path;
 use std::ptr::{self, NonNull};
 
 use crate::dtype::{Dtype, Element, Pod};
 use crate::error::{check, Code, Error, Result};
-use crate::npz::NpzOptions;
+use crate::items::{decode_unicode, known_dtype, split_items, typed_view};
+use crate::options::NpzOptions;
 use crate::sys;
 use crate::util::{borrowed_str, c_path, c_string, item_count, ndim, slice_at, slice_at_mut};
 
@@ -24,6 +26,35 @@ use crate::util::{borrowed_str, c_path, c_string, item_count, ndim, slice_at, sl
 pub struct Vars<'a> {
     raw: NonNull<sys::ckpt_vars>,
     _borrows: PhantomData<&'a mut [u8]>,
+    // Boxed twice on purpose: the outer box's thin, stable address is the payload the library hands back.
+    #[allow(clippy::vec_box)]
+    sources: Vec<Box<Source<'a>>>,
+}
+
+/// What [`add_source`](Vars::add_source) keeps: fills `dst` with the array's bytes from `offset`.
+type Source<'a> = Box<dyn FnMut(u64, &mut [u8]) -> Result<()> + Send + 'a>;
+
+unsafe extern "C" fn call_source(
+    payload: *mut c_void,
+    offset: u64,
+    dst: *mut c_void,
+    size: usize,
+) -> std::os::raw::c_int {
+    // SAFETY: payload is the boxed closure add_source registered, alive as long as the collection; dst holds size
+    // bytes; the library never calls one collection's sources at once.
+    let source = unsafe { &mut *payload.cast::<Source<'_>>() };
+    let buf = if size == 0 { &mut [][..] } else { unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), size) } };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| source(offset, buf))) {
+        Ok(Ok(())) => sys::CKPT_OK,
+        Ok(Err(e)) => {
+            crate::storage::set_callback_message(&e.to_string());
+            crate::storage::error_code(&e)
+        }
+        Err(_) => {
+            crate::storage::set_callback_message("the source panicked");
+            sys::CKPT_ERROR
+        }
+    }
 }
 
 // SAFETY: ckpt.h lets a handle be used from any thread, one thread at a time; `&mut`/`&` access through a
@@ -48,6 +79,7 @@ impl<'a> Vars<'a> {
         Vars {
             raw: NonNull::new(raw).expect("the library returned CKPT_OK with a NULL collection"),
             _borrows: PhantomData,
+            sources: Vec::new(),
         }
     }
 
@@ -64,6 +96,40 @@ impl<'a> Vars<'a> {
         check_len(name, shape, data.len())?;
         // SAFETY: data holds exactly the shape's items; the library copies them.
         unsafe { self.add_raw(name, T::DTYPE.code(), shape, data.as_ptr().cast(), sys::CKPT_COPY) }
+    }
+
+    /// Appends an array of `dtype` and `shape` whose bytes a save pulls from `source(offset, dst)` a few MiB at a
+    /// time (`ckpt_vars_add_source`) instead of holding them: `source` fills `dst` with the bytes (native byte order,
+    /// C order) from `offset`. A save may ask for a range more than once, never two at once; an error it returns
+    /// fails the save with its code and words. `itemsize`: the item size of unicode, bytes and void arrays, else 0.
+    pub fn add_source<F>(&mut self, name: &str, dtype: Dtype, itemsize: usize, shape: &[i64], source: F) -> Result<()>
+    where
+        F: FnMut(u64, &mut [u8]) -> Result<()> + Send + 'a,
+    {
+        let name = c_string("variable name", name)?;
+        let mut boxed: Box<Source<'a>> = Box::new(Box::new(source));
+        let payload = (&mut *boxed as *mut Source<'a>).cast::<c_void>();
+        // SAFETY: the closure lives in the collection (self.sources) as long as the collection may be saved.
+        check(unsafe {
+            sys::ckpt_vars_add_source(
+                self.as_mut_ptr(),
+                name.as_ptr(),
+                dtype.code(),
+                itemsize,
+                ndim(shape)?,
+                shape.as_ptr(),
+                Some(call_source),
+                payload,
+            )
+        })?;
+        self.sources.push(boxed);
+        Ok(())
+    }
+
+    /// Whether array `i` is a source ([`add_source`](Vars::add_source)).
+    pub fn is_source(&self, i: usize) -> bool {
+        // SAFETY: a valid collection; out of range gives 0.
+        unsafe { sys::ckpt_vars_is_source(self.as_ptr(), i) == 1 }
     }
 
     /// Appends a 0-d array holding `value`.
@@ -482,52 +548,4 @@ fn check_fixed(name: &str, dtype: Dtype, itemsize: usize, shape: &[i64], len: us
             "variable '{name}': shape {shape:?} of {itemsize}-byte items needs {count} × {itemsize} bytes, the data has {len}"
         ))),
     }
-}
-
-pub(crate) fn known_dtype(name: &str, code: u32) -> Result<Dtype> {
-    Dtype::from_code(code).ok_or_else(|| {
-        Error::new(Code::Unsupported, format!("array '{name}' has dtype {code}, unknown to this binding"))
-    })
-}
-
-/// `n` bytes at `p` as items of `T`: the size must be a whole number of items and `p` aligned for `T`.
-pub(crate) fn typed_view<T: Element>(name: &str, p: *mut c_void, n: usize) -> Result<(*mut c_void, usize)> {
-    if n % size_of::<T>() != 0 {
-        return Err(Error::new(Code::Mismatch, format!("array '{name}': {n} bytes are not whole {} items", T::DTYPE)));
-    }
-    if n > 0 && (p as usize) % align_of::<T>() != 0 {
-        return Err(Error::new(Code::Internal, format!("array '{name}': data is not aligned for {}", T::DTYPE)));
-    }
-    Ok((p, n / size_of::<T>()))
-}
-
-pub(crate) fn decode_unicode(name: &str, bytes: &[u8], width: usize) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    if width == 0 {
-        return Ok(out);
-    }
-    for item in bytes.chunks(width) {
-        let mut units: Vec<u32> = item.chunks(4).map(|u| u32::from_ne_bytes([u[0], u[1], u[2], u[3]])).collect();
-        while units.last() == Some(&0) {
-            units.pop();
-        }
-        let s: Option<String> = units.into_iter().map(char::from_u32).collect();
-        out.push(s.ok_or_else(|| {
-            Error::new(Code::Format, format!("array '{name}' holds a code unit that is not a character"))
-        })?);
-    }
-    Ok(out)
-}
-
-pub(crate) fn split_items(bytes: &[u8], width: usize) -> Vec<Vec<u8>> {
-    if width == 0 {
-        return Vec::new();
-    }
-    bytes
-        .chunks(width)
-        .map(|item| {
-            let end = item.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-            item[..end].to_vec()
-        })
-        .collect()
 }

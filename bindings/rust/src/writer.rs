@@ -1,6 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `Writer`: pytorch-pfn-extras' Simple, Thread and Queue writers (`ckpt_writer`), saving what a closure writes
 //! into a [`Sink`], or a [`Vars`], atomically and durably, in the caller's thread or in the background.
-use std::collections::VecDeque;
 use std::io;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
@@ -9,11 +9,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use crate::error::{check, Code, Error, Result};
-use crate::npz::NpzOptions;
-use crate::storage::{error_code, StorageHandle};
+use crate::options::NpzOptions;
+use crate::storage::{error_code, set_callback_message, StorageHandle};
 use crate::sys;
 use crate::util::{c_path, c_string};
 use crate::vars::Vars;
@@ -111,27 +111,9 @@ type SaveFn = Box<dyn FnOnce(&mut Sink<'_>) -> Result<()> + Send>;
 /// the writer until the library is known to be done with it (the save ran, or a wait or finalize returned).
 struct Pending {
     save: Mutex<Option<SaveFn>>,
-    failures: Arc<Failures>,
     done: AtomicBool,
     // What else the save reads while it runs (a save_vars' progress callback).
     _keep: Option<NpzOptions>,
-}
-
-/// The closures' own errors, oldest first: the library reports a failed closure by its code only ("the save
-/// function failed: storage failure (-5)"), so the writer adds the closure's message when it hands that error on.
-#[derive(Default)]
-struct Failures(Mutex<VecDeque<Error>>);
-
-impl Failures {
-    fn push(&self, e: Error) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).push_back(e);
-    }
-    fn pop(&self) -> Option<Error> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).pop_front()
-    }
-    fn clear(&self) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clear();
-    }
 }
 
 unsafe extern "C" fn save_trampoline(sink: *mut sys::ckpt_sink, payload: *mut c_void) -> c_int {
@@ -146,16 +128,15 @@ unsafe extern "C" fn save_trampoline(sink: *mut sys::ckpt_sink, payload: *mut c_
     }));
     let rc = match result {
         Ok(Ok(())) => sys::CKPT_OK,
+        // After a failed write the library reports that write's error, whatever the closure says.
+        Ok(Err(e)) if sink.failed => error_code(&e),
         Ok(Err(e)) => {
-            let rc = error_code(&e);
-            // After a failed write the library reports that write's error, not this one.
-            if !sink.failed {
-                (*pending).failures.push(e);
-            }
-            rc
+            // The save fails with "<path>: the save function failed: <the closure's message>".
+            set_callback_message(e.message());
+            error_code(&e)
         }
         Err(_) => {
-            (*pending).failures.push(Error::new(Code::Internal, "the save closure panicked"));
+            set_callback_message("the save closure panicked");
             sys::CKPT_ERROR
         }
     };
@@ -175,7 +156,6 @@ pub struct Writer {
     // Boxed: the library holds pointers to them while the vector grows.
     #[allow(clippy::vec_box)]
     pending: Vec<Box<Pending>>,
-    failures: Arc<Failures>,
 }
 
 // SAFETY: a handle used by one thread at a time (not Sync); the closures it holds are Send.
@@ -206,7 +186,7 @@ impl Writer {
         // SAFETY: valid pointers; the library copies out_dir and takes its own storage reference.
         check(unsafe { sys::ckpt_writer_new(&mut out, &raw) })?;
         let raw = NonNull::new(out).expect("the library returned CKPT_OK with a NULL writer");
-        Ok(Writer { raw, kind: options.kind, pending: Vec::new(), failures: Arc::default() })
+        Ok(Writer { raw, kind: options.kind, pending: Vec::new() })
     }
 
     /// Saves what `save` writes to `filename` in the writer's directory. For background kinds `save` runs
@@ -241,12 +221,7 @@ impl Writer {
         let out_dir = out_dir.map(c_path).transpose()?;
         let filename = c_string("file name", filename)?;
         self.prune();
-        let pending = Box::new(Pending {
-            save: Mutex::new(Some(save)),
-            failures: self.failures.clone(),
-            done: AtomicBool::new(false),
-            _keep: None,
-        });
+        let pending = Box::new(Pending { save: Mutex::new(Some(save)), done: AtomicBool::new(false), _keep: None });
         let payload = &*pending as *const Pending as *mut c_void;
         self.pending.push(pending);
         // SAFETY: valid strings; the payload stays alive in `self.pending` until the library is done with it.
@@ -325,7 +300,6 @@ impl Writer {
         if self.kind != WriterKind::Simple {
             self.pending.push(Box::new(Pending {
                 save: Mutex::new(None),
-                failures: self.failures.clone(),
                 // Not a closure the library calls: only `wait` may release it.
                 done: AtomicBool::new(false),
                 _keep: Some(keep),
@@ -351,20 +325,9 @@ impl Writer {
 
     /// The result of a writer call; `settled`: no save is in flight any more (or, for simple writers, ever).
     fn finish_call(&mut self, rc: c_int, settled: bool) -> Result<()> {
-        let result = if rc == sys::CKPT_OK {
-            Ok(())
-        } else {
-            let mut e = Error::last(rc);
-            if e.message().contains("the save function failed") {
-                if let Some(own) = self.failures.pop() {
-                    e = Error::new(e.code(), format!("{}: {}", e.message(), own.message()));
-                }
-            }
-            Err(e)
-        };
+        let result = check(rc);
         if settled || self.kind == WriterKind::Simple {
-            // Every save so far has finished and had its error reported (as the first, or counted with it).
-            self.failures.clear();
+            // Every save so far has finished: the library calls none of the closures any more.
             self.pending.clear();
         }
         result

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Communicators and row splits.
 use ckpt::{Code, Comm, CommHandle, Reduce, Vars};
 
@@ -29,6 +30,40 @@ impl Comm for Fixed {
         recv[..send.len()].copy_from_slice(send);
         Ok(())
     }
+}
+
+/// One rank whose every collective fails, saying which.
+struct Broken;
+
+impl Comm for Broken {
+    fn rank(&self) -> i32 {
+        0
+    }
+    fn size(&self) -> i32 {
+        1
+    }
+    fn barrier(&mut self) -> ckpt::Result<()> {
+        Err(ckpt::Error::new(Code::Io, "barrier: the interconnect is down"))
+    }
+    fn all_reduce(&mut self, _value: i64, _op: Reduce) -> ckpt::Result<i64> {
+        Err(ckpt::Error::new(Code::Io, "all_reduce: the interconnect is down"))
+    }
+    fn broadcast(&mut self, _buf: &mut [u8], _root: i32) -> ckpt::Result<()> {
+        Err(ckpt::Error::new(Code::Io, "broadcast: the interconnect is down"))
+    }
+    fn all_gather(&mut self, _send: &[u8], _recv: &mut [u8]) -> ckpt::Result<()> {
+        Err(ckpt::Error::new(Code::Io, "all_gather: the interconnect is down"))
+    }
+}
+
+#[test]
+fn a_communicator_method_error_gives_the_call_its_message_once() {
+    let dir = crate::common::TempDir::new("broken-comm");
+    let comm = CommHandle::new(Broken).unwrap();
+    let e = ckpt::Manager::open(dir.path(), &ckpt::ManagerOptions::new().comm(comm)).unwrap_err();
+    assert_eq!(e.code(), Code::Io, "{e}");
+    assert_eq!(e.message(), "communicator callback 'all_reduce_i64' failed: all_reduce: the interconnect is down");
+    assert_eq!(crate::common::occurrences(e.message(), "the interconnect is down"), 1, "{e}");
 }
 
 #[test]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! What the tests share: temporary directories, a collection of every dtype, numpy.
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -117,4 +118,9 @@ pub fn numpy() -> Option<&'static str> {
         eprintln!("numpy not found at {python}: the check is skipped");
         None
     }
+}
+
+/// How many times `words` occur in `message`: a callback's own words reach the caller's error exactly once.
+pub fn occurrences(message: &str, words: &str) -> usize {
+    message.matches(words).count()
 }

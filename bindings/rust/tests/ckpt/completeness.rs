@@ -1,16 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The binding against the installed header: every `CKPT_API` function declared in sys.rs and reached by the safe
 //! API, every constant declared with the header's value, every struct with the header's fields in its order.
 //! When ckpt.h grows, these fail until the binding grows with it.
 //!
 //! The header is `$CKPT_HEADER` (the CMake test sets it to the staged install's), else
-//! `<pkg-config includedir of ckpt>/ckpt/ckpt.h`.
+//! `<pkg-config includedir of ckpt>/ckpt/ckpt.h`. libckpt_s3's header, `ckpt_s3.h` beside it, is checked the
+//! same way against `src/sys/s3.rs` and the `s3` feature's safe API (`src/s3.rs`); these checks read the source,
+//! so they run with or without the feature, and say they are skipped where ckpt_s3.h is not installed (a ckpt
+//! built without libcurl).
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// Functions the safe API does not call, each with the reason it needs no wrapper. Empty today: every
-/// function of ckpt.h is reached (the `*_options_init` ones too, since the safe API takes the library's
-/// defaults from them rather than repeating them).
-const NOT_WRAPPED: &[(&str, &str)] = &[];
+/// Functions the safe API does not call, each with the reason it needs no wrapper. Every other function of
+/// ckpt.h is reached (the `*_options_init` ones too, since the safe API takes the library's defaults from them
+/// rather than repeating them).
+const NOT_WRAPPED: &[(&str, &str)] = &[(
+    "ckpt_error_set",
+    "for C libraries that extend ckpt with functions of their own (libckpt_s3 is one) to report their failures \
+     as ckpt's; Rust code returns ckpt::Error, and the binding's callbacks hand their words to the library with \
+     ckpt_error_set_message",
+)];
+
+/// `#define`s of ckpt_s3.h that are not constants a binding declares.
+const NOT_S3_CONSTANTS: &[(&str, &str)] = &[
+    ("CKPT_CKPT_S3_H", "the include guard"),
+    ("CKPT_S3_API", "the export attribute of declarations"),
+    ("CKPT_S3_OPTIONS_INIT", "an initializer; the safe API fills the struct with ckpt_s3_options_init"),
+];
 
 /// `#define`s of ckpt.h that are not constants a binding declares.
 const NOT_CONSTANTS: &[(&str, &str)] = &[
@@ -44,6 +60,20 @@ fn header() -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
+/// libckpt_s3's header, installed beside ckpt.h; `None` (the check is skipped, saying so) where it is not,
+/// unless the `s3` feature is on, which needs it.
+fn s3_header() -> Option<String> {
+    let path = header_path().with_file_name("ckpt_s3.h");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Some(text),
+        Err(e) if !cfg!(feature = "s3") => {
+            eprintln!("{}: {e}: ckpt was built without libckpt_s3; its binding is not checked", path.display());
+            None
+        }
+        Err(e) => panic!("cannot read {} (the s3 feature is on): {e}", path.display()),
+    }
+}
+
 fn crate_file(name: &str) -> String {
     std::fs::read_to_string(format!("{}/src/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
@@ -75,9 +105,14 @@ fn last_ident(text: &str) -> &str {
 
 /// Names of the `CKPT_API` functions of the header, in order.
 fn header_functions(header: &str) -> Vec<String> {
+    exported_functions(header, "CKPT_API ")
+}
+
+/// Names of the functions of the header declared with `macro` (and a space) at the start of a line, in order.
+fn exported_functions(header: &str, macro_: &str) -> Vec<String> {
     without_comments(header)
         .lines()
-        .filter_map(|line| line.trim().strip_prefix("CKPT_API "))
+        .filter_map(|line| line.trim().strip_prefix(macro_))
         .filter_map(|decl| decl.find('(').map(|paren| last_ident(&decl[..paren]).to_string()))
         .collect()
 }
@@ -192,11 +227,15 @@ fn every_c_function_is_declared_in_sys_and_reached_by_the_safe_api() {
     let functions = header_functions(&header);
     assert!(functions.len() > 60, "the header parse found only {functions:?}");
     let declared = sys_functions(&crate_file("sys.rs"));
-    let safe_api: String =
-        ["lib.rs", "error.rs", "comm.rs", "dtype.rs", "util.rs", "vars.rs", "npz.rs", "step.rs", "storage.rs", "writer.rs", "manager.rs"]
-            .iter()
-            .map(|f| crate_file(f))
-            .collect();
+    // Every module but sys.rs: a module added later is searched without being listed here.
+    let mut modules: Vec<String> = std::fs::read_dir(format!("{}/src", env!("CARGO_MANIFEST_DIR")))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".rs") && name != "sys.rs")
+        .collect();
+    modules.sort();
+    assert!(modules.len() > 10, "src/ holds only {modules:?}");
+    let safe_api: String = modules.iter().map(|f| crate_file(f)).collect();
 
     let undeclared: Vec<&String> = functions.iter().filter(|f| !declared.contains(f)).collect();
     let unreached: Vec<&String> = functions
@@ -204,10 +243,16 @@ fn every_c_function_is_declared_in_sys_and_reached_by_the_safe_api() {
         .filter(|f| !safe_api.contains(&format!("sys::{f}(")) && !NOT_WRAPPED.iter().any(|(name, _)| name == f))
         .collect();
     let stale: Vec<&String> = declared.iter().filter(|f| !functions.contains(f)).collect();
+    let needless: Vec<&str> = NOT_WRAPPED
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| !functions.iter().any(|f| f == name) || safe_api.contains(&format!("sys::{name}(")))
+        .collect();
     assert!(
-        undeclared.is_empty() && unreached.is_empty() && stale.is_empty(),
+        undeclared.is_empty() && unreached.is_empty() && stale.is_empty() && needless.is_empty(),
         "\nnot declared in src/sys.rs: {undeclared:?}\nnot reached by the safe API (nor listed in NOT_WRAPPED): \
-         {unreached:?}\ndeclared in sys.rs but not in the header: {stale:?}\n"
+         {unreached:?}\ndeclared in sys.rs but not in the header: {stale:?}\nin NOT_WRAPPED but reached, or not \
+         in the header: {needless:?}\n"
     );
 }
 
@@ -255,4 +300,84 @@ fn every_struct_has_the_header_fields_in_order() {
         .filter(|t| !sys.contains(&format!("pub struct {t} {{")) && !sys.contains(&format!("pub type {t} =")))
         .collect();
     assert!(missing.is_empty(), "types of ckpt.h missing from sys.rs: {missing:?}");
+}
+
+#[test]
+fn every_s3_function_is_declared_in_sys_s3_and_reached_by_the_s3_feature() {
+    let header = match s3_header() {
+        Some(header) => header,
+        None => return,
+    };
+    let functions = exported_functions(&header, "CKPT_S3_API ");
+    assert!(functions.len() >= 3, "the ckpt_s3.h parse found only {functions:?}");
+    let declared = sys_functions(&crate_file("sys/s3.rs"));
+    let safe_api = crate_file("s3.rs");
+    let undeclared: Vec<&String> = functions.iter().filter(|f| !declared.contains(f)).collect();
+    let unreached: Vec<&String> = functions.iter().filter(|f| !safe_api.contains(&format!("sys::s3::{f}("))).collect();
+    let stale: Vec<&String> = declared.iter().filter(|f| !functions.contains(f)).collect();
+    assert!(
+        undeclared.is_empty() && unreached.is_empty() && stale.is_empty(),
+        "\nnot declared in src/sys/s3.rs: {undeclared:?}\nnot reached by src/s3.rs: {unreached:?}\ndeclared in \
+         sys/s3.rs but not in ckpt_s3.h: {stale:?}\n"
+    );
+}
+
+#[test]
+fn every_constant_and_field_of_ckpt_s3_h_is_declared() {
+    let header = match s3_header() {
+        Some(header) => header,
+        None => return,
+    };
+    let sys = crate_file("sys/s3.rs");
+    let want = header_constants(&header);
+    let got = sys_constants(&sys);
+    let mut wrong = Vec::new();
+    for (name, text) in &want {
+        if NOT_S3_CONSTANTS.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        let value = value(text).unwrap_or_else(|| panic!("ckpt_s3.h: {name} = {text} is not a number"));
+        match got.get(name) {
+            Some(&v) if v == value => {}
+            Some(&v) => wrong.push(format!("{name} is {v} in sys/s3.rs, {value} in ckpt_s3.h")),
+            None => wrong.push(format!("{name} ({value}) is missing from sys/s3.rs")),
+        }
+    }
+    for name in got.keys() {
+        if !want.contains_key(name) {
+            wrong.push(format!("{name} is in sys/s3.rs but not in ckpt_s3.h"));
+        }
+    }
+    assert!(got.len() >= 4, "the sys/s3.rs parse found only {got:?}");
+    assert!(wrong.is_empty(), "\n{}\n", wrong.join("\n"));
+
+    let structs = header_structs(&header);
+    assert_eq!(structs.keys().collect::<Vec<_>>(), vec!["ckpt_s3_options"]);
+    assert_eq!(sys_structs(&sys), structs);
+}
+
+/// The checks above see what they are meant to: a function, constant or field that ckpt_s3.h gains.
+#[test]
+fn the_s3_checks_notice_what_the_header_gains() {
+    let header = match s3_header() {
+        Some(header) => header,
+        None => return,
+    };
+    let grown = header.replace(
+        "#ifdef __cplusplus\n}",
+        "/* CKPT_S3_API int ckpt_in_a_comment(void); */\nCKPT_S3_API int ckpt_s3_future(ckpt_storage **out,\n    \
+         const char *url);\nCKPT_API int ckpt_not_s3(void);\n#define CKPT_S3_FUTURE 7u\n#ifdef __cplusplus\n}",
+    );
+    assert_ne!(grown, header, "the header edit applied");
+    let functions = exported_functions(&grown, "CKPT_S3_API ");
+    let declared = sys_functions(&crate_file("sys/s3.rs"));
+    let new: Vec<&String> = functions.iter().filter(|f| !declared.contains(f)).collect();
+    assert_eq!(new, vec!["ckpt_s3_future"]);
+    let constants = header_constants(&grown);
+    assert_eq!(constants.get("CKPT_S3_FUTURE").map(String::as_str), Some("7u"));
+    assert!(!sys_constants(&crate_file("sys/s3.rs")).contains_key("CKPT_S3_FUTURE"));
+
+    let wider = header.replace("    uint32_t addressing;", "    uint32_t addressing;\n    uint32_t future_field;");
+    assert_ne!(wider, header, "the struct edit applied");
+    assert_ne!(header_structs(&wider), sys_structs(&crate_file("sys/s3.rs")));
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Errors: codes and messages for missing, corrupt and mismatched files, and the Error type itself.
 use ckpt::{Code, Error, Manager, ManagerOptions, Npz, Vars};
 
@@ -65,14 +66,20 @@ fn a_mismatch_lists_every_missing_variable_and_leaves_the_arrays_untouched() {
 }
 
 #[test]
-fn a_directory_held_by_one_manager_is_busy_for_a_second() {
+fn a_second_manager_of_this_process_takes_the_directory_over_and_the_first_one_is_busy() {
     let dir = TempDir::new("busy");
-    let first = Manager::open(dir.path(), &ManagerOptions::new()).unwrap();
-    let e = Manager::open(dir.path(), &ManagerOptions::new()).unwrap_err();
+    let mut vars = Vars::new().unwrap();
+    vars.add::<f32>("w", &[2], &[1.0, 2.0]).unwrap();
+    let mut first = Manager::open(dir.path(), &ManagerOptions::new()).unwrap();
+    first.save(&vars, 1).unwrap();
+    let mut second = Manager::open(dir.path(), &ManagerOptions::new()).unwrap(); // opening locks nothing
+    second.save(&vars, 2).unwrap();
+    let e = first.save(&vars, 3).unwrap_err();
     assert_eq!(e.code(), Code::Busy);
-    assert!(e.message().contains(&std::process::id().to_string()), "the holder's pid is named: {e}");
+    assert!(e.message().contains("another checkpoint manager of this process took the directory over"), "{e}");
     first.close().unwrap();
-    Manager::open(dir.path(), &ManagerOptions::new()).unwrap().close().unwrap();
+    second.save(&vars, 3).unwrap();
+    second.close().unwrap();
 }
 
 #[test]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! sys.rs's structs against the C compiler's layout of the installed header: size, alignment and every field's
 //! offset. Needs a C compiler (`cc`); without one the check is skipped with a note.
 use std::mem::{align_of, size_of, MaybeUninit};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The binding's tests: one binary (linking is the slow part of a build), one module per part of the API.
 mod comm;
 mod common;
@@ -8,6 +9,8 @@ mod manager;
 mod map;
 mod npz;
 mod partial;
+#[cfg(feature = "s3")]
+mod s3;
 mod storage;
 mod threads;
 mod vars;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Manager: numbered checkpoints, retention, restore of the latest good one, logging, background saves.
 use std::sync::{Arc, Mutex};
 
@@ -18,13 +19,12 @@ fn saves_are_numbered_files_retention_keeps_the_newest_by_number() {
     let dir = TempDir::new("retention");
     let mut m = Manager::open(dir.path(), &ManagerOptions::new().keep(2).keep_every(5)).unwrap();
     assert_eq!(m.list().unwrap(), Vec::<i64>::new());
-    let e = m.latest().unwrap_err();
-    assert_eq!(e.code(), Code::NotFound);
+    assert_eq!(m.latest().unwrap(), None);
     for idx in [1, 5, 9, 10, 11] {
         m.save(&state(idx), idx).unwrap();
     }
     assert_eq!(m.list().unwrap(), vec![5, 10, 11]);
-    assert_eq!(m.latest().unwrap(), 11);
+    assert_eq!(m.latest().unwrap(), Some(11));
     let path = m.path(10).unwrap();
     assert_eq!(path, dir.path().join("ckpt/0000000010.npz"));
     assert!(path.exists());
@@ -172,14 +172,14 @@ fn metrics_are_recorded_and_the_best_and_the_latest_are_kept_across_a_restart() 
     let options = ManagerOptions::new().keep(1).keep_best(2).best_metric("loss", ckpt::BestMode::Min);
     {
         let mut m = Manager::open(dir.path(), &options).unwrap();
-        assert_eq!(m.best().unwrap_err().code(), Code::NotFound);
+        assert_eq!(m.best().unwrap(), None);
         for (idx, loss) in [(10, 0.5), (20, 0.2), (30, 0.9), (40, 0.8)] {
             m.save_metrics(&state(idx), idx, &[("loss", loss), ("acc", 1.0 - loss)]).unwrap();
         }
         m.save_metrics(&state(45), 45, &[("loss", f64::NAN)]).unwrap(); // never the best
         assert_eq!(m.list().unwrap(), vec![10, 20, 45]);
-        assert_eq!(m.metric(20, "loss").unwrap(), 0.2);
-        assert_eq!(m.metric(20, "missing").unwrap_err().code(), Code::NotFound);
+        assert_eq!(m.metric(20, "loss").unwrap(), Some(0.2));
+        assert_eq!(m.metric(20, "missing").unwrap(), None);
         let (read, _) = m.read(Some(20)).unwrap();
         assert_eq!(read.metadata("ckpt.index"), Some("20"));
         assert_eq!(read.metadata("ckpt.metric.loss"), Some("0.2"));
@@ -190,11 +190,51 @@ fn metrics_are_recorded_and_the_best_and_the_latest_are_kept_across_a_restart() 
         m.close().unwrap();
     }
     let mut m = Manager::open(dir.path(), &options).unwrap();
-    assert_eq!(m.best().unwrap(), 20);
+    assert_eq!(m.best().unwrap(), Some(20));
     m.save(&state(50), 50).unwrap(); // no metric: kept as the newest only
     assert_eq!(m.list().unwrap(), vec![10, 20, 50]);
     let mut vars = state(0);
     assert_eq!(m.restore(&mut vars, None).unwrap(), 50);
+}
+
+/// The indices on disk, the latest, the best, and the latest's loss.
+type Summary = (Vec<i64>, Option<i64>, Option<i64>, Option<f64>);
+
+/// What a report is given: the manager, not the right to change it.
+fn summary(m: &Manager) -> ckpt::Result<Summary> {
+    let latest = m.latest()?;
+    let best = m.best()?;
+    let loss = match latest {
+        Some(idx) => m.metric(idx, "loss")?,
+        None => None,
+    };
+    Ok((m.list()?, latest, best, loss))
+}
+
+#[test]
+fn queries_take_a_shared_reference_and_answer_none_where_nothing_is_there() {
+    let dir = TempDir::new("queries");
+    let options = ManagerOptions::new().best_metric("loss", ckpt::BestMode::Min);
+    let mut m = Manager::open(dir.path(), &options).unwrap();
+    assert_eq!(summary(&m).unwrap(), (vec![], None, None, None));
+    m.save_metrics(&state(1), 1, &[("loss", 0.25)]).unwrap();
+    m.save(&state(2), 2).unwrap();
+    assert_eq!(summary(&m).unwrap(), (vec![1, 2], Some(2), Some(1), None));
+    assert_eq!(m.metric(1, "loss").unwrap(), Some(0.25));
+    assert_eq!(m.metric(7, "loss").unwrap(), None, "no checkpoint 7");
+    assert_eq!(m.path(7).unwrap(), dir.path().join("ckpt/0000000007.npz"), "a path whether it exists or not");
+    m.close().unwrap();
+}
+
+#[test]
+fn queries_still_fail_for_what_is_not_an_absence() {
+    let dir = TempDir::new("query-errors");
+    let m = Manager::open(dir.path(), &ManagerOptions::new()).unwrap();
+    let e = m.best().unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "no best_metric set: {e}");
+    assert_eq!(m.metric(-1, "loss").unwrap_err().code(), Code::InvalidArgument);
+    let e = m.metric(1, "lo\0ss").unwrap_err();
+    assert_eq!((e.code(), e.message()), (Code::InvalidArgument, "metric name \"lo\\0ss\" holds a NUL byte"));
 }
 
 #[test]

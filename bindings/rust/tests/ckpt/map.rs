@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Npz::map: views of a file's arrays without a copy, borrowed from the file.
 use ckpt::{Code, Compression, Layout, Npz, NpzOptions};
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Npz: lazy reads of one file.
 use ckpt::{Bf16, Code, Dtype, Layout, Npz, NpzOptions, Vars};
 
@@ -83,5 +84,31 @@ fn member_info_tells_how_the_file_holds_each_array() {
             assert_eq!(info.data_offset, 0);
         }
         assert_eq!(npz.member_info("nope").unwrap_err().code(), Code::NotFound);
+    }
+}
+
+#[test]
+fn ranges_of_an_array_read_piece_by_piece_equal_a_whole_read() {
+    let dir = TempDir::new("npz-range");
+    for compression in [ckpt::Compression::Store, ckpt::Compression::Deflate] {
+        let path = dir.join("r.npz");
+        let mut vars = Vars::new().unwrap();
+        let values: Vec<f32> = (0..10000).map(|k| k as f32 * 0.25).collect();
+        vars.add("x", &[100, 100], &values).unwrap();
+        vars.save_with(&path, &NpzOptions::new().compression(compression)).unwrap();
+        let mut npz = Npz::open(&path).unwrap();
+        let mut got = vec![0f32; 10000];
+        for (k, piece) in got.chunks_mut(3000).enumerate() {
+            npz.read_range_into("x", k * 3000, piece).unwrap();
+        }
+        assert_eq!(got, values);
+        let mut two = [0f32; 2];
+        npz.read_range_into("x", 41, &mut two).unwrap();
+        assert_eq!(two, [10.25, 10.5]);
+        let e = npz.read_range_into("x", 9999, &mut two).unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+        assert!(e.message().contains("past the end of array 'x'"), "{e}");
+        let e = npz.read_range_into("x", 0, &mut [0i32; 2]).unwrap_err();
+        assert_eq!(e.code(), Code::Mismatch);
     }
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Partial restores (NpzOptions::partial, Vars::restored) and the manager's staging budget (max_staging_bytes).
 use std::path::PathBuf;
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Storages: the library's in-memory one, and one written in Rust (a HashMap) plugged in through the callback
 //! table, used by Vars, a manager and a writer.
 use std::collections::{BTreeSet, HashMap};
@@ -8,7 +9,7 @@ use ckpt::{
     StorageHandle, Vars, Writer, WriterKind, WriterOptions,
 };
 
-use crate::common::{assert_every_dtype, every_dtype};
+use crate::common::{assert_every_dtype, every_dtype, occurrences};
 
 #[derive(Default)]
 struct Files {
@@ -159,7 +160,8 @@ impl Storage for MapStorage {
 fn a_rust_storage_without_directory_renames_holds_sharded_steps_committed_by_their_manifest() {
     let storage = MapStorage { prefixes: true, ..MapStorage::default() };
     let options = ManagerOptions::new().storage(StorageHandle::new(storage.clone()).unwrap());
-    let mut manager = Manager::open("bucket", &options.clone().comm(CommHandle::new(crate::comm::SOLO).unwrap())).unwrap();
+    let mut manager =
+        Manager::open("bucket", &options.clone().comm(CommHandle::new(crate::comm::SOLO).unwrap())).unwrap();
     let emb: Vec<f32> = (0..6).map(|x| x as f32).collect();
     let mut vars = Vars::new().unwrap();
     vars.add::<f32>("emb", &[3, 2], &emb).unwrap();
@@ -168,7 +170,8 @@ fn a_rust_storage_without_directory_renames_holds_sharded_steps_committed_by_the
     let names = storage.names();
     assert!(names.contains(&"bucket/ckpt/0000000003/manifest.json".to_string()), "{names:?}");
     assert!(names.contains(&"bucket/ckpt/0000000003/shard-00000-of-00001.npz".to_string()), "{names:?}");
-    // Shards without a manifest (a save cut short) are no checkpoint, and the next manager removes them.
+    // Shards without a manifest (a save cut short) are no checkpoint, and the next manager's first save removes
+    // them (reading removes nothing).
     {
         let mut state = storage.state.lock().unwrap();
         let shard = state.files["bucket/ckpt/0000000003/shard-00000-of-00001.npz"].clone();
@@ -177,11 +180,13 @@ fn a_rust_storage_without_directory_renames_holds_sharded_steps_committed_by_the
     }
     let mut manager = Manager::open("bucket", &options).unwrap();
     assert_eq!(manager.list().unwrap(), vec![3]);
-    assert!(!storage.names().iter().any(|n| n.starts_with("bucket/ckpt/0000000004")));
-    assert!(!storage.state.lock().unwrap().dirs.contains("bucket/ckpt/0000000004"));
     let (back, index) = manager.read(None).unwrap();
     assert_eq!(index, 3);
     assert_eq!(back.get::<f32>("emb").unwrap(), &emb[..]);
+    assert!(storage.names().iter().any(|n| n.starts_with("bucket/ckpt/0000000004")));
+    manager.save(&back, 5).unwrap();
+    assert!(!storage.names().iter().any(|n| n.starts_with("bucket/ckpt/0000000004")));
+    assert!(!storage.state.lock().unwrap().dirs.contains("bucket/ckpt/0000000004"));
 }
 
 #[test]
@@ -256,8 +261,31 @@ fn a_failing_or_panicking_storage_fails_the_call_with_its_code() {
     assert!(e.message().contains("write"), "the message names the operation: {e}");
     assert_eq!(map.names(), vec!["other.npz"], "the failed save left no file behind");
 
-    let e = Manager::open("runs/b", &ManagerOptions::new().storage(handle)).and_then(|mut m| m.list()).unwrap_err();
+    let e = Manager::open("runs/b", &ManagerOptions::new().storage(handle)).and_then(|m| m.list()).unwrap_err();
     assert_eq!(e.code(), Code::Internal, "a panic becomes CKPT_ERROR: {e}");
+    assert!(e.message().ends_with("storage callback 'list' failed: the callback panicked"), "{e}");
+}
+
+#[test]
+fn a_storage_method_error_gives_the_call_its_message_once() {
+    let map = MapStorage { fail_write: Some("model"), ..MapStorage::default() };
+    let handle = StorageHandle::new(map.clone()).unwrap();
+    let mut vars = Vars::new().unwrap();
+    vars.add("w", &[2], &[1f64, 2.0]).unwrap();
+    let e = vars.save_with("model.npz", &NpzOptions::new().storage(handle.clone())).unwrap_err();
+    assert_eq!(e.code(), Code::Io);
+    assert!(e.message().ends_with("storage callback 'write' failed: the bucket is full"), "{e}");
+    assert_eq!(occurrences(e.message(), "the bucket is full"), 1, "{e}");
+
+    // A save closure that hands on the sink's error: the storage's words, not the closure's, and once.
+    let mut w = Writer::new(&WriterOptions::new(WriterKind::Thread).storage(handle)).unwrap();
+    w.save("model.bin", |sink| sink.write_bytes(b"weights")).unwrap();
+    let e = w.wait().unwrap_err();
+    assert_eq!(e.code(), Code::Io);
+    assert!(e.message().ends_with("storage callback 'write' failed: the bucket is full"), "{e}");
+    assert_eq!(occurrences(e.message(), "the bucket is full"), 1, "{e}");
+    assert!(!e.message().contains("the save function"), "{e}");
+    w.finalize().unwrap();
 }
 
 #[test]
@@ -266,10 +294,12 @@ fn the_memory_storage_serves_a_manager() {
     let mut m = Manager::open("logs", &ManagerOptions::new().storage(memory.clone())).unwrap();
     m.save(&every_dtype(), 7).unwrap();
     assert_every_dtype(&m.read(None).unwrap().0);
-    // Within the process a second manager on the same directory is refused.
-    let e = Manager::open("logs", &ManagerOptions::new().storage(memory.clone())).unwrap_err();
-    assert_eq!(e.code(), Code::Busy);
+    // Within the process a second manager on the same directory takes it over at its first save.
+    let mut second = Manager::open("logs", &ManagerOptions::new().storage(memory.clone())).unwrap();
+    second.save(&every_dtype(), 7).unwrap();
+    assert_eq!(m.save(&every_dtype(), 8).unwrap_err().code(), Code::Busy);
     m.close().unwrap();
+    second.close().unwrap();
     let path = "logs/ckpt/0000000007.npz";
     assert_every_dtype(&Vars::read_with(path, &NpzOptions::new().storage(memory)).unwrap());
     assert!(!std::path::Path::new(path).exists(), "nothing went to the filesystem");

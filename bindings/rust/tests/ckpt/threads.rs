@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Handles move to other threads (Send); saves run from spawned threads.
 use ckpt::{Manager, ManagerOptions, Npz, StorageHandle, Vars, Writer, WriterKind, WriterOptions};
 
@@ -28,7 +29,6 @@ fn a_manager_and_its_variables_save_from_a_spawned_thread() {
     })
     .join()
     .unwrap();
-    let mut m = m;
     assert_eq!(m.list().unwrap(), vec![1]);
     drop(vars);
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Vars: building collections, typed read-back, metadata, files round trips, restore in place.
 use ckpt::{Bool, Code, Compression, Dtype, Layout, NpzOptions, Vars};
 
@@ -148,6 +149,13 @@ fn a_renamer_maps_names_on_disk_to_the_collections() {
     let options = NpzOptions::new().rename(|_| panic!("renamer bug"));
     let e = vars.restore_with(&path, &options).unwrap_err();
     assert_eq!(e.code(), Code::Internal, "{e}");
+    assert!(e.message().contains("the renamer refused 'model.w': it panicked"), "{e}");
+
+    // An empty new name is refused, and the error says so.
+    let options = NpzOptions::new().rename(|_| Some(String::new()));
+    let e = vars.restore_with(&path, &options).unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+    assert!(e.message().contains("the renamer refused 'model.w': it gave an empty name for 'model.w'"), "{e}");
 }
 
 #[test]
@@ -239,4 +247,32 @@ fn dtypes_name_and_size_themselves() {
     assert_eq!(ckpt::Bf16::from_f32(-2.0).to_f32(), -2.0);
     assert_eq!(ckpt::Bf16::from_f32(1.0 + 1.0 / 256.0), ckpt::Bf16(0x3f80)); // a tie goes to even
     assert!(ckpt::version().starts_with(&format!("{}.", ckpt::version_number() / 10000)));
+}
+
+#[test]
+fn a_source_is_saved_as_the_array_it_reads_and_its_error_fails_the_save() {
+    let dir = TempDir::new("source");
+    let values: Vec<u8> = (0..(3usize << 20)).map(|i| (i % 251) as u8).collect();
+    for compression in [Compression::Store, Compression::Deflate] {
+        let mut vars = Vars::new().unwrap();
+        let bytes = values.clone();
+        vars.add_source("w", Dtype::Uint8, 0, &[values.len() as i64], move |offset, dst| {
+            let at = offset as usize;
+            dst.copy_from_slice(&bytes[at..at + dst.len()]);
+            Ok(())
+        })
+        .unwrap();
+        assert!(vars.is_source(0));
+        let path = dir.join("s.npz");
+        vars.save_with(&path, &NpzOptions::new().compression(compression)).unwrap();
+        assert_eq!(Vars::read(&path).unwrap().get::<u8>("w").unwrap(), &values[..]);
+    }
+    let mut failing = Vars::new().unwrap();
+    failing
+        .add_source("w", Dtype::Uint8, 0, &[1 << 20], |_, _| Err(ckpt::Error::new(Code::Io, "the disk went away")))
+        .unwrap();
+    let e = failing.save_with(dir.join("s.npz"), &NpzOptions::new()).unwrap_err();
+    assert_eq!(e.code(), Code::Io, "{e}");
+    assert!(e.to_string().contains("the disk went away"), "{e}");
+    assert_eq!(Vars::read(dir.join("s.npz")).unwrap().get::<u8>("w").unwrap(), &values[..]);
 }
