@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "array_format.hpp"
 
 #include "text.hpp"
@@ -36,6 +37,12 @@ public:
         if (sci_) {
             each([&](const Real& r) {
                 if (std::isfinite(r.value) && precision_ < kPrecision) precision_ = std::max(precision_, digits_needed(r));
+            });
+            // numpy writes every exponent with as many digits as the longest needs (1e+000 beside 1e+300).
+            each([&](const Real& r) {
+                if (!std::isfinite(r.value)) return;
+                const std::string e = render(r.value, precision_);
+                exp_digits_ = std::max(exp_digits_, e.size() - e.find('e') - 2);
             });
         }
         each([&](const Real& r) {
@@ -83,6 +90,8 @@ private:
             s = r.value < 0 ? "-inf" : "inf";
         } else if (sci_) {
             s = render(r.value, precision_);
+            const size_t e = s.find('e');
+            if (s.size() - e - 2 < exp_digits_) s.insert(e + 2, exp_digits_ - (s.size() - e - 2), '0');
             if (precision_ == 0) s.insert(s.find('e'), ".");
         } else {
             const int digits = digits_needed(r);
@@ -99,13 +108,15 @@ private:
     bool sign_;
     bool sci_ = false;
     int precision_ = 0;
+    size_t exp_digits_ = 2;
     size_t left_ = 0, right_ = 0, other_ = 0, width_ = 0;
 };
 
 class Writer {
 public:
-    Writer(const ArrayView& a, bool summarise, const std::function<void(const std::string&)>& out)
-        : a_(a), summarise_(summarise), out_(out) {
+    Writer(const ArrayView& a, bool summarise, const std::function<void(const std::string&)>& out,
+           const std::function<void(uint64_t)>& written)
+        : a_(a), summarise_(summarise), out_(out), written_(written) {
         stride_.assign(a.shape.size(), 1);
         for (size_t k = a.shape.size(); k-- > 1;) stride_[k - 1] = stride_[k] * static_cast<uint64_t>(a.shape[k]);
     }
@@ -127,6 +138,7 @@ public:
         if (kind == Kind::complex) column_b_ = std::make_unique<FloatColumn>(component(1), true);
         if (kind == Kind::boolean || kind == Kind::signed_integer || kind == Kind::unsigned_integer)
             visit(0, 0, [&](uint64_t i) { width_ = std::max(width_, integer_text(a_, i).size()); });
+        if (kind == Kind::boolean) width_ = 5;  // numpy pads True to False's width in every array but a 0-d one
         render(0, 0);
         flush_spaces();
         out_("\n");
@@ -212,6 +224,7 @@ private:
         for (size_t p = 0; p < at.size(); ++p) {
             if (innermost) {
                 const std::string word = at[p] < 0 ? "..." : cell(offset + static_cast<uint64_t>(at[p]));
+                if (written_ && ++cells_ % kReportEvery == 0) written_(cells_);
                 // numpy wraps before a word that would pass 75 characters less one per open bracket.
                 if (p > 0) {
                     if (column_ + 1 + text_width(word) > kLineWidth - a_.shape.size()) {
@@ -237,6 +250,9 @@ private:
     const ArrayView& a_;
     bool summarise_;
     const std::function<void(const std::string&)>& out_;
+    const std::function<void(uint64_t)>& written_;
+    static constexpr uint64_t kReportEvery = 4096;
+    uint64_t cells_ = 0;
     std::vector<uint64_t> stride_;
     std::unique_ptr<FloatColumn> column_a_, column_b_;
     size_t width_ = 0;
@@ -246,7 +262,8 @@ private:
 
 }  // namespace
 
-void write_array(const ArrayView& a, bool summarise, const std::function<void(const std::string&)>& out) {
+void write_array(const ArrayView& a, bool summarise, const std::function<void(const std::string&)>& out,
+                 const std::function<void(uint64_t)>& written) {
     if (a.shape.empty()) {
         out(format_scalar(a, 0) + "\n");
         return;
@@ -255,7 +272,7 @@ void write_array(const ArrayView& a, bool summarise, const std::function<void(co
         out("[]\n");
         return;
     }
-    Writer(a, summarise, out).write();
+    Writer(a, summarise, out, written).write();
 }
 
 }  // namespace ckpt_tool

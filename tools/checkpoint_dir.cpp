@@ -1,4 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "checkpoint_dir.hpp"
+
+#include "location.hpp"
+#include "sharded_step.hpp"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -21,56 +25,19 @@ std::vector<std::string> entries(const std::string& dir) {
     return names;
 }
 
-std::string join(const std::string& dir, const std::string& name) {
-    if (name.empty()) return dir;
-    if (dir.empty()) return name;
-    return dir.back() == '/' ? dir + name : dir + "/" + name;
-}
-
-}  // namespace
-
-bool is_directory(const std::string& path) {
+bool is_local_directory(const std::string& path) {
     struct stat st{};
     return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-std::string CheckpointDir::path_of(int64_t index) const {
-    std::string buf(256, '\0');
-    for (;;) {
-        const int rc = ckpt_manager_path(manager.get(), index, &buf[0], buf.size());
-        if (rc == CKPT_OK) break;
-        if (rc != CKPT_EBUFS) fail_ckpt(rc, directory);
-        buf.resize(buf.size() * 4);
-    }
-    buf.resize(buf.find('\0'));
-    return buf;
-}
-
-std::vector<std::string> CheckpointDir::temporaries() const {
-    std::vector<std::string> found;
-    for (const std::string& name : entries(directory)) {
-        const size_t marker = name.rfind(kTempMarker);
-        if (name.size() < 2 || name[0] != '.' || marker == std::string::npos || marker < 2) continue;
-        if (ckpt_checkpoint_idx(name.substr(1, marker - 1).c_str()) < 0) continue;
-        found.push_back(name);
-    }
-    std::sort(found.begin(), found.end());
-    return found;
-}
-
-CheckpointDir open_checkpoint_dir(const std::string& logdir, const std::optional<std::string>& subdir) {
-    std::string chosen = subdir.value_or("ckpt");
-    if (!subdir && !is_directory(join(logdir, chosen))) {
-        const std::vector<std::string> names = entries(logdir);
-        if (std::any_of(names.begin(), names.end(), [](const std::string& n) { return ckpt_checkpoint_idx(n.c_str()) >= 0; }))
-            chosen.clear();
-    }
+// Opens the manager of logdir/subdir read-only and lists its checkpoints; throws on failure.
+CheckpointDir open_listed(const std::string& logdir, const std::string& subdir) {
     ckpt_manager_options opts = CKPT_MANAGER_OPTIONS_INIT;
     opts.flags = CKPT_MANAGER_READ_ONLY;
-    opts.subdir = chosen.c_str();
+    opts.subdir = subdir.c_str();
     opts.keep = 0;
     CheckpointDir dir;
-    dir.directory = join(logdir, chosen);
+    dir.directory = join_path(logdir, subdir);
     ckpt_manager* m = nullptr;
     int rc = ckpt_manager_open(&m, logdir.c_str(), &opts);
     if (rc != CKPT_OK) fail_ckpt(rc, dir.directory);
@@ -85,6 +52,109 @@ CheckpointDir open_checkpoint_dir(const std::string& logdir, const std::optional
     if (rc != CKPT_OK) fail_ckpt(rc, dir.directory);
     dir.indices.resize(count);
     return dir;
+}
+
+// An s3:// LOGDIR: LOGDIR/ckpt when it holds checkpoints, else LOGDIR itself when it does (or the subdir asked
+// for); no checkpoints is "not found", as nothing tells an empty prefix from a missing one.
+CheckpointDir open_url_dir(const std::string& logdir, const std::optional<std::string>& subdir) {
+    CheckpointDir dir = open_listed(logdir, subdir.value_or("ckpt"));
+    if (!dir.indices.empty()) return dir;
+    const std::string why = "(on S3 a directory is only the prefix of the keys under it)";
+    if (subdir) throw Failure(kExitIo, dir.directory + ": not found: no checkpoints under it " + why);
+    CheckpointDir root = open_listed(logdir, "");
+    if (!root.indices.empty()) return root;
+    throw Failure(kExitIo, logdir + ": not found: no checkpoints under " + dir.directory + " nor under " + logdir +
+                               " itself " + why);
+}
+
+// Whether a manager finds checkpoints in logdir/ckpt or logdir: failures of the probe say no.
+bool holds_checkpoints(const std::string& logdir) {
+    try {
+        return !open_url_dir(logdir, std::nullopt).indices.empty();
+    } catch (const Failure&) {
+        return false;
+    }
+}
+
+}  // namespace
+
+std::string CheckpointDir::path_of(int64_t index) const {
+    std::string buf(256, '\0');
+    for (;;) {
+        const int rc = ckpt_manager_path(manager.get(), index, &buf[0], buf.size());
+        if (rc == CKPT_OK) break;
+        if (rc != CKPT_EBUFS) fail_ckpt(rc, directory);
+        buf.resize(buf.size() * 4);
+    }
+    buf.resize(buf.find('\0'));
+    return buf;  // a URL for a URL directory: the C API takes it again as it is
+}
+
+bool CheckpointDir::is_step(const std::string& path) { return ckpt_checkpoint_idx(last_component(path).c_str()) < 0; }
+
+std::vector<std::string> CheckpointDir::temporaries() const {
+    std::vector<std::string> found;
+    if (is_url(directory)) return found;
+    for (const std::string& name : entries(directory)) {
+        const size_t marker = name.rfind(kTempMarker);
+        if (name.size() < 2 || name[0] != '.' || marker == std::string::npos || marker < 2) continue;
+        if (ckpt_checkpoint_idx(name.substr(1, marker - 1).c_str()) < 0) continue;
+        found.push_back(name);
+    }
+    std::sort(found.begin(), found.end());
+    return found;
+}
+
+std::vector<std::string> directory_entries(const std::string& dir) {
+    std::vector<std::string> names;
+    for (std::string& n : entries(dir))
+        if (n != "." && n != "..") names.push_back(std::move(n));
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::optional<int64_t> checkpoint_index(const std::string& name) {
+    int64_t index = ckpt_checkpoint_idx(name.c_str());
+    if (index < 0) index = ckpt_checkpoint_idx((name + ".npz").c_str());
+    if (index < 0) return std::nullopt;
+    return index;
+}
+
+namespace {
+
+bool holds_checkpoints_itself(const std::string& logdir) {
+    const std::vector<std::string> names = entries(logdir);
+    return std::any_of(names.begin(), names.end(), [](const std::string& n) { return checkpoint_index(n).has_value(); });
+}
+
+}  // namespace
+
+bool is_manager_dir(const std::string& logdir) {
+    return is_local_directory(join_path(logdir, "ckpt")) || holds_checkpoints_itself(logdir);
+}
+
+CheckpointDir open_checkpoint_dir(const std::string& logdir, const std::optional<std::string>& subdir) {
+    if (is_url(logdir)) return open_url_dir(logdir, subdir);
+    std::string chosen = subdir.value_or("ckpt");
+    if (!subdir && !is_local_directory(join_path(logdir, chosen)) && holds_checkpoints_itself(logdir)) chosen.clear();
+    return open_listed(logdir, chosen);
+}
+
+PathKind path_kind(const std::string& path, bool not_a_file) {
+    if (!is_url(path)) {
+        if (!is_local_directory(path)) return PathKind::file;
+        return is_step_dir(path) ? PathKind::step : PathKind::directory;
+    }
+    const bool prefix_only = path.back() == '/' || path.find('/', 5) == std::string::npos;
+    if (!prefix_only && !not_a_file) {
+        ckpt_npz* npz = nullptr;
+        const int rc = ckpt_npz_open(&npz, path.c_str(), nullptr);
+        ckpt_npz_close(npz);
+        if (rc != CKPT_ENOTFOUND) return PathKind::file;
+    }
+    if (is_step_dir(path)) return PathKind::step;
+    if (prefix_only || holds_checkpoints(path)) return PathKind::directory;
+    return PathKind::file;
 }
 
 }  // namespace ckpt_tool

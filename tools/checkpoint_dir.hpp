@@ -1,5 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 // A checkpoint manager's directory opened only to look: CKPT_MANAGER_READ_ONLY takes no lock and removes
-// nothing, so it works while a training program holds the directory and saves into it.
+// nothing, so it works while a training program holds the directory and saves into it. Local directories and
+// s3:// prefixes alike: the listing comes from the manager.
 #pragma once
 
 #include "failure.hpp"
@@ -17,16 +19,37 @@ struct CheckpointDir {
     std::vector<int64_t> indices;  // ascending
 
     std::string path_of(int64_t index) const;
-    // Temporary files of saves in progress or interrupted (".<checkpoint>.tmp-XXXXXX"), by name, sorted.
+    // Whether the checkpoint at `path` (from path_of) is a sharded step, a directory, rather than a file: the
+    // manager lists steps by their bare number and files with ".npz".
+    static bool is_step(const std::string& path);
+    // Temporary files of saves in progress or interrupted (".<checkpoint>.tmp-XXXXXX"), by name, sorted. None on
+    // S3: a save there uploads to the checkpoint's own key, leaving no temporary object behind.
     std::vector<std::string> temporaries() const;
 };
 
 // Opens LOGDIR's checkpoint directory LOGDIR/SUBDIR (SUBDIR "" is LOGDIR itself). Without an explicit subdir it is
 // "ckpt", the manager's default, unless LOGDIR has no such directory but holds checkpoints itself: then LOGDIR is
-// the checkpoint directory (so both `ckpt ls run` and `ckpt ls run/ckpt` work). Throws on failure.
+// the checkpoint directory (so both `ckpt ls run` and `ckpt ls run/ckpt` work). On S3, where a directory is only
+// the prefix of the keys under it and an empty one cannot be told from a missing one, "no such directory" is
+// "no checkpoints under it". Throws on failure.
 CheckpointDir open_checkpoint_dir(const std::string& logdir, const std::optional<std::string>& subdir);
 
-// Whether `path` names a directory (following symbolic links).
-bool is_directory(const std::string& path);
+// Names of the entries of a local directory, sorted, without "." and ".." (none when it cannot be read).
+std::vector<std::string> directory_entries(const std::string& dir);
+// The index of a checkpoint named `name`: "0000000042.npz" (a file) or "0000000042" (a step directory); none for
+// other names.
+std::optional<int64_t> checkpoint_index(const std::string& name);
+// Whether the local directory `logdir` is a manager's as open_checkpoint_dir takes it without a subdir: it has a
+// "ckpt" directory, or it holds checkpoints itself.
+bool is_manager_dir(const std::string& logdir);
+
+enum class PathKind { file, step, directory };
+// What a path given to a command names. A local path: what stat says — a directory holding manifest.json is a
+// sharded step, another directory a directory, anything else (a missing path too) a file. An s3:// URL, what the
+// C API finds there: an object (one that ckpt_npz_open opens, or finds broken) is a file; else a manifest.json
+// under it (ckpt_step_open) a sharded step; else checkpoints under it (as open_checkpoint_dir finds them) a
+// directory; else a file, a missing one. A URL of a bucket's root or ending in '/' is never a file.
+// `not_a_file`: the caller knows already that no object has the URL's key, so it is not asked again.
+PathKind path_kind(const std::string& path, bool not_a_file = false);
 
 }  // namespace ckpt_tool

@@ -1,12 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
 // ckpt cat FILE NAME: one array's values, summarised as numpy prints large arrays (the first and last 3 along
 // each axis), every value with --full, or as JSON.
 #include "array_format.hpp"
 #include "commands.hpp"
+#include "sharded_step.hpp"
 #include "text.hpp"
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <new>
@@ -57,41 +62,74 @@ void json_values(const ArrayView& a, size_t axis, uint64_t offset, uint64_t stri
     out << "]";
 }
 
+// The names an unknown one is told among.
+[[noreturn]] void no_such_array(const CatOptions& o, size_t count, const std::function<const char*(size_t)>& name) {
+    std::string names;
+    for (size_t k = 0; k < count && k < 20; ++k) names += (k == 0 ? "" : ", ") + std::string(name(k));
+    if (count > 20) names += ", ...";
+    throw Failure(kExitIo,
+                  fmt::format("{}: no array '{}' (the {} has {})", o.file, o.name, is_step_dir(o.file) ? "step" : "file",
+                              count == 0 ? std::string("none") : names),
+                  CKPT_ENOTFOUND);
+}
+
+unsigned char* buffer_for(const CatOptions& o, Scratch& scratch, size_t n) {
+    try {
+        return scratch.get(n);
+    } catch (const std::bad_alloc&) {
+        throw Failure(kExitInternal, fmt::format("{}: array '{}': cannot allocate {} bytes to read it into", o.file,
+                                                 o.name, n), CKPT_ENOMEM);
+    }
+}
+
 int run_cat(const CatOptions& o) {
     Progress progress;
     ckpt_npz_options opts = CKPT_NPZ_OPTIONS_INIT;
     progress.attach(opts);
-    const Npz npz = open_npz(o.file, &opts);
-    ckpt_npz* f = npz.get();
-    const size_t count = ckpt_npz_count(f);
-    size_t i = 0;
-    while (i < count && o.name != ckpt_npz_name(f, i)) ++i;
-    if (i == count) {
-        std::string names;
-        for (size_t k = 0; k < count && k < 20; ++k) names += (k == 0 ? "" : ", ") + std::string(ckpt_npz_name(f, k));
-        if (count > 20) names += ", ...";
-        throw Failure(kExitIo, fmt::format("{}: no array '{}' (the file has {})", o.file, o.name,
-                                           count == 0 ? std::string("none") : names));
-    }
-    ArrayView a;
-    a.dtype = ckpt_npz_dtype(f, i);
-    a.itemsize = ckpt_npz_itemsize(f, i);
-    const int64_t* shape = ckpt_npz_shape(f, i);
-    a.shape.assign(shape, shape + ckpt_npz_ndim(f, i));
-    const size_t n = ckpt_npz_nbytes(f, i);
     Scratch scratch;
-    unsigned char* dst;
-    try {
-        dst = scratch.get(n);
-    } catch (const std::bad_alloc&) {
-        throw Failure(kExitInternal, fmt::format("{}: array '{}': cannot allocate {} bytes to read it into", o.file,
-                                                 o.name, n));
+    ArrayView a;
+    Npz npz;
+    Step step;
+    if (is_step_dir(o.file)) {
+        // A variable of a sharded step: its rows gathered from the shards that hold them.
+        ckpt_step* raw = nullptr;
+        const int rc = ckpt_step_open(&raw, o.file.c_str(), &opts);
+        step.reset(raw);
+        if (rc != CKPT_OK) fail_ckpt(rc, o.file);
+        const size_t count = ckpt_step_count(raw);
+        size_t i = 0;
+        while (i < count && o.name != ckpt_step_name(raw, i)) ++i;
+        if (i == count) no_such_array(o, count, [&](size_t k) { return ckpt_step_name(raw, k); });
+        a.dtype = ckpt_step_dtype(raw, i);
+        a.itemsize = ckpt_step_itemsize(raw, i);
+        const int64_t* shape = ckpt_step_shape(raw, i);
+        a.shape.assign(shape, shape + ckpt_step_ndim(raw, i));
+        const size_t n = ckpt_step_nbytes(raw, i);
+        unsigned char* dst = buffer_for(o, scratch, n);
+        progress.start("reading " + o.name, n);
+        const int read = ckpt_step_read_rows(raw, i, 0, a.shape.empty() ? 1 : a.shape[0], dst, n);
+        progress.clear();
+        if (read != CKPT_OK) fail_ckpt(read, o.file);
+        a.data = dst;
+    } else {
+        npz = open_npz(o.file, &opts);
+        ckpt_npz* f = npz.get();
+        const size_t count = ckpt_npz_count(f);
+        size_t i = 0;
+        while (i < count && o.name != ckpt_npz_name(f, i)) ++i;
+        if (i == count) no_such_array(o, count, [&](size_t k) { return ckpt_npz_name(f, k); });
+        a.dtype = ckpt_npz_dtype(f, i);
+        a.itemsize = ckpt_npz_itemsize(f, i);
+        const int64_t* shape = ckpt_npz_shape(f, i);
+        a.shape.assign(shape, shape + ckpt_npz_ndim(f, i));
+        const size_t n = ckpt_npz_nbytes(f, i);
+        unsigned char* dst = buffer_for(o, scratch, n);
+        progress.start("reading " + o.name, n);
+        const int rc = ckpt_npz_read_into(f, i, dst, n);
+        progress.clear();
+        if (rc != CKPT_OK) fail_ckpt(rc, o.file);
+        a.data = dst;
     }
-    progress.start("reading " + o.name, n);
-    const int rc = ckpt_npz_read_into(f, i, dst, n);
-    progress.clear();
-    if (rc != CKPT_OK) fail_ckpt(rc, o.file);
-    a.data = dst;
 
     Out out;
     if (o.json) {
@@ -107,7 +145,16 @@ int run_cat(const CatOptions& o) {
         out << "}\n";
         return kExitOk;
     }
-    write_array(a, !o.full && a.count() > kSummaryThreshold, [&out](const std::string& piece) { out << piece; });
+    const bool summarise = !o.full && a.count() > kSummaryThreshold;
+    // Writing every value of a large array takes a while: a bar on stderr says how far, unless stdout is the
+    // terminal too (the bar would be torn by the values).
+    std::function<void(uint64_t)> written;
+    if (!summarise && ::isatty(STDOUT_FILENO) == 0) {
+        progress.start("writing " + o.name, a.count() * a.itemsize);
+        written = [&](uint64_t elements) { progress.reach(elements * a.itemsize); };
+    }
+    write_array(a, summarise, [&out](const std::string& piece) { out << piece; }, written);
+    progress.clear();
     return kExitOk;
 }
 
@@ -119,11 +166,12 @@ Command add_cat(CLI::App& parent) {
         "cat", "Print one array's values");
     app->footer("Arrays of more than 1000 elements are summarised as numpy prints them: the first and last 3 along "
                 "each axis. bfloat16, float16 and float8 values are shown as numbers.");
-    app->add_option("FILE", o->file, "a .npz file")->required();
+    app->add_option("FILE", o->file, "a .npz file, or a sharded step's directory")->required();
     app->add_option("NAME", o->name, "the array's name (as `ckpt show` lists it)")->required();
     app->add_flag("--full", o->full, "every value, however many");
     app->add_flag("--json", o->json,
-                  "{\"name\", \"dtype\", \"itemsize\", \"shape\", \"values\"}: every value, as nested lists (docs/cli.md)");
+                  "every value as JSON, in nested lists: {\"name\", \"dtype\", \"itemsize\", \"shape\", \"values\"} "
+                  "(docs/cli.md)");
     return {app, [o] { return run_cat(*o); }};
 }
 

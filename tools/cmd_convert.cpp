@@ -1,14 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
 // ckpt convert IN OUT: the same arrays, dtypes and metadata in another layout or compression, saved atomically
-// (OUT is the old file or the complete new one, whatever happens; IN may be OUT).
+// (OUT is the old file or the complete new one, whatever happens; IN may be OUT). IN is a file or a sharded step.
+//
+// Memory: nothing is read whole. Each array of IN becomes a source of the save (ckpt_vars_add_source) that reads it
+// a few MiB at a time (ckpt_npz_read_range; a step's rows with ckpt_step_read_rows), so the peak memory does not
+// depend on IN's size.
+// Signals: SIGINT, SIGTERM and SIGHUP only set a flag; the next source call sees it and fails the save, the library
+// removes its temporary file, and the program then ends as that signal would have ended it (default action).
 #include "commands.hpp"
+#include "sharded_step.hpp"
 
 #include <fmt/format.h>
 
+#include <csignal>
+#include <cstring>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <vector>
 
 namespace ckpt_tool {
 namespace {
+
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void on_signal(int sig) { g_signal = sig; }
+
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+void catch_signals() {
+    for (int sig : kSignals) {
+        struct sigaction sa{};
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        ::sigaction(sig, &sa, nullptr);
+    }
+}
+
+// Ends the program as the signal caught would have: its message, then the signal's default action.
+[[noreturn]] void die_of_signal(const std::string& out) {
+    const int sig = g_signal;
+    std::cout.flush();
+    std::cerr << fmt::format("ckpt: convert interrupted by {}; {} was left as it was\n", strsignal(sig), out);
+    std::cerr.flush();
+    std::signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+    std::raise(sig);
+    std::_Exit(128 + sig);
+}
+
+// One array of IN as a source of the save. `read` reads whole units (items of a file's array, rows of a step's
+// variable); the save asks for any byte ranges, in order but not on unit boundaries, so the bytes of a unit read
+// past one request's end are kept for the next (which then starts where the read ended: ranged reads of a
+// deflated member stay one pass).
+struct Lazy {
+    std::function<int(uint64_t offset, void* dst, size_t size)> read;  // offset and size: whole units
+    uint64_t unit = 1;
+    uint64_t nbytes = 0;
+    std::vector<unsigned char> carry;  // bytes [carry_at, carry_at + carry.size()) read but not yet asked for
+    uint64_t carry_at = 0;
+    std::vector<unsigned char> scratch;
+};
+
+// A failed read of IN fails the save with the read's own message, which names IN and the member.
+int reading_failed(int rc) {
+    const std::string message = ckpt_error_message();
+    ckpt_error_set_message(message.c_str());
+    return rc;
+}
+
+extern "C" int read_lazy(void* payload, uint64_t offset, void* dst, size_t size) {
+    if (g_signal != 0) {
+        ckpt_error_set_message(fmt::format("interrupted by {}", strsignal(g_signal)).c_str());
+        return CKPT_ERROR;
+    }
+    Lazy& l = *static_cast<Lazy*>(payload);
+    auto* out = static_cast<unsigned char*>(dst);
+    try {
+        if (!l.carry.empty() && offset >= l.carry_at && offset < l.carry_at + l.carry.size()) {
+            const size_t skip = static_cast<size_t>(offset - l.carry_at);
+            const size_t k = std::min(size, l.carry.size() - skip);
+            std::memcpy(out, l.carry.data() + skip, k);
+            out += k;
+            offset += k;
+            size -= k;
+        }
+        if (size == 0) return CKPT_OK;
+        const uint64_t first = offset / l.unit * l.unit;
+        const uint64_t end = std::min(l.nbytes, (offset + size + l.unit - 1) / l.unit * l.unit);
+        l.carry.clear();
+        if (first == offset && end == offset + size) {
+            const int rc = l.read(offset, out, size);
+            return rc == CKPT_OK ? rc : reading_failed(rc);
+        }
+        l.scratch.resize(static_cast<size_t>(end - first));
+        const int rc = l.read(first, l.scratch.data(), l.scratch.size());
+        if (rc != CKPT_OK) return reading_failed(rc);
+        std::memcpy(out, l.scratch.data() + (offset - first), size);
+        l.carry.assign(l.scratch.begin() + static_cast<ptrdiff_t>(offset + size - first), l.scratch.end());
+        l.carry_at = offset + size;
+        return CKPT_OK;
+    } catch (const std::bad_alloc&) {
+        return CKPT_ENOMEM;
+    }
+}
 
 struct ConvertOptions {
     std::string in, out;
@@ -17,36 +115,97 @@ struct ConvertOptions {
     bool store = false;
 };
 
-int run_convert(const ConvertOptions& o) {
-    Progress progress;
-    ckpt_npz_options read_opts = CKPT_NPZ_OPTIONS_INIT;
-    progress.attach(read_opts);
-
-    // How IN holds its arrays: the defaults for what the options leave alone.
-    uint32_t layout;
+// What IN holds, as sources: the arrays and their readers, the metadata, and the defaults for what the options leave
+// alone.
+struct Input {
+    Npz npz;
+    Step step;
+    Vars vars;
+    std::vector<std::unique_ptr<Lazy>> lazies;
+    uint32_t layout = CKPT_LAYOUT_PLAIN;
     bool any_deflated = false;
-    {
-        const Npz npz = open_npz(o.in);
-        layout = ckpt_npz_layout(npz.get());
-        for (size_t i = 0; i < ckpt_npz_count(npz.get()); ++i)
-            if (ckpt_npz_compression(npz.get(), i) == CKPT_DEFLATE) any_deflated = true;
-    }
+};
 
-    progress.start("reading " + o.in, 0);
+void add_source(Input& input, const std::string& path, const char* name, uint32_t dtype, size_t itemsize,
+                uint32_t ndim, const int64_t* shape, std::unique_ptr<Lazy> lazy) {
+    const int rc = ckpt_vars_add_source(input.vars.get(), name, dtype, itemsize, ndim, shape, read_lazy, lazy.get());
+    if (rc != CKPT_OK) fail_ckpt(rc, path);
+    input.lazies.push_back(std::move(lazy));
+}
+
+void open_file(Input& input, const std::string& path) {
+    input.npz = open_npz(path);
+    ckpt_npz* npz = input.npz.get();
+    input.layout = ckpt_npz_layout(npz);
+    for (size_t i = 0; i < ckpt_npz_count(npz); ++i) {
+        if (ckpt_npz_compression(npz, i) == CKPT_DEFLATE) input.any_deflated = true;
+        auto lazy = std::make_unique<Lazy>();
+        lazy->unit = ckpt_npz_itemsize(npz, i);
+        lazy->nbytes = ckpt_npz_nbytes(npz, i);
+        lazy->read = [npz, i](uint64_t offset, void* dst, size_t size) {
+            return ckpt_npz_read_range(npz, i, offset, dst, size);
+        };
+        add_source(input, path, ckpt_npz_name(npz, i), ckpt_npz_dtype(npz, i), ckpt_npz_itemsize(npz, i),
+                   ckpt_npz_ndim(npz, i), ckpt_npz_shape(npz, i), std::move(lazy));
+    }
+    for (size_t k = 0; k < ckpt_npz_metadata_count(npz); ++k) {
+        const int rc = ckpt_vars_set_metadata(input.vars.get(), ckpt_npz_metadata_key(npz, k),
+                                              ckpt_npz_metadata_value(npz, k));
+        if (rc != CKPT_OK) fail_ckpt(rc, path);
+    }
+}
+
+// A sharded step's variables, each gathered whole from its shards (rows of a row-split one from every piece).
+void open_step(Input& input, const std::string& path) {
+    ckpt_step* raw = nullptr;
+    const int rc = ckpt_step_open(&raw, path.c_str(), nullptr);
+    if (rc != CKPT_OK) fail_ckpt(rc, path);
+    input.step.reset(raw);
+    for (size_t i = 0; i < ckpt_step_count(raw); ++i) {
+        const uint32_t ndim = ckpt_step_ndim(raw, i);
+        const int64_t* shape = ckpt_step_shape(raw, i);
+        const int64_t rows = ndim == 0 ? 1 : shape[0];
+        auto lazy = std::make_unique<Lazy>();
+        lazy->nbytes = ckpt_step_nbytes(raw, i);
+        lazy->unit = rows > 0 && lazy->nbytes > 0 ? lazy->nbytes / static_cast<uint64_t>(rows) : 1;
+        const uint64_t unit = lazy->unit;
+        lazy->read = [raw, i, unit](uint64_t offset, void* dst, size_t size) {
+            return ckpt_step_read_rows(raw, i, static_cast<int64_t>(offset / unit), static_cast<int64_t>(size / unit),
+                                       dst, size);
+        };
+        add_source(input, path, ckpt_step_name(raw, i), ckpt_step_dtype(raw, i), ckpt_step_itemsize(raw, i), ndim,
+                   shape, std::move(lazy));
+    }
+    for (size_t k = 0; k < ckpt_step_metadata_count(raw); ++k) {
+        const int set = ckpt_vars_set_metadata(input.vars.get(), ckpt_step_metadata_key(raw, k),
+                                               ckpt_step_metadata_value(raw, k));
+        if (set != CKPT_OK) fail_ckpt(set, path);
+    }
+}
+
+int run_convert(const ConvertOptions& o) {
+    catch_signals();
+    Progress progress;
+    Input input;
     ckpt_vars* raw = nullptr;
-    int rc = ckpt_npz_read(&raw, o.in.c_str(), &read_opts);
-    if (rc != CKPT_OK) fail_ckpt(rc, o.in);
-    const Vars vars(raw);
+    if (ckpt_vars_new(&raw) != CKPT_OK) throw std::bad_alloc();
+    input.vars.reset(raw);
+    if (is_step_dir(o.in))
+        open_step(input, o.in);
+    else
+        open_file(input, o.in);
+    if (g_signal != 0) die_of_signal(o.out);
 
     ckpt_npz_options save_opts = CKPT_NPZ_OPTIONS_INIT;
     progress.attach(save_opts);
-    save_opts.layout = o.layout == "objax" ? CKPT_LAYOUT_OBJAX : o.layout == "plain" ? CKPT_LAYOUT_PLAIN : layout;
-    const bool deflate = !o.deflate.empty() || (!o.store && any_deflated);
+    save_opts.layout = o.layout == "objax" ? CKPT_LAYOUT_OBJAX : o.layout == "plain" ? CKPT_LAYOUT_PLAIN : input.layout;
+    const bool deflate = !o.deflate.empty() || (!o.store && input.any_deflated);
     save_opts.compression = deflate ? CKPT_DEFLATE : CKPT_STORE;
     save_opts.level = o.deflate.empty() || o.deflate == "true" ? 0 : std::stoi(o.deflate);
     progress.start("writing " + o.out, 0);
-    rc = ckpt_npz_save(o.out.c_str(), raw, &save_opts);
+    const int rc = ckpt_npz_save(o.out.c_str(), input.vars.get(), &save_opts);
     progress.clear();
+    if (g_signal != 0) die_of_signal(o.out);
     if (rc != CKPT_OK) fail_ckpt(rc, o.out);
     return kExitOk;
 }
@@ -56,10 +215,13 @@ int run_convert(const ConvertOptions& o) {
 Command add_convert(CLI::App& parent) {
     auto o = std::make_shared<ConvertOptions>();
     CLI::App* app = parent.add_subcommand(
-        "convert", "Rewrite a file in another layout or compression, keeping its arrays, dtypes and metadata");
-    app->footer("OUT is replaced atomically: it is the old file or the complete new one, whatever happens. What no "
-                "option changes stays as in IN (deflate when any of IN's arrays is deflated).");
-    app->add_option("IN", o->in, "the .npz file to read")->required();
+        "convert", "Rewrite a file or a sharded step as one file in another layout or compression, keeping its "
+                   "arrays, dtypes and metadata");
+    app->footer("OUT is replaced atomically: it is the old file or the complete new one, whatever happens (SIGINT, "
+                "SIGTERM and SIGHUP stop the conversion and leave no temporary file). Arrays are read a few MiB at "
+                "a time, so memory does not grow with IN's size. What no option changes stays as in IN (deflate "
+                "when any of IN's arrays is deflated; a step is written plain and stored).");
+    app->add_option("IN", o->in, "the .npz file, or sharded step directory, to read")->required();
     app->add_option("OUT", o->out, "the .npz file to write (replaced atomically; may be IN)")->required();
     app->add_option("--layout", o->layout, "plain (<name>.npy per array) or objax (names.npy, 0.npy, 1.npy, ...)")
         ->check(CLI::IsMember({"plain", "objax"}));

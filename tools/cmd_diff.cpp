@@ -1,11 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
 // ckpt diff A B: what differs between two checkpoints — arrays only in one, dtype or shape changes, changed
-// values (how many, and by how much), and metadata. Exit status 0 when equal, 1 when different.
+// values (how many, and by how much, with --count), and metadata. Exit status as diff(1) and cmp(1) have it:
+// 0 when equal, 1 when different, 2 for trouble (a file missing, unreadable, corrupt or not an npz; a usage error).
 #include "commands.hpp"
 #include "text.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <complex>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -14,10 +19,59 @@
 namespace ckpt_tool {
 namespace {
 
+constexpr int kExitTrouble = 2;  // diff's status for every failure (the usage errors' status too)
+
 struct DiffOptions {
     std::string a, b;
     bool json = false;
+    bool count = false;            // count every differing element (else stop each array at its first difference)
+    double atol = 0, rtol = 0;     // numbers equal when |a - b| <= atol + rtol * |b|; both 0: exact
 };
+
+// Whether x and y are the same number: NaN equals NaN, 0 equals -0 (compare()'s rule).
+bool same_number(double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); }
+
+void account(Comparison& c, double abs_diff, double magnitude) {
+    const double rel = abs_diff == 0 ? 0 : magnitude == 0 ? HUGE_VAL : abs_diff / magnitude;
+    c.max_abs = c.any_numeric_difference ? std::max(c.max_abs, abs_diff) : abs_diff;
+    c.max_rel = c.any_numeric_difference ? std::max(c.max_rel, rel) : rel;
+    c.any_numeric_difference = true;
+}
+
+// compare() with numpy.isclose's rule for numbers: x (A's) and y (B's) are equal when |x - y| <= atol + rtol * |y|,
+// every numeric dtype converted to double (complex: the modulus). NaN equals NaN; an infinity equals only itself.
+// Strings and raw bytes are compared exactly. Without tolerances, compare() itself.
+Comparison compare_within(const ArrayView& a, const ArrayView& b, const DiffOptions& o) {
+    const Kind kind = kind_of(a.dtype);
+    if ((o.atol == 0 && o.rtol == 0) || kind == Kind::text) return compare(a, b);
+    Comparison c;
+    c.elements = a.count();
+    c.numeric = true;
+    for (uint64_t i = 0; i < c.elements; ++i) {
+        std::complex<double> x, y;
+        if (kind == Kind::complex) {
+            Real xr, xi, yr, yi;
+            complex_item(a, i, xr, xi);
+            complex_item(b, i, yr, yi);
+            x = {xr.value, xi.value};
+            y = {yr.value, yi.value};
+        } else {
+            x = real_at(a, i);
+            y = real_at(b, i);
+        }
+        if (same_number(x.real(), y.real()) && same_number(x.imag(), y.imag())) continue;
+        const bool nan = std::isnan(x.real()) || std::isnan(x.imag()) || std::isnan(y.real()) || std::isnan(y.imag());
+        const bool inf = std::isinf(x.real()) || std::isinf(x.imag()) || std::isinf(y.real()) || std::isinf(y.imag());
+        const double d = nan || inf ? HUGE_VAL : std::abs(y - x);
+        if (!nan && !inf && d <= o.atol + o.rtol * std::abs(y)) continue;
+        ++c.differing;
+        if (nan)
+            ++c.nan_mismatches;
+        else
+            account(c, d, std::abs(x));
+    }
+    return c;
+}
 
 struct Side {
     uint32_t dtype;
@@ -80,7 +134,60 @@ ArrayView read_array(ckpt_npz* f, const std::string& path, size_t i, Scratch& sc
     return view;
 }
 
-int run_diff(const DiffOptions& o) {
+void merge(Comparison& into, const Comparison& piece) {
+    into.elements += piece.elements;
+    into.differing += piece.differing;
+    into.nan_mismatches += piece.nan_mismatches;
+    into.numeric = piece.numeric;
+    if (piece.any_numeric_difference) {
+        into.max_abs = into.any_numeric_difference ? std::max(into.max_abs, piece.max_abs) : piece.max_abs;
+        into.max_rel = into.any_numeric_difference ? std::max(into.max_rel, piece.max_rel) : piece.max_rel;
+        into.any_numeric_difference = true;
+    }
+}
+
+// Compares array i of fa with array j of fb (same dtype and shape) in pieces of kPieceBytes read in order with
+// ckpt_npz_read_range (so each side's CRC-32 is checked at its last piece), in bounded memory; a Fortran-order
+// array, which is not read in ranges, is read whole. Without --count it stops after the first piece that differs
+// (`stopped`; the counts then cover only the pieces read). Throws a Failure naming the file for a read that fails.
+Comparison compare_arrays(ckpt_npz* fa, const std::string& pa, size_t i, ckpt_npz* fb, const std::string& pb,
+                          size_t j, Scratch& scratch_a, Scratch& scratch_b, Progress& progress, const DiffOptions& o,
+                          bool& stopped) {
+    stopped = false;
+    const Side s = side_of(fa, i);
+    const uint64_t n = ckpt_npz_nbytes(fa, i);
+    const size_t item = std::max<size_t>(s.itemsize, 1);
+    const size_t piece = std::max(kPieceBytes / item, size_t{1}) * item;
+    Comparison c;
+    for (uint64_t at = 0; n > 0 && at < n; at += piece) {
+        const size_t k = static_cast<size_t>(std::min<uint64_t>(piece, n - at));
+        unsigned char* da = scratch_a.get(k);
+        unsigned char* db = scratch_b.get(k);
+        const int ra = ckpt_npz_read_range(fa, i, at, da, k);
+        const int rb = ra == CKPT_OK ? ckpt_npz_read_range(fb, j, at, db, k) : CKPT_OK;
+        if (at == 0 && (ra == CKPT_EUNSUPPORTED || rb == CKPT_EUNSUPPORTED)) break;  // Fortran order: whole, below
+        if (ra != CKPT_OK) fail_ckpt(ra, pa);
+        if (rb != CKPT_OK) fail_ckpt(rb, pb);
+        progress.advance(2 * k);
+        ArrayView va, vb;
+        va.dtype = vb.dtype = s.dtype;
+        va.itemsize = vb.itemsize = s.itemsize;
+        va.shape = vb.shape = {static_cast<int64_t>(k / item)};
+        va.data = da;
+        vb.data = db;
+        merge(c, compare_within(va, vb, o));
+        if (at + k == n) return c;
+        if (!o.count && c.differing != 0) {
+            stopped = true;
+            return c;
+        }
+    }
+    const ArrayView va = read_array(fa, pa, i, scratch_a, progress);
+    const ArrayView vb = read_array(fb, pb, j, scratch_b, progress);
+    return compare_within(va, vb, o);
+}
+
+int compare_files(const DiffOptions& o) {
     Progress progress;
     ckpt_npz_options opts = CKPT_NPZ_OPTIONS_INIT;
     progress.attach(opts);
@@ -141,9 +248,17 @@ int run_diff(const DiffOptions& o) {
             arrays.push_back(entry);
             continue;
         }
-        const ArrayView va = read_array(fa, o.a, i, scratch_a, progress);
-        const ArrayView vb = read_array(fb, o.b, j, scratch_b, progress);
-        const Comparison c = compare(va, vb);
+        bool stopped = false;
+        const Comparison c = compare_arrays(fa, o.a, i, fb, o.b, j, scratch_a, scratch_b, progress, o, stopped);
+        entry["elements"] = ckpt_npz_nbytes(fa, i) / std::max<size_t>(sa.itemsize, 1);
+        if (stopped) {  // not counted: the counts stay null
+            entry["status"] = "values_changed";
+            ++different;
+            lines.push_back(fmt::format("{}: values differ (stopped at the first difference; --count counts them)",
+                                        name));
+            arrays.push_back(entry);
+            continue;
+        }
         entry["elements"] = c.elements;
         entry["differing"] = c.differing;
         entry["nan_mismatches"] = c.nan_mismatches;
@@ -236,18 +351,46 @@ int run_diff(const DiffOptions& o) {
     return same ? kExitOk : kExitDifferent;
 }
 
+// diff's exit status is diff(1)'s and cmp(1)'s: every failure (a file missing, unreadable, corrupt or not an npz,
+// or out of memory) is trouble, 2, with the library's code kept for --json's error document.
+int run_diff(const DiffOptions& o) {
+    try {
+        return compare_files(o);
+    } catch (const Failure& f) {
+        throw Failure(kExitTrouble, f.what(), f.code());
+    } catch (const std::bad_alloc&) {
+        throw Failure(kExitTrouble, "out of memory", CKPT_ENOMEM);
+    } catch (const std::exception& e) {
+        throw Failure(kExitTrouble, e.what(), CKPT_ERROR);
+    }
+}
+
 }  // namespace
 
 Command add_diff(CLI::App& parent) {
     auto o = std::make_shared<DiffOptions>();
     CLI::App* app = parent.add_subcommand(
         "diff", "Compare two checkpoints: arrays by name and value, and metadata");
-    app->footer("Values are compared as numbers (bfloat16, float16 and float8 too): NaN equals NaN and 0 equals -0. "
-                "For changed arrays: how many elements differ, the largest |b - a| and |b - a| / |a|. Exit status 0 "
-                "when equal, 1 when different.");
+    app->footer("Values are compared as numbers (bfloat16, float16 and float8 too): NaN equals NaN and 0 equals -0; "
+                "with --atol/--rtol, a equals b when |a - b| <= atol + rtol * |b| (numpy.isclose). An array's "
+                "comparison stops at its first difference unless --count is given, which counts the differing "
+                "elements and gives the largest |b - a| and |b - a| / |a|. Exit status 0 when equal, 1 when "
+                "different, 2 for trouble (a file missing, unreadable, corrupt or not an npz; a usage error).");
     app->add_option("A", o->a, "the first .npz file")->required();
     app->add_option("B", o->b, "the second .npz file")->required();
     app->add_flag("--json", o->json, "one JSON document (docs/cli.md)");
+    app->add_flag("--count", o->count, "count every differing element (default: stop each array at its first)");
+    const CLI::Validator kTolerance(
+        [](const std::string& text) {
+            char* end = nullptr;
+            const double v = std::strtod(text.c_str(), &end);
+            return end != text.c_str() && *end == '\0' && v >= 0 ? std::string() : "must be a number >= 0, not " + text;
+        },
+        "X>=0");
+    app->add_option("--atol", o->atol, "absolute tolerance for numbers (default 0: exact)")
+        ->check(kTolerance);
+    app->add_option("--rtol", o->rtol, "relative tolerance for numbers, times |b| (default 0: exact)")
+        ->check(kTolerance);
     return {app, [o] { return run_diff(*o); }};
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ckpt show FILE: how a file holds its arrays — layout, then per array its type, shape, sizes, compression,
 // CRC-32 and where its data starts — and the file's metadata. Reads no array data.
 #include "commands.hpp"
@@ -8,6 +9,7 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 
 namespace ckpt_tool {
 namespace {
@@ -37,14 +39,14 @@ int run_show(const ShowOptions& o) {
     if (is_step_dir(o.file)) return show_step(o.file, o.json, o.bytes);
     const Npz npz = open_npz(o.file);
     ckpt_npz* f = npz.get();
-    const uint64_t size = file_size(o.file);
+    const std::optional<uint64_t> size = file_size(o.file);
     const size_t count = ckpt_npz_count(f);
     const uint32_t layout = ckpt_npz_layout(f);
 
     if (o.json) {
         Json out;
         out["path"] = o.file;
-        out["bytes"] = size;
+        out["bytes"] = size ? Json(*size) : Json(nullptr);
         out["layout"] = layout_name(layout);
         Json arrays = Json::array();
         for (size_t i = 0; i < count; ++i) {
@@ -74,7 +76,7 @@ int run_show(const ShowOptions& o) {
         return kExitOk;
     }
 
-    std::cout << fmt::format("{}: {}, {} layout, {} array{}\n", o.file, human_size(size, o.bytes),
+    std::cout << fmt::format("{}: {}{} layout, {} array{}\n", o.file, size ? human_size(*size, o.bytes) + ", " : "",
                              layout_name(layout), count, count == 1 ? "" : "s");
     const bool objax = layout == CKPT_LAYOUT_OBJAX;
     std::vector<std::string> header = {"name", "dtype", "shape", "bytes", "stored", "compression", "crc32",

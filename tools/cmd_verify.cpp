@@ -1,6 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
 // ckpt verify FILE|LOGDIR...: the full check of every file, one verdict line each.
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
+#include "location.hpp"
 #include "sharded_step.hpp"
 #include "text.hpp"
 
@@ -21,16 +23,25 @@ void print_json(const Json& j) {
     std::cout << j.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
 }
 
-uint64_t file_size(const std::string& path) {
+std::optional<uint64_t> file_size(const std::string& path) {
+    if (is_url(path)) return std::nullopt;
     struct stat st{};
     if (::stat(path.c_str(), &st) != 0) fail_errno(errno, path, "cannot stat");
     return static_cast<uint64_t>(st.st_size);
 }
 
-void set_failure(Verdict& v, int rc) {
-    v.verdict = rc == CKPT_EFORMAT ? "corrupt" : rc == CKPT_EUNSUPPORTED ? "unsupported" : "unreadable";
+void set_failure(Verdict& v, int rc, bool opening) {
+    v.rc = rc;
     v.error = ckpt_message(rc, v.path);
-    v.exit_code = exit_code_for(rc);
+    // Without libckpt_s3 an s3:// file is not read at all: that is no verdict on its content.
+    const bool unsupported = rc == CKPT_EUNSUPPORTED && !needs_s3_library(v.error);
+    // A file that is no npz at all (a torch file, a text file) is not a corrupt checkpoint: the reader says which.
+    const bool not_npz = rc == CKPT_EFORMAT && v.error.find(": not an npz checkpoint: ") != std::string::npos;
+    v.verdict = not_npz                ? "not-npz"
+                : rc == CKPT_EFORMAT  ? "corrupt"
+                : unsupported         ? "unsupported"
+                                      : "unreadable";
+    v.exit_code = opening ? open_exit_code(rc, v.error) : exit_code_of(rc, v.error);
 }
 
 void verify_arrays(Verdict& v, const ArrayReader& arrays, Progress& progress, Scratch& scratch) {
@@ -39,6 +50,25 @@ void verify_arrays(Verdict& v, const ArrayReader& arrays, Progress& progress, Sc
     progress.start("verifying " + v.path, total);
     for (size_t i = 0; i < v.arrays; ++i) {
         const size_t n = arrays.nbytes(i);
+        if (arrays.read_range) {
+            const size_t item = std::max<size_t>(arrays.itemsize(i), 1);
+            const size_t piece = std::max(kPieceBytes / item, size_t{1}) * item;
+            int read = CKPT_OK;
+            uint64_t at = 0;
+            do {  // in order to the last byte: the CRC-32 is checked at the last piece (an empty array: at once)
+                const size_t k = static_cast<size_t>(std::min<uint64_t>(piece, n - at));
+                unsigned char* dst = k == 0 ? nullptr : scratch.get(k);
+                read = arrays.read_range(i, at, dst, k);
+                if (read == CKPT_OK) progress.advance(k);
+                at += k;
+            } while (read == CKPT_OK && at < n);
+            if (read == CKPT_OK) continue;
+            if (read != CKPT_EUNSUPPORTED || at > piece) {
+                set_failure(v, read);
+                return;
+            }
+            // A Fortran-order array, which is not read in ranges: read whole below.
+        }
         unsigned char* dst;
         try {
             dst = scratch.get(n);
@@ -66,8 +96,7 @@ Verdict verify_file(const std::string& path, Progress& progress, Scratch& scratc
     ckpt_npz* raw = nullptr;
     const int rc = ckpt_npz_open(&raw, path.c_str(), &opts);
     if (rc != CKPT_OK) {
-        set_failure(v, rc);
-        v.exit_code = open_exit_code(rc);
+        set_failure(v, rc, true);
         return v;
     }
     const Npz npz(raw);
@@ -75,7 +104,9 @@ Verdict verify_file(const std::string& path, Progress& progress, Scratch& scratc
     v.arrays = ckpt_npz_count(raw);
     verify_arrays(v,
                   {[&](size_t i) { return ckpt_npz_nbytes(raw, i); }, [&](size_t i) { return ckpt_npz_name(raw, i); },
-                   [&](size_t i, void* dst, size_t n) { return ckpt_npz_read_into(raw, i, dst, n); }},
+                   [&](size_t i, void* dst, size_t n) { return ckpt_npz_read_into(raw, i, dst, n); },
+                   [&](size_t i, uint64_t at, void* dst, size_t n) { return ckpt_npz_read_range(raw, i, at, dst, n); },
+                   [&](size_t i) { return ckpt_npz_itemsize(raw, i); }},
                   progress, scratch);
     return v;
 }
@@ -104,20 +135,25 @@ int run_verify(const VerifyOptions& o) {
     Scratch scratch;
     int status = kExitOk;
     Json files = Json::array(), directories = Json::array();
-    size_t counts[4] = {0, 0, 0, 0};  // ok, corrupt, unsupported, unreadable
+    size_t counts[5] = {0, 0, 0, 0, 0};  // ok, corrupt, unsupported, unreadable, not-npz
     const auto tally = [&](const Verdict& v) {
-        const size_t k = v.verdict == "ok" ? 0 : v.verdict == "corrupt" ? 1 : v.verdict == "unsupported" ? 2 : 3;
+        const size_t k = v.verdict == "ok"            ? 0
+                         : v.verdict == "corrupt"     ? 1
+                         : v.verdict == "unsupported" ? 2
+                         : v.verdict == "not-npz"     ? 4
+                                                      : 3;
         ++counts[k];
         status = std::max(status, v.exit_code);
     };
-    const auto one = [&](const std::string& path) {
-        const bool step = is_step_dir(path);
-        Verdict v = step ? verify_step(path, progress, scratch) : verify_file(path, progress, scratch);
+    const auto check = [&](const std::string& path, bool step) {
+        return step ? verify_step(path, progress, scratch) : verify_file(path, progress, scratch);
+    };
+    const auto report = [&](const Verdict& v, bool step) {
         std::optional<uint64_t> size;
         struct stat st{};
         if (step)
-            size = step_bytes(path);
-        else if (::stat(path.c_str(), &st) == 0)
+            size = step_bytes(v.path);
+        else if (!is_url(v.path) && ::stat(v.path.c_str(), &st) == 0)
             size = static_cast<uint64_t>(st.st_size);
         tally(v);
         if (o.json) {
@@ -126,17 +162,22 @@ int run_verify(const VerifyOptions& o) {
         }
         progress.clear();
         if (v.verdict == "ok") {
-            std::cout << fmt::format("{}: ok ({}{} array{}, {})\n", path, step ? "sharded step, " : "", v.arrays,
-                                     v.arrays == 1 ? "" : "s", human_size(size.value_or(0), o.bytes));
+            // No size for an object on S3: the C API does not tell it.
+            const std::string bytes = size || !is_url(v.path) ? ", " + human_size(size.value_or(0), o.bytes) : "";
+            std::cout << fmt::format("{}: ok ({}{} array{}{})\n", v.path, step ? "sharded step, " : "", v.arrays,
+                                     v.arrays == 1 ? "" : "s", bytes);
+        } else if (v.verdict == "not-npz") {  // the message begins "not an npz checkpoint: "
+            std::cout << fmt::format("{}: {}\n", v.path, without_path(v.error, v.path));
         } else {
-            std::cout << fmt::format("{}: {}: {}\n", path, v.verdict, without_path(v.error, path));
+            std::cout << fmt::format("{}: {}: {}\n", v.path, v.verdict, without_path(v.error, v.path));
         }
         std::cout.flush();
     };
 
     for (const std::string& target : o.targets) {
-        if (!is_directory(target) || is_step_dir(target)) {
-            one(target);
+        const PathKind kind = path_kind(target);
+        if (kind != PathKind::directory) {
+            report(check(target, kind == PathKind::step), kind == PathKind::step);
             continue;
         }
         std::optional<CheckpointDir> dir;
@@ -166,25 +207,29 @@ int run_verify(const VerifyOptions& o) {
         }
         for (int64_t index : dir->indices) {
             const std::string path = dir->path_of(index);
+            const bool step = CheckpointDir::is_step(path);
             struct stat st{};
-            if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) continue;  // retention removed it meanwhile
-            one(path);
+            if (!is_url(path) && ::stat(path.c_str(), &st) != 0 && errno == ENOENT) continue;  // retention removed it
+            const Verdict v = check(path, step);
+            if (is_url(path) && !v.opened && v.rc == CKPT_ENOTFOUND) continue;  // removed meanwhile, as above
+            report(v, step);
         }
     }
 
-    const size_t total = counts[0] + counts[1] + counts[2] + counts[3];
+    const size_t total = counts[0] + counts[1] + counts[2] + counts[3] + counts[4];
     if (o.json) {
         Json out;
         out["files"] = files;
         out["directories"] = directories;
         out["summary"] = Json{{"files", total}, {"ok", counts[0]}, {"corrupt", counts[1]},
-                              {"unsupported", counts[2]}, {"unreadable", counts[3]}};
+                              {"unsupported", counts[2]}, {"unreadable", counts[3]}, {"not_npz", counts[4]}};
         print_json(out);
     } else if (total > 1) {
         std::string line = fmt::format("{} files: {} ok", total, counts[0]);
         if (counts[1] != 0) line += fmt::format(", {} corrupt", counts[1]);
         if (counts[2] != 0) line += fmt::format(", {} unsupported", counts[2]);
         if (counts[3] != 0) line += fmt::format(", {} unreadable", counts[3]);
+        if (counts[4] != 0) line += fmt::format(", {} not npz checkpoint{}", counts[4], counts[4] == 1 ? "" : "s");
         std::cout << line << '\n';
     }
     return status;

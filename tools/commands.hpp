@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The subcommands: each adds itself to the program's command line and says how to run what was parsed.
 #pragma once
 
@@ -9,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace ckpt_tool {
@@ -32,6 +34,7 @@ struct Verdict {
     std::string verdict;  // "ok", "corrupt" (CKPT_EFORMAT), "unsupported" (CKPT_EUNSUPPORTED), "unreadable"
     std::string error;    // the library's message; empty when ok
     int exit_code = kExitOk;
+    int rc = CKPT_OK;     // the failed call's code
     bool opened = false;
     uint64_t arrays = 0;
 };
@@ -41,15 +44,22 @@ struct ArrayReader {
     std::function<size_t(size_t)> nbytes;
     std::function<const char*(size_t)> name;
     std::function<int(size_t, void*, size_t)> read;  // a CKPT_* code
+    // When set: reads bytes [offset, offset + size) (ckpt_npz_read_range), so arrays are read in pieces of
+    // kPieceBytes whatever their size; CKPT_EUNSUPPORTED (Fortran order) falls back to `read`.
+    std::function<int(size_t, uint64_t, void*, size_t)> read_range;
+    std::function<size_t(size_t)> itemsize;
 };
-// Reads v.arrays arrays whole (their CRC-32s checked), with progress; sets v's verdict: "ok" or the first failure.
+// The bytes verify and diff read of an array at a time (rounded down to whole items).
+constexpr size_t kPieceBytes = size_t{8} << 20;
+// Reads v.arrays arrays whole or in pieces in order (their CRC-32s checked either way), with progress; sets v's verdict: "ok" or the first failure.
 void verify_arrays(Verdict& v, const ArrayReader& arrays, Progress& progress, Scratch& scratch);
-// What a failed call on a file makes of its verdict.
-void set_failure(Verdict& v, int rc);
+// What a failed call on a file makes of its verdict (`opening`: the call that opens it); call it right after.
+void set_failure(Verdict& v, int rc, bool opening = false);
 
 // Writes JSON to stdout, one document, indented; invalid UTF-8 (from file names) is replaced, not fatal.
 void print_json(const Json& j);
-// The size of the file at path (from stat; throws).
-uint64_t file_size(const std::string& path);
+// The size of the file at path (from stat; throws); none for an s3:// URL, whose object's size the C API does not
+// tell.
+std::optional<uint64_t> file_size(const std::string& path);
 
 }  // namespace ckpt_tool

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Exact conversions of the narrow floating-point formats to double (every value of each is a double), for
 // comparing and printing arrays whose types the C++ language lacks: IEEE binary16, bfloat16 and ml_dtypes' float8
 // formats. NaNs come back as a NaN with the input's sign.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A progress bar on stderr for work that lasts: drawn only when stderr is a terminal, and only once the command
 // has run for a second (CKPT_PROGRESS_AFTER_MS sets another delay, 0 for at once), so quick commands and
 // pipelines never see it.
@@ -22,8 +23,15 @@ public:
     void start(std::string label, uint64_t total);
     // The bytes of earlier reads within this stretch, added to what the library reports for the current one.
     void add_base(uint64_t bytes) { base_ += bytes; }
+    // Bytes the program read itself (in pieces, which the library does not report): counted and shown.
+    void advance(uint64_t bytes) {
+        base_ += bytes;
+        update(0, total_);
+    }
     // Sends the library's progress reports for reads and saves with `opts` here.
     void attach(ckpt_npz_options& opts);
+    // Reports `done` of the stretch's total (work the program does itself, such as writing values out).
+    void reach(uint64_t done) { update(done, total_); }
     // Removes the bar from the terminal (before writing to stdout); the next report draws it again.
     void clear();
 

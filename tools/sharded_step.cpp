@@ -1,6 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sharded_step.hpp"
 
 #include "checkpoint_dir.hpp"
+#include "location.hpp"
 #include "text.hpp"
 #include "values.hpp"
 
@@ -28,11 +30,21 @@ int64_t rows_of(const ckpt_step* s, size_t i) {
 }  // namespace
 
 bool is_step_dir(const std::string& path) {
+    if (is_url(path)) {
+        ckpt_step* raw = nullptr;
+        const int rc = ckpt_step_open(&raw, path.c_str(), nullptr);
+        const Step step(raw);
+        // A manifest was found (a broken one or a newer version's too); not found or unreachable, there is none.
+        return rc == CKPT_OK || rc == CKPT_EFORMAT ||
+               (rc == CKPT_EUNSUPPORTED && !needs_s3_library(ckpt_error_message()));
+    }
     struct stat st{};
-    return is_directory(path) && ::stat((path + "/manifest.json").c_str(), &st) == 0;
+    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+           ::stat((path + "/manifest.json").c_str(), &st) == 0;
 }
 
-uint64_t step_bytes(const std::string& path) {
+std::optional<uint64_t> step_bytes(const std::string& path) {
+    if (is_url(path)) return std::nullopt;
     ckpt_step* raw = nullptr;
     uint64_t total = 0;
     struct stat st{};
@@ -50,8 +62,7 @@ Verdict verify_step(const std::string& path, Progress& progress, Scratch& scratc
     ckpt_step* raw = nullptr;
     const int rc = ckpt_step_open(&raw, path.c_str(), nullptr);
     if (rc != CKPT_OK) {
-        set_failure(v, rc);
-        v.exit_code = open_exit_code(rc);
+        set_failure(v, rc, true);
         return v;
     }
     const Step step(raw);
@@ -60,7 +71,8 @@ Verdict verify_step(const std::string& path, Progress& progress, Scratch& scratc
     // Every piece is read whole, so every CRC-32 is checked.
     verify_arrays(v,
                   {[&](size_t i) { return ckpt_step_nbytes(raw, i); }, [&](size_t i) { return ckpt_step_name(raw, i); },
-                   [&](size_t i, void* dst, size_t n) { return ckpt_step_read_rows(raw, i, 0, rows_of(raw, i), dst, n); }},
+                   [&](size_t i, void* dst, size_t n) { return ckpt_step_read_rows(raw, i, 0, rows_of(raw, i), dst, n); },
+                   nullptr, nullptr},  // whole: the rows of a stored piece read in parts would go unchecked
                   progress, scratch);
     return v;
 }
@@ -71,13 +83,13 @@ int show_step(const std::string& path, bool json, bool bytes) {
     if (rc != CKPT_OK) fail_ckpt(rc, path);
     const Step step(raw);
     const size_t count = ckpt_step_count(raw);
-    const uint64_t size = step_bytes(path);
+    const std::optional<uint64_t> size = step_bytes(path);
     std::vector<std::string> shards;
     for (int32_t r = 0; r < ckpt_step_world_size(raw); ++r) shards.emplace_back(ckpt_step_shard(raw, r));
     if (json) {
         Json out;
         out["path"] = path;
-        out["bytes"] = size;
+        out["bytes"] = size ? Json(*size) : Json(nullptr);
         out["layout"] = "sharded";
         out["step"] = ckpt_step_index(raw);
         out["world_size"] = ckpt_step_world_size(raw);
@@ -101,9 +113,9 @@ int show_step(const std::string& path, bool json, bool bytes) {
         print_json(out);
         return kExitOk;
     }
-    std::cout << fmt::format("{}: {}, sharded step {} of {} rank{}, {} variable{}\n", path, human_size(size, bytes),
-                             ckpt_step_index(raw), shards.size(), shards.size() == 1 ? "" : "s", count,
-                             count == 1 ? "" : "s");
+    std::cout << fmt::format("{}: {}sharded step {} of {} rank{}, {} variable{}\n", path,
+                             size ? human_size(*size, bytes) + ", " : "", ckpt_step_index(raw), shards.size(),
+                             shards.size() == 1 ? "" : "s", count, count == 1 ? "" : "s");
     Table table({"name", "dtype", "shape", "bytes", "shards"}, {false, false, false, true, false});
     for (size_t i = 0; i < count; ++i) {
         const size_t pieces = ckpt_step_pieces(raw, i);

@@ -1,10 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sharded checkpoint steps (directories of shards and manifest.json) in the tool: told apart from log directories,
 // verified, shown, sized.
 #pragma once
 
 #include "commands.hpp"
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace ckpt_tool {
@@ -14,10 +17,12 @@ struct StepCloser {
 };
 using Step = std::unique_ptr<ckpt_step, StepCloser>;
 
-// Whether `path` is a sharded step: a directory holding manifest.json.
+// Whether `path` is a sharded step: a directory holding manifest.json; for an s3:// URL, one under which
+// ckpt_step_open finds a manifest (a broken one too).
 bool is_step_dir(const std::string& path);
-// Bytes of the step's files (its shards and manifest).
-uint64_t step_bytes(const std::string& path);
+// Bytes of the step's files (its shards and manifest); none for an s3:// URL, whose objects' sizes the C API does
+// not tell.
+std::optional<uint64_t> step_bytes(const std::string& path);
 // The full check of a step: its manifest, and every variable read whole from its shards (CRC-32s verified).
 Verdict verify_step(const std::string& path, Progress& progress, Scratch& scratch);
 // `ckpt show` of a step: its shards, variables (dtype, global shape, pieces) and metadata.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the tool writes things for people: sizes, shapes, times and aligned tables.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The elements of an array read through the C API: as numbers (every numeric type, including bfloat16, float16
 // and float8, as exact doubles), compared NaN-aware, and written as text or JSON.
 #pragma once
