@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // save_load.cpp: ckpt from C++ (ckpt/ckpt.hpp) — save a model's arrays to an .npz that numpy.load opens, read the
 // file back as typed arrays, and restore it in place into the model's own vectors.
 //

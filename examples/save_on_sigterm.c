@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * save_on_sigterm: a training loop that saves when it is told to stop (SIGTERM, as schedulers send before
  * preempting a job) and resumes from that checkpoint when started again.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The inputs named on a replay program's command line: each file named there, and every file found (recursively)
 // in each directory named there, sorted, so that a failure is easy to rerun. Files whose names start with '.' or
 // "README" are skipped, so a corpus directory can explain itself.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes the parser of sharded checkpoints' manifest.json on arbitrary bytes. ckpt::Error is the expected answer
 // to bad input; any other exception, a crash, UB or a leak is a bug. A manifest the parser accepts must survive
 // ckpt's own writing: manifest_to_json of it parses back to the same manifest.

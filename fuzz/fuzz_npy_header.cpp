@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes the npy codec on arbitrary bytes taken as one .npy member: the preamble and header parser, and — when
 // the bytes after the header hold the array — the byte-order and Fortran-order conversions a read applies.
 // ckpt::Error is the expected answer to bad input; any other exception, a crash, UB or a leak is a bug.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes the npz reader over bytes in memory, as ckpt_npz_read_memory uses it: opening (zip directory, every npy
 // header, objax layout detection), reading everything at once, and the lazy path that reads entries one by one
 // into the caller's buffers. ckpt::Error is the expected answer to bad input; any other exception, a crash, UB

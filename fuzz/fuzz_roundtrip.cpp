@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes decode -> encode -> decode: whatever ckpt reads, it must write (stored and deflated, in the plain and
 // the objax layout) so that reading it back gives the same names, dtypes, shapes and bytes; and writing what it
 // read back must reproduce the same file, byte for byte (the writer is deterministic). A mismatch traps.

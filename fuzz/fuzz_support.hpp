@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the fuzz targets share: the bound on per-input work, and how a target reports a broken invariant.
 #pragma once
 

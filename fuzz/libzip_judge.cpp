@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Replays fuzz inputs through two zip readers — ckpt's ZipReader and libzip 1.7.3 with ZIP_CHECKCONS — reading every
 // member to its end in both, and reports every input that one accepts and the other refuses, or that both accept
 // with different members. Each such difference must be a deliberate, documented decision: kKnown below, and

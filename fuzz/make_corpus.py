@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the fuzzers' seed corpus: small .npy and .npz files as numpy, objax and Python's zipfile write them.
 
 Usage: make_corpus.py OUT_DIR [MAKE_SEEDS]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes a few small archives with ckpt's own writer, for the fuzzers' seed corpus: every dtype, 0-d, empty and
 // multi-dimensional arrays, unicode and non-ASCII names, in the plain and objax layouts, stored and deflated.
 // Usage: make_seeds OUT_DIR

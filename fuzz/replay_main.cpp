@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A main() for the fuzz targets outside libFuzzer: runs LLVMFuzzerTestOneInput once over every file named on
 // the command line or found (recursively) in a directory named there, so the normal and sanitizer test builds
 // replay the seed corpus and past crashes. A broken input crashes or traps exactly as it would under libFuzzer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Allocation failure at every allocation of a save and of a restore (RELIABILITY_FACTS.md section 2, SQLite's
 // malloc loop). For each operation the test first counts the allocations K it makes with nothing failing, then
 // runs it K times more with allocation N = 1..K failing — once transiently (only the Nth fails) and once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The C API from plain C99: the header compiles as C with -pedantic, and the core flow works without any C++
  * on the caller's side: options, collections, save, read, restore with a renamer, lazy access, error codes

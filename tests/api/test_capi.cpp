@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API as a user sees it: every documented behaviour and return code of include/ckpt/ckpt.h, exercised
 // through the public functions of the shared library only.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A storage written in C through ckpt_storage_ops, as an FFI user would plug one in: a table of files in memory
  * (path -> malloc'd bytes) behind a pthread mutex. The program checks that ckpt saves and reads checkpoints
  * through it bit-exact, directly and from a background writer; that a failing write callback fails the save with
@@ -1194,6 +1195,8 @@ static void test_sharded_steps_on_a_storage_without_directory_renames(void) {
     CHECK(store_has(&st, "/bucket/ckpt/0000000003/shard-00000-of-00001.npz")); /* a reader removes nothing */
     o.flags = 0;
     CHECK(ckpt_manager_open(&m, "/bucket", &o) == CKPT_OK);
+    CHECK(store_has(&st, "/bucket/ckpt/0000000003/shard-00000-of-00001.npz")); /* opening removes nothing */
+    CHECK(ckpt_manager_save(m, v, 2) == CKPT_OK); /* the first save does */
     CHECK(!store_has(&st, "/bucket/ckpt/0000000003/shard-00000-of-00001.npz"));
     pthread_mutex_lock(&st.mutex);
     CHECK(!dir_exists(&st, "/bucket/ckpt/0000000003"));

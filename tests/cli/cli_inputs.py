@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The inputs of the CLI tests: files from numpy, objax's layout and ckpt, broken files, manager directories; and
 reference decoders of the narrow float formats, from their definitions."""
 import json
@@ -185,3 +186,45 @@ def make_inputs(work):
     os.makedirs(path("plainrun", "ckpt"))
     for k in (1, 2):
         np.savez(path("plainrun", "ckpt", "%010d.npz" % k), w=np.full(3, k, np.float32))
+
+
+# Two ranks as threads of one process, each saving its rows of "emb" and a variable of its own, as sharded steps 1
+# and 2 of LOGDIR's manager; then file checkpoint 3, saved by a manager without a communicator.
+SHARDED_RUN = """
+import threading, numpy as np, ckpt
+
+class World:
+    def __init__(self, n):
+        self.n, self.slots, self.b = n, [None] * n, threading.Barrier(n)
+    def exchange(self, r, v):
+        self.b.wait(); self.slots[r] = v; self.b.wait(); out = list(self.slots); self.b.wait()
+        return out
+
+class Comm(ckpt.Comm):
+    def __init__(self, world, r):
+        self.world, self.r = world, r
+        super().__init__()
+    def get_rank(self): return self.r
+    def get_size(self): return self.world.n
+    def barrier(self): self.world.exchange(self.r, None)
+    def all_reduce(self, v, op): return {"min": min, "max": max, "sum": sum}[op](self.world.exchange(self.r, v))
+    def broadcast(self, d, root): return self.world.exchange(self.r, d)[root]
+    def all_gather(self, d): return self.world.exchange(self.r, d)
+
+world = World(2)
+emb = np.arange(12, dtype=np.float32).reshape(4, 3)
+def rank(r):
+    with ckpt.Manager(LOGDIR, comm=Comm(world, r), keep=0) as m:
+        for step in (1, 2):
+            m.save({"emb": ckpt.Rows(emb[2 * r:2 * r + 2] + step, 2 * r, 4), "own_%d" % r: np.full(2, r)},
+                   step, metrics={"loss": 0.5})
+threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
+[t.start() for t in threads]; [t.join() for t in threads]
+with ckpt.Manager(LOGDIR, keep=0) as m:
+    m.save({"w": np.ones(3)}, 3)
+"""
+
+
+def make_sharded_run(logdir, cwd):
+    """SHARDED_RUN into `logdir` (a local directory or an s3:// URL)."""
+    with_ckpt("LOGDIR = %r\n%s" % (logdir, SHARDED_RUN), cwd=cwd)

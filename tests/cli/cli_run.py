@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Running the installed ckpt program, and the child processes that make inputs with the Python package.
 
 Environment (set by tests/cli/CMakeLists.txt): CKPT_CLI (the program), CKPT_LIBRARY and CKPT_PYTHON_PACKAGE (for

@@ -1,5 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """The JSON documents of the ckpt program, checked key by key against docs/cli.md: every key always present (null
-where it does not apply), with its documented type."""
+where it does not apply), with its documented type. Sizes and times are null for s3:// paths (the C API does not
+tell them for objects) and never null for local ones."""
 
 
 class Schema:
@@ -59,26 +61,53 @@ def iso_utc(t):
     return lambda v, w: t.assertRegex(v, r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", w)
 
 
-VERDICTS = ("ok", "corrupt", "unsupported", "unreadable")
+VERDICTS = ("ok", "corrupt", "unsupported", "unreadable", "not-npz")
+
+
+def null_on_s3(t, path, local_check):
+    """A size or time: what local_check checks for a local path, null for an s3:// URL."""
+    if path.startswith("s3://"):
+        return lambda v, w: t.assertIsNone(v, "%s (%s)" % (w, path))
+    return local_check
 
 
 def check_ls(t, doc):
     s = Schema(t)
-    entry = lambda v, w: s.obj(v, {
-        "index": is_int(t), "path": is_str(t), "bytes": is_int(t), "mtime": iso_utc(t), "saved_at": is_str(t),
-        "saved_at_source": lambda x, ww: t.assertRegex(x, r"^(mtime|metadata:.+)$", ww),
-        "arrays": nullable(is_int(t)), "metadata": nullable(str_map(t)),
-        "verdict": nullable(one_of(t, *VERDICTS)), "error": nullable(is_str(t)), "sharded": is_bool(t)}, w)
-    s.obj(doc, {"directory": is_str(t), "checkpoints": list_of(t, entry), "temporaries": list_of(t, is_str(t))}, "ls")
+    def entry(v, w):
+        t.assertIsInstance(v, dict, w)
+        p = v.get("path", "")
+        s3 = p.startswith("s3://")
+        source = lambda x, ww: t.assertRegex(x, r"^(metadata:.+)$" if s3 else r"^(mtime|metadata:.+)$", ww)
+        # On S3 a checkpoint with no time in its metadata has none at all.
+        saved = (nullable(is_str(t)), nullable(source)) if s3 else (is_str(t), source)
+        s.obj(v, {
+            "index": nullable(is_int(t)), "path": is_str(t), "bytes": null_on_s3(t, p, is_int(t)),
+            "mtime": null_on_s3(t, p, iso_utc(t)), "saved_at": saved[0], "saved_at_source": saved[1],
+            "arrays": nullable(is_int(t)), "metadata": nullable(str_map(t)),
+            "verdict": nullable(one_of(t, *VERDICTS)), "error": nullable(is_str(t)), "sharded": is_bool(t),
+            "incomplete": is_bool(t)}, w)
+    s.obj(doc, {"directory": is_str(t), "checkpoints": list_of(t, entry), "temporaries": list_of(t, is_str(t)),
+                "manager": is_bool(t)}, "ls")
+
+
+def check_error(t, doc, name):
+    """The document of a failed run under --json."""
+    t.assertEqual(set(doc), {"error"})
+    t.assertEqual(set(doc["error"]), {"code", "name", "message"})
+    t.assertEqual(doc["error"]["name"], name)
+    t.assertIsInstance(doc["error"]["code"], int)
+    t.assertLess(doc["error"]["code"], 0)
+    t.assertIsInstance(doc["error"]["message"], str)
 
 
 def check_show(t, doc):
     s = Schema(t)
+    size = null_on_s3(t, doc.get("path", "") if isinstance(doc, dict) else "", is_int(t))
     if isinstance(doc, dict) and doc.get("layout") == "sharded":
         variable = lambda v, w: s.obj(v, {
             "name": is_str(t), "dtype": is_str(t), "itemsize": is_int(t), "shape": list_of(t, is_int(t)),
             "bytes": is_int(t), "pieces": is_int(t)}, w)
-        s.obj(doc, {"path": is_str(t), "bytes": is_int(t), "layout": one_of(t, "sharded"), "step": is_int(t),
+        s.obj(doc, {"path": is_str(t), "bytes": size, "layout": one_of(t, "sharded"), "step": is_int(t),
                     "world_size": is_int(t), "shards": list_of(t, is_str(t)), "arrays": list_of(t, variable),
                     "metadata": str_map(t)}, "show")
         return
@@ -87,7 +116,7 @@ def check_show(t, doc):
         "shape": list_of(t, is_int(t)), "bytes": is_int(t), "stored_bytes": is_int(t),
         "compression": one_of(t, "stored", "deflated"), "crc32": is_int(t),
         "data_offset": nullable(is_int(t)), "alignment": nullable(is_int(t))}, w)
-    s.obj(doc, {"path": is_str(t), "bytes": is_int(t), "layout": one_of(t, "plain", "objax"),
+    s.obj(doc, {"path": is_str(t), "bytes": size, "layout": one_of(t, "plain", "objax"),
                 "arrays": list_of(t, array), "metadata": str_map(t)}, "show")
 
 
@@ -95,10 +124,10 @@ def check_verify(t, doc):
     s = Schema(t)
     file_entry = lambda v, w: s.obj(v, {
         "path": is_str(t), "verdict": one_of(t, *VERDICTS), "error": nullable(is_str(t)),
-        "arrays": nullable(is_int(t)), "bytes": nullable(is_int(t))}, w)
+        "arrays": nullable(is_int(t)), "bytes": null_on_s3(t, v.get("path", ""), nullable(is_int(t)))}, w)
     dir_entry = lambda v, w: s.obj(v, {"path": is_str(t), "checkpoints": nullable(is_int(t)),
                                        "error": nullable(is_str(t))}, w)
-    summary = lambda v, w: s.obj(v, {k: is_int(t) for k in ("files", "ok", "corrupt", "unsupported", "unreadable")}, w)
+    summary = lambda v, w: s.obj(v, {k: is_int(t) for k in ("files", "ok", "corrupt", "unsupported", "unreadable", "not_npz")}, w)
     s.obj(doc, {"files": list_of(t, file_entry), "directories": list_of(t, dir_entry), "summary": summary}, "verify")
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ckpt program as `cmake --install` lays it out (<stage>/bin/ckpt), driven as a user drives it.
 
 Inputs come from numpy (np.savez, np.savez_compressed), objax's layout (names, 0, 1, ...), ckpt itself (bfloat16,
@@ -27,8 +28,8 @@ import zipfile
 import numpy as np
 
 from cli_inputs import (BF16_BITS, BF16_VALUES, FLOAT8, FLOAT8_KNOWN, PLAIN, W, json_value, make_inputs,
-                        same_values)
-from cli_run import CLI, VERSION, child_env, run, run_json, snapshot, with_ckpt
+                        make_sharded_run, same_values)
+from cli_run import CLI, VERSION, child_env, run, run_json, snapshot
 from cli_schema import check_diff, check_ls, check_show, check_verify
 
 WORK = None  # the module's scratch directory, with the inputs every test reads
@@ -90,7 +91,7 @@ class GeneralBehaviour(unittest.TestCase):
         for args in (["show", missing], ["cat", missing, "w"], ["diff", missing, path("plain.npz")],
                      ["convert", missing, path("out.npz")], ["ls", path("no-such-dir")]):
             p = run(*args)
-            self.assertEqual(p.returncode, 3, "%s: %s" % (args, p.stderr))
+            self.assertEqual(p.returncode, 2 if args[0] == "diff" else 3, "%s: %s" % (args, p.stderr))
             self.assertTrue(p.stderr.startswith("ckpt: "), p.stderr)
             self.assertIn("no-such", p.stderr)
             self.assertEqual(p.stdout, "")
@@ -104,7 +105,7 @@ class GeneralBehaviour(unittest.TestCase):
         self.assertIn("bitflip.npz", p.stderr)
         self.assertIn("CRC", p.stderr)
         p = run("diff", path("plain.npz"), path("bitflip.npz"))
-        self.assertEqual((p.returncode, p.stdout), (1, ""))
+        self.assertEqual((p.returncode, p.stdout), (2, ""))  # diff's trouble is 2, as diff(1)'s and cmp(1)'s
         self.assertIn("bitflip.npz", p.stderr)
         p = run("show", path("object.npz"))
         self.assertEqual(p.returncode, 1)
@@ -239,14 +240,17 @@ class Verify(unittest.TestCase):
         for f, word in cases.items():
             p = run("verify", path(f))
             self.assertEqual(p.returncode, 1, f)
-            self.assertRegex(p.stdout, r"^%s: corrupt: \S" % re.escape(path(f)))
+            not_npz = f == "notzip.npz"  # no zip at all: not a damaged checkpoint, but none
+            verdict = "not an npz checkpoint" if not_npz else "corrupt"
+            self.assertRegex(p.stdout, r"^%s: %s: \S" % (re.escape(path(f)), verdict))
             self.assertIn(word, p.stdout, f)
             doc = run_json("verify", path(f), status=1)
             check_verify(self, doc)
             entry = doc["files"][0]
-            self.assertEqual(entry["verdict"], "corrupt")
+            self.assertEqual(entry["verdict"], "not-npz" if not_npz else "corrupt")
             self.assertIn(path(f), entry["error"])  # the library's message names the file
-            self.assertEqual(doc["summary"], {"files": 1, "ok": 0, "corrupt": 1, "unsupported": 0, "unreadable": 0})
+            self.assertEqual(doc["summary"], {"files": 1, "ok": 0, "corrupt": 0 if not_npz else 1, "unsupported": 0,
+                                              "unreadable": 0, "not_npz": 1 if not_npz else 0})
 
     def test_content_ckpt_does_not_read_is_unsupported(self):
         p = run("verify", path("object.npz"))
@@ -300,12 +304,9 @@ class Ls(unittest.TestCase):
             self.assertIsNone(c["error"])  # the corrupt data of 4 needs --verify to be seen
             mtime = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(os.stat(c["path"]).st_mtime)))
             self.assertEqual(c["mtime"], mtime)
-            if c["index"] == 3:
-                self.assertEqual((c["saved_at"], c["saved_at_source"]), ("2024-05-01T12:00:00Z", "metadata:saved_at"))
-            elif c["index"] == 2:
-                self.assertEqual((c["saved_at"], c["saved_at_source"]), ("1714564800", "metadata:time"))
-            else:
-                self.assertEqual((c["saved_at"], c["saved_at_source"]), (mtime, "mtime"))
+            # The manager's record of the saving time comes before the user's keys and the file's mtime.
+            self.assertEqual((c["saved_at"], c["saved_at_source"]),
+                             (c["metadata"]["ckpt.saved_at"], "metadata:ckpt.saved_at"))
 
     def test_verify_adds_a_verdict_per_checkpoint(self):
         doc = run_json("ls", path("run"), "--verify", status=1)
@@ -327,9 +328,7 @@ class Ls(unittest.TestCase):
         self.assertEqual(first[0], "1")
         self.assertIn("step=100", lines[2])
         self.assertIn("loss=1.0", lines[2])
-        self.assertIn("2024-05-01 12:00:00", lines[3])  # checkpoint 2's time, seconds since the epoch
-        self.assertNotIn("time=", lines[3])  # shown as the saving time, not in the summary
-        self.assertIn("2024-05-01T12:00:00Z", lines[4])  # checkpoint 3's own saving time
+        self.assertNotIn("ckpt.", p.stdout)  # the manager's own keys are no user metadata
         self.assertIn(".0000000005.npz.tmp-Ab12Cd", p.stdout)
         exact = run("ls", path("run"), "--bytes").stdout.splitlines()[2].split()
         self.assertEqual(exact[1], str(os.path.getsize(path("run", "ckpt", "0000000001.npz"))))
@@ -370,11 +369,11 @@ class LockedDirectory(unittest.TestCase):
         """), logdir], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=child_env())
         try:
             self.assertEqual(holder.stdout.readline().strip(), "ready")
-            # The lock really is held: another manager is refused.
+            # The lock really is held: another manager's save is refused.
             busy = subprocess.run([sys.executable, "-c", textwrap.dedent("""
-                import sys, ckpt
+                import sys, ckpt, numpy as np
                 try:
-                    ckpt.Manager(sys.argv[1])
+                    ckpt.Manager(sys.argv[1]).save({"w": np.zeros(1, np.float32)}, 9)
                 except ckpt.BusyError as e:
                     print("busy:", e)
             """), logdir], capture_output=True, text=True, env=child_env(), timeout=60)
@@ -397,40 +396,7 @@ class ShardedSteps(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.logdir = path("sharded")
-        # Two ranks as threads of one process, each saving its rows of "emb" and a variable of its own.
-        with_ckpt("""
-            import sys, threading, numpy as np, ckpt
-
-            class World:
-                def __init__(self, n):
-                    self.n, self.slots, self.b = n, [None] * n, threading.Barrier(n)
-                def exchange(self, r, v):
-                    self.b.wait(); self.slots[r] = v; self.b.wait(); out = list(self.slots); self.b.wait()
-                    return out
-
-            class Comm(ckpt.Comm):
-                def __init__(self, world, r):
-                    self.world, self.r = world, r
-                    super().__init__()
-                def get_rank(self): return self.r
-                def get_size(self): return self.world.n
-                def barrier(self): self.world.exchange(self.r, None)
-                def all_reduce(self, v, op): return {"min": min, "max": max, "sum": sum}[op](self.world.exchange(self.r, v))
-                def broadcast(self, d, root): return self.world.exchange(self.r, d)[root]
-                def all_gather(self, d): return self.world.exchange(self.r, d)
-
-            world = World(2)
-            emb = np.arange(12, dtype=np.float32).reshape(4, 3)
-            def rank(r):
-                with ckpt.Manager(sys.argv[1], comm=Comm(world, r), keep=0) as m:
-                    for step in (1, 2):
-                        m.save({"emb": ckpt.Rows(emb[2 * r:2 * r + 2] + step, 2 * r, 4), "own_%d" % r: np.full(2, r)},
-                               step, metrics={"loss": 0.5})
-            threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
-            [t.start() for t in threads]; [t.join() for t in threads]
-            with ckpt.Manager(sys.argv[1], keep=0) as m:
-                m.save({"w": np.ones(3)}, 3)
-        """.replace("sys.argv[1]", repr(cls.logdir)), cwd=path())
+        make_sharded_run(cls.logdir, path())
 
     def test_ls_lists_steps_and_files_together(self):
         doc = run_json("ls", self.logdir, "--verify")
@@ -620,6 +586,88 @@ class Diff(unittest.TestCase):
         out = run("diff", path("typed.npz"), path("numpy_typed.npz")).stdout
         self.assertIn("metadata step: 1200 -> 7", out)
         self.assertIn("metadata only in B: by = numpy", out)
+
+
+class DiffOptions(unittest.TestCase):
+    """diff's exit status (0 equal, 1 different, 2 trouble), --atol/--rtol against numpy.isclose, --count."""
+
+    @classmethod
+    def setUpClass(cls):
+        rng = np.random.default_rng(7)
+        cls.a = rng.standard_normal(1000)
+        cls.b = cls.a + rng.standard_normal(1000) * 1e-3
+        cls.a[:3] = [np.nan, np.inf, 0.0]
+        cls.b[:3] = [np.nan, np.inf, -0.0]
+        np.savez(path("tol_a.npz"), v=cls.a, i=np.arange(10, dtype=np.int64))
+        np.savez(path("tol_b.npz"), v=cls.b, i=np.arange(10, dtype=np.int64) + np.array([0] * 9 + [3]))
+        big_a = np.zeros(3 << 20, dtype=np.float32)  # 12 MiB: two 8 MiB pieces
+        big_b = big_a.copy()
+        big_b[0], big_b[-1], big_b[5] = 1.0, 4.0, -2.0
+        np.savez(path("big_a.npz"), x=big_a)
+        np.savez(path("big_b.npz"), x=big_b)
+        cls.big_a, cls.big_b = big_a, big_b
+
+    def test_exit_codes(self):
+        self.assertEqual(run("diff", path("tol_a.npz"), path("tol_a.npz")).returncode, 0)
+        self.assertEqual(run("diff", path("tol_a.npz"), path("tol_b.npz")).returncode, 1)
+        for args in ([path("tol_a.npz"), path("no-such.npz")], [path("notzip.npz"), path("tol_a.npz")],
+                     [path("plain.npz"), path("bitflip.npz")], [path("tol_a.npz")],
+                     [path("tol_a.npz"), path("tol_b.npz"), "--atol", "-1"],
+                     [path("tol_a.npz"), path("tol_b.npz"), "--rtol", "x"],
+                     [path("tol_a.npz"), path("tol_b.npz"), "--no-such-option"]):
+            p = run("diff", *args)
+            self.assertEqual(p.returncode, 2, "%s: %s" % (args, p.stderr))
+            self.assertTrue(p.stderr.startswith("ckpt: "), p.stderr)
+        p = run("diff", path("tol_a.npz"), path("no-such.npz"), "--json")
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(json.loads(p.stdout)["error"]["name"], "CKPT_ENOTFOUND")
+        self.assertIn("no-such.npz", p.stderr)
+        p = run("diff", path("notzip.npz"), path("tol_a.npz"), "--json")
+        self.assertEqual((p.returncode, json.loads(p.stdout)["error"]["name"]), (2, "CKPT_EFORMAT"))
+
+    def test_tolerances_follow_numpy_isclose(self):
+        for atol, rtol in ((0, 0), (1e-3, 0), (0, 1e-3), (5e-4, 5e-4), (1e-2, 0), (1, 1)):
+            close = np.isclose(self.a, self.b, atol=atol, rtol=rtol, equal_nan=True)
+            ints_close = np.isclose(np.arange(10), np.arange(10) + np.array([0] * 9 + [3]), atol=atol, rtol=rtol).all()
+            doc = run_json("diff", path("tol_a.npz"), path("tol_b.npz"), "--count", "--atol", atol, "--rtol", rtol,
+                           status=0 if close.all() and ints_close else 1)
+            check_diff(self, doc)
+            v = {a["name"]: a for a in doc["arrays"]}["v"]
+            self.assertEqual(v["differing"], int((~close).sum()), (atol, rtol))
+            if (~close).any():
+                with np.errstate(invalid="ignore"):  # inf - inf, an equal pair
+                    expected = float(np.abs(self.a - self.b)[~close].max())
+                self.assertAlmostEqual(v["max_abs_diff"], expected, places=12)
+                self.assertEqual(v["status"], "values_changed")
+            else:
+                self.assertEqual(v["status"], "equal")
+        i = {a["name"]: a for a in run_json("diff", path("tol_a.npz"), path("tol_b.npz"), status=1)["arrays"]}["i"]
+        self.assertEqual((i["differing"], i["max_abs_diff"]), (1, 3.0))  # integers exact without tolerances
+        doc = run_json("diff", path("tol_a.npz"), path("tol_b.npz"), "--atol", 3, "--rtol", 1)
+        self.assertTrue(doc["equal"])  # and within them, as doubles: 9 -> 12 is within 3
+        self.assertEqual(run("diff", path("tol_a.npz"), path("tol_b.npz"), "--atol", 2.9).returncode, 1)
+
+    def test_count_matches_numpy(self):
+        doc = run_json("diff", path("big_a.npz"), path("big_b.npz"), "--count", status=1)
+        x = doc["arrays"][0]
+        d = self.big_a != self.big_b
+        self.assertEqual((x["elements"], x["differing"]), (self.big_a.size, int(d.sum())))
+        self.assertEqual(x["max_abs_diff"], float(np.abs(self.big_b - self.big_a).max()))
+        self.assertIn("x: 3 of 3145728 elements differ, max abs diff 4,",
+                      run("diff", path("big_a.npz"), path("big_b.npz"), "--count").stdout)
+
+    def test_stops_at_the_first_differing_piece_without_count(self):
+        doc = run_json("diff", path("big_a.npz"), path("big_b.npz"), status=1)
+        check_diff(self, doc)
+        x = doc["arrays"][0]
+        self.assertEqual((x["status"], x["elements"]), ("values_changed", self.big_a.size))
+        for key in ("differing", "nan_mismatches", "max_abs_diff", "max_rel_diff"):
+            self.assertIsNone(x[key], key)
+        p = run("diff", path("big_a.npz"), path("big_b.npz"))
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("x: values differ (stopped at the first difference; --count counts them)", p.stdout)
+        self.assertNotIn("of 3145728", p.stdout)
+        self.assertEqual(p.stdout.splitlines()[-1], "different: 1 of 1 array")
 
 
 class Convert(unittest.TestCase):

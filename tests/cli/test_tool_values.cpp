@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ckpt program's own arithmetic: the narrow float formats decoded exactly from known bit patterns, numbers
 // printed as numpy prints them, NaN-aware comparisons with exact differences, and human-readable sizes.
 #include "float_formats.hpp"

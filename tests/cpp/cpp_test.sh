@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# cpp_test.sh <build-dir> <source-dir> <17|20|cross|doc>
+# SPDX-License-Identifier: Apache-2.0
+# cpp_test.sh <build-dir> <source-dir> <17|20|cross|doc|s3>
 # Builds the C++ binding's tests as a user of the installed ckpt would — the build's C++ compiler, the headers and
 # library of <build-dir>/stage found through pkg-config, an rpath to it, -Wall -Wextra -Werror -pedantic, and the
 # build's sanitizers when CKPT_SANITIZE is set — then runs them:
@@ -7,12 +8,14 @@
 #   cross   tests/cpp/cross.cpp as <build-dir>/tests/cpp/cross_cpp (the C++ program of tests/cross/README.md),
 #           checked against itself
 #   doc     the first program of docs/cpp.md, which must print what the page says it prints
+#   s3      tests/cpp/s3_test.cpp, the Catch2 program of ckpt/cpp/s3.hpp, linked through pkg-config ckpt-s3 as its
+#           users link it, in <build-dir>/tests/cpp/s3/; it needs an S3 server: run it under tests/s3/s3_env.py
 # Objects are rebuilt only when their sources, the installed headers or the flags changed. Extra arguments after
 # the third go to the Catch2 program.
 set -euo pipefail
 
 if [ "$#" -lt 3 ]; then
-    echo "usage: $0 <build-dir> <source-dir> <17|20|cross|doc> [catch args...]" >&2
+    echo "usage: $0 <build-dir> <source-dir> <17|20|cross|doc|s3> [catch args...]" >&2
     exit 2
 fi
 build="$(cd "$1" && pwd)"
@@ -45,8 +48,13 @@ if [ -n "$sanitize" ]; then
     # An instrumented library needs an instrumented program to load it.
     san_flags=("-fsanitize=$sanitize" -fno-sanitize-recover=all -fno-omit-frame-pointer)
 fi
+pc_of() {  # pc_of <package> <pkg-config options...>
+    local package="$1"
+    shift
+    PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" pkg-config "$@" "$package"
+}
 pc() {
-    PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" pkg-config "$@" ckpt
+    pc_of ckpt "$@"
 }
 read -ra pc_cflags <<<"$(pc --cflags)" || fail "pkg-config does not find ckpt in $libdir/pkgconfig"
 read -ra pc_libs <<<"$(pc --libs)"
@@ -57,7 +65,8 @@ case " ${pc_cflags[*]} " in
 esac
 
 warnings=(-Wall -Wextra -Werror -pedantic)
-headers=("$stage/include/ckpt/ckpt.h" "$stage/include/ckpt/ckpt.hpp" "$stage/include/ckpt/version.h")
+headers=("$stage/include/ckpt/ckpt.h" "$stage/include/ckpt/ckpt.hpp" "$stage/include/ckpt/version.h"
+         "$stage"/include/ckpt/cpp/*.hpp "$stage/include/ckpt/ckpt_s3.h")
 
 # Rebuilds $1 from the remaining arguments (the compiler command) when a dependency is newer or the command changed.
 # Dependencies: the files named in the command that exist, the staged headers, support.hpp and this script.
@@ -143,8 +152,26 @@ case "$what" in
         [ "$got" = "$expected" ] || fail "the example of docs/cpp.md printed '$got', the page says '$expected'"
         echo "docs/cpp.md: the example prints what the page says: $got"
         ;;
+    s3)
+        [ -f "$stage/include/ckpt/ckpt_s3.h" ] && [ -f "$stage/include/ckpt/cpp/s3.hpp" ] ||
+            fail "ckpt/ckpt_s3.h or ckpt/cpp/s3.hpp is not staged in $stage (a build without libckpt_s3?)"
+        read -ra pc_libs <<<"$(pc_of ckpt-s3 --libs)" || fail "pkg-config does not find ckpt-s3 in $libdir/pkgconfig"
+        case " ${pc_libs[*]} " in
+            *" -lckpt_s3 "*) ;;
+            *) fail "pkg-config --libs ckpt-s3 does not link libckpt_s3: ${pc_libs[*]}" ;;
+        esac
+        dir="$out/s3"
+        mkdir -p "$dir"
+        catch_flags=()  # as for 17 and 20 above
+        [ -n "$sanitize" ] && catch_flags=(-Wno-error=maybe-uninitialized)
+        compile 17 "$dir/catch_main.o" "$src/tests/catch_main.cpp" "${catch_flags[@]}"
+        compile 17 "$dir/s3_test.o" "$here/s3_test.cpp"
+        link "$dir/test_cpp_s3" "$dir/catch_main.o" "$dir/s3_test.o"
+        echo "-- running ${dir#"$build"/}/test_cpp_s3"
+        "$dir/test_cpp_s3" "$@"
+        ;;
     *)
-        echo "usage: $0 <build-dir> <source-dir> <17|20|cross|doc> [catch args...]" >&2
+        echo "usage: $0 <build-dir> <source-dir> <17|20|cross|doc|s3> [catch args...]" >&2
         exit 2
         ;;
 esac

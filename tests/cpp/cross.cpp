@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cross: the C++ program of the cross-language checkpoint (tests/cross/README.md), written with ckpt.hpp.
 //
 //     cross write PATH LAYOUT           save the checkpoint to PATH, layout plain or objax (stored)

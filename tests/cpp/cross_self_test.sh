@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # cross_self_test.sh <cross program>
 # The C++ cross program (tests/cross/README.md) against itself: what `write` saves in either layout `check` accepts,
 # what `manager-save` saves `manager-resume` restores; a different file, a wrong index and bad usage fail with the

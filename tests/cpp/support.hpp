@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the C++ binding's tests share: temporary directories, reading and writing whole files, and MapStorage — a ckpt::Storage
 // written the way a user writes one (files in a std::map behind a mutex), with switches that make it fail.
 #pragma once
@@ -283,5 +284,12 @@ private:
     Counters counters_;
     std::shared_ptr<std::atomic<bool>> destroyed_;
 };
+
+// How many times needle occurs in text (not overlapping).
+inline size_t occurrences(const std::string& text, const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++n;
+    return n;
+}
 
 }  // namespace test

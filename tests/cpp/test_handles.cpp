@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the types promise at compile time — handles that cannot be copied, moves and destructors that cannot throw,
 // the element-type trait — and what moved-from handles do at run time: they are empty and safe to use and destroy.
 #include "support.hpp"

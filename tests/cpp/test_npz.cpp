@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Files: restores into the caller's own containers, the errors of missing, corrupt and mismatched files, lazy
 // access through ckpt::Npz, reading from memory, renamers and progress.
 #include "support.hpp"
@@ -187,6 +188,15 @@ TEST_CASE("ckpt::Npz reads one array at a time, as its type, with the file's met
     std::array<double, 6> raw{};
     npz.read_into(0, raw.data(), sizeof raw);
     CHECK(raw[5] == 6);
+    std::array<double, 2> mid{};
+    npz.read_range("a", 3, mid);  // items 3 and 4, flat
+    CHECK(mid == std::array<double, 2>{4, 5});
+    std::array<double, 6> pieces{};
+    for (size_t k = 0; k < 6; k += 3) npz.read_range(0, k * sizeof(double), pieces.data() + k, 3 * sizeof(double));
+    CHECK(pieces == std::array<double, 6>{1, 2, 3, 4, 5, 6});
+    CHECK(test::code_of([&] { npz.read_range("a", 5, mid); }) == CKPT_EINVAL);
+    std::array<float, 2> wrong{};
+    CHECK(test::code_of([&] { npz.read_range("a", 0, wrong); }) == CKPT_EMISMATCH);
 
     try {
         npz.read<float>("a");
@@ -421,4 +431,38 @@ TEST_CASE("Npz::map_vars restores every array without a copy, copy-on-write when
     mapped.get<float>("w")[0] = -123.0f;  // copy-on-write: this process sees it, the file does not
     CHECK(npz.map<float>("w")[0] == -123.0f);
     CHECK(test::read_file(dir.path("m.npz")) == before);
+}
+
+TEST_CASE("What a renamer throws is said once in the error, for files and managers", "[npz][rename][errors]") {
+    TempDir dir;
+    ckpt::Vars saved;
+    saved.add<float>("w", {1, 2});
+    ckpt::NpzOptions options;
+    options.rename = [](const std::string& name) -> std::string {
+        throw ckpt::Error(CKPT_EIO, "the name service for '" + name + "' is down");
+    };
+    ckpt::Vars vars;
+    vars.add_zeros<float>("w", {2});
+
+    ckpt::save(dir.path("r.npz"), saved);
+    try {
+        ckpt::restore(dir.path("r.npz"), vars, options);
+        FAIL("a throwing renamer did not abort the restore");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EIO);
+        CHECK(test::occurrences(e.what(), "the name service for 'w' is down") == 1);
+    }
+
+    ckpt::ManagerOptions m;
+    m.npz.rename = options.rename;
+    ckpt::Manager manager(dir.path("run"), m);
+    manager.save(saved, 1);
+    try {
+        manager.restore(vars);
+        FAIL("a throwing renamer did not abort the manager's restore");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EIO);
+        CHECK_THAT(e.what(), Catch::Contains("the renamer refused 'w'"));
+        CHECK(test::occurrences(e.what(), "the name service for 'w' is down") == 1);
+    }
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Partial restores (NpzOptions::partial, Vars::restored), the manager's staging budget (max_staging_bytes) and its
 // disk check through a Storage subclass's free_space.
 #include "support.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ckpt::Comm, ckpt::CommHandle, row splits, a manager with a communicator, and ckpt::Step.
 #include "support.hpp"
 
@@ -119,5 +120,17 @@ TEST_CASE("A sharded save on a Storage without directories fails, saying so", "[
     } catch (const ckpt::Error& e) {
         CHECK(e.code() == CKPT_EUNSUPPORTED);
         CHECK_THAT(e.what(), Catch::Contains("cannot list directories (sharded checkpoints need it)"));
+    }
+}
+
+TEST_CASE("What a Comm method throws is said once in the error", "[comm][errors]") {
+    try {
+        ckpt::CommHandle broken(std::make_shared<Broken>());
+        FAIL("a Comm whose rank throws did not fail");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EIO);
+        CHECK(std::string(e.what()) == ckpt_error_message());
+        CHECK_THAT(e.what(), Catch::EndsWith("communicator callback 'rank' failed: no network"));
+        CHECK(test::occurrences(e.what(), "no network") == 1);
     }
 }

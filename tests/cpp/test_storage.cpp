@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ckpt::Storage: a C++ subclass plugged in through the callback table and used by files, managers and writers;
 // what its methods throw becomes the failing call's code and message; it lives as long as anything uses it.
 #include "support.hpp"
@@ -65,8 +66,8 @@ TEST_CASE("What a storage method throws fails the call with its code and message
     } catch (const ckpt::Error& e) {
         CHECK(e.code() == CKPT_EIO);  // a std::runtime_error from a storage is an I/O failure
         const std::string library = ckpt_error_message();
-        CHECK_THAT(library, Catch::Contains("storage callback 'write'"));
-        CHECK(std::string(e.what()) == library + ": the bucket is over its quota");
+        CHECK_THAT(library, Catch::EndsWith("storage callback 'write' failed: the bucket is over its quota"));
+        CHECK(std::string(e.what()) == library);
     }
     CHECK(storage->contents("model.npz") == before);
     CHECK(storage->paths() == std::vector<std::string>{"model.npz"});  // the temporary was removed
@@ -155,12 +156,17 @@ TEST_CASE("ckpt's memory storage holds files for managers, writers and files ali
     ckpt::Manager manager("run", m);
     manager.save(small_model(6), 1);
 
-    // A second manager on the same directory of the same memory storage is locked out.
-    try {
+    // A second manager on the same directory of the same memory storage takes it over at its first save; the
+    // first one's saves are then refused.
+    {
         ckpt::Manager second("run", m);
-        FAIL("a second manager on a locked directory did not throw");
-    } catch (const ckpt::Error& e) {
-        CHECK(e.code() == CKPT_EBUSY);
+        second.save(small_model(6), 2);
+        try {
+            manager.save(small_model(6), 3);
+            FAIL("a manager whose directory was taken over saved");
+        } catch (const ckpt::Error& e) {
+            CHECK(e.code() == CKPT_EBUSY);
+        }
     }
 
     ckpt::Writer writer({ckpt::WriterKind::queue, 2, memory, std::string("run/ckpt")});
@@ -168,7 +174,7 @@ TEST_CASE("ckpt's memory storage holds files for managers, writers and files ali
     writer.wait();
     options.storage = memory;
     CHECK(ckpt::read("run/ckpt/extra.npz", options).get<float>("w")[0] == 7);
-    CHECK(manager.list() == std::vector<int64_t>{1});  // extra.npz is not a checkpoint name
+    CHECK(manager.list() == std::vector<int64_t>{1, 2});  // extra.npz is not a checkpoint name
 
     // Its C++ methods have nothing to reach: only ckpt's calls use it.
     try {
@@ -204,4 +210,22 @@ TEST_CASE("A C storage is adopted and used through ckpt's calls", "[storage]") {
     ckpt::save("a.npz", small_model(9), options);
     CHECK(ckpt::read("a.npz", options).get<float>("w")[0] == 9);
     CHECK_THROWS_AS(ckpt::Storage::adopt(nullptr), ckpt::Error);
+}
+
+TEST_CASE("What a storage method throws is said once in the error, whichever thread the method ran on",
+          "[storage][errors]") {
+    const auto kind = GENERATE(ckpt::WriterKind::simple, ckpt::WriterKind::thread);
+    auto storage = std::make_shared<MapStorage>();
+    ckpt::Writer writer({kind, 0, storage, std::nullopt});
+    storage->fail_writes("bucket 7 is over its quota");
+    try {
+        writer.save_vars("model.npz", small_model());
+        writer.wait();
+        FAIL("a failing storage did not fail the save");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EIO);
+        CHECK(std::string(e.what()) == ckpt_error_message());
+        CHECK_THAT(e.what(), Catch::Contains("model.npz") && Catch::Contains("storage callback 'write' failed"));
+        CHECK(test::occurrences(e.what(), "bucket 7 is over its quota") == 1);
+    }
 }

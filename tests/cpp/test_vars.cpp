@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ckpt::Vars: arrays of every dtype added from C++ types and read back as them, through files of both layouts
 // and deflate; typed views checked against the dtype; metadata.
 #include "support.hpp"
@@ -7,6 +8,8 @@
 #include <array>
 #include <complex>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 
 using test::TempDir;
@@ -334,4 +337,72 @@ TEST_CASE("A collection made through the C API is adopted, and one given up is f
     CHECK_FALSE(vars);
     CHECK(ckpt_vars_count(back) == 1);
     ckpt_vars_free(back);
+}
+
+TEST_CASE("A source's array is saved as the same array held in memory would be, stored and deflated", "[vars][source]") {
+    TempDir dir;
+    std::vector<float> values(3 << 20);  // 12 MiB: several pieces, several deflate blocks
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 1000) * 0.5f;
+    for (const auto compression : {ckpt::Compression::store, ckpt::Compression::deflate}) {
+        ckpt::Vars vars;
+        size_t calls = 0;
+        vars.add_source("w", ckpt::Dtype::float32, {static_cast<int64_t>(values.size())},
+                        [&](uint64_t offset, void* dst, size_t size) {
+                            ++calls;
+                            REQUIRE(offset + size <= values.size() * sizeof(float));
+                            std::memcpy(dst, reinterpret_cast<const char*>(values.data()) + offset, size);
+                        });
+        CHECK(vars.is_source(0));
+        CHECK(vars.native() != nullptr);
+        ckpt::NpzOptions options;
+        options.compression = compression;
+        ckpt::save(dir.path("s.npz"), vars, options);
+        CHECK(calls > 2);  // pulled in pieces
+        ckpt::Vars held;
+        held.add("w", ckpt::Dtype::float32, {static_cast<int64_t>(values.size())}, values.data(),
+                 ckpt::Ownership::borrow);
+        ckpt::save(dir.path("m.npz"), held, options);
+        const ckpt::Vars back = ckpt::read(dir.path("s.npz"));
+        const auto w = back.get<float>("w");
+        REQUIRE(w.size() == values.size());
+        CHECK(std::memcmp(w.data(), values.data(), values.size() * sizeof(float)) == 0);
+        // Byte for byte what the same array in memory gives.
+        std::ifstream a(dir.path("s.npz"), std::ios::binary), b(dir.path("m.npz"), std::ios::binary);
+        const std::string sa((std::istreambuf_iterator<char>(a)), {}), sb((std::istreambuf_iterator<char>(b)), {});
+        CHECK(sa == sb);
+    }
+}
+
+TEST_CASE("A failing source fails the save with its code and message, leaving the old file and no temporary",
+          "[vars][source]") {
+    TempDir dir;
+    ckpt::Vars old;
+    old.add("w", ckpt::Dtype::int32, {2}, std::vector<int32_t>{7, 8}.data(), ckpt::Ownership::copy);
+    ckpt::save(dir.path("x.npz"), old);
+    for (const auto compression : {ckpt::Compression::store, ckpt::Compression::deflate}) {
+        ckpt::Vars vars;
+        vars.add_source("w", ckpt::Dtype::uint8, {8 << 20}, [](uint64_t offset, void* dst, size_t size) {
+            if (offset >= (4u << 20)) throw ckpt::Error(CKPT_EIO, "the disk went away");
+            std::memset(dst, 1, size);
+        });
+        ckpt::NpzOptions options;
+        options.compression = compression;
+        try {
+            ckpt::save(dir.path("x.npz"), vars, options);
+            FAIL("the save succeeded");
+        } catch (const ckpt::Error& e) {
+            CHECK(e.code() == CKPT_EIO);
+            CHECK_THAT(e.what(), Catch::Contains("variable 'w'") && Catch::Contains("the disk went away"));
+        }
+        const ckpt::Vars back = ckpt::read(dir.path("x.npz"));
+        CHECK(back.get<int32_t>("w")[1] == 8);
+        size_t files = 0;
+        for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+            ++files;
+            CHECK(e.path().filename() == "x.npz");
+        }
+        CHECK(files == 1);
+        // Nothing restores into a source.
+        CHECK(test::code_of([&] { ckpt::restore(dir.path("x.npz"), vars); }) == CKPT_EINVAL);
+    }
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The C side of the cross-language checkpoint (tests/cross/README.md): write, check, manager-save, manager-resume. */
 #include <ckpt/ckpt.h>
 

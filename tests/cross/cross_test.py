@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every language's `cross` program against every other's (tests/cross/README.md).
 
     cross_test.py --lang c=/path/cross_c --lang python="/usr/bin/python3 bindings/python/tests/cross.py" ...

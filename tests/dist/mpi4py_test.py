@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ckpt.MPIComm between the processes of `mpirun -np N python3 mpi4py_test.py`: an asynchronous sharded save of
 row-split and whole variables, restored bit-exact on every rank; a rank whose save fails makes every rank raise
 the same error, naming it; numpy reads a shard."""

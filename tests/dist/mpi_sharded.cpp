@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One step of the MPI tests of sharded checkpoints (mpi_test.sh runs the sequence), through the public C API and
 // libckpt_mpi only. Every rank checks its own result and the job's exit status says whether all agreed:
 //
@@ -350,11 +351,11 @@ int64_t last_acknowledged(const std::string& acks, int64_t first, int* count) {
 bool run_resume(const std::string& dir, ckpt_comm* comm, int rank, int world, int64_t first, const std::string& acks,
                 int saved_world) {
     const std::string ckpt_dir = dir + "/ckpt";
-    Census before, after;
+    Census before, opened, after;
     if (rank == 0) before = census(ckpt_dir);
     ckpt_manager* m = open_manager(dir.c_str(), comm, kLoopKeep);
-    if (rank == 0) after = census(ckpt_dir);
-    bool good = ok(after.staging == 0, "opening removes every staging directory");
+    if (rank == 0) opened = census(ckpt_dir);
+    bool good = ok(opened.staging == before.staging, "opening removes nothing (the first save cleans up)");
     int acked_saves = 0;
     const int64_t acked = last_acknowledged(acks, first, &acked_saves);
 
@@ -373,6 +374,18 @@ bool run_resume(const std::string& dir, ckpt_comm* comm, int rank, int world, in
     } else {
         good = false;
     }
+    // The first save takes the directory and removes every staging directory the kill left.
+    const int64_t next = (restored >= 0 ? restored : first - 1) + 1;
+    ckpt_vars* probe = nullptr;  // one whole variable per rank: a small step of its own
+    const std::string probe_name = "resume_probe_" + std::to_string(rank);
+    const int64_t probe_value = next;
+    good = ok(ckpt_vars_new(&probe) == CKPT_OK &&
+                  ckpt_vars_add(probe, probe_name.c_str(), CKPT_INT64, 0, nullptr, &probe_value, CKPT_COPY) == CKPT_OK,
+              "the probe collection") && good;
+    good = ok(ckpt_manager_save(m, probe, next) == CKPT_OK, "the first save after the resume") && good;
+    ckpt_vars_free(probe);
+    if (rank == 0) after = census(ckpt_dir);
+    good = ok(after.staging == 0, "the first save removes every staging directory") && good;
     int64_t lo = restored, hi = restored;
     MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);

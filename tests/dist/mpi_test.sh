@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # mpi_test.sh <mpiexec> <mpi_sharded> <python3>: sharded checkpoints between MPI processes — a round trip on 4
 # ranks, restores on 2 of a step saved by 4 and on 4 of one saved by 2 (row-split variables), a failing rank, a
 # corrupt shard, a single-process reader and numpy reading a shard.

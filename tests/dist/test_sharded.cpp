@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sharded checkpoints between the threads of one process (ThreadComm): the save protocol, its failures, restores
 // with agreement and with another world size, and the single-process reader. tests/dist/mpi_sharded.cpp runs the
 // same protocol between MPI processes.
@@ -492,7 +493,7 @@ TEST_CASE("Where directories cannot be renamed, the manifest written last commit
         CHECK(out[0].message.find("sharded save of step 3 failed on 1 rank: rank 1 of 2: ") != std::string::npos);
         CHECK(dirs_in() == std::vector<std::string>{"0000000001", "0000000002"});
     }
-    SECTION("shards without a manifest are no checkpoint; the next open removes them") {
+    SECTION("shards without a manifest are no checkpoint; the next manager's first save removes them") {
         storage->make_dirs(dir + "/0000000003");
         storage->put(dir + "/0000000003/shard-00000-of-00002.npz", storage->contents(dir + "/0000000002/shard-00000-of-00002.npz"));
         CheckpointManager::Options ro;
@@ -500,6 +501,7 @@ TEST_CASE("Where directories cannot be renamed, the manifest written last commit
         ro.read_only = true;
         CHECK(CheckpointManager(dir, ro).list() == std::vector<int64_t>{1, 2});
         CHECK(dirs_in().size() == 3);  // a reader removes nothing
+        size_t after_restore = 0;
         run_ranks(2, [&](int rank, std::shared_ptr<Comm> comm) {
             out[static_cast<size_t>(rank)] = outcome_of([&](Outcome& o) {
                 CheckpointManager m(dir, sharded(comm, storage));
@@ -507,10 +509,14 @@ TEST_CASE("Where directories cannot be renamed, the manifest written last commit
                 state.clear();
                 o.restored = m.restore(state.vars, std::nullopt);
                 o.exact = state.holds(rank, 2, 22);
+                comm->barrier();
+                if (rank == 0) after_restore = dirs_in().size();  // restoring removed nothing
+                m.save(state.vars, 4);
             });
         });
         check_all_exact(out, 2);
-        CHECK(dirs_in() == std::vector<std::string>{"0000000001", "0000000002"});
+        CHECK(after_restore == 3);
+        CHECK(dirs_in() == std::vector<std::string>{"0000000001", "0000000002", "0000000004"});
     }
     SECTION("retention removes a step's manifest and its shards") {
         run_ranks(2, [&](int rank, std::shared_ptr<Comm> comm) {

@@ -1,12 +1,18 @@
-"""Runs every code block of docs/guide.md, in order, in one scratch directory, against the installed library.
+# SPDX-License-Identifier: Apache-2.0
+"""Runs every code block of a document (docs/guide.md, docs/object-storage.md), in order, in one scratch directory,
+against the installed library.
 
-    test_guide.py GUIDE STAGE_PREFIX PYTHON_PACKAGE_DIR
+    test_guide.py GUIDE STAGE_PREFIX PYTHON_PACKAGE_DIR [--node-modules DIR]
 
 ```c blocks are compiled as C99 with -Wall -Wextra -Werror against STAGE_PREFIX (through pkg-config, as the guide
-says) and run; ```python blocks run with the ckpt package; ```sh blocks run with bash, STAGE_PREFIX/bin first on
+says: ckpt, and ckpt-s3 too for a block that includes ckpt/ckpt_s3.h) and run; ```python blocks run with the ckpt package; ```sh blocks run with bash, STAGE_PREFIX/bin first on
 PATH. Each must exit 0. A comment `<!-- guide-test: runs=N expect="text" -->` just before a block runs it N times and
 requires the last run's output to contain the text. A block of any other language fails the test: every block is
 tested. Prints one line per block and a closing 'N passed, N failed'.
+
+--node-modules DIR links DIR into the scratch directory as node_modules, so that a block which installs an npm
+package only when node_modules lacks it (docs/object-storage.md's S3 server) runs with the pinned install of
+tests/s3 and never needs the npm registry.
 """
 import os
 import re
@@ -20,18 +26,28 @@ BLOCK = re.compile(r"(?:<!--\s*guide-test:(?P<directive>[^>]*)-->\s*\n)?^```(?P<
 
 
 def main():
-    guide, stage, package = (os.path.abspath(a) for a in sys.argv[1:4])
+    args = sys.argv[1:]
+    node_modules = None
+    if "--node-modules" in args:
+        i = args.index("--node-modules")
+        node_modules = os.path.abspath(args[i + 1])
+        del args[i:i + 2]
+    guide, stage, package = (os.path.abspath(a) for a in args[:3])
     env = dict(os.environ)
-    env["PKG_CONFIG_PATH"] = os.path.join(stage, "lib", "pkgconfig")
+    libdir = os.path.join(stage, os.environ.get("CKPT_INSTALL_LIBDIR", "lib"))  # CMAKE_INSTALL_LIBDIR
+    env["PKG_CONFIG_PATH"] = os.path.join(libdir, "pkgconfig")
     env["PYTHONPATH"] = package
-    env["CKPT_LIBRARY"] = os.path.join(stage, "lib", "libckpt.so.0")
+    env["CKPT_LIBRARY"] = os.path.join(libdir, "libckpt.so.0")
     env["PATH"] = os.path.join(stage, "bin") + os.pathsep + env.get("PATH", "")
-    cflags = subprocess.run(["pkg-config", "--cflags", "--libs", "ckpt"], env=env, check=True,
-                            stdout=subprocess.PIPE, text=True).stdout.split()
+    def pkg_config(*packages):
+        return subprocess.run(["pkg-config", "--cflags", "--libs", *packages], env=env, check=True,
+                              stdout=subprocess.PIPE, text=True).stdout.split()
     with open(guide) as f:
         text = f.read()
     passed = failed = 0
     with tempfile.TemporaryDirectory(prefix="ckpt-guide-") as tmp:
+        if node_modules:
+            os.symlink(node_modules, os.path.join(tmp, "node_modules"))
         for n, m in enumerate(BLOCK.finditer(text), 1):
             lang, code = m.group("lang"), m.group("code")
             directive = m.group("directive") or ""
@@ -42,8 +58,9 @@ def main():
                 src, exe = os.path.join(tmp, "block%d.c" % n), os.path.join(tmp, "block%d" % n)
                 with open(src, "w") as f:
                     f.write(code)
+                packages = ("ckpt", "ckpt-s3") if "ckpt/ckpt_s3.h" in code else ("ckpt",)
                 cmd = [os.environ.get("CC", "cc"), "-std=c99", "-Wall", "-Wextra", "-Werror", src, "-o", exe] + \
-                    cflags + ["-Wl,-rpath," + os.path.join(stage, "lib")]
+                    pkg_config(*packages) + ["-Wl,-rpath," + libdir]
                 build = subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                        text=True)
                 if build.returncode != 0:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ckpt::crc32 must agree with zlib's crc32_z for every length, alignment and starting value: the SIMD path
 // handles 64-byte steps, 16-byte steps and a tail, so lengths around those boundaries are all tried.
 #include "npz/crc32.hpp"

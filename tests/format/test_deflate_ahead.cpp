@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DeflateAhead: blocks compressed on worker threads must form, per member, one raw deflate stream that inflates
 // to the member's bytes, with the right CRC-32 — and the bytes must not depend on the number of threads.
 #include "npz/deflate_ahead.hpp"

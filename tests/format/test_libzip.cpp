@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libzip as an independent judge of ckpt's zip writer: every kind of archive ckpt writes must open in libzip with
 // ZIP_CHECKCONS (which compares every local header with the central directory), list the members ckpt's own reader
 // lists, in the same order, and give back through zip_fread exactly the bytes ckpt was asked to write — each npy

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Malformed and hostile .npz input through the public C API (ARCHITECTURE.md, "Untrusted input";
 // RELIABILITY_FACTS.md section 4). Every case must return the exact status code (CKPT_EFORMAT, or
 // CKPT_EUNSUPPORTED for valid numpy content ckpt does not handle), leave a message naming the file (or
@@ -516,7 +517,42 @@ TEST_CASE("random bytes ending in a plausible end-of-central-directory record", 
 
 TEST_CASE("a text file that is not a zip", "[malformed]") {
     expect_failure("notes.txt", "name,value\nw,1.5\nb,-1\n# not a zip archive, just text\n", CKPT_EFORMAT,
-                   {"not a valid npz (zip) file"});
+                   {"not an npz checkpoint: not a zip file"});
+}
+
+TEST_CASE("a pickle, as torch.save writes in its legacy format, is not an npz checkpoint", "[malformed]") {
+    // The start of such a file: protocol 2, then the long integer torch's magic number is.
+    static const char start[] = "\x80\x02\x8a\x0a" "l\xfc\x9c" "F\xf9 j\xa8P\x19.\x80\x02M\xe9\x03.";
+    const std::string pickle(start, sizeof start - 1);
+    expect_failure("model.pt", pickle + std::string(200, '\0'), CKPT_EFORMAT,
+                   {"not an npz checkpoint", "not a zip file"});
+}
+
+TEST_CASE("a truncated zip is damaged, not another kind of file", "[malformed]") {
+    const std::string full = with_npy(npy_w());
+    expect_failure("cut.npz", full.substr(0, full.size() - 10), CKPT_EFORMAT, {"not a valid npz (zip) file"});
+}
+
+TEST_CASE("members that are not npy arrays", "[malformed][zip]") {
+    SECTION("a README.txt beside the arrays is skipped, as numpy gives it as bytes, stored or deflated") {
+        for (uint16_t method : {zipb::kStored, zipb::kDeflated}) {
+            const VarsPtr got = expect_ok("readme.npz", archive({member("README.txt", "trained on CIFAR\n", method),
+                                                                 member("w.npy", npy_w()), member("x", "")}));
+            check_w(got);
+            CHECK(ckpt_vars_count(got.get()) == 1);
+        }
+    }
+    SECTION("a zip of only other members (as torch.save writes) is not an npz checkpoint") {
+        expect_failure("model.pt", archive({member("archive/data.pkl", "\x80\x02}q\x00.", zipb::kStored),
+                                            member("archive/byteorder", "little"), member("archive/version", "3\n"),
+                                            member("archive/data/0", std::string(16, '\0'))}),
+                       CKPT_EFORMAT, {"not an npz checkpoint", "none of its 4 members is an npy array",
+                                      "'archive/data.pkl'", "..."});
+    }
+    SECTION("a member named .npy must still be an npy array") {
+        expect_failure("named.npz", archive({member("README.txt", "hi"), member("w.npy", "not an array")}),
+                       CKPT_EFORMAT, {kW_member, "magic"});
+    }
 }
 
 // ------------------------------------------------------------------------------------------------- truncation

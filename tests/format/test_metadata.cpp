@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bfloat16, float8 and void arrays, and a collection's metadata, through the public C API: every read path, both
 // layouts, stored and deflated; what a file without anything to record looks like; and every way a metadata member
 // can be malformed, each refused with its code and a message naming the file, the member and the problem.

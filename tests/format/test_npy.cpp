@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Specification of the .npy codec (src/npy/npy.hpp): header parsing, numpy-identical formatting, byte order and
 // Fortran order conversion.
 #include "npy/npy.hpp"

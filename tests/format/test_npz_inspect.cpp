@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What inspection tools see of a file through the C API: each array's member, compression, stored bytes, CRC-32 and
 // data offset, and the layout — checked against the file's own bytes.
 #include "ckpt/ckpt.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Archives of many small members: opening checks their npy headers — and, without ckpt's head copies in the
 // central directory, their local headers — on several threads once there are kParallelOpenMembers of them (and
 // the storage reads concurrently), and restores read runs of neighbouring small arrays in batches, checking the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ckpt_npz_map: views of an open file's arrays, mapped in place or decoded once, against what ckpt_npz_read_into
 // reads; CRC-32 checks at the first view; files that shrink, lie or are corrupt.
 #include <catch2/catch.hpp>
@@ -19,18 +20,12 @@
 using Catch::Matchers::Contains;
 using ckpt::testing::new_vars;
 using ckpt::testing::Npz;
+using ckpt::testing::open_file;
 using ckpt::testing::TempDir;
 using ckpt::testing::Vars;
 
 namespace {
 
-Npz open_file(const std::string& path, const ckpt_npz_options* opts = nullptr) {
-    ckpt_npz* n = nullptr;
-    const int rc = ckpt_npz_open(&n, path.c_str(), opts);
-    INFO(ckpt_error_message());
-    REQUIRE(rc == CKPT_OK);
-    return Npz(n);
-}
 
 const unsigned char* map_array(ckpt_npz* npz, size_t i) {
     const void* p = nullptr;

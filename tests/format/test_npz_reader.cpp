@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The npz reader's fast paths: npy headers taken from the bytes read with each local header (or read on their
 // own when longer), large stored arrays read in parts on several threads with their CRC-32 combined, the
 // 64-byte alignment of stored members that the writer promises, and deflated members' data descriptors checked

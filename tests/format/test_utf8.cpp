@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // valid_utf8: strict UTF-8 at every position, including past the ASCII blocks it skips eight bytes at a time.
 #include "core/utf8.hpp"
 

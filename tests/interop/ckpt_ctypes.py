@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ctypes glue over libckpt.so for the interop tests: collections in, numpy arrays out.
 
     lib = ckpt_ctypes.load("/path/to/libckpt.so")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """bfloat16, float8 and metadata between ckpt, numpy and torch.
 
 Run with Debian's interpreter:  /usr/bin/python3 test_ml_dtypes.py /path/to/libckpt.so [unittest args]

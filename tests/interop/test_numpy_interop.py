@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bit-exact interop between ckpt and numpy, in both directions.
 
 Run with Debian's numpy interpreter:  /usr/bin/python3 test_numpy_interop.py /path/to/libckpt.so [unittest args]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The checkpoint manager against objax.io.Checkpoint's directory: objax writes, ckpt resumes; ckpt writes, objax
 resumes; and objax's delete-by-string-sort fault does not exist in ckpt.
 

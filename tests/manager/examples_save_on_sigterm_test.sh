@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # examples_save_on_sigterm_test.sh <path to save_on_sigterm>
 #
 # examples/save_on_sigterm saves when SIGTERM arrives: a running loop sent SIGTERM exits 0 having saved the step

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checkpoint manager through the C API: where checkpoints land and how they are named, which ones retention
 // keeps, restore of the latest with fallback past corrupt files, both npz layouts, the directory lock (also across
 // processes), stale temporaries, errors of background saves, logging and argument checks.
@@ -9,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/handles.hpp"
+#include "support/in_child.hpp"
 #include "support/temp_dir.hpp"
 
 #include <fcntl.h>
@@ -744,13 +746,14 @@ TEST_CASE("Retention never deletes files that are not checkpoints", "[manager][r
     ckpt_manager_options o = default_options();
     o.keep = 1;
     ManagerPtr m = open_manager(logdir.str(), &o);
+    save(m.get(), 1);  // the first save's cleanup of stale temporaries is done
     const std::string dir = logdir.file("ckpt");
     const std::vector<std::string> junk{"README", "42.npz", "00000000001.npz", "x0000000001.npz",
                                         "0000000001.npz.tmp-abc", ".0000000001.npz.tmp-AbC123", "notes.txt"};
     for (const auto& name : junk) put(dir + "/" + name, "keep me: " + name);
     fs::create_directory(dir + "/sub");
 
-    for (int64_t i = 1; i <= 5; ++i) save(m.get(), i);
+    for (int64_t i = 2; i <= 5; ++i) save(m.get(), i);
 
     CHECK(list_of(m.get()) == std::vector<int64_t>{5});
     for (const auto& name : junk) {
@@ -1272,33 +1275,41 @@ TEST_CASE("A manager writing the objax layout still reads plain checkpoints", "[
 
 // ===================================================================================================== locking
 
-TEST_CASE("A second manager on the same directory is CKPT_EBUSY naming the holder's pid", "[manager][lock]") {
-    TempDir logdir;
-    ManagerPtr first = open_manager(logdir.str());
-    ckpt_manager* second = reinterpret_cast<ckpt_manager*>(&first);  // must come back NULL
-    CHECK(ckpt_manager_open(&second, logdir.str().c_str(), nullptr) == CKPT_EBUSY);
-    CHECK(second == nullptr);
-    CHECK_THAT(message(), Contains("pid " + std::to_string(::getpid())));
-
-    SECTION("the holder goes on working") {
-        save(first.get(), 1);
-        CHECK(list_of(first.get()) == std::vector<int64_t>{1});
-    }
-    SECTION("after close the directory opens again") {
-        REQUIRE(ckpt_manager_close(first.release()) == CKPT_OK);
-        ManagerPtr again = open_manager(logdir.str());
-        save(again.get(), 2);
-        CHECK(list_of(again.get()) == std::vector<int64_t>{2});
-    }
-    SECTION("the lock is per directory: another subdir of the same logdir opens") {
-        ckpt_manager_options o = default_options();
-        o.subdir = "other";
-        ManagerPtr other = open_manager(logdir.str(), &o);
-        CHECK(other != nullptr);
-    }
+// What a manager in a forked child process gets when it saves checkpoint `idx` into `logdir`: "OK" or the code and
+// message.
+std::string save_in_child(const std::string& logdir, int64_t idx) {
+    return ckpt::testing::in_child([&]() -> std::string {
+        ckpt_manager* m = nullptr;
+        int rc = ckpt_manager_open(&m, logdir.c_str(), nullptr);
+        if (rc == CKPT_OK) {
+            VarsPtr v = make_vars(idx);
+            rc = ckpt_manager_save(m, v.get(), idx);
+        }
+        const std::string out = rc == CKPT_OK ? "OK" : std::to_string(rc) + " " + message();
+        ckpt_manager_close(m);
+        return out;
+    });
 }
 
-TEST_CASE("A manager in another process holds the directory until that process dies", "[manager][lock]") {
+TEST_CASE("Opening, listing and restoring take no lock and change nothing in the directory", "[manager][lock]") {
+    TempDir logdir;
+    { ManagerPtr writer = open_manager(logdir.str()); save_all(writer.get(), {1, 2}); }
+    const std::string dir = logdir.file("ckpt");
+    fs::remove(dir + "/.ckpt.lock");
+    put(dir + "/.0000000003.npz.tmp-AbC123", "another process's save under way");
+    const std::vector<std::string> before = entries(dir);
+
+    ManagerPtr m = open_manager(logdir.str());
+    CHECK(list_of(m.get()) == std::vector<int64_t>{1, 2});
+    const Restored r = restore(m.get());
+    CHECK(r.rc == CKPT_OK);
+    CHECK(r.idx == 2);
+    CHECK(entries(dir) == before);  // no ".ckpt.lock", the temporary still there
+    CHECK(save_in_child(logdir.str(), 4) == "OK");  // nothing held: another process saves
+}
+
+TEST_CASE("A manager restores while another process holds the directory, and is CKPT_EBUSY at its first save",
+          "[manager][lock]") {
     TempDir logdir;
     { ManagerPtr create = open_manager(logdir.str()); }  // the directory exists before the child races for it
     int ready[2];
@@ -1311,7 +1322,11 @@ TEST_CASE("A manager in another process holds the directory until that process d
         ::close(ready[0]);
         ::close(hold[1]);
         ckpt_manager* m = nullptr;
-        const char rc = static_cast<char>(ckpt_manager_open(&m, logdir.str().c_str(), nullptr));
+        char rc = static_cast<char>(ckpt_manager_open(&m, logdir.str().c_str(), nullptr));
+        if (rc == CKPT_OK) {
+            VarsPtr v = make_vars(1);
+            rc = static_cast<char>(ckpt_manager_save(m, v.get(), 1));  // takes the lock
+        }
         if (::write(ready[1], &rc, 1) != 1) ::_exit(2);
         char byte;
         while (::read(hold[0], &byte, 1) < 0) {
@@ -1324,10 +1339,16 @@ TEST_CASE("A manager in another process holds the directory until that process d
     REQUIRE(::read(ready[0], &child_rc, 1) == 1);
     REQUIRE(child_rc == CKPT_OK);
 
-    ckpt_manager* m = nullptr;
-    CHECK(ckpt_manager_open(&m, logdir.str().c_str(), nullptr) == CKPT_EBUSY);
-    CHECK(m == nullptr);
-    CHECK_THAT(message(), Contains("pid " + std::to_string(child)));
+    ManagerPtr m = open_manager(logdir.str());  // no CKPT_EBUSY: opening locks nothing
+    const Restored r = restore(m.get());
+    CHECK(r.rc == CKPT_OK);
+    CHECK(r.idx == 1);
+    CHECK(r.step == 1);
+    VarsPtr two = make_vars(2);
+    CHECK(ckpt_manager_save(m.get(), two.get(), 2) == CKPT_EBUSY);
+    CHECK_THAT(message(), Contains("locked by another checkpoint manager") &&
+                              Contains("pid " + std::to_string(child)));
+    CHECK(list_of(m.get()) == std::vector<int64_t>{1});  // the refused save wrote nothing
 
     REQUIRE(::kill(child, SIGKILL) == 0);
     int status = 0;
@@ -1336,14 +1357,94 @@ TEST_CASE("A manager in another process holds the directory until that process d
     ::close(ready[0]);
     ::close(hold[1]);
 
-    ManagerPtr after = open_manager(logdir.str());
-    save(after.get(), 1);
-    CHECK(list_of(after.get()) == std::vector<int64_t>{1});
+    save(m.get(), 2);  // the holder died: the next save takes the lock
+    CHECK(list_of(m.get()) == std::vector<int64_t>{1, 2});
+    CHECK_THAT(save_in_child(logdir.str(), 3), Contains(std::to_string(CKPT_EBUSY)) &&
+                                                   Contains("pid " + std::to_string(::getpid())));
+}
+
+TEST_CASE("A second manager of this process takes the directory over at its first save, with a warning",
+          "[manager][lock]") {
+    TempDir logdir;
+    LogRecorder old_log, new_log;
+    ckpt_manager_options o = default_options();
+    o.keep = 0;
+    old_log.attach(o);
+    ManagerPtr first = open_manager(logdir.str(), &o);
+    save(first.get(), 1);
+    new_log.attach(o);
+    ManagerPtr second = open_manager(logdir.str(), &o);  // a notebook cell run again while `first` lives
+    CHECK(new_log.at(CKPT_LOG_WARNING).empty());
+    save(second.get(), 2);
+    INFO(new_log.all());
+    REQUIRE(new_log.at(CKPT_LOG_WARNING).size() == 1);
+    CHECK_THAT(new_log.at(CKPT_LOG_WARNING)[0],
+               Contains(logdir.file("ckpt")) && Contains("took the directory over from another checkpoint manager "
+                                                         "of this process"));
+    CHECK(list_of(second.get()) == std::vector<int64_t>{1, 2});
+    CHECK(old_log.at(CKPT_LOG_WARNING).empty());
+}
+
+TEST_CASE("A manager whose directory was taken over is CKPT_EBUSY at its next save, and still restores",
+          "[manager][lock]") {
+    TempDir logdir;
+    ManagerPtr first = open_manager(logdir.str());
+    save(first.get(), 1);
+    ManagerPtr second = open_manager(logdir.str());
+    save(second.get(), 2);
+
+    VarsPtr three = make_vars(3);
+    CHECK(ckpt_manager_save(first.get(), three.get(), 3) == CKPT_EBUSY);
+    CHECK_THAT(message(), Contains(logdir.file("ckpt")) &&
+                              Contains("another checkpoint manager of this process took the directory over"));
+    CHECK(ckpt_manager_save_metrics(first.get(), three.get(), 3, nullptr, nullptr, 0) == CKPT_EBUSY);
+    CHECK(list_of(second.get()) == std::vector<int64_t>{1, 2});
+    const Restored r = restore(first.get());
+    CHECK(r.rc == CKPT_OK);
+    CHECK(r.idx == 2);
+    save(second.get(), 3);  // the new owner goes on
+}
+
+TEST_CASE("Closing a manager whose directory was taken over leaves the lock with the newer one", "[manager][lock]") {
+    TempDir logdir;
+    ManagerPtr first = open_manager(logdir.str());
+    save(first.get(), 1);
+    ManagerPtr second = open_manager(logdir.str());
+    save(second.get(), 2);
+
+    REQUIRE(ckpt_manager_close(first.release()) == CKPT_OK);
+    CHECK_THAT(save_in_child(logdir.str(), 3), Contains(std::to_string(CKPT_EBUSY)) &&
+                                                   Contains("pid " + std::to_string(::getpid())));
+    save(second.get(), 4);
+    REQUIRE(ckpt_manager_close(second.release()) == CKPT_OK);
+    CHECK(save_in_child(logdir.str(), 5) == "OK");
+}
+
+TEST_CASE("A manager takes over from one that took over, and the lock is per directory", "[manager][lock]") {
+    TempDir logdir;
+    ManagerPtr a = open_manager(logdir.str());
+    save(a.get(), 1);
+    ckpt_manager_options o = default_options();
+    o.subdir = "other";
+    ManagerPtr other = open_manager(logdir.str(), &o);
+    save(other.get(), 1);  // another subdir of the same logdir: its own lock, no takeover
+    ManagerPtr b = open_manager(logdir.str());
+    save(b.get(), 2);
+    ManagerPtr c = open_manager(logdir.str());
+    save(c.get(), 3);
+    VarsPtr v = make_vars(9);
+    CHECK(ckpt_manager_save(a.get(), v.get(), 9) == CKPT_EBUSY);
+    CHECK(ckpt_manager_save(b.get(), v.get(), 9) == CKPT_EBUSY);
+    save(other.get(), 2);
+    REQUIRE(ckpt_manager_close(b.release()) == CKPT_OK);
+    REQUIRE(ckpt_manager_close(c.release()) == CKPT_OK);
+    REQUIRE(ckpt_manager_close(a.release()) == CKPT_OK);
+    CHECK(save_in_child(logdir.str(), 4) == "OK");  // the last owner's close released it
 }
 
 // ========================================================================================= stale temporaries
 
-TEST_CASE("Opening removes stale temporaries of checkpoints with a warning", "[manager][stale]") {
+TEST_CASE("The first save removes stale temporaries of checkpoints with a warning; opening leaves them", "[manager][stale]") {
     TempDir logdir;
     const std::string dir = logdir.file("ckpt");
     fs::create_directories(dir);
@@ -1355,7 +1456,10 @@ TEST_CASE("Opening removes stale temporaries of checkpoints with a warning", "[m
     ckpt_manager_options o = default_options();
     log.attach(o);
     ManagerPtr m = open_manager(logdir.str(), &o);
+    for (const auto& name : stale) CHECK(fs::exists(dir + "/" + name));  // another process may be writing them
+    CHECK(log.at(CKPT_LOG_WARNING).empty());
 
+    save(m.get(), 5);
     for (const auto& name : stale) CHECK_FALSE(fs::exists(dir + "/" + name));
     CHECK(fs::exists(dir + "/0000000004.npz"));
     const auto warnings = log.at(CKPT_LOG_WARNING);
@@ -1369,7 +1473,7 @@ TEST_CASE("Opening removes stale temporaries of checkpoints with a warning", "[m
     }
 }
 
-TEST_CASE("Opening leaves every file that is not a stale checkpoint temporary alone", "[manager][stale]") {
+TEST_CASE("The first save leaves every file that is not a stale checkpoint temporary alone", "[manager][stale]") {
     TempDir logdir;
     const std::string dir = logdir.file("ckpt");
     fs::create_directories(dir);
@@ -1383,6 +1487,7 @@ TEST_CASE("Opening leaves every file that is not a stale checkpoint temporary al
     ckpt_manager_options o = default_options();
     log.attach(o);
     ManagerPtr m = open_manager(logdir.str(), &o);
+    save(m.get(), 1);
 
     for (const auto& name : others) {
         INFO(name);
@@ -1542,6 +1647,8 @@ TEST_CASE("Without VERBOSE and without a log callback nothing is written to stde
         if (ckpt_manager_open(&m, logdir.str().c_str(), nullptr) == CKPT_OK) {
             VarsPtr v = zeros_vars();
             ckpt_manager_restore(m, v.get(), CKPT_LATEST, nullptr);
+            VarsPtr one = make_vars(1);
+            ckpt_manager_save(m, one.get(), 1);  // removes the stale temporary, which would be logged
         }
         ckpt_manager_close(m);
         captured = capture.stop();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a restore may leave out and what a save may take: partial restores (CKPT_NPZ_PARTIAL, ckpt_vars_restored),
 // the disk check before a save (on a real, full tmpfs), and the staging budget of background saves (the peak
 // memory of a save loop, measured). Through the C API, with white-box checks of the two core pieces they rest on
@@ -6,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/error.hpp"
+#include "manager/checkpoint.hpp"
 #include "npz/npz_writer.hpp"
 #include "storage/memory_storage.hpp"
 #include "support/handles.hpp"
@@ -16,10 +19,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -380,4 +385,106 @@ TEST_CASE("background saves under max_staging_bytes keep the process's peak memo
     WARN("peak memory growth of 8 background saves of " << kStateKib / 1024 << " MiB: " << unbounded / 1024
                                                         << " MiB without a budget, " << within / 1024
                                                         << " MiB with a budget of two copies");
+}
+
+// ============================================================================================ takeover in flight
+
+namespace {
+
+// The local file system, but the save of a checkpoint whose file name contains `held` waits in create_temp until
+// release(): a background save held in flight while the test goes on.
+class GatedStorage final : public ckpt::Storage {
+public:
+    explicit GatedStorage(std::string held) : held_(std::move(held)) {}
+    void release() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        open_ = true;
+        changed_.notify_all();
+    }
+    void wait_until_held() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [&] { return waiting_; });
+    }
+    std::unique_ptr<ckpt::DirLock> lock(const std::string& dir) override { return base_->lock(dir); }
+    void make_dirs(const std::string& dir) override { base_->make_dirs(dir); }
+    std::unique_ptr<ckpt::OutputFile> create_temp(const std::string& target, std::string* temp_path) override {
+        if (target.find(held_) != std::string::npos) {
+            std::unique_lock<std::mutex> lock(mutex_);
+            waiting_ = true;
+            changed_.notify_all();
+            changed_.wait(lock, [&] { return open_; });
+        }
+        return base_->create_temp(target, temp_path);
+    }
+    std::unique_ptr<ckpt::OutputFile> open_append(const std::string& path) override { return base_->open_append(path); }
+    void rename(const std::string& from, const std::string& to) override { base_->rename(from, to); }
+    void sync_dir(const std::string& dir) override { base_->sync_dir(dir); }
+    void remove(const std::string& path) override { base_->remove(path); }
+    std::vector<std::string> list(const std::string& dir) override { return base_->list(dir); }
+    std::unique_ptr<ckpt::InputFile> open_read(const std::string& path) override { return base_->open_read(path); }
+    std::vector<std::string> list_dirs(const std::string& dir) override { return base_->list_dirs(dir); }
+
+private:
+    std::shared_ptr<ckpt::Storage> base_ = ckpt::posix_storage();
+    std::string held_;
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    bool waiting_ = false, open_ = false;
+};
+
+ckpt::VarCollection one_var(std::vector<float>& data) {
+    ckpt::VarCollection vars;
+    vars.add("w", ckpt::Array::borrow(ckpt::DType::float32, 4, {static_cast<int64_t>(data.size())}, data.data()));
+    return vars;
+}
+
+}  // namespace
+
+TEST_CASE("A save in flight when a newer manager takes the directory over finishes, and its retention is skipped",
+          "[manager][lock]") {
+    TempDir dir;
+    auto storage = std::make_shared<GatedStorage>("0000000002.npz");
+    std::mutex log_mutex;
+    std::vector<std::string> old_warnings;
+    ckpt::CheckpointManager::Options o;
+    o.storage = storage;
+    o.keep = 1;
+    o.async = true;
+    o.log = [&](int level, const std::string& message) {
+        std::lock_guard<std::mutex> lock(log_mutex);
+        if (level == ckpt::CheckpointManager::warning) old_warnings.push_back(message);
+    };
+    ckpt::CheckpointManager older(dir.path(), o);
+    std::vector<float> data(8, 1.0f);
+    older.save(one_var(data), 1);
+    older.wait();
+    older.save(one_var(data), 2);  // held in create_temp, its retention (which would delete 1) after it
+    storage->wait_until_held();
+
+    ckpt::CheckpointManager::Options n;
+    n.storage = storage;
+    n.keep = 0;  // keeps everything: the older manager's keep = 1 must not apply any more
+    ckpt::CheckpointManager newer(dir.path(), n);
+    newer.save(one_var(data), 10);  // takes the directory over while 2 is in flight
+    storage->release();
+    CHECK_NOTHROW(older.wait());  // the save in flight finished
+    CHECK(newer.list() == std::vector<int64_t>{1, 2, 10});
+    {
+        std::lock_guard<std::mutex> lock(log_mutex);
+        REQUIRE(old_warnings.size() == 1);
+        CHECK_THAT(old_warnings[0], Contains("retention after checkpoint 2 skipped: another checkpoint manager of "
+                                             "this process took the directory over"));
+    }
+    try {
+        older.save(one_var(data), 3);
+        FAIL("the older manager saved after the takeover");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == ckpt::Code::busy);
+        CHECK_THAT(e.what(), Contains("another checkpoint manager of this process took the directory over"));
+    }
+    older.close();
+    CHECK(newer.owns_directory());
+    CHECK_THROWS_AS(ckpt::posix_storage()->lock(dir.path()), ckpt::Error);  // still locked: the newer one holds it
+    newer.close();
+    CHECK(ckpt::posix_storage()->lock(dir.path()) != nullptr);
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The manager's policies through the C API: what every save records in the file's metadata, metrics and the best
 // checkpoint, retention policies that combine (checked against a model of the policy written here), times through
 // an injected clock, best and latest together across a restart, crash safety with a corrupt newest file, when to
@@ -10,6 +11,9 @@
 #include <catch2/catch.hpp>
 
 #include "manager_clock.hpp"
+#include "npz/npz_writer.hpp"
+#include "storage/storage.hpp"
+#include "guard.hpp"
 #include "support/handles.hpp"
 #include "support/temp_dir.hpp"
 
@@ -278,10 +282,42 @@ TEST_CASE("A metric value that is not a number is CKPT_EFORMAT", "[policies][met
     ManagerPtr m = open_manager(logdir.str(), nullptr);
     VarsPtr v = make_vars(1);
     REQUIRE(ckpt_vars_set_metadata(v.get(), "ckpt.metric.loss", "low") == CKPT_OK);
-    REQUIRE(ckpt_npz_save(path_of(m.get(), 1).c_str(), v.get(), nullptr) == CKPT_OK);  // not through the manager
+    // Not through the manager, and not through ckpt_npz_save either, which leaves "ckpt." keys out.
+    ckpt::NpzWriteOptions forged;
+    forged.manager_keys = true;
+    ckpt::save_npz(*ckpt::posix_storage(), path_of(m.get(), 1), v->vc, forged);
     double out = 0;
     CHECK(ckpt_manager_metric(m.get(), 1, "loss", &out) == CKPT_EFORMAT);
     CHECK_THAT(message(), Catch::Matchers::Contains("low"));
+}
+
+TEST_CASE("ckpt_npz_save leaves a collection's ckpt. keys out; a manager save replaces them", "[policies][metrics]") {
+    TempDir logdir;
+    ManagerPtr m = open_manager(logdir.str(), nullptr);
+    VarsPtr v = make_vars(1);
+    const char* name = "loss";
+    const double loss = 0.5;
+    REQUIRE(ckpt_manager_save_metrics(m.get(), v.get(), 1, &name, &loss, 1) == CKPT_OK);
+    ckpt_vars* raw = nullptr;
+    REQUIRE(ckpt_manager_read(m.get(), 1, &raw, nullptr) == CKPT_OK);
+    VarsPtr restored(raw);
+    REQUIRE(std::string(ckpt_vars_metadata(restored.get(), "ckpt.index")) == "1");
+    REQUIRE(ckpt_vars_set_metadata(restored.get(), "note", "mine") == CKPT_OK);
+
+    REQUIRE(ckpt_manager_save(m.get(), restored.get(), 5) == CKPT_OK);
+    REQUIRE(ckpt_manager_read(m.get(), 5, &raw, nullptr) == CKPT_OK);
+    VarsPtr five(raw);
+    CHECK(std::string(ckpt_vars_metadata(five.get(), "ckpt.index")) == "5");
+    CHECK(ckpt_vars_metadata(five.get(), "ckpt.metric.loss") == nullptr);
+    CHECK(std::string(ckpt_vars_metadata(five.get(), "note")) == "mine");
+
+    const std::string model = logdir.file("model.npz");
+    REQUIRE(ckpt_npz_save(model.c_str(), restored.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_npz_read(&raw, model.c_str(), nullptr) == CKPT_OK);
+    VarsPtr plain(raw);
+    REQUIRE(ckpt_vars_metadata_count(plain.get()) == 1);
+    CHECK(std::string(ckpt_vars_metadata_key(plain.get(), 0)) == "note");
+    CHECK(std::string(ckpt_vars_metadata(restored.get(), "ckpt.index")) == "1");  // the collection is unchanged
 }
 
 TEST_CASE("ckpt_manager_save_metrics refuses bad metric names, and saves nothing then", "[policies][metrics]") {

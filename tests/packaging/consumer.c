@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A program outside the ckpt tree, built against an installed ckpt (through pkg-config or find_package):
  * the headers compile as C99, the library loads, and a save/read round trip works.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # exports_test.sh <libckpt.so> [ckpt.h]
 # The library's dynamic symbol table holds only ckpt_* names, and every function ckpt.h declares is there.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # install_test.sh <build-dir> <source-dir>
 # Installs the build into a temporary prefix and builds tests/packaging/consumer.c against that install twice,
 # through pkg-config and through find_package(ckpt), then runs both; checks the installed files and the SONAME.
@@ -49,7 +50,12 @@ echo "-- cmake --install $build --prefix $prefix"
 run cmake --install "$build" --prefix "$prefix"
 
 # Installed files.
-for f in include/ckpt/ckpt.h include/ckpt/ckpt.hpp include/ckpt/version.h; do
+# The C++ binding's parts: every header of the source tree's include/ckpt/cpp/.
+cpp_parts=()
+for part in "$src"/include/ckpt/cpp/*.hpp; do
+    [ -f "$part" ] && cpp_parts+=("include/ckpt/cpp/$(basename "$part")")
+done
+for f in include/ckpt/ckpt.h include/ckpt/ckpt.hpp include/ckpt/version.h "${cpp_parts[@]}"; do
     [ -f "$prefix/$f" ] || fail "not installed: $f"
 done
 lib="$(find "$prefix" -name libckpt.so -print -quit)"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # mpi_install_test.sh <build-dir> <source-dir> <mpiexec>
 # libckpt_mpi as installed: its header, SONAME, ckpt-mpi.pc and the ckpt::mpi target of the CMake package, each
 # building a consumer that runs under mpiexec; and libckpt itself linking no MPI.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # pip_install_test.sh <python> <bindings/python> <libckpt.so.0> <target-dir>
 # Installs the Python package with pip as a user on a machine without a package index would (Debian's setuptools,
 # no build isolation, nothing fetched) into <target-dir> (emptied first), then imports it from there — not from

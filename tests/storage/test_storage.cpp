@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Storage: the POSIX and in-memory implementations, the atomic save sequence, and what a save or a restore
 // does when the storage fails (FaultyStorage: every operation × every fault, transient and persistent) or
 // the power goes (CrashStorage: a crash at every operation, then what the disk would hold).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The writers through the C API: where a save lands, atomicity, order, the queue bound, how background errors
 // come back, finalize, the copies background saves take, append mode and the storage option.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Arrays of pseudo-random bytes for the reader tests: each seed gives other bytes, so a misplaced one shows.
 #pragma once
 

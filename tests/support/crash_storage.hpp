@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CrashStorage: an in-memory filesystem that remembers what a power loss would keep, after SQLite's test6.c
 // and RocksDB's FaultInjectionTestFS (DropUnsyncedFileData, DeleteFilesCreatedAfterLastDirSync).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FaultyStorage: a Storage decorator that numbers every operation and makes operation #k fail — once
 // (transient) or from k on (persistent) — the "rigged to fail after N operations" VFS of SQLite's test suite.
 //

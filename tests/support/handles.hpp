@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Owning pointers for the C API's handles in tests, and the one-line constructors every C API test needs.
 #pragma once
 
@@ -6,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <memory>
+#include <string>
 
 namespace ckpt::testing {
 
@@ -23,6 +25,15 @@ inline Vars new_vars() {
     REQUIRE(ckpt_vars_new(&v) == CKPT_OK);
     REQUIRE(v != nullptr);
     return Vars(v);
+}
+
+// Opens an .npz lazily (ckpt_npz_open), requiring success; the library's message is shown when it fails.
+inline Npz open_file(const std::string& path, const ckpt_npz_options* opts = nullptr) {
+    ckpt_npz* n = nullptr;
+    const int rc = ckpt_npz_open(&n, path.c_str(), opts);
+    INFO(ckpt_error_message());
+    REQUIRE(rc == CKPT_OK);
+    return Npz(n);
 }
 
 }  // namespace ckpt::testing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // in_child: runs a test body in a forked process, for tests that change process-wide state (mount namespaces,
 // resource limits, signal dispositions) or measure the process's own memory.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mount_private_tmpfs: a small tmpfs that only this process (and its children) sees, for tests of a full disk.
 // The mount lives in a private mount namespace — entered directly as root, otherwise inside a user namespace
 // (as `unshare -rm` does) — so it vanishes with the process however that ends.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TempDir: a fresh directory for one test, removed with everything in it. On tmpfs (/dev/shm) when there is one:
 // every save fsyncs a file and a directory, which costs milliseconds apiece on a disk and nothing on tmpfs.
 #pragma once

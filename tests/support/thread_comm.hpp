@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ThreadComm: ckpt::Comm between the threads of one process — the ranks of a test that needs no MPI. Each call is a
 // round in which every rank deposits its bytes and receives everyone's.
 #pragma once

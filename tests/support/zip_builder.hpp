@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A tiny, test-only zip writer that can lie. Header-only; needs zlib (crc32, raw deflate).
 //
 // It writes what the zip appnote describes — local file headers, member data, optional data descriptors, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A program of libckpt_mpi's users: a communicator over MPI_COMM_WORLD reports its rank and size. */
 #include <ckpt/ckpt_mpi.h>
 

@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: Apache-2.0
+"""ckpt convert in bounded memory, from sharded steps, and interrupted by signals (no temporary left behind)."""
+import glob
+import os
+import signal
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+import pytest
+
+from cli_inputs import make_sharded_run
+from cli_run import CLI, run
+
+LIMIT_MIB = 64  # above the peak of converting a tiny file
+
+
+def peak_mib(*args):
+    """Runs the program under GNU time and returns (exit status, its peak RSS in MiB). Not os.wait4 from here: the
+    kernel starts a child's peak at this (numpy-sized) process's own, which would hide the child's."""
+    with tempfile.NamedTemporaryFile("r") as report:
+        p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", report.name, CLI, *map(str, args)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        return p.returncode, int(report.read().split()[-1]) / 1024
+
+
+def write_big(path, mib):
+    """A stored .npz of one uint32 array of `mib` MiB (written in pieces: this process stays small), plus two
+    small arrays; returns nothing, the values are arange."""
+    n = (mib << 20) // 4
+    header_npy = np.lib.format
+    with open(path + ".w.npy", "wb") as f:
+        header_npy.write_array_header_1_0(f, {"descr": "<u4", "fortran_order": False, "shape": (n,)})
+        step = 1 << 22
+        for start in range(0, n, step):
+            f.write(np.arange(start, min(n, start + step), dtype=np.uint32).tobytes())
+    import zipfile
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
+        z.write(path + ".w.npy", "w.npy")
+        z.writestr("s.npy", _npy(np.array(["ab", "xyz"])))
+    os.remove(path + ".w.npy")
+
+
+def _npy(a):
+    import io
+    b = io.BytesIO()
+    np.save(b, a)
+    return b.getvalue()
+
+
+def check_big(path, mib):
+    z = np.load(path, mmap_mode=None)
+    w = z["w"]
+    n = (mib << 20) // 4
+    assert w.shape == (n,) and w[0] == 0 and w[-1] == n - 1 and w.dtype == np.uint32
+    assert np.array_equal(w[:: 1 << 16], np.arange(0, n, 1 << 16, dtype=np.uint32))
+    assert list(z["s"]) == ["ab", "xyz"]
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    d = tmp_path_factory.mktemp("big")
+    path = str(d / "big.npz")
+    write_big(path, 512)
+    np.savez(str(d / "tiny.npz"), w=np.ones(3))
+    return d
+
+
+def test_convert_memory_stays_bounded_for_stored_and_deflated_inputs(big):
+    status, base = peak_mib("convert", big / "tiny.npz", big / "tiny2.npz")
+    assert status == 0
+    status, stored = peak_mib("convert", big / "big.npz", big / "deflated.npz", "--deflate=1")
+    assert status == 0
+    status, deflated = peak_mib("convert", big / "deflated.npz", big / "stored.npz", "--store")
+    assert status == 0
+    status, both = peak_mib("convert", big / "deflated.npz", big / "deflated2.npz")
+    assert status == 0
+    assert stored - base < LIMIT_MIB, (base, stored)
+    assert deflated - base < LIMIT_MIB, (base, deflated)
+    assert both - base < LIMIT_MIB, (base, both)
+    check_big(str(big / "deflated.npz"), 512)
+    check_big(str(big / "stored.npz"), 512)
+    check_big(str(big / "deflated2.npz"), 512)
+    for f in ("stored.npz", "deflated.npz", "deflated2.npz"):
+        os.remove(big / f)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_during_convert_leaves_the_old_file_and_no_temporary(big, sig):
+    out = big / "out.npz"
+    np.savez(str(out), old=np.arange(3))
+    before = out.read_bytes()
+    p = subprocess.Popen([CLI, "convert", str(big / "big.npz"), str(out), "--deflate"], stderr=subprocess.PIPE,
+                         text=True)
+    deadline = time.monotonic() + 60
+    while not glob.glob(str(big / ".out.npz.tmp-*")):
+        assert p.poll() is None and time.monotonic() < deadline, "no temporary appeared"
+        time.sleep(0.01)
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == -sig, (p.returncode, err)
+    assert "ckpt: convert interrupted by" in err and err.count("\n") == 1, err
+    assert out.read_bytes() == before
+    assert glob.glob(str(big / ".*.tmp-*")) == []
+
+
+def test_a_sharded_step_converts_to_one_file(tmp_path):
+    make_sharded_run(str(tmp_path / "run"), cwd=str(tmp_path))
+    step = tmp_path / "run" / "ckpt" / "0000000002"
+    assert (step / "manifest.json").exists()
+    p = run("convert", step, tmp_path / "one.npz")
+    assert p.returncode == 0, p.stderr
+    z = np.load(str(tmp_path / "one.npz"))
+    emb = np.arange(12, dtype=np.float32).reshape(4, 3) + 2
+    assert np.array_equal(z["emb"], emb) and z["emb"].dtype == np.float32
+    assert np.array_equal(z["own_0"], np.full(2, 0)) and np.array_equal(z["own_1"], np.full(2, 1))
+    assert sorted(k for k in z.files if not k.startswith("__")) == ["emb", "own_0", "own_1"]
+    p = run("convert", step, tmp_path / "two.npz", "--deflate", "--layout", "objax")
+    assert p.returncode == 0, p.stderr
+    z = np.load(str(tmp_path / "two.npz"))
+    assert list(z["names"]) == ["emb", "own_0", "own_1"] and np.array_equal(z["0"], emb)

@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Peak memory of `ckpt verify` and `ckpt diff` on large arrays: arrays are read in pieces (ckpt_npz_read_range), so the
+program's peak RSS stays within 64 MiB of what `ckpt verify` of a tiny file takes, stored and deflated alike.
+
+The inputs (one 512 MiB stored array, one 256 MiB deflated array of compressible data) are made with numpy in a
+temporary directory; each run's peak RSS is the child's ru_maxrss from os.wait4.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+import zipfile
+
+CLI = os.environ["CKPT_CLI"]
+MIB = 1 << 20
+MAKE = """if True:
+    import sys
+    import numpy as np
+    tiny, stored, deflated = sys.argv[1:]
+    np.savez(tiny, x=np.arange(4, dtype=np.float32))
+    np.savez(stored, big=np.ones(512 << 18, np.float32))
+    np.savez_compressed(deflated, big=np.tile(np.arange(1024, dtype=np.int64), (256 << 20) // 8 // 1024))
+"""
+
+
+# Two 20 MiB arrays (three pieces each) with one difference in each piece, the first stored, the second deflated;
+# prints what numpy says of them. In a child, as MAKE.
+DIFFERING = """if True:
+    import json, sys
+    import numpy as np
+    a = np.arange(5 << 20, dtype=np.float32)
+    b = a.copy()
+    b[[7, (2 << 20) + 3, (5 << 20) - 1]] += [1.0, 2.5, -4.0]
+    np.savez(sys.argv[1], x=a)
+    np.savez_compressed(sys.argv[2], x=b)
+    print(json.dumps([int(np.count_nonzero(a != b)), float(np.max(np.abs(b.astype(np.float64) - a)))]))
+"""
+
+
+def peak_rss(*args):
+    """Runs the program; returns its exit status and peak resident set size in bytes."""
+    p = subprocess.Popen([CLI, *map(str, args)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    err = p.stderr.read().decode()
+    p.stderr.close()
+    return p.returncode, usage.ru_maxrss * 1024, err
+
+
+class BoundedMemory(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        d = cls.tmp.name
+        cls.tiny = os.path.join(d, "tiny.npz")
+        cls.stored = os.path.join(d, "stored.npz")
+        cls.deflated = os.path.join(d, "deflated.npz")
+        # In a child: the kernel counts the memory a forked child had before its exec in its peak RSS, so this
+        # process stays small.
+        subprocess.run([sys.executable, "-c", MAKE, cls.tiny, cls.stored, cls.deflated], check=True)
+        with zipfile.ZipFile(cls.deflated) as z:
+            assert z.getinfo("big.npy").compress_type == zipfile.ZIP_DEFLATED
+        code, cls.base, err = peak_rss("verify", cls.tiny)
+        assert code == 0, err
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def assert_bounded(self, *args):
+        code, peak, err = peak_rss(*args)
+        self.assertEqual(code, 0, err)
+        self.assertLess(peak, self.base + 64 * MIB,
+                        "ckpt %s: peak RSS %d MiB, base %d MiB" % (" ".join(args), peak // MIB, self.base // MIB))
+
+    def test_verify_of_a_512_mib_stored_array(self):
+        self.assert_bounded("verify", self.stored)
+
+    def test_verify_of_a_256_mib_deflated_array(self):
+        self.assert_bounded("verify", self.deflated)
+
+    def test_diff_of_a_file_with_itself_stored_and_deflated(self):
+        self.assert_bounded("diff", self.stored, self.stored)
+        self.assert_bounded("diff", self.deflated, self.deflated)
+
+    def test_diff_counts_differences_across_pieces_as_numpy_does(self):
+        a_path, b_path = (os.path.join(self.tmp.name, n) for n in ("a.npz", "b.npz"))
+        made = subprocess.run([sys.executable, "-c", DIFFERING, a_path, b_path], check=True, capture_output=True)
+        differing, max_abs = json.loads(made.stdout)
+        code, peak, err = peak_rss("diff", "--count", a_path, b_path)
+        self.assertEqual(code, 1, err)
+        self.assertLess(peak, self.base + 64 * MIB)
+        out = subprocess.run([CLI, "diff", "--count", "--json", a_path, b_path], capture_output=True, text=True).stdout
+        entry = json.loads(out)["arrays"][0]
+        self.assertEqual((entry["differing"], entry["max_abs_diff"]), (differing, max_abs))
+        self.assertEqual(differing, 3)
+
+    def test_verify_still_finds_a_flipped_byte_in_a_large_array(self):
+        bad = os.path.join(self.tmp.name, "bad.npz")
+        shutil.copyfile(self.stored, bad)
+        with open(bad, "r+b") as f:
+            f.seek(os.path.getsize(bad) // 2)
+            byte = f.read(1)[0]
+            f.seek(-1, os.SEEK_CUR)
+            f.write(bytes([byte ^ 1]))
+        code, peak, _ = peak_rss("verify", bad)
+        self.assertEqual(code, 1)
+        self.assertLess(peak, self.base + 64 * MIB)
+        p = subprocess.run([CLI, "verify", bad], capture_output=True, text=True)
+        self.assertIn("corrupt", p.stdout)
+        self.assertIn("CRC-32 mismatch", p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# python_install_test.sh <build-dir> <python> <ON|OFF: ckpt._speedups was built>
+# Installs the build with `cmake --install` into a fresh prefix, then, from another directory and with neither
+# CKPT_LIBRARY nor LD_LIBRARY_PATH set, imports ckpt from the site directory the install made (PYTHONPATH), checks
+# that it is that copy, that it loaded the library installed with it (not the build tree's, not the loader's
+# search path) and, when it was built, the compiled fast path; then saves and loads a checkpoint with it. The
+# prefix is then moved: the package finds its library from its own place, so it still imports.
+set -euo pipefail
+if [ "$#" -ne 3 ]; then
+    echo "usage: $0 <build-dir> <python> <ON|OFF>" >&2
+    exit 2
+fi
+build="$(cd "$1" && pwd)"
+python="$2"
+speedups="$3"
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/ckpt-python-install-test.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+site_rel="$(sed -n 's/^CKPT_PYTHON_INSTALL_DIR:[A-Z]*=//p' "$build/CMakeCache.txt")"
+[ -n "$site_rel" ] || fail "$build/CMakeCache.txt has no CKPT_PYTHON_INSTALL_DIR"
+case "$site_rel" in /*) fail "CKPT_PYTHON_INSTALL_DIR is absolute ($site_rel): this test installs under a prefix" ;; esac
+
+echo "-- cmake --install $build --prefix <tmp>/prefix"
+cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; fail "cmake --install"; }
+[ -f "$tmp/prefix/$site_rel/ckpt/__init__.py" ] || fail "no ckpt/__init__.py under <prefix>/$site_rel"
+[ -f "$tmp/prefix/$site_rel/ckpt/py.typed" ] || fail "no ckpt/py.typed under <prefix>/$site_rel"
+[ ! -e "$tmp/prefix/$site_rel/ckpt/_speedups.c" ] || fail "the extension's C source was installed"
+
+check() {  # check <prefix>
+    local prefix="$1"
+    mkdir -p "$tmp/elsewhere"
+    (cd "$tmp/elsewhere" && env -u CKPT_LIBRARY -u LD_LIBRARY_PATH PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$prefix/$site_rel" \
+        "$python" - "$prefix" "$site_rel" "$speedups" <<'PY'
+import os, sys
+prefix, site, speedups = os.path.realpath(sys.argv[1]), sys.argv[2], sys.argv[3]
+import numpy as np
+import ckpt
+from ckpt import _native, _vars
+here = os.path.realpath(os.path.dirname(ckpt.__file__))
+assert here == os.path.join(prefix, site, "ckpt"), "ckpt imported from %s" % here
+loaded = os.path.realpath(_native.lib._name)
+assert loaded.startswith(prefix + os.sep), "the package loaded %s, not the library under %s" % (loaded, prefix)
+with open("/proc/self/maps") as maps:
+    libs = {os.path.realpath(line.split()[-1]) for line in maps if "libckpt.so" in line}
+assert libs == {loaded}, "libckpt mapped from %s" % sorted(libs)
+if speedups == "ON":
+    assert _vars._speedups is not None, "the compiled fast path was not installed"
+    assert os.path.realpath(_vars._speedups.__file__).startswith(here), _vars._speedups.__file__
+ckpt.save("x.npz", {"w": np.arange(3.0)}, metadata={"by": "cmake --install"})
+back = ckpt.load("x.npz")
+assert back["w"].tolist() == [0, 1, 2] and back.metadata == {"by": "cmake --install"}
+print("-- ckpt %s from %s, library %s" % (ckpt.__version__, here, loaded))
+PY
+    ) || fail "import ckpt from $prefix/$site_rel"
+}
+check "$tmp/prefix"
+mv "$tmp/prefix" "$tmp/moved"
+check "$tmp/moved"
+echo "python install test passed"

@@ -1,0 +1,339 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""Runs a command, or a block of Python, against a real S3 server on 127.0.0.1 (tests/s3/README.md).
+
+    s3_env.py [--proxy] [--verify-sigv4] [--bucket NAME]... -- COMMAND [ARG]...
+
+Starts tests/s3/server.js (s3rver) over a data directory in a temporary directory, and with --proxy (implied by
+--verify-sigv4) tests/s3/fault_proxy.py in front of it; runs COMMAND with the environment below; stops everything,
+also when COMMAND fails or on Ctrl-C; exits with COMMAND's status. Without node or tests/s3/node_modules
+(scripts/deps s3 installs both) it prints "SKIP: <why>" and exits 77, ctest's SKIP_RETURN_CODE.
+
+The environment (S3Env.environ):
+    AWS_ENDPOINT_URL        where to send S3 requests: the proxy when there is one, else the server
+    AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY   S3RVER, S3RVER
+    AWS_REGION              us-east-1
+    AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE   empty files, so that no profile of the user's takes part
+    CKPT_S3_TEST_BUCKET     the first bucket (created at start; "ckpt-test" without --bucket)
+    CKPT_S3_PROXY           the proxy's URL, for its /__ckpt_proxy/ endpoints (only with --proxy)
+    CKPT_S3_SERVER_CONTROL  a URL: POST <it>/kill kills the server (SIGKILL), POST <it>/start starts it again on the
+                            same port and data directory, GET <it> says {"running", "port", "pid"}
+    CKPT_S3_DATA_DIR        the server's data directory (s3rver's layout: <bucket>/<key>._S3rver_object, ...)
+AWS_SESSION_TOKEN, AWS_ENDPOINT_URL_S3, AWS_PROFILE, AWS_DEFAULT_REGION and AWS_MAX_ATTEMPTS are removed.
+
+As a module (for pytest):
+
+    import s3_env
+    try:
+        with s3_env.S3Env(proxy=True, verify_sigv4=True) as s3:
+            subprocess.run(program, env={**os.environ, **s3.environ})
+            s3.add_fault(kind="upload_part", action="status", status=503, times=2)
+            s3.kill_server(); s3.start_server()
+    except s3_env.Unavailable as why:
+        pytest.skip(str(why))
+"""
+
+import argparse
+import http.server
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ACCESS_KEY = SECRET_KEY = "S3RVER"  # s3rver's built-in account
+REGION = "us-east-1"
+DEFAULT_BUCKET = "ckpt-test"
+SKIP = 77
+STARTUP_SECONDS = 30
+REMOVED_VARIABLES = ("AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_DEFAULT_REGION",
+                     "AWS_MAX_ATTEMPTS")
+
+
+class Unavailable(Exception):
+    """The S3 test server cannot run on this machine; the message says why."""
+
+
+def unavailable():
+    """Why the server cannot run here, or None."""
+    if not shutil.which("node"):
+        return "node is not installed (scripts/deps s3 installs it)"
+    if not (HERE / "node_modules" / "s3rver").is_dir():
+        return "tests/s3/node_modules is missing (scripts/deps s3 runs npm ci there)"
+    return None
+
+
+def _spawn(argv, what):
+    """Starts a child that prints "PORT <n>" once it listens; returns (process, n). The child's standard input is
+    a pipe that only this process holds: when this process ends, however it ends, the child sees it close."""
+    process = subprocess.Popen(argv + ["--exit-with-stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               start_new_session=True)
+    deadline = time.monotonic() + STARTUP_SECONDS
+    line = b""
+    while not line.endswith(b"\n"):
+        remaining = deadline - time.monotonic()
+        ready, _, _ = select.select([process.stdout], [], [], max(remaining, 0))
+        data = os.read(process.stdout.fileno(), 256) if ready else b""
+        if not data:
+            process.kill()
+            status = process.wait()
+            why = f"exited with status {status}" if ready else f"did not listen within {STARTUP_SECONDS} s"
+            raise RuntimeError(f"{what} ({' '.join(argv)}) {why}; its errors are above")
+        line += data
+    word, _, port = line.decode().strip().partition(" ")
+    if word != "PORT" or not port.isdigit():
+        process.kill()
+        process.wait()
+        raise RuntimeError(f"{what} printed {line!r} instead of 'PORT <n>'")
+    return process, int(port)
+
+
+def _stop(process):
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+class S3Env:
+    """The server (and proxy) for the time of a `with` block."""
+
+    def __init__(self, buckets=(DEFAULT_BUCKET,), proxy=False, verify_sigv4=False):
+        self.buckets = list(buckets) or [DEFAULT_BUCKET]
+        self.proxy = proxy or verify_sigv4
+        self.verify_sigv4 = verify_sigv4
+        self.lock = threading.Lock()
+        self.server = self.proxy_process = self.control = None
+        self.server_port = 0
+        self.temporary = None
+
+    def __enter__(self):
+        why = unavailable()
+        if why:
+            raise Unavailable(why)
+        self.temporary = Path(tempfile.mkdtemp(prefix="ckpt-s3-"))
+        try:
+            self.data_dir = self.temporary / "data"
+            for name in ("aws-config", "aws-credentials"):
+                (self.temporary / name).touch()
+            self.start_server()
+            if self.proxy:
+                argv = [sys.executable, str(HERE / "fault_proxy.py"), "--upstream", f"127.0.0.1:{self.server_port}",
+                        "--region", REGION]
+                if self.verify_sigv4:
+                    argv += ["--verify-sigv4", f"{ACCESS_KEY}:{SECRET_KEY}"]
+                self.proxy_process, self.proxy_port = _spawn(argv, "the fault proxy")
+            self.control = _ControlServer(self)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        if self.control:
+            self.control.stop()
+            self.control = None
+        _stop(self.proxy_process)
+        self.proxy_process = None
+        with self.lock:
+            _stop(self.server)
+            self.server = None
+        if self.temporary:
+            shutil.rmtree(self.temporary, ignore_errors=True)
+            self.temporary = None
+
+    # -- the server --
+
+    def start_server(self):
+        """Starts the server unless it runs; on the port and data directory it had, after the first time."""
+        with self.lock:
+            if self.server is not None and self.server.poll() is None:
+                return
+            argv = ["node", str(HERE / "server.js"), "--directory", str(self.data_dir),
+                    "--port", str(self.server_port)]
+            for bucket in self.buckets:
+                argv += ["--bucket", bucket]
+            self.server, self.server_port = _spawn(argv, "the S3 server")
+
+    def kill_server(self):
+        """Kills the server with SIGKILL, as a crash would: what it was writing is left as it was."""
+        with self.lock:
+            if self.server is not None and self.server.poll() is None:
+                self.server.kill()
+                self.server.wait()
+
+    def server_state(self):
+        with self.lock:
+            running = self.server is not None and self.server.poll() is None
+            return {"running": running, "port": self.server_port, "pid": self.server.pid if running else None}
+
+    # -- what the tests use --
+
+    @property
+    def server_url(self):
+        return f"http://127.0.0.1:{self.server_port}"
+
+    @property
+    def proxy_url(self):
+        return f"http://127.0.0.1:{self.proxy_port}" if self.proxy else None
+
+    @property
+    def endpoint_url(self):
+        return self.proxy_url or self.server_url
+
+    @property
+    def bucket(self):
+        return self.buckets[0]
+
+    @property
+    def environ(self):
+        values = {
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "AWS_REGION": REGION,
+            "AWS_CONFIG_FILE": str(self.temporary / "aws-config"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(self.temporary / "aws-credentials"),
+            "CKPT_S3_TEST_BUCKET": self.bucket,
+            "CKPT_S3_SERVER_CONTROL": self.control.url,
+            "CKPT_S3_DATA_DIR": str(self.data_dir),
+        }
+        if self.proxy:
+            values["CKPT_S3_PROXY"] = self.proxy_url
+        return values
+
+    def child_environ(self, base=None):
+        """base (os.environ by default) without the variables that would override these, and with these."""
+        environ = {name: value for name, value in (os.environ if base is None else base).items()
+                   if name not in REMOVED_VARIABLES}
+        environ.update(self.environ)
+        return environ
+
+    def _proxy_call(self, method, path, value=None):
+        if not self.proxy:
+            raise RuntimeError("there is no fault proxy: use S3Env(proxy=True)")
+        data = None if value is None else json.dumps(value).encode()
+        request = urllib.request.Request(f"{self.proxy_url}/__ckpt_proxy/{path}", data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request) as response:
+                return json.load(response)
+        except urllib.error.HTTPError as err:
+            raise ValueError(f"fault proxy: {method} {path}: {err.read().decode()}") from None
+
+    def add_fault(self, **rule):
+        """Adds a fault rule (fault_proxy.py's fields: kind, action, status, s3_code, at, bytes, ms, times, ...)."""
+        return self._proxy_call("POST", "faults", rule)
+
+    def clear_faults(self):
+        return self._proxy_call("POST", "clear")
+
+    def faults(self):
+        return self._proxy_call("GET", "faults")
+
+    def log(self):
+        return self._proxy_call("GET", "log")
+
+    def clear_log(self):
+        return self._proxy_call("POST", "log/clear")
+
+
+class _ControlServer:
+    """CKPT_S3_SERVER_CONTROL: HTTP endpoints on 127.0.0.1 through which a test kills and restarts the server."""
+
+    PREFIX = "/__ckpt_server"
+
+    def __init__(self, env):
+        prefix = self.PREFIX
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format, *args):
+                pass
+
+            def answer(self, status, value):
+                data = json.dumps(value).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                if self.path.rstrip("/") != prefix:
+                    return self.answer(404, {"error": f"no endpoint GET {self.path}"})
+                self.answer(200, env.server_state())
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                actions = {f"{prefix}/kill": env.kill_server, f"{prefix}/start": env.start_server}
+                action = actions.get(self.path.rstrip("/"))
+                if action is None:
+                    return self.answer(404, {"error": f"no endpoint POST {self.path}; there are {sorted(actions)}"})
+                try:
+                    action()
+                except RuntimeError as err:
+                    return self.answer(500, {"error": str(err)})
+                self.answer(200, env.server_state())
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}{prefix}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(usage=__doc__.split("\n\n")[1].strip())
+    parser.add_argument("--proxy", action="store_true", help="put fault_proxy.py in front of the server")
+    parser.add_argument("--verify-sigv4", action="store_true", help="the proxy checks every request's signature")
+    parser.add_argument("--bucket", action="append", default=[], help="a bucket to create (repeatable)")
+    split = argv.index("--") if "--" in argv else len(argv)
+    args, command = parser.parse_args(argv[:split]), argv[split + 1:]
+    if not command:
+        parser.error("no command after --")
+
+    # SIGTERM (ctest's timeout, a killed job) unwinds like Ctrl-C, so that the servers are stopped.
+    def terminate(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        with S3Env(args.bucket or [DEFAULT_BUCKET], proxy=args.proxy, verify_sigv4=args.verify_sigv4) as env:
+            child = subprocess.Popen(command, env=env.child_environ())
+            try:
+                status = child.wait()
+            except KeyboardInterrupt:
+                child.terminate()  # Ctrl-C reached it already; SIGTERM did not
+                status = child.wait()
+    except Unavailable as why:
+        print(f"SKIP: {why}")
+        return SKIP
+    except KeyboardInterrupt:
+        return 130
+    return 128 - status if status < 0 else status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
