@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the C benchmarks share: a clock, error checks, medians, the bench data, memory for it, page cache eviction
  * and the raw durable write they are measured against. Header-only: each benchmark is one translation unit, which
  * defines _GNU_SOURCE before including it (posix_fadvise, MADV_HUGEPAGE). */

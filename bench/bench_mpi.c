@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Sharded saves over MPI (bench/run): run under mpirun with R ranks, it measures a collective ckpt_manager_save
  * and ckpt_manager_restore of CKPT_LATEST against raw I/O of the same bytes by the same R processes, and the
  * commit overhead rank 0's manager logs for each save.

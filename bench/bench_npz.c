@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One workload of bench/run, ckpt's side: ckpt_npz_save and ckpt_npz_restore against the limits of the machine,
  * raw write() + fsync + rename + directory fsync of the same bytes, and raw read() into the same buffers.
  * bench/bench_numpy.py measures numpy on the same data; bench/report.py puts the two side by side.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """One workload of bench/run, numpy's side (Debian's /usr/bin/python3 and its numpy).
 
 Usage: bench_numpy.py NAME MIB ARRAYS [--dir D] [--runs N] [--deflate] [--no-cold]

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """One workload of bench/run, a peer's side: torch or h5py (Debian's /usr/bin/python3 and its python3-torch and
 python3-h5py), measured as bench_numpy.py measures numpy.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the Python binding adds to ckpt's own cost, beside numpy, in one run.
 
     pip install --no-build-isolation --target build-release/python bindings/python

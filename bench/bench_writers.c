@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Benchmarks of saving, as ratios measured in one run (never pass/fail):
  *  - how long a background save blocks the caller, against a memcpy of the same bytes;
  *  - synchronous save throughput, against raw write() + fsync + rename + directory fsync of the same bytes.

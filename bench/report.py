@@ -1,17 +1,21 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Turns the "result ..." lines of bench_npz, bench_numpy.py and bench_peers.py into markdown tables per workload
 (ckpt beside numpy and raw I/O; then beside torch and h5py), checks the
 goals of the performance work against them (informational: never an exit status), and optionally writes it all
 into docs/performance.md between the bench/run markers.
 
-Usage: report.py RESULTS WRITERS META [--mpi MPI_RESULTS MPI_META] [--doc FILE]
-       report.py --mpi MPI_RESULTS MPI_META [--doc FILE]
+Usage: report.py RESULTS WRITERS META [--mpi MPI_RESULTS MPI_META] [--s3 S3_RESULTS S3_META] [--doc FILE]
+       report.py [--mpi MPI_RESULTS MPI_META] [--s3 S3_RESULTS S3_META] [--doc FILE]
   RESULTS  "workload ..." lines from bench/run and the "result ..." lines of both benchmarks
   WRITERS  the output of bench_writers (its table is quoted as it is)
   META     markdown lines saying when, how and where it ran
   --mpi    the "mpi ..." lines of bench_mpi (every world size) and markdown lines saying when, how and where they
-           were measured: the table of sharded saves over MPI. Alone, only that table (between its own markers,
-           inside bench/run's) is written into the doc; without it a full report keeps the doc's table as it was.
+           were measured: the table of sharded saves over MPI.
+  --s3     the "s3 ..." lines of bench_s3.py and markdown lines saying when, how and where they were measured:
+           the tables of saves and restores on the S3 test server beside curl and awscli, and their goals.
+Without RESULTS WRITERS META, only the sections given (each between its own markers, inside bench/run's) are
+written into the doc; a full report keeps the doc's sections that it is not given as they were.
 """
 import argparse
 import re
@@ -21,6 +25,7 @@ import sys
 
 BEGIN, END = "<!-- bench/run: begin -->", "<!-- bench/run: end -->"
 MPI_BEGIN, MPI_END = "<!-- bench/run mpi: begin -->", "<!-- bench/run mpi: end -->"
+S3_BEGIN, S3_END = "<!-- bench/run s3: begin -->", "<!-- bench/run s3: end -->"
 MIB = 1024 * 1024
 LIMIT = 64 * MIB  # the RSS goals: at most this much above the state
 
@@ -30,7 +35,7 @@ def records(path):
     with open(path) as f:
         for line in f:
             kind, _, rest = line.strip().partition(" ")
-            if kind in ("workload", "result", "mpi"):
+            if kind in ("workload", "result", "mpi", "s3"):
                 yield kind, dict(kv.split("=", 1) for kv in shlex.split(rest))
 
 
@@ -300,6 +305,97 @@ def mpi_table(path, meta):
     return out + ["", MPI_END]
 
 
+S3_GOALS = {"W1": (0.9, "{name} {op} >= 0.9x raw curl"), "W2": (0.5, "{name} {op} within 2x of raw curl (>= 0.5x)")}
+
+
+def median_of(row, field):
+    return statistics.median(float(x) for x in row[field].split(","))
+
+
+def s3_layout(r):
+    """How a ckpt row's file went up (in parts of part_size, or in one PUT when it fits in one) or came down (in
+    ranges of part_size, or in one window of the whole file)."""
+    part, size = int(r["part_size"]), int(r["file_bytes"])
+    if r["op"] == "save":
+        return "one PUT" if part >= size else f"{part // MIB} MiB parts"
+    return "one window of the whole file" if part >= size else f"{part // MIB} MiB ranges"
+
+
+def s3_tables(path, meta):
+    """The saves and restores on the S3 test server (bench_s3.py's "s3" lines): a table per workload with what
+    the multipart layout costs on this server below it, then the goals, between their own markers."""
+    rows = [f for kind, f in records(path) if kind == "s3"]
+    names = list(dict.fromkeys(r["workload"] for r in rows))
+    out = [S3_BEGIN, "### On S3 (bench_s3.py)", "", meta, ""]
+    goal_lines = []
+    for name in names:
+        mine = [r for r in rows if r["workload"] == name]
+        by = lambda op, who: [r for r in mine if r["op"] == op and r["who"] == who]
+        default = {op: next(r for r in by(op, "ckpt") if r["key"].startswith("s3://")) for op in ("save", "restore")}
+        curl = {"save": by("save", "curl")[0], "restore": by("restore", "curl")[0]}
+        first = mine[0]
+        state, size = int(first["state_bytes"]), int(first["file_bytes"])
+        out += [f"#### {name}: {state / MIB:.0f} MiB in {first['arrays']} float32 arrays, stored", "",
+                "| operation | implementation | seconds | MiB/s | x raw curl | client CPU s | server CPU s | "
+                "server read, written MiB | peak RSS above state |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for op in ("save", "restore"):
+            for r in [r for r in mine if r["op"] == op]:
+                s = float(r["seconds"])
+                out.append(f"| {op} | {r['what']} | {s:.3f} | {state / MIB / s:.0f} | "
+                           f"{fmt_ratio(paired_ratio(r['per_run'], curl[op]['per_run']))} | "
+                           f"{median_of(r, 'client_cpu'):.2f} | {median_of(r, 'server_cpu'):.2f} | "
+                           f"{float(r['server_read']) / MIB:.0f}, {float(r['server_written']) / MIB:.0f} | "
+                           f"{fmt_rss(int(r['rss_above'])) if r['who'] == 'ckpt' else ''} |")
+        startup = by("startup", "aws")
+        out += ["", f"The file: {size / MIB:.1f} MiB ({size / state:.1%} of the state)." +
+                (f" Each aws command starts a Python program: `aws s3 ls` of one object takes "
+                 f"{float(startup[0]['seconds']):.2f} s." if startup else "")]
+        multipart = by("save", "curl-multipart")
+        if multipart:
+            m, save = multipart[0], default["save"]
+            complete = m["complete"].split(",")
+            gaps = [float(c) - float(p) for c, p in zip(save["per_run"].split(","), curl["save"]["per_run"].split(","))]
+            shares = [float(c) / float(t) for c, t in zip(complete, save["per_run"].split(","))]
+            gap, done = statistics.median(gaps), median_of(m, "complete")
+            if gap <= 0:
+                of_gap = "ckpt's save is not slower than curl's one PUT here"
+            elif done >= gap:
+                of_gap = f"more than the whole of the {gap:.2f} s by which ckpt's save trails curl's one PUT"
+            else:
+                of_gap = f"{done / gap:.0%} of the {gap:.2f} s by which ckpt's save trails curl's one PUT"
+            out.append(
+                f"What the multipart layout costs on this server: curl's upload of the same bytes in "
+                f"{m['what'].split('multipart, ')[1]} took {float(m['seconds']):.2f} s, {median_of(m, 'parts'):.2f} s "
+                f"until every part was up, then {done:.2f} s for the CompleteMultipartUpload alone "
+                f"({100 * statistics.median(float(c) / float(t) for c, t in zip(complete, m['per_run'].split(','))):.0f}% "
+                f"of that upload), in which s3rver reads the parts back, MD5s them and writes the object a second time; "
+                f"one PUT pays none of it. That completion is "
+                f"{100 * statistics.median(shares):.0f}% of ckpt's default save ({float(save['seconds']):.2f} s) and "
+                f"{of_gap}. ckpt's default save is {fmt_ratio(paired_ratio(save['per_run'], m['per_run']))}x curl's "
+                f"multipart upload of the same layout.")
+        out.append("")
+        if name in S3_GOALS:
+            limit, text = S3_GOALS[name]
+            for op in ("save", "restore"):
+                x = paired_ratio(default[op]["per_run"], curl[op]["per_run"])
+                others = [(paired_ratio(r["per_run"], curl[op]["per_run"]), r) for r in by(op, "ckpt")
+                          if r is not default[op]]
+                extra = []
+                if op == "save" and multipart:
+                    extra.append(f"{fmt_ratio(paired_ratio(default[op]['per_run'], multipart[0]['per_run']))}x "
+                                 f"curl's multipart upload of the same parts")
+                if others:
+                    best, r = max(others, key=lambda o: o[0] or 0)
+                    extra.append(f"with a larger part_size at best {fmt_ratio(best)}x, {s3_layout(r)}")
+                shown = f"{x:.2f}x" if x is not None else "?"
+                goal_lines.append(goal(at_least(x, limit), text.format(name=name, op=op) + f": {shown}" +
+                                       (f" ({'; '.join(extra)})" if extra else "")))
+    if goal_lines:
+        out += ["#### Goals on S3 (informational)", "", *goal_lines, ""]
+    return out + [S3_END]
+
+
 def between(doc, begin, end):
     """The text of doc from begin to end, markers included; None if either is missing."""
     if begin not in doc or end not in doc:
@@ -311,30 +407,37 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("full", nargs="*", metavar="RESULTS WRITERS META")
     p.add_argument("--mpi", nargs=2, metavar=("MPI_RESULTS", "MPI_META"))
+    p.add_argument("--s3", nargs=2, metavar=("S3_RESULTS", "S3_META"))
     p.add_argument("--doc")
     a = p.parse_args()
-    if len(a.full) not in (0, 3) or not (a.full or a.mpi):
-        p.error("give RESULTS WRITERS META, --mpi MPI_RESULTS MPI_META, or both")
+    if len(a.full) not in (0, 3) or not (a.full or a.mpi or a.s3):
+        p.error("give RESULTS WRITERS META, --mpi MPI_RESULTS MPI_META, --s3 S3_RESULTS S3_META, or several")
     doc = None
     if a.doc:
         with open(a.doc) as f:
             doc = f.read()
-    mpi = None
-    if a.mpi:
-        with open(a.mpi[1]) as f:
-            mpi = "\n".join(mpi_table(a.mpi[0], f.read().rstrip("\n")))
-    elif doc is not None:
-        mpi = between(doc, MPI_BEGIN, MPI_END)  # kept as it was
+    # The sections with markers of their own: rebuilt from what was given, else kept as the doc has them.
+    sections, given = {}, []
+    for given_files, begin, end, build in ((a.mpi, MPI_BEGIN, MPI_END, mpi_table), (a.s3, S3_BEGIN, S3_END, s3_tables)):
+        if given_files:
+            with open(given_files[1]) as f:
+                sections[begin] = "\n".join(build(given_files[0], f.read().rstrip("\n")))
+            given.append((begin, end))
+        elif doc is not None:
+            sections[begin] = between(doc, begin, end)
     if not a.full:
-        print(mpi)
-        if doc is not None:
-            old = between(doc, MPI_BEGIN, MPI_END)
+        for begin, end in given:
+            print(sections[begin])
+            if doc is None:
+                continue
+            old = between(doc, begin, end)
             if old is not None:
-                doc = doc.replace(old, mpi)
+                doc = doc.replace(old, sections[begin])
             elif END in doc:
-                doc = doc.replace(END, f"{mpi}\n{END}")
+                doc = doc.replace(END, f"{sections[begin]}\n\n{END}")
             else:
                 p.error(f"{a.doc} has no bench/run markers: run bench/run first")
+        if doc is not None:
             write_doc(a.doc, doc)
         return
 
@@ -357,8 +460,9 @@ def main():
     lines += map_goals(wl)
     lines += ["### Background and synchronous save (bench_writers)", ""]
     lines += [l for l in writers.splitlines() if l.strip()] + [""]
-    if mpi:
-        lines += [mpi, ""]
+    for begin in (MPI_BEGIN, S3_BEGIN):
+        if sections.get(begin):
+            lines += [sections[begin], ""]
     text = "\n".join(lines)
     print(text)
 
