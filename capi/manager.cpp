@@ -262,6 +262,18 @@ CKPT_API int ckpt_manager_path(ckpt_manager* m, int64_t idx, char* buf, size_t c
     });
 }
 
+CKPT_API int ckpt_manager_clean(ckpt_manager* m, uint32_t flags, ckpt_clean_fn fn, void* payload, size_t* count) {
+    return guard([&] {
+        auto& manager = manager_of(m, "ckpt_manager_clean");
+        if ((flags & ~CKPT_CLEAN_DRY_RUN) != 0) ckpt::fail(Code::invalid, "ckpt_manager_clean: unknown flags {:#x}", flags);
+        if (count != nullptr) *count = 0;
+        manager.clean((flags & CKPT_CLEAN_DRY_RUN) != 0, [&](const ckpt::StaleTemporary& t) {
+            if (count != nullptr) ++*count;
+            if (fn != nullptr) fn(t.path.c_str(), t.dir ? 1 : 0, payload);
+        });
+    });
+}
+
 CKPT_API int ckpt_manager_wait(ckpt_manager* m) {
     return guard([&] { manager_of(m, "ckpt_manager_wait").wait(); });
 }

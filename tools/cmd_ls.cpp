@@ -387,7 +387,7 @@ int run_ls(const LsOptions& o) {
         if (!e.error.empty()) std::cout << e.error << '\n';
     if (!l.temporaries.empty()) {
         std::cout << fmt::format("{} temporary file{} of a save in progress or interrupted (the next manager to "
-                                 "open the directory removes stale ones):\n",
+                                 "save into the directory, or `ckpt clean`, removes stale ones):\n",
                                  l.temporaries.size(), l.temporaries.size() == 1 ? "" : "s");
         for (const std::string& name : l.temporaries) std::cout << "  " << name << '\n';
     }

@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
     }
     args = join_optional_values(std::move(args));
 
-    CLI::App app{"ckpt: inspect, check, compare and convert checkpoints (NumPy .npz files, as ckpt, numpy and objax "
+    CLI::App app{"ckpt: inspect, check, compare, convert and clean up checkpoints (NumPy .npz files, as ckpt, numpy and objax "
                  "write them)",
                  "ckpt"};
     app.set_version_flag("--version", version_text(), "print the program's and the library's versions");
@@ -167,7 +167,8 @@ int main(int argc, char** argv) {
         "AWS_ACCESS_KEY_ID, ... as the AWS tools take them).\n"
         "`ckpt COMMAND --help` or `ckpt help COMMAND` describes a command; docs/cli.md has the JSON schemas.");
     std::vector<Command> commands = {add_ls(app), add_show(app), add_verify(app),
-                                     add_diff(app), add_cat(app), add_convert(app)};
+                                     add_diff(app), add_cat(app), add_convert(app),
+                                     add_clean(app)};
     make_sentences(app);
     std::vector<std::string> names;
     for (const Command& c : commands) names.push_back(c.app->get_name());

@@ -843,6 +843,22 @@ CKPT_API int ckpt_manager_list(ckpt_manager *m, int64_t *idx, size_t cap, size_t
  * manager's storage otherwise. Returns CKPT_OK, CKPT_EBUFS (cap too small),
  * CKPT_EINVAL (NULL argument, idx < 0). */
 CKPT_API int ckpt_manager_path(ckpt_manager *m, int64_t idx, char *buf, size_t cap);
+/* ckpt_manager_clean's flags. */
+#define CKPT_CLEAN_DRY_RUN 1u /* find the stale temporaries; remove nothing */
+/* Called by ckpt_manager_clean for each stale temporary, once it is removed (with CKPT_CLEAN_DRY_RUN: once found):
+ * its path (the manager's directory joined with its name; valid during the call) and is_dir 1 for a directory. */
+typedef void (*ckpt_clean_fn)(const char *path, int is_dir, void *payload);
+/* Removes the temporaries that interrupted saves (a killed process, a lost machine) left in the manager's
+ * directory: those of checkpoint files (".0000000300.npz.tmp-XXXXXX"), sharded saves' staging directories and step
+ * directories without a manifest — what the first save of a manager removes anyway — and the temporary of any
+ * other ckpt save of an .npz file there (".NAME.npz.tmp-XXXXXX"). Nothing whose name ckpt does not make is touched.
+ * It takes the directory as a save does, so it refuses (CKPT_EBUSY, naming the holder) while a manager of another
+ * process holds it; a plain save into the directory at that moment (one that holds no lock) fails, keeping the file
+ * it was replacing. Waits for this manager's own background saves first. fn (may be NULL) is called per temporary;
+ * count (may be NULL) receives how many there were. Returns CKPT_OK, CKPT_EBUSY, CKPT_EINVAL (NULL m, unknown flags,
+ * a read-only manager, a comm of more than one rank), CKPT_EIO (one would not go; the others were still removed)
+ * or the storage's error. */
+CKPT_API int ckpt_manager_clean(ckpt_manager *m, uint32_t flags, ckpt_clean_fn fn, void *payload, size_t *count);
 /* Waits for background saves; returns the first error not yet reported (CKPT_OK if none). With a comm and
  * CKPT_MANAGER_ASYNC it commits the step saved last (collective: every rank calls it), returning its error on every
  * rank. */

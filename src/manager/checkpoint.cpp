@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "manager/checkpoint.hpp"
+#include "manager/temporaries.hpp"
 
 #include "core/error.hpp"
 
@@ -39,13 +40,6 @@ void on_rank_zero_for_all(Comm& comm, const std::function<void()>& work) {
 
 constexpr std::string_view kSuffix = ".npz";
 constexpr size_t kPaddedDigits = 10;  // objax's %010d
-
-// True for the temporaries of checkpoint files: ".<checkpoint name>.tmp-XXXXXX".
-bool is_checkpoint_temp(const std::string& name) {
-    if (!is_temp_name(name)) return false;
-    const size_t end = name.rfind(".tmp-");
-    return checkpoint_index(name.substr(1, end - 1)).has_value();
-}
 
 }  // namespace
 
@@ -195,7 +189,7 @@ namespace {
 }
 }  // namespace
 
-void CheckpointManager::claim() {
+void CheckpointManager::claim(bool clean_up) {
     if (claim_) {
         if (!claim_->owned()) fail_taken_over(dir_);
         return;
@@ -208,7 +202,7 @@ void CheckpointManager::claim() {
                                  "whose saves now fail", dir_));
         return;  // its save in flight may be writing a temporary: nothing is cleaned up
     }
-    claim->while_owned([this] { remove_stale_temporaries(); });
+    if (clean_up) claim->while_owned([this] { remove_stale_temporaries(); });
 }
 
 void CheckpointManager::claim_collectively() {
@@ -372,34 +366,46 @@ void CheckpointManager::log(int level, const std::string& message) const {
 }
 
 void CheckpointManager::remove_stale_temporaries() {
-    std::vector<std::string> dirs;
-    try {
-        dirs = options_.storage->list_dirs(dir_);
-    } catch (const Error& e) {
-        if (e.code() != Code::unsupported) throw;
-    }
-    for (const std::string& name : dirs) {
-        // A sharded save's staging directory, a replaced step set aside, or a step directory without a manifest
-        // (a save cut short on a storage that commits by writing the manifest last).
-        const std::string path = join_path(dir_, name);
-        try {
-            if (!is_step_temp(name) && !(step_dir_index(name) && !has_manifest(*options_.storage, path))) continue;
-            options_.storage->remove_tree(path);
-            log(warning, fmt::format("Removed stale temporary directory {} (left by an interrupted save)", path));
-        } catch (const Error& e) {
-            log(warning, fmt::format("Could not remove stale temporary directory: {}", e.what()));
+    remove_temporaries(
+        *options_.storage, find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::checkpoints),
+        [this](const StaleTemporary& t) {
+            log(warning, fmt::format("Removed stale temporary {} {} (left by an interrupted save)",
+                                     t.dir ? "directory" : "file", t.path));
+        },
+        [this](const StaleTemporary& t, const std::string& why) {
+            log(warning, fmt::format("Could not remove stale temporary {}: {}", t.dir ? "directory" : "file", why));
+        });
+}
+
+size_t CheckpointManager::clean(bool dry_run, const std::function<void(const StaleTemporary&)>& each) {
+    if (options_.read_only) fail(Code::invalid, "{}: the manager was opened read-only (CKPT_MANAGER_READ_ONLY)", dir_);
+    if (options_.comm && options_.comm->size() > 1)
+        fail(Code::invalid, "{}: clean is for one process, not a manager over {} ranks", dir_, options_.comm->size());
+    writer_->drain();  // this manager's own saves in flight are not stale
+    claim(false);
+    size_t done = 0;
+    const bool owned = while_owner("clean", [&] {
+        const auto found = find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::any_npz);
+        if (dry_run) {
+            for (const StaleTemporary& t : found) each(t);
+            done = found.size();
+            return;
         }
-    }
-    for (const std::string& name : options_.storage->list(dir_)) {
-        if (!is_checkpoint_temp(name)) continue;  // never touch a file that is not ckpt's
-        const std::string path = join_path(dir_, name);
-        try {
-            options_.storage->remove(path);
-            log(warning, fmt::format("Removed stale temporary file {} (left by an interrupted save)", path));
-        } catch (const Error& e) {
-            log(warning, fmt::format("Could not remove stale temporary file: {}", e.what()));
-        }
-    }
+        std::string first_failure;
+        remove_temporaries(
+            *options_.storage, found,
+            [&](const StaleTemporary& t) {
+                ++done;
+                each(t);
+                log(info, fmt::format("Removed stale temporary {} {}", t.dir ? "directory" : "file", t.path));
+            },
+            [&](const StaleTemporary&, const std::string& why) {
+                if (first_failure.empty()) first_failure = why;
+            });
+        if (!first_failure.empty()) fail(Code::io, "{}", first_failure);
+    });
+    if (!owned) fail(Code::busy, "{}: another checkpoint manager of this process took the directory over", dir_);
+    return done;
 }
 
 std::vector<int64_t> CheckpointManager::list() {

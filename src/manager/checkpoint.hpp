@@ -14,6 +14,7 @@
 #include "dist/comm.hpp"
 #include "dist/sharded_step.hpp"
 #include "manager/checkpoint_policy.hpp"
+#include "manager/temporaries.hpp"
 #include "npz/npz_reader.hpp"
 #include "npz/npz_restore.hpp"
 #include "npz/npz_writer.hpp"
@@ -117,6 +118,13 @@ public:
     // wait(), then stops the background writer and releases the directory (unless a newer manager of this process
     // took it over: its lock stays with that one). Idempotent.
     void close();
+    // Removes the temporaries interrupted saves left in the directory: what the first save removes (see claim())
+    // and the temporary of any ckpt save of an .npz file there (".<name>.npz.tmp-XXXXXX"); with dry_run, only
+    // finds them. Takes the directory first: Error(busy) naming the holder while another process's
+    // manager holds it. A save into the directory that holds no lock (not a manager's) fails if its temporary goes.
+    // Calls `each` for every one removed (dry_run: found) and returns how many. Error(invalid) when read-only or
+    // over several ranks; Error(io) after trying them all when one would not go.
+    size_t clean(bool dry_run, const std::function<void(const StaleTemporary&)>& each);
     // Whether this manager owns its directory: it has saved (or otherwise claimed it), and no newer manager of this
     // process took it over since.
     bool owns_directory() const;
@@ -140,7 +148,7 @@ private:
     // holder when another process holds it — or takes it over from an older manager of this process (a warning
     // in the log), then removes stale temporaries (not after a takeover: the older manager's save in flight may
     // be writing them). Later calls throw Error(busy) once a newer manager of this process took it over.
-    void claim();
+    void claim(bool clean_up = true);
     // claim() on rank 0, every rank getting its error (collective).
     void claim_collectively();
     // Runs `work`, which deletes in the directory, while this manager owns it — a takeover waits for it to end —

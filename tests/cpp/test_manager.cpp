@@ -350,3 +350,24 @@ TEST_CASE("should_save follows save_every_steps and request_save", "[manager][po
     CHECK_FALSE(manager.should_save(3));
     CHECK_THROWS_AS(manager.should_save(-1), ckpt::Error);
 }
+
+TEST_CASE("clean removes what interrupted saves left; a dry run only finds it", "[manager][clean]") {
+    TempDir dir;
+    ckpt::Manager m(dir.path());
+    Trainer t;
+    m.save(t.vars, 1);
+    const std::string ckpt_dir = dir.path("ckpt");
+    const std::string file = ckpt_dir + "/.0000000002.npz.tmp-AbC123";
+    std::ofstream(file) << "half a save";
+    std::filesystem::create_directory(ckpt_dir + "/0000000003");  // a step without its manifest
+    std::ofstream(ckpt_dir + "/notes.txt") << "mine";
+    const std::vector<ckpt::StaleTemporary> expected{{ckpt_dir + "/0000000003", true}, {file, false}};
+    CHECK(m.clean(true) == expected);
+    CHECK(std::filesystem::exists(file));
+    CHECK(m.clean() == expected);
+    CHECK_FALSE(std::filesystem::exists(file));
+    CHECK_FALSE(std::filesystem::exists(ckpt_dir + "/0000000003"));
+    CHECK(m.clean().empty());
+    CHECK(std::filesystem::exists(ckpt_dir + "/notes.txt"));
+    CHECK(m.list() == std::vector<int64_t>{1});
+}

@@ -1882,3 +1882,126 @@ TEST_CASE("a read-only manager opens a directory another manager holds and chang
         CHECK_THAT(message(), Contains("CKPT_MANAGER_READ_ONLY"));
     }
 }
+
+// ============================================================================================== ckpt_manager_clean
+
+namespace {
+
+struct Cleaned {
+    std::vector<std::pair<std::string, int>> items;  // path, is_dir
+    static void record(const char* path, int is_dir, void* self) {
+        static_cast<Cleaned*>(self)->items.emplace_back(path, is_dir);
+    }
+    std::vector<std::pair<std::string, int>> sorted() const {
+        auto s = items;
+        std::sort(s.begin(), s.end());
+        return s;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("ckpt_manager_clean removes what interrupted saves left, reports each, and touches nothing else",
+          "[manager][stale][clean]") {
+    TempDir logdir;
+    const std::string dir = logdir.file("ckpt");
+    ManagerPtr m = open_manager(logdir.str());
+    save(m.get(), 3);
+    const std::vector<std::string> stale_files{".0000000005.npz.tmp-AbC123", ".model.npz.tmp-zZ09yY"};
+    for (const auto& name : stale_files) put(dir + "/" + name, "half a save");
+    fs::create_directories(dir + "/.0000000007.tmp-xYz123");  // a sharded save's staging directory
+    put(dir + "/.0000000007.tmp-xYz123/shard-00000-of-00002.npz", "a shard");
+    fs::create_directories(dir + "/0000000008");  // a step without its manifest
+    const std::vector<std::string> others{".notes.tmp-abcdef", "foo.npz.tmp-abcdef", "README", ".0000000005.npz.tmp-abc",
+                                          ".model.npz.tmp-abc!ef", ".0000000005.npz"};
+    for (const auto& name : others) put(dir + "/" + name, "mine: " + name);
+    const std::vector<std::pair<std::string, int>> expected{{dir + "/.0000000005.npz.tmp-AbC123", 0},
+                                                            {dir + "/.0000000007.tmp-xYz123", 1},
+                                                            {dir + "/.model.npz.tmp-zZ09yY", 0},
+                                                            {dir + "/0000000008", 1}};
+
+    Cleaned dry;
+    size_t count = 99;
+    REQUIRE(ckpt_manager_clean(m.get(), CKPT_CLEAN_DRY_RUN, &Cleaned::record, &dry, &count) == CKPT_OK);
+    CHECK(count == 4);
+    CHECK(dry.sorted() == expected);
+    for (const auto& name : stale_files) CHECK(fs::exists(dir + "/" + name));  // a dry run removes nothing
+    CHECK(fs::exists(dir + "/0000000008"));
+
+    Cleaned done;
+    REQUIRE(ckpt_manager_clean(m.get(), 0, &Cleaned::record, &done, &count) == CKPT_OK);
+    CHECK(count == 4);
+    CHECK(done.sorted() == expected);
+    for (const auto& [path, is_dir] : expected) CHECK_FALSE(fs::exists(path));
+    for (const auto& name : others) {
+        INFO(name);
+        CHECK(slurp(dir + "/" + name) == "mine: " + name);
+    }
+    CHECK(list_of(m.get()) == std::vector<int64_t>{3});  // the checkpoint stays
+
+    REQUIRE(ckpt_manager_clean(m.get(), 0, nullptr, nullptr, &count) == CKPT_OK);  // nothing left; no callback needed
+    CHECK(count == 0);
+}
+
+TEST_CASE("ckpt_manager_clean refuses while another process's manager holds the directory", "[manager][clean][lock]") {
+    TempDir logdir;
+    const std::string dir = logdir.file("ckpt");
+    { ManagerPtr create = open_manager(logdir.str()); }
+    int ready[2];
+    int hold[2];
+    REQUIRE(::pipe(ready) == 0);
+    REQUIRE(::pipe(hold) == 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::close(ready[0]);
+        ::close(hold[1]);
+        ckpt_manager* held = nullptr;
+        char rc = static_cast<char>(ckpt_manager_open(&held, logdir.str().c_str(), nullptr));
+        if (rc == CKPT_OK) {
+            VarsPtr v = make_vars(1);
+            rc = static_cast<char>(ckpt_manager_save(held, v.get(), 1));  // takes the lock
+        }
+        if (::write(ready[1], &rc, 1) != 1) ::_exit(2);
+        char byte;
+        while (::read(hold[0], &byte, 1) < 0) {
+        }  // holds the lock until killed
+        ::_exit(0);
+    }
+    ::close(ready[1]);
+    ::close(hold[0]);
+    char child_rc = 1;
+    REQUIRE(::read(ready[0], &child_rc, 1) == 1);
+    REQUIRE(child_rc == CKPT_OK);
+
+    // What the holder may be writing right now.
+    put(dir + "/.0000000002.npz.tmp-AbC123", "being written");
+    ManagerPtr m = open_manager(logdir.str());
+    size_t count = 7;
+    CHECK(ckpt_manager_clean(m.get(), 0, nullptr, nullptr, &count) == CKPT_EBUSY);
+    CHECK_THAT(message(), Contains("pid " + std::to_string(child)));
+    CHECK(ckpt_manager_clean(m.get(), CKPT_CLEAN_DRY_RUN, nullptr, nullptr, &count) == CKPT_EBUSY);
+    CHECK(fs::exists(dir + "/.0000000002.npz.tmp-AbC123"));
+
+    REQUIRE(::kill(child, SIGKILL) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    ::close(ready[0]);
+    ::close(hold[1]);
+    REQUIRE(ckpt_manager_clean(m.get(), 0, nullptr, nullptr, &count) == CKPT_OK);  // the holder died
+    CHECK(count == 1);
+    CHECK_FALSE(fs::exists(dir + "/.0000000002.npz.tmp-AbC123"));
+}
+
+TEST_CASE("ckpt_manager_clean's argument errors", "[manager][clean]") {
+    TempDir logdir;
+    ManagerPtr m = open_manager(logdir.str());
+    CHECK(ckpt_manager_clean(nullptr, 0, nullptr, nullptr, nullptr) == CKPT_EINVAL);
+    CHECK(ckpt_manager_clean(m.get(), 2, nullptr, nullptr, nullptr) == CKPT_EINVAL);
+    CHECK_THAT(message(), Contains("unknown flags"));
+    ckpt_manager_options o = default_options();
+    o.flags = CKPT_MANAGER_READ_ONLY;
+    ManagerPtr reader = open_manager(logdir.str(), &o);
+    CHECK(ckpt_manager_clean(reader.get(), 0, nullptr, nullptr, nullptr) == CKPT_EINVAL);
+    CHECK_THAT(message(), Contains("read-only"));
+}

@@ -13,7 +13,7 @@ from . import errors
 REQUIRED_VERSION = (0, 5, 0)
 # Functions newer than REQUIRED_VERSION, and the library version that added each: an older library loads without
 # them, and the methods that call them raise UnsupportedError.
-SINCE = {"ckpt_npz_read_range": (0, 7, 0), "ckpt_vars_add_source": (0, 7, 0), "ckpt_vars_is_source": (0, 7, 0)}
+SINCE = {"ckpt_npz_read_range": (0, 7, 0), "ckpt_manager_clean": (0, 7, 0), "ckpt_vars_add_source": (0, 7, 0), "ckpt_vars_is_source": (0, 7, 0)}
 
 COPY, BORROW = 0, 1
 LAYOUT_AUTO, LAYOUT_PLAIN, LAYOUT_OBJAX = 0, 1, 2
@@ -42,6 +42,8 @@ LOG_FN = ctypes.CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 SAVE_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p)
 SOURCE_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_uint64, c_void_p, c_size_t)
 LIST_ENTRY_FN = ctypes.CFUNCTYPE(c_int, c_char_p, c_void_p)
+CLEAN_FN = ctypes.CFUNCTYPE(None, c_char_p, c_int, c_void_p)
+CLEAN_DRY_RUN = 1
 
 
 class NpzOptions(ctypes.Structure):
@@ -232,6 +234,7 @@ SIGNATURES = {
     "ckpt_manager_latest": (c_int, [c_void_p, _P(c_int64)]),
     "ckpt_manager_list": (c_int, [c_void_p, _P(c_int64), c_size_t, _P(c_size_t)]),
     "ckpt_manager_path": (c_int, [c_void_p, c_int64, c_char_p, c_size_t]),
+    "ckpt_manager_clean": (c_int, [c_void_p, c_uint32, CLEAN_FN, c_void_p, _P(c_size_t)]),
     "ckpt_manager_wait": (c_int, [c_void_p]),
     "ckpt_manager_close": (c_int, [c_void_p]),
     "ckpt_checkpoint_idx": (c_int64, [c_char_p]),

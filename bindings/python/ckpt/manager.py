@@ -274,6 +274,21 @@ class Manager:
         """Waits for background saves; raises the first unreported error."""
         check(lib.ckpt_manager_wait(self._h()), *self._sources)
 
+    def clean(self, dry_run: bool = False) -> List[str]:
+        """Removes the temporaries that interrupted saves left in the directory (those of checkpoints, sharded
+        saves' staging directories, steps without a manifest, and ``.NAME.npz.tmp-XXXXXX`` of any ckpt save) and
+        returns their paths; with ``dry_run`` only returns them. Raises BusyError while a manager of another
+        process holds the directory."""
+        found: List[str] = []
+
+        def record(path, _is_dir, _payload):
+            found.append(os.fsdecode(path))
+
+        callback = _native.CLEAN_FN(record)
+        flags = _native.CLEAN_DRY_RUN if dry_run else 0
+        check(lib.ckpt_manager_clean(self._h(), flags, callback, None, None), *self._sources)
+        return found
+
 
 def _reraise(e):
     raise e

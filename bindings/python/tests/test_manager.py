@@ -195,3 +195,36 @@ def test_should_save_every_n_steps_and_on_request(tmp_path):
         assert not m.should_save(1)
         with pytest.raises(ValueError):
             m.should_save(-1)
+
+
+def test_clean_removes_what_interrupted_saves_left_and_refuses_while_another_process_holds_the_directory(tmp_path):
+    import subprocess
+    import sys
+    d = tmp_path / "ckpt"
+    with ckpt.Manager(str(tmp_path)) as m:
+        m.save(arrays(1), 1)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, ckpt, numpy as np\n"
+         "m = ckpt.Manager(sys.argv[1]); m.save({'x': np.zeros(1)}, 9); print('held', flush=True); sys.stdin.read()",
+         str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=dict(os.environ))
+    try:
+        assert holder.stdout.readline() == b"held\n"
+        # Left by saves interrupted after the holder's first save, which removes those of checkpoints.
+        stale = [d / ".0000000002.npz.tmp-AbC123", d / ".model.npz.tmp-zZ09yY"]
+        for p in stale:
+            p.write_bytes(b"half a save")
+        (d / "notes.txt").write_text("mine")
+        with ckpt.Manager(str(tmp_path)) as m:
+            with pytest.raises(ckpt.BusyError, match="pid %d" % holder.pid):
+                m.clean()
+    finally:
+        holder.stdin.close()
+        holder.wait()
+    assert all(p.exists() for p in stale)
+    with ckpt.Manager(str(tmp_path)) as m:
+        assert sorted(m.clean(dry_run=True)) == sorted(map(str, stale))
+        assert all(p.exists() for p in stale)
+        assert sorted(m.clean()) == sorted(map(str, stale))
+        assert m.clean() == []
+        assert m.list() == [1, 9]
+    assert not any(p.exists() for p in stale) and (d / "notes.txt").read_text() == "mine"

@@ -477,6 +477,29 @@ impl Manager {
         }
     }
 
+    /// Removes the temporaries that interrupted saves left in the directory (those of checkpoints, sharded saves'
+    /// staging directories, steps without a manifest, and `.NAME.npz.tmp-XXXXXX` of any ckpt save) and returns
+    /// them; with `dry_run` only finds them. [`Code::Busy`] while a manager of another process holds the directory.
+    pub fn clean(&mut self, dry_run: bool) -> Result<Vec<StaleTemporary>> {
+        unsafe extern "C" fn record(path: *const c_char, is_dir: c_int, payload: *mut c_void) {
+            let _ = catch_unwind(AssertUnwindSafe(|| {
+                // SAFETY: payload is the Vec below, path a C string for the call.
+                let found = &mut *payload.cast::<Vec<StaleTemporary>>();
+                let bytes = CStr::from_ptr(path).to_bytes();
+                found.push(StaleTemporary {
+                    path: PathBuf::from(std::ffi::OsStr::from_bytes(bytes)),
+                    is_dir: is_dir != 0,
+                });
+            }));
+        }
+        let mut found: Vec<StaleTemporary> = Vec::new();
+        let flags = if dry_run { sys::CKPT_CLEAN_DRY_RUN } else { 0 };
+        let payload: *mut Vec<StaleTemporary> = &mut found;
+        // SAFETY: a live handle; record only runs during the call, with payload pointing at `found`.
+        check(unsafe { sys::ckpt_manager_clean(self.as_ptr(), flags, Some(record), payload.cast(), ptr::null_mut()) })?;
+        Ok(found)
+    }
+
     /// Waits for background saves; returns the first error not yet reported.
     pub fn wait(&mut self) -> Result<()> {
         // SAFETY: a live handle.
@@ -531,4 +554,13 @@ pub fn checkpoint_idx(filename: impl AsRef<Path>) -> Option<i64> {
     } else {
         None
     }
+}
+
+/// A temporary an interrupted save left, as [`Manager::clean`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleTemporary {
+    /// Its path: the manager's directory joined with its name.
+    pub path: PathBuf,
+    /// Whether it is a directory (a sharded save's staging directory, a step without its manifest).
+    pub is_dir: bool,
 }

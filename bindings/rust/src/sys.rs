@@ -151,6 +151,8 @@ pub type ckpt_source_fn =
     Option<unsafe extern "C" fn(payload: *mut c_void, offset: u64, dst: *mut c_void, size: usize) -> c_int>;
 pub type ckpt_save_fn = Option<unsafe extern "C" fn(sink: *mut ckpt_sink, payload: *mut c_void) -> c_int>;
 pub type ckpt_log_fn = Option<unsafe extern "C" fn(level: c_int, message: *const c_char, payload: *mut c_void)>;
+pub type ckpt_clean_fn = Option<unsafe extern "C" fn(path: *const c_char, is_dir: c_int, payload: *mut c_void)>;
+pub const CKPT_CLEAN_DRY_RUN: u32 = 1;
 
 // ------------------------------------------------------------------------------------------------ option structs
 #[repr(C)]
@@ -479,6 +481,13 @@ extern "C" {
     pub fn ckpt_manager_latest(m: *mut ckpt_manager, out_idx: *mut i64) -> c_int;
     pub fn ckpt_manager_list(m: *mut ckpt_manager, idx: *mut i64, cap: usize, count: *mut usize) -> c_int;
     pub fn ckpt_manager_path(m: *mut ckpt_manager, idx: i64, buf: *mut c_char, cap: usize) -> c_int;
+    pub fn ckpt_manager_clean(
+        m: *mut ckpt_manager,
+        flags: u32,
+        fn_: ckpt_clean_fn,
+        payload: *mut c_void,
+        count: *mut usize,
+    ) -> c_int;
     pub fn ckpt_manager_wait(m: *mut ckpt_manager) -> c_int;
     pub fn ckpt_manager_close(m: *mut ckpt_manager) -> c_int;
     pub fn ckpt_checkpoint_idx(filename: *const c_char) -> i64;

@@ -73,6 +73,14 @@ struct Metric {
     double value;
 };
 
+// A temporary an interrupted save left, as Manager::clean reports it: its path (the manager's directory joined with
+// its name) and whether it is a directory.
+struct StaleTemporary {
+    std::string path;
+    bool is_dir = false;
+    bool operator==(const StaleTemporary& o) const { return path == o.path && is_dir == o.is_dir; }
+};
+
 // What Manager::read returns: a new collection, and the index it came from (auto [vars, idx] = m.read()).
 struct ReadResult {
     Vars vars;
@@ -236,6 +244,24 @@ public:
             buf.resize(std::strlen(buf.c_str()));
             return buf;
         }
+    }
+    // Removes the temporaries that interrupted saves left in the directory (those of checkpoints, sharded saves'
+    // staging directories, steps without a manifest, and ".NAME.npz.tmp-XXXXXX" of any ckpt save) and returns them;
+    // with dry_run, only finds them. Throws Error(CKPT_EBUSY) while a manager of another process holds the directory.
+    std::vector<StaleTemporary> clean(bool dry_run = false) {
+        std::vector<StaleTemporary> found;
+        const auto record = [](const char* path, int is_dir, void* payload) {
+            auto& out = *static_cast<std::vector<StaleTemporary>*>(payload);
+            try {
+                out.push_back({path, is_dir != 0});
+            } catch (...) {
+                // Out of memory: this one goes unreported; the count below tells.
+            }
+        };
+        size_t count = 0;
+        detail::check(ckpt_manager_clean(m_, dry_run ? CKPT_CLEAN_DRY_RUN : 0u, record, &found, &count));
+        if (found.size() != count) throw std::bad_alloc();
+        return found;
     }
     // Waits for background saves; throws the first error not yet reported.
     void wait() { detail::check(ckpt_manager_wait(m_)); }

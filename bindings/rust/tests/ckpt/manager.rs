@@ -2,7 +2,7 @@
 //! Manager: numbered checkpoints, retention, restore of the latest good one, logging, background saves.
 use std::sync::{Arc, Mutex};
 
-use ckpt::{checkpoint_idx, Code, Layout, LogLevel, Manager, ManagerOptions, NpzOptions, Vars};
+use ckpt::{checkpoint_idx, Code, Layout, LogLevel, Manager, ManagerOptions, NpzOptions, StaleTemporary, Vars};
 
 use crate::common::TempDir;
 
@@ -250,4 +250,35 @@ fn should_save_every_n_steps_and_after_a_request() {
     drop(m);
     let opened = Manager::open(dir.path(), &ManagerOptions::new().save_every_seconds(3600).keep_seconds(60));
     assert!(!opened.unwrap().should_save(1).unwrap());
+}
+
+#[test]
+fn clean_removes_what_interrupted_saves_left_and_a_dry_run_only_finds_it() {
+    let dir = TempDir::new("clean");
+    let mut m = Manager::open(dir.path(), &ManagerOptions::new()).unwrap();
+    m.save(&state(1), 1).unwrap();
+    let ckpt_dir = dir.path().join("ckpt");
+    let file = ckpt_dir.join(".model.npz.tmp-AbC123");
+    std::fs::write(&file, b"half a save").unwrap();
+    let step = ckpt_dir.join(".0000000002.tmp-zZ09yY");
+    std::fs::create_dir(&step).unwrap();
+    std::fs::write(ckpt_dir.join("notes.txt"), b"mine").unwrap();
+    let mut expected =
+        vec![StaleTemporary { path: step.clone(), is_dir: true }, StaleTemporary { path: file.clone(), is_dir: false }];
+    expected.sort_by(|a, b| a.path.cmp(&b.path));
+    let sorted = |mut v: Vec<StaleTemporary>| {
+        v.sort_by(|a, b| a.path.cmp(&b.path));
+        v
+    };
+    assert_eq!(sorted(m.clean(true).unwrap()), expected);
+    assert!(file.exists() && step.exists());
+    assert_eq!(sorted(m.clean(false).unwrap()), expected);
+    assert!(!file.exists() && !step.exists());
+    assert_eq!(m.clean(false).unwrap(), vec![]);
+    assert_eq!(std::fs::read(ckpt_dir.join("notes.txt")).unwrap(), b"mine");
+    assert_eq!(m.list().unwrap(), vec![1]);
+    let mut reader = Manager::open(dir.path(), &ManagerOptions::new().read_only(true)).unwrap();
+    let e = reader.clean(true).unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert!(e.message().contains("read-only"), "{}", e.message());
 }

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "manager/temporaries.hpp"
+
+#include "core/error.hpp"
+#include "dist/sharded_step.hpp"
+#include "manager/checkpoint.hpp"
+
+namespace ckpt {
+
+namespace {
+
+constexpr std::string_view kTempMarker = ".tmp-";
+constexpr std::string_view kNpzSuffix = ".npz";
+
+// The name a temporary stands in for: ".x.npz.tmp-AbC123" -> "x.npz".
+std::string target_of(const std::string& temp) { return temp.substr(1, temp.rfind(kTempMarker) - 1); }
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+std::vector<StaleTemporary> find_stale_temporaries(Storage& storage, const std::string& dir, TemporaryKinds kinds) {
+    std::vector<StaleTemporary> found;
+    std::vector<std::string> dirs;
+    try {
+        dirs = storage.list_dirs(dir);
+    } catch (const Error& e) {
+        if (e.code() != Code::unsupported) throw;
+    }
+    for (const std::string& name : dirs) {
+        // A sharded save's staging directory, a replaced step set aside, or a step directory without a manifest
+        // (a save cut short on a storage that commits by writing the manifest last).
+        const std::string path = join_path(dir, name);
+        if (is_step_temp(name) || (step_dir_index(name) && !has_manifest(storage, path))) found.push_back({path, true});
+    }
+    for (const std::string& name : storage.list(dir)) {
+        if (!is_temp_name(name)) continue;
+        const std::string target = target_of(name);
+        const bool wanted = checkpoint_index(target).has_value() ||
+                            (kinds == TemporaryKinds::any_npz && ends_with(target, kNpzSuffix));
+        if (wanted) found.push_back({join_path(dir, name), false});
+    }
+    return found;
+}
+
+void remove_temporaries(Storage& storage, const std::vector<StaleTemporary>& found,
+                        const std::function<void(const StaleTemporary&)>& removed,
+                        const std::function<void(const StaleTemporary&, const std::string&)>& failed) {
+    for (const StaleTemporary& t : found) {
+        try {
+            if (t.dir)
+                storage.remove_tree(t.path);
+            else
+                storage.remove(t.path);
+        } catch (const Error& e) {
+            failed(t, e.what());
+            continue;
+        }
+        removed(t);
+    }
+}
+
+}  // namespace ckpt

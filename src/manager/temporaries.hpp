@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+// The temporaries interrupted saves leave in a checkpoint directory, and their removal.
+#pragma once
+
+#include "storage/storage.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ckpt {
+
+// A temporary an interrupted save left: its path (the directory joined with its name) and whether it is a directory.
+struct StaleTemporary {
+    std::string path;
+    bool dir = false;
+};
+
+enum class TemporaryKinds {
+    checkpoints,  // those of checkpoints: ".<checkpoint file>.tmp-XXXXXX", sharded saves' staging and set-aside
+                  // directories, and step directories without a manifest
+    any_npz,      // those, and the temporary of any ckpt save of an .npz file: ".<name>.npz.tmp-XXXXXX"
+};
+
+// The stale temporaries of `dir`, directories first. Only names ckpt makes: never a file that is not ckpt's.
+// A storage that cannot list directories has only files to report.
+std::vector<StaleTemporary> find_stale_temporaries(Storage& storage, const std::string& dir, TemporaryKinds kinds);
+
+// Removes each of `found`, calling `removed` after each removal and `failed` with the error's message for one that
+// could not be removed (the others are still tried).
+void remove_temporaries(Storage& storage, const std::vector<StaleTemporary>& found,
+                        const std::function<void(const StaleTemporary&)>& removed,
+                        const std::function<void(const StaleTemporary&, const std::string&)>& failed);
+
+}  // namespace ckpt
