@@ -275,6 +275,17 @@ CKPT_API uint64_t ckpt_npz_data_offset(const ckpt_npz* npz, size_t i) {
     if (e == nullptr || npz->reader.member(i).method != ckpt::zip::kMethodStore) return 0;
     return npz->reader.member(i).data_offset + e->header.data_offset;
 }
+CKPT_API int ckpt_npz_byte_order(const ckpt_npz* npz, size_t i) {
+    const auto* e = at(npz, i);
+    if (e == nullptr) return 0;
+    if (ckpt::swap_unit(e->header.dtype) <= 1) return '|';
+    constexpr bool little_host = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+    return e->header.foreign_order == little_host ? '>' : '<';
+}
+CKPT_API int ckpt_npz_fortran_order(const ckpt_npz* npz, size_t i) {
+    const auto* e = at(npz, i);
+    return e != nullptr && e->header.fortran_order ? 1 : 0;
+}
 CKPT_API uint32_t ckpt_npz_layout(const ckpt_npz* npz) {
     return npz == nullptr ? 0 : npz->reader.layout() == Layout::objax ? CKPT_LAYOUT_OBJAX : CKPT_LAYOUT_PLAIN;
 }

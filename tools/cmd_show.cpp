@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// ckpt show FILE: how a file holds its arrays — layout, then per array its type, shape, sizes, compression,
-// CRC-32 and where its data starts — and the file's metadata. Reads no array data.
+// ckpt show FILE: how a file holds its arrays — layout, then per array its type, shape, byte order and memory order,
+// sizes, compression, CRC-32 and where its data starts — and the file's metadata. Reads no array data.
 #include "commands.hpp"
 #include "sharded_step.hpp"
 #include "text.hpp"
@@ -35,6 +35,9 @@ const char* layout_name(uint32_t layout) {
 
 const char* compression_name(uint32_t c) { return c == CKPT_DEFLATE ? "deflated" : "stored"; }
 
+// The byte order of the data in its member, in words ('<' little, '>' big, '|' none: single-byte items).
+const char* endian_name(int byte_order) { return byte_order == '<' ? "little" : byte_order == '>' ? "big" : "-"; }
+
 int run_show(const ShowOptions& o) {
     if (is_step_dir(o.file)) return show_step(o.file, o.json, o.bytes);
     const Npz npz = open_npz(o.file);
@@ -59,6 +62,8 @@ int run_show(const ShowOptions& o) {
             a["dtype"] = ckpt_dtype_name(ckpt_npz_dtype(f, i));
             a["itemsize"] = ckpt_npz_itemsize(f, i);
             a["shape"] = std::vector<int64_t>(shape, shape + ckpt_npz_ndim(f, i));
+            a["byte_order"] = std::string(1, static_cast<char>(ckpt_npz_byte_order(f, i)));
+            a["fortran_order"] = ckpt_npz_fortran_order(f, i) == 1;
             a["bytes"] = ckpt_npz_nbytes(f, i);
             a["stored_bytes"] = ckpt_npz_stored_bytes(f, i);
             a["compression"] = compression_name(ckpt_npz_compression(f, i));
@@ -79,9 +84,9 @@ int run_show(const ShowOptions& o) {
     std::cout << fmt::format("{}: {}{} layout, {} array{}\n", o.file, size ? human_size(*size, o.bytes) + ", " : "",
                              layout_name(layout), count, count == 1 ? "" : "s");
     const bool objax = layout == CKPT_LAYOUT_OBJAX;
-    std::vector<std::string> header = {"name", "dtype", "shape", "bytes", "stored", "compression", "crc32",
-                                       "offset", "align"};
-    std::vector<bool> right = {false, false, false, true, true, false, false, true, true};
+    std::vector<std::string> header = {"name", "dtype", "shape", "endian", "order", "bytes", "stored",
+                                       "compression", "crc32", "offset", "align"};
+    std::vector<bool> right = {false, false, false, false, false, true, true, false, false, true, true};
     if (objax) {  // the member names (0.npy, 1.npy, ...) differ from the variable names only in this layout
         header.insert(header.begin() + 1, "member");
         right.insert(right.begin() + 1, false);
@@ -95,6 +100,8 @@ int run_show(const ShowOptions& o) {
             ckpt_npz_name(f, i),
             dtype_label(ckpt_npz_dtype(f, i), ckpt_npz_itemsize(f, i)),
             shape_text(std::vector<int64_t>(shape, shape + ckpt_npz_ndim(f, i))),
+            endian_name(ckpt_npz_byte_order(f, i)),
+            ckpt_npz_fortran_order(f, i) == 1 ? "Fortran" : "C",
             human_size(ckpt_npz_nbytes(f, i), o.bytes),
             human_size(ckpt_npz_stored_bytes(f, i), o.bytes),
             compression_name(ckpt_npz_compression(f, i)),
@@ -122,7 +129,8 @@ int run_show(const ShowOptions& o) {
 Command add_show(CLI::App& parent) {
     auto o = std::make_shared<ShowOptions>();
     CLI::App* app = parent.add_subcommand(
-        "show", "Show a file's layout, arrays (dtype, shape, sizes, compression, CRC-32, offset) and metadata");
+        "show", "Show a file's layout, arrays (dtype, shape, byte and memory order, sizes, compression, CRC-32, "
+                "offset) and metadata");
     app->footer("Reads the zip directory and every npy header, no array data. The alignment of a stored array is the "
                 "largest power of two (up to 4096) that divides its data offset.");
     app->add_option("FILE", o->file, "a .npz file, or a sharded step's directory")->required();

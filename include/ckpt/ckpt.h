@@ -381,6 +381,13 @@ CKPT_API uint32_t ckpt_npz_compression(const ckpt_npz *npz, size_t i);
 CKPT_API uint64_t ckpt_npz_stored_bytes(const ckpt_npz *npz, size_t i);
 CKPT_API uint32_t ckpt_npz_crc32(const ckpt_npz *npz, size_t i);
 CKPT_API uint64_t ckpt_npz_data_offset(const ckpt_npz *npz, size_t i);
+/* How array i's data lies in its member, as its npy header says — reads deliver native byte order and C order
+ * whatever it is, so this is for inspection tools. ckpt_npz_byte_order: '<' (little-endian), '>' (big-endian, as
+ * numpy writes a '>f8' array), or '|' where byte order does not apply (items of single bytes: bool, int8, uint8,
+ * float8, bytes, void); 0 out of range. ckpt_npz_fortran_order: 1 for Fortran (column-major) order, 0 for C order or
+ * out of range. */
+CKPT_API int ckpt_npz_byte_order(const ckpt_npz *npz, size_t i);
+CKPT_API int ckpt_npz_fortran_order(const ckpt_npz *npz, size_t i);
 /* The layout the file was read in: CKPT_LAYOUT_PLAIN or CKPT_LAYOUT_OBJAX (detected, or as the options asked);
  * 0 for NULL. */
 CKPT_API uint32_t ckpt_npz_layout(const ckpt_npz *npz);

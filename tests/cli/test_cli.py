@@ -168,15 +168,33 @@ class Show(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         lines = p.stdout.splitlines()
         self.assertRegex(lines[0], r"plain\.npz: .* plain layout, 10 arrays$")
-        self.assertEqual(lines[1].split(), ["name", "dtype", "shape", "bytes", "stored", "compression", "crc32",
-                                            "offset", "align"])
+        self.assertEqual(lines[1].split(), ["name", "dtype", "shape", "endian", "order", "bytes", "stored",
+                                            "compression", "crc32", "offset", "align"])
         row = lines[2].split()
-        self.assertEqual(row[:4], ["w", "float32", "(2,", "3)"])
+        self.assertEqual(row[:6], ["w", "float32", "(2,", "3)", "little", "C"])
         self.assertIn("unicode<2>", p.stdout)
         self.assertIn("bytes<2>", p.stdout)
         self.assertEqual(lines[-1], "metadata: none")
         exact = run("show", path("plain.npz"), "--bytes").stdout
         self.assertRegex(exact, r"plain\.npz: %d, " % os.path.getsize(path("plain.npz")))
+
+    def test_byte_order_and_memory_order_as_numpy_wrote_them(self):
+        c = np.arange(6, dtype=np.float64).reshape(2, 3)
+        with tempfile.TemporaryDirectory() as d:
+            f = os.path.join(d, "orders.npz")
+            np.savez(f, big=c.astype(">f8"), fortran=np.asfortranarray(c), both=np.asfortranarray(c.astype(">i4")),
+                     flags=np.array([True, False]), text=np.array(["ab"], ">U2"))
+            doc = run_json("show", f)
+            check_show(self, doc)
+            got = {a["name"]: (a["byte_order"], a["fortran_order"]) for a in doc["arrays"]}
+            self.assertEqual(got, {"big": (">", False), "fortran": ("<", True), "both": (">", True),
+                                   "flags": ("|", False), "text": (">", False)})
+            rows = {line.split()[0]: line.split() for line in run("show", f).stdout.splitlines()[2:7]}
+            self.assertEqual(rows["big"][1:5], ["float64", "(2,", "3)", "big"])
+            self.assertEqual(rows["big"][5], "C")
+            self.assertEqual(rows["both"][4:6], ["big", "Fortran"])
+            self.assertEqual(rows["fortran"][4:6], ["little", "Fortran"])
+            self.assertEqual(rows["flags"][1:5], ["bool", "(2,)", "-", "C"])
 
     def test_compressed_arrays_have_no_offset(self):
         doc = run_json("show", path("compressed.npz"))

@@ -366,6 +366,8 @@ TEST_CASE("ckpt::Npz tells how the file holds each array: member, compression, b
             CHECK(npz.stored_bytes(0) < 128 + 256);
             CHECK(npz.data_offset(0) == 0);
         }
+        CHECK(npz.byte_order(0) == '<');
+        CHECK_FALSE(npz.fortran_order(0));
         CHECK_THROWS_AS(npz.member_name(1), ckpt::Error);
     }
 }
@@ -465,4 +467,22 @@ TEST_CASE("What a renamer throws is said once in the error, for files and manage
         CHECK_THAT(e.what(), Catch::Contains("the renamer refused 'w'"));
         CHECK(test::occurrences(e.what(), "the name service for 'w' is down") == 1);
     }
+}
+
+TEST_CASE("Npz tells the byte order and memory order numpy wrote an array in", "[npz][info]") {
+    TempDir dir;
+    const std::string path = dir.path("o.npz");
+    const std::string command = "/usr/bin/python3 -c \"import sys, numpy as np; c = np.arange(6.0).reshape(2, 3); "
+                                "np.savez(sys.argv[1], big=np.asfortranarray(c.astype('>f8')), flags=np.ones(2, bool))\" " +
+                                path + " 2>/dev/null";
+    if (std::system(command.c_str()) != 0) {
+        WARN("no numpy at /usr/bin/python3: skipped");
+        return;
+    }
+    ckpt::Npz npz(path);
+    const size_t big = npz.find("big").value(), flags = npz.find("flags").value();
+    CHECK(npz.byte_order(big) == '>');
+    CHECK(npz.fortran_order(big));
+    CHECK(npz.byte_order(flags) == '|');
+    CHECK_FALSE(npz.fortran_order(flags));
 }

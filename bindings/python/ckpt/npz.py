@@ -389,13 +389,19 @@ class NpzFile(_native.Handle):
         return "objax" if lib.ckpt_npz_layout(self.handle) == _native.LAYOUT_OBJAX else "plain"
 
     def info(self, name: str) -> Dict[str, Any]:
-        """How the file holds `name`: its zip member, "store" or "deflate", its bytes in the file, its CRC-32, and
-        the file offset of its first data byte (stored arrays; 0 when deflated)."""
+        """How the file holds `name`: its zip member, "store" or "deflate", its bytes in the file, its CRC-32, the
+        file offset of its first data byte (stored arrays; 0 when deflated), and how its data lies in the member:
+        "byte_order" ("<", ">", or "|" where it does not apply) and "fortran_order" (with a 0.7.0 library or newer;
+        reads give native byte order and C order either way)."""
         i, h = self._i(name), self.handle
-        return {"member": lib.ckpt_npz_member_name(h, i).decode("utf-8"),
+        info = {"member": lib.ckpt_npz_member_name(h, i).decode("utf-8"),
                 "compression": "deflate" if lib.ckpt_npz_compression(h, i) == _native.DEFLATE else "store",
                 "stored_bytes": lib.ckpt_npz_stored_bytes(h, i), "crc32": lib.ckpt_npz_crc32(h, i),
                 "data_offset": lib.ckpt_npz_data_offset(h, i), "nbytes": lib.ckpt_npz_nbytes(h, i)}
+        if hasattr(lib, "ckpt_npz_byte_order"):
+            info["byte_order"] = chr(lib.ckpt_npz_byte_order(h, i))
+            info["fortran_order"] = bool(lib.ckpt_npz_fortran_order(h, i))
+        return info
 
     def dtype(self, name: str) -> np.dtype:
         """The numpy dtype `name` is read as."""

@@ -206,7 +206,8 @@ def test_clean_removes_what_interrupted_saves_left_and_refuses_while_another_pro
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, ckpt, numpy as np\n"
          "m = ckpt.Manager(sys.argv[1]); m.save({'x': np.zeros(1)}, 9); print('held', flush=True); sys.stdin.read()",
-         str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=dict(os.environ))
+         str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+             [os.path.dirname(os.path.dirname(ckpt.__file__))] + [p for p in [os.environ.get("PYTHONPATH")] if p])))
     try:
         assert holder.stdout.readline() == b"held\n"
         # Left by saves interrupted after the holder's first save, which removes those of checkpoints.

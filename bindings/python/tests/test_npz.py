@@ -267,6 +267,18 @@ def test_info_tells_how_the_file_holds_each_array(tmp_path, compression):
             assert info["data_offset"] % 64 == 0 and data[info["data_offset"]:info["data_offset"] + 256] == w.tobytes()
         else:
             assert info["data_offset"] == 0
+        assert info["byte_order"] == "<" and info["fortran_order"] is False
+
+
+def test_info_tells_the_byte_order_and_memory_order_numpy_wrote(tmp_path):
+    c = np.arange(6, dtype=np.float64).reshape(2, 3)
+    np.savez(tmp_path / "o.npz", big=c.astype(">f8"), fortran=np.asfortranarray(c), big_fortran=np.asfortranarray(
+        c.astype(">i4")), flags=np.array([True, False]), text=np.array(["ab"], ">U2"), small=np.arange(3, dtype=np.int8))
+    with ckpt.open(tmp_path / "o.npz") as f:
+        got = {name: (f.info(name)["byte_order"], f.info(name)["fortran_order"]) for name in f.keys()}
+        assert got == {"big": (">", False), "fortran": ("<", True), "big_fortran": (">", True), "flags": ("|", False),
+                       "text": (">", False), "small": ("|", False)}
+        assert f["big_fortran"].tolist() == c.tolist()  # delivered in native byte order and C order
 
 
 def test_a_source_is_saved_as_the_array_it_reads_stored_and_deflated(tmp_path):

@@ -479,7 +479,7 @@ impl Manager {
 
     /// Removes the temporaries that interrupted saves left in the directory (those of checkpoints, sharded saves'
     /// staging directories, steps without a manifest, and `.NAME.npz.tmp-XXXXXX` of any ckpt save) and returns
-    /// them; with `dry_run` only finds them. [`Code::Busy`] while a manager of another process holds the directory.
+    /// them; with `dry_run` only finds them. [`Code::Busy`](crate::Code::Busy) while a manager of another process holds the directory.
     pub fn clean(&mut self, dry_run: bool) -> Result<Vec<StaleTemporary>> {
         unsafe extern "C" fn record(path: *const c_char, is_dir: c_int, payload: *mut c_void) {
             let _ = catch_unwind(AssertUnwindSafe(|| {

@@ -25,6 +25,11 @@ pub struct MemberInfo {
     pub crc32: u32,
     /// File offset of the first data byte of a stored array; 0 when deflated.
     pub data_offset: u64,
+    /// The data's byte order in the member: `'<'`, `'>'`, or `'|'` where it does not apply (single-byte items).
+    /// Reads give native byte order either way.
+    pub byte_order: char,
+    /// Whether the data lies in Fortran (column-major) order in the member. Reads give C order either way.
+    pub fortran_order: bool,
 }
 
 /// One .npz file opened for lazy reads (`ckpt_npz`): opening validates the zip directory and every npy header
@@ -278,6 +283,8 @@ impl Npz {
                 stored_bytes: sys::ckpt_npz_stored_bytes(p, i),
                 crc32: sys::ckpt_npz_crc32(p, i),
                 data_offset: sys::ckpt_npz_data_offset(p, i),
+                byte_order: char::from(sys::ckpt_npz_byte_order(p, i) as u8),
+                fortran_order: sys::ckpt_npz_fortran_order(p, i) != 0,
             })
         }
     }

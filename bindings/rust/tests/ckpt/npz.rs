@@ -83,8 +83,28 @@ fn member_info_tells_how_the_file_holds_each_array() {
         } else {
             assert_eq!(info.data_offset, 0);
         }
+        assert_eq!((info.byte_order, info.fortran_order), ('<', false));
         assert_eq!(npz.member_info("nope").unwrap_err().code(), Code::NotFound);
     }
+}
+
+#[test]
+fn member_info_tells_the_byte_order_and_memory_order_numpy_wrote() {
+    let python = match crate::common::numpy() {
+        Some(python) => python,
+        None => return,
+    };
+    let dir = TempDir::new("member-order");
+    let path = dir.path().join("o.npz");
+    let code = "import sys, numpy as np; c = np.arange(6.0).reshape(2, 3); \
+                np.savez(sys.argv[1], big=np.asfortranarray(c.astype('>f8')), flags=np.ones(2, bool))";
+    let status = std::process::Command::new(python).args(["-c", code]).arg(&path).status().unwrap();
+    assert!(status.success());
+    let npz = Npz::open(&path).unwrap();
+    let big = npz.member_info("big").unwrap();
+    assert_eq!((big.byte_order, big.fortran_order), ('>', true));
+    let flags = npz.member_info("flags").unwrap();
+    assert_eq!((flags.byte_order, flags.fortran_order), ('|', false));
 }
 
 #[test]
