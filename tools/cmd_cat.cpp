@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// ckpt cat FILE NAME: one array's values, summarised as numpy prints large arrays (the first and last 3 along
-// each axis), every value with --full, or as JSON.
+// ckpt cat FILE NAME[INDEX]: one array's values, or those numpy's basic indexing selects, summarised as numpy
+// prints large arrays (the first and last 3 along each axis), every value with --full, or as JSON.
 #include "array_format.hpp"
 #include "commands.hpp"
 #include "sharded_step.hpp"
+#include "slice.hpp"
 #include "text.hpp"
 
 #include <fmt/format.h>
@@ -24,6 +25,38 @@ struct CatOptions {
     bool full = false;
     bool json = false;
 };
+
+[[noreturn]] void no_such_array(const CatOptions& o, size_t count, const std::function<const char*(size_t)>& name);
+
+// The array NAME asks for, and the index after it ("w[0:4, :]"), if any. A name that is an array's, brackets and
+// all, is that array.
+struct Wanted {
+    size_t i = 0;
+    std::string name;
+    std::optional<std::string> index;
+};
+
+Wanted find_array(const CatOptions& o, size_t count, const std::function<const char*(size_t)>& name) {
+    for (size_t i = 0; i < count; ++i)
+        if (o.name == name(i)) return {i, o.name, std::nullopt};
+    if (const std::optional<IndexedName> split = split_index(o.name))
+        for (size_t i = 0; i < count; ++i)
+            if (split->name == name(i)) return {i, split->name, split->index};
+    no_such_array(o, count, name);
+}
+
+// The picks of the index (all of the array without one) and the rows of axis 0 they read.
+struct Plan {
+    std::vector<AxisPick> picks;
+    int64_t first = 0, last = 0;
+};
+
+Plan plan_for(const Wanted& w, const std::vector<int64_t>& shape) {
+    Plan p;
+    p.picks = resolve_index(w.index.value_or("..."), shape);
+    rows_needed(p.picks, shape, p.first, p.last);
+    return p;
+}
 
 // Output through one growing buffer, written out in large pieces.
 class Out {
@@ -88,6 +121,9 @@ int run_cat(const CatOptions& o) {
     progress.attach(opts);
     Scratch scratch;
     ArrayView a;
+    Plan plan;
+    std::string name;                  // the array's
+    std::optional<std::string> index;  // and the index NAME gave it, if any
     Npz npz;
     Step step;
     if (is_step_dir(o.file)) {
@@ -97,44 +133,61 @@ int run_cat(const CatOptions& o) {
         step.reset(raw);
         if (rc != CKPT_OK) fail_ckpt(rc, o.file);
         const size_t count = ckpt_step_count(raw);
-        size_t i = 0;
-        while (i < count && o.name != ckpt_step_name(raw, i)) ++i;
-        if (i == count) no_such_array(o, count, [&](size_t k) { return ckpt_step_name(raw, k); });
+        const Wanted w = find_array(o, count, [&](size_t k) { return ckpt_step_name(raw, k); });
+        const size_t i = w.i;
+        name = w.name;
+        index = w.index;
         a.dtype = ckpt_step_dtype(raw, i);
         a.itemsize = ckpt_step_itemsize(raw, i);
         const int64_t* shape = ckpt_step_shape(raw, i);
         a.shape.assign(shape, shape + ckpt_step_ndim(raw, i));
-        const size_t n = ckpt_step_nbytes(raw, i);
+        plan = plan_for(w, a.shape);
+        const uint64_t rows = a.shape.empty() ? 1 : static_cast<uint64_t>(a.shape[0]);
+        const size_t row_bytes = rows == 0 ? 0 : ckpt_step_nbytes(raw, i) / rows;
+        const size_t n = static_cast<size_t>(plan.last - plan.first) * row_bytes;
         unsigned char* dst = buffer_for(o, scratch, n);
         progress.start("reading " + o.name, n);
-        const int read = ckpt_step_read_rows(raw, i, 0, a.shape.empty() ? 1 : a.shape[0], dst, n);
+        const int read = n == 0 ? CKPT_OK : ckpt_step_read_rows(raw, i, plan.first, plan.last - plan.first, dst, n);
         progress.clear();
         if (read != CKPT_OK) fail_ckpt(read, o.file);
         a.data = dst;
     } else {
         npz = open_npz(o.file, &opts);
         ckpt_npz* f = npz.get();
-        const size_t count = ckpt_npz_count(f);
-        size_t i = 0;
-        while (i < count && o.name != ckpt_npz_name(f, i)) ++i;
-        if (i == count) no_such_array(o, count, [&](size_t k) { return ckpt_npz_name(f, k); });
+        const Wanted w = find_array(o, ckpt_npz_count(f), [&](size_t k) { return ckpt_npz_name(f, k); });
+        const size_t i = w.i;
+        name = w.name;
+        index = w.index;
         a.dtype = ckpt_npz_dtype(f, i);
         a.itemsize = ckpt_npz_itemsize(f, i);
         const int64_t* shape = ckpt_npz_shape(f, i);
         a.shape.assign(shape, shape + ckpt_npz_ndim(f, i));
-        const size_t n = ckpt_npz_nbytes(f, i);
+        plan = plan_for(w, a.shape);
+        // Only the rows the index reads, unless the array lies in Fortran order (which ranged reads do not take).
+        if (ckpt_npz_fortran_order(f, i) == 1 && a.shape.size() > 1) {
+            plan.first = 0;
+            plan.last = a.shape[0];
+        }
+        const uint64_t rows = a.shape.empty() ? 1 : static_cast<uint64_t>(a.shape[0]);
+        const size_t row_bytes = rows == 0 ? 0 : ckpt_npz_nbytes(f, i) / rows;
+        const size_t n = static_cast<size_t>(plan.last - plan.first) * row_bytes;
         unsigned char* dst = buffer_for(o, scratch, n);
         progress.start("reading " + o.name, n);
-        const int rc = ckpt_npz_read_into(f, i, dst, n);
+        const int rc = n == ckpt_npz_nbytes(f, i) ? ckpt_npz_read_into(f, i, dst, n)
+                       : n == 0                  ? CKPT_OK
+                                                 : ckpt_npz_read_range(f, i, static_cast<uint64_t>(plan.first) * row_bytes, dst, n);
         progress.clear();
         if (rc != CKPT_OK) fail_ckpt(rc, o.file);
         a.data = dst;
     }
+    std::vector<unsigned char> picked;
+    if (index) a = gather(a, plan.first, plan.picks, picked);
 
     Out out;
     if (o.json) {
         Json head;
-        head["name"] = o.name;
+        head["name"] = name;
+        if (index) head["index"] = "[" + *index + "]";
         head["dtype"] = ckpt_dtype_name(a.dtype);
         head["itemsize"] = a.itemsize;
         head["shape"] = a.shape;
@@ -165,9 +218,14 @@ Command add_cat(CLI::App& parent) {
     CLI::App* app = parent.add_subcommand(
         "cat", "Print one array's values");
     app->footer("Arrays of more than 1000 elements are summarised as numpy prints them: the first and last 3 along "
-                "each axis. bfloat16, float16 and float8 values are shown as numbers.");
+                "each axis. bfloat16, float16 and float8 values are shown as numbers. With an index, only the rows "
+                "it selects are read (all of a Fortran-order array), and what is printed is what numpy prints of "
+                "w[index].");
     app->add_option("FILE", o->file, "a .npz file, or a sharded step's directory")->required();
-    app->add_option("NAME", o->name, "the array's name (as `ckpt show` lists it)")->required();
+    app->add_option("NAME", o->name,
+                    "the array's name (as `ckpt show` lists it), with an index if wanted: 'w[0:4, :]', 'w[-1]', "
+                    "'w[..., ::2]' select as numpy's basic indexing does")
+        ->required();
     app->add_flag("--full", o->full, "every value, however many");
     app->add_flag("--json", o->json,
                   "every value as JSON, in nested lists: {\"name\", \"dtype\", \"itemsize\", \"shape\", \"values\"} "

@@ -229,6 +229,47 @@ class CatAsNumpyPrints(unittest.TestCase):
             self.assertEqual((p.returncode, p.stdout), (0, str(value) + "\n"), name)
 
 
+class CatOfASlice(unittest.TestCase):
+    """`ckpt cat FILE 'w[0:4, :]'` prints what numpy prints of w[0:4, :]."""
+
+    INDICES = ["0:4, :", "0:4", "-1", "1, 2", "::-1", "::2, 1:", "5:1:-2, -3", "..., 0", "1, ...", "0, ..., ::3",
+               "10:", "3:3", "-100:100", "2:-1, ::-2, 1", ":, :, -1", "1,"]
+
+    def test_indices_select_as_numpy_does_stored_deflated_and_fortran(self):
+        w = np.arange(7 * 5 * 4, dtype=np.float32).reshape(7, 5, 4) * 0.5
+        np.savez(path("slices.npz"), w=w, f=np.asfortranarray(w.astype(">f8")), s=np.array(2.5))
+        np.savez_compressed(path("slices_z.npz"), w=w)
+        for f, name, value in (("slices.npz", "w", w), ("slices_z.npz", "w", w), ("slices.npz", "f", w.astype(">f8"))):
+            for index in self.INDICES:
+                expected = eval("value[%s]" % index)  # the index, as numpy takes it
+                p = run("cat", path(f), "%s[%s]" % (name, index))
+                self.assertEqual((p.returncode, p.stdout), (0, str(expected) + "\n"), (f, name, index, p.stderr))
+        doc = json.loads(run("cat", path("slices.npz"), "w[1, ::2]", "--json").stdout)
+        self.assertEqual((doc["name"], doc["index"], doc["shape"]), ("w", "[1, ::2]", [3, 4]))
+        self.assertEqual(doc["values"], w[1, ::2].tolist())
+        self.assertEqual(run("cat", path("slices.npz"), "s[...]").stdout, str(np.array(2.5)[...]) + "\n")
+
+    def test_bad_indices_are_refused_with_numpys_words(self):
+        np.savez(path("bad.npz"), w=np.zeros((3, 2)), s=np.array(1.0))
+        for index, status, words in (("w[3]", 3, "index 3 is out of bounds for axis 0 with size 3"),
+                                     ("w[0, -3]", 3, "index -3 is out of bounds for axis 1 with size 2"),
+                                     ("w[0, 0, 0]", 3, "too many indices for array: array is 2-dimensional, but 3 were indexed"),
+                                     ("s[0]", 3, "array is 0-dimensional, but 1 were indexed"),
+                                     ("w[::0]", 2, "slice step cannot be zero"),
+                                     ("w[..., ...]", 2, "an index can only have a single ellipsis"),
+                                     ("w[a]", 2, "'a' is not an integer"), ("w[]", 2, "it is empty"),
+                                     ("v[0]", 3, "no array 'v[0]'")):
+            p = run("cat", path("bad.npz"), index)
+            self.assertEqual(p.returncode, status, (index, p.stderr))
+            self.assertIn(words, p.stderr, index)
+            self.assertTrue(p.stderr.startswith("ckpt: "), p.stderr)
+
+    def test_a_name_with_brackets_is_that_array(self):
+        np.savez(path("brackets.npz"), **{"w[0]": np.arange(3), "w": np.arange(10, 13)})
+        self.assertEqual(run("cat", path("brackets.npz"), "w[0]").stdout, "[0 1 2]\n")
+        self.assertEqual(run("cat", path("brackets.npz"), "w[1:]").stdout, "[11 12]\n")
+
+
 class CatOfAShardedStep(unittest.TestCase):
     def test_a_variable_gathered_from_its_shards(self):
         logdir = path("sharded")
@@ -239,6 +280,8 @@ class CatOfAShardedStep(unittest.TestCase):
         self.assertEqual((p.returncode, p.stdout), (0, str(emb) + "\n"), p.stderr)
         doc = json.loads(run("cat", step, "own_1", "--json").stdout)
         self.assertEqual((doc["shape"], doc["values"]), ([2], [1, 1]))
+        p = run("cat", step, "emb[1:3, ::-1]")  # rows from both shards
+        self.assertEqual((p.returncode, p.stdout), (0, str(emb[1:3, ::-1]) + "\n"), p.stderr)
         p = run("cat", step, "nope")
         self.assertEqual(p.returncode, 3)
         self.assertIn("no array 'nope'", p.stderr)
