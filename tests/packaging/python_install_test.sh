@@ -20,8 +20,8 @@ fail() {
 }
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/ckpt-python-install-test.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-site_rel="$(sed -n 's/^CKPT_PYTHON_INSTALL_DIR:[A-Z]*=//p' "$build/CMakeCache.txt")"
-[ -n "$site_rel" ] || fail "$build/CMakeCache.txt has no CKPT_PYTHON_INSTALL_DIR"
+site_rel="$(sed -n 's/^CKPT_PYTHON_SITE_DIR:[A-Z]*=//p' "$build/CMakeCache.txt")"
+[ -n "$site_rel" ] || fail "$build/CMakeCache.txt has no CKPT_PYTHON_SITE_DIR"
 case "$site_rel" in /*) fail "CKPT_PYTHON_INSTALL_DIR is absolute ($site_rel): this test installs under a prefix" ;; esac
 
 echo "-- cmake --install $build --prefix <tmp>/prefix"

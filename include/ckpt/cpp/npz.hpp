@@ -130,6 +130,10 @@ public:
     uint64_t stored_bytes(size_t i) const { return ckpt_npz_stored_bytes(npz_, at(i)); }
     uint32_t crc32(size_t i) const { return ckpt_npz_crc32(npz_, at(i)); }
     uint64_t data_offset(size_t i) const { return ckpt_npz_data_offset(npz_, at(i)); }
+    // How array i's data lies in its member (reads give native byte order and C order whatever it is): '<', '>',
+    // or '|' where byte order does not apply (single-byte items); and whether it is in Fortran order.
+    char byte_order(size_t i) const { return static_cast<char>(ckpt_npz_byte_order(npz_, at(i))); }
+    bool fortran_order(size_t i) const { return ckpt_npz_fortran_order(npz_, at(i)) != 0; }
     // The layout the file was read in: Layout::plain or Layout::objax.
     Layout layout() const { return static_cast<Layout>(ckpt_npz_layout(npz_)); }
     // The position of name (a linear search), or nullopt.
