@@ -17,7 +17,8 @@ using ckpt::capi::require;
 
 namespace {
 
-constexpr uint32_t kKnownNpzFlags = CKPT_NPZ_PARTIAL | CKPT_NPZ_MAP_UNVERIFIED | CKPT_NPZ_MAP_WRITABLE;
+constexpr uint32_t kKnownNpzFlags =
+    CKPT_NPZ_PARTIAL | CKPT_NPZ_MAP_UNVERIFIED | CKPT_NPZ_MAP_WRITABLE | CKPT_NPZ_KEEP_MANAGER_KEYS;
 
 // Bytes of each version of ckpt_npz_options: a caller built against an older header passes a shorter struct.
 size_t npz_options_size(uint32_t version) {
@@ -71,6 +72,7 @@ ckpt::NpzWriteOptions write_options(const ckpt_npz_options& o) {
     w.level = o.level;
     w.progress.fn = o.progress;
     w.progress.payload = o.progress_payload;
+    w.manager_keys = (o.flags & CKPT_NPZ_KEEP_MANAGER_KEYS) != 0;
     return w;
 }
 

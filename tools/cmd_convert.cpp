@@ -202,6 +202,7 @@ int run_convert(const ConvertOptions& o) {
     const bool deflate = !o.deflate.empty() || (!o.store && input.any_deflated);
     save_opts.compression = deflate ? CKPT_DEFLATE : CKPT_STORE;
     save_opts.level = o.deflate.empty() || o.deflate == "true" ? 0 : std::stoi(o.deflate);
+    save_opts.flags = CKPT_NPZ_KEEP_MANAGER_KEYS;  // a copy of a checkpoint keeps what its manager recorded
     progress.start("writing " + o.out, 0);
     const int rc = ckpt_npz_save(o.out.c_str(), input.vars.get(), &save_opts);
     progress.clear();

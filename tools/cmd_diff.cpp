@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// ckpt diff A B: what differs between two checkpoints — arrays only in one, dtype or shape changes, changed
+// ckpt diff A B: what differs between two checkpoints (files or sharded steps, in any pairing) — arrays only in one, dtype or shape changes, changed
 // values (how many, and by how much, with --count), and metadata. Exit status as diff(1) and cmp(1) have it:
 // 0 when equal, 1 when different, 2 for trouble (a file missing, unreadable, corrupt or not an npz; a usage error).
 #include "commands.hpp"
+#include "sharded_step.hpp"
 #include "text.hpp"
 
 #include <fmt/format.h>
@@ -79,10 +80,62 @@ struct Side {
     std::vector<int64_t> shape;
 };
 
-Side side_of(ckpt_npz* f, size_t i) {
-    const int64_t* shape = ckpt_npz_shape(f, i);
-    return {ckpt_npz_dtype(f, i), ckpt_npz_itemsize(f, i), std::vector<int64_t>(shape, shape + ckpt_npz_ndim(f, i))};
-}
+// One side of the comparison: a .npz file, or a sharded step (its variables gathered from the shards).
+class Input {
+public:
+    Input(const std::string& path, ckpt_npz_options& opts) : path_(path) {
+        if (!is_step_dir(path)) {
+            npz_ = open_npz(path, &opts);
+            return;
+        }
+        ckpt_step* raw = nullptr;
+        const int rc = ckpt_step_open(&raw, path.c_str(), &opts);
+        step_.reset(raw);
+        if (rc != CKPT_OK) fail_ckpt(rc, path);
+    }
+    const std::string& path() const { return path_; }
+    size_t count() const { return npz_ ? ckpt_npz_count(f()) : ckpt_step_count(s()); }
+    const char* name(size_t i) const { return npz_ ? ckpt_npz_name(f(), i) : ckpt_step_name(s(), i); }
+    uint64_t nbytes(size_t i) const { return npz_ ? ckpt_npz_nbytes(f(), i) : ckpt_step_nbytes(s(), i); }
+    Side side(size_t i) const {
+        const int64_t* shape = npz_ ? ckpt_npz_shape(f(), i) : ckpt_step_shape(s(), i);
+        const uint32_t ndim = npz_ ? ckpt_npz_ndim(f(), i) : ckpt_step_ndim(s(), i);
+        return {npz_ ? ckpt_npz_dtype(f(), i) : ckpt_step_dtype(s(), i),
+                npz_ ? ckpt_npz_itemsize(f(), i) : ckpt_step_itemsize(s(), i),
+                std::vector<int64_t>(shape, shape + ndim)};
+    }
+    // The whole array.
+    int read(size_t i, void* dst, size_t n) {
+        if (npz_) return ckpt_npz_read_into(f(), i, dst, n);
+        const std::vector<int64_t> shape = side(i).shape;
+        return ckpt_step_read_rows(s(), i, 0, shape.empty() ? 1 : shape[0], dst, n);
+    }
+    // Bytes [at, at + n): whole rows of a step's variable (the caller's pieces are whole rows).
+    int read_range(size_t i, uint64_t at, void* dst, size_t n) {
+        if (npz_) return ckpt_npz_read_range(f(), i, at, dst, n);
+        const std::vector<int64_t> shape = side(i).shape;
+        if (shape.empty()) return ckpt_step_read_rows(s(), i, 0, 1, dst, n);
+        const uint64_t row = shape[0] == 0 ? 1 : nbytes(i) / static_cast<uint64_t>(shape[0]);
+        return ckpt_step_read_rows(s(), i, static_cast<int64_t>(at / row), static_cast<int64_t>(n / row), dst, n);
+    }
+    size_t metadata_count() const { return npz_ ? ckpt_npz_metadata_count(f()) : ckpt_step_metadata_count(s()); }
+    const char* metadata_key(size_t k) const {
+        return npz_ ? ckpt_npz_metadata_key(f(), k) : ckpt_step_metadata_key(s(), k);
+    }
+    const char* metadata_value(size_t k) const {
+        return npz_ ? ckpt_npz_metadata_value(f(), k) : ckpt_step_metadata_value(s(), k);
+    }
+    const char* metadata(const std::string& key) const {
+        return npz_ ? ckpt_npz_metadata(f(), key.c_str()) : ckpt_step_metadata(s(), key.c_str());
+    }
+
+private:
+    ckpt_npz* f() const { return npz_.get(); }
+    ckpt_step* s() const { return step_.get(); }
+    std::string path_;
+    Npz npz_;
+    Step step_;
+};
 
 Json side_json(const Side& s) {
     Json j;
@@ -112,24 +165,24 @@ std::string number_text(double v) {
     return fmt::format("{}", v);
 }
 
-// Reads array i of f into scratch; throws a Failure naming the file and array.
-ArrayView read_array(ckpt_npz* f, const std::string& path, size_t i, Scratch& scratch, Progress& progress) {
+// Reads array i of `in` into scratch; throws a Failure naming the file and array.
+ArrayView read_array(Input& in, size_t i, Scratch& scratch, Progress& progress) {
     ArrayView view;
-    const Side s = side_of(f, i);
+    const Side s = in.side(i);
     view.dtype = s.dtype;
     view.itemsize = s.itemsize;
     view.shape = s.shape;
-    const size_t n = ckpt_npz_nbytes(f, i);
+    const size_t n = in.nbytes(i);
     unsigned char* dst;
     try {
         dst = scratch.get(n);
     } catch (const std::bad_alloc&) {
-        throw Failure(kExitInternal, fmt::format("{}: array '{}': cannot allocate {} bytes to read it into", path,
-                                                 ckpt_npz_name(f, i), n));
+        throw Failure(kExitInternal, fmt::format("{}: array '{}': cannot allocate {} bytes to read it into", in.path(),
+                                                 in.name(i), n));
     }
     view.data = dst;
-    const int rc = ckpt_npz_read_into(f, i, dst, n);
-    if (rc != CKPT_OK) fail_ckpt(rc, path);
+    const int rc = in.read(i, dst, n);
+    if (rc != CKPT_OK) fail_ckpt(rc, in.path());
     progress.add_base(n);
     return view;
 }
@@ -146,28 +199,29 @@ void merge(Comparison& into, const Comparison& piece) {
     }
 }
 
-// Compares array i of fa with array j of fb (same dtype and shape) in pieces of kPieceBytes read in order with
-// ckpt_npz_read_range (so each side's CRC-32 is checked at its last piece), in bounded memory; a Fortran-order
-// array, which is not read in ranges, is read whole. Without --count it stops after the first piece that differs
+// Compares array i of a with array j of b (same dtype and shape) in pieces of about kPieceBytes of whole rows read
+// in order with ckpt_npz_read_range (so a file's CRC-32 is checked at its last piece) or ckpt_step_read_rows, in
+// bounded memory; a Fortran-order array, which is not read in ranges, is read whole. Without --count it stops after the first piece that differs
 // (`stopped`; the counts then cover only the pieces read). Throws a Failure naming the file for a read that fails.
-Comparison compare_arrays(ckpt_npz* fa, const std::string& pa, size_t i, ckpt_npz* fb, const std::string& pb,
-                          size_t j, Scratch& scratch_a, Scratch& scratch_b, Progress& progress, const DiffOptions& o,
-                          bool& stopped) {
+Comparison compare_arrays(Input& a, size_t i, Input& b, size_t j, Scratch& scratch_a, Scratch& scratch_b,
+                          Progress& progress, const DiffOptions& o, bool& stopped) {
     stopped = false;
-    const Side s = side_of(fa, i);
-    const uint64_t n = ckpt_npz_nbytes(fa, i);
+    const Side s = a.side(i);
+    const uint64_t n = a.nbytes(i);
     const size_t item = std::max<size_t>(s.itemsize, 1);
-    const size_t piece = std::max(kPieceBytes / item, size_t{1}) * item;
+    const uint64_t rows = s.shape.empty() || s.shape[0] == 0 ? 1 : static_cast<uint64_t>(s.shape[0]);
+    const size_t row = std::max<size_t>(static_cast<size_t>(n / rows), item);
+    const size_t piece = std::max(kPieceBytes / row, size_t{1}) * row;
     Comparison c;
     for (uint64_t at = 0; n > 0 && at < n; at += piece) {
         const size_t k = static_cast<size_t>(std::min<uint64_t>(piece, n - at));
         unsigned char* da = scratch_a.get(k);
         unsigned char* db = scratch_b.get(k);
-        const int ra = ckpt_npz_read_range(fa, i, at, da, k);
-        const int rb = ra == CKPT_OK ? ckpt_npz_read_range(fb, j, at, db, k) : CKPT_OK;
+        const int ra = a.read_range(i, at, da, k);
+        const int rb = ra == CKPT_OK ? b.read_range(j, at, db, k) : CKPT_OK;
         if (at == 0 && (ra == CKPT_EUNSUPPORTED || rb == CKPT_EUNSUPPORTED)) break;  // Fortran order: whole, below
-        if (ra != CKPT_OK) fail_ckpt(ra, pa);
-        if (rb != CKPT_OK) fail_ckpt(rb, pb);
+        if (ra != CKPT_OK) fail_ckpt(ra, a.path());
+        if (rb != CKPT_OK) fail_ckpt(rb, b.path());
         progress.advance(2 * k);
         ArrayView va, vb;
         va.dtype = vb.dtype = s.dtype;
@@ -182,8 +236,8 @@ Comparison compare_arrays(ckpt_npz* fa, const std::string& pa, size_t i, ckpt_np
             return c;
         }
     }
-    const ArrayView va = read_array(fa, pa, i, scratch_a, progress);
-    const ArrayView vb = read_array(fb, pb, j, scratch_b, progress);
+    const ArrayView va = read_array(a, i, scratch_a, progress);
+    const ArrayView vb = read_array(b, j, scratch_b, progress);
     return compare_within(va, vb, o);
 }
 
@@ -191,20 +245,19 @@ int compare_files(const DiffOptions& o) {
     Progress progress;
     ckpt_npz_options opts = CKPT_NPZ_OPTIONS_INIT;
     progress.attach(opts);
-    const Npz a = open_npz(o.a, &opts), b = open_npz(o.b, &opts);
-    ckpt_npz *fa = a.get(), *fb = b.get();
-    const size_t na = ckpt_npz_count(fa), nb = ckpt_npz_count(fb);
+    Input a(o.a, opts), b(o.b, opts);
+    const size_t na = a.count(), nb = b.count();
     std::map<std::string, size_t> in_b;
-    for (size_t j = 0; j < nb; ++j) in_b.emplace(ckpt_npz_name(fb, j), j);
+    for (size_t j = 0; j < nb; ++j) in_b.emplace(b.name(j), j);
 
     // Bytes to read: both sides of every pair that needs its values compared.
     uint64_t total = 0;
     for (size_t i = 0; i < na; ++i) {
-        const auto it = in_b.find(ckpt_npz_name(fa, i));
+        const auto it = in_b.find(a.name(i));
         if (it == in_b.end()) continue;
-        const Side sa = side_of(fa, i), sb = side_of(fb, it->second);
+        const Side sa = a.side(i), sb = b.side(it->second);
         if (sa.dtype == sb.dtype && sa.itemsize == sb.itemsize && sa.shape == sb.shape)
-            total += ckpt_npz_nbytes(fa, i) + ckpt_npz_nbytes(fb, it->second);
+            total += a.nbytes(i) + b.nbytes(it->second);
     }
     progress.start("comparing " + o.a + " and " + o.b, total);
 
@@ -213,8 +266,8 @@ int compare_files(const DiffOptions& o) {
     std::vector<std::string> lines;
     size_t equal = 0, different = 0;
     for (size_t i = 0; i < na; ++i) {
-        const std::string name = ckpt_npz_name(fa, i);
-        const Side sa = side_of(fa, i);
+        const std::string name = a.name(i);
+        const Side sa = a.side(i);
         Json entry = array_entry(name);
         const auto it = in_b.find(name);
         if (it == in_b.end()) {
@@ -228,7 +281,7 @@ int compare_files(const DiffOptions& o) {
             continue;
         }
         const size_t j = it->second;
-        const Side sb = side_of(fb, j);
+        const Side sb = b.side(j);
         entry["a"] = side_json(sa);
         entry["b"] = side_json(sb);
         if (sa.dtype != sb.dtype || sa.itemsize != sb.itemsize) {
@@ -249,8 +302,8 @@ int compare_files(const DiffOptions& o) {
             continue;
         }
         bool stopped = false;
-        const Comparison c = compare_arrays(fa, o.a, i, fb, o.b, j, scratch_a, scratch_b, progress, o, stopped);
-        entry["elements"] = ckpt_npz_nbytes(fa, i) / std::max<size_t>(sa.itemsize, 1);
+        const Comparison c = compare_arrays(a, i, b, j, scratch_a, scratch_b, progress, o, stopped);
+        entry["elements"] = a.nbytes(i) / std::max<size_t>(sa.itemsize, 1);
         if (stopped) {  // not counted: the counts stay null
             entry["status"] = "values_changed";
             ++different;
@@ -281,11 +334,11 @@ int compare_files(const DiffOptions& o) {
         arrays.push_back(entry);
     }
     std::map<std::string, size_t> in_a;
-    for (size_t i = 0; i < na; ++i) in_a.emplace(ckpt_npz_name(fa, i), i);
+    for (size_t i = 0; i < na; ++i) in_a.emplace(a.name(i), i);
     for (size_t j = 0; j < nb; ++j) {
-        const std::string name = ckpt_npz_name(fb, j);
+        const std::string name = b.name(j);
         if (in_a.count(name) != 0) continue;
-        const Side sb = side_of(fb, j);
+        const Side sb = b.side(j);
         Json entry = array_entry(name);
         entry["status"] = "only_in_b";
         entry["a"] = nullptr;
@@ -296,16 +349,13 @@ int compare_files(const DiffOptions& o) {
     }
 
     Json metadata = Json::array();
-    const auto value_in = [](ckpt_npz* f, const std::string& key) -> const char* {
-        return ckpt_npz_metadata(f, key.c_str());
-    };
     for (int pass = 0; pass < 2; ++pass) {
-        ckpt_npz* first = pass == 0 ? fa : fb;
-        ckpt_npz* other = pass == 0 ? fb : fa;
-        for (size_t k = 0; k < ckpt_npz_metadata_count(first); ++k) {
-            const std::string key = ckpt_npz_metadata_key(first, k);
-            const char* mine = ckpt_npz_metadata_value(first, k);
-            const char* theirs = value_in(other, key);
+        const Input& first = pass == 0 ? a : b;
+        const Input& other = pass == 0 ? b : a;
+        for (size_t k = 0; k < first.metadata_count(); ++k) {
+            const std::string key = first.metadata_key(k);
+            const char* mine = first.metadata_value(k);
+            const char* theirs = other.metadata(key);
             if (pass == 1 && theirs != nullptr) continue;  // compared in the first pass
             if (theirs != nullptr && std::string(mine) == theirs) continue;
             Json m;

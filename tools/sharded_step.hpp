@@ -23,7 +23,9 @@ bool is_step_dir(const std::string& path);
 // Bytes of the step's files (its shards and manifest); none for an s3:// URL, whose objects' sizes the C API does
 // not tell.
 std::optional<uint64_t> step_bytes(const std::string& path);
-// The full check of a step: its manifest, and every variable read whole from its shards (CRC-32s verified).
+// The full check of a step, in bounded memory: its manifest, every variable read through it in pieces of rows
+// (each shard holds what the manifest says), then every shard file read in pieces (every CRC-32 verified). The
+// data is read twice.
 Verdict verify_step(const std::string& path, Progress& progress, Scratch& scratch);
 // `ckpt show` of a step: its shards, variables (dtype, global shape, pieces) and metadata.
 int show_step(const std::string& path, bool json, bool bytes);

@@ -279,6 +279,11 @@ typedef struct ckpt_npz_options {
  * read-only, so the caller may write into the arrays it gives (the pages written are copied into the process's
  * memory; the file never changes) — to train from mapped weights, say. */
 #define CKPT_NPZ_MAP_WRITABLE 4u
+/* Saves (ckpt_npz_save, the writers): the collection's "ckpt."-prefixed metadata keys — what a checkpoint manager
+ * recorded of a checkpoint: its index, time, version, metrics — are written too. Without it a save leaves them out,
+ * so keys a restore brought in never describe another file; with it, a copy of a checkpoint (ckpt convert) keeps
+ * what its manager recorded, for ls, retention and best-by-metric. The manager's own saves ignore it. */
+#define CKPT_NPZ_KEEP_MANAGER_KEYS 8u
 #define CKPT_NPZ_OPTIONS_VERSION 4
 /* Every field spelled out, so -Wmissing-field-initializers stays quiet. */
 #define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0}

@@ -50,6 +50,51 @@ def peak_rss(*args):
     return p.returncode, usage.ru_maxrss * 1024, err
 
 
+# A sharded step of two ranks (threads over a small comm) whose one variable is two 128 MiB row pieces, plus a
+# small whole one; in a child with the ckpt package, as MAKE.
+STEP = """if True:
+    import sys, threading
+    import numpy as np
+    import ckpt
+    logdir = sys.argv[1]
+
+    class World:
+        def __init__(self, n):
+            self.n, self.slots, self.b = n, [None] * n, threading.Barrier(n)
+        def exchange(self, r, v):
+            self.b.wait(); self.slots[r] = v; self.b.wait(); out = list(self.slots); self.b.wait()
+            return out
+
+    class Comm(ckpt.Comm):
+        def __init__(self, world, r):
+            self.world, self.r = world, r
+            super().__init__()
+        def get_rank(self): return self.r
+        def get_size(self): return self.world.n
+        def barrier(self): self.world.exchange(self.r, None)
+        def all_reduce(self, v, op): return {"min": min, "max": max, "sum": sum}[op](self.world.exchange(self.r, v))
+        def broadcast(self, d, root): return self.world.exchange(self.r, d)[root]
+        def all_gather(self, d): return self.world.exchange(self.r, d)
+
+    world = World(2)
+    def rank(r):
+        rows = np.full((1024, 32768), r + 1, np.float32)  # 128 MiB
+        with ckpt.Manager(logdir, comm=Comm(world, r)) as m:
+            m.save({"emb": ckpt.Rows(rows, 1024 * r, 2048), "own_%d" % r: np.arange(3)}, 1)
+    threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
+    [t.start() for t in threads]; [t.join() for t in threads]
+"""
+
+
+def package_env():
+    """The environment of a child that imports the ckpt package the tests run against."""
+    env = dict(os.environ, PYTHONPATH=os.environ["CKPT_PYTHON_PACKAGE"], CKPT_LIBRARY=os.environ["CKPT_LIBRARY"])
+    if os.environ.get("CKPT_TEST_PRELOAD"):  # a sanitizer build's library needs its runtime loaded first
+        env["LD_PRELOAD"] = os.environ["CKPT_TEST_PRELOAD"]
+        env["ASAN_OPTIONS"] = "detect_leaks=0"  # the interpreter's own allocations are not ckpt's to account for
+    return env
+
+
 class BoundedMemory(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -111,6 +156,26 @@ class BoundedMemory(unittest.TestCase):
         self.assertLess(peak, self.base + 64 * MIB)
         p = subprocess.run([CLI, "verify", bad], capture_output=True, text=True)
         self.assertIn("corrupt", p.stdout)
+        self.assertIn("CRC-32 mismatch", p.stdout)
+
+
+    def test_verify_of_a_sharded_step_of_two_128_mib_pieces_and_a_flipped_byte_in_a_shard(self):
+        logdir = os.path.join(self.tmp.name, "sharded")
+        subprocess.run([sys.executable, "-c", STEP, logdir], check=True, env=package_env())
+        step = os.path.join(logdir, "ckpt", "0000000001")
+        self.assert_bounded("verify", step)
+        shard = os.path.join(step, "shard-00001-of-00002.npz")
+        with open(shard, "r+b") as f:  # a byte in the middle of rank 1's rows, which the manifest cannot tell
+            f.seek(os.path.getsize(shard) // 2)
+            byte = f.read(1)[0]
+            f.seek(-1, os.SEEK_CUR)
+            f.write(bytes([byte ^ 1]))
+        code, peak, _ = peak_rss("verify", step)
+        self.assertEqual(code, 1)
+        self.assertLess(peak, self.base + 64 * MIB)
+        p = subprocess.run([CLI, "verify", step], capture_output=True, text=True)
+        self.assertIn("corrupt", p.stdout)
+        self.assertIn("shard-00001-of-00002.npz", p.stdout)
         self.assertIn("CRC-32 mismatch", p.stdout)
 
 

@@ -288,6 +288,32 @@ class CatOfAShardedStep(unittest.TestCase):
         self.assertIn("emb", p.stderr)
 
 
+class DiffOfShardedSteps(unittest.TestCase):
+    def test_steps_and_files_compare_in_any_pairing(self):
+        logdir = path("sharded_diff")
+        make_sharded_run(logdir, WORK)
+        one, two = (os.path.join(logdir, "ckpt", "%010d" % k) for k in (1, 2))
+        p = run("diff", one, two, "--count")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("emb: 12 of 12 elements differ, max abs diff 1", p.stdout)
+        self.assertNotIn("own_0", p.stdout)  # equal in both steps
+        doc = json.loads(run("diff", one, two, "--json", "--count").stdout)
+        self.assertEqual({a["name"]: a["status"] for a in doc["arrays"]},
+                         {"emb": "values_changed", "own_0": "equal", "own_1": "equal"})
+        self.assertEqual(run("diff", two, two).returncode, 0)
+        single = path("sharded_diff_two.npz")
+        self.assertEqual(run("convert", two, single).returncode, 0)
+        p = run("diff", two, single)  # convert keeps the manager's keys (ckpt.index, ckpt.saved_at, ...) too
+        self.assertEqual((p.returncode, p.stdout.splitlines()[-1]), (0, "equal: 3 arrays and the metadata"), p.stdout)
+        p = run("diff", single, one, "--atol", "1")  # the values within 1 of each other; the step's keys not
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertEqual([l for l in p.stdout.splitlines()[2:] if not l.startswith("metadata ckpt.")],
+                         ["different: 3 metadata keys"])
+        self.assertIn("metadata ckpt.index: 2 -> 1", p.stdout)
+        p = run("diff", os.path.join(logdir, "ckpt", "0000000009"), single)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+
+
 class CatProgress(unittest.TestCase):
     def test_full_output_of_a_large_array_shows_progress_on_a_terminal(self):
         f = path("long.npz")

@@ -318,6 +318,17 @@ TEST_CASE("ckpt_npz_save leaves a collection's ckpt. keys out; a manager save re
     REQUIRE(ckpt_vars_metadata_count(plain.get()) == 1);
     CHECK(std::string(ckpt_vars_metadata_key(plain.get(), 0)) == "note");
     CHECK(std::string(ckpt_vars_metadata(restored.get(), "ckpt.index")) == "1");  // the collection is unchanged
+
+    // A copy of the checkpoint (ckpt convert) keeps what the manager recorded of it.
+    const std::string copy = logdir.file("copy.npz");
+    ckpt_npz_options keep = CKPT_NPZ_OPTIONS_INIT;
+    keep.flags = CKPT_NPZ_KEEP_MANAGER_KEYS;
+    REQUIRE(ckpt_npz_save(copy.c_str(), restored.get(), &keep) == CKPT_OK);
+    REQUIRE(ckpt_npz_read(&raw, copy.c_str(), nullptr) == CKPT_OK);
+    VarsPtr kept(raw);
+    CHECK(ckpt_vars_metadata_count(kept.get()) == ckpt_vars_metadata_count(restored.get()));
+    CHECK(std::string(ckpt_vars_metadata(kept.get(), "ckpt.index")) == "1");
+    CHECK(std::string(ckpt_vars_metadata(kept.get(), "ckpt.metric.loss")) == "0.5");
 }
 
 TEST_CASE("ckpt_manager_save_metrics refuses bad metric names, and saves nothing then", "[policies][metrics]") {
