@@ -288,6 +288,7 @@ CKPT_API int ckpt_npz_fortran_order(const ckpt_npz* npz, size_t i) {
     const auto* e = at(npz, i);
     return e != nullptr && e->header.fortran_order ? 1 : 0;
 }
+CKPT_API uint64_t ckpt_npz_file_size(const ckpt_npz* npz) { return npz == nullptr ? 0 : npz->reader.file().size(); }
 CKPT_API uint32_t ckpt_npz_layout(const ckpt_npz* npz) {
     return npz == nullptr ? 0 : npz->reader.layout() == Layout::objax ? CKPT_LAYOUT_OBJAX : CKPT_LAYOUT_PLAIN;
 }

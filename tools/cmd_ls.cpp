@@ -195,8 +195,10 @@ Entry inspect(const std::string& path, std::optional<int64_t> index, bool sharde
         ckpt_npz* raw = nullptr;
         rc = ckpt_npz_open(&raw, e.path.c_str(), nullptr);
         const Npz npz(raw);
-        if (rc == CKPT_OK)
+        if (rc == CKPT_OK) {
             describe(e, raw, ckpt_npz_count, ckpt_npz_metadata_count, ckpt_npz_metadata_key, ckpt_npz_metadata_value);
+            if (!e.size) e.size = ckpt_npz_file_size(raw);  // an object on S3, which no stat reaches
+        }
     }
     if (rc != CKPT_OK) {
         e.rc = rc;

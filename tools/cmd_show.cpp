@@ -42,7 +42,7 @@ int run_show(const ShowOptions& o) {
     if (is_step_dir(o.file)) return show_step(o.file, o.json, o.bytes);
     const Npz npz = open_npz(o.file);
     ckpt_npz* f = npz.get();
-    const std::optional<uint64_t> size = file_size(o.file);
+    const std::optional<uint64_t> size = ckpt_npz_file_size(f);
     const size_t count = ckpt_npz_count(f);
     const uint32_t layout = ckpt_npz_layout(f);
 

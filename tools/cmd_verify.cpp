@@ -23,13 +23,6 @@ void print_json(const Json& j) {
     std::cout << j.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
 }
 
-std::optional<uint64_t> file_size(const std::string& path) {
-    if (is_url(path)) return std::nullopt;
-    struct stat st{};
-    if (::stat(path.c_str(), &st) != 0) fail_errno(errno, path, "cannot stat");
-    return static_cast<uint64_t>(st.st_size);
-}
-
 void set_failure(Verdict& v, int rc, bool opening) {
     v.rc = rc;
     v.error = ckpt_message(rc, v.path);
@@ -102,6 +95,7 @@ Verdict verify_file(const std::string& path, Progress& progress, Scratch& scratc
     const Npz npz(raw);
     v.opened = true;
     v.arrays = ckpt_npz_count(raw);
+    v.bytes = ckpt_npz_file_size(raw);
     verify_arrays(v,
                   {[&](size_t i) { return ckpt_npz_nbytes(raw, i); }, [&](size_t i) { return ckpt_npz_name(raw, i); },
                    [&](size_t i, void* dst, size_t n) { return ckpt_npz_read_into(raw, i, dst, n); },
@@ -153,6 +147,8 @@ int run_verify(const VerifyOptions& o) {
         struct stat st{};
         if (step)
             size = step_bytes(v.path);
+        else if (v.bytes)
+            size = v.bytes;
         else if (!is_url(v.path) && ::stat(v.path.c_str(), &st) == 0)
             size = static_cast<uint64_t>(st.st_size);
         tally(v);
@@ -162,7 +158,7 @@ int run_verify(const VerifyOptions& o) {
         }
         progress.clear();
         if (v.verdict == "ok") {
-            // No size for an object on S3: the C API does not tell it.
+            // No size for a step on S3 (the C API does not tell its objects' sizes), nor for a file never opened.
             const std::string bytes = size || !is_url(v.path) ? ", " + human_size(size.value_or(0), o.bytes) : "";
             std::cout << fmt::format("{}: ok ({}{} array{}{})\n", v.path, step ? "sharded step, " : "", v.arrays,
                                      v.arrays == 1 ? "" : "s", bytes);

@@ -38,6 +38,7 @@ struct Verdict {
     int rc = CKPT_OK;     // the failed call's code
     bool opened = false;
     uint64_t arrays = 0;
+    std::optional<uint64_t> bytes;  // a file's size, once opened (ckpt_npz_file_size: S3 objects' too)
 };
 Verdict verify_file(const std::string& path, Progress& progress, Scratch& scratch);
 // How verify_arrays reaches the arrays of an open file or step.
@@ -59,8 +60,5 @@ void set_failure(Verdict& v, int rc, bool opening = false);
 
 // Writes JSON to stdout, one document, indented; invalid UTF-8 (from file names) is replaced, not fatal.
 void print_json(const Json& j);
-// The size of the file at path (from stat; throws); none for an s3:// URL, whose object's size the C API does not
-// tell.
-std::optional<uint64_t> file_size(const std::string& path);
 
 }  // namespace ckpt_tool

@@ -393,6 +393,9 @@ CKPT_API uint64_t ckpt_npz_data_offset(const ckpt_npz *npz, size_t i);
  * out of range. */
 CKPT_API int ckpt_npz_byte_order(const ckpt_npz *npz, size_t i);
 CKPT_API int ckpt_npz_fortran_order(const ckpt_npz *npz, size_t i);
+/* The size in bytes of the file (or S3 object, or storage file) the handle was opened on, as it was then: what
+ * stat would say of a local file, and the only way to learn an object's size through the C API. 0 for NULL. */
+CKPT_API uint64_t ckpt_npz_file_size(const ckpt_npz *npz);
 /* The layout the file was read in: CKPT_LAYOUT_PLAIN or CKPT_LAYOUT_OBJAX (detected, or as the options asked);
  * 0 for NULL. */
 CKPT_API uint32_t ckpt_npz_layout(const ckpt_npz *npz);

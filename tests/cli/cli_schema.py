@@ -64,6 +64,16 @@ def iso_utc(t):
 VERDICTS = ("ok", "corrupt", "unsupported", "unreadable", "not-npz")
 
 
+def size_check(t, doc, local_check):
+    """A size: what local_check checks; on S3 an opened file's size (ckpt_npz_file_size), null for a sharded step's
+    objects and for what could not be opened."""
+    path = doc.get("path", "") if isinstance(doc, dict) else ""
+    if path.startswith("s3://"):
+        return nullable(is_int(t)) if doc.get("sharded") or doc.get("layout") == "sharded" or \
+            doc.get("arrays") is None else is_int(t)
+    return local_check
+
+
 def null_on_s3(t, path, local_check):
     """A size or time: what local_check checks for a local path, null for an s3:// URL."""
     if path.startswith("s3://"):
@@ -81,7 +91,7 @@ def check_ls(t, doc):
         # On S3 a checkpoint with no time in its metadata has none at all.
         saved = (nullable(is_str(t)), nullable(source)) if s3 else (is_str(t), source)
         s.obj(v, {
-            "index": nullable(is_int(t)), "path": is_str(t), "bytes": null_on_s3(t, p, is_int(t)),
+            "index": nullable(is_int(t)), "path": is_str(t), "bytes": size_check(t, v, is_int(t)),
             "mtime": null_on_s3(t, p, iso_utc(t)), "saved_at": saved[0], "saved_at_source": saved[1],
             "arrays": nullable(is_int(t)), "metadata": nullable(str_map(t)),
             "verdict": nullable(one_of(t, *VERDICTS)), "error": nullable(is_str(t)), "sharded": is_bool(t),
@@ -102,7 +112,7 @@ def check_error(t, doc, name):
 
 def check_show(t, doc):
     s = Schema(t)
-    size = null_on_s3(t, doc.get("path", "") if isinstance(doc, dict) else "", is_int(t))
+    size = size_check(t, doc, is_int(t))
     if isinstance(doc, dict) and doc.get("layout") == "sharded":
         variable = lambda v, w: s.obj(v, {
             "name": is_str(t), "dtype": is_str(t), "itemsize": is_int(t), "shape": list_of(t, is_int(t)),
@@ -125,7 +135,7 @@ def check_verify(t, doc):
     s = Schema(t)
     file_entry = lambda v, w: s.obj(v, {
         "path": is_str(t), "verdict": one_of(t, *VERDICTS), "error": nullable(is_str(t)),
-        "arrays": nullable(is_int(t)), "bytes": null_on_s3(t, v.get("path", ""), nullable(is_int(t)))}, w)
+        "arrays": nullable(is_int(t)), "bytes": nullable(is_int(t))}, w)  # null: a step on S3, or unopened
     dir_entry = lambda v, w: s.obj(v, {"path": is_str(t), "checkpoints": nullable(is_int(t)),
                                        "error": nullable(is_str(t))}, w)
     summary = lambda v, w: s.obj(v, {k: is_int(t) for k in ("files", "ok", "corrupt", "unsupported", "unreadable", "not_npz")}, w)

@@ -153,12 +153,12 @@ class Convert(unittest.TestCase):
 
 
 class Show(unittest.TestCase):
-    def test_json_is_the_local_copys_but_for_path_and_size(self):
+    def test_json_is_the_local_copys_but_for_the_path(self):
         pairs = [(url(n), ref(n)) for n in FILES] + [(raw_url("plain.npz"), path("plain.npz"))]
         for remote, local in pairs:
             got, expected = run_json("show", remote), run_json("show", local)
             check_show(self, got)
-            self.assertEqual((got["path"], got["bytes"]), (remote, None))
+            self.assertEqual((got["path"], got["bytes"]), (remote, expected["bytes"]))  # ckpt_npz_file_size
             self.assertEqual(without(got, "path", "bytes"), without(expected, "path", "bytes"), remote)
 
     def test_text_is_the_local_copys_but_for_path_and_size(self):
@@ -168,7 +168,7 @@ class Show(unittest.TestCase):
             first, *rest = got.stdout.splitlines()
             local_first, *local_rest = expected.stdout.splitlines()
             self.assertEqual(rest, local_rest, name)
-            self.assertEqual(re.sub(r"^[^:]*: [0-9.]+ [KMG]?i?B, ", "", local_first), first[len(url(name)) + 2:])
+            self.assertEqual(local_first[len(ref(name)) + 2:], first[len(url(name)) + 2:])  # the size too
             self.assertTrue(first.startswith(url(name) + ": "), first)
 
     def test_broken_objects_fail_as_the_files_do(self):
@@ -239,7 +239,8 @@ class Verify(unittest.TestCase):
         self.assertEqual(got["summary"], expected["summary"])
         self.assertEqual(got["summary"]["ok"], len(FILES) + 1)
         for g, e, r, l in zip(got["files"], expected["files"], remote, local):
-            self.assertEqual((g["path"], g["bytes"]), (r, None))
+            # The object's size once opened (ckpt_npz_file_size); none for one that did not open.
+            self.assertEqual((g["path"], g["bytes"]), (r, e["bytes"] if g["arrays"] is not None else None))
             self.assertEqual((g["verdict"], g["arrays"]), (e["verdict"], e["arrays"]), r)
             self.assertEqual(g["error"] and g["error"].replace(r, "FILE"), e["error"] and e["error"].replace(l, "FILE"))
         verdicts = {os.path.basename(g["path"]): g["verdict"] for g in got["files"][len(FILES):]}
@@ -251,7 +252,8 @@ class Verify(unittest.TestCase):
         p = run("verify", url("plain.npz"), raw_url("bitflip.npz"))
         self.assertEqual(p.returncode, 1)
         lines = p.stdout.splitlines()
-        self.assertEqual(lines[0], "%s: ok (10 arrays)" % url("plain.npz"))  # no size: the C API does not tell it
+        local = run("verify", ref("plain.npz")).stdout.splitlines()[0]
+        self.assertEqual(lines[0], url("plain.npz") + local[len(ref("plain.npz")):])  # "ok (10 arrays, 11.2 KiB)"
         self.assertTrue(lines[1].startswith("%s: corrupt: member 'w.npy': " % raw_url("bitflip.npz")), lines[1])
         self.assertEqual(lines[2], "2 files: 1 ok, 1 corrupt")
 
@@ -298,7 +300,8 @@ class ManagerDirectory(unittest.TestCase):
         self.assertEqual({c["verdict"] for c in got["checkpoints"]}, {"ok"})
         for c in got["checkpoints"]:
             self.assertEqual(c["path"], "%s/ckpt/%010d.npz" % (self.logdir, c["index"]))
-            self.assertEqual((c["bytes"], c["mtime"], c["sharded"]), (None, None, False))
+            self.assertEqual((c["mtime"], c["sharded"]), (None, False))
+            self.assertIsInstance(c["bytes"], int)  # the object's size, from ckpt_npz_file_size
             # The manager's record of the save, as on disk (where it comes before the user's time and the mtime).
             self.assertEqual((c["saved_at"], c["saved_at_source"]),
                              (c["metadata"]["ckpt.saved_at"], "metadata:ckpt.saved_at"))
@@ -312,9 +315,10 @@ class ManagerDirectory(unittest.TestCase):
         doc = run_json("ls", self.logdir)
         for line, c in zip(lines[2:], doc["checkpoints"]):
             cells = line.split()
-            self.assertEqual(cells[:2], [str(c["index"]), "-"])  # no size on S3
+            self.assertEqual(cells[0], str(c["index"]))
+            self.assertEqual(" ".join(cells[1:3]), "%.1f KiB" % (c["bytes"] / 1024))  # the object's size
             # The saving time the manager recorded, in whole seconds as a file's mtime is shown.
-            self.assertEqual("%sT%sZ" % tuple(cells[2:4]), c["metadata"]["ckpt.saved_at"][:19] + "Z")
+            self.assertEqual("%sT%sZ" % tuple(cells[3:5]), c["metadata"]["ckpt.saved_at"][:19] + "Z")
             self.assertIn("step=%d" % (100 * c["index"]), line)
         self.assertEqual(len(lines), 6)  # and no temporaries
 

@@ -367,6 +367,7 @@ TEST_CASE("ckpt::Npz tells how the file holds each array: member, compression, b
             CHECK(npz.data_offset(0) == 0);
         }
         CHECK(npz.byte_order(0) == '<');
+        CHECK(npz.file_size() == std::filesystem::file_size(dir.path("m.npz")));
         CHECK_FALSE(npz.fortran_order(0));
         CHECK_THROWS_AS(npz.member_name(1), ckpt::Error);
     }

@@ -14,7 +14,7 @@ REQUIRED_VERSION = (0, 5, 0)
 # Functions newer than REQUIRED_VERSION, and the library version that added each: an older library loads without
 # them, and the methods that call them raise UnsupportedError.
 SINCE = {"ckpt_npz_read_range": (0, 7, 0), "ckpt_manager_clean": (0, 7, 0),
-         "ckpt_npz_byte_order": (0, 7, 0), "ckpt_npz_fortran_order": (0, 7, 0), "ckpt_vars_add_source": (0, 7, 0), "ckpt_vars_is_source": (0, 7, 0)}
+         "ckpt_npz_byte_order": (0, 7, 0), "ckpt_npz_file_size": (0, 7, 0), "ckpt_npz_fortran_order": (0, 7, 0), "ckpt_vars_add_source": (0, 7, 0), "ckpt_vars_is_source": (0, 7, 0)}
 
 COPY, BORROW = 0, 1
 LAYOUT_AUTO, LAYOUT_PLAIN, LAYOUT_OBJAX = 0, 1, 2
@@ -183,6 +183,7 @@ SIGNATURES = {
     "ckpt_npz_crc32": (c_uint32, [c_void_p, c_size_t]),
     "ckpt_npz_data_offset": (c_uint64, [c_void_p, c_size_t]),
     "ckpt_npz_byte_order": (c_int, [c_void_p, c_size_t]),
+    "ckpt_npz_file_size": (c_uint64, [c_void_p]),
     "ckpt_npz_fortran_order": (c_int, [c_void_p, c_size_t]),
     "ckpt_npz_map": (c_int, [c_void_p, c_size_t, ctypes.POINTER(c_void_p)]),
     "ckpt_npz_map_vars": (c_int, [c_void_p, ctypes.POINTER(c_void_p)]),

@@ -384,6 +384,14 @@ class NpzFile(_native.Handle):
             raise KeyError("%s: no array %r" % (self.path, name)) from None
 
     @property
+    def file_size(self) -> int:
+        """The size in bytes of the file (or S3 object) as it was when opened."""
+        if not hasattr(lib, "ckpt_npz_file_size"):
+            raise errors.UnsupportedError("NpzFile.file_size needs libckpt 0.7.0 or newer (this one is %d.%d.%d)"
+                                          % _native.VERSION)
+        return lib.ckpt_npz_file_size(self.handle)
+
+    @property
     def layout(self) -> str:
         """"plain" or "objax": how the file was read."""
         return "objax" if lib.ckpt_npz_layout(self.handle) == _native.LAYOUT_OBJAX else "plain"

@@ -268,6 +268,7 @@ def test_info_tells_how_the_file_holds_each_array(tmp_path, compression):
         else:
             assert info["data_offset"] == 0
         assert info["byte_order"] == "<" and info["fortran_order"] is False
+        assert f.file_size == len(data)
 
 
 def test_info_tells_the_byte_order_and_memory_order_numpy_wrote(tmp_path):

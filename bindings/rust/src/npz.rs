@@ -257,6 +257,12 @@ impl Npz {
         Ok(unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), bytes.len() / size_of::<T>()) })
     }
 
+    /// The size in bytes of the file (or S3 object) as it was when opened.
+    pub fn file_size(&self) -> u64 {
+        // SAFETY: a live handle.
+        unsafe { sys::ckpt_npz_file_size(self.as_ptr()) }
+    }
+
     /// The layout the file was read in: [`Layout::Plain`] or [`Layout::Objax`].
     pub fn layout(&self) -> Layout {
         // SAFETY: a live handle.

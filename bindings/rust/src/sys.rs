@@ -386,6 +386,7 @@ extern "C" {
     pub fn ckpt_npz_crc32(npz: *const ckpt_npz, i: usize) -> u32;
     pub fn ckpt_npz_data_offset(npz: *const ckpt_npz, i: usize) -> u64;
     pub fn ckpt_npz_byte_order(npz: *const ckpt_npz, i: usize) -> c_int;
+    pub fn ckpt_npz_file_size(npz: *const ckpt_npz) -> u64;
     pub fn ckpt_npz_fortran_order(npz: *const ckpt_npz, i: usize) -> c_int;
     pub fn ckpt_npz_layout(npz: *const ckpt_npz) -> u32;
     pub fn ckpt_npz_metadata(npz: *const ckpt_npz, key: *const c_char) -> *const c_char;

@@ -134,6 +134,8 @@ public:
     // or '|' where byte order does not apply (single-byte items); and whether it is in Fortran order.
     char byte_order(size_t i) const { return static_cast<char>(ckpt_npz_byte_order(npz_, at(i))); }
     bool fortran_order(size_t i) const { return ckpt_npz_fortran_order(npz_, at(i)) != 0; }
+    // The size in bytes of the file (or S3 object) as it was when opened.
+    uint64_t file_size() const { return ckpt_npz_file_size(npz_); }
     // The layout the file was read in: Layout::plain or Layout::objax.
     Layout layout() const { return static_cast<Layout>(ckpt_npz_layout(npz_)); }
     // The position of name (a linear search), or nullopt.

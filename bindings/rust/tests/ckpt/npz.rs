@@ -84,6 +84,7 @@ fn member_info_tells_how_the_file_holds_each_array() {
             assert_eq!(info.data_offset, 0);
         }
         assert_eq!((info.byte_order, info.fortran_order), ('<', false));
+        assert_eq!(npz.file_size(), std::fs::metadata(&path).unwrap().len());
         assert_eq!(npz.member_info("nope").unwrap_err().code(), Code::NotFound);
     }
 }
