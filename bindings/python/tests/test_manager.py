@@ -229,3 +229,24 @@ def test_clean_removes_what_interrupted_saves_left_and_refuses_while_another_pro
         assert m.clean() == []
         assert m.list() == [1, 9]
     assert not any(p.exists() for p in stale) and (d / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+@pytest.mark.parametrize("compression", [None, "deflate"])
+def test_a_source_saves_through_the_manager_sync_and_async(tmp_path, asynchronous, compression):
+    a = np.arange(3 << 20, dtype=np.float32)
+    raw = a.tobytes()
+    asked = []
+
+    def read(offset, size):
+        asked.append(size)
+        return raw[offset:offset + size]
+
+    with ckpt.Manager(str(tmp_path), asynchronous=asynchronous, compression=compression) as m:
+        m.save({"w": ckpt.Source(np.float32, a.shape, read), "step": np.array(1)}, 1)
+        m.wait()
+        _, back = m.read(1)
+    assert np.array_equal(back["w"], a) and int(back["step"]) == 1
+    assert asked and max(asked) <= 4 << 20  # in pieces, never the whole array at once
+    with np.load(os.path.join(str(tmp_path), "ckpt", "0000000001.npz")) as z:
+        assert np.array_equal(z["w"], a)

@@ -98,6 +98,17 @@ def test_save_npz_as_the_savefun_writes_what_numpy_reads(tmp_path):
         assert data["w"].tolist() == [0, 1, 2]
 
 
+@pytest.mark.parametrize("kind", ["SimpleWriter", "ThreadWriter", "ThreadQueueWriter"])
+def test_save_npz_of_a_source_in_a_background_writer(tmp_path, kind):
+    a = np.arange(3 << 20, dtype=np.float32)
+    raw = a.tobytes()
+    w = getattr(writing, kind)(savefun=writing.save_npz, out_dir=str(tmp_path))
+    w("src.npz", "", {"w": ckpt.Source(np.float32, a.shape, lambda offset, size: raw[offset:offset + size])})
+    w.finalize()
+    with np.load(tmp_path / "src.npz") as data:
+        assert np.array_equal(data["w"], a)
+
+
 class PpeStyleFs:
     """A filesystem object with the methods ppe's writers call, keeping files in memory (like an object store)."""
 
