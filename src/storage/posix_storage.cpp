@@ -47,10 +47,15 @@ public:
         if (fd_ >= 0) ::close(fd_);
     }
 
+    // Start writing back what is written every kWritebackBytes, instead of leaving it all for the fsync: a save of
+    // gigabytes otherwise fills the page cache with dirty pages until the kernel throttles the writer, and the fsync
+    // then waits for all of it (RocksDB's bytes_per_sync). A large call is written in pieces of that size, so a
+    // 64 MiB array starts its writeback 8 MiB in, not after its last byte. Asynchronous; a failure shows at fsync.
     void write(const void* data, size_t n) override {
         const char* p = static_cast<const char*>(data);
         while (n > 0) {
-            const ssize_t w = ::write(fd_, p, std::min(n, kMaxIo));
+            const size_t until_writeback = static_cast<size_t>(kWritebackBytes - (written_ - flushed_));
+            const ssize_t w = ::write(fd_, p, std::min({n, kMaxIo, until_writeback}));
             if (w < 0) {
                 if (errno == EINTR) continue;
                 fail_errno(errno, fmt::format("{}: write failed", path_));
@@ -59,14 +64,11 @@ public:
             p += w;
             n -= static_cast<size_t>(w);
             written_ += static_cast<uint64_t>(w);
-        }
-        // Start writing back what is written, a few MiB at a time, instead of leaving it all for the fsync: a save
-        // of gigabytes otherwise fills the page cache with dirty pages until the kernel throttles the writer, and
-        // the fsync then waits for all of it (RocksDB's bytes_per_sync). Asynchronous; a failure shows at fsync.
-        if (written_ - flushed_ >= kWritebackBytes) {
-            (void)::sync_file_range(fd_, static_cast<off_t>(flushed_), static_cast<off_t>(written_ - flushed_),
-                                    SYNC_FILE_RANGE_WRITE);
-            flushed_ = written_;
+            if (written_ - flushed_ >= kWritebackBytes) {
+                (void)::sync_file_range(fd_, static_cast<off_t>(flushed_), static_cast<off_t>(written_ - flushed_),
+                                        SYNC_FILE_RANGE_WRITE);
+                flushed_ = written_;
+            }
         }
     }
 
