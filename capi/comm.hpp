@@ -3,7 +3,7 @@
 // so it needs only the public header; this is for the managers that use one).
 #pragma once
 
-#include "dist/comm.hpp"
+#include "sharded/comm.hpp"
 #include "guard.hpp"
 
 #include <memory>

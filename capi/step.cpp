@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // ckpt_step: one sharded checkpoint step, read by one process (the C face of ckpt::ShardedStep).
-#include "dist/sharded_step.hpp"
+#include "sharded/sharded_step.hpp"
 #include "guard.hpp"
 #include "url_storage.hpp"
 

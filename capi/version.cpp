@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ckpt/ckpt.h"
-#include "npy/dtype.hpp"
+#include "core/dtype.hpp"
 
 extern "C" {
 

@@ -3,7 +3,7 @@
 // to bad input; any other exception, a crash, UB or a leak is a bug. A manifest the parser accepts must survive
 // ckpt's own writing: manifest_to_json of it parses back to the same manifest.
 #include "core/error.hpp"
-#include "dist/manifest.hpp"
+#include "sharded/manifest.hpp"
 #include "fuzz_support.hpp"
 
 #include <optional>

@@ -3,7 +3,7 @@
 // or borrows from the caller without a copy.
 #pragma once
 
-#include "npy/dtype.hpp"
+#include "core/dtype.hpp"
 
 #include <cstddef>
 #include <cstdint>

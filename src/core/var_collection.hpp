@@ -3,7 +3,7 @@
 #pragma once
 
 #include "core/array.hpp"
-#include "npz/metadata.hpp"
+#include "core/metadata.hpp"
 
 #include <optional>
 #include <string>

@@ -11,8 +11,8 @@
 // are listed, retained and restored together.
 #pragma once
 
-#include "dist/comm.hpp"
-#include "dist/sharded_step.hpp"
+#include "sharded/comm.hpp"
+#include "sharded/sharded_step.hpp"
 #include "manager/checkpoint_policy.hpp"
 #include "manager/temporaries.hpp"
 #include "npz/npz_reader.hpp"
@@ -38,7 +38,7 @@ std::optional<int64_t> checkpoint_index(const std::string& filename);
 // "0000000042.npz"
 std::string checkpoint_name(int64_t index);
 
-// A manager's hold on its directory: see checkpoint.cpp.
+// A manager's hold on its directory: manager/dir_claim.hpp.
 class DirClaim;
 
 class CheckpointManager {

@@ -2,7 +2,7 @@
 #include "manager/temporaries.hpp"
 
 #include "core/error.hpp"
-#include "dist/sharded_step.hpp"
+#include "sharded/sharded_step.hpp"
 #include "manager/checkpoint.hpp"
 
 namespace ckpt {

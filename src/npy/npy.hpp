@@ -8,7 +8,7 @@
 // bytes by numpy >= 1.14, to 16 before). The header is parsed by a strict grammar, never evaluated.
 #pragma once
 
-#include "npy/dtype.hpp"
+#include "core/dtype.hpp"
 
 #include <cstddef>
 #include <cstdint>

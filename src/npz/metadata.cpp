@@ -22,12 +22,6 @@ std::string quoted(const std::string& s) {  // a JSON string literal
     return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);
 }
 
-const char* key_problem(std::string_view key) {
-    if (key.empty()) return "is empty";
-    if (key.find('\0') != std::string_view::npos) return "contains NUL";
-    if (!valid_utf8(key)) return "is not valid UTF-8";
-    return nullptr;
-}
 
 // Builds the record while nlohmann's parser walks the text, refusing any value out of place as soon as it starts.
 class Reader : public nlohmann::json_sax<nlohmann::json> {
@@ -99,7 +93,7 @@ public:
             }
             return true;
         }
-        if (const char* problem = key_problem(key))
+        if (const char* problem = metadata_key_problem(key))
             malformed("a key in '{}' {}", section_ == Section::dtypes ? "dtypes" : "metadata", problem);
         const bool repeated = section_ == Section::dtypes ? !dtype_keys_.insert(key).second
                                                           : record.user.find(key) != nullptr;
@@ -153,34 +147,6 @@ private:
 };
 
 }  // namespace
-
-void Metadata::set(std::string key, std::string value) {
-    if (const char* problem = key_problem(key)) fail(Code::invalid, "metadata key {}", problem);
-    if (value.find('\0') != std::string::npos || !valid_utf8(value))
-        fail(Code::invalid, "the metadata value of '{}' is not valid UTF-8 without NUL", key);
-    if (const auto it = index_.find(key); it != index_.end()) {
-        entries_[it->second].second = std::move(value);
-        return;
-    }
-    if (entries_.size() == entries_.capacity()) entries_.reserve(2 * entries_.size() + 8);  // so emplace cannot throw
-    index_.emplace(key, entries_.size());
-    entries_.emplace_back(std::move(key), std::move(value));
-}
-
-void Metadata::remove(std::string_view key) {
-    const auto it = index_.find(std::string(key));
-    if (it == index_.end()) return;
-    const size_t at = it->second;
-    index_.erase(it);
-    entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(at));
-    for (auto& [k, i] : index_)
-        if (i > at) --i;
-}
-
-const std::string* Metadata::find(std::string_view key) const {
-    const auto it = index_.find(std::string(key));
-    return it == index_.end() ? nullptr : &entries_[it->second].second;
-}
 
 std::string metadata_to_json(const MetadataRecord& record) {
     // Written by hand around the library's string quoting: the library's ordered objects find keys by a linear

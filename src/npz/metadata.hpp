@@ -11,7 +11,8 @@
 // the moment it appears: nesting never goes past two levels, whatever the file holds.
 #pragma once
 
-#include "npy/dtype.hpp"
+#include "core/dtype.hpp"
+#include "core/metadata.hpp"
 
 #include <cstdint>
 #include <string>
@@ -22,29 +23,9 @@
 
 namespace ckpt {
 
-constexpr std::string_view kMetadataName = "__ckpt_metadata__";  // the member is kMetadataName + ".npy"
 constexpr int64_t kMetadataFormat = 1;
 // The metadata member's data (UTF-32 text) may hold at most this many bytes: 16 Mi characters.
 constexpr uint64_t kMaxMetadataBytes = uint64_t{64} << 20;
-
-// String key/values in insertion order; keys unique, non-empty, and like values valid UTF-8 without NUL.
-class Metadata {
-public:
-    // Adds or replaces (in place). Throws Error(invalid) for a bad key or value.
-    void set(std::string key, std::string value);
-    // Removes key if present.
-    void remove(std::string_view key);
-    // The value of key, or nullptr.
-    const std::string* find(std::string_view key) const;
-    size_t size() const { return entries_.size(); }
-    bool empty() const { return entries_.empty(); }
-    const std::string& key(size_t i) const { return entries_[i].first; }
-    const std::string& value(size_t i) const { return entries_[i].second; }
-
-private:
-    std::vector<std::pair<std::string, std::string>> entries_;
-    std::unordered_map<std::string, size_t> index_;
-};
 
 // The content of a metadata member.
 struct MetadataRecord {

@@ -10,7 +10,7 @@
 // zip_fread call after the last byte, so each member is read until zip_fread returns 0; one zip_fread of more than
 // 4 GiB from a deflated member returns a wrong length, so members are read in 1 MiB chunks.
 #include "core/array.hpp"
-#include "npy/dtype.hpp"
+#include "core/dtype.hpp"
 #include "npz/metadata.hpp"
 #include "npy/npy.hpp"
 #include "npz/npz_reader.hpp"

@@ -3,7 +3,7 @@
 // round in which every rank deposits its bytes and receives everyone's.
 #pragma once
 
-#include "dist/comm.hpp"
+#include "sharded/comm.hpp"
 
 #include <condition_variable>
 #include <cstring>

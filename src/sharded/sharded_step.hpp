@@ -4,8 +4,8 @@
 #pragma once
 
 #include "core/entry_index.hpp"
-#include "dist/comm.hpp"
-#include "dist/manifest.hpp"
+#include "sharded/comm.hpp"
+#include "sharded/manifest.hpp"
 #include "npz/npz_reader.hpp"
 #include "npz/npz_restore.hpp"
 #include "npz/npz_writer.hpp"

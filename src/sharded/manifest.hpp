@@ -15,7 +15,7 @@
 // The file is untrusted input: its size is bounded, nesting is bounded while parsing, and every field is checked.
 #pragma once
 
-#include "npy/dtype.hpp"
+#include "core/dtype.hpp"
 #include "npz/metadata.hpp"
 
 #include <cstdint>

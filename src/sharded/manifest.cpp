@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "dist/manifest.hpp"
+#include "sharded/manifest.hpp"
 
 #include "core/array.hpp"
 #include "core/error.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "npy/dtype.hpp"
+#include "core/dtype.hpp"
 
 namespace ckpt {
 

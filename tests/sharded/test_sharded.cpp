@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Sharded checkpoints between the threads of one process (ThreadComm): the save protocol, its failures, restores
-// with agreement and with another world size, and the single-process reader. tests/dist/mpi_sharded.cpp runs the
+// with agreement and with another world size, and the single-process reader. tests/sharded/mpi_sharded.cpp runs the
 // same protocol between MPI processes.
 #include "core/error.hpp"
-#include "dist/manifest.hpp"
+#include "sharded/manifest.hpp"
 #include "manager/checkpoint.hpp"
 #include "support/temp_dir.hpp"
 #include "storage/memory_storage.hpp"

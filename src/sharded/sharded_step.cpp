@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "dist/sharded_step.hpp"
+#include "sharded/sharded_step.hpp"
 
 #include "core/error.hpp"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "dist/comm.hpp"
+#include "sharded/comm.hpp"
 
 #include "core/error.hpp"
 
