@@ -67,6 +67,7 @@ pub const CKPT_NPZ_PARTIAL: u32 = 1;
 pub const CKPT_NPZ_OPTIONS_VERSION: u32 = 4;
 pub const CKPT_NPZ_MAP_UNVERIFIED: u32 = 2;
 pub const CKPT_NPZ_MAP_WRITABLE: u32 = 4;
+pub const CKPT_NPZ_KEEP_MANAGER_KEYS: u32 = 8;
 
 // ------------------------------------------------------------------------------------------------ storage
 pub const CKPT_STORAGE_OPS_VERSION: u32 = 3;

@@ -42,8 +42,8 @@ unsafe extern "C" fn call_source(
 ) -> std::os::raw::c_int {
     // SAFETY: payload is the boxed closure add_source registered, alive as long as the collection; dst holds size
     // bytes; the library never calls one collection's sources at once.
-    let source = unsafe { &mut *payload.cast::<Source<'_>>() };
-    let buf = if size == 0 { &mut [][..] } else { unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), size) } };
+    let source = &mut *payload.cast::<Source<'_>>();
+    let buf = if size == 0 { &mut [][..] } else { std::slice::from_raw_parts_mut(dst.cast::<u8>(), size) };
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| source(offset, buf))) {
         Ok(Ok(())) => sys::CKPT_OK,
         Ok(Err(e)) => {
