@@ -25,10 +25,6 @@ std::vector<std::string> entries(const std::string& dir) {
     return names;
 }
 
-bool is_local_directory(const std::string& path) {
-    struct stat st{};
-    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 // Opens the manager of logdir/subdir read-only and lists its checkpoints; throws on failure.
 CheckpointDir open_listed(const std::string& logdir, const std::string& subdir) {
@@ -77,6 +73,11 @@ bool holds_checkpoints(const std::string& logdir) {
 }
 
 }  // namespace
+
+bool is_local_directory(const std::string& path) {
+    struct stat st{};
+    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
 
 std::string CheckpointDir::path_of(int64_t index) const {
     std::string buf(256, '\0');

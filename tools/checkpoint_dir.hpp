@@ -42,6 +42,8 @@ std::optional<int64_t> checkpoint_index(const std::string& name);
 // Whether the local directory `logdir` is a manager's as open_checkpoint_dir takes it without a subdir: it has a
 // "ckpt" directory, or it holds checkpoints itself.
 bool is_manager_dir(const std::string& logdir);
+// Whether `path` is a directory on the local file system (stat says so).
+bool is_local_directory(const std::string& path);
 
 enum class PathKind { file, step, directory };
 // What a path given to a command names. A local path: what stat says — a directory holding manifest.json is a

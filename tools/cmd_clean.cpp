@@ -9,8 +9,6 @@
 
 #include <fmt/format.h>
 
-#include <sys/stat.h>
-
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -30,11 +28,6 @@ struct Found {
     std::string path;
     bool is_dir;
 };
-
-bool is_local_directory(const std::string& path) {
-    struct stat st{};
-    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 // The directory to clean: DIR/SUBDIR when asked; else DIR/ckpt for a manager's logdir (as `ckpt ls` takes it), and
 // DIR itself otherwise (a directory of checkpoints, or any directory a save into which was interrupted).

@@ -254,11 +254,6 @@ Entry incomplete_step(const std::string& path, std::optional<int64_t> index) {
     return e;
 }
 
-bool local_directory(const std::string& path) {
-    struct stat st{};
-    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 bool local_file(const std::string& path) {
     struct stat st{};
     return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
@@ -297,7 +292,7 @@ Listing manager_listing(const LsOptions& o, Progress& progress, Scratch& scratch
         for (const std::string& name : directory_entries(dir.directory)) {
             const std::string path = join_path(dir.directory, name);
             const std::optional<int64_t> index = checkpoint_index(name);
-            if (!index || ckpt_checkpoint_idx(name.c_str()) >= 0 || !local_directory(path) || is_step_dir(path)) continue;
+            if (!index || ckpt_checkpoint_idx(name.c_str()) >= 0 || !is_local_directory(path) || is_step_dir(path)) continue;
             if (std::find(dir.indices.begin(), dir.indices.end(), *index) != dir.indices.end()) continue;
             l.entries.push_back(incomplete_step(path, index));
         }
@@ -316,7 +311,7 @@ Listing plain_listing(const LsOptions& o, Progress& progress, Scratch& scratch, 
     for (const std::string& name : directory_entries(o.logdir)) {
         const std::string path = join_path(o.logdir, name);
         const bool npz = name.size() > 4 && name.compare(name.size() - 4, 4, ".npz") == 0 && local_file(path);
-        const bool step = !npz && local_directory(path) && is_step_dir(path);
+        const bool step = !npz && is_local_directory(path) && is_step_dir(path);
         if (!npz && !step) continue;
         Entry e = inspect(path, checkpoint_index(name), step, o, progress, scratch);
         status = std::max(status, e.exit_code);
@@ -341,7 +336,7 @@ int run_ls(const LsOptions& o) {
         Entry e = inspect(o.logdir, checkpoint_index(last_component(o.logdir)), step, o, progress, scratch);
         status = e.exit_code;
         l.entries.push_back(std::move(e));
-    } else if (local && !o.subdir && local_directory(o.logdir) && !is_manager_dir(o.logdir)) {
+    } else if (local && !o.subdir && is_local_directory(o.logdir) && !is_manager_dir(o.logdir)) {
         l = plain_listing(o, progress, scratch, status);
     } else {
         l = manager_listing(o, progress, scratch, status);

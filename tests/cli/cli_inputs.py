@@ -11,6 +11,7 @@ import zipfile
 import numpy as np
 
 from cli_run import flip_byte, flip_in_array_data, with_ckpt
+from thread_world import THREAD_WORLD
 
 
 # Reference decoders of the narrow float formats, from their definitions.
@@ -192,25 +193,7 @@ def make_inputs(work):
 # and 2 of LOGDIR's manager; then file checkpoint 3, saved by a manager without a communicator.
 SHARDED_RUN = """
 import threading, numpy as np, ckpt
-
-class World:
-    def __init__(self, n):
-        self.n, self.slots, self.b = n, [None] * n, threading.Barrier(n)
-    def exchange(self, r, v):
-        self.b.wait(); self.slots[r] = v; self.b.wait(); out = list(self.slots); self.b.wait()
-        return out
-
-class Comm(ckpt.Comm):
-    def __init__(self, world, r):
-        self.world, self.r = world, r
-        super().__init__()
-    def get_rank(self): return self.r
-    def get_size(self): return self.world.n
-    def barrier(self): self.world.exchange(self.r, None)
-    def all_reduce(self, v, op): return {"min": min, "max": max, "sum": sum}[op](self.world.exchange(self.r, v))
-    def broadcast(self, d, root): return self.world.exchange(self.r, d)[root]
-    def all_gather(self, d): return self.world.exchange(self.r, d)
-
+""" + THREAD_WORLD + """
 world = World(2)
 emb = np.arange(12, dtype=np.float32).reshape(4, 3)
 def rank(r):

@@ -14,6 +14,8 @@ import tempfile
 import unittest
 import zipfile
 
+from thread_world import THREAD_WORLD
+
 CLI = os.environ["CKPT_CLI"]
 MIB = 1 << 20
 MAKE = """if True:
@@ -55,38 +57,29 @@ def peak_rss(*args):
 
 # A sharded step of two ranks (threads over a small comm) whose one variable is two 128 MiB row pieces, plus a
 # small whole one; in a child with the ckpt package, as MAKE.
-STEP = """if True:
-    import sys, threading
-    import numpy as np
-    import ckpt
-    logdir = sys.argv[1]
-
-    class World:
-        def __init__(self, n):
-            self.n, self.slots, self.b = n, [None] * n, threading.Barrier(n)
-        def exchange(self, r, v):
-            self.b.wait(); self.slots[r] = v; self.b.wait(); out = list(self.slots); self.b.wait()
-            return out
-
-    class Comm(ckpt.Comm):
-        def __init__(self, world, r):
-            self.world, self.r = world, r
-            super().__init__()
-        def get_rank(self): return self.r
-        def get_size(self): return self.world.n
-        def barrier(self): self.world.exchange(self.r, None)
-        def all_reduce(self, v, op): return {"min": min, "max": max, "sum": sum}[op](self.world.exchange(self.r, v))
-        def broadcast(self, d, root): return self.world.exchange(self.r, d)[root]
-        def all_gather(self, d): return self.world.exchange(self.r, d)
-
-    world = World(2)
-    def rank(r):
-        rows = np.full((1024, 32768), r + 1, np.float32)  # 128 MiB
-        with ckpt.Manager(logdir, comm=Comm(world, r)) as m:
-            m.save({"emb": ckpt.Rows(rows, 1024 * r, 2048), "own_%d" % r: np.arange(3)}, 1)
-    threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
-    [t.start() for t in threads]; [t.join() for t in threads]
+STEP = """
+import sys, threading
+import numpy as np
+import ckpt
+""" + THREAD_WORLD + """
+logdir = sys.argv[1]
+world = World(2)
+def rank(r):
+    rows = np.full((1024, 32768), r + 1, np.float32)  # 128 MiB
+    with ckpt.Manager(logdir, comm=Comm(world, r)) as m:
+        m.save({"emb": ckpt.Rows(rows, 1024 * r, 2048), "own_%d" % r: np.arange(3)}, 1)
+threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
+[t.start() for t in threads]; [t.join() for t in threads]
 """
+
+
+def flip_middle_byte(path):
+    """Flips one bit of the byte in the middle of the file (array data in these files: only a CRC can tell)."""
+    with open(path, "r+b") as f:
+        f.seek(os.path.getsize(path) // 2)
+        byte = f.read(1)[0]
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte ^ 1]))
 
 
 def package_env():
@@ -149,11 +142,7 @@ class BoundedMemory(unittest.TestCase):
     def test_verify_still_finds_a_flipped_byte_in_a_large_array(self):
         bad = os.path.join(self.tmp.name, "bad.npz")
         shutil.copyfile(self.stored, bad)
-        with open(bad, "r+b") as f:
-            f.seek(os.path.getsize(bad) // 2)
-            byte = f.read(1)[0]
-            f.seek(-1, os.SEEK_CUR)
-            f.write(bytes([byte ^ 1]))
+        flip_middle_byte(bad)
         code, peak, _ = peak_rss("verify", bad)
         self.assertEqual(code, 1)
         self.assertLess(peak, self.base + 64 * MIB)
@@ -168,11 +157,7 @@ class BoundedMemory(unittest.TestCase):
         step = os.path.join(logdir, "ckpt", "0000000001")
         self.assert_bounded("verify", step)
         shard = os.path.join(step, "shard-00001-of-00002.npz")
-        with open(shard, "r+b") as f:  # a byte in the middle of rank 1's rows, which the manifest cannot tell
-            f.seek(os.path.getsize(shard) // 2)
-            byte = f.read(1)[0]
-            f.seek(-1, os.SEEK_CUR)
-            f.write(bytes([byte ^ 1]))
+        flip_middle_byte(shard)  # in the middle of rank 1's rows, which the manifest cannot tell
         code, peak, _ = peak_rss("verify", step)
         self.assertEqual(code, 1)
         self.assertLess(peak, self.base + 64 * MIB)

@@ -214,6 +214,58 @@ Restored restore(ckpt_manager* m, int64_t idx = CKPT_LATEST) {
 
 // ------------------------------------------------------------------------------------------------ corruption
 
+// A child process whose manager holds `logdir` (it saved checkpoint 1, which took the lock) until kill().
+class LockHolder {
+public:
+    explicit LockHolder(const std::string& logdir) {
+        int ready[2];
+        REQUIRE(::pipe(ready) == 0);
+        REQUIRE(::pipe(hold_) == 0);
+        pid_ = ::fork();
+        REQUIRE(pid_ >= 0);
+        if (pid_ == 0) {
+            ::close(ready[0]);
+            ::close(hold_[1]);
+            ckpt_manager* m = nullptr;
+            char rc = static_cast<char>(ckpt_manager_open(&m, logdir.c_str(), nullptr));
+            if (rc == CKPT_OK) {
+                VarsPtr v = make_vars(1);
+                rc = static_cast<char>(ckpt_manager_save(m, v.get(), 1));  // takes the lock
+            }
+            if (::write(ready[1], &rc, 1) != 1) ::_exit(2);
+            char byte;
+            while (::read(hold_[0], &byte, 1) < 0) {
+            }  // holds the lock until killed
+            ::_exit(0);
+        }
+        ::close(ready[1]);
+        ::close(hold_[0]);
+        char child_rc = 1;
+        REQUIRE(::read(ready[0], &child_rc, 1) == 1);
+        ::close(ready[0]);
+        REQUIRE(child_rc == CKPT_OK);
+    }
+    ~LockHolder() {
+        if (pid_ > 0) kill();
+    }
+    LockHolder(const LockHolder&) = delete;
+    LockHolder& operator=(const LockHolder&) = delete;
+    pid_t pid() const { return pid_; }
+    // SIGKILLs the holder and reaps it; returns its wait status.
+    int kill() {
+        REQUIRE(::kill(pid_, SIGKILL) == 0);
+        int status = 0;
+        REQUIRE(::waitpid(pid_, &status, 0) == pid_);
+        ::close(hold_[1]);
+        pid_ = -1;
+        return status;
+    }
+
+private:
+    int hold_[2];
+    pid_t pid_ = -1;
+};
+
 void truncate_file(const std::string& path) {
     const auto size = fs::file_size(path);
     fs::resize_file(path, size / 2);
@@ -1312,32 +1364,8 @@ TEST_CASE("A manager restores while another process holds the directory, and is 
           "[manager][lock]") {
     TempDir logdir;
     { ManagerPtr create = open_manager(logdir.str()); }  // the directory exists before the child races for it
-    int ready[2];
-    int hold[2];
-    REQUIRE(::pipe(ready) == 0);
-    REQUIRE(::pipe(hold) == 0);
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        ::close(ready[0]);
-        ::close(hold[1]);
-        ckpt_manager* m = nullptr;
-        char rc = static_cast<char>(ckpt_manager_open(&m, logdir.str().c_str(), nullptr));
-        if (rc == CKPT_OK) {
-            VarsPtr v = make_vars(1);
-            rc = static_cast<char>(ckpt_manager_save(m, v.get(), 1));  // takes the lock
-        }
-        if (::write(ready[1], &rc, 1) != 1) ::_exit(2);
-        char byte;
-        while (::read(hold[0], &byte, 1) < 0) {
-        }  // holds the lock until killed
-        ::_exit(0);
-    }
-    ::close(ready[1]);
-    ::close(hold[0]);
-    char child_rc = 1;
-    REQUIRE(::read(ready[0], &child_rc, 1) == 1);
-    REQUIRE(child_rc == CKPT_OK);
+    LockHolder holder(logdir.str());
+    const pid_t child = holder.pid();
 
     ManagerPtr m = open_manager(logdir.str());  // no CKPT_EBUSY: opening locks nothing
     const Restored r = restore(m.get());
@@ -1350,12 +1378,8 @@ TEST_CASE("A manager restores while another process holds the directory, and is 
                               Contains("pid " + std::to_string(child)));
     CHECK(list_of(m.get()) == std::vector<int64_t>{1});  // the refused save wrote nothing
 
-    REQUIRE(::kill(child, SIGKILL) == 0);
-    int status = 0;
-    REQUIRE(::waitpid(child, &status, 0) == child);
+    const int status = holder.kill();
     CHECK(WIFSIGNALED(status));
-    ::close(ready[0]);
-    ::close(hold[1]);
 
     save(m.get(), 2);  // the holder died: the next save takes the lock
     CHECK(list_of(m.get()) == std::vector<int64_t>{1, 2});
@@ -1947,32 +1971,8 @@ TEST_CASE("ckpt_manager_clean refuses while another process's manager holds the 
     TempDir logdir;
     const std::string dir = logdir.file("ckpt");
     { ManagerPtr create = open_manager(logdir.str()); }
-    int ready[2];
-    int hold[2];
-    REQUIRE(::pipe(ready) == 0);
-    REQUIRE(::pipe(hold) == 0);
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        ::close(ready[0]);
-        ::close(hold[1]);
-        ckpt_manager* held = nullptr;
-        char rc = static_cast<char>(ckpt_manager_open(&held, logdir.str().c_str(), nullptr));
-        if (rc == CKPT_OK) {
-            VarsPtr v = make_vars(1);
-            rc = static_cast<char>(ckpt_manager_save(held, v.get(), 1));  // takes the lock
-        }
-        if (::write(ready[1], &rc, 1) != 1) ::_exit(2);
-        char byte;
-        while (::read(hold[0], &byte, 1) < 0) {
-        }  // holds the lock until killed
-        ::_exit(0);
-    }
-    ::close(ready[1]);
-    ::close(hold[0]);
-    char child_rc = 1;
-    REQUIRE(::read(ready[0], &child_rc, 1) == 1);
-    REQUIRE(child_rc == CKPT_OK);
+    LockHolder holder(logdir.str());
+    const pid_t child = holder.pid();
 
     // What the holder may be writing right now.
     put(dir + "/.0000000002.npz.tmp-AbC123", "being written");
@@ -1983,11 +1983,7 @@ TEST_CASE("ckpt_manager_clean refuses while another process's manager holds the 
     CHECK(ckpt_manager_clean(m.get(), CKPT_CLEAN_DRY_RUN, nullptr, nullptr, &count) == CKPT_EBUSY);
     CHECK(fs::exists(dir + "/.0000000002.npz.tmp-AbC123"));
 
-    REQUIRE(::kill(child, SIGKILL) == 0);
-    int status = 0;
-    REQUIRE(::waitpid(child, &status, 0) == child);
-    ::close(ready[0]);
-    ::close(hold[1]);
+    holder.kill();
     REQUIRE(ckpt_manager_clean(m.get(), 0, nullptr, nullptr, &count) == CKPT_OK);  // the holder died
     CHECK(count == 1);
     CHECK_FALSE(fs::exists(dir + "/.0000000002.npz.tmp-AbC123"));
