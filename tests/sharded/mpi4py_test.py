@@ -30,6 +30,16 @@ def state(step):
     return {"emb": ckpt.Rows(emb, b, ROWS), "own_%d" % rank: np.full(3, rank * 10 + step, np.int64)}
 
 
+
+
+def fail_fast(kind, value, tb):
+    """A failing rank ends the whole job at once: otherwise the others wait at a collective until the timeout."""
+    sys.__excepthook__(kind, value, tb)
+    sys.stderr.flush()
+    world.Abort(1)
+
+
+sys.excepthook = fail_fast
 tmp = world.bcast(tempfile.mkdtemp(prefix="ckpt-mpi4py-") if rank == 0 else None, root=0)
 comm = ckpt.MPIComm()
 assert (comm.rank, comm.size) == (rank, size)
@@ -61,6 +71,7 @@ with ckpt.Manager(tmp, comm=comm, keep=2, asynchronous=True) as m:
     assert "variable 'shared' is saved whole by rank 1 and also by another rank" in message, message
     assert m.list() == [2, 3]
 comm.close()
+world.Barrier()  # every rank is done with the directory before rank 0 reads a shard and removes it
 
 if rank == 0:
     with np.load(os.path.join(tmp, "ckpt", "0000000003", "shard-00000-of-%05d.npz" % size)) as f:
