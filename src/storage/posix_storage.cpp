@@ -9,6 +9,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -17,7 +18,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
+#include <system_error>
+#include <thread>
 
 namespace ckpt {
 
@@ -39,6 +44,82 @@ auto owning(int fd, Make make) -> decltype(make()) {
         throw;
     }
 }
+
+// Dropping the last name of a large file frees its blocks in the unlink or rename itself: 75-100 ms for 256 MiB
+// on this ext4 (mounted with discard), a quarter of a save over an existing file and as much of a retention
+// delete. A name that goes is unlinked at once (no reader sees it after the call) while a descriptor opened just
+// before holds the blocks; a short-lived thread closes it, and the blocks are freed there, off the caller's time.
+// Only on the local file systems where an open, unlinked file is simply orphaned (on NFS it would be renamed
+// .nfsXXXX in the same directory until closed). free_bytes() waits until every such release is done, so space
+// checks see the space freed.
+class DeferredRelease {
+public:
+    // A read descriptor of `path` when releasing it later is worthwhile (a regular file of at least kMinBytes on
+    // ext4, XFS or btrfs), else -1.
+    static int hold(const std::string& path) {
+        const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) return -1;
+        struct stat st;
+        struct statfs fs;
+        if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_blocks * 512 < kMinBytes ||
+            ::fstatfs(fd, &fs) != 0 || !local(fs.f_type)) {
+            ::close(fd);
+            return -1;
+        }
+        return fd;
+    }
+    // Closes `fd` (from hold(); -1 is ignored) on a thread of its own, or here when no thread can be had.
+    static void release(int fd) {
+        if (fd < 0) return;
+        State& s = state();
+        {
+            std::lock_guard<std::mutex> lock(s.mutex);
+            ++s.pending;
+        }
+        try {
+            std::thread([fd] {
+                ::close(fd);
+                done();
+            }).detach();
+        } catch (const std::system_error&) {
+            ::close(fd);
+            done();
+        }
+    }
+    // Returns once every release started before it is done.
+    static void wait() {
+        State& s = state();
+        std::unique_lock<std::mutex> lock(s.mutex);
+        s.idle.wait(lock, [&] { return s.pending == 0; });
+    }
+    static size_t pending() {
+        State& s = state();
+        std::lock_guard<std::mutex> lock(s.mutex);
+        return s.pending;
+    }
+
+private:
+    static constexpr blkcnt_t kMinBytes = blkcnt_t{8} << 20;  // below this a thread costs more than the freeing
+    struct State {
+        std::mutex mutex;
+        std::condition_variable idle;
+        size_t pending = 0;
+    };
+    // Never destroyed: a release may still be running while the process exits.
+    static State& state() {
+        static State* s = new State;
+        return *s;
+    }
+    static void done() {
+        State& s = state();
+        std::lock_guard<std::mutex> lock(s.mutex);
+        if (--s.pending == 0) s.idle.notify_all();
+    }
+    static bool local(decltype(statfs::f_type) type) {
+        constexpr long kExt4 = 0xEF53, kXfs = 0x58465342, kBtrfs = 0x9123683E;
+        return type == kExt4 || type == kXfs || type == kBtrfs;
+    }
+};
 
 class PosixOutputFile final : public OutputFile {
 public:
@@ -266,7 +347,13 @@ public:
     }
 
     void rename(const std::string& from, const std::string& to) override {
-        if (::rename(from.c_str(), to.c_str()) != 0) fail_errno(errno, fmt::format("{}: rename from {} failed", to, from));
+        const int replaced = DeferredRelease::hold(to);
+        if (::rename(from.c_str(), to.c_str()) != 0) {
+            const int err = errno;
+            if (replaced >= 0) ::close(replaced);
+            fail_errno(err, fmt::format("{}: rename from {} failed", to, from));
+        }
+        DeferredRelease::release(replaced);
     }
 
     void sync_dir(const std::string& dir) override {
@@ -279,10 +366,14 @@ public:
     }
 
     void remove(const std::string& path) override {
+        const int held = DeferredRelease::hold(path);
         if (::unlink(path.c_str()) != 0) {
-            if (errno == ENOENT) fail(Code::not_found, "{}: no such file", path);
-            fail_errno(errno, fmt::format("{}: cannot remove", path));
+            const int err = errno;
+            if (held >= 0) ::close(held);
+            if (err == ENOENT) fail(Code::not_found, "{}: no such file", path);
+            fail_errno(err, fmt::format("{}: cannot remove", path));
         }
+        DeferredRelease::release(held);
     }
 
     std::vector<std::string> list(const std::string& dir) override { return entries(dir, false); }
@@ -338,6 +429,7 @@ private:
 
 public:
     std::optional<uint64_t> free_bytes(const std::string& dir) override {
+        DeferredRelease::wait();  // the space of files just removed or replaced counts as free
         struct statvfs st;
         if (::statvfs(dir.c_str(), &st) != 0) return std::nullopt;
         return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
@@ -368,6 +460,8 @@ public:
 };
 
 }  // namespace
+
+size_t posix_pending_releases() { return DeferredRelease::pending(); }
 
 std::shared_ptr<Storage> posix_storage() {
     static const std::shared_ptr<Storage> instance = std::make_shared<PosixStorage>();

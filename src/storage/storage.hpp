@@ -135,6 +135,9 @@ bool is_temp_name(const std::string& name);
 
 // The default: the local filesystem through POSIX calls.
 std::shared_ptr<Storage> posix_storage();
+// How many large files that posix_storage() removed or renamed over still have their blocks being freed on a
+// thread of their own (see DeferredRelease in posix_storage.cpp); its free_bytes() waits for them first.
+size_t posix_pending_releases();
 
 // The atomic save sequence over any storage: write `body` into a temporary beside `path`, sync, close, rename
 // onto `path`, sync the directory. On any failure the temporary is removed and `path` is left as it was.
