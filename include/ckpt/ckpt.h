@@ -160,8 +160,9 @@ typedef int (*ckpt_source_fn)(void *payload, uint64_t offset, void *dst, size_t 
  * bytes the collection does not hold: every save of the collection (ckpt_npz_save, ckpt_writer_save_vars,
  * ckpt_manager_save) pulls them from fn(payload, ...) while it writes, a few MiB per call, so a save of any size
  * needs only bounded memory. The save may ask for a range more than once and in any order: a stored member's
- * CRC-32 goes in its local header, before its data, so the save reads the source once for the CRC and once for
- * the data (a deflated member is read once). Calls are never concurrent within one save, but may come from threads
+ * CRC-32 goes in its local header, before its data, so a save into a storage that only streams (an object store,
+ * a ckpt_storage callback table) reads the source once for the CRC and once for the data; into a local file, and
+ * for a deflated member, once. Calls are never concurrent within one save, but may come from threads
  * other than the one that saves (deflate's workers; a background writer's thread; a writer or an asynchronous
  * manager that copies the collection calls it from the saving call, to make the copy); payload must stay valid
  * while the collection may be saved. A source failing with code rc fails the save with rc (a positive rc:

@@ -24,6 +24,7 @@ constexpr size_t kHeadCopyFixedBytes = 6;
 constexpr size_t kHeadCopyMaxPadding = 64;  // K - J: numpy pads npy headers to a multiple of 64 bytes
 
 constexpr size_t kLocalHeaderBytes = 30;
+constexpr size_t kLocalHeaderCrcOffset = 14;  // of the CRC-32 in a local header
 constexpr size_t kCentralHeaderBytes = 46;
 constexpr size_t kEndBytes = 22;
 constexpr size_t kZip64EndBytes = 56;

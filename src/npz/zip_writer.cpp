@@ -108,10 +108,22 @@ ZipWriter::Entry ZipWriter::start_entry(const std::string& name, uint64_t size, 
     return Entry{name, offset_, 0, size, 0, method, static_cast<uint16_t>(is_ascii(name) ? 0 : kFlagUtf8), {}};
 }
 
+void ZipWriter::patch(uint64_t offset, const void* data, size_t n) {
+    const uint64_t buffered = offset_ - buf_.size();  // the offset of buf_'s first byte
+    if (offset >= buffered) {
+        std::memcpy(buf_.data() + (offset - buffered), data, n);
+    } else {
+        if (offset + n > buffered) throw std::logic_error("ZipWriter::patch across the buffer's start");
+        out_.patch(offset, data, n);
+    }
+}
+
 void ZipWriter::add_stored(const std::string& name, const std::vector<Piece>& pieces, const OnBytes& on_bytes,
-                           const std::function<uint32_t()>& crc, size_t head) {
+                           const std::function<uint32_t()>& crc, size_t head, CrcWhen when) {
+    if (when == CrcWhen::after_data && !out_.can_patch())
+        throw std::logic_error("ZipWriter::add_stored: a CRC after the data needs an output that can be patched");
     Entry e = start_entry(name, total_size(pieces), kMethodStore);
-    e.crc = crc ? crc() : crc_of(pieces);
+    if (when == CrcWhen::before_data) e.crc = crc ? crc() : crc_of(pieces);  // else 0 until patched
     e.compressed = e.size;
 
     const bool zip64 = e.size >= kMax32;
@@ -146,13 +158,33 @@ void ZipWriter::add_stored(const std::string& name, const std::vector<Piece>& pi
         e.head_copy = std::move(copy.b);
     }
 
+    // Computed here, as the data is written: in buffer-sized steps, so the write copies bytes the CRC just read
+    // from cache (a step of kBufferBytes goes to the output directly, not through the buffer).
+    const bool crc_here = when == CrcWhen::after_data && !crc;
+    uint32_t running = 0;
     uint64_t at = 0;
     for (const Piece& piece : pieces) {
         for_each_run(piece, [&](const void* p, size_t n) {
-            put(p, n);
+            if (crc_here) {
+                const char* c = static_cast<const char*>(p);
+                for (size_t done = 0; done < n;) {
+                    const size_t step = std::min(n - done, kBufferBytes);
+                    running = crc32(running, c + done, step);
+                    put(c + done, step);
+                    done += step;
+                }
+            } else {
+                put(p, n);
+            }
             if (on_bytes) on_bytes(at, n);
             at += n;
         });
+    }
+    if (when == CrcWhen::after_data) {
+        e.crc = crc_here ? running : crc();
+        Record field;
+        field.u32(e.crc);
+        patch(e.offset + kLocalHeaderCrcOffset, field.b.data(), field.b.size());
     }
     entries_.push_back(std::move(e));
 }

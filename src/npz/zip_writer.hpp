@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // A sequential zip writer: local header, data, (data descriptor), …, central directory, end records — written
-// front to back, never seeking, so it can stream into any Storage (an object store, a pipe).
+// front to back, so it can stream into any Storage (an object store, a pipe); the one write behind it, a stored
+// member's CRC-32 into its local header, only where the output can be patched.
 //
 // ckpt writes zips itself rather than through libzip because libzip's writer (1.7.3) needs a seekable output —
 // it rewrites every local header after the data — and compresses members one after another with no way to run
 // them in parallel or align their data. (Reading: see zip_reader.hpp.)
 //
-// Stored members get their CRC-32 computed before they are written (for a member whose bytes come from a source,
-// by reading the source once for the CRC and again to write it: the local header must carry the CRC, the file is
-// never seeked, and a data descriptor would give up numpy-identical members), so their local headers carry the real
-// CRC and sizes like numpy's, and their data starts at a multiple of 64 bytes in the file (padding in an extra
+// Stored members' local headers carry the real CRC and sizes like numpy's (a data descriptor would give up
+// numpy-identical members). Where the output can be patched (a local file), the CRC is filled in after the data,
+// which is then read once, as it is written; elsewhere it is computed before the first byte (a source is then read
+// once for the CRC and again to write it). Their data starts at a multiple of 64 bytes in the file (padding in an extra
 // field, id 0xD935 as Android's zipalign writes it, which zip readers skip): with numpy's 64-byte-aligned npy
 // headers, every array's first byte is 64-byte aligned, so a memory-mapped file holds SIMD-ready arrays.
 // Deflated members come from DeflateAhead (compressed on several threads) and end with a data descriptor
@@ -42,12 +43,18 @@ public:
 
     explicit ZipWriter(OutputFile& out);
 
-    // A stored member holding the concatenation of `pieces`. Its CRC-32 comes from `crc` when given (computed
-    // ahead, e.g. on another thread), otherwise from a pass over the pieces before they are written. Its central
-    // directory entry copies the first `head` bytes (which must lie in the first piece), trailing spaces and '\n'
-    // left out, with the length of the local extra field (zip_format.hpp, kHeadCopyExtraId); 0 copies nothing.
+    // When a stored member's CRC-32 is known. before_data: in time for its local header (from `crc`, or a pass over
+    // the pieces before they are written). after_data, for outputs that can_patch(): once its data is written (from
+    // `crc`, called then, or computed as the data is written, so the pieces are read once), then patched into the
+    // local header, which until then holds 0. The file's bytes come out the same either way.
+    enum class CrcWhen { before_data, after_data };
+    // A stored member holding the concatenation of `pieces`, its CRC-32 from `crc` when given (computed elsewhere,
+    // e.g. on another thread), at the time `when` says. Its central directory entry copies the first `head` bytes
+    // (which must lie in the first piece), trailing spaces and '\n' left out, with the length of the local extra
+    // field (zip_format.hpp, kHeadCopyExtraId); 0 copies nothing.
     void add_stored(const std::string& name, const std::vector<Piece>& pieces, const OnBytes& on_bytes,
-                    const std::function<uint32_t()>& crc = nullptr, size_t head = 0);
+                    const std::function<uint32_t()>& crc = nullptr, size_t head = 0,
+                    CrcWhen when = CrcWhen::before_data);
     // A deflated member of `size` bytes whose blocks come next from `source`.
     void add_deflated(const std::string& name, uint64_t size, DeflateAhead& source, const OnBytes& on_bytes);
     // Writes the central directory and end records and flushes everything to the output; returns the archive's size.
@@ -66,6 +73,8 @@ private:
     };
     Entry start_entry(const std::string& name, uint64_t size, uint16_t method) const;
     void put(const void* data, size_t n);
+    // Overwrites bytes the archive already holds: in the buffer if they are still there, else in the output.
+    void patch(uint64_t offset, const void* data, size_t n);
     void flush();
 
     OutputFile& out_;

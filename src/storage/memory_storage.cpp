@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 
 #include <cstring>
+#include <stdexcept>
 
 namespace ckpt {
 
@@ -31,10 +32,20 @@ private:
 
 class MemoryStorage::Output final : public OutputFile {
 public:
-    Output(MemoryStorage& owner, std::shared_ptr<std::string> bytes) : owner_(owner), bytes_(std::move(bytes)) {}
+    // `patchable`: a new file (an appended one's offsets would not start at the writer's first byte).
+    Output(MemoryStorage& owner, std::shared_ptr<std::string> bytes, bool patchable)
+        : owner_(owner), bytes_(std::move(bytes)), patchable_(patchable) {}
     void write(const void* data, size_t n) override {
         std::lock_guard<std::mutex> lock(owner_.mutex_);
         bytes_->append(static_cast<const char*>(data), n);
+    }
+    bool can_patch() const override { return patchable_; }
+    void patch(uint64_t offset, const void* data, size_t n) override {
+        if (!patchable_) OutputFile::patch(offset, data, n);
+        std::lock_guard<std::mutex> lock(owner_.mutex_);
+        if (offset > bytes_->size() || n > bytes_->size() - offset)
+            throw std::logic_error("MemoryStorage: patch past the bytes written");
+        bytes_->replace(static_cast<size_t>(offset), n, static_cast<const char*>(data), n);
     }
     void sync() override {}
     void close() override {}
@@ -42,6 +53,7 @@ public:
 private:
     MemoryStorage& owner_;
     std::shared_ptr<std::string> bytes_;
+    bool patchable_;
 };
 
 void MemoryStorage::require_dir(const std::string& dir, const std::string& for_path) const {
@@ -66,7 +78,7 @@ std::unique_ptr<OutputFile> MemoryStorage::create_temp(const std::string& target
     do temp = join_path(dir, temp_name_for(base_name(target)));
     while (files_.count(temp));
     auto bytes = std::make_shared<std::string>();
-    auto out = std::make_unique<Output>(*this, bytes);
+    auto out = std::make_unique<Output>(*this, bytes, true);
     *temp_path = temp;
     files_[temp] = std::move(bytes);  // last: when an allocation fails, no temporary is left behind
     return out;
@@ -77,7 +89,7 @@ std::unique_ptr<OutputFile> MemoryStorage::open_append(const std::string& path) 
     require_dir(parent_dir(path), path);
     auto& bytes = files_[path];
     if (!bytes) bytes = std::make_shared<std::string>();
-    return std::make_unique<Output>(*this, bytes);
+    return std::make_unique<Output>(*this, bytes, false);
 }
 
 void MemoryStorage::rename(const std::string& from, const std::string& to) {

@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <stdexcept>
 #include <system_error>
 #include <thread>
 
@@ -123,7 +124,9 @@ private:
 
 class PosixOutputFile final : public OutputFile {
 public:
-    PosixOutputFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+    // `patchable`: a new file (an appended one's offsets would not start at the writer's first byte).
+    PosixOutputFile(int fd, std::string path, bool patchable)
+        : fd_(fd), path_(std::move(path)), patchable_(patchable) {}
     ~PosixOutputFile() override {
         if (fd_ >= 0) ::close(fd_);
     }
@@ -153,6 +156,26 @@ public:
         }
     }
 
+    bool can_patch() const override { return patchable_; }
+
+    // A page already under writeback is written again at the fsync: one page per patch.
+    void patch(uint64_t offset, const void* data, size_t n) override {
+        if (!patchable_) OutputFile::patch(offset, data, n);
+        if (offset + n > written_) throw std::logic_error("PosixOutputFile::patch past the bytes written");
+        const char* p = static_cast<const char*>(data);
+        while (n > 0) {
+            const ssize_t w = ::pwrite(fd_, p, n, static_cast<off_t>(offset));
+            if (w < 0) {
+                if (errno == EINTR) continue;
+                fail_errno(errno, fmt::format("{}: write at offset {} failed", path_, offset));
+            }
+            if (w == 0) fail(Code::io, "{}: write at offset {} made no progress", path_, offset);
+            p += w;
+            n -= static_cast<size_t>(w);
+            offset += static_cast<uint64_t>(w);
+        }
+    }
+
     void sync() override {
         if (::fsync(fd_) != 0) fail_errno(errno, fmt::format("{}: fsync failed", path_));
     }
@@ -166,6 +189,7 @@ public:
 private:
     int fd_;
     std::string path_;
+    bool patchable_;
     uint64_t written_ = 0;  // bytes written
     uint64_t flushed_ = 0;  // bytes whose writeback was started
 };
@@ -322,7 +346,7 @@ public:
             if (fd >= 0) {
                 try {
                     *temp_path = temp;
-                    return std::make_unique<PosixOutputFile>(fd, temp);
+                    return std::make_unique<PosixOutputFile>(fd, temp, true);
                 } catch (...) {
                     // Out of memory before the file object owned the descriptor: nobody would remove the file.
                     ::close(fd);
@@ -343,7 +367,7 @@ public:
             if (errno == ENOENT) fail(Code::not_found, "{}: directory {} does not exist", path, parent_dir(path));
             fail_errno(errno, fmt::format("{}: cannot open for appending", path));
         }
-        return owning(fd, [&] { return std::make_unique<PosixOutputFile>(fd, path); });
+        return owning(fd, [&] { return std::make_unique<PosixOutputFile>(fd, path, false); });
     }
 
     void rename(const std::string& from, const std::string& to) override {

@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 
 #include <random>
+#include <stdexcept>
 
 namespace ckpt {
 
@@ -13,6 +14,10 @@ constexpr size_t kTempRandomChars = 6;
 
 bool is_random_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 }  // namespace
+
+void OutputFile::patch(uint64_t, const void*, size_t) {
+    throw std::logic_error("OutputFile::patch on a file that cannot be patched");
+}
 
 std::string parent_dir(const std::string& path) {
     const auto slash = path.rfind('/');

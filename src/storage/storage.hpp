@@ -4,8 +4,8 @@
 // store or HDFS through the C callback table. Paths are '/'-separated UTF-8 strings; the implementation
 // decides what they mean.
 //
-// Writes are sequential (no seeking), so a storage can stream to a network service. Every method either
-// completes or throws ckpt::Error (usually Code::io, with the path and the system's reason in the message).
+// Writes are sequential (no seeking; a storage that can may let a writer patch bytes it wrote), so a storage can
+// stream to a network service. Every method either completes or throws ckpt::Error (usually Code::io, with the path and the system's reason in the message).
 #pragma once
 
 #include <cstddef>
@@ -25,6 +25,13 @@ public:
     virtual void write(const void* data, size_t n) = 0;
     virtual void sync() = 0;   // durable once this returns; a failed sync is never retried on the same data
     virtual void close() = 0;  // checked: a failure here is a failed write
+    // Whether patch() works: true for a new local file; false for an upload whose bytes may be gone already, a file
+    // opened for appending, and storages that only stream (the default).
+    virtual bool can_patch() const { return false; }
+    // Overwrites bytes [offset, offset + n) of those written so far with `data` (offsets from this file's first
+    // byte). The zip writer fills in a stored member's CRC-32 in its local header once the data is written, so it
+    // reads the data once, as it writes it. Throws std::logic_error where can_patch() is false.
+    virtual void patch(uint64_t offset, const void* data, size_t n);
 };
 
 // A read-only view of a whole file's bytes, valid as long as this object (see InputFile::map).

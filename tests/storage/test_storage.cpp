@@ -593,6 +593,73 @@ TEST_CASE("save_npz to the local filesystem reads back bit-exactly in every layo
     }
 }
 
+namespace {
+// An OutputFile into a string that may or may not let the writer patch what it wrote.
+class StringOutput final : public OutputFile {
+public:
+    explicit StringOutput(bool patchable) : patchable_(patchable) {}
+    void write(const void* data, size_t n) override { bytes.append(static_cast<const char*>(data), n); }
+    bool can_patch() const override { return patchable_; }
+    void patch(uint64_t offset, const void* data, size_t n) override {
+        if (!patchable_ || offset + n > bytes.size()) throw std::logic_error("StringOutput: a patch it cannot take");
+        bytes.replace(offset, n, static_cast<const char*>(data), n);
+        ++patches;
+    }
+    void sync() override {}
+    void close() override {}
+    std::string bytes;
+    size_t patches = 0;
+
+private:
+    bool patchable_;
+};
+
+std::string written(const VarCollection& vars, bool patchable, size_t* patches = nullptr) {
+    StringOutput out(patchable);
+    write_npz(out, vars, NpzWriteOptions{});
+    if (patches) *patches = out.patches;
+    return out.bytes;
+}
+}  // namespace
+
+TEST_CASE("a stored member's CRC-32 patched in after its data gives the bytes of one computed before it") {
+    // Small members: their local headers are still in the writer's buffer when the CRC is known.
+    const VarCollection small = sample_vars(3, 4096);
+    size_t patches = 0;
+    CHECK(written(small, true, &patches) == written(small, false));
+    CHECK(patches == 0);
+    // A member larger than the buffer: its header was written out, so the output is patched.
+    const VarCollection larger = sample_vars(4);
+    CHECK(written(larger, true, &patches) == written(larger, false));
+    CHECK(patches >= 1);
+    // One large array, its CRC computed on another thread while it is written; and into a real file.
+    VarCollection one;
+    one.add("w", random_array(DType::float32, 4, {int64_t{6} << 20}, 5));
+    const std::string expected = written(one, false);
+    CHECK(written(one, true) == expected);
+    TempDir dir;
+    save_npz(*posix_storage(), dir / "one.npz", one, NpzWriteOptions{});
+    CHECK(read_file(dir / "one.npz") == expected);
+    CHECK(read_back(*posix_storage(), dir / "one.npz") == snapshot_of(one));
+}
+
+TEST_CASE("a stored source is read once where the output can be patched, twice where it cannot") {
+    const Array data = random_array(DType::uint8, 1, {int64_t{9} << 20}, 6);
+    for (const bool patchable : {true, false}) {
+        INFO((patchable ? "patchable" : "streaming") << " output");
+        uint64_t read = 0;
+        auto source = std::make_shared<const ByteSource>([&](uint64_t offset, void* dst, size_t n) {
+            std::memcpy(dst, static_cast<const char*>(data.data()) + offset, n);
+            read += n;
+        });
+        VarCollection from_source, in_memory;
+        from_source.add("w", Array::from_source(DType::uint8, 1, data.shape(), source));
+        in_memory.add("w", random_array(DType::uint8, 1, {int64_t{9} << 20}, 6));
+        CHECK(written(from_source, patchable) == written(in_memory, false));
+        CHECK(read == (patchable ? 1 : 2) * data.nbytes());
+    }
+}
+
 // ===============================================================================================================
 // MemoryStorage
 

@@ -2,8 +2,8 @@
 // FaultyStorage: a Storage decorator that numbers every operation and makes operation #k fail — once
 // (transient) or from k on (persistent) — the "rigged to fail after N operations" VFS of SQLite's test suite.
 //
-// Counted operations, numbered from 1 in call order: every Storage method, each OutputFile write / sync / close
-// and each InputFile read_at (not size(), which cannot fail). A test first runs a scenario without faults to
+// Counted operations, numbered from 1 in call order: every Storage method, each OutputFile write / patch / sync /
+// close and each InputFile read_at (not size(), which cannot fail). A test first runs a scenario without faults to
 // learn how many operations it takes (operations()), then reruns it with fail_at(k, …) for every k; the log
 // says what operation #k was, so a failure can name it.
 //
@@ -167,6 +167,13 @@ private:
                 owner_.throw_fault("write", path_);
             }
             base_->write(data, n);
+        }
+
+        bool can_patch() const override { return base_->can_patch(); }
+
+        void patch(uint64_t offset, const void* data, size_t n) override {
+            if (owner_.begin("patch", path_)) owner_.throw_fault("patch", path_);
+            base_->patch(offset, data, n);
         }
 
         void sync() override {
