@@ -3,10 +3,11 @@
  * and ckpt_manager_restore of CKPT_LATEST against raw I/O of the same bytes by the same R processes, and the
  * commit overhead rank 0's manager logs for each save.
  *
- * Usage: mpirun -np R bench_mpi MIB [--dir D] [--runs N]
+ * Usage: mpirun -np R bench_mpi MIB [--dir D] [--runs N] [--one-array]
  *   MIB of float32 state in total, whatever R (strong scaling): 7/8 of it in arrays of at most 4 MiB dealt out
  *   round-robin (each whole on one rank), 1/8 in one row-split array "emb" (1024 columns) whose rows the ranks
- *   share out evenly. Each rank holds about MIB/R.
+ *   share out evenly. Each rank holds about MIB/R. --one-array: all of it in "emb", so each rank saves one
+ *   array (the layout sharded saves are for: one large tensor split by rows).
  * Per run, the two sides back to back (alternating which goes first), each between barriers, timed as the
  * slowest rank's wall time:
  *   save     ckpt_manager_save (returns once rank 0 has committed the step), against raw: each rank write()s its
@@ -17,8 +18,8 @@
  * before are removed before it, untimed, so both sides write new files.
  * commit: the milliseconds from the last shard durable to the step visible and durable, parsed from rank 0's
  * info message "Saved step ... the commit took X ms after the last shard was durable".
- * Output (rank 0): one "mpi ranks=R op=... who=... cache=... per_run=... seconds=..." line per measure (seconds:
- * the median of N runs after a warm-up; op=commit lists milliseconds); progress on stderr. */
+ * Output (rank 0): one "mpi ranks=R layout=mixed|one op=... who=... cache=... per_run=... seconds=..." line per
+ * measure (seconds: the median of N runs after a warm-up; op=commit lists milliseconds); progress on stderr. */
 #define _GNU_SOURCE
 #include "bench_common.h"
 
@@ -36,6 +37,7 @@
 #define MAX_ARRAY ((size_t)4 << 20)
 
 static int g_rank, g_world;
+static const char *g_layout = "mixed"; /* "one" with --one-array */
 
 typedef struct {
     int count;         /* this rank's whole arrays */
@@ -48,20 +50,22 @@ typedef struct {
     ckpt_vars *vars;
 } State;
 
-static void build_state(State *s, size_t total) {
-    const size_t emb_bytes = total / 8 / (COLS * sizeof(float)) * (COLS * sizeof(float));
+/* one_array: the whole state in "emb", so each rank writes one array. */
+static void build_state(State *s, size_t total, int one_array) {
+    const size_t row = COLS * sizeof(float);
+    const size_t emb_bytes = (one_array ? total : total / 8) / row * row;
     const size_t rest = total - emb_bytes;
     /* A multiple of 4 arrays, so that 1, 2 and 4 ranks hold the same number each. */
     int n = (int)((rest + MAX_ARRAY - 1) / MAX_ARRAY);
-    n = n < 4 ? 4 : (n + 3) / 4 * 4;
-    s->each = rest / (size_t)n / sizeof(float) * sizeof(float);
+    n = one_array ? 0 : n < 4 ? 4 : (n + 3) / 4 * 4;
+    s->each = n == 0 ? 0 : rest / (size_t)n / sizeof(float) * sizeof(float);
     s->emb_global = (int64_t)(emb_bytes / (COLS * sizeof(float)));
     const int64_t base = s->emb_global / g_world, extra = s->emb_global % g_world;
     s->emb_begin = g_rank * base + (g_rank < extra ? g_rank : extra);
     s->emb_rows = base + (g_rank < extra ? 1 : 0);
 
     check(ckpt_vars_new(&s->vars), "ckpt_vars_new");
-    s->arrays = malloc(sizeof *s->arrays * (size_t)n);
+    s->arrays = malloc(sizeof *s->arrays * (size_t)(n + 1));
     s->first = malloc(sizeof *s->first * (size_t)(n + 1));
     if (!s->arrays || !s->first) die("malloc");
     const size_t per = s->each / sizeof(float);
@@ -218,7 +222,7 @@ static void step_dir(char *out, size_t cap, const Bench *b, int run) {
 }
 
 static void print_runs(const char *op, const char *who, const char *cache, double *v, int runs, size_t total) {
-    printf("mpi ranks=%d op=%s who=%s cache=%s per_run=", g_world, op, who, cache);
+    printf("mpi ranks=%d layout=%s op=%s who=%s cache=%s per_run=", g_world, g_layout, op, who, cache);
     for (int r = 0; r < runs; r++) printf("%s%.6f", r ? "," : "", v[r]);
     printf(" seconds=%.6f state_bytes=%zu runs=%d\n", median(v, runs), total, runs);
 }
@@ -228,16 +232,17 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_world);
     if (argc < 2) {
-        if (g_rank == 0) fprintf(stderr, "usage: mpirun -np R bench_mpi MIB [--dir D] [--runs N]\n");
+        if (g_rank == 0) fprintf(stderr, "usage: mpirun -np R bench_mpi MIB [--dir D] [--runs N] [--one-array]\n");
         MPI_Finalize();
         return 2;
     }
     const size_t total_mib = (size_t)atol(argv[1]);
     const char *base = "/tmp";
-    int runs = 6;
+    int runs = 6, one_array = 0;
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) base = argv[++i];
         else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--one-array") == 0) one_array = 1;
         else {
             if (g_rank == 0) fprintf(stderr, "bench_mpi: unknown argument '%s'\n", argv[i]);
             MPI_Finalize();
@@ -251,7 +256,8 @@ int main(int argc, char **argv) {
     }
 
     State s;
-    build_state(&s, total_mib << 20);
+    if (one_array) g_layout = "one";
+    build_state(&s, total_mib << 20, one_array);
     unsigned long long mine = s.bytes, total = 0;
     MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
 
@@ -321,7 +327,7 @@ int main(int argc, char **argv) {
         print_runs("save", "raw", "-", t[SAVE_RAW][0], runs, total);
         for (int c = 0; c < 2; c++)
             for (int k = RESTORE_CKPT; k <= READ_RAW; k++) print_runs(kind_op[k], kind_who[k], caches[c], t[k][c], runs, total);
-        printf("mpi ranks=%d op=commit who=ckpt cache=- per_run=", g_world);
+        printf("mpi ranks=%d layout=%s op=commit who=ckpt cache=- per_run=", g_world, g_layout);
         for (int r = 0; r < runs; r++) printf("%s%.3f", r ? "," : "", commit[r]);
         printf(" ms=%.3f share=%.6f runs=%d\n", median(commit, runs), median(share, runs), runs);
     }

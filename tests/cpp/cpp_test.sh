@@ -42,6 +42,14 @@ libdir="$(dirname "$lib")"
 
 cxx="$(cache_value CMAKE_CXX_COMPILER)"
 cxx="${cxx:-c++}"
+# The build's compiler launcher (scripts/build sets ccache where it is installed), with the same settings, so a
+# rebuild in another checkout of the same sources hits the cache.
+launcher=()
+launcher_value="$(cache_value CMAKE_CXX_COMPILER_LAUNCHER)"
+if [ -n "$launcher_value" ]; then
+    read -ra launcher <<<"${launcher_value//;/ }"
+    export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$src}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
+fi
 sanitize="$(cache_value CKPT_SANITIZE)"
 san_flags=()
 if [ -n "$sanitize" ]; then
@@ -98,8 +106,8 @@ build_step() {
 compile() {  # compile <std> <object> <source> [extra flags...]
     local std="$1" object="$2" source="$3"
     shift 3
-    build_step "$object" "$cxx" "-std=c++$std" "${warnings[@]}" -g -O1 "${san_flags[@]}" "${pc_cflags[@]}" \
-        -I"$here" "$@" -c "$source" -o "$object"
+    build_step "$object" "${launcher[@]}" "$cxx" "-std=c++$std" "${warnings[@]}" -g -O1 "${san_flags[@]}" \
+        "${pc_cflags[@]}" -I"$here" "$@" -c "$source" -o "$object"
 }
 link() {  # link <program> <objects...>
     local program="$1"
