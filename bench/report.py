@@ -283,8 +283,8 @@ def mpi_table(path, meta):
     """The sharded saves over MPI: a row per world size from bench_mpi's "mpi" lines, between their own markers."""
     rows = [f for kind, f in records(path) if kind == "mpi"]
     out = [MPI_BEGIN, "### Sharded saves over MPI", "", meta, "",
-           "| state | ranks | MiB per rank | save GB/s | raw write GB/s | save x raw | restore warm GB/s | x raw read | "
-           "restore cold GB/s | x raw read | commit ms (median, highest) | commit % of save |",
+           "| state | ranks | MiB per rank | save GB/s | raw write GB/s | save x raw | restore warm GB/s | "
+           "x raw read | restore cold GB/s | x raw read | commit ms (median, highest) | commit % of save |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     layouts = {"mixed": "mixed", "one": "one array per rank"}
     goals = []
@@ -307,7 +307,8 @@ def mpi_table(path, meta):
             x = paired_ratio(save["per_run"], mine[("save", "raw", "-")]["per_run"])
             goals.append(goal(at_least(x, 1.1), f"one array per rank, {ranks} rank{'s' if ranks > 1 else ''}: save "
                                                 f">= 1.1x raw write: {fmt_ratio(x)}x"))
-        out.append(f"| {layouts[layout]} | {ranks} | {per_rank:.0f} | {gbs('save', 'ckpt', '-')} | {gbs('save', 'raw', '-')} | "
+        out.append(f"| {layouts[layout]} | {ranks} | {per_rank:.0f} | {gbs('save', 'ckpt', '-')} | "
+                   f"{gbs('save', 'raw', '-')} | "
                    f"{x_raw('save', '-')} | {gbs('restore', 'ckpt', 'warm')} | {x_raw('restore', 'warm')} | "
                    f"{gbs('restore', 'ckpt', 'cold')} | {x_raw('restore', 'cold')} | "
                    f"{float(commit['ms']):.1f} (highest {max(float(x) for x in commit['per_run'].split(',')):.1f}) | "

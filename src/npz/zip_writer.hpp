@@ -8,11 +8,12 @@
 // them in parallel or align their data. (Reading: see zip_reader.hpp.)
 //
 // Stored members' local headers carry the real CRC and sizes like numpy's (a data descriptor would give up
-// numpy-identical members). Where the output can be patched (a local file), the CRC is filled in after the data,
-// which is then read once, as it is written; elsewhere it is computed before the first byte (a source is then read
-// once for the CRC and again to write it). Their data starts at a multiple of 64 bytes in the file (padding in an extra
-// field, id 0xD935 as Android's zipalign writes it, which zip readers skip): with numpy's 64-byte-aligned npy
-// headers, every array's first byte is 64-byte aligned, so a memory-mapped file holds SIMD-ready arrays.
+// numpy-identical members). Where the output can be patched (a local file), a CRC not known in time is filled in
+// after the data, which is then read once, as it is written; elsewhere it is computed before the first byte (a
+// source is then read once for the CRC and again to write it). Their data starts at a multiple of 64 bytes in the
+// file (padding in an extra field, id 0xD935 as Android's zipalign writes it, which zip readers skip): with numpy's
+// 64-byte-aligned npy headers, every array's first byte is 64-byte aligned, so a memory-mapped file holds SIMD-ready
+// arrays.
 // Deflated members come from DeflateAhead (compressed on several threads) and end with a data descriptor
 // (general purpose bit 3), as Python's zipfile writes to unseekable files. zip64 fields appear only where a
 // size, offset or count needs them.

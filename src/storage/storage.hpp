@@ -5,7 +5,8 @@
 // decides what they mean.
 //
 // Writes are sequential (no seeking; a storage that can may let a writer patch bytes it wrote), so a storage can
-// stream to a network service. Every method either completes or throws ckpt::Error (usually Code::io, with the path and the system's reason in the message).
+// stream to a network service. Every method either completes or throws ckpt::Error (usually Code::io, with the
+// path and the system's reason in the message).
 #pragma once
 
 #include <cstddef>
