@@ -211,7 +211,10 @@ def map_goals(wl):
         if name == "W1":
             x = w.ratio(touched, w.find("restore", "ckpt", "warm"))
             out.append(goal(at_least(x, 1.5), f"W1 open + map + one byte per page >= 1.5x ckpt_npz_restore (warm): "
-                                              f"{fmt_ratio(x)}x (x raw read(): {fmt_ratio(w.x_raw(touched))})"))
+                                              f"{fmt_ratio(x)}x"))
+            x = w.x_raw(touched)
+            out.append(goal(at_least(x, 1.5), f"W1 open + map + one byte per page >= 1.5x a read() of the raw file "
+                                              f"(warm): {fmt_ratio(x)}x"))
             out.append(goal(ms / gib <= 1, f"W1 map alone, CRC skipped, <= 1 ms per GiB: {ms / gib:.2f} ms per GiB"))
         if name == "W4":
             out.append(goal(ms <= 5, f"W4 lazy open + map of one array, CRC skipped, <= 5 ms: {ms:.2f} ms"))

@@ -84,6 +84,11 @@ __attribute__((target("avx512f,vpclmulqdq,pclmul,sse2"))) uint32_t crc32_vpclmul
     p += 256;
     n -= 256;
     for (; n >= 256; p += 256, n -= 256) {
+        // The hardware prefetchers stop at each 4 KiB page, and a file mapping's pages lie anywhere in memory: the
+        // lines 2 KiB ahead are asked for here (a hint, never a fault past the end). Through a mapping of cached
+        // file pages, 7-10% faster on one core.
+        for (size_t ahead = 2048; ahead < 2048 + 256; ahead += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(p) + ahead, _MM_HINT_T0);
         x0 = fold512(x0, k2048, _mm512_loadu_si512(p));
         x1 = fold512(x1, k2048, _mm512_loadu_si512(p + 64));
         x2 = fold512(x2, k2048, _mm512_loadu_si512(p + 128));
@@ -126,8 +131,10 @@ uint32_t crc32(uint32_t crc, const void* data, size_t n) {
 
 uint32_t crc32_parallel(const void* data, size_t n, unsigned threads) {
     // Each thread gets at least this much: below it, starting and joining a thread (which on a loaded machine waits
-    // to be scheduled) costs more than the ~1.5 ms the part takes on one core.
-    constexpr size_t kPerThreadMin = size_t{16} << 20;
+    // to be scheduled) costs more than the part takes on one core (4 MiB of cached file pages: about 0.6 ms). At
+    // 16 MiB, every array of 8 to 31 MiB was checked on one core: mapping W1's 64 arrays of 8 MiB with their CRCs
+    // took 78-80 ms, and takes 42-50 ms on two.
+    constexpr size_t kPerThreadMin = size_t{4} << 20;
     const auto* p = static_cast<const unsigned char*>(data);
     threads = static_cast<unsigned>(std::min<size_t>(std::max(threads, 1u), n / kPerThreadMin));
     if (threads <= 1) return crc32(0, p, n);

@@ -6,6 +6,9 @@
 #include <catch2/catch.hpp>
 #include <zlib.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <random>
 #include <vector>
 
@@ -53,9 +56,27 @@ TEST_CASE("crc32_parallel equals crc32 for any number of threads, around the siz
     std::mt19937 gen(11);
     std::vector<unsigned char> bytes((size_t{64} << 20) + 3);
     for (auto& b : bytes) b = static_cast<unsigned char>(gen());
-    for (const size_t n : {size_t{0}, size_t{1}, (size_t{32} << 20) - 1, size_t{32} << 20, (size_t{48} << 20) + 5, bytes.size()})
+    // Threads take at least 4 MiB each: 8 MiB is where a second one starts.
+    for (const size_t n : {size_t{0}, size_t{1}, (size_t{8} << 20) - 1, size_t{8} << 20, (size_t{12} << 20) + 5,
+                           (size_t{32} << 20) + 1, bytes.size()})
         for (const unsigned threads : {0u, 1u, 2u, 3u, 4u}) {
             CAPTURE(n, threads);
             CHECK(ckpt::crc32_parallel(bytes.data(), n, threads) == zlib_crc(0, bytes.data(), n));
         }
+}
+
+TEST_CASE("crc32 of bytes that end where the memory does reads nothing past them") {
+    // The 512-bit loop asks for lines ahead of it; a guard page right after the data would fault on any read there.
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE)), span = 4 * page;
+    void* const m = ::mmap(nullptr, span + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(m != MAP_FAILED);
+    auto* const bytes = static_cast<unsigned char*>(m);
+    REQUIRE(::mprotect(bytes + span, page, PROT_NONE) == 0);
+    std::mt19937 gen(5);
+    for (size_t i = 0; i < span; ++i) bytes[i] = static_cast<unsigned char>(gen());
+    for (const size_t n : {size_t{256}, size_t{257}, size_t{2048}, size_t{2304}, span - 1, span}) {
+        CAPTURE(n);
+        CHECK(ckpt::crc32(0, bytes + span - n, n) == zlib_crc(0, bytes + span - n, n));
+    }
+    ::munmap(m, span + page);
 }
