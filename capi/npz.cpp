@@ -147,7 +147,9 @@ CKPT_API int ckpt_npz_read(ckpt_vars** out, const char* path, const ckpt_npz_opt
         require(path, "ckpt_npz_read", "path");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_read");
         const ckpt::capi::Located at = ckpt::capi::locate(o.storage, path);
-        auto reader = ckpt::NpzReader::open(*at.storage, at.path, read_options(o));
+        ckpt::NpzReadOptions ro = read_options(o);
+        ro.prefetch = true;
+        auto reader = ckpt::NpzReader::open(*at.storage, at.path, ro);
         *out = read_all(reader);
     });
 }
@@ -169,7 +171,9 @@ CKPT_API int ckpt_npz_restore(const char* path, ckpt_vars* vars, const ckpt_npz_
         require(vars, "ckpt_npz_restore", "vars");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_restore");
         const ckpt::capi::Located at = ckpt::capi::locate(o.storage, path);
-        auto reader = ckpt::NpzReader::open(*at.storage, at.path, read_options(o));
+        ckpt::NpzReadOptions ro = read_options(o);
+        ro.prefetch = true;
+        auto reader = ckpt::NpzReader::open(*at.storage, at.path, ro);
         ckpt::restore_npz(reader, vars->vc, renamer(o), (o.flags & CKPT_NPZ_PARTIAL) != 0);
     });
 }

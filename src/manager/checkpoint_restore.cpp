@@ -15,7 +15,10 @@ void CheckpointManager::try_checkpoint(int64_t index, const Attempt& attempt) {
         ShardedStep sharded(*options_.storage, step_path(index), options_.npz_read);
         attempt(nullptr, &sharded);
     } else {
-        NpzReader reader = NpzReader::open(*options_.storage, file_path(index), options_.npz_read);
+        // Every variable is read (a shard may be read only in part, for another world size: not there).
+        NpzReadOptions read = options_.npz_read;
+        read.prefetch = true;
+        NpzReader reader = NpzReader::open(*options_.storage, file_path(index), read);
         attempt(&reader, nullptr);
     }
 }

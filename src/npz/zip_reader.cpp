@@ -27,6 +27,10 @@ constexpr size_t kExtraSlack = 96;
 constexpr size_t kHeadBytes = 192;
 // Threads that check the local headers of a large archive (kParallelOpenMembers): at most this many.
 constexpr unsigned kMaxOpenThreads = 4;
+// How much of a file that is not in memory a restore reads ahead while opening checks the directory: about what
+// the disk reads meanwhile. A cold W2 restore (8192 arrays of 8 KiB) ran at 0.82x a raw read() without it, 0.89x
+// reading 2 or 4 MiB ahead and 0.90x reading 8 MiB; restores of large arrays did not move (bench_npz W1, W5).
+constexpr uint64_t kPrefetchBytes = uint64_t{8} << 20;
 // A data descriptor with its signature and 8-byte (zip64) sizes.
 constexpr size_t kLongestDescriptor = 24;
 
@@ -250,7 +254,38 @@ void ZipReader::read_exact_at(uint64_t offset, void* dst, size_t n, const char* 
         fail(Code::format, "{}: not a valid npz (zip) file: {} at offset {} runs past the end of the file", label_, what, offset);
 }
 
-ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) : file_(file), label_(std::move(label)) {
+// Reads the file's bytes [0, n) on a thread of its own into a scratch buffer it throws away, so that the storage
+// fetches them while opening checks the directory: from a cold page cache, a restore of many small arrays could
+// otherwise start its one pass over the data only once opening is done (a restore checks every variable before
+// it writes any). A plain sequential read, unlike posix_fadvise(WILLNEED), leaves the kernel's readahead marks,
+// so the pass's own reads carry the stream on. Its errors are left to the pass, which reads the same bytes.
+class ZipReader::Prefetch {
+public:
+    Prefetch(InputFile& file, uint64_t n) : thread_([this, &file, n] { run(file, n); }) {}
+    ~Prefetch() {
+        stop_.store(true, std::memory_order_relaxed);
+        thread_.join();
+    }
+
+private:
+    void run(InputFile& file, uint64_t n) {
+        try {
+            std::vector<unsigned char> scratch(kPrefetchStep);
+            for (uint64_t at = 0; at < n && !stop_.load(std::memory_order_relaxed); at += kPrefetchStep)
+                if (file.read_at(at, scratch.data(), static_cast<size_t>(std::min<uint64_t>(kPrefetchStep, n - at))) == 0)
+                    return;
+        } catch (...) {
+        }
+    }
+    static constexpr size_t kPrefetchStep = size_t{1} << 20;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+ZipReader::~ZipReader() = default;
+
+ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members, bool prefetch)
+    : file_(file), label_(std::move(label)) {
     const uint64_t file_size = file_.size();
     if (file_size == 0) fail(Code::format, "{}: empty file, not a valid npz (zip) file", label_);
     if (file_size < kEndBytes)
@@ -346,6 +381,14 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members) :
         std::copy_n(&tail[static_cast<size_t>(cd_offset - (file_size - tail_size))], static_cast<size_t>(cd_size), cd_.get());
     else
         read_exact_at(cd_offset, cd_.get(), static_cast<size_t>(cd_size), "the central directory");
+    if (const uint64_t ahead = std::min<uint64_t>(cd_offset, kPrefetchBytes);
+        prefetch && ahead > 0 && file_.concurrent_reads() && !file_.cached(0, ahead)) {
+        try {
+            prefetch_ = std::make_unique<Prefetch>(file_, ahead);
+        } catch (const std::exception&) {
+            // No thread (or memory for one): the restore reads without it.
+        }
+    }
     Cursor c(cd, static_cast<size_t>(cd_size));
     members_.reserve(static_cast<size_t>(entries));
     for (uint64_t i = 0; i < entries; ++i) {

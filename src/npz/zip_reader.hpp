@@ -53,7 +53,12 @@ public:
     // Reads and validates the directory. Throws Error(format) — naming `label` and, where there is one, the
     // member — or Error(unsupported) for encryption and compression methods other than stored and deflate.
     // `max_members` bounds the directory's size before anything is allocated for it.
-    ZipReader(InputFile& file, std::string label, uint64_t max_members);
+    // `prefetch`: the caller will read every member's data (a restore). Where the file's first bytes are not in
+    // memory yet, they are read ahead on a thread while the directory is checked (see Prefetch).
+    ZipReader(InputFile& file, std::string label, uint64_t max_members, bool prefetch = false);
+    ~ZipReader();
+    ZipReader(const ZipReader&) = delete;
+    ZipReader& operator=(const ZipReader&) = delete;
 
     const std::vector<Member>& members() const { return members_; }
     // Member `index`'s first bytes, as read with its local header or as its head copy gives them (built in
@@ -121,8 +126,11 @@ private:
     std::string where(const Member& m) const;
     void read_exact_at(uint64_t offset, void* dst, size_t n, const char* what, bool uncached = false) const;
 
+    class Prefetch;
+
     InputFile& file_;
     std::string label_;
+    std::unique_ptr<Prefetch> prefetch_;  // first, so that it stops before anything else goes
     std::vector<Member> members_;
     std::unique_ptr<unsigned char[]> cd_;  // the central directory, which holds the head copies
     std::unique_ptr<std::atomic<bool>[]> local_checked_;  // by member: deferred ones, once checked

@@ -15,9 +15,15 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace ckpt;
@@ -289,4 +295,150 @@ TEST_CASE("from the local filesystem, a large restore reads in parts on several 
     std::vector<char> huge(static_cast<size_t>(vars.array(3).nbytes()));
     reader.read_into(3, huge.data());
     CHECK(same_bytes(vars.array(3), huge.data()));
+}
+
+namespace {
+
+// A file that says none of it is in memory, so that a restore's reader reads its first bytes ahead (ZipReader's
+// Prefetch), and that records every read. `fail_ahead`: the read-ahead's reads (1 MiB at a multiple of 1 MiB)
+// throw; `slow_ahead`: they take 50 ms each.
+class UncachedInput final : public InputFile {
+public:
+    UncachedInput(const std::string& bytes, bool fail_ahead = false, bool slow_ahead = false)
+        : in_(bytes.data(), bytes.size()), fail_ahead_(fail_ahead), slow_ahead_(slow_ahead) {}
+    uint64_t size() const override { return in_.size(); }
+    bool concurrent_reads() const override { return true; }
+    bool cached(uint64_t, uint64_t) override { return false; }
+    size_t read_at(uint64_t offset, void* dst, size_t n) override {
+        const bool ahead = n == kMiB && offset % kMiB == 0;
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            if (ahead) {
+                ++ahead_reads_;
+                changed_.notify_all();
+            } else {
+                changed_.wait_for(lock, std::chrono::seconds(10), [&] { return ahead_reads_ >= hold_until_; });
+            }
+        }
+        if (ahead && slow_ahead_) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (ahead && fail_ahead_) throw Error(Code::io, "x.npz: read failed (injected)");
+        return in_.read_at(offset, dst, n);
+    }
+    int ahead_reads() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return ahead_reads_;
+    }
+    // From now on, other reads wait (up to 10 s) until the read ahead has made `reads` reads: what a test then
+    // counts does not depend on which thread ran first.
+    void hold_until(int reads) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        hold_until_ = reads;
+    }
+    static constexpr size_t kMiB = size_t{1} << 20;
+
+private:
+    BytesInput in_;
+    bool fail_ahead_, slow_ahead_;
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    int ahead_reads_ = 0, hold_until_ = 0;
+};
+
+VarCollection many_small_arrays(int count) {
+    VarCollection vars;  // 2048 arrays of 8 KiB: 16 MiB of data, past the 8 MiB read ahead
+    for (int i = 0; i < count; ++i) vars.add("layer" + std::to_string(i), counting_array(DType::float32, 4, {2048}, 70 + i));
+    return vars;
+}
+
+void check_same(const VarCollection& vars, const VarCollection& back) {
+    REQUIRE(back.size() == vars.size());
+    for (size_t i = 0; i < vars.size(); ++i) {
+        INFO(vars.name(i));
+        CHECK(same_bytes(vars.array(i), back.array(i).data()));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("a restore reads the first 8 MiB of a file not in memory ahead while opening; other readers do not") {
+    const VarCollection vars = many_small_arrays(2048);
+    const std::string bytes = save_to_string(vars);
+    NpzReadOptions restore;
+    restore.prefetch = true;
+    {
+        auto file = std::make_unique<UncachedInput>(bytes);
+        UncachedInput& in = *file;
+        NpzReader reader(std::move(file), "x.npz", restore);
+        in.hold_until(8);
+        check_same(vars, reader.read_all());
+        CHECK(in.ahead_reads() == 8);  // 1 MiB at 0, 1 MiB, ... 7 MiB, and no more
+    }
+    {
+        auto file = std::make_unique<UncachedInput>(bytes);
+        UncachedInput& in = *file;
+        NpzReader reader(std::move(file), "x.npz", {});  // no restore: a listing, a view, a range
+        check_same(vars, reader.read_all());
+        CHECK(in.ahead_reads() == 0);
+    }
+}
+
+TEST_CASE("a read ahead that fails is left to the restore's own reads, which succeed") {
+    const VarCollection vars = many_small_arrays(2048);
+    const std::string bytes = save_to_string(vars);
+    NpzReadOptions restore;
+    restore.prefetch = true;
+    auto file = std::make_unique<UncachedInput>(bytes, true);
+    UncachedInput& in = *file;
+    NpzReader reader(std::move(file), "x.npz", restore);
+    in.hold_until(1);
+    check_same(vars, reader.read_all());
+    CHECK(in.ahead_reads() == 1);  // it stopped at its first failure
+}
+
+TEST_CASE("an open that fails while reading ahead stops the read ahead and reports the directory's fault") {
+    const VarCollection vars = many_small_arrays(2048);
+    std::string bytes = save_to_string(vars);
+    // The end record's directory offset, then a broken signature on the directory's second entry (the first one
+    // is parsed too, after the read ahead has started).
+    const size_t end = bytes.size() - 22;
+    uint32_t cd_offset = 0;
+    std::memcpy(&cd_offset, &bytes[end + 16], 4);
+    size_t second = cd_offset + 46;
+    uint16_t lengths[3];
+    std::memcpy(lengths, &bytes[cd_offset + 28], sizeof lengths);
+    second += size_t{lengths[0]} + lengths[1] + lengths[2];
+    REQUIRE(bytes.compare(second, 4, "PK\1\2") == 0);
+    bytes[second + 3] = '\7';
+    UncachedInput in(bytes, false, true);
+    try {
+        const ZipReader zip(in, "x.npz", kDefaultMaxMembers, true);
+        FAIL("opened");
+    } catch (const Error& e) {
+        CHECK(e.code() == Code::format);
+        CHECK_THAT(e.what(), Contains("x.npz: not a valid npz (zip) file: central directory entry #1 is malformed"));
+    }
+    // The read ahead (started before the directory is parsed, perhaps not yet reading when the open failed) was
+    // stopped at its next step and joined: not run through its 8 reads of 50 ms each, nor left reading a file
+    // that is gone.
+    CHECK(in.ahead_reads() < 8);
+}
+
+TEST_CASE("from a file evicted from the page cache, a restore reads ahead and restores every value") {
+    // Not /dev/shm (TempDir's choice where it can): a tmpfs file is always in memory.
+    std::string pattern = "/var/tmp/ckpt-test-XXXXXX";
+    REQUIRE(::mkdtemp(&pattern[0]) != nullptr);
+    const std::string path = pattern + "/cold.npz";
+    auto posix = posix_storage();
+    const VarCollection vars = many_small_arrays(2048);
+    save_npz(*posix, path, vars, {});
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    REQUIRE(fd >= 0);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);  // saved with fsync: clean pages, which this drops
+    ::close(fd);
+    NpzReadOptions restore;
+    restore.prefetch = true;
+    NpzReader reader = NpzReader::open(*posix, path, restore);
+    check_same(vars, reader.read_all());
+    ::unlink(path.c_str());
+    ::rmdir(pattern.c_str());
 }
