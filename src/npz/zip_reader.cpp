@@ -7,6 +7,7 @@
 #include "core/in_order_shares.hpp"
 #include "core/utf8.hpp"
 #include "npz/zip_format.hpp"
+#include "storage/read_ahead.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -30,7 +31,7 @@ constexpr unsigned kMaxOpenThreads = 4;
 // How much of a file that is not in memory a restore reads ahead while opening checks the directory: about what
 // the disk reads meanwhile. A cold W2 restore (8192 arrays of 8 KiB) ran at 0.82x a raw read() without it, 0.89x
 // reading 2 or 4 MiB ahead and 0.90x reading 8 MiB; restores of large arrays did not move (bench_npz W1, W5).
-constexpr uint64_t kPrefetchBytes = uint64_t{8} << 20;
+constexpr uint64_t kReadAheadBytes = uint64_t{8} << 20;
 // A data descriptor with its signature and 8-byte (zip64) sizes.
 constexpr size_t kLongestDescriptor = 24;
 
@@ -254,34 +255,6 @@ void ZipReader::read_exact_at(uint64_t offset, void* dst, size_t n, const char* 
         fail(Code::format, "{}: not a valid npz (zip) file: {} at offset {} runs past the end of the file", label_, what, offset);
 }
 
-// Reads the file's bytes [0, n) on a thread of its own into a scratch buffer it throws away, so that the storage
-// fetches them while opening checks the directory: from a cold page cache, a restore of many small arrays could
-// otherwise start its one pass over the data only once opening is done (a restore checks every variable before
-// it writes any). A plain sequential read, unlike posix_fadvise(WILLNEED), leaves the kernel's readahead marks,
-// so the pass's own reads carry the stream on. Its errors are left to the pass, which reads the same bytes.
-class ZipReader::Prefetch {
-public:
-    Prefetch(InputFile& file, uint64_t n) : thread_([this, &file, n] { run(file, n); }) {}
-    ~Prefetch() {
-        stop_.store(true, std::memory_order_relaxed);
-        thread_.join();
-    }
-
-private:
-    void run(InputFile& file, uint64_t n) {
-        try {
-            std::vector<unsigned char> scratch(kPrefetchStep);
-            for (uint64_t at = 0; at < n && !stop_.load(std::memory_order_relaxed); at += kPrefetchStep)
-                if (file.read_at(at, scratch.data(), static_cast<size_t>(std::min<uint64_t>(kPrefetchStep, n - at))) == 0)
-                    return;
-        } catch (...) {
-        }
-    }
-    static constexpr size_t kPrefetchStep = size_t{1} << 20;
-    std::atomic<bool> stop_{false};
-    std::thread thread_;
-};
-
 ZipReader::~ZipReader() = default;
 
 ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members, bool prefetch)
@@ -381,10 +354,10 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members, b
         std::copy_n(&tail[static_cast<size_t>(cd_offset - (file_size - tail_size))], static_cast<size_t>(cd_size), cd_.get());
     else
         read_exact_at(cd_offset, cd_.get(), static_cast<size_t>(cd_size), "the central directory");
-    if (const uint64_t ahead = std::min<uint64_t>(cd_offset, kPrefetchBytes);
+    if (const uint64_t ahead = std::min<uint64_t>(cd_offset, kReadAheadBytes);
         prefetch && ahead > 0 && file_.concurrent_reads() && !file_.cached(0, ahead)) {
         try {
-            prefetch_ = std::make_unique<Prefetch>(file_, ahead);
+            prefetch_ = std::make_unique<ReadAhead>(file_, ahead);
         } catch (const std::exception&) {
             // No thread (or memory for one): the restore reads without it.
         }

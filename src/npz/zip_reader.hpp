@@ -23,6 +23,8 @@
 
 namespace ckpt {
 
+class ReadAhead;
+
 // Archives with this many local headers or npy headers to check at opening, or more (from storages that allow
 // concurrent reads), have them checked on several threads: below it, starting a thread costs more than it saves.
 constexpr size_t kParallelOpenMembers = 1024;
@@ -54,7 +56,7 @@ public:
     // member — or Error(unsupported) for encryption and compression methods other than stored and deflate.
     // `max_members` bounds the directory's size before anything is allocated for it.
     // `prefetch`: the caller will read every member's data (a restore). Where the file's first bytes are not in
-    // memory yet, they are read ahead on a thread while the directory is checked (see Prefetch).
+    // memory yet, they are read ahead on a thread while the directory is checked (ReadAhead).
     ZipReader(InputFile& file, std::string label, uint64_t max_members, bool prefetch = false);
     ~ZipReader();
     ZipReader(const ZipReader&) = delete;
@@ -126,11 +128,9 @@ private:
     std::string where(const Member& m) const;
     void read_exact_at(uint64_t offset, void* dst, size_t n, const char* what, bool uncached = false) const;
 
-    class Prefetch;
-
     InputFile& file_;
     std::string label_;
-    std::unique_ptr<Prefetch> prefetch_;  // first, so that it stops before anything else goes
+    std::unique_ptr<ReadAhead> prefetch_;  // first, so that it stops before anything else goes
     std::vector<Member> members_;
     std::unique_ptr<unsigned char[]> cd_;  // the central directory, which holds the head copies
     std::unique_ptr<std::atomic<bool>[]> local_checked_;  // by member: deferred ones, once checked

@@ -12,6 +12,7 @@
 #include "support/zip_builder.hpp"
 #include "core/var_collection.hpp"
 #include "npz/zip_reader.hpp"
+#include "storage/read_ahead.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -300,7 +301,7 @@ TEST_CASE("from the local filesystem, a large restore reads in parts on several 
 namespace {
 
 // A file that says none of it is in memory, so that a restore's reader reads its first bytes ahead (ZipReader's
-// Prefetch), and that records every read. `fail_ahead`: the read-ahead's reads (1 MiB at a multiple of 1 MiB)
+// ReadAhead), and that records every read. `fail_ahead`: the read-ahead's reads (1 MiB at a multiple of 1 MiB)
 // throw; `slow_ahead`: they take 50 ms each.
 class UncachedInput final : public InputFile {
 public:
@@ -334,7 +335,7 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         hold_until_ = reads;
     }
-    static constexpr size_t kMiB = size_t{1} << 20;
+    static constexpr size_t kMiB = ReadAhead::kStep;  // 1 MiB
 
 private:
     BytesInput in_;
