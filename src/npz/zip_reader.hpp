@@ -130,10 +130,12 @@ private:
 
     InputFile& file_;
     std::string label_;
-    std::unique_ptr<ReadAhead> prefetch_;  // first, so that it stops before anything else goes
     std::vector<Member> members_;
     std::unique_ptr<unsigned char[]> cd_;  // the central directory, which holds the head copies
     std::unique_ptr<std::atomic<bool>[]> local_checked_;  // by member: deferred ones, once checked
+    // Last, so destroyed first: its reading stops and is waited for before anything else goes (it reads only
+    // file_, which outlives this).
+    std::unique_ptr<ReadAhead> prefetch_;
 };
 
 }  // namespace ckpt
