@@ -81,7 +81,8 @@ ckpt_npz_options checked_npz_options(const ckpt_npz_options* opts, const char* f
 
 // The core's write options, read options and renamer from checked C options.
 NpzWriteOptions write_options(const ckpt_npz_options& o);
-NpzReadOptions read_options(const ckpt_npz_options& o);
+// `reads_all`: the caller reads every member (a restore), so the file's start is read ahead while it opens.
+NpzReadOptions read_options(const ckpt_npz_options& o, bool reads_all = false);
 Renamer renamer(const ckpt_npz_options& o);
 
 // Borrowed C strings of a Metadata: the value of key (NULL for a NULL or absent key), key i, value i (NULL out of

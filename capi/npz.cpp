@@ -76,8 +76,9 @@ ckpt::NpzWriteOptions write_options(const ckpt_npz_options& o) {
     return w;
 }
 
-ckpt::NpzReadOptions read_options(const ckpt_npz_options& o) {
+ckpt::NpzReadOptions read_options(const ckpt_npz_options& o, bool reads_all) {
     ckpt::NpzReadOptions r;
+    r.read_ahead = reads_all;
     r.layout = static_cast<Layout>(o.layout);
     r.max_header_bytes = o.max_header_bytes != 0 ? static_cast<size_t>(o.max_header_bytes) : ckpt::kDefaultMaxHeaderBytes;
     if (o.max_members != 0) r.max_members = o.max_members;
@@ -147,9 +148,7 @@ CKPT_API int ckpt_npz_read(ckpt_vars** out, const char* path, const ckpt_npz_opt
         require(path, "ckpt_npz_read", "path");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_read");
         const ckpt::capi::Located at = ckpt::capi::locate(o.storage, path);
-        ckpt::NpzReadOptions ro = read_options(o);
-        ro.prefetch = true;
-        auto reader = ckpt::NpzReader::open(*at.storage, at.path, ro);
+        auto reader = ckpt::NpzReader::open(*at.storage, at.path, read_options(o, true));
         *out = read_all(reader);
     });
 }
@@ -171,9 +170,7 @@ CKPT_API int ckpt_npz_restore(const char* path, ckpt_vars* vars, const ckpt_npz_
         require(vars, "ckpt_npz_restore", "vars");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_restore");
         const ckpt::capi::Located at = ckpt::capi::locate(o.storage, path);
-        ckpt::NpzReadOptions ro = read_options(o);
-        ro.prefetch = true;
-        auto reader = ckpt::NpzReader::open(*at.storage, at.path, ro);
+        auto reader = ckpt::NpzReader::open(*at.storage, at.path, read_options(o, true));
         ckpt::restore_npz(reader, vars->vc, renamer(o), (o.flags & CKPT_NPZ_PARTIAL) != 0);
     });
 }

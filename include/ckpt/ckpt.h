@@ -448,8 +448,8 @@ CKPT_API int ckpt_npz_map_vars(ckpt_npz *npz, ckpt_vars **out);
 
 /* -------------------------------------------------------------------------------------------------- storage */
 /* Where checkpoints live: the local filesystem by default, or any medium a program plugs in through a table of
- * callbacks (an object store, HDFS, memory). ckpt writes files front to back (never seeking), as a temporary file
- * that it then renames over the target, and reads them at arbitrary offsets.
+ * callbacks (an object store, HDFS, memory). ckpt writes files through these callbacks front to back (never
+ * seeking), as a temporary file that it then renames over the target, and reads them at arbitrary offsets.
  *
  * Every callback receives `payload` first and returns CKPT_OK or a negative CKPT_* code: CKPT_ENOTFOUND for a
  * missing file or directory, CKPT_EEXIST from `create` when the path exists, CKPT_EIO for failures of the medium.

@@ -17,7 +17,7 @@ void CheckpointManager::try_checkpoint(int64_t index, const Attempt& attempt) {
     } else {
         // Every variable is read (a shard may be read only in part, for another world size: not there).
         NpzReadOptions read = options_.npz_read;
-        read.prefetch = true;
+        read.read_ahead = true;
         NpzReader reader = NpzReader::open(*options_.storage, file_path(index), read);
         attempt(&reader, nullptr);
     }

@@ -51,7 +51,7 @@ bool is_canonical_index(const std::string& s, uint64_t limit, uint64_t& value) {
 
 NpzReader::NpzReader(std::unique_ptr<InputFile> file, std::string label, NpzReadOptions options)
     : file_(std::move(file)), options_(options) {
-    zip_ = std::make_unique<ZipReader>(*file_, std::move(label), options_.max_members, options_.prefetch);
+    zip_ = std::make_unique<ZipReader>(*file_, std::move(label), options_.max_members, options_.read_ahead);
     scan();
     MetadataRecord record = take_metadata();
     apply_dtypes(record.dtypes);  // keyed by member, as numpy.load names them: before objax names replace those

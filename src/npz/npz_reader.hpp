@@ -30,7 +30,7 @@ struct NpzReadOptions {
     uint64_t max_members = kDefaultMaxMembers;
     uint64_t max_total_bytes = UINT64_MAX;  // array bytes of the whole file
     Progress progress;
-    bool prefetch = false;  // every member's data will be read (a restore): see ZipReader
+    bool read_ahead = false;  // every member's data will be read (a restore): see ZipReader
 };
 
 class NpzReader {

@@ -257,7 +257,7 @@ void ZipReader::read_exact_at(uint64_t offset, void* dst, size_t n, const char* 
 
 ZipReader::~ZipReader() = default;
 
-ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members, bool prefetch)
+ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members, bool read_ahead)
     : file_(file), label_(std::move(label)) {
     const uint64_t file_size = file_.size();
     if (file_size == 0) fail(Code::format, "{}: empty file, not a valid npz (zip) file", label_);
@@ -355,9 +355,9 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members, b
     else
         read_exact_at(cd_offset, cd_.get(), static_cast<size_t>(cd_size), "the central directory");
     if (const uint64_t ahead = std::min<uint64_t>(cd_offset, kReadAheadBytes);
-        prefetch && ahead > 0 && file_.concurrent_reads() && !file_.cached(0, ahead)) {
+        read_ahead && ahead > 0 && file_.concurrent_reads() && !file_.cached(0, ahead)) {
         try {
-            prefetch_ = std::make_unique<ReadAhead>(file_, ahead);
+            read_ahead_ = std::make_unique<ReadAhead>(file_, ahead);
         } catch (const std::exception&) {
             // No thread (or memory for one): the restore reads without it.
         }

@@ -55,9 +55,9 @@ public:
     // Reads and validates the directory. Throws Error(format) — naming `label` and, where there is one, the
     // member — or Error(unsupported) for encryption and compression methods other than stored and deflate.
     // `max_members` bounds the directory's size before anything is allocated for it.
-    // `prefetch`: the caller will read every member's data (a restore). Where the file's first bytes are not in
+    // `read_ahead`: the caller will read every member's data (a restore). Where the file's first bytes are not in
     // memory yet, they are read ahead on a thread while the directory is checked (ReadAhead).
-    ZipReader(InputFile& file, std::string label, uint64_t max_members, bool prefetch = false);
+    ZipReader(InputFile& file, std::string label, uint64_t max_members, bool read_ahead = false);
     ~ZipReader();
     ZipReader(const ZipReader&) = delete;
     ZipReader& operator=(const ZipReader&) = delete;
@@ -135,7 +135,7 @@ private:
     std::unique_ptr<std::atomic<bool>[]> local_checked_;  // by member: deferred ones, once checked
     // Last, so destroyed first: its reading stops and is waited for before anything else goes (it reads only
     // file_, which outlives this).
-    std::unique_ptr<ReadAhead> prefetch_;
+    std::unique_ptr<ReadAhead> read_ahead_;
 };
 
 }  // namespace ckpt

@@ -365,7 +365,7 @@ TEST_CASE("a restore reads the first 8 MiB of a file not in memory ahead while o
     const VarCollection vars = many_small_arrays(2048);
     const std::string bytes = save_to_string(vars);
     NpzReadOptions restore;
-    restore.prefetch = true;
+    restore.read_ahead = true;
     {
         auto file = std::make_unique<UncachedInput>(bytes);
         UncachedInput& in = *file;
@@ -387,7 +387,7 @@ TEST_CASE("a read ahead that fails is left to the restore's own reads, which suc
     const VarCollection vars = many_small_arrays(2048);
     const std::string bytes = save_to_string(vars);
     NpzReadOptions restore;
-    restore.prefetch = true;
+    restore.read_ahead = true;
     auto file = std::make_unique<UncachedInput>(bytes, true);
     UncachedInput& in = *file;
     NpzReader reader(std::move(file), "x.npz", restore);
@@ -437,7 +437,7 @@ TEST_CASE("from a file evicted from the page cache, a restore reads ahead and re
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);  // saved with fsync: clean pages, which this drops
     ::close(fd);
     NpzReadOptions restore;
-    restore.prefetch = true;
+    restore.read_ahead = true;
     NpzReader reader = NpzReader::open(*posix, path, restore);
     check_same(vars, reader.read_all());
     ::unlink(path.c_str());
