@@ -269,7 +269,8 @@ CKPT_API int ckpt_manager_clean(ckpt_manager* m, uint32_t flags, ckpt_clean_fn f
         if (count != nullptr) *count = 0;
         manager.clean((flags & CKPT_CLEAN_DRY_RUN) != 0, [&](const ckpt::StaleTemporary& t) {
             if (count != nullptr) ++*count;
-            if (fn != nullptr) fn(t.path.c_str(), t.dir ? 1 : 0, payload);
+            if (fn != nullptr)
+                fn(t.path.c_str(), t.upload ? CKPT_CLEAN_UPLOAD : t.dir ? CKPT_CLEAN_DIR : CKPT_CLEAN_FILE, payload);
         });
     });
 }

@@ -130,6 +130,14 @@ public:
         if (ops_.remove_dir == nullptr) return;
         if (int rc = ops_.remove_dir(ops_.payload, dir.c_str())) fail_callback(rc, "remove_dir", dir);
     }
+    std::vector<std::string> list_incomplete(const std::string& dir) override {
+        if (ops_.list_incomplete == nullptr) return {};
+        return names(ops_.list_incomplete, "list_incomplete", dir);
+    }
+    void abort_incomplete(const std::string& path) override {
+        if (ops_.abort_incomplete == nullptr) return;
+        if (int rc = ops_.abort_incomplete(ops_.payload, path.c_str())) fail_callback(rc, "abort_incomplete", path);
+    }
 
 private:
     using ListFn = int (*)(void*, const char*, ckpt_list_entry_fn, void*);
@@ -169,6 +177,7 @@ CKPT_API int ckpt_storage_new(ckpt_storage** out, const ckpt_storage_ops* ops) {
         ckpt_storage_ops copy{};
         const size_t size = ops->version == 1   ? offsetof(ckpt_storage_ops, free_space)
                             : ops->version == 2 ? offsetof(ckpt_storage_ops, list_dirs)
+                            : ops->version == 3 ? offsetof(ckpt_storage_ops, list_incomplete)
                                                 : sizeof copy;
         std::memcpy(&copy, ops, size);
         const std::pair<const void*, const char*> required[] = {

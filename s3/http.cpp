@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "http.hpp"
 
+#include "sigv4.hpp"
 #include "xml.hpp"
 
 #include <curl/curl.h>
@@ -8,6 +9,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <ctime>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -130,10 +133,23 @@ void back_off(unsigned attempt) {
 
 }  // namespace
 
+std::string Client::refusal_hint(const std::string& code) const {
+    const std::string used = "key id '" + config_.access_key_id + "'" +
+                             (config_.profile.empty() ? "" : " (profile '" + config_.profile + "')") + ", region '" +
+                             config_.region + "', endpoint " + config_.endpoint;
+    if (config_.access_key_id.empty())
+        return " (the request was not signed: no credentials were found; set AWS_ACCESS_KEY_ID and "
+               "AWS_SECRET_ACCESS_KEY, or a profile, for endpoint " + config_.endpoint + ")";
+    if (code == "SignatureDoesNotMatch")
+        return " (signed with " + used + "; likely causes: a wrong secret access key, a proxy that changes the "
+               "request's headers or path, or a clock far from the server's)";
+    if (code == "InvalidAccessKeyId") return " (this endpoint does not know the " + used + ")";
+    if (code == "RequestTimeTooSkewed") return " (this machine's clock is more than 15 minutes off the server's)";
+    return " (" + used + ": the credentials are not allowed this request on this bucket and key)";
+}
+
 Client::Client(Config config) : config_(std::move(config)) {
     if (global_init() != CURLE_OK) throw RequestError{CKPT_ERROR, "libcurl could not be initialised"};
-    signing_ = "aws:amz:" + config_.region + ":s3";
-    userpwd_ = config_.access_key_id + ":" + config_.secret_access_key;
 }
 
 Client::~Client() {
@@ -168,36 +184,59 @@ std::string Client::describe(const std::string& key) const {
 }
 
 Response Client::perform(const Request& r, const char* what) {
-    std::string url = r.key.empty() ? config_.bucket_url() : config_.object_url(r.key);
-    if (!r.query.empty()) url += "?" + r.query;
+    const std::string base = r.key.empty() ? config_.bucket_url() : config_.object_url(r.key);
+    const std::string query = canonical_query(r.query);
+    const std::string url = query.empty() ? base : base + "?" + query;
     const std::string subject = std::string(what) + " " + describe(r.key);
 
-    struct curl_slist* headers = nullptr;
-    auto add = [&](const std::string& h) {
-        struct curl_slist* more = curl_slist_append(headers, h.c_str());
-        if (more == nullptr) {
-            curl_slist_free_all(headers);
-            throw std::bad_alloc();
-        }
-        headers = more;
-    };
-    try {
-        for (const std::string& h : r.headers) add(h);
-        // The body is not hashed into the signature (S3 allows it; TCP and TLS carry it, ckpt's CRCs check it).
-        add("x-amz-content-sha256: UNSIGNED-PAYLOAD");
-        add("Expect:");  // no 100-continue round trip before every part
-        if (!config_.session_token.empty()) add("x-amz-security-token: " + config_.session_token);
-        if (r.dst != nullptr)
-            add("Range: bytes=" + std::to_string(r.range_offset) + "-" +
-                std::to_string(r.range_offset + r.range_size - 1));
-    } catch (...) {
-        curl_slist_free_all(headers);
-        throw;
+    // What is signed is what is sent: the host and path of the URL, the query in its canonical order, and every
+    // header below; only those that libcurl adds itself (Content-Length, Accept, ...) are left out, as S3 allows.
+    SigningRequest signing;
+    const size_t authority = base.find("://") + 3;
+    const size_t slash = base.find('/', authority);
+    signing.method = r.method;
+    signing.path = slash == std::string::npos ? "/" : base.substr(slash);
+    signing.query = query;
+    signing.region = config_.region;
+    signing.access_key_id = config_.access_key_id;
+    signing.secret_access_key = config_.secret_access_key;
+    auto& sent = signing.headers;
+    sent.emplace_back("Host", base.substr(authority, slash - authority));
+    for (const std::string& h : r.headers) {
+        const size_t colon = h.find(':');
+        const size_t value = h.find_first_not_of(' ', colon + 1);
+        sent.emplace_back(h.substr(0, colon), value == std::string::npos ? "" : h.substr(value));
     }
-    std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_list(headers, curl_slist_free_all);
+    sent.emplace_back("x-amz-content-sha256", signing.payload_hash);
+    if (!config_.session_token.empty()) sent.emplace_back("x-amz-security-token", config_.session_token);
+    if (r.dst != nullptr)
+        sent.emplace_back("Range", "bytes=" + std::to_string(r.range_offset) + "-" +
+                                       std::to_string(r.range_offset + r.range_size - 1));
+    const bool signs = !config_.access_key_id.empty();
+    if (signs) sent.emplace_back("x-amz-date", "");
 
     const unsigned attempts = std::max(1u, config_.max_attempts);
     for (unsigned attempt = 1;; ++attempt) {
+        // Signed again for each attempt: a retry after a long backoff carries its own time.
+        std::vector<std::string> lines;
+        if (signs) {
+            signing.amz_date = amz_date(std::time(nullptr));
+            sent.back().second = signing.amz_date;
+        }
+        for (const auto& [name, value] : sent) lines.push_back(name + ": " + value);
+        if (signs) lines.push_back("Authorization: " + authorization(signing));
+        lines.emplace_back("Expect:");  // no 100-continue round trip before every part; not signed, not sent
+        struct curl_slist* headers = nullptr;
+        for (const std::string& line : lines) {
+            struct curl_slist* more = curl_slist_append(headers, line.c_str());
+            if (more == nullptr) {
+                curl_slist_free_all(headers);
+                throw std::bad_alloc();
+            }
+            headers = more;
+        }
+        std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_list(headers, curl_slist_free_all);
+
         CURL* h = static_cast<CURL*>(take_handle());
         curl_easy_reset(h);
         Transfer t;
@@ -213,10 +252,6 @@ Response Client::perform(const Request& r, const char* what) {
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
         curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, read_header);
         curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
-        if (!config_.access_key_id.empty()) {
-            curl_easy_setopt(h, CURLOPT_AWS_SIGV4, signing_.c_str());
-            curl_easy_setopt(h, CURLOPT_USERPWD, userpwd_.c_str());
-        }
         const std::string_view method = r.method;
         if (method == "HEAD") {
             curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
@@ -276,6 +311,10 @@ Response Client::perform(const Request& r, const char* what) {
                 transient = transient_status(status, error.code);
                 if (status == 404) throw RequestError{CKPT_ENOTFOUND, subject + ": " + why};
                 if (status == 412) why += " (the object changed while it was read)";
+                if (status == 403) why += refusal_hint(error.code);
+                if (status == 501 || error.code == "NotImplemented")
+                    throw RequestError{CKPT_EUNSUPPORTED, subject + ": " + why + " (this S3 server does not implement " +
+                                                              "the request; AWS, Ceph's RGW and MinIO do)"};
             }
         }
         if (!transient || attempt >= attempts) {

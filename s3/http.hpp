@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// S3 requests over libcurl: signed with SigV4 by libcurl itself (CURLOPT_AWS_SIGV4), connections reused, transient
-// failures retried with exponential backoff and full jitter, every failure told as "<what>: <why>" naming the
-// bucket, key, HTTP status and S3 error code.
+// S3 requests over libcurl: signed with SigV4 (sigv4.hpp: what is signed is what is sent), connections reused,
+// transient failures retried with exponential backoff and full jitter, every failure told as "<what>: <why>" naming
+// the bucket, key, HTTP status and S3 error code.
 #pragma once
 
 #include "config.hpp"
@@ -23,7 +23,7 @@ struct RequestError {
 struct Request {
     const char* method = "GET";
     std::string key;                     // "" = the bucket itself
-    std::string query;                   // "a=1&b=2", sorted by name, values URI-encoded; "" for none
+    std::string query;                   // "a=1&b=2", names and values URI-encoded (sent sorted); "" for none
     std::vector<std::string> headers;    // "Name: value"
     const void* body = nullptr;          // PUT/POST body
     size_t body_size = 0;
@@ -57,12 +57,12 @@ public:
     std::string describe(const std::string& key) const;
 
 private:
+    // What a 403 with S3 error `code` says to the user: the credentials, region and endpoint used, and what to check.
+    std::string refusal_hint(const std::string& code) const;
     void* take_handle();
     void give_back(void* handle);
 
     Config config_;
-    std::string signing_;                // "aws:amz:<region>:s3"
-    std::string userpwd_;                // "<key id>:<secret>"
     std::mutex mutex_;
     std::vector<void*> idle_;            // CURL easy handles (their connections stay open)
 };

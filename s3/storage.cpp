@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -123,11 +124,27 @@ public:
         return u;
     }
 
+    // The multipart uploads this storage's saves have begun and not yet completed or aborted: what
+    // list_incomplete and abort_incomplete leave alone.
+    void own(const std::string& upload_id) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        live_ids_.insert(upload_id);
+    }
+    void disown(const std::string& upload_id) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        live_ids_.erase(upload_id);
+    }
+    bool owns(const std::string& upload_id) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return live_ids_.count(upload_id) != 0;
+    }
+
     Client client;
 
 private:
     std::mutex mutex_;
     std::map<std::string, std::unique_ptr<Upload>> pending_;  // by ckpt's path of the file, until rename/remove
+    std::set<std::string> live_ids_;
 };
 
 Upload::Upload(Store& store, std::string path_, std::string key_) : key(std::move(key_)), path(std::move(path_)), store_(store) {}
@@ -153,6 +170,7 @@ void Upload::begin() {
         throw RequestError{CKPT_EIO, "start multipart upload of " + store_.client.describe(key) +
                                          ": the answer names no upload id" + (why.empty() ? "" : " (" + why + ")")};
     upload_id_ = id;
+    store_.own(id);
     const unsigned n = std::max(1u, store_.client.config().parallelism);
     for (unsigned i = 0; i < n; ++i) workers_.emplace_back([this] { worker(); });
 }
@@ -283,6 +301,7 @@ void Upload::commit() {
     r.body = body.data();
     r.body_size = body.size();
     store_.client.perform(r, "complete multipart upload of");
+    store_.disown(upload_id_);
 }
 
 void Upload::abort() {
@@ -294,6 +313,7 @@ void Upload::abort() {
     r.query = "uploadId=" + uri_encode(upload_id_, false);
     r.not_found_is_error = false;  // already gone
     store_.client.perform(r, "abort multipart upload of");
+    store_.disown(upload_id_);
     upload_id_.clear();
 }
 
@@ -457,6 +477,93 @@ int op_list_dirs(void* payload, const char* dir, ckpt_list_entry_fn entry, void*
     return CKPT_OK;
 }
 
+struct IncompleteUpload {
+    std::string key;
+    std::string upload_id;
+};
+
+// The incomplete multipart uploads of the keys that start with `prefix` (ListMultipartUploads, page by page), but
+// those this storage's own saves have under way.
+std::vector<IncompleteUpload> incomplete_uploads(Store& store, const std::string& prefix) {
+    Client& client = store.client;
+    std::vector<IncompleteUpload> found;
+    std::string key_marker, id_marker;
+    for (;;) {
+        Request r;
+        r.query = "prefix=" + uri_encode(prefix, false) + "&uploads=";
+        if (!key_marker.empty())
+            r.query += "&key-marker=" + uri_encode(key_marker, false) + "&upload-id-marker=" + uri_encode(id_marker, false);
+        const Response response = client.perform(r, "list incomplete uploads of");
+        bool truncated = false;
+        std::string next_key, next_id, why;
+        const bool ok = for_each_leaf(
+            response.body,
+            [&](const std::string& p, std::string& text) {
+                if (p == "ListMultipartUploadsResult/Upload/Key")
+                    found.push_back({std::move(text), ""});
+                else if (p == "ListMultipartUploadsResult/Upload/UploadId" && !found.empty())
+                    found.back().upload_id = std::move(text);
+                else if (p == "ListMultipartUploadsResult/IsTruncated")
+                    truncated = text == "true";
+                else if (p == "ListMultipartUploadsResult/NextKeyMarker")
+                    next_key = std::move(text);
+                else if (p == "ListMultipartUploadsResult/NextUploadIdMarker")
+                    next_id = std::move(text);
+            },
+            &why);
+        if (!ok)
+            throw RequestError{CKPT_EIO, "list incomplete uploads of " + client.describe(prefix) +
+                                             ": the answer is not XML: " + why};
+        if (!truncated) break;
+        if (next_key.empty() || (next_key == key_marker && next_id == id_marker))
+            throw RequestError{CKPT_EIO, "list incomplete uploads of " + client.describe(prefix) +
+                                             ": truncated without a next marker"};
+        key_marker = std::move(next_key);
+        id_marker = std::move(next_id);
+    }
+    found.erase(std::remove_if(found.begin(), found.end(),
+                               [&](const IncompleteUpload& u) {
+                                   return u.key.compare(0, prefix.size(), prefix) != 0 || u.upload_id.empty() ||
+                                          store.owns(u.upload_id);
+                               }),
+                found.end());
+    return found;
+}
+
+int op_list_incomplete(void* payload, const char* dir, ckpt_list_entry_fn entry, void* ctx) {
+    std::vector<std::string> names;
+    const int rc = callback([&] {
+        Store& store = store_of(payload);
+        std::string prefix = store.client.config().key_of(dir);
+        if (!prefix.empty()) prefix += '/';
+        for (const IncompleteUpload& u : incomplete_uploads(store, prefix)) {
+            std::string name = u.key.substr(prefix.size());
+            if (!name.empty() && (names.empty() || names.back() != name)) names.push_back(std::move(name));
+        }
+    });
+    if (rc != CKPT_OK) return rc;
+    for (const std::string& n : names)
+        if (const int stop = entry(n.c_str(), ctx); stop != 0) return stop;
+    return CKPT_OK;
+}
+
+int op_abort_incomplete(void* payload, const char* path) {
+    return callback([&] {
+        Store& store = store_of(payload);
+        const std::string key = store.client.config().key_of(path);
+        if (key.empty()) throw RequestError{CKPT_EINVAL, store.client.describe("") + " is the bucket itself, not an object"};
+        for (const IncompleteUpload& u : incomplete_uploads(store, key)) {
+            if (u.key != key) continue;  // a longer key with this one as its prefix
+            Request r;
+            r.method = "DELETE";
+            r.key = key;
+            r.query = "uploadId=" + uri_encode(u.upload_id, false);
+            r.not_found_is_error = false;  // gone meanwhile
+            store.client.perform(r, "abort multipart upload of");
+        }
+    });
+}
+
 int op_open_read(void* payload, const char* path, void** file, uint64_t* size) {
     return callback([&] {
         Client& client = store_of(payload).client;
@@ -578,6 +685,8 @@ ckpt_storage* new_storage(Config config) {
     ops.close_read = op_close_read;
     ops.destroy = op_destroy;
     ops.list_dirs = op_list_dirs;
+    ops.list_incomplete = op_list_incomplete;
+    ops.abort_incomplete = op_abort_incomplete;
     ckpt_storage* out = nullptr;
     const int rc = ckpt_storage_new(&out, &ops);
     if (rc != CKPT_OK) throw RequestError{rc, ckpt_error_message()};

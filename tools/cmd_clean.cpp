@@ -26,8 +26,12 @@ struct CleanOptions {
 
 struct Found {
     std::string path;
-    bool is_dir;
+    int kind;  // CKPT_CLEAN_FILE, CKPT_CLEAN_DIR or CKPT_CLEAN_UPLOAD
 };
+
+const char* kind_name(int kind) {
+    return kind == CKPT_CLEAN_DIR ? "directory" : kind == CKPT_CLEAN_UPLOAD ? "upload" : "file";
+}
 
 // The directory to clean: DIR/SUBDIR when asked; else DIR/ckpt for a manager's logdir (as `ckpt ls` takes it), and
 // DIR itself otherwise (a directory of checkpoints, or any directory a save into which was interrupted).
@@ -43,7 +47,7 @@ std::string directory_to_clean(const CleanOptions& o) {
 
 extern "C" void record_found(const char* path, int is_dir, void* payload) {
     try {
-        static_cast<std::vector<Found>*>(payload)->push_back({path, is_dir != 0});
+        static_cast<std::vector<Found>*>(payload)->push_back({path, is_dir});
     } catch (...) {
         // Out of memory: the count from ckpt_manager_clean still tells how many there were.
     }
@@ -75,7 +79,7 @@ int run_clean(const CleanOptions& o) {
         out["directory"] = dir;
         out["dry_run"] = o.dry_run;
         Json items = Json::array();
-        for (const Found& f : found) items.push_back({{"path", f.path}, {"kind", f.is_dir ? "directory" : "file"}});
+        for (const Found& f : found) items.push_back({{"path", f.path}, {"kind", kind_name(f.kind)}});
         out[o.dry_run ? "found" : "removed"] = items;
         if (rc != CKPT_OK) out["error"] = {{"code", rc}, {"name", code_name(rc)}, {"message", error}};
         print_json(out);
@@ -86,7 +90,9 @@ int run_clean(const CleanOptions& o) {
         else
             std::cout << fmt::format("{}: {} {} stale temporar{} left by interrupted saves:\n", dir, verb,
                                      found.size(), found.size() == 1 ? "y" : "ies");
-        for (const Found& f : found) std::cout << "  " << f.path << (f.is_dir ? "/" : "") << '\n';
+        for (const Found& f : found)
+            std::cout << "  " << (f.kind == CKPT_CLEAN_UPLOAD ? "unfinished upload of " : "") << f.path
+                      << (f.kind == CKPT_CLEAN_DIR ? "/" : "") << '\n';
         if (rc != CKPT_OK) std::cerr << "ckpt: " << error << '\n';
     }
     return exit_code_for(rc);
@@ -102,7 +108,8 @@ Command add_clean(CLI::App& parent) {
                 "process killed with SIGKILL, or a machine lost, leaves the temporary behind (SIGINT, SIGTERM and "
                 "SIGHUP do not: ckpt convert and the library remove it). clean removes those of checkpoints and of "
                 "any other .npz file in DIR, sharded saves' staging directories and step directories without a "
-                "manifest; nothing whose name ckpt does not make. It takes the directory's lock as a save does, so "
+                "manifest; nothing whose name ckpt does not make. On S3 it aborts every incomplete multipart upload "
+                "under DIR (a killed save's parts, billed and invisible to listings). It takes the directory's lock as a save does, so "
                 "it refuses (exit status 3) while a training program's checkpoint manager holds the directory.");
     app->add_option("DIR", o->dir, "the directory: a manager's logdir (DIR/ckpt is cleaned), or any directory")
         ->required();

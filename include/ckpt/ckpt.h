@@ -515,11 +515,21 @@ typedef struct ckpt_storage_ops {
      * removes it. Replacing a step that exists first deletes its manifest (the old step is gone from then on),
      * then its files. */
     int (*rename_dir)(void *payload, const char *from, const char *to);
+    /* version 4: writes that interrupted saves left unfinished with no file to show for them — on an object store,
+     * incomplete multipart uploads, which are billed and which no listing of files shows. ckpt_manager_clean finds
+     * and abandons them, and a manager's first save those of its own checkpoints. Both may be NULL (the medium has
+     * no such writes). */
+    /* Calls entry(name, ctx) for each file under dir, at any depth ("x.npz", "0000000003/shard-00000-of-00002.npz"),
+     * that has an unfinished write no live save of this storage owns; stops as list does. */
+    int (*list_incomplete)(void *payload, const char *dir, ckpt_list_entry_fn entry, void *ctx);
+    /* Abandons the unfinished writes of the file at path that no live save of this storage owns (on S3: aborts its
+     * incomplete multipart uploads). The file itself, if there is one, is untouched. CKPT_OK when there are none. */
+    int (*abort_incomplete)(void *payload, const char *path);
 } ckpt_storage_ops;
-#define CKPT_STORAGE_OPS_VERSION 3
+#define CKPT_STORAGE_OPS_VERSION 4
 
 /* Makes a storage from a callback table (copied; `ops->payload` is kept; a version-1 table ends before
- * free_space, a version-2 table before list_dirs). Every callback except open_append, sync_dir, destroy,
+ * free_space, a version-2 table before list_dirs, a version-3 table before list_incomplete). Every callback except open_append, sync_dir, destroy,
  * free_space, list_dirs, remove_dir and rename_dir is required. Returns CKPT_OK, CKPT_EINVAL (NULL argument,
  * unknown version, a required callback missing, rename_dir or remove_dir without list_dirs), CKPT_ENOMEM. */
 CKPT_API int ckpt_storage_new(ckpt_storage **out, const ckpt_storage_ops *ops);
@@ -861,13 +871,21 @@ CKPT_API int ckpt_manager_list(ckpt_manager *m, int64_t *idx, size_t cap, size_t
 CKPT_API int ckpt_manager_path(ckpt_manager *m, int64_t idx, char *buf, size_t cap);
 /* ckpt_manager_clean's flags. */
 #define CKPT_CLEAN_DRY_RUN 1u /* find the stale temporaries; remove nothing */
+/* What ckpt_clean_fn's is_dir says a temporary is. */
+#define CKPT_CLEAN_FILE 0   /* a temporary file */
+#define CKPT_CLEAN_DIR 1    /* a directory (a sharded save's staging, a step without a manifest) */
+#define CKPT_CLEAN_UPLOAD 2 /* an unfinished write of the file at path (an incomplete multipart upload on S3): the
+                             * file itself, if there is one, stays */
 /* Called by ckpt_manager_clean for each stale temporary, once it is removed (with CKPT_CLEAN_DRY_RUN: once found):
- * its path (the manager's directory joined with its name; valid during the call) and is_dir 1 for a directory. */
+ * its path (the manager's directory joined with its name; valid during the call) and what it is (is_dir: one of
+ * CKPT_CLEAN_FILE, CKPT_CLEAN_DIR, CKPT_CLEAN_UPLOAD). */
 typedef void (*ckpt_clean_fn)(const char *path, int is_dir, void *payload);
 /* Removes the temporaries that interrupted saves (a killed process, a lost machine) left in the manager's
  * directory: those of checkpoint files (".0000000300.npz.tmp-XXXXXX"), sharded saves' staging directories and step
  * directories without a manifest — what the first save of a manager removes anyway — and the temporary of any
- * other ckpt save of an .npz file there (".NAME.npz.tmp-XXXXXX"). Nothing whose name ckpt does not make is touched.
+ * other ckpt save of an .npz file there (".NAME.npz.tmp-XXXXXX"). Nothing whose name ckpt does not make is touched,
+ * except unfinished writes (a storage's list_incomplete: on S3, every incomplete multipart upload under the
+ * directory, which only an interrupted save leaves), which are abandoned.
  * It takes the directory as a save does, so it refuses (CKPT_EBUSY, naming the holder) while a manager of another
  * process holds it; a plain save into the directory at that moment (one that holds no lock) fails, keeping the file
  * it was replacing. Waits for this manager's own background saves first. fn (may be NULL) is called per temporary;

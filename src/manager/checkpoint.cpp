@@ -253,11 +253,10 @@ void CheckpointManager::remove_stale_temporaries() {
     remove_temporaries(
         *options_.storage, find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::checkpoints),
         [this](const StaleTemporary& t) {
-            log(warning, fmt::format("Removed stale temporary {} {} (left by an interrupted save)",
-                                     t.dir ? "directory" : "file", t.path));
+            log(warning, fmt::format("Removed stale temporary {} {} (left by an interrupted save)", kind_of(t), t.path));
         },
         [this](const StaleTemporary& t, const std::string& why) {
-            log(warning, fmt::format("Could not remove stale temporary {}: {}", t.dir ? "directory" : "file", why));
+            log(warning, fmt::format("Could not remove stale temporary {}: {}", kind_of(t), why));
         });
 }
 
@@ -281,7 +280,7 @@ size_t CheckpointManager::clean(bool dry_run, const std::function<void(const Sta
             [&](const StaleTemporary& t) {
                 ++done;
                 each(t);
-                log(info, fmt::format("Removed stale temporary {} {}", t.dir ? "directory" : "file", t.path));
+                log(info, fmt::format("Removed stale temporary {} {}", kind_of(t), t.path));
             },
             [&](const StaleTemporary&, const std::string& why) {
                 if (first_failure.empty()) first_failure = why;

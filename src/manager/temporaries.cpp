@@ -21,6 +21,8 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 }  // namespace
 
+const char* kind_of(const StaleTemporary& t) { return t.upload ? "unfinished upload of" : t.dir ? "directory" : "file"; }
+
 std::vector<StaleTemporary> find_stale_temporaries(Storage& storage, const std::string& dir, TemporaryKinds kinds) {
     std::vector<StaleTemporary> found;
     std::vector<std::string> dirs;
@@ -42,6 +44,13 @@ std::vector<StaleTemporary> find_stale_temporaries(Storage& storage, const std::
                             (kinds == TemporaryKinds::any_npz && ends_with(target, kNpzSuffix));
         if (wanted) found.push_back({join_path(dir, name), false});
     }
+    for (const std::string& name : storage.list_incomplete(dir)) {
+        const size_t slash = name.find('/');
+        const bool wanted = kinds == TemporaryKinds::any_npz ||
+                            (slash == std::string::npos ? checkpoint_index(name).has_value()
+                                                        : step_dir_index(name.substr(0, slash)).has_value());
+        if (wanted) found.push_back({join_path(dir, name), false, true});
+    }
     return found;
 }
 
@@ -50,7 +59,9 @@ void remove_temporaries(Storage& storage, const std::vector<StaleTemporary>& fou
                         const std::function<void(const StaleTemporary&, const std::string&)>& failed) {
     for (const StaleTemporary& t : found) {
         try {
-            if (t.dir)
+            if (t.upload)
+                storage.abort_incomplete(t.path);
+            else if (t.dir)
                 storage.remove_tree(t.path);
             else
                 storage.remove(t.path);

@@ -14,12 +14,18 @@ namespace ckpt {
 struct StaleTemporary {
     std::string path;
     bool dir = false;
+    bool upload = false;  // an unfinished write of the file at `path` (storage.hpp's list_incomplete), not a file
 };
+
+// "file", "directory" or "unfinished upload", for messages.
+const char* kind_of(const StaleTemporary& t);
 
 enum class TemporaryKinds {
     checkpoints,  // those of checkpoints: ".<checkpoint file>.tmp-XXXXXX", sharded saves' staging and set-aside
-                  // directories, and step directories without a manifest
-    any_npz,      // those, and the temporary of any ckpt save of an .npz file: ".<name>.npz.tmp-XXXXXX"
+                  // directories, step directories without a manifest, and unfinished writes of checkpoint files
+                  // and of the files in step directories
+    any_npz,      // those, the temporary of any ckpt save of an .npz file (".<name>.npz.tmp-XXXXXX"), and every
+                  // unfinished write under the directory
 };
 
 // The stale temporaries of `dir`, directories first. Only names ckpt makes: never a file that is not ckpt's.

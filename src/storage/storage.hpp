@@ -129,6 +129,16 @@ public:
     virtual bool renames_dirs() const { return false; }
     // Removes directory `dir` with everything in it; Error(not_found) if it is missing.
     virtual void remove_tree(const std::string& dir);
+
+    // Writes that interrupted saves left unfinished with no file to show for them (an object store's incomplete
+    // multipart uploads); none on a file system. Paths relative to `dir`, at any depth, of the files that have one
+    // that no live save of this storage owns.
+    virtual std::vector<std::string> list_incomplete(const std::string& dir) {
+        (void)dir;
+        return {};
+    }
+    // Abandons those of the file at `path`; the file itself stays.
+    virtual void abort_incomplete(const std::string& path) { (void)path; }
 };
 
 // The directory part of a path ("." when there is none) and the name part.

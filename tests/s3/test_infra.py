@@ -513,6 +513,23 @@ def test_sigv4_refuses_x_amz_headers_left_out_of_the_signature(s3, tmp_path):
     assert (status, code, details) == (403, "AccessDenied", (("HeadersNotSigned", "x-amz-meta-extra"),))
 
 
+def test_sigv4_refuses_a_signed_header_that_was_not_sent():
+    # What libcurl before 8.3 does with "Expect:" (set empty so that it is not sent): it signs "expect" anyway.
+    # S3 and Ceph's RGW then compute another signature; so must the proxy, or it would pass what they refuse.
+    headers = email.message.Message()
+    headers["Host"] = "127.0.0.1"
+    headers["x-amz-date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    headers["x-amz-content-sha256"] = "UNSIGNED-PAYLOAD"
+    headers["Authorization"] = (f"AWS4-HMAC-SHA256 Credential=S3RVER/{headers['x-amz-date'][:8]}/us-east-1/s3/"
+                                "aws4_request, SignedHeaders=expect;host;x-amz-content-sha256;x-amz-date, "
+                                "Signature=00")
+    verifier = sigv4.SigV4Verifier("S3RVER", "S3RVER", "us-east-1")
+    status, code, message, details = verifier.check("PUT", "/b/k", "", headers)
+    assert (status, code) == (403, "SignatureDoesNotMatch")
+    assert "expect were not sent" in message
+    assert ("SignedHeadersNotSent", "expect") in details
+
+
 # AWS's published examples of SigV4 for S3 (the Signature Version 4 reference: "Examples of signature
 # calculations"): their canonical requests and signatures are computed independently of this proxy.
 AWS_EXAMPLE_KEY = ("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")

@@ -37,8 +37,10 @@ def s3():
 
 def curl(s3, *args):
     """The curl program, signing with the test's credentials: what any other S3 client would do."""
-    return subprocess.run(["curl", "-sS", "--fail", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "S3RVER:S3RVER",
-                           "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", "-H", "Expect:"] + list(args),
+    env = s3.environ
+    return subprocess.run(["curl", "-sS", "--fail", "--aws-sigv4", "aws:amz:%s:s3" % env["AWS_REGION"],
+                           "--user", "%s:%s" % (env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"]),
+                           "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"] + list(args),
                           check=True, capture_output=True)
 
 

@@ -22,7 +22,7 @@ STORE, DEFLATE = 0, 1
 NPZ_OPTIONS_VERSION = 4
 MANAGER_OPTIONS_VERSION = 4
 WRITER_OPTIONS_VERSION = 1
-STORAGE_OPS_VERSION = 3
+STORAGE_OPS_VERSION = 4
 COMM_OPS_VERSION = 1
 REDUCE_MIN, REDUCE_MAX, REDUCE_SUM = 0, 1, 2
 LATEST = -1
@@ -45,6 +45,7 @@ SOURCE_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_uint64, c_void_p, c_size_t)
 LIST_ENTRY_FN = ctypes.CFUNCTYPE(c_int, c_char_p, c_void_p)
 CLEAN_FN = ctypes.CFUNCTYPE(None, c_char_p, c_int, c_void_p)
 CLEAN_DRY_RUN = 1
+CLEAN_FILE, CLEAN_DIR, CLEAN_UPLOAD = 0, 1, 2  # ckpt_clean_fn's is_dir
 
 
 class NpzOptions(ctypes.Structure):
@@ -98,6 +99,8 @@ STORAGE_CALLBACKS = [
     ("list_dirs", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, LIST_ENTRY_FN, c_void_p)),  # version 3
     ("remove_dir", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p)),
     ("rename_dir", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, c_char_p)),
+    ("list_incomplete", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, LIST_ENTRY_FN, c_void_p)),  # version 4
+    ("abort_incomplete", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p)),
 ]
 
 

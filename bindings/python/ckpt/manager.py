@@ -276,7 +276,8 @@ class Manager:
 
     def clean(self, dry_run: bool = False) -> List[str]:
         """Removes the temporaries that interrupted saves left in the directory (those of checkpoints, sharded
-        saves' staging directories, steps without a manifest, and ``.NAME.npz.tmp-XXXXXX`` of any ckpt save) and
+        saves' staging directories, steps without a manifest, ``.NAME.npz.tmp-XXXXXX`` of any ckpt save, and
+        unfinished writes such as S3's incomplete multipart uploads, of which the file's own path is returned) and
         returns their paths; with ``dry_run`` only returns them. Raises BusyError while a manager of another
         process holds the directory."""
         found: List[str] = []

@@ -306,11 +306,15 @@ def test_a_missing_key_is_a_not_found_error_with_the_url_as_its_filename(where):
 
 def test_a_wrong_secret_fails_with_http_403_signature_does_not_match(where, server):
     bucket, prefix = where
-    store = ckpt.S3Storage(bucket, prefix, access_key_id="S3RVER", secret_access_key="not-the-secret")
+    key_id = os.environ["AWS_ACCESS_KEY_ID"]
+    store = ckpt.S3Storage(bucket, prefix, access_key_id=key_id, secret_access_key="not-the-secret")
     with pytest.raises(ckpt.StorageError) as e:
         ckpt.save("model.npz", {"w": np.zeros(2)}, storage=store)
     assert "s3://%s/%s/model.npz" % (bucket, prefix) in e.value.message
     assert "HTTP 403 SignatureDoesNotMatch" in e.value.message
+    # What was used, and what to check: the message a user can act on.
+    assert "signed with key id '%s'" % key_id in e.value.message and "a wrong secret access key" in e.value.message
+    assert "endpoint %s" % os.environ["AWS_ENDPOINT_URL"] in e.value.message
     assert keys(server, prefix + "/") == []
 
 

@@ -478,8 +478,8 @@ impl Manager {
     }
 
     /// Removes the temporaries that interrupted saves left in the directory (those of checkpoints, sharded saves'
-    /// staging directories, steps without a manifest, and `.NAME.npz.tmp-XXXXXX` of any ckpt save) and returns
-    /// them; with `dry_run` only finds them. [`Code::Busy`](crate::Code::Busy) while a manager of another process holds the directory.
+    /// staging directories, steps without a manifest, `.NAME.npz.tmp-XXXXXX` of any ckpt save, and unfinished
+    /// writes such as S3's incomplete multipart uploads) and returns them; with `dry_run` only finds them. [`Code::Busy`](crate::Code::Busy) while a manager of another process holds the directory.
     pub fn clean(&mut self, dry_run: bool) -> Result<Vec<StaleTemporary>> {
         unsafe extern "C" fn record(path: *const c_char, is_dir: c_int, payload: *mut c_void) {
             let _ = catch_unwind(AssertUnwindSafe(|| {
@@ -488,7 +488,8 @@ impl Manager {
                 let bytes = CStr::from_ptr(path).to_bytes();
                 found.push(StaleTemporary {
                     path: PathBuf::from(std::ffi::OsStr::from_bytes(bytes)),
-                    is_dir: is_dir != 0,
+                    is_dir: is_dir == sys::CKPT_CLEAN_DIR,
+                    upload: is_dir == sys::CKPT_CLEAN_UPLOAD,
                 });
             }));
         }
@@ -563,4 +564,7 @@ pub struct StaleTemporary {
     pub path: PathBuf,
     /// Whether it is a directory (a sharded save's staging directory, a step without its manifest).
     pub is_dir: bool,
+    /// Whether it is an unfinished write of the file at `path` (an incomplete multipart upload on S3); the file
+    /// itself, if there is one, stays.
+    pub upload: bool,
 }

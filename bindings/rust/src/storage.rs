@@ -162,6 +162,9 @@ impl StorageHandle {
             list_dirs: if dirs == Directories::None { None } else { Some(list_dirs) },
             remove_dir: if dirs == Directories::None { None } else { Some(remove_dir) },
             rename_dir: if dirs == Directories::Renamable { Some(rename_dir) } else { None },
+            // A storage of files leaves no unfinished writes beside them (only an object store's uploads are).
+            list_incomplete: None,
+            abort_incomplete: None,
         };
         let mut raw = ptr::null_mut();
         // SAFETY: a complete table; the library copies it and keeps the payload.

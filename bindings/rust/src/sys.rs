@@ -70,7 +70,7 @@ pub const CKPT_NPZ_MAP_WRITABLE: u32 = 4;
 pub const CKPT_NPZ_KEEP_MANAGER_KEYS: u32 = 8;
 
 // ------------------------------------------------------------------------------------------------ storage
-pub const CKPT_STORAGE_OPS_VERSION: u32 = 3;
+pub const CKPT_STORAGE_OPS_VERSION: u32 = 4;
 
 // ------------------------------------------------------------------------------------------ communicators
 pub const CKPT_REDUCE_MIN: u32 = 0;
@@ -154,6 +154,9 @@ pub type ckpt_save_fn = Option<unsafe extern "C" fn(sink: *mut ckpt_sink, payloa
 pub type ckpt_log_fn = Option<unsafe extern "C" fn(level: c_int, message: *const c_char, payload: *mut c_void)>;
 pub type ckpt_clean_fn = Option<unsafe extern "C" fn(path: *const c_char, is_dir: c_int, payload: *mut c_void)>;
 pub const CKPT_CLEAN_DRY_RUN: u32 = 1;
+pub const CKPT_CLEAN_FILE: c_int = 0;
+pub const CKPT_CLEAN_DIR: c_int = 1;
+pub const CKPT_CLEAN_UPLOAD: c_int = 2;
 
 // ------------------------------------------------------------------------------------------------ option structs
 #[repr(C)]
@@ -253,6 +256,16 @@ pub struct ckpt_storage_ops {
     >,
     pub remove_dir: Option<unsafe extern "C" fn(payload: *mut c_void, dir: *const c_char) -> c_int>,
     pub rename_dir: Option<unsafe extern "C" fn(payload: *mut c_void, from: *const c_char, to: *const c_char) -> c_int>,
+    // version 4
+    pub list_incomplete: Option<
+        unsafe extern "C" fn(
+            payload: *mut c_void,
+            dir: *const c_char,
+            entry: ckpt_list_entry_fn,
+            ctx: *mut c_void,
+        ) -> c_int,
+    >,
+    pub abort_incomplete: Option<unsafe extern "C" fn(payload: *mut c_void, path: *const c_char) -> c_int>,
 }
 
 #[repr(C)]

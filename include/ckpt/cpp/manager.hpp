@@ -78,7 +78,10 @@ struct Metric {
 struct StaleTemporary {
     std::string path;
     bool is_dir = false;
-    bool operator==(const StaleTemporary& o) const { return path == o.path && is_dir == o.is_dir; }
+    bool upload = false;  // an unfinished write of the file at path (an incomplete multipart upload on S3)
+    bool operator==(const StaleTemporary& o) const {
+        return path == o.path && is_dir == o.is_dir && upload == o.upload;
+    }
 };
 
 // What Manager::read returns: a new collection, and the index it came from (auto [vars, idx] = m.read()).
@@ -246,14 +249,14 @@ public:
         }
     }
     // Removes the temporaries that interrupted saves left in the directory (those of checkpoints, sharded saves'
-    // staging directories, steps without a manifest, and ".NAME.npz.tmp-XXXXXX" of any ckpt save) and returns them;
-    // with dry_run, only finds them. Throws Error(CKPT_EBUSY) while a manager of another process holds the directory.
+    // staging directories, steps without a manifest, ".NAME.npz.tmp-XXXXXX" of any ckpt save, and unfinished writes
+    // such as S3's incomplete multipart uploads) and returns them; with dry_run, only finds them. Throws Error(CKPT_EBUSY) while a manager of another process holds the directory.
     std::vector<StaleTemporary> clean(bool dry_run = false) {
         std::vector<StaleTemporary> found;
         const auto record = [](const char* path, int is_dir, void* payload) {
             auto& out = *static_cast<std::vector<StaleTemporary>*>(payload);
             try {
-                out.push_back({path, is_dir != 0});
+                out.push_back({path, is_dir == CKPT_CLEAN_DIR, is_dir == CKPT_CLEAN_UPLOAD});
             } catch (...) {
                 // Out of memory: this one goes unreported; the count below tells.
             }

@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""ckpt and boto3 (AWS's own Python SDK, Debian's python3-boto3) on the same bucket: what one writes the other reads,
+bit for bit, single PUT and multipart both ways; what the manager keeps after retention is what boto3 lists; and
+the requests a manager's save and restore make, counted. Runs on the server s3_env.py starts (CKPT_S3_SERVER:
+s3rver or Ceph's RGW), behind the proxy that checks every signature (boto3's too) and logs every request."""
+import io
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import s3_env  # noqa: E402
+import ckpt  # noqa: E402
+
+boto3 = pytest.importorskip("boto3")
+from boto3.s3.transfer import TransferConfig  # noqa: E402
+
+MULTIPART = TransferConfig(multipart_threshold=5 << 20, multipart_chunksize=5 << 20, use_threads=False)
+
+
+@pytest.fixture(scope="module")
+def s3():
+    try:
+        with s3_env.S3Env(proxy=True, verify_sigv4=True) as env:
+            saved = dict(os.environ)
+            os.environ.update(env.environ)
+            yield env
+            os.environ.clear()
+            os.environ.update(saved)
+    except s3_env.Unavailable as why:
+        pytest.skip(str(why))
+
+
+@pytest.fixture(scope="module")
+def client(s3):
+    env = s3.environ
+    return boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env["AWS_REGION"],
+                        aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"])
+
+
+def state(seed, big):
+    rng = np.random.default_rng(seed)
+    rows = 2048 if big else 16  # 2048 x 1024 float32: 8 MiB, over the 5 MiB part size below
+    return {"layer/w": rng.standard_normal((rows, 1024)).astype(np.float32),
+            "b": rng.standard_normal(7), "step": np.int64(seed), "name": np.array("adam")}
+
+
+def download(client, bucket, key):
+    data = io.BytesIO()
+    client.download_fileobj(bucket, key, data)
+    data.seek(0)
+    return data
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["single PUT", "multipart"])
+def test_boto3_downloads_what_ckpt_saved_and_numpy_loads_it(s3, client, big):
+    arrays = state(1, big)
+    key = "ckpt-wrote/%s.npz" % ("big" if big else "small")
+    s3.clear_log()
+    ckpt.save(key, arrays, storage=ckpt.S3Storage(s3.bucket, part_size=5 << 20))
+    kinds = [e["kind"] for e in s3.log()]
+    assert ("upload_part" in kinds) == big and ("put" in kinds) == (not big), kinds
+    head = client.head_object(Bucket=s3.bucket, Key=key)
+    assert head["ETag"].endswith('-2"') == big  # S3's multipart ETag: <md5 of the parts' md5s>-<parts>
+    with np.load(download(client, s3.bucket, key)) as z:
+        assert sorted(z.files) == sorted(arrays)
+        for name, a in arrays.items():
+            assert z[name].dtype == np.asarray(a).dtype and np.array_equal(z[name], a), name
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["single PUT", "multipart"])
+def test_ckpt_restores_and_maps_what_boto3_uploaded(s3, client, tmp_path, big):
+    arrays = state(2, big)
+    np.savez(tmp_path / "numpy.npz", **arrays)
+    key = "boto3-wrote/%s.npz" % ("big" if big else "small")
+    client.upload_file(str(tmp_path / "numpy.npz"), s3.bucket, key, Config=MULTIPART)
+    assert client.head_object(Bucket=s3.bucket, Key=key)["ETag"].endswith('-2"') == big
+    url = "s3://%s/%s" % (s3.bucket, key)
+    got = {name: np.zeros_like(a) for name, a in arrays.items()}
+    ckpt.restore(url, got)
+    for name, a in arrays.items():
+        assert np.array_equal(got[name], a), name
+    with ckpt.open(url) as f:
+        view = f.map("layer/w")
+        assert view.shape == arrays["layer/w"].shape and np.array_equal(view, arrays["layer/w"])
+
+
+def listed(client, bucket, prefix):
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+    return sorted(item["Key"] for page in pages for item in page.get("Contents", []))
+
+
+def test_after_retention_boto3_lists_exactly_the_checkpoints_the_manager_keeps(s3, client):
+    logdir = "s3://%s/kept" % s3.bucket
+    with ckpt.Manager(logdir, keep=2) as m:
+        for step in range(1, 6):
+            m.save(state(step, False), step * 10)
+        assert m.list() == [40, 50]
+    assert listed(client, s3.bucket, "kept/") == ["kept/ckpt/0000000040.npz", "kept/ckpt/0000000050.npz"]
+    with np.load(download(client, s3.bucket, "kept/ckpt/0000000050.npz")) as z:
+        assert np.array_equal(z["layer/w"], state(5, False)["layer/w"])
+
+
+def test_no_incomplete_upload_is_left_by_a_save_that_completed(s3, client):
+    ckpt.save("complete/big.npz", state(3, True), storage=ckpt.S3Storage(s3.bucket, part_size=5 << 20))
+    uploads = client.list_multipart_uploads(Bucket=s3.bucket, Prefix="complete/")
+    assert uploads.get("Uploads", []) == []
+
+
+if __name__ == "__main__":
+    why = s3_env.unavailable()
+    if why:
+        print("SKIP: " + why)
+        sys.exit(s3_env.SKIP)
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", __file__]))
