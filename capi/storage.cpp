@@ -130,6 +130,19 @@ public:
         if (ops_.remove_dir == nullptr) return;
         if (int rc = ops_.remove_dir(ops_.payload, dir.c_str())) fail_callback(rc, "remove_dir", dir);
     }
+    Entries list_entries(const std::string& dir) override {
+        if (ops_.list_entries == nullptr) return Storage::list_entries(dir);
+        Entries out;
+        for (std::string& name : names(ops_.list_entries, "list_entries", dir)) {
+            if (!name.empty() && name.back() == '/') {
+                name.pop_back();
+                out.dirs.push_back(std::move(name));
+            } else {
+                out.files.push_back(std::move(name));
+            }
+        }
+        return out;
+    }
     std::vector<std::string> list_incomplete(const std::string& dir) override {
         if (ops_.list_incomplete == nullptr) return {};
         return names(ops_.list_incomplete, "list_incomplete", dir);

@@ -564,6 +564,18 @@ int op_abort_incomplete(void* payload, const char* path) {
     });
 }
 
+int op_list_entries(void* payload, const char* dir, ckpt_list_entry_fn entry, void* ctx) {
+    std::vector<std::string> files, dirs;
+    const int rc = callback([&] {
+        list(store_of(payload).client, dir, &files, &dirs);
+        for (std::string& d : dirs) files.push_back(d + "/");
+    });
+    if (rc != CKPT_OK) return rc;
+    for (const std::string& n : files)
+        if (const int stop = entry(n.c_str(), ctx); stop != 0) return stop;
+    return CKPT_OK;
+}
+
 int op_open_read(void* payload, const char* path, void** file, uint64_t* size) {
     return callback([&] {
         Client& client = store_of(payload).client;
@@ -687,6 +699,7 @@ ckpt_storage* new_storage(Config config) {
     ops.list_dirs = op_list_dirs;
     ops.list_incomplete = op_list_incomplete;
     ops.abort_incomplete = op_abort_incomplete;
+    ops.list_entries = op_list_entries;
     ckpt_storage* out = nullptr;
     const int rc = ckpt_storage_new(&out, &ops);
     if (rc != CKPT_OK) throw RequestError{rc, ckpt_error_message()};

@@ -525,6 +525,10 @@ typedef struct ckpt_storage_ops {
     /* Abandons the unfinished writes of the file at path that no live save of this storage owns (on S3: aborts its
      * incomplete multipart uploads). The file itself, if there is one, is untouched. CKPT_OK when there are none. */
     int (*abort_incomplete)(void *payload, const char *path);
+    /* Calls entry(name, ctx) for each file of dir and for each subdirectory, the latter's name ending in '/': list
+     * and list_dirs in one, for a medium where that is one request (an object store's listing). May be NULL: list
+     * and list_dirs are called. */
+    int (*list_entries)(void *payload, const char *dir, ckpt_list_entry_fn entry, void *ctx);
 } ckpt_storage_ops;
 #define CKPT_STORAGE_OPS_VERSION 4
 

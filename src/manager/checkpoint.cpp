@@ -205,20 +205,19 @@ std::string CheckpointManager::step_path(int64_t index) const { return join_path
 
 std::string CheckpointManager::path(int64_t index) const {
     const std::optional<Step> step = find_step(index);
-    return step && step->sharded ? step_path(index) : file_path(index);
+    return path_of(step.value_or(Step{index, false}));
+}
+
+std::string CheckpointManager::path_of(const Step& step) const {
+    return step.sharded ? step_path(step.index) : file_path(step.index);
 }
 
 std::vector<CheckpointManager::Step> CheckpointManager::steps() const {
     Storage& storage = *options_.storage;
     std::vector<Step> out;
     std::set<int64_t> sharded;
-    std::vector<std::string> dirs;
-    try {
-        dirs = storage.list_dirs(dir_);
-    } catch (const Error& e) {
-        if (e.code() != Code::unsupported) throw;  // a storage without directories holds files only
-    }
-    for (const std::string& name : dirs) {
+    const Storage::Entries entries = storage.list_entries(dir_);  // one request on an object store
+    for (const std::string& name : entries.dirs) {
         const auto i = step_dir_index(name);
         if (!i) continue;
         // Committed steps have their manifest: the rename that made the directory carried it, or it was written last.
@@ -230,7 +229,7 @@ std::vector<CheckpointManager::Step> CheckpointManager::steps() const {
         sharded.insert(*i);
         out.push_back(Step{*i, true});
     }
-    for (const std::string& name : storage.list(dir_))
+    for (const std::string& name : entries.files)
         if (auto i = checkpoint_index(name); i && !sharded.count(*i)) out.push_back(Step{*i, false});
     std::sort(out.begin(), out.end(), [](const Step& a, const Step& b) { return a.index < b.index; });
     return out;

@@ -137,6 +137,7 @@ private:
     // The checkpoints on disk, ascending, without waiting for background saves.
     std::vector<Step> steps() const;
     std::optional<Step> find_step(int64_t index) const;
+    std::string path_of(const Step& step) const;
     std::string file_path(int64_t index) const;
     std::string step_path(int64_t index) const;
     // The metadata of a checkpoint (the file's metadata member, or the step's manifest), reading nothing else.
@@ -176,7 +177,8 @@ private:
     // Runs `attempt` on checkpoint `index`, or on the newest first and then older ones when index is nullopt and
     // fallback is on, skipping (and logging) those that are corrupt or unreadable.
     int64_t with_checkpoint(std::optional<int64_t> index, const Attempt& attempt);
-    void try_checkpoint(int64_t index, const Attempt& attempt);
+    void try_checkpoint(const Step& step, const Attempt& attempt);
+    void log_resuming(const Step& step) const;
     void log(int level, const std::string& message) const;
 
     std::string dir_;

@@ -9,19 +9,33 @@
 
 namespace ckpt {
 
-void CheckpointManager::try_checkpoint(int64_t index, const Attempt& attempt) {
-    const std::optional<Step> step = find_step(index);
-    if (step && step->sharded) {
-        ShardedStep sharded(*options_.storage, step_path(index), options_.npz_read);
+// A restore lists the directory once: the steps it found are what it tries, the log line included.
+void CheckpointManager::try_checkpoint(const Step& step, const Attempt& attempt) {
+    if (step.sharded) {
+        ShardedStep sharded(*options_.storage, step_path(step.index), options_.npz_read);
         attempt(nullptr, &sharded);
     } else {
         // Every variable is read (a shard may be read only in part, for another world size: not there).
         NpzReadOptions read = options_.npz_read;
         read.read_ahead = true;
-        NpzReader reader = NpzReader::open(*options_.storage, file_path(index), read);
+        NpzReader reader = NpzReader::open(*options_.storage, file_path(step.index), read);
         attempt(&reader, nullptr);
     }
 }
+
+void CheckpointManager::log_resuming(const Step& step) const {
+    if (options_.log) log(info, fmt::format("Resuming from {}", path_of(step)));
+}
+
+namespace {
+// The step of `index` among those listed; a file's when it is not there (opening it then says what is missing).
+template <typename Steps>
+auto step_in(const Steps& steps, int64_t index) {
+    for (const auto& step : steps)
+        if (step.index == index) return step;
+    return typename Steps::value_type{index, false};
+}
+}  // namespace
 
 int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index, const Attempt& attempt) {
     writer_->drain();  // a restore sees every save made before it
@@ -32,39 +46,44 @@ int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index, const A
                 if (index && *index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, *index);
             },
             index.value_or(-1), "sharded restore");
+        // Each rank lists once, when it first tries a checkpoint; rank 0's listing is the candidates.
+        std::optional<std::vector<Step>> listed;
+        const auto listing = [&]() -> const std::vector<Step>& {
+            if (!listed) listed = steps();
+            return *listed;
+        };
         std::vector<int64_t> candidates;
         if (index) {
             candidates.push_back(*index);
         } else if (options_.comm->rank() == 0) {
-            candidates = list();
-            std::reverse(candidates.begin(), candidates.end());
+            for (const Step& step : listing()) candidates.insert(candidates.begin(), step.index);
             if (candidates.empty()) log(info, fmt::format("No checkpoints found in {}", dir_));
         }
         const int64_t i = restore_collectively(
             *options_.comm, candidates, !index && options_.fallback, dir_,
-            [&](int64_t i) { try_checkpoint(i, attempt); },
+            [&](int64_t i) { try_checkpoint(step_in(listing(), i), attempt); },
             [&](const std::string& why) { log(warning, fmt::format("Skipping unreadable checkpoint: {}", why)); });
-        log(info, fmt::format("Resuming from {}", path(i)));
+        log_resuming(step_in(listing(), i));
         return i;
     }
-    std::vector<int64_t> candidates;
+    if (index && *index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, *index);
+    const std::vector<Step> listed = steps();
+    std::vector<Step> candidates;
     if (index) {
-        if (*index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, *index);
-        candidates.push_back(*index);
+        candidates.push_back(step_in(listed, *index));
     } else {
-        candidates = list();
-        std::reverse(candidates.begin(), candidates.end());
+        candidates.assign(listed.rbegin(), listed.rend());
         if (candidates.empty()) {
             log(info, fmt::format("No checkpoints found in {}", dir_));
             fail(Code::not_found, "{}: no checkpoints found", dir_);
         }
     }
     std::vector<std::string> skipped;
-    for (int64_t i : candidates) {
+    for (const Step& step : candidates) {
         try {
-            try_checkpoint(i, attempt);
-            log(info, fmt::format("Resuming from {}", path(i)));
-            return i;
+            try_checkpoint(step, attempt);
+            log_resuming(step);
+            return step.index;
         } catch (const CallerError&) {
             throw;  // the caller's renamer or arguments, not the file: an older checkpoint would not help
         } catch (const Error& e) {

@@ -25,19 +25,14 @@ const char* kind_of(const StaleTemporary& t) { return t.upload ? "unfinished upl
 
 std::vector<StaleTemporary> find_stale_temporaries(Storage& storage, const std::string& dir, TemporaryKinds kinds) {
     std::vector<StaleTemporary> found;
-    std::vector<std::string> dirs;
-    try {
-        dirs = storage.list_dirs(dir);
-    } catch (const Error& e) {
-        if (e.code() != Code::unsupported) throw;
-    }
-    for (const std::string& name : dirs) {
+    const Storage::Entries entries = storage.list_entries(dir);
+    for (const std::string& name : entries.dirs) {
         // A sharded save's staging directory, a replaced step set aside, or a step directory without a manifest
         // (a save cut short on a storage that commits by writing the manifest last).
         const std::string path = join_path(dir, name);
         if (is_step_temp(name) || (step_dir_index(name) && !has_manifest(storage, path))) found.push_back({path, true});
     }
-    for (const std::string& name : storage.list(dir)) {
+    for (const std::string& name : entries.files) {
         if (!is_temp_name(name)) continue;
         const std::string target = target_of(name);
         const bool wanted = checkpoint_index(target).has_value() ||

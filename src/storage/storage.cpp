@@ -65,6 +65,17 @@ void Storage::remove_tree(const std::string& dir) {
     fail(Code::unsupported, "{}: this storage cannot remove directories (sharded checkpoints need it)", dir);
 }
 
+Storage::Entries Storage::list_entries(const std::string& dir) {
+    Entries out;
+    try {
+        out.dirs = list_dirs(dir);
+    } catch (const Error& e) {
+        if (e.code() != Code::unsupported) throw;  // a storage without directories holds files only
+    }
+    out.files = list(dir);
+    return out;
+}
+
 void write_atomically(Storage& storage, const std::string& path, const std::function<void(OutputFile&)>& body) {
     if (base_name(path).empty()) fail(Code::invalid, "{}: not a file path", path);
     try {

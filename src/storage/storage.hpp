@@ -129,6 +129,12 @@ public:
     virtual bool renames_dirs() const { return false; }
     // Removes directory `dir` with everything in it; Error(not_found) if it is missing.
     virtual void remove_tree(const std::string& dir);
+    // The names of the files and of the subdirectories of `dir` (no subdirectories for a storage without them),
+    // in one listing where the storage can (an object store's is one request): list() and list_dirs() by default.
+    struct Entries {
+        std::vector<std::string> files, dirs;
+    };
+    virtual Entries list_entries(const std::string& dir);
 
     // Writes that interrupted saves left unfinished with no file to show for them (an object store's incomplete
     // multipart uploads); none on a file system. Paths relative to `dir`, at any depth, of the files that have one

@@ -5,8 +5,11 @@ bit for bit, single PUT and multipart both ways; what the manager keeps after re
 the requests a manager's save and restore make, counted. Runs on the server s3_env.py starts (CKPT_S3_SERVER:
 s3rver or Ceph's RGW), behind the proxy that checks every signature (boto3's too) and logs every request."""
 import io
+import json
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -110,6 +113,103 @@ def test_no_incomplete_upload_is_left_by_a_save_that_completed(s3, client):
     ckpt.save("complete/big.npz", state(3, True), storage=ckpt.S3Storage(s3.bucket, part_size=5 << 20))
     uploads = client.list_multipart_uploads(Bucket=s3.bucket, Prefix="complete/")
     assert uploads.get("Uploads", []) == []
+
+
+def kinds(s3):
+    return [e["kind"] for e in s3.log()]
+
+
+def test_a_restore_lists_once_and_a_save_with_retention_lists_once(s3):
+    logdir = "s3://%s/counted" % s3.bucket
+    with ckpt.Manager(logdir, keep=2) as m:
+        s3.clear_log()
+        m.save(state(1, False), 1)
+        # The first save also looks for what interrupted saves left: temporaries and incomplete uploads.
+        assert sorted(kinds(s3)) == ["list", "list", "list_uploads", "put"], kinds(s3)
+        m.save(state(2, False), 2)
+        m.save(state(3, False), 3)
+        s3.clear_log()
+        m.save(state(4, False), 4)
+        # The object, one listing for retention, the deletion of the oldest.
+        assert kinds(s3) == ["put", "list", "delete"], kinds(s3)
+    got = {name: np.zeros_like(a) for name, a in state(4, False).items()}
+    s3.clear_log()
+    with ckpt.Manager(logdir) as m:
+        assert m.restore(got)[0] == 4
+    # One listing (the constructor's look at the directory aside), then the file: its size and ETag, its bytes.
+    log = kinds(s3)
+    assert log[0] == "list" and log[1:].count("list") == 1, log
+    assert [k for k in log[1:] if k != "list"][0] == "head" and set(log[1:]) == {"list", "head", "get"}, log
+    assert np.array_equal(got["layer/w"], state(4, False)["layer/w"])
+
+
+SAVER = """
+import sys, numpy as np, ckpt
+bucket, path, manager = sys.argv[1], sys.argv[2], sys.argv[3] == "manager"
+store = ckpt.S3Storage(bucket, part_size=5 << 20, stall_timeout=600)
+arrays = {"w": np.ones((3 << 20,), np.float32)}  # 12 MiB: three parts
+if manager:
+    with ckpt.Manager(path, storage=store) as m:
+        m.save(arrays, 1)
+else:
+    ckpt.save(path, arrays, storage=store)
+"""
+
+
+def killed_mid_upload(s3, path, manager=False):
+    """Starts a save in a process of its own, lets the server hold its completion, and SIGKILLs the process: what
+    a job killed in the middle of a checkpoint leaves, an incomplete multipart upload."""
+    s3.clear_log()
+    s3.add_fault(kind="complete", action="stall", times=-1)
+    child = subprocess.Popen([sys.executable, "-c", SAVER, s3.bucket, path, "manager" if manager else "file"],
+                             env=s3.child_environ())
+    try:
+        deadline = time.monotonic() + 60
+        while not any(e["kind"] == "complete" for e in s3.log()):
+            assert child.poll() is None, "the save ended before its completion was held"
+            assert time.monotonic() < deadline, "the save never reached its completion"
+            time.sleep(0.05)
+    finally:
+        child.kill()
+        child.wait()
+        s3.clear_faults()
+
+
+def incomplete(client, bucket, prefix):
+    return sorted(u["Key"] for u in client.list_multipart_uploads(Bucket=bucket, Prefix=prefix).get("Uploads", []))
+
+
+def test_ckpt_clean_aborts_the_upload_a_killed_save_left(s3, client):
+    killed_mid_upload(s3, "killed/run/model.npz")
+    assert incomplete(client, s3.bucket, "killed/") == ["killed/run/model.npz"]
+    url = "s3://%s/killed/run" % s3.bucket
+    tool = os.environ.get("CKPT_TOOL")
+    if tool:
+        dry = subprocess.run([tool, "clean", url, "--subdir", "", "--dry-run"], capture_output=True, text=True)
+        assert dry.returncode == 0, dry.stderr
+        assert "unfinished upload of %s/model.npz" % url in dry.stdout
+        assert incomplete(client, s3.bucket, "killed/") == ["killed/run/model.npz"]  # a dry run aborts nothing
+        done = subprocess.run([tool, "clean", url, "--subdir", "", "--json"], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["removed"] == [{"path": url + "/model.npz", "kind": "upload"}]
+    else:
+        with ckpt.Manager(url, subdir="") as m:
+            assert m.clean() == [url + "/model.npz"]
+    assert incomplete(client, s3.bucket, "killed/") == []
+    assert listed(client, s3.bucket, "killed/") == []  # nothing was ever committed
+
+
+def test_a_managers_first_save_aborts_its_checkpoints_stale_uploads_and_nothing_else(s3, client):
+    killed_mid_upload(s3, "restarted", manager=True)
+    other = client.create_multipart_upload(Bucket=s3.bucket, Key="restarted/ckpt/notes.bin")["UploadId"]
+    assert incomplete(client, s3.bucket, "restarted/") == ["restarted/ckpt/0000000001.npz",
+                                                           "restarted/ckpt/notes.bin"]
+    with ckpt.Manager("s3://%s/restarted" % s3.bucket) as m:
+        m.save(state(4, False), 2)
+        assert m.list() == [2]
+    # The killed save's upload is gone; one that is not a checkpoint's is not ckpt's to abort.
+    assert incomplete(client, s3.bucket, "restarted/") == ["restarted/ckpt/notes.bin"]
+    client.abort_multipart_upload(Bucket=s3.bucket, Key="restarted/ckpt/notes.bin", UploadId=other)
 
 
 if __name__ == "__main__":

@@ -101,6 +101,7 @@ STORAGE_CALLBACKS = [
     ("rename_dir", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, c_char_p)),
     ("list_incomplete", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, LIST_ENTRY_FN, c_void_p)),  # version 4
     ("abort_incomplete", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p)),
+    ("list_entries", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, LIST_ENTRY_FN, c_void_p)),
 ]
 
 

@@ -165,6 +165,8 @@ impl StorageHandle {
             // A storage of files leaves no unfinished writes beside them (only an object store's uploads are).
             list_incomplete: None,
             abort_incomplete: None,
+            // list and list_dirs serve.
+            list_entries: None,
         };
         let mut raw = ptr::null_mut();
         // SAFETY: a complete table; the library copies it and keeps the payload.

@@ -266,6 +266,14 @@ pub struct ckpt_storage_ops {
         ) -> c_int,
     >,
     pub abort_incomplete: Option<unsafe extern "C" fn(payload: *mut c_void, path: *const c_char) -> c_int>,
+    pub list_entries: Option<
+        unsafe extern "C" fn(
+            payload: *mut c_void,
+            dir: *const c_char,
+            entry: ckpt_list_entry_fn,
+            ctx: *mut c_void,
+        ) -> c_int,
+    >,
 }
 
 #[repr(C)]
