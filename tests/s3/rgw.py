@@ -105,7 +105,8 @@ def s3_client(endpoint, **config):
     import botocore.config
     return boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
                         region_name=REGION,
-                        config=botocore.config.Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
+                        config=botocore.config.Config(s3={"addressing_style": "path"},
+                                                      retries={"total_max_attempts": 1},
                                                       connect_timeout=5, read_timeout=60, **config))
 
 
