@@ -209,15 +209,21 @@ class Cluster:
             raise RuntimeError(f"{self.dir} is not empty (rgw.py stop --dir {self.dir} removes a cluster there)")
         began = time.monotonic()
         self.dir.mkdir(parents=True, exist_ok=True)
+        phases = {}
+
+        def phase(name, step):
+            start = time.monotonic()
+            step()
+            phases[name] = round(time.monotonic() - start, 1)
         try:
             self._configure()
-            self._start_mon()
-            self._start_osd()
-            self._create_user()
+            phase("mon", self._start_mon)
+            phase("osd", self._start_osd)
+            phase("user", self._create_user)
             self.gateway = Gateway(self, "main")
-            self.gateway.start()
+            phase("gateway", self.gateway.start)
             self.pids["rgw"] = self.gateway.pid
-            self.write_state(seconds=round(time.monotonic() - began, 1))
+            self.write_state(seconds=round(time.monotonic() - began, 1), phases=phases)
         except BaseException:
             self.stop(remove=False)
             raise
@@ -251,6 +257,9 @@ class Cluster:
             "osd_pool_default_pgp_num": "8",
             "osd_pool_default_pg_autoscale_mode": "off",
             "mon_warn_on_pool_no_redundancy": "false",
+            # The mon batches changes (a pool made, an OSD up) for a second by default; the gateway's first start
+            # makes a dozen of them in a row.
+            "paxos_propose_interval": "0.05",
             "run_dir": f"{d}/run",
             "admin_socket": f"{d}/run/$name.asok",
             "log_file": f"{d}/log/$name.log",

@@ -11,7 +11,7 @@ The server (--server, else the environment's CKPT_S3_SERVER, else s3rver):
     rgw     Ceph's RADOS Gateway (tests/s3/rgw.py), which checks every signature as S3 does. When CKPT_RGW_DIR names
             the directory of a running cluster (rgw.py start --dir, ctest's fixture rgw), a gateway of this run's
             own over that cluster's mon and OSD (about 1 s), with a bucket of its own (ckpt-test-<hex>, removed at
-            the end) unless --bucket names one; otherwise a cluster of its own (about 18 s).
+            the end) unless --bucket names one; otherwise a cluster of its own (about 10 s).
 The buckets are created when missing, and emptied (objects and unfinished multipart uploads) at start.
 Without what the server needs (node and tests/s3/node_modules, scripts/deps s3; Ceph and boto3, scripts/deps rgw)
 it prints "SKIP: <why>" and exits 77, ctest's SKIP_RETURN_CODE.
