@@ -2,30 +2,41 @@
 # SPDX-License-Identifier: Apache-2.0
 """Runs a command, or a block of Python, against a real S3 server on 127.0.0.1 (tests/s3/README.md).
 
-    s3_env.py [--proxy] [--verify-sigv4] [--bucket NAME]... -- COMMAND [ARG]...
+    s3_env.py [--server {s3rver,rgw}] [--proxy] [--verify-sigv4] [--bucket NAME]... -- COMMAND [ARG]...
 
-Starts tests/s3/server.js (s3rver) over a data directory in a temporary directory, and with --proxy (implied by
---verify-sigv4) tests/s3/fault_proxy.py in front of it; runs COMMAND with the environment below; stops everything,
-also when COMMAND fails or on Ctrl-C; exits with COMMAND's status. Without node or tests/s3/node_modules
-(scripts/deps s3 installs both) it prints "SKIP: <why>" and exits 77, ctest's SKIP_RETURN_CODE.
+Starts the server, and with --proxy (implied by --verify-sigv4) tests/s3/fault_proxy.py in front of it; runs COMMAND
+with the environment below; stops everything, also when COMMAND fails or on Ctrl-C; exits with COMMAND's status.
+The server (--server, else the environment's CKPT_S3_SERVER, else s3rver):
+    s3rver  tests/s3/server.js over a data directory in a temporary directory; checks no signature
+    rgw     Ceph's RADOS Gateway (tests/s3/rgw.py), which checks every signature as S3 does. When CKPT_RGW_DIR names
+            the directory of a running cluster (rgw.py start --dir, ctest's fixture rgw), a gateway of this run's
+            own over that cluster's mon and OSD (about 1 s), with a bucket of its own (ckpt-test-<hex>, removed at
+            the end) unless --bucket names one; otherwise a cluster of its own (about 10 s).
+The buckets are created when missing, and emptied (objects and unfinished multipart uploads) at start.
+Without what the server needs (node and tests/s3/node_modules, scripts/deps s3; Ceph and boto3, scripts/deps rgw)
+it prints "SKIP: <why>" and exits 77, ctest's SKIP_RETURN_CODE.
 
 The environment (S3Env.environ):
     AWS_ENDPOINT_URL        where to send S3 requests: the proxy when there is one, else the server
-    AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY   S3RVER, S3RVER
+    AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY   S3RVER, S3RVER (RGW's user has the same keys)
     AWS_REGION              us-east-1
     AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE   empty files, so that no profile of the user's takes part
-    CKPT_S3_TEST_BUCKET     the first bucket (created at start; "ckpt-test" without --bucket)
+    CKPT_S3_TEST_BUCKET     the first bucket (created at start; "ckpt-test" without --bucket, ckpt-test-<hex> on
+                            a shared RGW cluster)
     CKPT_S3_PROXY           the proxy's URL, for its /__ckpt_proxy/ endpoints (only with --proxy)
     CKPT_S3_SERVER_CONTROL  a URL: POST <it>/kill kills the server (SIGKILL), POST <it>/start starts it again on the
-                            same port and data directory, GET <it> says {"running", "port", "pid"}
-    CKPT_S3_DATA_DIR        the server's data directory (s3rver's layout: <bucket>/<key>._S3rver_object, ...)
+                            same port and data directory, GET <it> says {"running", "port", "pid"}; on RGW, the
+                            gateway (the mon and the OSD, which hold the data, go on)
+    CKPT_S3_SERVER          s3rver or rgw: which server this is
+    CKPT_S3_DATA_DIR        s3rver's data directory (its layout: <bucket>/<key>._S3rver_object, ...); not set on RGW,
+                            whose objects are in RADOS
 AWS_SESSION_TOKEN, AWS_ENDPOINT_URL_S3, AWS_PROFILE, AWS_DEFAULT_REGION and AWS_MAX_ATTEMPTS are removed.
 
 As a module (for pytest):
 
     import s3_env
     try:
-        with s3_env.S3Env(proxy=True, verify_sigv4=True) as s3:
+        with s3_env.S3Env(proxy=True, verify_sigv4=True) as s3:   # server="rgw" for RGW
             subprocess.run(program, env={**os.environ, **s3.environ})
             s3.add_fault(kind="upload_part", action="status", status=503, times=2)
             s3.kill_server(); s3.start_server()
@@ -47,9 +58,13 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import rgw  # noqa: E402
+
 ACCESS_KEY = SECRET_KEY = "S3RVER"  # s3rver's built-in account
 REGION = "us-east-1"
 DEFAULT_BUCKET = "ckpt-test"
@@ -57,14 +72,27 @@ SKIP = 77
 STARTUP_SECONDS = 30
 REMOVED_VARIABLES = ("AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_DEFAULT_REGION",
                      "AWS_MAX_ATTEMPTS")
+SERVERS = ("s3rver", "rgw")
+# Set by S3Env when it has a value, and removed from a child's environment when it has none (an outer run's).
+OWN_VARIABLES = ("CKPT_S3_PROXY", "CKPT_S3_DATA_DIR")
 
 
 class Unavailable(Exception):
     """The S3 test server cannot run on this machine; the message says why."""
 
 
-def unavailable():
-    """Why the server cannot run here, or None."""
+def default_server():
+    """CKPT_S3_SERVER, else s3rver."""
+    server = os.environ.get("CKPT_S3_SERVER") or "s3rver"
+    if server not in SERVERS:
+        raise ValueError(f"CKPT_S3_SERVER={server!r}: it is one of {', '.join(SERVERS)}")
+    return server
+
+
+def unavailable(server=None):
+    """Why the server (default_server() when None) cannot run here, or None."""
+    if (server or default_server()) == "rgw":
+        return rgw.unavailable()
     if not shutil.which("node"):
         return "node is not installed (scripts/deps s3 installs it)"
     if not (HERE / "node_modules" / "s3rver").is_dir():
@@ -109,27 +137,37 @@ def _stop(process):
 
 
 class S3Env:
-    """The server (and proxy) for the time of a `with` block."""
+    """The server (and proxy) for the time of a `with` block. server: "s3rver" or "rgw" (None: default_server())."""
 
-    def __init__(self, buckets=(DEFAULT_BUCKET,), proxy=False, verify_sigv4=False):
-        self.buckets = list(buckets) or [DEFAULT_BUCKET]
+    def __init__(self, buckets=None, proxy=False, verify_sigv4=False, server=None):
+        self.server_kind = server or default_server()
+        if self.server_kind not in SERVERS:
+            raise ValueError(f"server={self.server_kind!r}: it is one of {', '.join(SERVERS)}")
+        self.named_buckets = bool(buckets)
+        self.buckets = list(buckets or ()) or [DEFAULT_BUCKET]
         self.proxy = proxy or verify_sigv4
         self.verify_sigv4 = verify_sigv4
         self.lock = threading.Lock()
         self.server = self.proxy_process = self.control = None
         self.server_port = 0
         self.temporary = None
+        self.data_dir = None
+        self.cluster = self.gateway = None  # RGW: the cluster, and the gateway this S3Env talks to
+        self.shared = False                 # RGW: the cluster is CKPT_RGW_DIR's, not this S3Env's own
 
     def __enter__(self):
-        why = unavailable()
+        why = unavailable(self.server_kind)
         if why:
             raise Unavailable(why)
         self.temporary = Path(tempfile.mkdtemp(prefix="ckpt-s3-"))
         try:
-            self.data_dir = self.temporary / "data"
             for name in ("aws-config", "aws-credentials"):
                 (self.temporary / name).touch()
-            self.start_server()
+            if self.server_kind == "rgw":
+                self._start_rgw()
+            else:
+                self.data_dir = self.temporary / "data"
+                self.start_server()
             if self.proxy:
                 argv = [sys.executable, str(HERE / "fault_proxy.py"), "--upstream", f"127.0.0.1:{self.server_port}",
                         "--region", REGION]
@@ -154,15 +192,52 @@ class S3Env:
         with self.lock:
             _stop(self.server)
             self.server = None
+            self._stop_rgw()
         if self.temporary:
             shutil.rmtree(self.temporary, ignore_errors=True)
             self.temporary = None
+
+    # -- RGW --
+
+    def _start_rgw(self):
+        shared_dir = os.environ.get("CKPT_RGW_DIR")
+        if shared_dir and (Path(shared_dir) / rgw.STATE).exists():
+            # A gateway of this S3Env's own over the running mon and OSD, so that killing it touches no one else.
+            self.cluster = rgw.Cluster.attach(shared_dir)
+            self.shared = True
+            self.gateway = self.cluster.start_gateway(f"env-{uuid.uuid4().hex[:12]}")
+            if not self.named_buckets:
+                self.buckets = [f"{DEFAULT_BUCKET}-{uuid.uuid4().hex[:16]}"]
+        else:
+            self.cluster = rgw.Cluster(self.temporary / "rgw").start()
+            self.gateway = self.cluster.gateway
+        self.server_port = self.gateway.port
+        client = rgw.s3_client(self.gateway.endpoint)
+        for bucket in self.buckets:
+            prepare_bucket(client, bucket)
+
+    def _stop_rgw(self):
+        if self.cluster is None:
+            return
+        try:
+            if self.shared and not self.named_buckets:
+                # Through the cluster's own gateway: this one may have been killed by the test.
+                remove_bucket(rgw.s3_client(self.cluster.endpoint), self.bucket)
+        finally:
+            if self.shared:
+                self.gateway.remove()
+            else:
+                self.cluster.stop()
+            self.cluster = self.gateway = None
 
     # -- the server --
 
     def start_server(self):
         """Starts the server unless it runs; on the port and data directory it had, after the first time."""
         with self.lock:
+            if self.gateway is not None:
+                self.gateway.start()
+                return
             if self.server is not None and self.server.poll() is None:
                 return
             argv = ["node", str(HERE / "server.js"), "--directory", str(self.data_dir),
@@ -172,14 +247,20 @@ class S3Env:
             self.server, self.server_port = _spawn(argv, "the S3 server")
 
     def kill_server(self):
-        """Kills the server with SIGKILL, as a crash would: what it was writing is left as it was."""
+        """Kills the server with SIGKILL, as a crash would: what it was writing is left as it was. On RGW, the
+        gateway: the mon and the OSD keep the data."""
         with self.lock:
-            if self.server is not None and self.server.poll() is None:
+            if self.gateway is not None:
+                self.gateway.kill()
+            elif self.server is not None and self.server.poll() is None:
                 self.server.kill()
                 self.server.wait()
 
     def server_state(self):
         with self.lock:
+            if self.gateway is not None:
+                running = self.gateway.running()
+                return {"running": running, "port": self.server_port, "pid": self.gateway.pid if running else None}
             running = self.server is not None and self.server.poll() is None
             return {"running": running, "port": self.server_port, "pid": self.server.pid if running else None}
 
@@ -212,8 +293,10 @@ class S3Env:
             "AWS_SHARED_CREDENTIALS_FILE": str(self.temporary / "aws-credentials"),
             "CKPT_S3_TEST_BUCKET": self.bucket,
             "CKPT_S3_SERVER_CONTROL": self.control.url,
-            "CKPT_S3_DATA_DIR": str(self.data_dir),
+            "CKPT_S3_SERVER": self.server_kind,
         }
+        if self.data_dir is not None:
+            values["CKPT_S3_DATA_DIR"] = str(self.data_dir)
         if self.proxy:
             values["CKPT_S3_PROXY"] = self.proxy_url
         return values
@@ -221,7 +304,7 @@ class S3Env:
     def child_environ(self, base=None):
         """base (os.environ by default) without the variables that would override these, and with these."""
         environ = {name: value for name, value in (os.environ if base is None else base).items()
-                   if name not in REMOVED_VARIABLES}
+                   if name not in REMOVED_VARIABLES + OWN_VARIABLES}
         environ.update(self.environ)
         return environ
 
@@ -252,6 +335,66 @@ class S3Env:
 
     def clear_log(self):
         return self._proxy_call("POST", "log/clear")
+
+
+def signed_request(url, data=None, method=None, headers=()):
+    """A urllib.request.Request for url signed with SigV4 with the test keys, as RGW (which refuses unsigned
+    requests) and the proxy's --verify-sigv4 take it; s3rver ignores the signature. The query, if any, must be in
+    its canonical form (sorted, key=value)."""
+    import datetime
+    import email.message
+    import hashlib
+    import hmac
+    import urllib.parse
+    import sigv4
+    parts = urllib.parse.urlsplit(url)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    stamp = now.strftime("%Y%m%dT%H%M%SZ")
+    message = email.message.Message()
+    message["host"] = parts.netloc
+    message["x-amz-content-sha256"] = hashlib.sha256(data or b"").hexdigest()
+    message["x-amz-date"] = stamp
+    signed = ["host", "x-amz-content-sha256", "x-amz-date"]
+    method = method or ("PUT" if data is not None else "GET")
+    verifier = sigv4.SigV4Verifier(ACCESS_KEY, SECRET_KEY, REGION)
+    canonical = verifier.canonical_request(method, parts.path or "/", parts.query, message, signed,
+                                           message["x-amz-content-sha256"])
+    scope = f"{stamp[:8]}/{REGION}/s3/aws4_request"
+    to_sign = "\n".join(["AWS4-HMAC-SHA256", stamp, scope, hashlib.sha256(canonical.encode()).hexdigest()])
+    signature = hmac.new(verifier._key(stamp[:8], REGION, "s3"), to_sign.encode(), hashlib.sha256).hexdigest()
+    request = urllib.request.Request(url, data=data, method=method, headers=dict(headers))
+    request.add_header("x-amz-content-sha256", message["x-amz-content-sha256"])
+    request.add_header("x-amz-date", stamp)
+    request.add_header("Authorization", f"AWS4-HMAC-SHA256 Credential={ACCESS_KEY}/{scope}, "
+                                        f"SignedHeaders={';'.join(signed)}, Signature={signature}")
+    return request
+
+
+def prepare_bucket(client, bucket):
+    """Creates bucket when it is missing, and empties it: objects and unfinished multipart uploads, so that a run
+    sees nothing of an earlier one's."""
+    try:
+        client.create_bucket(Bucket=bucket)
+    except client.exceptions.BucketAlreadyOwnedByYou:
+        pass
+    for page in client.get_paginator("list_multipart_uploads").paginate(Bucket=bucket):
+        for upload in page.get("Uploads", []):
+            client.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        keys = [{"Key": item["Key"]} for item in page.get("Contents", [])]
+        if keys:
+            done = client.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
+            if done.get("Errors"):
+                raise RuntimeError(f"emptying {bucket}: {done['Errors'][:3]}")
+
+
+def remove_bucket(client, bucket):
+    """Empties bucket and removes it."""
+    try:
+        prepare_bucket(client, bucket)
+        client.delete_bucket(Bucket=bucket)
+    except client.exceptions.NoSuchBucket:
+        pass
 
 
 class _ControlServer:
@@ -306,6 +449,7 @@ class _ControlServer:
 
 def main(argv):
     parser = argparse.ArgumentParser(usage=__doc__.split("\n\n")[1].strip())
+    parser.add_argument("--server", choices=SERVERS, help="the S3 server (default: $CKPT_S3_SERVER, else s3rver)")
     parser.add_argument("--proxy", action="store_true", help="put fault_proxy.py in front of the server")
     parser.add_argument("--verify-sigv4", action="store_true", help="the proxy checks every request's signature")
     parser.add_argument("--bucket", action="append", default=[], help="a bucket to create (repeatable)")
@@ -320,7 +464,7 @@ def main(argv):
 
     signal.signal(signal.SIGTERM, terminate)
     try:
-        with S3Env(args.bucket or [DEFAULT_BUCKET], proxy=args.proxy, verify_sigv4=args.verify_sigv4) as env:
+        with S3Env(args.bucket, proxy=args.proxy, verify_sigv4=args.verify_sigv4, server=args.server) as env:
             child = subprocess.Popen(command, env=env.child_environ())
             try:
                 status = child.wait()

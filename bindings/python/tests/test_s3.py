@@ -70,19 +70,19 @@ def in_scratch_directory(tmp_path, monkeypatch):
 
 def keys(server, prefix):
     """The keys under prefix, as the server lists them (ListObjectsV2, straight to the server)."""
-    query = urllib.parse.urlencode({"list-type": "2", "prefix": prefix})
-    with urllib.request.urlopen("%s/%s?%s" % (server.server_url, server.bucket, query)) as r:
+    query = urllib.parse.urlencode({"list-type": "2", "prefix": prefix}, quote_via=urllib.parse.quote)
+    with urllib.request.urlopen(s3_env.signed_request("%s/%s?%s" % (server.server_url, server.bucket, query))) as r:
         root = ET.fromstring(r.read())
     return sorted(e.text for e in root.iter() if e.tag.rpartition("}")[2] == "Key")  # whatever its namespace
 
 
 def get_object(server, key):
-    with urllib.request.urlopen("%s/%s/%s" % (server.server_url, server.bucket, key)) as r:
+    with urllib.request.urlopen(s3_env.signed_request("%s/%s/%s" % (server.server_url, server.bucket, key))) as r:
         return r.read()
 
 
 def put_object(server, key, data):
-    request = urllib.request.Request("%s/%s/%s" % (server.server_url, server.bucket, key), data=data, method="PUT")
+    request = s3_env.signed_request("%s/%s/%s" % (server.server_url, server.bucket, key), data=data)
     with urllib.request.urlopen(request) as r:
         assert r.status == 200
 
