@@ -49,4 +49,28 @@ cmake -S "$src/tests/packaging/mpi" -B "$tmp/cmake-build" -DCMAKE_PREFIX_PATH="$
     { cat "$tmp/log"; fail "configuring against find_package(ckpt)"; }
 cmake --build "$tmp/cmake-build" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "building against ckpt::mpi"; }
 "$mpiexec" --allow-run-as-root --oversubscribe -np 2 "$tmp/cmake-build/consumer" || fail "the ckpt::mpi consumer"
+# 3. A C++-only project finds ckpt where libckpt_mpi is installed too: MPI (whose C component such a project cannot
+# find) is looked for only by projects that ask for the mpi component, or that enable C.
+mkdir -p "$tmp/cxx-only"
+cat >"$tmp/cxx-only/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.16)
+project(app CXX)
+find_package(ckpt REQUIRED)
+if(TARGET ckpt::mpi)
+  message(FATAL_ERROR "ckpt::mpi was loaded, with MPI, for a project that did not ask for it")
+endif()
+add_executable(app app.cpp)
+target_link_libraries(app PRIVATE ckpt::ckpt)
+CMAKE
+cat >"$tmp/cxx-only/app.cpp" <<'CXX'
+#include <ckpt/ckpt.h>
+#include <cstdio>
+int main() { std::printf("%s\n", ckpt_version_string()); }
+CXX
+cmake -S "$tmp/cxx-only" -B "$tmp/cxx-only/build" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_RPATH="$libdir" \
+    -DCMAKE_CXX_FLAGS="${san_flags[*]}" -DCMAKE_EXE_LINKER_FLAGS="${san_flags[*]}" >"$tmp/log" 2>&1 ||
+    { cat "$tmp/log"; fail "configuring a C++-only project against find_package(ckpt)"; }
+cmake --build "$tmp/cxx-only/build" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "building the C++-only project"; }
+[ -n "$("$tmp/cxx-only/build/app")" ] || fail "the C++-only consumer printed no version"
 echo "mpi install test passed"
