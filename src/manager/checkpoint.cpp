@@ -126,11 +126,12 @@ CheckpointManager::CheckpointManager(std::string dir, Options options)
     writer_ = std::make_unique<Writer>(kind, options_.queue_depth, options_.storage);
     if (options_.async) snapshots_ = SnapshotPool::create(options_.queue_depth, options_.max_staging_bytes);
     last_save_ns_ = now_ns();
-    if (!options_.read_only) {
-        const std::vector<int64_t> indices = list();
-        if (!indices.empty()) {
+    // Only where the storage tells its free space (not an object store, which it would cost requests).
+    if (!options_.read_only && options_.storage->free_bytes(dir_)) {
+        const std::vector<Step> on_disk = steps();
+        if (!on_disk.empty()) {
             try {
-                warn_if_disk_low(options_.storage->open_read(path(indices.back()))->size(), indices.size());
+                warn_if_disk_low(options_.storage->open_read(path_of(on_disk.back()))->size(), on_disk.size());
             } catch (const Error&) {
                 // the newest file is unreadable: its size says nothing, and restoring will say what is wrong
             }

@@ -23,6 +23,7 @@ import ckpt  # noqa: E402
 boto3 = pytest.importorskip("boto3")
 from boto3.s3.transfer import TransferConfig  # noqa: E402
 
+ON_RGW = os.environ.get("CKPT_S3_SERVER") == "rgw"
 MULTIPART = TransferConfig(multipart_threshold=5 << 20, multipart_chunksize=5 << 20, use_threads=False)
 
 
@@ -69,7 +70,8 @@ def test_boto3_downloads_what_ckpt_saved_and_numpy_loads_it(s3, client, big):
     kinds = [e["kind"] for e in s3.log()]
     assert ("upload_part" in kinds) == big and ("put" in kinds) == (not big), kinds
     head = client.head_object(Bucket=s3.bucket, Key=key)
-    assert head["ETag"].endswith('-2"') == big  # S3's multipart ETag: <md5 of the parts' md5s>-<parts>
+    if ON_RGW:  # S3's multipart ETag, <md5 of the parts' md5s>-<parts> (s3rver's is the MD5 of the whole object)
+        assert head["ETag"].endswith('-2"') == big
     with np.load(download(client, s3.bucket, key)) as z:
         assert sorted(z.files) == sorted(arrays)
         for name, a in arrays.items():
@@ -82,7 +84,8 @@ def test_ckpt_restores_and_maps_what_boto3_uploaded(s3, client, tmp_path, big):
     np.savez(tmp_path / "numpy.npz", **arrays)
     key = "boto3-wrote/%s.npz" % ("big" if big else "small")
     client.upload_file(str(tmp_path / "numpy.npz"), s3.bucket, key, Config=MULTIPART)
-    assert client.head_object(Bucket=s3.bucket, Key=key)["ETag"].endswith('-2"') == big
+    if ON_RGW:
+        assert client.head_object(Bucket=s3.bucket, Key=key)["ETag"].endswith('-2"') == big
     url = "s3://%s/%s" % (s3.bucket, key)
     got = {name: np.zeros_like(a) for name, a in arrays.items()}
     ckpt.restore(url, got)
@@ -136,10 +139,8 @@ def test_a_restore_lists_once_and_a_save_with_retention_lists_once(s3):
     s3.clear_log()
     with ckpt.Manager(logdir) as m:
         assert m.restore(got)[0] == 4
-    # One listing (the constructor's look at the directory aside), then the file: its size and ETag, its bytes.
-    log = kinds(s3)
-    assert log[0] == "list" and log[1:].count("list") == 1, log
-    assert [k for k in log[1:] if k != "list"][0] == "head" and set(log[1:]) == {"list", "head", "get"}, log
+    # One listing, then the file: its size and ETag, its bytes (in one window at this size).
+    assert kinds(s3) == ["list", "head", "get"], kinds(s3)
     assert np.array_equal(got["layer/w"], state(4, False)["layer/w"])
 
 
@@ -187,14 +188,14 @@ def test_ckpt_clean_aborts_the_upload_a_killed_save_left(s3, client):
     if tool:
         dry = subprocess.run([tool, "clean", url, "--subdir", "", "--dry-run"], capture_output=True, text=True)
         assert dry.returncode == 0, dry.stderr
-        assert "unfinished upload of %s/model.npz" % url in dry.stdout
+        assert "unfinished upload of killed/run/model.npz" in dry.stdout
         assert incomplete(client, s3.bucket, "killed/") == ["killed/run/model.npz"]  # a dry run aborts nothing
         done = subprocess.run([tool, "clean", url, "--subdir", "", "--json"], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
-        assert json.loads(done.stdout)["removed"] == [{"path": url + "/model.npz", "kind": "upload"}]
+        assert json.loads(done.stdout)["removed"] == [{"path": "killed/run/model.npz", "kind": "upload"}]
     else:
         with ckpt.Manager(url, subdir="") as m:
-            assert m.clean() == [url + "/model.npz"]
+            assert m.clean() == ["killed/run/model.npz"]
     assert incomplete(client, s3.bucket, "killed/") == []
     assert listed(client, s3.bucket, "killed/") == []  # nothing was ever committed
 

@@ -99,7 +99,7 @@ def test_two_ranks_commit_a_step_by_its_manifest_and_one_process_restores_rows(s
         assert np.array_equal(step["emb"], emb * 3)
 
 
-def test_a_step_whose_manifest_never_went_up_is_not_a_checkpoint(s3):
+def test_a_step_whose_manifest_never_went_up_is_not_a_checkpoint(s3, tmp_path):
     logdir = "s3://%s/cut" % s3.bucket
     emb = np.arange(30, dtype=np.float32).reshape(10, 3)
 
@@ -122,7 +122,9 @@ def test_a_step_whose_manifest_never_went_up_is_not_a_checkpoint(s3):
              "cut/ckpt/0000000001/shard-00001-of-00002.npz"]
     assert keys(s3, "cut/ckpt/") == step1
     # Shards without a manifest (a job killed before its commit) are no checkpoint.
-    curl(s3, "-T", "/dev/null", "%s/%s/cut/ckpt/0000000003/shard-00000-of-00002.npz" % (s3.endpoint_url, s3.bucket))
+    (tmp_path / "empty").write_bytes(b"")  # a file, not /dev/null: curl would stream it chunked, which RGW refuses
+    curl(s3, "-T", str(tmp_path / "empty"),
+         "%s/%s/cut/ckpt/0000000003/shard-00000-of-00002.npz" % (s3.endpoint_url, s3.bucket))
     with ckpt.Manager(logdir) as m:
         assert m.list() == [1]
         got = np.zeros((10, 3), np.float32)
