@@ -13,7 +13,8 @@ Usage: report.py RESULTS WRITERS META [--mpi MPI_RESULTS MPI_META] [--s3 S3_RESU
   --mpi    the "mpi ..." lines of bench_mpi (every world size) and markdown lines saying when, how and where they
            were measured: the table of sharded saves over MPI.
   --s3     the "s3 ..." lines of bench_s3.py and markdown lines saying when, how and where they were measured:
-           the tables of saves and restores on the S3 test server beside curl and awscli, and their goals.
+           the tables of saves and restores on the S3 test server beside curl, boto3 and awscli, and their
+           goals.
 Without RESULTS WRITERS META, only the sections given (each between its own markers, inside bench/run's) are
 written into the doc; a full report keeps the doc's sections that it is not given as they were.
 """
@@ -337,6 +338,51 @@ def s3_layout(r):
     return "one window of the whole file" if part >= size else f"{part // MIB} MiB ranges"
 
 
+def s3_processes(r):
+    """[(name, CPU seconds, MiB read, MiB written)] of each server process (medians), from server_processes; one
+    entry named "server" for lines without it."""
+    if not r.get("server_processes"):
+        return [("server", median_of(r, "server_cpu"), float(r["server_read"]) / MIB,
+                 float(r["server_written"]) / MIB)]
+    out = []
+    for entry in r["server_processes"].split(","):
+        name, cpu, read, written = entry.rsplit(":", 3)
+        out.append((name, float(cpu), float(read) / MIB, float(written) / MIB))
+    return out
+
+
+def s3_io_header(r):
+    """The header of the bytes column. On RGW /proc/<pid>/io sees only the messenger between radosgw and the OSD,
+    which read()s: the OSD's reads are the bytes going into RADOS, the gateway's those coming out of it (beast's
+    sockets to the client use recvmsg and sendmsg, which rchar and wchar do not count)."""
+    if {p for p, _, _, _ in s3_processes(r)} == {"radosgw", "ceph-osd"}:
+        return "into, out of RADOS MiB"
+    return "server read, written MiB"
+
+
+def s3_server_cells(r):
+    """The server CPU and bytes cells: one process as they are; RGW's (radosgw and ceph-osd) as the whole CPU with
+    each one's in parentheses, and the bytes that went into RADOS (the OSD's reads) and out of it (the gateway's)."""
+    processes = s3_processes(r)
+    if len(processes) == 1:
+        _, cpu, read, written = processes[0]
+        return f"{median_of(r, 'server_cpu'):.2f}", f"{read:.0f}, {written:.0f}"
+    cpu = f"{median_of(r, 'server_cpu'):.2f} ({' + '.join(f'{c:.2f}' for _, c, _, _ in processes)})"
+    read = {name: read for name, _, read, _ in processes}
+    if set(read) == {"radosgw", "ceph-osd"}:
+        return cpu, f"{read['ceph-osd']:.0f}, {read['radosgw']:.0f}"
+    return cpu, "; ".join(f"{name} {read:.0f}, {written:.0f}" for name, _, read, written in processes)
+
+
+# What CompleteMultipartUpload does on each server, for the note on what the multipart layout costs.
+S3_COMPLETION = {
+    "s3rver": "in which s3rver reads the parts back, MD5s them and writes the object a second time; one PUT pays "
+              "none of it",
+    "rgw": "in which RGW writes the object's manifest over the parts it holds (it copies no bytes: the server's "
+           "bytes into RADOS are those of the parts); one PUT has no completion",
+}
+
+
 def s3_tables(path, meta):
     """The saves and restores on the S3 test server (bench_s3.py's "s3" lines): a table per workload with what
     the multipart layout costs on this server below it, then the goals, between their own markers."""
@@ -347,22 +393,28 @@ def s3_tables(path, meta):
     for name in names:
         mine = [r for r in rows if r["workload"] == name]
         by = lambda op, who: [r for r in mine if r["op"] == op and r["who"] == who]
-        default = {op: next(r for r in by(op, "ckpt") if r["key"].startswith("s3://")) for op in ("save", "restore")}
+        default = {op: by(op, "ckpt")[0] for op in ("save", "restore")}  # libckpt_s3's defaults come first
         curl = {"save": by("save", "curl")[0], "restore": by("restore", "curl")[0]}
+        # boto3 with ckpt's layout (16 MiB parts and ranges, 4 threads), where it was measured
+        boto = {op: (by(op, "boto3") or [None])[0] for op in ("save", "restore")}
         first = mine[0]
+        server = first.get("server", "s3rver")
         state, size = int(first["state_bytes"]), int(first["file_bytes"])
+        processes = [p for p, _, _, _ in s3_processes(first)]
+        cpu_header = "server CPU s" + (f" ({' + '.join(processes)})" if len(processes) > 1 else "")
         out += [f"#### {name}: {state / MIB:.0f} MiB in {first['arrays']} float32 arrays, stored", "",
-                "| operation | implementation | seconds | MiB/s | x raw curl | client CPU s | server CPU s | "
-                "server read, written MiB | peak RSS above state |",
-                "|---|---|---|---|---|---|---|---|---|"]
+                "| operation | implementation | seconds | MiB/s | x raw curl | x boto3 | client CPU s | "
+                f"{cpu_header} | {s3_io_header(first)} | peak RSS above state |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
         for op in ("save", "restore"):
             for r in [r for r in mine if r["op"] == op]:
                 s = float(r["seconds"])
+                x_boto = paired_ratio(r["per_run"], boto[op]["per_run"]) if boto[op] else None
+                cpu, io = s3_server_cells(r)
                 out.append(f"| {op} | {r['what']} | {s:.3f} | {state / MIB / s:.0f} | "
-                           f"{fmt_ratio(paired_ratio(r['per_run'], curl[op]['per_run']))} | "
-                           f"{median_of(r, 'client_cpu'):.2f} | {median_of(r, 'server_cpu'):.2f} | "
-                           f"{float(r['server_read']) / MIB:.0f}, {float(r['server_written']) / MIB:.0f} | "
-                           f"{fmt_rss(int(r['rss_above'])) if r['who'] == 'ckpt' else ''} |")
+                           f"{fmt_ratio(paired_ratio(r['per_run'], curl[op]['per_run']))} | {fmt_ratio(x_boto)} | "
+                           f"{median_of(r, 'client_cpu'):.2f} | {cpu} | {io} | "
+                           f"{fmt_rss(int(r['rss_above'])) if int(r['rss_above']) >= 0 else ''} |")
         startup = by("startup", "aws")
         out += ["", f"The file: {size / MIB:.1f} MiB ({size / state:.1%} of the state)." +
                 (f" Each aws command starts a Python program: `aws s3 ls` of one object takes "
@@ -385,8 +437,7 @@ def s3_tables(path, meta):
                 f"{m['what'].split('multipart, ')[1]} took {float(m['seconds']):.2f} s, {median_of(m, 'parts'):.2f} s "
                 f"until every part was up, then {done:.2f} s for the CompleteMultipartUpload alone "
                 f"({100 * statistics.median(float(c) / float(t) for c, t in zip(complete, m['per_run'].split(','))):.0f}% "
-                f"of that upload), in which s3rver reads the parts back, MD5s them and writes the object a second time; "
-                f"one PUT pays none of it. That completion is "
+                f"of that upload), {S3_COMPLETION.get(server, 'one PUT has no completion')}. That completion is "
                 f"{100 * statistics.median(shares):.0f}% of ckpt's default save ({float(save['seconds']):.2f} s) and "
                 f"{of_gap}. ckpt's default save is {fmt_ratio(paired_ratio(save['per_run'], m['per_run']))}x curl's "
                 f"multipart upload of the same layout.")
@@ -401,6 +452,9 @@ def s3_tables(path, meta):
                 if op == "save" and multipart:
                     extra.append(f"{fmt_ratio(paired_ratio(default[op]['per_run'], multipart[0]['per_run']))}x "
                                  f"curl's multipart upload of the same parts")
+                if boto[op]:
+                    extra.append(f"{fmt_ratio(paired_ratio(default[op]['per_run'], boto[op]['per_run']))}x boto3 "
+                                 f"with the same {'parts' if op == 'save' else 'ranges'} and parallelism")
                 if others:
                     best, r = max(others, key=lambda o: o[0] or 0)
                     extra.append(f"with a larger part_size at best {fmt_ratio(best)}x, {s3_layout(r)}")
