@@ -127,14 +127,19 @@ CheckpointManager::CheckpointManager(std::string dir, Options options)
     if (options_.async) snapshots_ = SnapshotPool::create(options_.queue_depth, options_.max_staging_bytes);
     last_save_ns_ = now_ns();
     // Only where the storage tells its free space (not an object store, which it would cost requests).
-    if (!options_.read_only && options_.storage->free_bytes(dir_)) {
-        const std::vector<Step> on_disk = steps();
-        if (!on_disk.empty()) {
-            try {
+    bool knows_free_space = false;
+    try {
+        knows_free_space = !options_.read_only && options_.storage->free_bytes(dir_).has_value();
+    } catch (const Error&) {
+        // a save asks again, and fails with the storage's error
+    }
+    if (knows_free_space) {
+        try {
+            const std::vector<Step> on_disk = steps();
+            if (!on_disk.empty())
                 warn_if_disk_low(options_.storage->open_read(path_of(on_disk.back()))->size(), on_disk.size());
-            } catch (const Error&) {
-                // the newest file is unreadable: its size says nothing, and restoring will say what is wrong
-            }
+        } catch (const Error&) {
+            // the newest file is unreadable: its size says nothing, and restoring will say what is wrong
         }
     }
 }

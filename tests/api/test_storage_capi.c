@@ -1228,7 +1228,7 @@ static void test_storage_new_refuses_bad_tables(void) {
 
     ops.version = CKPT_STORAGE_OPS_VERSION + 1;
     CHECK(ckpt_storage_new(&storage, &ops) == CKPT_EINVAL);
-    CHECK(contains(ckpt_error_message(), "version 4 is not supported (1..3)"));
+    CHECK(contains(ckpt_error_message(), "version 5 is not supported (1..4)"));
 
     ops = store_ops(&st);
     ops.write = NULL;

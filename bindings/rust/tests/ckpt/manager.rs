@@ -263,11 +263,10 @@ fn clean_removes_what_interrupted_saves_left_and_a_dry_run_only_finds_it() {
     let step = ckpt_dir.join(".0000000002.tmp-zZ09yY");
     std::fs::create_dir(&step).unwrap();
     std::fs::write(ckpt_dir.join("notes.txt"), b"mine").unwrap();
-    let mut expected =
-        vec![
-            StaleTemporary { path: step.clone(), is_dir: true, upload: false },
-            StaleTemporary { path: file.clone(), is_dir: false, upload: false },
-        ];
+    let mut expected = vec![
+        StaleTemporary { path: step.clone(), is_dir: true, upload: false },
+        StaleTemporary { path: file.clone(), is_dir: false, upload: false },
+    ];
     expected.sort_by(|a, b| a.path.cmp(&b.path));
     let sorted = |mut v: Vec<StaleTemporary>| {
         v.sort_by(|a, b| a.path.cmp(&b.path));
