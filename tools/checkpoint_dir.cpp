@@ -114,6 +114,19 @@ std::vector<std::string> directory_entries(const std::string& dir) {
     return names;
 }
 
+std::vector<NamedCheckpoint> named_checkpoints(const std::string& dir) {
+    std::vector<NamedCheckpoint> found;
+    for (const std::string& name : directory_entries(dir)) {
+        const std::string path = join_path(dir, name);
+        struct stat st{};
+        if (::stat(path.c_str(), &st) != 0) continue;
+        const bool npz = name.size() > 4 && name.compare(name.size() - 4, 4, ".npz") == 0 && S_ISREG(st.st_mode);
+        const bool step = !npz && S_ISDIR(st.st_mode) && is_step_dir(path);
+        if (npz || step) found.push_back({name, path, step});
+    }
+    return found;
+}
+
 std::optional<int64_t> checkpoint_index(const std::string& name) {
     int64_t index = ckpt_checkpoint_idx(name.c_str());
     if (index < 0) index = ckpt_checkpoint_idx((name + ".npz").c_str());

@@ -45,6 +45,17 @@ bool is_manager_dir(const std::string& logdir);
 // Whether `path` is a directory on the local file system (stat says so).
 bool is_local_directory(const std::string& path);
 
+// A checkpoint of a local directory that is not a manager's, found by name: an .npz file, or a sharded step's
+// directory (one holding manifest.json).
+struct NamedCheckpoint {
+    std::string name;
+    std::string path;  // the directory joined with name
+    bool step = false;
+};
+// The .npz files and sharded steps of the local directory `dir`, sorted by name: what `ckpt ls DIR` lists of a
+// directory that is not a manager's, and what `ckpt verify DIR` checks there. Other files are left out.
+std::vector<NamedCheckpoint> named_checkpoints(const std::string& dir);
+
 enum class PathKind { file, step, directory };
 // What a path given to a command names. A local path: what stat says — a directory holding manifest.json is a
 // sharded step, another directory a directory, anything else (a missing path too) a file. An s3:// URL, what the

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +44,16 @@ Wanted find_array(const CatOptions& o, size_t count, const std::function<const c
     if (const std::optional<IndexedName> split = split_index(o.name))
         for (size_t i = 0; i < count; ++i)
             if (split->name == name(i)) return {i, split->name, split->index};
+    // An array's name followed by an index that is not closed ("w[1,", "w[0:2"): a malformed index, a usage error
+    // as any other text that is no index, not an unknown array.
+    const size_t open = o.name.find('[');
+    if (open != std::string::npos && open > 0 && !split_index(o.name))
+        for (size_t i = 0; i < count; ++i)
+            if (o.name.compare(0, open, name(i)) == 0 && std::strlen(name(i)) == open)
+                throw Failure(kExitUsage,
+                              fmt::format("'{}' is not an index: the ']' that closes it is missing",
+                                          o.name.substr(open)),
+                              CKPT_EINVAL);
     no_such_array(o, count, name);
 }
 

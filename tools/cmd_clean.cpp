@@ -57,7 +57,8 @@ int run_clean(const CleanOptions& o) {
     const std::string dir = directory_to_clean(o);
     if (!is_url(dir) && !is_local_directory(dir)) throw Failure(kExitIo, dir + ": not found: no such directory");
     ckpt_manager_options opts = CKPT_MANAGER_OPTIONS_INIT;
-    opts.flags = CKPT_MANAGER_NO_MAKEDIR;
+    // A dry run only reads: a read-only manager takes no lock and creates nothing (not even the lock file).
+    opts.flags = o.dry_run ? CKPT_MANAGER_READ_ONLY : CKPT_MANAGER_NO_MAKEDIR;
     opts.subdir = "";
     opts.keep = 0;  // clean applies no retention; nothing else is deleted either way
     ckpt_manager* raw = nullptr;

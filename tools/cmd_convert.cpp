@@ -142,9 +142,29 @@ void open_file(Input& input, const std::string& path) {
         auto lazy = std::make_unique<Lazy>();
         lazy->unit = ckpt_npz_itemsize(npz, i);
         lazy->nbytes = ckpt_npz_nbytes(npz, i);
-        lazy->read = [npz, i](uint64_t offset, void* dst, size_t size) {
-            return ckpt_npz_read_range(npz, i, offset, dst, size);
-        };
+        if (ckpt_npz_fortran_order(npz, i) != 0 && ckpt_npz_ndim(npz, i) > 1) {
+            // A Fortran-order array (a transposed one, as np.savez writes it) is not read in ranges: it is read
+            // whole, in C order, when the save first asks for it, and its buffer goes once the save has it all.
+            auto whole = std::make_shared<std::vector<unsigned char>>();
+            const uint64_t nbytes = lazy->nbytes;
+            lazy->read = [npz, i, whole, nbytes](uint64_t offset, void* dst, size_t size) {
+                if (whole->size() != nbytes) {
+                    whole->resize(static_cast<size_t>(nbytes));
+                    const int rc = ckpt_npz_read_into(npz, i, whole->data(), whole->size());
+                    if (rc != CKPT_OK) {
+                        whole->clear();
+                        return rc;
+                    }
+                }
+                if (size != 0) std::memcpy(dst, whole->data() + offset, size);
+                if (offset + size == nbytes) std::vector<unsigned char>().swap(*whole);
+                return CKPT_OK;
+            };
+        } else {
+            lazy->read = [npz, i](uint64_t offset, void* dst, size_t size) {
+                return ckpt_npz_read_range(npz, i, offset, dst, size);
+            };
+        }
         add_source(input, path, ckpt_npz_name(npz, i), ckpt_npz_dtype(npz, i), ckpt_npz_itemsize(npz, i),
                    ckpt_npz_ndim(npz, i), ckpt_npz_shape(npz, i), std::move(lazy));
     }

@@ -7,6 +7,7 @@
 #include "text.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -26,14 +27,16 @@ struct DiffOptions {
     std::string a, b;
     bool json = false;
     bool count = false;            // count every differing element (else stop each array at its first difference)
+    bool all_metadata = false;     // compare the manager's own "ckpt." keys too (not its metrics: those always)
     double atol = 0, rtol = 0;     // numbers equal when |a - b| <= atol + rtol * |b|; both 0: exact
 };
 
 // Whether x and y are the same number: NaN equals NaN, 0 equals -0 (compare()'s rule).
 bool same_number(double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); }
 
-void account(Comparison& c, double abs_diff, double magnitude) {
+void account(Comparison& c, double abs_diff, double magnitude, uint64_t at) {
     const double rel = abs_diff == 0 ? 0 : magnitude == 0 ? HUGE_VAL : abs_diff / magnitude;
+    if (!c.any_numeric_difference || abs_diff > c.max_abs) c.max_abs_at = at;
     c.max_abs = c.any_numeric_difference ? std::max(c.max_abs, abs_diff) : abs_diff;
     c.max_rel = c.any_numeric_difference ? std::max(c.max_rel, rel) : rel;
     c.any_numeric_difference = true;
@@ -69,7 +72,7 @@ Comparison compare_within(const ArrayView& a, const ArrayView& b, const DiffOpti
         if (nan)
             ++c.nan_mismatches;
         else
-            account(c, d, std::abs(x));
+            account(c, d, std::abs(x), i);
     }
     return c;
 }
@@ -157,7 +160,29 @@ Json array_entry(const std::string& name) {
     j["nan_mismatches"] = nullptr;
     j["max_abs_diff"] = nullptr;
     j["max_rel_diff"] = nullptr;
+    j["max_abs_diff_index"] = nullptr;
     return j;
+}
+
+// The manager's own record of a save (its index, its time, ...) that diff leaves out unless --all-metadata: two saves
+// of one state differ there only. Its metrics (ckpt.metric.*) are the user's numbers and are compared.
+bool manager_key(const std::string& key) { return key.rfind("ckpt.", 0) == 0 && key.rfind("ckpt.metric.", 0) != 0; }
+
+// The position of element `flat` (C order) of an array of `shape`, one index per axis.
+std::vector<int64_t> unravel(uint64_t flat, const std::vector<int64_t>& shape) {
+    std::vector<int64_t> index(shape.size());
+    for (size_t k = shape.size(); k-- > 0;) {
+        const uint64_t n = static_cast<uint64_t>(std::max<int64_t>(shape[k], 1));
+        index[k] = static_cast<int64_t>(flat % n);
+        flat /= n;
+    }
+    return index;
+}
+
+// "w[3, 7]" as numpy indexes it ("w[()]" for a 0-d array).
+std::string element_text(const std::string& name, const std::vector<int64_t>& index) {
+    if (index.empty()) return name + "[()]";
+    return fmt::format("{}[{}]", name, fmt::join(index, ", "));
 }
 
 std::string number_text(double v) {
@@ -187,12 +212,14 @@ ArrayView read_array(Input& in, size_t i, Scratch& scratch, Progress& progress) 
     return view;
 }
 
-void merge(Comparison& into, const Comparison& piece) {
+// Adds the comparison of a piece that starts at element `first` of its array.
+void merge(Comparison& into, const Comparison& piece, uint64_t first) {
     into.elements += piece.elements;
     into.differing += piece.differing;
     into.nan_mismatches += piece.nan_mismatches;
     into.numeric = piece.numeric;
     if (piece.any_numeric_difference) {
+        if (!into.any_numeric_difference || piece.max_abs > into.max_abs) into.max_abs_at = first + piece.max_abs_at;
         into.max_abs = into.any_numeric_difference ? std::max(into.max_abs, piece.max_abs) : piece.max_abs;
         into.max_rel = into.any_numeric_difference ? std::max(into.max_rel, piece.max_rel) : piece.max_rel;
         into.any_numeric_difference = true;
@@ -229,7 +256,7 @@ Comparison compare_arrays(Input& a, size_t i, Input& b, size_t j, Scratch& scrat
         va.shape = vb.shape = {static_cast<int64_t>(k / item)};
         va.data = da;
         vb.data = db;
-        merge(c, compare_within(va, vb, o));
+        merge(c, compare_within(va, vb, o), at / item);
         if (at + k == n) return c;
         if (!o.count && c.differing != 0) {
             stopped = true;
@@ -318,6 +345,8 @@ int compare_files(const DiffOptions& o) {
         const bool have_max = c.numeric && c.any_numeric_difference;
         entry["max_abs_diff"] = have_max ? json_number(c.max_abs) : Json(nullptr);
         entry["max_rel_diff"] = have_max ? json_number(c.max_rel) : Json(nullptr);
+        const std::vector<int64_t> where = unravel(c.max_abs_at, sa.shape);
+        entry["max_abs_diff_index"] = have_max ? Json(where) : Json(nullptr);
         if (c.differing == 0) {
             entry["status"] = "equal";
             ++equal;
@@ -327,7 +356,8 @@ int compare_files(const DiffOptions& o) {
             std::string line = fmt::format("{}: {} of {} element{} differ{}", name, c.differing, c.elements,
                                            c.elements == 1 ? "" : "s", c.differing == 1 ? "s" : "");
             if (have_max)
-                line += fmt::format(", max abs diff {}, max rel diff {}", number_text(c.max_abs), number_text(c.max_rel));
+                line += fmt::format(", max abs diff {} at {}, max rel diff {}", number_text(c.max_abs),
+                                    element_text(name, where), number_text(c.max_rel));
             if (c.nan_mismatches != 0) line += fmt::format(", {} NaN where the other is not", c.nan_mismatches);
             lines.push_back(line);
         }
@@ -349,6 +379,7 @@ int compare_files(const DiffOptions& o) {
     }
 
     Json metadata = Json::array();
+    std::vector<std::string> ignored;  // the manager's own keys that differ, left out
     for (int pass = 0; pass < 2; ++pass) {
         const Input& first = pass == 0 ? a : b;
         const Input& other = pass == 0 ? b : a;
@@ -358,6 +389,10 @@ int compare_files(const DiffOptions& o) {
             const char* theirs = other.metadata(key);
             if (pass == 1 && theirs != nullptr) continue;  // compared in the first pass
             if (theirs != nullptr && std::string(mine) == theirs) continue;
+            if (!o.all_metadata && manager_key(key)) {
+                ignored.push_back(key);
+                continue;
+            }
             Json m;
             m["key"] = key;
             m["status"] = theirs == nullptr ? (pass == 0 ? "only_in_a" : "only_in_b") : "changed";
@@ -382,10 +417,14 @@ int compare_files(const DiffOptions& o) {
         out["equal"] = same;
         out["arrays"] = arrays;
         out["metadata"] = metadata;
+        out["metadata_ignored"] = ignored;
         print_json(out);
     } else {
         std::cout << fmt::format("A = {}\nB = {}\n", o.a, o.b);
         for (const std::string& line : lines) std::cout << line << '\n';
+        if (!ignored.empty())
+            std::cout << fmt::format("not compared: {} (the checkpoint manager's record of the save; --all-metadata "
+                                     "compares it)\n", fmt::join(ignored, ", "));
         if (same) {
             std::cout << fmt::format("equal: {} array{} and the metadata\n", equal, equal == 1 ? "" : "s");
         } else {
@@ -424,12 +463,17 @@ Command add_diff(CLI::App& parent) {
     app->footer("Values are compared as numbers (bfloat16, float16 and float8 too): NaN equals NaN and 0 equals -0; "
                 "with --atol/--rtol, a equals b when |a - b| <= atol + rtol * |b| (numpy.isclose). An array's "
                 "comparison stops at its first difference unless --count is given, which counts the differing "
-                "elements and gives the largest |b - a| and |b - a| / |a|. Exit status 0 when equal, 1 when "
+                "elements and gives the largest |b - a| (and where it is) and |b - a| / |a|. The checkpoint "
+                "manager's own metadata keys (ckpt.saved_at, ckpt.index, ...) are not compared unless "
+                "--all-metadata is given. Exit status 0 when equal, 1 when "
                 "different, 2 for trouble (a file missing, unreadable, corrupt or not an npz; a usage error).");
     app->add_option("A", o->a, "the first .npz file")->required();
     app->add_option("B", o->b, "the second .npz file")->required();
     app->add_flag("--json", o->json, "one JSON document (docs/cli.md)");
     app->add_flag("--count", o->count, "count every differing element (default: stop each array at its first)");
+    app->add_flag("--all-metadata", o->all_metadata,
+                  "also compare the checkpoint manager's own keys (ckpt.saved_at, ckpt.index, ...), which differ "
+                  "between two saves of the same state; its metrics (ckpt.metric.*) are always compared");
     const CLI::Validator kTolerance(
         [](const std::string& text) {
             char* end = nullptr;

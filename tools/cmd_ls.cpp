@@ -60,6 +60,9 @@ struct Entry {
     std::vector<std::pair<std::string, std::string>> metadata;
     std::optional<Verdict> verdict;
     std::string error;
+    // What is wrong with it in verify's words ("corrupt", "not-npz", "unsupported", "unreadable"; "incomplete" for
+    // a step without its manifest), from opening it or from --verify; empty when nothing was found wrong.
+    std::string problem;
     int exit_code = kExitOk;
     std::string time_key;  // the key of kTimeKeys the saving time came from, or "" for the file's mtime
     bool sharded = false;  // a step directory of shards
@@ -176,6 +179,7 @@ Entry inspect(const std::string& path, std::optional<int64_t> index, bool sharde
         if (::stat(e.path.c_str(), &st) != 0) {
             e.error = fmt::format("{}: cannot stat: {}", e.path, std::strerror(errno));
             e.exit_code = kExitIo;
+            e.problem = "unreadable";
             return e;
         }
         e.size = static_cast<uint64_t>(st.st_size);
@@ -201,14 +205,19 @@ Entry inspect(const std::string& path, std::optional<int64_t> index, bool sharde
         }
     }
     if (rc != CKPT_OK) {
+        Verdict failed;  // named as verify names it
+        failed.path = e.path;
+        set_failure(failed, rc, true);
         e.rc = rc;
-        e.error = ckpt_message(rc, e.path);
-        e.exit_code = open_exit_code(rc, e.error);
+        e.error = failed.error;
+        e.exit_code = failed.exit_code;
+        e.problem = failed.verdict;
     }
     if (o.verify) {
         e.verdict = e.sharded ? verify_step(e.path, progress, scratch) : verify_file(e.path, progress, scratch);
         if (e.verdict->verdict != "ok") {
             e.error = e.verdict->error;
+            e.problem = e.verdict->verdict;
             e.exit_code = std::max(e.exit_code, e.verdict->exit_code);
         }
     }
@@ -236,6 +245,7 @@ Json entry_json(const Entry& e, bool verify) {
     }
     j["verdict"] = verify && e.verdict ? Json(e.verdict->verdict) : Json(nullptr);
     j["error"] = e.error.empty() ? Json(nullptr) : Json(e.error);
+    j["problem"] = e.problem.empty() ? Json(nullptr) : Json(e.problem);
     return j;
 }
 
@@ -250,6 +260,7 @@ Entry incomplete_step(const std::string& path, std::optional<int64_t> index) {
     e.size = step_bytes(path);
     struct stat st{};
     if (::stat(path.c_str(), &st) == 0) e.mtime = st.st_mtime;
+    e.problem = "incomplete";
     e.error = path + ": incomplete: a sharded step without its manifest.json (a save in progress or cut short)";
     return e;
 }
@@ -304,16 +315,12 @@ Listing manager_listing(const LsOptions& o, Progress& progress, Scratch& scratch
 }
 
 // A local directory that is not a manager's: its .npz files and step directories, by name.
-Listing plain_listing(const LsOptions& o, Progress& progress, Scratch& scratch, int& status) {
+Listing plain_listing(const std::string& dir, const LsOptions& o, Progress& progress, Scratch& scratch, int& status) {
     Listing l;
-    l.directory = l.path = o.logdir;
+    l.directory = l.path = dir;
     l.manager = false;
-    for (const std::string& name : directory_entries(o.logdir)) {
-        const std::string path = join_path(o.logdir, name);
-        const bool npz = name.size() > 4 && name.compare(name.size() - 4, 4, ".npz") == 0 && local_file(path);
-        const bool step = !npz && is_local_directory(path) && is_step_dir(path);
-        if (!npz && !step) continue;
-        Entry e = inspect(path, checkpoint_index(name), step, o, progress, scratch);
+    for (const NamedCheckpoint& c : named_checkpoints(dir)) {
+        Entry e = inspect(c.path, checkpoint_index(c.name), c.step, o, progress, scratch);
         status = std::max(status, e.exit_code);
         l.entries.push_back(std::move(e));
     }
@@ -337,9 +344,12 @@ int run_ls(const LsOptions& o) {
         status = e.exit_code;
         l.entries.push_back(std::move(e));
     } else if (local && !o.subdir && is_local_directory(o.logdir) && !is_manager_dir(o.logdir)) {
-        l = plain_listing(o, progress, scratch, status);
+        l = plain_listing(o.logdir, o, progress, scratch, status);
     } else {
         l = manager_listing(o, progress, scratch, status);
+        // --subdir naming a directory of .npz files that no manager numbered (`--subdir ""` of one): those files.
+        if (local && l.entries.empty() && l.temporaries.empty() && !named_checkpoints(l.directory).empty())
+            l = plain_listing(l.directory, o, progress, scratch, status);
     }
     progress.clear();
 
@@ -376,7 +386,7 @@ int run_ls(const LsOptions& o) {
         std::vector<std::string> row = {first, e.size ? human_size(*e.size, o.bytes) : "-", saved_text(e),
                                         e.opened ? fmt::format("{}", e.arrays) : "-"};
         if (o.verify) row.push_back(e.verdict ? e.verdict->verdict : "-");
-        row.push_back(e.opened ? summary(e) : e.incomplete ? "incomplete (below)" : "unreadable (below)");
+        row.push_back(e.opened ? summary(e) : e.problem + " (below)");
         table.add(row);
     }
     if (!l.entries.empty()) std::cout << table.render();

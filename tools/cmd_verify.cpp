@@ -176,31 +176,42 @@ int run_verify(const VerifyOptions& o) {
             report(check(target, kind == PathKind::step), kind == PathKind::step);
             continue;
         }
+        // A local directory that is not a manager's (its .npz files and steps by name), or one where the manager
+        // finds no numbered checkpoints but such files are: those are verified, as `ckpt ls` lists them.
+        const bool local = !is_url(target);
         std::optional<CheckpointDir> dir;
-        std::string error;
+        std::string error, directory = o.subdir ? join_path(target, *o.subdir) : target;
         int code = kExitOk;
-        try {
-            dir = open_checkpoint_dir(target, o.subdir);
-        } catch (const Failure& f) {
-            error = f.what();
-            code = f.exit_code();
+        if (!local || o.subdir || is_manager_dir(target)) {
+            try {
+                dir = open_checkpoint_dir(target, o.subdir);
+                directory = dir->directory;
+            } catch (const Failure& f) {
+                error = f.what();
+                code = f.exit_code();
+            }
         }
-        if (!dir) {
+        std::vector<NamedCheckpoint> named;
+        if (local && (dir ? dir->indices.empty() : error.empty())) named = named_checkpoints(directory);
+        const size_t found = named.empty() && dir ? dir->indices.size() : named.size();
+        if (error.empty() && found == 0) {
+            error = directory + ": nothing to verify: no checkpoints" +
+                    (local ? " and no .npz files or sharded steps in it" : "");
+            code = kExitIo;
+        }
+        if (!error.empty()) {
             status = std::max(status, code);
             if (o.json) {
-                directories.push_back(Json{{"path", target}, {"checkpoints", nullptr}, {"error", error}});
+                directories.push_back(Json{{"path", directory}, {"checkpoints", nullptr}, {"error", error}});
             } else {
                 progress.clear();
                 std::cout << error << '\n';
             }
             continue;
         }
-        if (o.json) {
-            directories.push_back(Json{{"path", dir->directory}, {"checkpoints", dir->indices.size()}, {"error", nullptr}});
-        } else if (dir->indices.empty()) {
-            progress.clear();
-            std::cout << dir->directory << ": no checkpoints\n";
-        }
+        if (o.json) directories.push_back(Json{{"path", directory}, {"checkpoints", found}, {"error", nullptr}});
+        for (const NamedCheckpoint& c : named) report(check(c.path, c.step), c.step);
+        if (!named.empty()) continue;
         for (int64_t index : dir->indices) {
             const std::string path = dir->path_of(index);
             const bool step = CheckpointDir::is_step(path);

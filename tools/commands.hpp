@@ -27,6 +27,7 @@ Command add_diff(CLI::App& parent);
 Command add_cat(CLI::App& parent);
 Command add_convert(CLI::App& parent);
 Command add_clean(CLI::App& parent);
+Command add_stats(CLI::App& parent);
 
 // The full check of one file (ckpt verify, ckpt ls --verify): open it, then read every array into scratch memory,
 // which checks the zip structure, every npy header, every size and every CRC-32.

@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
         "`ckpt COMMAND --help` or `ckpt help COMMAND` describes a command; docs/cli.md has the JSON schemas.");
     std::vector<Command> commands = {add_ls(app), add_show(app), add_verify(app),
                                      add_diff(app), add_cat(app), add_convert(app),
-                                     add_clean(app)};
+                                     add_clean(app), add_stats(app)};
     make_sentences(app);
     std::vector<std::string> names;
     for (const Command& c : commands) names.push_back(c.app->get_name());

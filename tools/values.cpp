@@ -87,11 +87,14 @@ std::complex<double> complex_at(uint32_t dtype, const unsigned char* p) {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Folds one differing pair of numbers into the comparison (neither is NaN).
-void account(Comparison& c, double abs_diff, double magnitude_a) {
-    c.any_numeric_difference = true;
+void account(Comparison& c, double abs_diff, double magnitude_a, uint64_t at) {
     const double rel = magnitude_a == 0 ? kInf : (std::isinf(abs_diff) ? kInf : abs_diff / magnitude_a);
-    if (abs_diff > c.max_abs) c.max_abs = abs_diff;
+    if (!c.any_numeric_difference || abs_diff > c.max_abs) {
+        c.max_abs = abs_diff;
+        c.max_abs_at = at;  // the first element where the largest difference is
+    }
     if (rel > c.max_rel) c.max_rel = rel;
+    c.any_numeric_difference = true;
 }
 
 bool same_real(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
@@ -170,6 +173,9 @@ Kind kind_of(uint32_t dtype) {
     }
 }
 
+int64_t signed_item(const ArrayView& a, uint64_t i) { return signed_at(a.dtype, a.item(i)); }
+uint64_t unsigned_item(const ArrayView& a, uint64_t i) { return unsigned_at(a.dtype, a.item(i)); }
+
 uint64_t ArrayView::count() const {
     uint64_t n = 1;
     for (int64_t d : shape) n *= static_cast<uint64_t>(d);
@@ -202,7 +208,7 @@ Comparison compare(const ArrayView& a, const ArrayView& b) {
                 const uint64_t x = unsigned_at(a.dtype, a.item(i)), y = unsigned_at(a.dtype, b.item(i));
                 if (x == y) continue;
                 ++c.differing;
-                account(c, static_cast<double>(x > y ? x - y : y - x), static_cast<double>(x));
+                account(c, static_cast<double>(x > y ? x - y : y - x), static_cast<double>(x), i);
             }
             break;
         case Kind::signed_integer:
@@ -213,7 +219,7 @@ Comparison compare(const ArrayView& a, const ArrayView& b) {
                 ++c.differing;
                 const __int128 d = static_cast<__int128>(y) - static_cast<__int128>(x);
                 const __int128 mag = x < 0 ? -static_cast<__int128>(x) : static_cast<__int128>(x);
-                account(c, static_cast<double>(d < 0 ? -d : d), static_cast<double>(mag));
+                account(c, static_cast<double>(d < 0 ? -d : d), static_cast<double>(mag), i);
             }
             break;
         case Kind::real: {
@@ -227,7 +233,7 @@ Comparison compare(const ArrayView& a, const ArrayView& b) {
                     ++c.nan_mismatches;
                     continue;
                 }
-                account(c, std::isinf(x) || std::isinf(y) ? kInf : std::fabs(y - x), std::fabs(x));
+                account(c, std::isinf(x) || std::isinf(y) ? kInf : std::fabs(y - x), std::fabs(x), i);
             }
             break;
         }
@@ -243,7 +249,7 @@ Comparison compare(const ArrayView& a, const ArrayView& b) {
                 }
                 const bool infinite = std::isinf(x.real()) || std::isinf(x.imag()) || std::isinf(y.real()) ||
                                       std::isinf(y.imag());
-                account(c, infinite ? kInf : std::abs(y - x), std::abs(x));
+                account(c, infinite ? kInf : std::abs(y - x), std::abs(x), i);
             }
             break;
         case Kind::text:

@@ -33,6 +33,9 @@ struct ArrayView {
 // ("unicode<5>" holds 5 characters, "bytes<3>" and "void<4>" that many bytes).
 std::string dtype_label(uint32_t dtype, size_t itemsize);
 
+// Element i of a signed integer array, and of a boolean or unsigned integer array, exactly.
+int64_t signed_item(const ArrayView& a, uint64_t i);
+uint64_t unsigned_item(const ArrayView& a, uint64_t i);
 // Element i of a boolean, integer or real array as a double (exact for every type but 64-bit integers past 2^53).
 double real_at(const ArrayView& a, uint64_t i);
 
@@ -47,6 +50,7 @@ struct Comparison {
     bool any_numeric_difference = false;  // a differing element where neither side is NaN
     double max_abs = 0;
     double max_rel = 0;
+    uint64_t max_abs_at = 0;  // the element (in C order) of the largest absolute difference
 };
 Comparison compare(const ArrayView& a, const ArrayView& b);
 

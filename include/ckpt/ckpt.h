@@ -295,6 +295,9 @@ CKPT_API int ckpt_npz_options_init(ckpt_npz_options *opts, uint32_t version);
 
 /* Saves `vars` to `path` as an .npz that numpy.load reads, atomically and durably: the bytes go to a temporary
  * file beside `path` (".<name>.tmp-XXXXXX"), which is fsynced, renamed over `path`, and the directory fsynced.
+ * Then (on the local file system) the temporaries that earlier saves of `path` left when they were killed are
+ * removed — those whose writer is gone; a save of `path` still running elsewhere keeps its own (every atomic save,
+ * a writer's and a manager's too, does this for its file).
  * On any failure `path` keeps its previous content (or stays absent) and the temporary file is removed — except
  * when only the final directory fsync fails: the new file is then in place but may not survive a power loss, and
  * the save still reports CKPT_EIO. Arrays are written in collection order; an empty collection writes a valid empty archive.
@@ -580,7 +583,8 @@ typedef int (*ckpt_save_fn)(ckpt_sink *sink, void *payload);
  * CKPT_ENOMEM, CKPT_ERROR (no thread could be started). */
 CKPT_API int ckpt_writer_new(ckpt_writer **out, const ckpt_writer_options *opts);
 /* Saves what fn writes to <out_dir>/<filename> (out_dir NULL: the writer's). Atomic and durable unless flags has
- * CKPT_APPEND. For background kinds fn runs later on the writer's thread: payload must stay valid until then
+ * CKPT_APPEND; an atomic save then removes the stale temporaries of <filename> that killed saves left, as
+ * ckpt_npz_save does. For background kinds fn runs later on the writer's thread: payload must stay valid until then
  * (ckpt_writer_wait). Blocks while the writer's queue is full.
  * If a ckpt_sink_write fails, the save fails with that error whatever fn returns (the target is left alone).
  * Returns CKPT_OK (for background kinds: queued); the error of an earlier background save, in which case this save
@@ -887,15 +891,17 @@ typedef void (*ckpt_clean_fn)(const char *path, int is_dir, void *payload);
 /* Removes the temporaries that interrupted saves (a killed process, a lost machine) left in the manager's
  * directory: those of checkpoint files (".0000000300.npz.tmp-XXXXXX"), sharded saves' staging directories and step
  * directories without a manifest — what the first save of a manager removes anyway — and the temporary of any
- * other ckpt save of an .npz file there (".NAME.npz.tmp-XXXXXX"). Nothing whose name ckpt does not make is touched,
- * except unfinished writes (a storage's list_incomplete: on S3, every incomplete multipart upload under the
- * directory, which only an interrupted save leaves), which are abandoned.
+ * other ckpt save there (".NAME.npz.tmp-XXXXXX", ".progress.txt.tmp-XXXXXX" of a writer's save). Nothing whose name
+ * ckpt does not make is touched (ckpt signs the last two characters of its temporaries' names), and on the local
+ * file system no temporary a live save of any process is writing (each holds an flock on its temporary). Unfinished
+ * writes (a storage's list_incomplete: on S3, every incomplete multipart upload under the directory, which only an
+ * interrupted save leaves) are abandoned too.
  * It takes the directory as a save does, so it refuses (CKPT_EBUSY, naming the holder) while a manager of another
- * process holds it; a plain save into the directory at that moment (one that holds no lock) fails, keeping the file
- * it was replacing. Waits for this manager's own background saves first. fn (may be NULL) is called per temporary;
- * count (may be NULL) receives how many there were. Returns CKPT_OK, CKPT_EBUSY, CKPT_EINVAL (NULL m, unknown flags,
- * a read-only manager, a comm of more than one rank), CKPT_EIO (one would not go; the others were still removed)
- * or the storage's error. */
+ * process holds it. With CKPT_CLEAN_DRY_RUN it only reads: no lock is taken or created, it is refused the same
+ * way, and it works on a read-only manager and a directory it cannot write. Waits for this manager's own background
+ * saves first. fn (may be NULL) is called per temporary; count (may be NULL) receives how many there were. Returns
+ * CKPT_OK, CKPT_EBUSY, CKPT_EINVAL (NULL m, unknown flags, a read-only manager without CKPT_CLEAN_DRY_RUN, a comm
+ * of more than one rank), CKPT_EIO (one would not go; the others were still removed) or the storage's error. */
 CKPT_API int ckpt_manager_clean(ckpt_manager *m, uint32_t flags, ckpt_clean_fn fn, void *payload, size_t *count);
 /* Waits for background saves; returns the first error not yet reported (CKPT_OK if none). With a comm and
  * CKPT_MANAGER_ASYNC it commits the step saved last (collective: every rank calls it), returning its error on every

@@ -266,14 +266,23 @@ void CheckpointManager::remove_stale_temporaries() {
 }
 
 size_t CheckpointManager::clean(bool dry_run, const std::function<void(const StaleTemporary&)>& each) {
-    if (options_.read_only) fail(Code::invalid, "{}: the manager was opened read-only (CKPT_MANAGER_READ_ONLY)", dir_);
+    if (options_.read_only && !dry_run)
+        fail(Code::invalid, "{}: the manager was opened read-only (CKPT_MANAGER_READ_ONLY)", dir_);
     if (options_.comm && options_.comm->size() > 1)
         fail(Code::invalid, "{}: clean is for one process, not a manager over {} ranks", dir_, options_.comm->size());
     writer_->drain();  // this manager's own saves in flight are not stale
+    if (dry_run && !owns_directory()) {
+        // A dry run only reads: it takes no lock (which would create the lock file), but it is refused as a clean
+        // is while another manager holds the directory, whose saves may be writing what it would list.
+        options_.storage->check_unlocked(dir_);
+        const auto found = find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::any);
+        for (const StaleTemporary& t : found) each(t);
+        return found.size();
+    }
     claim(false);
     size_t done = 0;
     const bool owned = while_owner("clean", [&] {
-        const auto found = find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::any_npz);
+        const auto found = find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::any);
         if (dry_run) {
             for (const StaleTemporary& t : found) each(t);
             done = found.size();

@@ -119,11 +119,12 @@ public:
     // took it over: its lock stays with that one). Idempotent.
     void close();
     // Removes the temporaries interrupted saves left in the directory: what the first save removes (see claim())
-    // and the temporary of any ckpt save of an .npz file there (".<name>.npz.tmp-XXXXXX"); with dry_run, only
-    // finds them. Takes the directory first: Error(busy) naming the holder while another process's
-    // manager holds it. A save into the directory that holds no lock (not a manager's) fails if its temporary goes.
-    // Calls `each` for every one removed (dry_run: found) and returns how many. Error(invalid) when read-only or
-    // over several ranks; Error(io) after trying them all when one would not go.
+    // and the temporary of any other ckpt save there (TemporaryKinds::any), but none that a live save is writing
+    // where the storage tells (Storage::temp_in_use); with dry_run, only finds them. Takes the directory first:
+    // Error(busy) naming the holder while another process's manager holds it; a dry run takes nothing and writes
+    // nothing, and is refused the same way. Calls `each` for every one removed (dry_run: found) and returns how
+    // many. Error(invalid) when read-only (except for a dry run) or over several ranks; Error(io) after trying them
+    // all when one would not go.
     size_t clean(bool dry_run, const std::function<void(const StaleTemporary&)>& each);
     // Whether this manager owns its directory: it has saved (or otherwise claimed it), and no newer manager of this
     // process took it over since.

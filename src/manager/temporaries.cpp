@@ -9,11 +9,7 @@ namespace ckpt {
 
 namespace {
 
-constexpr std::string_view kTempMarker = ".tmp-";
 constexpr std::string_view kNpzSuffix = ".npz";
-
-// The name a temporary stands in for: ".x.npz.tmp-AbC123" -> "x.npz".
-std::string target_of(const std::string& temp) { return temp.substr(1, temp.rfind(kTempMarker) - 1); }
 
 bool ends_with(const std::string& s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -34,14 +30,17 @@ std::vector<StaleTemporary> find_stale_temporaries(Storage& storage, const std::
     }
     for (const std::string& name : entries.files) {
         if (!is_temp_name(name)) continue;
-        const std::string target = target_of(name);
-        const bool wanted = checkpoint_index(target).has_value() ||
-                            (kinds == TemporaryKinds::any_npz && ends_with(target, kNpzSuffix));
-        if (wanted) found.push_back({join_path(dir, name), false});
+        const std::string target = temp_target(name);
+        const bool checkpoint = checkpoint_index(target).has_value();
+        const bool npz_or_checkpoint = checkpoint || ends_with(target, kNpzSuffix);
+        const bool wanted = kinds == TemporaryKinds::any ? is_ckpt_temp_name(name, npz_or_checkpoint) : checkpoint;
+        const std::string path = join_path(dir, name);
+        // A save still writing it — a plain save that holds no lock, of this process or another — keeps it.
+        if (wanted && storage.temp_in_use(path) != std::optional<bool>(true)) found.push_back({path, false});
     }
     for (const std::string& name : storage.list_incomplete(dir)) {
         const size_t slash = name.find('/');
-        const bool wanted = kinds == TemporaryKinds::any_npz ||
+        const bool wanted = kinds == TemporaryKinds::any ||
                             (slash == std::string::npos ? checkpoint_index(name).has_value()
                                                         : step_dir_index(name.substr(0, slash)).has_value());
         if (wanted) found.push_back({join_path(dir, name), false, true});

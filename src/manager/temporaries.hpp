@@ -24,12 +24,14 @@ enum class TemporaryKinds {
     checkpoints,  // those of checkpoints: ".<checkpoint file>.tmp-XXXXXX", sharded saves' staging and set-aside
                   // directories, step directories without a manifest, and unfinished writes of checkpoint files
                   // and of the files in step directories
-    any_npz,      // those, the temporary of any ckpt save of an .npz file (".<name>.npz.tmp-XXXXXX"), and every
+    any,          // those, the temporary of any other ckpt save (".<name>.npz.tmp-XXXXXX" of an .npz file, and
+                  // ".<name>.tmp-XXXXXX" of any other file where its name is signed: is_ckpt_temp_name), and every
                   // unfinished write under the directory
 };
 
-// The stale temporaries of `dir`, directories first. Only names ckpt makes: never a file that is not ckpt's.
-// A storage that cannot list directories has only files to report.
+// The stale temporaries of `dir`, directories first. Only names ckpt makes: never a file that is not ckpt's. A file
+// that a save is still writing (Storage::temp_in_use) is not stale. A storage that cannot list directories has only
+// files to report.
 std::vector<StaleTemporary> find_stale_temporaries(Storage& storage, const std::string& dir, TemporaryKinds kinds);
 
 // Removes each of `found`, calling `removed` after each removal and `failed` with the error's message for one that

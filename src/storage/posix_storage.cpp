@@ -129,6 +129,7 @@ public:
         : fd_(fd), path_(std::move(path)), patchable_(patchable) {}
     ~PosixOutputFile() override {
         if (fd_ >= 0) ::close(fd_);
+        if (lock_fd_ >= 0) ::close(lock_fd_);
     }
 
     // Start writing back what is written every kWritebackBytes, instead of leaving it all for the fsync: a save of
@@ -183,11 +184,16 @@ public:
     void close() override {
         const int fd = fd_;
         fd_ = -1;
+        // A temporary's flock (hold_temp) outlives the close, until this object goes after the rename: a cleaner
+        // must not take the closed but not yet renamed temporary for a killed save's. (Without a descriptor to spare
+        // the window is only the rename's.)
+        if (patchable_) lock_fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
         if (::close(fd) != 0) fail_errno(errno, fmt::format("{}: close failed", path_));
     }
 
 private:
     int fd_;
+    int lock_fd_ = -1;
     std::string path_;
     bool patchable_;
     uint64_t written_ = 0;  // bytes written
@@ -301,6 +307,25 @@ private:
     int fd_;
 };
 
+// A temporary's writer holds an flock on it for as long as it writes, so that a cleaner — a later save of the same
+// name, `ckpt clean` — of this process or another can tell a live save's temporary from one a killed process left
+// (temp_in_use): the lock goes with the descriptor, so a killed writer never leaves it held. A cleaner may find the
+// new file before it is held and remove it: then `temp` no longer names the descriptor's file, which is closed (and
+// false returned) for another name to be tried.
+bool hold_temp(int fd, const std::string& temp) {
+    while (::flock(fd, LOCK_EX) != 0) {
+        if (errno == EINTR) continue;
+        return true;  // a file system without flock: the temporary is written unheld, as before
+    }
+    struct stat held, named;
+    if (::fstat(fd, &held) == 0 && (::lstat(temp.c_str(), &named) != 0 || named.st_ino != held.st_ino ||
+                                    named.st_dev != held.st_dev)) {
+        ::close(fd);
+        return false;
+    }
+    return true;
+}
+
 class PosixStorage final : public Storage {
 public:
     std::unique_ptr<DirLock> lock(const std::string& dir) override {
@@ -325,6 +350,34 @@ public:
         return owning(fd, [&] { return std::make_unique<PosixDirLock>(fd); });
     }
 
+    void check_unlocked(const std::string& dir) override {
+        const std::string path = join_path(dir, ".ckpt.lock");
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0) {
+            if (errno == ENOENT) return;  // never locked
+            fail_errno(errno, fmt::format("{}: cannot open the lock file", path));
+        }
+        // A shared lock is refused exactly while a manager holds the exclusive one; it is released at once.
+        const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+        char pid[32] = {0};
+        const ssize_t n = held ? ::pread(fd, pid, sizeof pid - 1, 0) : 0;
+        ::close(fd);
+        if (held)
+            fail(Code::busy, "{}: locked by another checkpoint manager{}", dir,
+                 n > 0 ? fmt::format(" (pid {})", std::string(pid, static_cast<size_t>(n))) : std::string());
+    }
+
+    std::optional<bool> temp_in_use(const std::string& temp_path) override {
+        const int fd = ::open(temp_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0) return errno == ENOENT ? std::optional<bool>(false) : std::nullopt;
+        const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0;
+        const int err = errno;
+        ::close(fd);
+        if (held && err != EWOULDBLOCK) return std::nullopt;  // a file system without flock: cannot tell
+        return held;
+    }
+    bool knows_temp_owners() const override { return true; }
+
     void make_dirs(const std::string& dir) override {
         for (size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
             const std::string prefix = dir.substr(0, end);
@@ -343,6 +396,7 @@ public:
         for (int attempt = 0;; ++attempt) {
             std::string temp = join_path(dir, temp_name_for(name));
             const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+            if (fd >= 0 && !hold_temp(fd, temp)) continue;  // a cleaner removed it before it was held: another name
             if (fd >= 0) {
                 try {
                     *temp_path = temp;

@@ -11,8 +11,29 @@ namespace ckpt {
 namespace {
 constexpr std::string_view kTempMarker = ".tmp-";
 constexpr size_t kTempRandomChars = 6;
+constexpr size_t kTempSignatureChars = 2;  // the last 2 of the 6
+constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+constexpr uint64_t kAlphabetSize = sizeof kAlphabet - 1;
 
 bool is_random_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+
+// The signature of a temporary for `name` whose random characters are `random`: FNV-1a over both, in 2 characters
+// (a file of another program named in ckpt's fashion passes with a chance of 1 in 3844).
+std::string signature(const std::string& name, std::string_view random) {
+    uint64_t h = 14695981039346656037ull;
+    const auto mix = [&h](std::string_view bytes) {
+        for (char c : bytes) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    };
+    mix("ckpt temporary");
+    mix(name);
+    mix(std::string_view("\0", 1));
+    mix(random);
+    return {kAlphabet[h % kAlphabetSize], kAlphabet[(h / kAlphabetSize) % kAlphabetSize]};
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
 }  // namespace
 
 void OutputFile::patch(uint64_t, const void*, size_t) {
@@ -36,11 +57,10 @@ std::string join_path(const std::string& dir, const std::string& name) {
 }
 
 std::string temp_name_for(const std::string& name) {
-    static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     thread_local std::mt19937_64 rng{std::random_device{}()};
-    std::string s = "." + name + std::string(kTempMarker);
-    for (size_t i = 0; i < kTempRandomChars; ++i) s += kAlphabet[rng() % (sizeof kAlphabet - 1)];
-    return s;
+    std::string random;
+    for (size_t i = 0; i < kTempRandomChars - kTempSignatureChars; ++i) random += kAlphabet[rng() % kAlphabetSize];
+    return "." + name + std::string(kTempMarker) + random + signature(name, random);
 }
 
 bool is_temp_name(const std::string& name) {
@@ -51,6 +71,42 @@ bool is_temp_name(const std::string& name) {
     for (size_t i = name.size() - kTempRandomChars; i < name.size(); ++i)
         if (!is_random_char(name[i])) return false;
     return true;
+}
+
+bool is_signed_temp_name(const std::string& name) {
+    if (!is_temp_name(name)) return false;
+    const std::string_view random(name.data() + name.size() - kTempRandomChars, kTempRandomChars - kTempSignatureChars);
+    return name.compare(name.size() - kTempSignatureChars, kTempSignatureChars,
+                        signature(temp_target(name), random)) == 0;
+}
+
+std::string temp_target(const std::string& temp) { return temp.substr(1, temp.rfind(kTempMarker) - 1); }
+
+bool is_ckpt_temp_name(const std::string& name, bool npz_or_checkpoint) {
+    return is_temp_name(name) && (npz_or_checkpoint || is_signed_temp_name(name));
+}
+
+size_t remove_stale_temporaries_of(Storage& storage, const std::string& path) {
+    size_t removed = 0;
+    try {
+        const std::string dir = parent_dir(path), name = base_name(path);
+        const bool npz = ends_with(name, ".npz");
+        for (const std::string& entry : storage.list(dir)) {
+            if (!is_ckpt_temp_name(entry, npz) || temp_target(entry) != name) continue;
+            const std::string temp = join_path(dir, entry);
+            if (storage.temp_in_use(temp) != std::optional<bool>(false)) continue;
+            try {
+                storage.remove(temp);
+                ++removed;
+            } catch (const Error&) {
+                // Gone already (another save of the name removed it), or not ours to remove: either way not this
+                // save's failure.
+            }
+        }
+    } catch (...) {
+        // A listing that failed (or no memory for it): the temporaries stay for the next save, or `ckpt clean`.
+    }
+    return removed;
 }
 
 std::vector<std::string> Storage::list_dirs(const std::string& dir) {
@@ -87,8 +143,8 @@ void write_atomically(Storage& storage, const std::string& path, const std::func
             body(*file);
             file->sync();
             file->close();
+            storage.rename(temp, path);  // before the file object goes: a POSIX temporary is held until renamed
             file.reset();
-            storage.rename(temp, path);
         } catch (...) {
             file.reset();
             try {
@@ -105,6 +161,8 @@ void write_atomically(Storage& storage, const std::string& path, const std::func
     } catch (const Error& e) {
         rethrow_naming(e, path);  // a failure on the temporary names the checkpoint it was for
     }
+    // Saved: what earlier saves of this name left when they were killed goes now, once their writers are gone.
+    if (storage.knows_temp_owners()) remove_stale_temporaries_of(storage, path);
 }
 
 }  // namespace ckpt

@@ -110,6 +110,18 @@ public:
     virtual std::vector<std::string> list(const std::string& dir) = 0;
     // Opens a regular file for reading; throws Error(not_found) if it is missing.
     virtual std::unique_ptr<InputFile> open_read(const std::string& path) = 0;
+    // Throws Error(busy), as lock() does, when another holds the lock of `dir`; takes nothing and writes nothing (a
+    // dry run of a cleanup, which must work in a directory it cannot write). Storages without locking return.
+    virtual void check_unlocked(const std::string& dir) { (void)dir; }
+    // Whether the save that created the temporary file `temp_path` (through create_temp) is still writing it: true
+    // while its writer — of this process or another — holds it open, false once that writer is gone (or the file
+    // is), nullopt where the storage cannot tell (the default). A POSIX temporary carries an flock for its life.
+    virtual std::optional<bool> temp_in_use(const std::string& temp_path) {
+        (void)temp_path;
+        return std::nullopt;
+    }
+    // Whether temp_in_use can tell at all (so a save need not list its directory for nothing).
+    virtual bool knows_temp_owners() const { return false; }
     // Bytes a new file in `dir` may still take (the file system's space available to this user), or nullopt
     // when the storage cannot tell.
     virtual std::optional<uint64_t> free_bytes(const std::string& dir) {
@@ -152,10 +164,24 @@ std::string parent_dir(const std::string& path);
 std::string base_name(const std::string& path);
 // "<dir>/<name>", or just name when dir is "" or ".".
 std::string join_path(const std::string& dir, const std::string& name);
-// ".<name>.tmp-" + 6 random characters from [A-Za-z0-9].
+// ".<name>.tmp-" + 6 characters from [A-Za-z0-9]: 4 random ones and 2 that sign the name (a hash of the name and
+// the 4), so that ckpt's own temporaries can be told from other programs' files named in the same fashion.
 std::string temp_name_for(const std::string& name);
-// True for names temp_name_for makes (so a manager can clean up after a crash).
+// True for names of the form temp_name_for makes (so a manager can clean up after a crash), signed or not (ckpt
+// before 0.x did not sign them).
 bool is_temp_name(const std::string& name);
+// True for names temp_name_for made: of that form, with the signature that matches the name.
+bool is_signed_temp_name(const std::string& name);
+// The name a temporary stands in for: ".x.npz.tmp-AbC123" -> "x.npz". `temp` must be a temp name.
+std::string temp_target(const std::string& temp);
+// Whether `name` is the temporary of an interrupted ckpt save: a signed temporary of any file, or one of an .npz file
+// or a checkpoint (`npz_or_checkpoint` says whether its target is one), signed or not.
+bool is_ckpt_temp_name(const std::string& name, bool npz_or_checkpoint);
+
+// Removes the temporaries that interrupted saves of `path` left beside it (".<name of path>.tmp-XXXXXX", ckpt's
+// own) whose writer is gone, as storage.temp_in_use tells; those it cannot tell about stay. Never throws: the
+// save that calls it has succeeded already. Returns how many it removed.
+size_t remove_stale_temporaries_of(Storage& storage, const std::string& path);
 
 // The default: the local filesystem through POSIX calls.
 std::shared_ptr<Storage> posix_storage();

@@ -430,9 +430,15 @@ TEST_CASE("allocation failure in ckpt_npz_save to a file") {
                     CHECK(TempDir::list(dir) == std::vector<std::string>{"model.npz"});  // no temporary left
                     CHECK(read_file(path) == (rc == CKPT_OK ? next : previous));
                 };
+                // Once the file is renamed into place and its directory synced, the removal of stale temporaries of
+                // its name (the listing of the directory) is best effort, as a manager's retention is: out of memory
+                // there, the save has still succeeded — with the new content, which verify checks.
+                s.also_allowed = [](int rc) { return rc == CKPT_OK; };
                 const SweepResult r = sweep(s);
-                std::printf("ckpt_npz_save to a file (%s): K = %llu\n", describe(layout, compression),
-                            static_cast<unsigned long long>(r.allocations));
+                std::printf("ckpt_npz_save to a file (%s): K = %llu, %llu failing runs succeeded (cleanup)\n",
+                            describe(layout, compression), static_cast<unsigned long long>(r.allocations),
+                            static_cast<unsigned long long>(r.recovered));
+                CHECK(r.recovered < 8);  // only the cleanup's few allocations, after the commit
             }
         }
     }

@@ -95,7 +95,7 @@ def check_ls(t, doc):
             "mtime": null_on_s3(t, p, iso_utc(t)), "saved_at": saved[0], "saved_at_source": saved[1],
             "arrays": nullable(is_int(t)), "metadata": nullable(str_map(t)),
             "verdict": nullable(one_of(t, *VERDICTS)), "error": nullable(is_str(t)), "sharded": is_bool(t),
-            "incomplete": is_bool(t)}, w)
+            "incomplete": is_bool(t), "problem": nullable(one_of(t, *VERDICTS[1:], "incomplete"))}, w)
     s.obj(doc, {"directory": is_str(t), "checkpoints": list_of(t, entry), "temporaries": list_of(t, is_str(t)),
                 "manager": is_bool(t)}, "ls")
 
@@ -151,8 +151,8 @@ def check_diff(t, doc):
         "status": one_of(t, "only_in_a", "only_in_b", "dtype_changed", "shape_changed", "values_changed", "equal"),
         "a": side, "b": side, "elements": nullable(is_int(t)), "differing": nullable(is_int(t)),
         "nan_mismatches": nullable(is_int(t)), "max_abs_diff": nullable(number_or_special(t)),
-        "max_rel_diff": nullable(number_or_special(t))}, w)
+        "max_rel_diff": nullable(number_or_special(t)), "max_abs_diff_index": nullable(list_of(t, is_int(t)))}, w)
     meta = lambda v, w: s.obj(v, {"key": is_str(t), "status": one_of(t, "only_in_a", "only_in_b", "changed"),
                                   "a": nullable(is_str(t)), "b": nullable(is_str(t))}, w)
     s.obj(doc, {"a": is_str(t), "b": is_str(t), "equal": is_bool(t), "arrays": list_of(t, array),
-                "metadata": list_of(t, meta)}, "diff")
+                "metadata": list_of(t, meta), "metadata_ignored": list_of(t, is_str(t))}, "diff")

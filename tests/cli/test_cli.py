@@ -369,8 +369,9 @@ class Ls(unittest.TestCase):
         doc = run_json("ls", path("emptyrun"))
         self.assertEqual((doc["checkpoints"], doc["temporaries"]), ([], []))
         self.assertEqual(run("ls", path("emptyrun")).stdout, "%s: 0 checkpoints\n" % path("emptyrun", "ckpt"))
-        p = run("verify", path("emptyrun"))
-        self.assertEqual((p.returncode, p.stdout), (0, "%s: no checkpoints\n" % path("emptyrun", "ckpt")))
+        p = run("verify", path("emptyrun"))  # nothing to verify is no success
+        self.assertEqual((p.returncode, p.stdout), (3, "%s: nothing to verify: no checkpoints and no .npz files or "
+                                                       "sharded steps in it\n" % path("emptyrun", "ckpt")))
 
 
 class LockedDirectory(unittest.TestCase):
@@ -573,8 +574,8 @@ class Diff(unittest.TestCase):
         p = run("diff", path("diff_a.npz"), path("diff_b.npz"))
         self.assertEqual(p.returncode, 1)
         out = p.stdout
-        self.assertIn("w: 1 of 4 elements differs, max abs diff 0.5, max rel diff 0.25", out)
-        self.assertIn("bf: 1 of 3 elements differs, max abs diff 0.5, max rel diff 0.25", out)
+        self.assertIn("w: 1 of 4 elements differs, max abs diff 0.5 at w[1], max rel diff 0.25", out)
+        self.assertIn("bf: 1 of 3 elements differs, max abs diff 0.5 at bf[1], max rel diff 0.25", out)
         self.assertIn("x: dtype float32 -> float64", out)
         self.assertIn("y: shape (2, 3) -> (3, 2)", out)
         self.assertIn("only in A: gone float64 (2,)", out)
@@ -671,7 +672,10 @@ class DiffOptions(unittest.TestCase):
         d = self.big_a != self.big_b
         self.assertEqual((x["elements"], x["differing"]), (self.big_a.size, int(d.sum())))
         self.assertEqual(x["max_abs_diff"], float(np.abs(self.big_b - self.big_a).max()))
-        self.assertIn("x: 3 of 3145728 elements differ, max abs diff 4,",
+        # Where the largest difference is, across pieces of 8 MiB: numpy's argmax of it.
+        where = int(np.argmax(np.abs(self.big_b.astype(np.float64) - self.big_a)))
+        self.assertEqual(x["max_abs_diff_index"], [where])
+        self.assertIn("x: 3 of 3145728 elements differ, max abs diff 4 at x[%d]," % where,
                       run("diff", path("big_a.npz"), path("big_b.npz"), "--count").stdout)
 
     def test_stops_at_the_first_differing_piece_without_count(self):

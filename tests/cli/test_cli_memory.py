@@ -123,6 +123,17 @@ class BoundedMemory(unittest.TestCase):
     def test_verify_of_a_256_mib_deflated_array(self):
         self.assert_bounded("verify", self.deflated)
 
+    def test_stats_of_a_512_mib_stored_and_a_256_mib_deflated_array(self):
+        self.assert_bounded("stats", self.stored)
+        self.assert_bounded("stats", self.deflated)
+        out = subprocess.run([CLI, "stats", self.deflated, "--json"], capture_output=True, text=True, check=True)
+        big = json.loads(out.stdout)["arrays"][0]
+        n = (256 << 20) // 8
+        std = ((1024 ** 2 - 1) / 12) ** 0.5  # of 0..1023, each equally often
+        self.assertEqual((big["elements"], big["min"], big["max"], big["mean"], big["zeros"]),
+                         (n, 0, 1023, 511.5, n // 1024))
+        self.assertAlmostEqual(big["std"], std, places=9)
+
     def test_diff_of_a_file_with_itself_stored_and_deflated(self):
         self.assert_bounded("diff", self.stored, self.stored)
         self.assert_bounded("diff", self.deflated, self.deflated)

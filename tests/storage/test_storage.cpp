@@ -219,8 +219,49 @@ TEST_CASE("is_temp_name rejects checkpoint names and near misses") {
     CHECK(is_temp_name(".a.npz.tmp-aZ0bY1"));
 }
 
+TEST_CASE("temp_name_for signs its names so that other programs' files of the same form are not taken for ckpt's") {
+    for (const char* name : {"progress.txt", "a.npz", "0000000042.npz", "x"}) {
+        const std::string t = temp_name_for(name);
+        CHECK(is_signed_temp_name(t));
+        CHECK(temp_target(t) == name);
+        CHECK(is_ckpt_temp_name(t, false));
+    }
+    CHECK_FALSE(is_signed_temp_name(".notes.tmp-abcdef"));
+    CHECK_FALSE(is_ckpt_temp_name(".notes.tmp-abcdef", false));
+    CHECK(is_ckpt_temp_name(".a.npz.tmp-abcdef", true));  // an .npz's, as ckpt before 0.8 named them
+    // Another name's signature does not carry over.
+    const std::string t = temp_name_for("progress.txt");
+    CHECK_FALSE(is_signed_temp_name(".progress.tx_" + t.substr(std::string(".progress.txt").size())));
+}
+
 // ===============================================================================================================
 // PosixStorage
+
+TEST_CASE("PosixStorage tells a live save's temporary from one whose writer is gone") {
+    TempDir dir;
+    auto storage = posix_storage();
+    REQUIRE(storage->knows_temp_owners());
+    std::string temp;
+    auto file = storage->create_temp(dir / "progress.txt", &temp);
+    CHECK(storage->temp_in_use(temp) == std::optional<bool>(true));
+    file->write("abc", 3);
+    file->close();
+    CHECK(storage->temp_in_use(temp) == std::optional<bool>(true));  // closed but not yet renamed: still held
+    file.reset();
+    CHECK(storage->temp_in_use(temp) == std::optional<bool>(false));  // its writer is gone
+    CHECK(storage->temp_in_use(dir / ".gone.tmp-abcdef") == std::optional<bool>(false));
+
+    // The next save of the name removes the stale one, and keeps a live one's.
+    std::string live_temp;
+    auto live = storage->create_temp(dir / "progress.txt", &live_temp);
+    write_atomically(*storage, dir / "progress.txt", [](OutputFile& f) { f.write("new", 3); });
+    struct stat st;
+    CHECK(::stat(temp.c_str(), &st) != 0);
+    CHECK(::stat(live_temp.c_str(), &st) == 0);
+    live.reset();
+    CHECK(remove_stale_temporaries_of(*storage, dir / "progress.txt") == 1);
+    CHECK(::stat(live_temp.c_str(), &st) != 0);
+}
 
 TEST_CASE("PosixStorage creates temporaries beside the target with distinct temp names") {
     TempDir dir;

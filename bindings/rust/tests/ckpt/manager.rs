@@ -279,8 +279,15 @@ fn clean_removes_what_interrupted_saves_left_and_a_dry_run_only_finds_it() {
     assert_eq!(m.clean(false).unwrap(), vec![]);
     assert_eq!(std::fs::read(ckpt_dir.join("notes.txt")).unwrap(), b"mine");
     assert_eq!(m.list().unwrap(), vec![1]);
+    // A read-only manager cannot clean; its dry run only reads (no lock file is made), and is refused while another
+    // manager holds the directory, as a clean is.
     let mut reader = Manager::open(dir.path(), &ManagerOptions::new().read_only(true)).unwrap();
-    let e = reader.clean(true).unwrap_err();
+    let e = reader.clean(false).unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
     assert!(e.message().contains("read-only"), "{}", e.message());
+    assert_eq!(reader.clean(true).unwrap_err().code(), Code::Busy);
+    drop(m);
+    std::fs::write(&file, b"half a save").unwrap();
+    assert_eq!(reader.clean(true).unwrap(), vec![StaleTemporary { path: file.clone(), is_dir: false }]);
+    assert!(file.exists());
 }
