@@ -306,12 +306,27 @@ def check(code: int, *sources: Any, filename: Union[str, bytes, "os.PathLike[str
     found = [(s, s.take_error()) for s in sources if s is not None]
     source, cause = next(((s, c) for s, c in found if c is not None), (None, None))
     if cause is not None:
+        err = _with_os_error(err, cause)
         text = "%s: %s" % (type(cause).__name__, cause)
         if text not in err.message:  # a callback that gave the error its words has them in it already
             err.message += " (%s)" % text
             err.args = (err.message,)
         raise err from cause
     raise err
+
+
+def _with_os_error(err: errors.CkptError, cause: BaseException) -> errors.CkptError:
+    """A StorageError caused by a callback's OSError: a StoragePermissionError when that was a PermissionError,
+    with its errno where the message told none."""
+    if not isinstance(err, errors.StorageError) or not isinstance(cause, OSError):
+        return err
+    if isinstance(cause, PermissionError) and not isinstance(err, PermissionError):
+        fresh = errors.StoragePermissionError(err.code, err.message)
+        fresh.errno, fresh.strerror, fresh.filename = err.errno, err.strerror, err.filename
+        err = fresh
+    if err.errno is None and cause.errno is not None:
+        err.errno, err.strerror = cause.errno, cause.strerror
+    return err
 
 
 def handle_of(storage: Any) -> Tuple[Optional[int], Any]:

@@ -21,20 +21,25 @@ state, which training may already have changed); an error of a background save i
 its ``__cause__``; a call that raises such an error does not start the save it was asked for; ``finalize()`` is
 idempotent.
 """
+import atexit
+import collections
 import copy
 import ctypes
 import io
 import multiprocessing
 import os
 import pickle
+import queue
 import signal
 import threading
 import traceback
-from typing import Any, BinaryIO, Callable, List, Optional, Tuple
+import weakref
+from typing import Any, BinaryIO, Callable, Deque, List, Optional, Tuple
 
 from . import _native, _paths, errors, npz
 from ._native import lib
-from .storage import check, handle_of
+from .filesystem import LocalFileSystem, StorageFiles
+from .storage import NativeStorage, Storage, handle_of
 
 _KINDS = {"simple": _native.WRITER_SIMPLE, "thread": _native.WRITER_THREAD, "queue": _native.WRITER_QUEUE}
 
@@ -64,28 +69,32 @@ def _words(exc: BaseException) -> str:
 
 class SinkFile(io.RawIOBase):
     """The binary file object a savefun writes into: every write goes to ckpt's sink (no seeking: the bytes go
-    front to back, as they do to a pipe or an object store)."""
+    front to back, as they do to a pipe or an object store).
+
+    A write never raises: torch.save calls it from C++, where an exception ends the process. When the storage
+    refuses bytes (a full disk), the error is kept in ``sink_error``, later writes are accepted and dropped, and
+    the save fails with that error once the savefun returns, leaving the previous file as it was."""
 
     def __init__(self, sink: int) -> None:
         super().__init__()
         self._sink = sink
         self._pos = 0
-        self.sink_failed = False  # a write the storage refused: the save fails with the storage's error
+        self.sink_error = None  # type: Optional[errors.CkptError]  # the storage's refusal: the save's error
 
     def writable(self) -> bool:
         """True: the file is written front to back."""
         return True
 
     def write(self, b: Any) -> int:
-        """Appends the bytes of `b` to the file being saved; returns how many (all of them)."""
+        """Appends the bytes of `b` to the file being saved; returns how many (all of them, also after the
+        storage failed: see ``sink_error``)."""
         view = memoryview(b).cast("B")
         n = len(view)
-        if n:
+        if n and self.sink_error is None:
             buf = (ctypes.c_char * n).from_buffer_copy(view) if view.readonly else (ctypes.c_char * n).from_buffer(view)
             rc = lib.ckpt_sink_write(self._sink, buf, n)
             if rc != 0:
-                self.sink_failed = True
-                _native.check(rc)
+                self.sink_error = errors.error_for(rc, _native.message())
         self._pos += n
         return n
 
@@ -117,33 +126,156 @@ class _SaveFailed(Exception):
         self.words, self.cause = words, cause
 
 
+class _Background:
+    """A writer's background saves: one thread runs them in order, at most `depth` queued or running at once.
+    A failed save is kept, with its cause, until the next submit, wait or stop reports it, exactly once: the
+    first failure with its code, saying how many more failed and the last one's words; a submit that reports
+    one does not queue its own save."""
+
+    def __init__(self, depth: int, name: str) -> None:
+        self.depth = max(1, depth)
+        self._cond = threading.Condition()
+        self._jobs = collections.deque()  # type: Deque[Callable[[], None]]
+        self._in_flight = 0
+        self._failures = []  # type: List[errors.CkptError]
+        self._stopping = False
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+        _LIVE.add(self)
+
+    def _serve(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._stopping or self._jobs)
+                if not self._jobs:
+                    return
+                job = self._jobs.popleft()
+            failure = None
+            try:
+                job()
+            except errors.CkptError as e:
+                failure = e
+            except BaseException as e:  # noqa: B036 -- kept for the caller, never lost in this thread
+                failure = errors.CkptError(errors.ERROR, _words(e))
+                failure.__cause__ = e
+            del job  # the save's copy of the target goes before its slot is released
+            with self._cond:
+                if failure is not None:
+                    self._failures.append(failure)
+                self._in_flight -= 1
+                self._cond.notify_all()
+
+    def _report(self, not_started: Optional[str] = None) -> None:
+        """Raises the failures not yet reported (the caller holds the lock)."""
+        if not self._failures:
+            return
+        first, last, more = self._failures[0], self._failures[-1], len(self._failures) - 1
+        self._failures.clear()
+        text = first.message
+        if more:
+            text = "%s (and %d later background save%s failed too; the last: %s)" % (
+                text, more, "" if more == 1 else "s", last.message)
+        if not_started is not None:
+            text = "%s; the save of %s was not started" % (text, not_started)
+        if text == first.message:
+            raise first
+        raise errors.error_for(first.code, text) from first.__cause__
+
+    def submit(self, path: str, job: Callable[[], None]) -> None:
+        """Queues job (blocking while `depth` saves are queued or running), unless an earlier save failed: that
+        is raised instead, and job is dropped."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._in_flight < self.depth)
+            self._report(not_started=path)
+            self._jobs.append(job)
+            self._in_flight += 1
+            self._cond.notify_all()
+
+    def wait(self) -> None:
+        """Waits until every queued save is done; raises the failures not yet reported."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._in_flight == 0)
+            self._report()
+
+    def drain(self) -> None:
+        """Waits until every queued save is done, reporting nothing."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._in_flight == 0)
+
+    def stop(self) -> None:
+        """Waits for the queue, then ends the thread; raises the failures not yet reported."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._in_flight == 0)
+            self._stopping = True
+            self._cond.notify_all()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+        _LIVE.discard(self)
+        with self._cond:
+            self._report()
+
+
+_LIVE = weakref.WeakSet()  # type: weakref.WeakSet[_Background]
+
+
+@atexit.register
+def _drain_at_exit() -> None:
+    """Saves queued when the interpreter exits are completed first (their errors then go unreported)."""
+    for background in list(_LIVE):
+        background.drain()
+
+
+def _default_fs(fs: Any, out_dir: Any) -> Any:
+    """What ``writer.fs`` is: the filesystem object given (the one a ckpt.Storage wraps), else one for where the
+    writer saves — a storage in C (an s3:// out_dir, S3Storage, NativeMemory) or the local disk."""
+    if isinstance(fs, Storage):
+        return fs.fs
+    if isinstance(fs, NativeStorage):
+        return StorageFiles(repr(fs))
+    if fs is not None:
+        return fs
+    if _paths.is_url(out_dir):
+        return StorageFiles(os.fsdecode(out_dir))
+    return LocalFileSystem()
+
+
 class Writer:
     """Base class of the writers: ``writer(filename, out_dir, target, savefun=None, append=False)`` saves `target`
-    to ``<out_dir>/<filename>`` (the writer's own ``out_dir`` takes precedence when it is set, as in ppe)."""
+    to ``<out_dir>/<filename>`` (the writer's own ``out_dir`` takes precedence when it is set, as in ppe).
+
+    ``fs`` is the filesystem object ppe's extensions use (``writer.fs.list``, ``stat``, ``open``, ``exists``,
+    ``remove``): the one given, else a ``ckpt.filesystem.LocalFileSystem`` (ckpt itself still saves through its
+    own storage, with fsync and atomic renames). Functions given to ``_add_cleanup_hook`` (ppe's snapshot
+    retention, ``n_retains``) run after each successful save, once its file is durable under its name: in the
+    caller's thread for SimpleWriter, in the writer's background thread for the others."""
 
     _kind = "simple"
 
     def __init__(self, fs: Any = None, out_dir: str = "", queue_depth: int = 0,
                  copy_target: Optional[bool] = None) -> None:
-        self.fs = fs
+        self.fs = _default_fs(fs, out_dir)
+        self._fs_given = fs
         self.out_dir = out_dir
+        self._post_save_hooks = []  # type: List[Callable[[], None]]
         self._initialized = False
         self._finalized = False
         self._copy = copy_target if copy_target is not None else self._kind != "simple"
         self._lock = threading.Lock()
+        self._handle_lock = threading.Lock()  # one thread at a time uses the C writer
         self._pending = {}  # id of a save in flight -> its _Save
         self._ids = 0
-        # Failures of background savefuns not yet raised, oldest first: (what the C message says of it, exception).
-        self._failed: List[Tuple[str, BaseException]] = []
         o = _native.WriterOptions()
         _native.check(lib.ckpt_writer_options_init(ctypes.byref(o), _native.WRITER_OPTIONS_VERSION))
-        o.kind = _KINDS[self._kind]
-        o.queue_depth = queue_depth
+        o.kind = _native.WRITER_SIMPLE  # background saves run it on this writer's own thread (_Background)
         o.storage, self._storage = handle_of(fs)
         h = _native.out()
         _native.check(lib.ckpt_writer_new(ctypes.byref(h), ctypes.byref(o)))
         self._handle = h.value
         self._callback = _native.SAVE_FN(self._run)
+        self._background = None  # type: Optional[_Background]
+        if self._kind != "simple":
+            depth = 1 if self._kind == "thread" else queue_depth
+            self._background = _Background(depth, "ckpt-%s" % type(self).__name__)
 
     def __call__(self, filename: str, out_dir: str, target: Any, *, savefun: Optional[SaveFun] = None,
                  append: bool = False) -> None:
@@ -162,6 +294,17 @@ class Writer:
                 os.makedirs(out_dir, exist_ok=True)
         self._initialized = True
 
+    def _add_cleanup_hook(self, hook_fun: Callable[[], None]) -> None:
+        """Adds a function (of no arguments) to run after each successful save, once its file is durable: how
+        ppe's snapshot extension removes old snapshots (``n_retains``). A hook's exception fails that save's
+        report (raised by the call for SimpleWriter, else as a background error, its ``__cause__``)."""
+        self._post_save_hooks.append(hook_fun)
+
+    def _post_save(self) -> None:
+        """Runs the cleanup hooks, in the order they were added."""
+        for hook in list(self._post_save_hooks):
+            hook()
+
     def _destination(self, filename: str, out_dir: str) -> Tuple[str, bytes]:
         """The path a save writes, and its directory as the C call takes it (created first where it must be)."""
         if self._finalized:
@@ -177,6 +320,27 @@ class Writer:
             self.initialize(directory)
         return dest, encoded
 
+    def _submit(self, dest: str, job: Callable[[], None]) -> None:
+        """Runs job now (SimpleWriter) or queues it for the background thread."""
+        if self._background is None:
+            job()
+        else:
+            self._background.submit(dest, job)
+
+    def _failed(self, code: int, cause: Optional[BaseException]) -> errors.CkptError:
+        """The error of a C call that returned `code` (this thread's message), with the exception behind it as its
+        cause: `cause` (the savefun's), else one a storage callback met."""
+        err = errors.error_for(code, _native.message())
+        if cause is None and self._storage is not None:
+            cause = self._storage.take_error()
+            if cause is not None:
+                text = "%s: %s" % (type(cause).__name__, cause)
+                if text not in err.message:
+                    err.message += " (%s)" % text
+                    err.args = (err.message,)
+        err.__cause__ = cause
+        return err
+
     def save(self, filename: str, out_dir: str, target: Any, savefun: Optional[SaveFun] = None,
              append: bool = False, **savefun_kwargs: Any) -> None:
         """Saves target with savefun(target, file_object, **savefun_kwargs), atomically unless `append`.
@@ -188,32 +352,70 @@ class Writer:
             savefun = _default_savefun()
         dest, directory = self._destination(filename, out_dir)
         state = self._prepare(dest, savefun, target, savefun_kwargs)
+        name = os.path.basename(dest).encode()
+        flags = _native.APPEND if append else 0
+        self._submit(dest, lambda: self._commit(state, directory, name, flags))
+
+    def _commit(self, state: _Save, directory: bytes, name: bytes, flags: int) -> None:
+        """One save, start to end (in the caller's thread or the background one), then the cleanup hooks."""
         with self._lock:
             self._ids += 1
             key = self._ids
             self._pending[key] = state
-        rc = lib.ckpt_writer_save(self._handle, directory, os.path.basename(dest).encode(), self._callback,
-                                  ctypes.c_void_p(key), _native.APPEND if append else 0)
-        if rc != 0:
-            message = _native.message()
+        try:
+            with self._handle_lock:
+                rc = lib.ckpt_writer_save(self._handle, directory, name, self._callback, ctypes.c_void_p(key), flags)
+                error = self._failed(rc, state.error) if rc != 0 else None
+            if error is not None:
+                if self._background is None and state.error is not None:  # SimpleWriter: the savefun's own
+                    raise state.error
+                raise error
+        finally:
             with self._lock:
                 self._pending.pop(key, None)
-            if self._kind == "simple" and state.error is not None:  # this save's own savefun failed
-                raise state.error
-            self._raise(rc, message)
+        self._after(state.path)
+
+    def _after(self, path: str) -> None:
+        """Runs the cleanup hooks after the save of `path`; in the background, a hook's exception becomes the
+        save's error (SimpleWriter raises it as it is)."""
+        if self._background is None:
+            self._post_save()
+            return
+        try:
+            self._post_save()
+        except BaseException as e:  # noqa: B036 -- reported by the next call, wait() or finalize()
+            raise errors.CkptError(errors.ERROR, "%s: a cleanup hook failed after the save: %s"
+                                   % (path, _words(e))) from e
 
     def save_arrays(self, filename: str, out_dir: str, arrays: Any, metadata: Optional[dict] = None,
                     layout: str = "plain", compression: Optional[str] = None, level: int = 0) -> None:
         """Saves a mapping of name -> array as .npz through the writer, at C speed: background writers copy
-        the arrays before this returns (no savefun, no deep copy of Python objects). An earlier background
-        failure is raised as by ``save``, and this save is then not started."""
+        the arrays before this returns (no savefun). An earlier background failure is raised as by ``save``,
+        and this save is then not started."""
         dest, directory = self._destination(filename, out_dir)
         o = npz.options(layout=layout, compression=compression, level=level)
-        with npz.collection(arrays, metadata) as v:
-            rc = lib.ckpt_writer_save_vars(self._handle, directory, os.path.basename(dest).encode(),
-                                           v.handle, ctypes.byref(o), 0)
-            if rc != 0:
-                self._raise(rc, _native.message())
+        if self._background is not None:
+            arrays = copy.deepcopy(dict(arrays))  # what the caller had at this call
+            metadata = dict(metadata) if metadata is not None else None
+        v = npz.collection(arrays, metadata)
+        name = os.path.basename(dest).encode()
+
+        def job() -> None:
+            try:
+                with self._handle_lock:
+                    rc = lib.ckpt_writer_save_vars(self._handle, directory, name, v.handle, ctypes.byref(o), 0)
+                    error = self._failed(rc, None) if rc != 0 else None
+                if error is not None:
+                    raise error
+            finally:
+                v.close()
+            self._after(dest)
+
+        try:
+            self._submit(dest, job)
+        except BaseException:
+            v.close()
+            raise
 
     def _prepare(self, path: str, savefun: SaveFun, target: Any, kwargs: dict) -> _Save:
         """The state a save keeps until it runs: background writers take a copy of the target now."""
@@ -226,51 +428,29 @@ class Writer:
         state.savefun(state.target, f, **state.kwargs)
 
     def _run(self, sink: int, payload: int) -> int:
-        """Runs on the writer's thread (or the caller's, for SimpleWriter): the save's bytes into the sink."""
-        key = payload
-        background = self._kind != "simple"
+        """Called by ckpt_writer_save: the save's bytes into the sink. Nothing may propagate into C."""
         with self._lock:
-            state = self._pending.pop(key, None) if background else self._pending.get(key)
+            state = self._pending.get(payload)
         if state is None:
             return errors.ERROR
         f = SinkFile(sink)
         try:
             self._write(state, f)
             f.flush()
-        except BaseException as e:  # nothing may propagate into C: kept for the caller, the save fails
-            if f.sink_failed:  # the storage's error, which the save reports (with its cause, see check)
-                return e.code if isinstance(e, errors.CkptError) else errors.EIO
+        except BaseException as e:  # noqa: B036 -- kept for the caller, the save fails
+            if f.sink_error is not None and not isinstance(e, _SaveFailed):
+                return f.sink_error.code  # the storage's error, which the C call reports with its message
             words, cause = (e.words, e.cause) if isinstance(e, _SaveFailed) else (_words(e), e)
             lib.ckpt_error_set_message(words.encode("utf-8", "replace"))
             state.error = cause
-            if background:
-                with self._lock:
-                    self._failed.append(("the save function failed: " + words, cause))
             return cause.code if isinstance(cause, errors.CkptError) else errors.ERROR
         return 0
-
-    def _take_failure(self, message: str) -> Optional[BaseException]:
-        """The savefun's exception behind a background error reported with `message`, if it is one: failures
-        reported together with it (or dropped by the library's report) are forgotten with it."""
-        with self._lock:
-            for i, (said, exc) in enumerate(self._failed):
-                if said in message:
-                    del self._failed[:i + 1]
-                    return exc
-        return None
-
-    def _raise(self, code: int, message: str) -> None:
-        cause = self._take_failure(message)
-        if cause is not None:
-            raise errors.error_for(code, message) from cause
-        check(code, self._storage)
 
     def wait(self) -> None:
         """Waits for background saves; raises the first error not yet raised (the savefun's exception as its
         ``__cause__``)."""
-        rc = lib.ckpt_writer_wait(self._handle)
-        if rc != 0:
-            self._raise(rc, _native.message())
+        if self._background is not None:
+            self._background.wait()
 
     def finalize(self) -> None:
         """Waits for background saves and stops the writer; raises the first unreported error. Idempotent: a
@@ -278,9 +458,11 @@ class Writer:
         if self._finalized:
             return
         self._finalized = True
-        rc = lib.ckpt_writer_finalize(self._handle)
-        if rc != 0:
-            self._raise(rc, _native.message())
+        try:
+            if self._background is not None:
+                self._background.stop()
+        finally:
+            _native.check(lib.ckpt_writer_finalize(self._handle))
 
     def __del__(self) -> None:
         h = getattr(self, "_handle", None)
@@ -314,6 +496,60 @@ class _WithSavefun(Writer):
                  append: bool = False) -> None:
         """Saves `target` with `savefun`, else the writer's, passing it the writer's keywords (see ``save``)."""
         self.save(filename, out_dir, target, savefun or self._savefun, append, **self._kwds)
+
+    def create_worker(self, filename: str, out_dir: str, target: Any, *, savefun: Optional[SaveFun] = None,
+                      append: bool = False, **savefun_kwargs: Any) -> threading.Thread:
+        """ppe's StandardWriter.create_worker: a thread, not yet started, that saves `target` through this writer
+        (atomically and durably, then the cleanup hooks) when started, outside the writer's queue. After
+        ``join()`` its ``exitcode`` is 0, or -1 when the save failed (``error`` is then the exception)."""
+        savefun = savefun or self._savefun or _default_savefun()
+        dest, directory = self._destination(filename, out_dir)
+        state = self._prepare(dest, savefun, target, dict(self._kwds, **savefun_kwargs))
+        worker = threading.Thread(name="ckpt-save")
+        worker.exitcode, worker.error = None, None  # type: ignore[attr-defined]
+
+        def run() -> None:
+            try:
+                self._commit(state, directory, os.path.basename(dest).encode(), _native.APPEND if append else 0)
+                worker.exitcode = 0  # type: ignore[attr-defined]
+            except BaseException as e:  # noqa: B036 -- kept on the thread, as ppe's exitcode
+                worker.exitcode, worker.error = -1, e  # type: ignore[attr-defined]
+
+        worker.run = run  # type: ignore[method-assign]
+        return worker
+
+    def create_task(self, savefun: Optional[SaveFun] = None) -> "SimpleWriter":
+        """ppe's QueueWriter.create_task: a SimpleWriter with `savefun` (else this writer's), saving through this
+        writer's fs, for ``consume`` to call."""
+        return SimpleWriter(savefun=savefun or self._savefun, fs=self._fs_given, out_dir=self.out_dir)
+
+    def create_queue(self) -> "queue.Queue[Any]":
+        """ppe's QueueWriter.create_queue: a queue of (task, filename, out_dir, target, savefun, append) items,
+        ended by None, for ``consume``."""
+        return queue.Queue()
+
+    def create_consumer(self, q: "queue.Queue[Any]") -> threading.Thread:
+        """ppe's QueueWriter.create_consumer: a thread, not yet started, running ``consume(q)``."""
+        return threading.Thread(target=self.consume, args=(q,), name="ckpt-consumer")
+
+    def consume(self, q: "queue.Queue[Any]") -> None:
+        """ppe's QueueWriter.consume: calls ``task(filename, out_dir, target, savefun=savefun, append=append)``
+        for each item of `q` until a None, marking each done even when its task fails (so ``q.join()`` never
+        hangs); then raises the first task's exception, if one failed."""
+        failures = []
+        while True:
+            item = q.get()
+            try:
+                if item is None:
+                    break
+                task, filename, out_dir, target, savefun, append = item
+                task(filename, out_dir, target, savefun=savefun, append=append)
+            except BaseException as e:  # noqa: B036 -- raised once the queue is consumed
+                failures.append(e)
+            finally:
+                q.task_done()
+        if failures:
+            raise failures[0]
 
 
 class SimpleWriter(_WithSavefun):
@@ -438,9 +674,14 @@ class _Worker:
                 if n == 0:
                     break
                 f.write(view[:n])
-            outcome = pickle.loads(self._conn.recv_bytes())
+                if f.sink_error is not None:  # the storage refused the bytes: the worker's are no longer wanted
+                    break
+            if f.sink_error is None:
+                outcome = pickle.loads(self._conn.recv_bytes())
         except (EOFError, OSError):
             raise self._died() from None
+        if f.sink_error is not None:
+            raise f.sink_error
         if outcome[0] == _OK:
             return
         words, text, original = outcome[1].decode("utf-8", "replace"), outcome[2].decode("utf-8", "replace"), outcome[3]

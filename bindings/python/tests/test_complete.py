@@ -16,6 +16,9 @@ NOT_NEEDED = {
     "ckpt_vars_find": "collections cross as Python mappings, which find their names themselves",
     "ckpt_vars_metadata": "metadata crosses whole, as a dict (count, key, value)",
     "ckpt_npz_metadata": "metadata crosses whole, as a dict (count, key, value)",
+    "ckpt_writer_wait": "the writers' background saves run on a thread of their own (so that the cleanup hooks "
+                        "of pytorch-pfn-extras run after each save), over a simple C writer, which has nothing to "
+                        "wait for",
 }
 
 # Functions the package neither declares nor calls, and why: declaring one would make `import ckpt` need the
