@@ -5,6 +5,8 @@ Nothing here is public: the rest of the package wraps it. The constants mirror i
 """
 import ctypes
 import os
+import sys
+import sysconfig
 from typing import Any, Optional, Union
 
 from . import errors
@@ -257,17 +259,40 @@ def _built_for():
     return path if path and os.path.exists(path) else None
 
 
+def _standard_places():
+    """Where `cmake --install` puts libckpt.so.0 under the usual prefixes (/usr/local, /usr, and the prefix of the
+    interpreter a virtual environment was made from), for a package pip installed — which has no _build_config —
+    when the loader's paths do not have it (ldconfig not run, or a prefix the loader does not search)."""
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    places = []
+    for prefix in ("/usr/local", sys.base_prefix, "/usr"):
+        for libdir in ("lib", "lib64", os.path.join("lib", multiarch) if multiarch else None):
+            if libdir:
+                path = os.path.join(prefix, libdir, "libckpt.so.0")
+                if path not in places:
+                    places.append(path)
+    return places
+
+
 def _load():
-    # CKPT_LIBRARY first, then the library this package was installed with, then the loader's paths.
+    # CKPT_LIBRARY first, then the library this package was installed with, then the loader's paths, then the
+    # standard places.
     explicit = os.environ.get("CKPT_LIBRARY")
     built = None if explicit else _built_for()
     name = explicit or built or "libckpt.so.0"
     try:
         lib = ctypes.CDLL(name)
     except OSError as e:
-        where = ("CKPT_LIBRARY=%s" % explicit) if explicit else ("%s (the library ckpt was installed with)" % built) \
-            if built else "libckpt.so.0 on the loader's path (install ckpt, or set LD_LIBRARY_PATH or CKPT_LIBRARY)"
-        raise ImportError("ckpt: cannot load the ckpt library from %s: %s" % (where, e)) from None
+        fallback = None if explicit or built else next((p for p in _standard_places() if os.path.exists(p)), None)
+        if fallback is not None:
+            name = fallback
+            lib = ctypes.CDLL(fallback)
+        else:
+            where = ("CKPT_LIBRARY=%s" % explicit) if explicit else \
+                ("%s (the library ckpt was installed with)" % built) if built else \
+                ("libckpt.so.0 on the loader's path or in %s (install ckpt, or set LD_LIBRARY_PATH or CKPT_LIBRARY)"
+                 % ", ".join(sorted({os.path.dirname(p) for p in _standard_places()})))
+            raise ImportError("ckpt: cannot load the ckpt library from %s: %s" % (where, e)) from None
     version = lib.ckpt_version_number()
     found = (version // 10000, version // 100 % 100, version % 100)
     if found < REQUIRED_VERSION:
