@@ -23,7 +23,8 @@ LAYOUT_AUTO, LAYOUT_PLAIN, LAYOUT_OBJAX = 0, 1, 2
 STORE, DEFLATE = 0, 1
 NPZ_OPTIONS_VERSION = 4
 MANAGER_OPTIONS_VERSION = 4
-WRITER_OPTIONS_VERSION = 1
+WRITER_OPTIONS_VERSION = 2
+WRITER_AFTER_SAVE_SINCE = (0, 7, 0)  # ckpt_writer_options version 2 (after_save); older libraries take version 1
 STORAGE_OPS_VERSION = 3
 COMM_OPS_VERSION = 1
 REDUCE_MIN, REDUCE_MAX, REDUCE_SUM = 0, 1, 2
@@ -43,6 +44,7 @@ RENAME_FN = ctypes.CFUNCTYPE(c_int, c_char_p, c_void_p, c_size_t, c_void_p)
 PROGRESS_FN = ctypes.CFUNCTYPE(None, c_uint64, c_uint64, c_void_p)
 LOG_FN = ctypes.CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 SAVE_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p)
+AFTER_SAVE_FN = ctypes.CFUNCTYPE(c_int, c_char_p, c_void_p)
 SOURCE_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_uint64, c_void_p, c_size_t)
 LIST_ENTRY_FN = ctypes.CFUNCTYPE(c_int, c_char_p, c_void_p)
 CLEAN_FN = ctypes.CFUNCTYPE(None, c_char_p, c_int, c_void_p)
@@ -77,7 +79,8 @@ class WriterOptions(ctypes.Structure):
     """ckpt_writer_options."""
 
     _fields_ = [("version", c_uint32), ("kind", c_uint32), ("queue_depth", c_uint32), ("storage", c_void_p),
-                ("out_dir", c_char_p)]
+                ("out_dir", c_char_p),
+                ("after_save", AFTER_SAVE_FN), ("after_save_payload", c_void_p)]  # version 2
 
 
 _P = ctypes.POINTER

@@ -22,7 +22,6 @@ its ``__cause__``; a call that raises such an error does not start the save it w
 idempotent.
 """
 import atexit
-import collections
 import copy
 import ctypes
 import io
@@ -34,7 +33,7 @@ import signal
 import threading
 import traceback
 import weakref
-from typing import Any, BinaryIO, Callable, Deque, List, Optional, Tuple
+from typing import Any, BinaryIO, Callable, List, Optional, Tuple
 
 from . import _native, _paths, errors, npz
 from ._native import lib
@@ -110,11 +109,12 @@ class SinkFile(io.RawIOBase):
 class _Save:
     """The Python side of one save in flight."""
 
-    __slots__ = ("path", "savefun", "target", "kwargs", "error")
+    __slots__ = ("path", "savefun", "target", "kwargs", "error", "simple")
 
     def __init__(self, path: str, savefun: Any, target: Any, kwargs: dict) -> None:
         self.path, self.savefun, self.target, self.kwargs = path, savefun, target, kwargs
         self.error = None  # the exception the savefun raised
+        self.simple = True  # run by a simple C writer, in the saving call (else: a background save)
 
 
 class _SaveFailed(Exception):
@@ -126,103 +126,14 @@ class _SaveFailed(Exception):
         self.words, self.cause = words, cause
 
 
-class _Background:
-    """A writer's background saves: one thread runs them in order, at most `depth` queued or running at once.
-    A failed save is kept, with its cause, until the next submit, wait or stop reports it, exactly once: the
-    first failure with its code, saying how many more failed and the last one's words; a submit that reports
-    one does not queue its own save."""
-
-    def __init__(self, depth: int, name: str) -> None:
-        self.depth = max(1, depth)
-        self._cond = threading.Condition()
-        self._jobs = collections.deque()  # type: Deque[Callable[[], None]]
-        self._in_flight = 0
-        self._failures = []  # type: List[errors.CkptError]
-        self._stopping = False
-        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
-        self._thread.start()
-        _LIVE.add(self)
-
-    def _serve(self) -> None:
-        while True:
-            with self._cond:
-                self._cond.wait_for(lambda: self._stopping or self._jobs)
-                if not self._jobs:
-                    return
-                job = self._jobs.popleft()
-            failure = None
-            try:
-                job()
-            except errors.CkptError as e:
-                failure = e
-            except BaseException as e:  # noqa: B036 -- kept for the caller, never lost in this thread
-                failure = errors.CkptError(errors.ERROR, _words(e))
-                failure.__cause__ = e
-            del job  # the save's copy of the target goes before its slot is released
-            with self._cond:
-                if failure is not None:
-                    self._failures.append(failure)
-                self._in_flight -= 1
-                self._cond.notify_all()
-
-    def _report(self, not_started: Optional[str] = None) -> None:
-        """Raises the failures not yet reported (the caller holds the lock)."""
-        if not self._failures:
-            return
-        first, last, more = self._failures[0], self._failures[-1], len(self._failures) - 1
-        self._failures.clear()
-        text = first.message
-        if more:
-            text = "%s (and %d later background save%s failed too; the last: %s)" % (
-                text, more, "" if more == 1 else "s", last.message)
-        if not_started is not None:
-            text = "%s; the save of %s was not started" % (text, not_started)
-        if text == first.message:
-            raise first
-        raise errors.error_for(first.code, text) from first.__cause__
-
-    def submit(self, path: str, job: Callable[[], None]) -> None:
-        """Queues job (blocking while `depth` saves are queued or running), unless an earlier save failed: that
-        is raised instead, and job is dropped."""
-        with self._cond:
-            self._cond.wait_for(lambda: self._in_flight < self.depth)
-            self._report(not_started=path)
-            self._jobs.append(job)
-            self._in_flight += 1
-            self._cond.notify_all()
-
-    def wait(self) -> None:
-        """Waits until every queued save is done; raises the failures not yet reported."""
-        with self._cond:
-            self._cond.wait_for(lambda: self._in_flight == 0)
-            self._report()
-
-    def drain(self) -> None:
-        """Waits until every queued save is done, reporting nothing."""
-        with self._cond:
-            self._cond.wait_for(lambda: self._in_flight == 0)
-
-    def stop(self) -> None:
-        """Waits for the queue, then ends the thread; raises the failures not yet reported."""
-        with self._cond:
-            self._cond.wait_for(lambda: self._in_flight == 0)
-            self._stopping = True
-            self._cond.notify_all()
-        if self._thread is not threading.current_thread():
-            self._thread.join()
-        _LIVE.discard(self)
-        with self._cond:
-            self._report()
-
-
-_LIVE = weakref.WeakSet()  # type: weakref.WeakSet[_Background]
+_LIVE = weakref.WeakSet()  # type: weakref.WeakSet[Writer]
 
 
 @atexit.register
 def _drain_at_exit() -> None:
     """Saves queued when the interpreter exits are completed first (their errors then go unreported)."""
-    for background in list(_LIVE):
-        background.drain()
+    for writer in list(_LIVE):
+        writer._drain()
 
 
 def _default_fs(fs: Any, out_dir: Any) -> Any:
@@ -246,8 +157,9 @@ class Writer:
     ``fs`` is the filesystem object ppe's extensions use (``writer.fs.list``, ``stat``, ``open``, ``exists``,
     ``remove``): the one given, else a ``ckpt.filesystem.LocalFileSystem`` (ckpt itself still saves through its
     own storage, with fsync and atomic renames). Functions given to ``_add_cleanup_hook`` (ppe's snapshot
-    retention, ``n_retains``) run after each successful save, once its file is durable under its name: in the
-    caller's thread for SimpleWriter, in the writer's background thread for the others."""
+    retention, ``n_retains``) run after each successful save, once its file is durable under its name (ckpt's
+    after_save callback): in the caller's thread for SimpleWriter, in the writer's background thread for the
+    others."""
 
     _kind = "simple"
 
@@ -260,22 +172,39 @@ class Writer:
         self._initialized = False
         self._finalized = False
         self._copy = copy_target if copy_target is not None else self._kind != "simple"
-        self._lock = threading.Lock()
-        self._handle_lock = threading.Lock()  # one thread at a time uses the C writer
+        self._lock = threading.Lock()  # never held across a C call: the writer's thread takes it in callbacks
         self._pending = {}  # id of a save in flight -> its _Save
         self._ids = 0
+        # Background failures not yet raised, oldest first: (the words of the C message that report it, what the
+        # raised error says instead (None: the same), the exception behind it).
+        self._failed = []  # type: List[Tuple[str, Optional[str], BaseException]]
+        self._local = threading.local()  # hook_error: a cleanup hook's exception in a save made in this thread
+        self._storage_handle, self._storage = handle_of(fs)
+        self._callback = _native.SAVE_FN(self._run)
+        self._after_save_fn = _native.AFTER_SAVE_FN(self._after_save)
+        self._queue_depth = queue_depth
+        self._handle = self._new_handle(_KINDS[self._kind])
+        self._side = None  # type: Optional[int]  # a simple C writer for create_worker's saves, made when needed
+        self._side_lock = threading.Lock()  # one create_worker save at a time on it
+        _LIVE.add(self)
+
+    def _new_handle(self, kind: int) -> int:
+        """A C writer of `kind` over this writer's storage, calling the cleanup hooks after each durable save
+        (its after_save payload says whether its saves report a hook's exception in the saving thread: 1, for
+        simple writers, or as a background error: 0)."""
         o = _native.WriterOptions()
-        _native.check(lib.ckpt_writer_options_init(ctypes.byref(o), _native.WRITER_OPTIONS_VERSION))
-        o.kind = _native.WRITER_SIMPLE  # background saves run it on this writer's own thread (_Background)
-        o.storage, self._storage = handle_of(fs)
+        if _native.VERSION < _native.WRITER_AFTER_SAVE_SINCE:  # no after_save: no cleanup hooks (see below)
+            _native.check(lib.ckpt_writer_options_init(ctypes.byref(o), 1))
+        else:
+            _native.check(lib.ckpt_writer_options_init(ctypes.byref(o), _native.WRITER_OPTIONS_VERSION))
+            o.after_save = self._after_save_fn
+            o.after_save_payload = 1 if kind == _native.WRITER_SIMPLE else None
+        o.kind = kind
+        o.queue_depth = self._queue_depth
+        o.storage = self._storage_handle
         h = _native.out()
         _native.check(lib.ckpt_writer_new(ctypes.byref(h), ctypes.byref(o)))
-        self._handle = h.value
-        self._callback = _native.SAVE_FN(self._run)
-        self._background = None  # type: Optional[_Background]
-        if self._kind != "simple":
-            depth = 1 if self._kind == "thread" else queue_depth
-            self._background = _Background(depth, "ckpt-%s" % type(self).__name__)
+        return h.value
 
     def __call__(self, filename: str, out_dir: str, target: Any, *, savefun: Optional[SaveFun] = None,
                  append: bool = False) -> None:
@@ -297,13 +226,37 @@ class Writer:
     def _add_cleanup_hook(self, hook_fun: Callable[[], None]) -> None:
         """Adds a function (of no arguments) to run after each successful save, once its file is durable: how
         ppe's snapshot extension removes old snapshots (``n_retains``). A hook's exception fails that save's
-        report (raised by the call for SimpleWriter, else as a background error, its ``__cause__``)."""
+        report (raised by the call for SimpleWriter, else as a background error, its ``__cause__``). Needs
+        libckpt 0.7.0 or newer (UnsupportedError), whose writers call back after each durable save."""
+        if _native.VERSION < _native.WRITER_AFTER_SAVE_SINCE:
+            raise errors.UnsupportedError(errors.EUNSUPPORTED, "Writer._add_cleanup_hook needs libckpt %d.%d.%d or "
+                                          "newer (this one is %d.%d.%d)"
+                                          % (_native.WRITER_AFTER_SAVE_SINCE + _native.VERSION))
         self._post_save_hooks.append(hook_fun)
 
     def _post_save(self) -> None:
         """Runs the cleanup hooks, in the order they were added."""
         for hook in list(self._post_save_hooks):
             hook()
+
+    def _after_save(self, path: bytes, payload: Optional[int]) -> int:
+        """ckpt's after_save callback, on the thread that ran the save, once its file is durable: the cleanup
+        hooks. Nothing may propagate into C: a hook's exception makes the save fail, kept for the call that
+        reports it."""
+        try:
+            self._post_save()
+        except BaseException as e:  # noqa: B036 -- the save's error, raised by whichever call reports it
+            words = _words(e)
+            lib.ckpt_error_set_message(words.encode("utf-8", "replace"))
+            if payload:  # a simple writer: its call raises the exception as it is
+                self._local.hook_error = e
+            else:
+                where = os.fsdecode(path)
+                with self._lock:
+                    self._failed.append(("%s: the after_save callback failed: %s" % (where, words),
+                                         "%s: a cleanup hook failed after the save: %s" % (where, words), e))
+            return e.code if isinstance(e, errors.CkptError) and e.code < 0 else errors.ERROR
+        return 0
 
     def _destination(self, filename: str, out_dir: str) -> Tuple[str, bytes]:
         """The path a save writes, and its directory as the C call takes it (created first where it must be)."""
@@ -320,14 +273,7 @@ class Writer:
             self.initialize(directory)
         return dest, encoded
 
-    def _submit(self, dest: str, job: Callable[[], None]) -> None:
-        """Runs job now (SimpleWriter) or queues it for the background thread."""
-        if self._background is None:
-            job()
-        else:
-            self._background.submit(dest, job)
-
-    def _failed(self, code: int, cause: Optional[BaseException]) -> errors.CkptError:
+    def _failed_error(self, code: int, cause: Optional[BaseException]) -> errors.CkptError:
         """The error of a C call that returned `code` (this thread's message), with the exception behind it as its
         cause: `cause` (the savefun's), else one a storage callback met."""
         err = errors.error_for(code, _native.message())
@@ -341,6 +287,27 @@ class Writer:
         err.__cause__ = cause
         return err
 
+    def _raise(self, code: int) -> None:
+        """Raises the error of a C writer call that returned `code`: for a background save's failure, with the
+        savefun's or the hook's exception behind it as its cause (forgotten with it, as are the failures the
+        message says followed it)."""
+        message = _native.message()
+        cause, instead, reported = None, None, ""
+        with self._lock:
+            kept = []
+            for said, replacement, exc in self._failed:
+                if said in message:
+                    if cause is None:
+                        cause, instead, reported = exc, replacement, said
+                else:
+                    kept.append((said, replacement, exc))
+            self._failed = kept
+        if cause is None:
+            raise self._failed_error(code, None)
+        if instead is not None:
+            message = message.replace(reported, instead)
+        raise errors.error_for(code, message) from cause
+
     def save(self, filename: str, out_dir: str, target: Any, savefun: Optional[SaveFun] = None,
              append: bool = False, **savefun_kwargs: Any) -> None:
         """Saves target with savefun(target, file_object, **savefun_kwargs), atomically unless `append`.
@@ -352,70 +319,48 @@ class Writer:
             savefun = _default_savefun()
         dest, directory = self._destination(filename, out_dir)
         state = self._prepare(dest, savefun, target, savefun_kwargs)
-        name = os.path.basename(dest).encode()
-        flags = _native.APPEND if append else 0
-        self._submit(dest, lambda: self._commit(state, directory, name, flags))
+        self._commit(self._handle, state, directory, os.path.basename(dest).encode(),
+                     _native.APPEND if append else 0)
 
-    def _commit(self, state: _Save, directory: bytes, name: bytes, flags: int) -> None:
-        """One save, start to end (in the caller's thread or the background one), then the cleanup hooks."""
+    def _commit(self, handle: int, state: _Save, directory: bytes, name: bytes, flags: int) -> None:
+        """Hands one save to the C writer `handle`: run now (a simple one, then the cleanup hooks) or queued.
+        A simple save's own failure raises the savefun's or the hook's exception as it is."""
+        state.simple = simple = handle != self._handle or self._kind == "simple"
         with self._lock:
             self._ids += 1
             key = self._ids
             self._pending[key] = state
-        try:
-            with self._handle_lock:
-                rc = lib.ckpt_writer_save(self._handle, directory, name, self._callback, ctypes.c_void_p(key), flags)
-                error = self._failed(rc, state.error) if rc != 0 else None
-            if error is not None:
-                if self._background is None and state.error is not None:  # SimpleWriter: the savefun's own
-                    raise state.error
-                raise error
-        finally:
+        self._local.hook_error = None
+        rc = lib.ckpt_writer_save(handle, directory, name, self._callback, ctypes.c_void_p(key), flags)
+        if simple or rc != 0:  # done, failed, or not started: the C writer never calls it again
             with self._lock:
                 self._pending.pop(key, None)
-        self._after(state.path)
-
-    def _after(self, path: str) -> None:
-        """Runs the cleanup hooks after the save of `path`; in the background, a hook's exception becomes the
-        save's error (SimpleWriter raises it as it is)."""
-        if self._background is None:
-            self._post_save()
-            return
-        try:
-            self._post_save()
-        except BaseException as e:  # noqa: B036 -- reported by the next call, wait() or finalize()
-            raise errors.CkptError(errors.ERROR, "%s: a cleanup hook failed after the save: %s"
-                                   % (path, _words(e))) from e
+        if rc != 0:
+            if simple:
+                hook_error, self._local.hook_error = self._local.hook_error, None
+                if state.error is not None:
+                    raise state.error
+                if hook_error is not None:
+                    raise hook_error
+            self._raise(rc)
 
     def save_arrays(self, filename: str, out_dir: str, arrays: Any, metadata: Optional[dict] = None,
                     layout: str = "plain", compression: Optional[str] = None, level: int = 0) -> None:
         """Saves a mapping of name -> array as .npz through the writer, at C speed: background writers copy
-        the arrays before this returns (no savefun). An earlier background failure is raised as by ``save``,
-        and this save is then not started."""
+        the arrays (in C, into buffers kept from the previous save) before this returns (no savefun, no deep copy
+        of Python objects). An earlier background failure is raised as by ``save``, and this save is then not
+        started."""
         dest, directory = self._destination(filename, out_dir)
         o = npz.options(layout=layout, compression=compression, level=level)
-        if self._background is not None:
-            arrays = copy.deepcopy(dict(arrays))  # what the caller had at this call
-            metadata = dict(metadata) if metadata is not None else None
-        v = npz.collection(arrays, metadata)
-        name = os.path.basename(dest).encode()
-
-        def job() -> None:
-            try:
-                with self._handle_lock:
-                    rc = lib.ckpt_writer_save_vars(self._handle, directory, name, v.handle, ctypes.byref(o), 0)
-                    error = self._failed(rc, None) if rc != 0 else None
-                if error is not None:
-                    raise error
-            finally:
-                v.close()
-            self._after(dest)
-
-        try:
-            self._submit(dest, job)
-        except BaseException:
-            v.close()
-            raise
+        self._local.hook_error = None
+        with npz.collection(arrays, metadata) as v:
+            rc = lib.ckpt_writer_save_vars(self._handle, directory, os.path.basename(dest).encode(), v.handle,
+                                           ctypes.byref(o), 0)
+        if rc != 0:
+            hook_error, self._local.hook_error = self._local.hook_error, None
+            if hook_error is not None:
+                raise hook_error
+            self._raise(rc)
 
     def _prepare(self, path: str, savefun: SaveFun, target: Any, kwargs: dict) -> _Save:
         """The state a save keeps until it runs: background writers take a copy of the target now."""
@@ -428,7 +373,8 @@ class Writer:
         state.savefun(state.target, f, **state.kwargs)
 
     def _run(self, sink: int, payload: int) -> int:
-        """Called by ckpt_writer_save: the save's bytes into the sink. Nothing may propagate into C."""
+        """Called by ckpt_writer_save, on the writer's thread (or the caller's, for simple writers): the save's
+        bytes into the sink. Nothing may propagate into C."""
         with self._lock:
             state = self._pending.get(payload)
         if state is None:
@@ -443,14 +389,27 @@ class Writer:
             words, cause = (e.words, e.cause) if isinstance(e, _SaveFailed) else (_words(e), e)
             lib.ckpt_error_set_message(words.encode("utf-8", "replace"))
             state.error = cause
-            return cause.code if isinstance(cause, errors.CkptError) else errors.ERROR
+            if not state.simple:
+                with self._lock:
+                    self._failed.append(("the save function failed: " + words, None, cause))
+            return cause.code if isinstance(cause, errors.CkptError) and cause.code < 0 else errors.ERROR
+        finally:
+            if not state.simple:
+                with self._lock:
+                    self._pending.pop(payload, None)  # its only call: the state (the target's copy) goes now
         return 0
 
     def wait(self) -> None:
-        """Waits for background saves; raises the first error not yet raised (the savefun's exception as its
-        ``__cause__``)."""
-        if self._background is not None:
-            self._background.wait()
+        """Waits for background saves and their cleanup hooks; raises the first error not yet raised (the
+        savefun's or the hook's exception as its ``__cause__``)."""
+        rc = lib.ckpt_writer_wait(self._handle)
+        if rc != 0:
+            self._raise(rc)
+
+    def _drain(self) -> None:
+        """Waits for background saves, reporting nothing (at the interpreter's exit)."""
+        if getattr(self, "_handle", None) and not self._finalized:
+            lib.ckpt_writer_wait(self._handle)
 
     def finalize(self) -> None:
         """Waits for background saves and stops the writer; raises the first unreported error. Idempotent: a
@@ -458,11 +417,14 @@ class Writer:
         if self._finalized:
             return
         self._finalized = True
-        try:
-            if self._background is not None:
-                self._background.stop()
-        finally:
-            _native.check(lib.ckpt_writer_finalize(self._handle))
+        _LIVE.discard(self)
+        with self._side_lock:
+            side, self._side = self._side, None
+        if side is not None:
+            lib.ckpt_writer_free(side)  # a simple writer: nothing in flight, nothing unreported
+        rc = lib.ckpt_writer_finalize(self._handle)
+        if rc != 0:
+            self._raise(rc)
 
     def __del__(self) -> None:
         h = getattr(self, "_handle", None)
@@ -500,7 +462,8 @@ class _WithSavefun(Writer):
     def create_worker(self, filename: str, out_dir: str, target: Any, *, savefun: Optional[SaveFun] = None,
                       append: bool = False, **savefun_kwargs: Any) -> threading.Thread:
         """ppe's StandardWriter.create_worker: a thread, not yet started, that saves `target` through this writer
-        (atomically and durably, then the cleanup hooks) when started, outside the writer's queue. After
+        (atomically and durably, then the cleanup hooks) when started, in that thread, outside the writer's queue
+        (on a simple C writer of its own, over the same storage). After
         ``join()`` its ``exitcode`` is 0, or -1 when the save failed (``error`` is then the exception)."""
         savefun = savefun or self._savefun or _default_savefun()
         dest, directory = self._destination(filename, out_dir)
@@ -510,13 +473,23 @@ class _WithSavefun(Writer):
 
         def run() -> None:
             try:
-                self._commit(state, directory, os.path.basename(dest).encode(), _native.APPEND if append else 0)
+                self._save_aside(state, directory, os.path.basename(dest).encode(), _native.APPEND if append else 0)
                 worker.exitcode = 0  # type: ignore[attr-defined]
             except BaseException as e:  # noqa: B036 -- kept on the thread, as ppe's exitcode
                 worker.exitcode, worker.error = -1, e  # type: ignore[attr-defined]
 
         worker.run = run  # type: ignore[method-assign]
         return worker
+
+    def _save_aside(self, state: _Save, directory: bytes, name: bytes, flags: int) -> None:
+        """Runs a create_worker save in this thread on a simple C writer of its own (made at the first), one at a
+        time, so the queue's C writer stays with the thread that saves through it."""
+        with self._side_lock:
+            if self._side is None:
+                if self._finalized:
+                    raise errors.InvalidArgumentError(errors.EINVAL, "the writer is finalized")
+                self._side = self._new_handle(_native.WRITER_SIMPLE)
+            self._commit(self._side, state, directory, name, flags)
 
     def create_task(self, savefun: Optional[SaveFun] = None) -> "SimpleWriter":
         """ppe's QueueWriter.create_task: a SimpleWriter with `savefun` (else this writer's), saving through this

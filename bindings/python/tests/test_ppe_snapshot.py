@@ -9,6 +9,7 @@ sharded snapshots), ``writer(filename, out, state, savefun=None)`` for each snap
 import os
 import threading
 
+import numpy as np
 import pytest
 
 import ckpt
@@ -300,3 +301,40 @@ def test_ppes_create_worker_saves_when_started(tmp_path, kind):
     bad.join()
     w.finalize()
     assert bad.exitcode == -1 and bad.error is not None and not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("kind", EVERY_WRITER[:3], ids=lambda k: k.__name__)
+def test_hooks_after_save_arrays_read_the_saved_values_and_run_in_ckpts_writer_thread(tmp_path, kind):
+    """save_arrays snapshots the arrays in C (no deep copy) and its save runs on ckpt's own background writer: the
+    hook, run from ckpt's after_save callback, reads each file complete, with the values of its call."""
+    seen = []
+    writer = kind(out_dir=str(tmp_path))
+
+    def hook():
+        newest = max(os.listdir(tmp_path))
+        seen.append((newest, ckpt.load(tmp_path / newest)["w"].tolist(), threading.current_thread().name))
+
+    writer._add_cleanup_hook(hook)
+    live = np.zeros(3)
+    for step in (1, 2):
+        live[:] = step
+        writer.save_arrays("%d.npz" % step, "", {"w": live})
+        live[:] = -1  # what training does next; a background save copied the arrays already
+    writer.finalize()
+    assert [(name, values) for name, values, _ in seen] == [("1.npz", [1.0] * 3), ("2.npz", [2.0] * 3)]
+    threads = {thread for _, _, thread in seen}
+    if kind is writing.SimpleWriter:
+        assert threads == {threading.main_thread().name}
+    else:
+        assert len(threads) == 1 and threading.main_thread().name not in threads
+
+
+def test_a_library_without_after_save_refuses_cleanup_hooks_and_still_saves(tmp_path, monkeypatch):
+    monkeypatch.setattr(ckpt._native, "VERSION", (0, 6, 0))
+    writer = writing.ThreadWriter(out_dir=str(tmp_path))
+    with pytest.raises(ckpt.UnsupportedError) as e:
+        writer._add_cleanup_hook(lambda: None)
+    assert e.value.message == "Writer._add_cleanup_hook needs libckpt 0.7.0 or newer (this one is 0.6.0)"
+    writer("a", "", {"x": 1})
+    writer.finalize()
+    assert torch.load(str(tmp_path / "a")) == {"x": 1}
