@@ -5,6 +5,7 @@
 #include "writer/snapshot_pool.hpp"
 #include "writer/writer.hpp"
 
+#include <cstddef>
 #include <cstring>
 
 using ckpt::Code;
@@ -16,6 +17,8 @@ struct ckpt_writer {
     std::shared_ptr<ckpt::SnapshotPool> snapshots;
     std::string out_dir;
     bool default_storage = true;  // made with a NULL storage: an s3:// path then names the storage of its save
+    ckpt_after_save_fn after_save = nullptr;
+    void* after_save_payload = nullptr;
 };
 
 struct ckpt_sink {
@@ -27,21 +30,41 @@ struct ckpt_sink {
 
 namespace {
 
-// Where a save goes: the path, and the storage it names (null: the writer's own).
+// Where a save goes: the path, the storage it names (null: the writer's own), and the path as the caller named it
+// (an s3:// URL stays one), which the after_save callback is given.
 struct Target {
     std::string path;
     std::shared_ptr<ckpt::Storage> elsewhere;
+    std::string named;
 };
+
+// Bytes of each version of ckpt_writer_options: a caller built against an older header passes a shorter struct.
+size_t writer_options_size(uint32_t version) {
+    switch (version) {
+        case 1: return offsetof(ckpt_writer_options, after_save);
+        default: return sizeof(ckpt_writer_options);
+    }
+}
+
+// What runs once a save is durable (the core writer's `after`, on the thread that ran the save): the writer's
+// after_save callback, whose failure becomes the save's error. Null without a callback.
+std::function<void()> after_save(const ckpt_writer* w, const std::string& named) {
+    if (w->after_save == nullptr) return nullptr;
+    return [fn = w->after_save, payload = w->after_save_payload, named] {
+        const int rc = fn(named.c_str(), payload);
+        if (rc != 0) ckpt::capi::callback_failed(rc, fmt::format("{}: the after_save callback", named));
+    };
+}
 
 Target target(const ckpt_writer* w, const char* out_dir, const char* filename, const char* function) {
     require(w, function, "w");
     require(filename, function, "filename");
     if (*filename == '\0') ckpt::fail(Code::invalid, "{}: filename is empty", function);
     const std::string path = ckpt::join_path(out_dir != nullptr ? out_dir : w->out_dir, filename);
-    if (!w->default_storage) return {path, nullptr};
+    if (!w->default_storage) return {path, nullptr, path};
     ckpt::capi::Located at = ckpt::capi::locate(nullptr, path.c_str());
-    if (at.path == path) return {path, nullptr};  // the local filesystem: the writer's own storage
-    return {std::move(at.path), std::move(at.storage)};
+    if (at.path == path) return {path, nullptr, path};  // the local filesystem: the writer's own storage
+    return {std::move(at.path), std::move(at.storage), path};
 }
 
 }  // namespace
@@ -51,9 +74,10 @@ extern "C" {
 CKPT_API int ckpt_writer_options_init(ckpt_writer_options* opts, uint32_t version) {
     return guard([&] {
         require(opts, "ckpt_writer_options_init", "opts");
-        if (version != CKPT_WRITER_OPTIONS_VERSION)
-            ckpt::fail(Code::invalid, "ckpt_writer_options_init: version {} is not supported (1)", version);
-        std::memset(opts, 0, sizeof *opts);
+        if (version < 1 || version > CKPT_WRITER_OPTIONS_VERSION)
+            ckpt::fail(Code::invalid, "ckpt_writer_options_init: version {} is not supported (1..{})", version,
+                       CKPT_WRITER_OPTIONS_VERSION);
+        std::memset(opts, 0, writer_options_size(version));
         opts->version = version;
         opts->kind = CKPT_WRITER_SIMPLE;
     });
@@ -66,14 +90,18 @@ CKPT_API int ckpt_writer_new(ckpt_writer** out, const ckpt_writer_options* opts)
         ckpt_writer_options o;
         ckpt_writer_options_init(&o, CKPT_WRITER_OPTIONS_VERSION);
         if (opts != nullptr) {
-            if (opts->version != CKPT_WRITER_OPTIONS_VERSION)
-                ckpt::fail(Code::invalid, "ckpt_writer_new: options version {} is not supported (1)", opts->version);
-            o = *opts;
+            if (opts->version < 1 || opts->version > CKPT_WRITER_OPTIONS_VERSION)
+                ckpt::fail(Code::invalid, "ckpt_writer_new: options version {} is not supported (1..{})",
+                           opts->version, CKPT_WRITER_OPTIONS_VERSION);
+            std::memcpy(&o, opts, writer_options_size(opts->version));  // later fields keep their defaults
+            o.version = CKPT_WRITER_OPTIONS_VERSION;
         }
         if (o.kind > CKPT_WRITER_QUEUE) ckpt::fail(Code::invalid, "ckpt_writer_new: unknown kind {}", o.kind);
         auto w = std::make_unique<ckpt_writer>();
         w->out_dir = o.out_dir != nullptr ? o.out_dir : ".";
         w->default_storage = o.storage == nullptr;
+        w->after_save = o.after_save;
+        w->after_save_payload = o.after_save_payload;
         w->snapshots = ckpt::SnapshotPool::create(o.kind == CKPT_WRITER_QUEUE ? o.queue_depth : 1);
         try {
             w->writer = std::make_unique<ckpt::Writer>(static_cast<ckpt::Writer::Kind>(o.kind), o.queue_depth,
@@ -99,7 +127,7 @@ CKPT_API int ckpt_writer_save(ckpt_writer* w, const char* out_dir, const char* f
                 if (sink.error) std::rethrow_exception(sink.error);
                 if (rc != 0) ckpt::capi::callback_failed(rc, "the save function");
             },
-            (flags & CKPT_APPEND) != 0, nullptr, std::move(to.elsewhere));
+            (flags & CKPT_APPEND) != 0, after_save(w, to.named), std::move(to.elsewhere));
     });
 }
 
@@ -119,7 +147,7 @@ CKPT_API int ckpt_writer_save_vars(ckpt_writer* w, const char* out_dir, const ch
         w->writer->submit(
             to.path,
             [data, options](ckpt::OutputFile& out) { ckpt::write_npz(out, *data, options); },
-            false, nullptr, std::move(to.elsewhere));
+            false, after_save(w, to.named), std::move(to.elsewhere));
     });
 }
 

@@ -563,24 +563,43 @@ typedef struct ckpt_sink ckpt_sink; /* the file a save function writes into */
 #define CKPT_NO_COPY 2u /* ckpt_writer_save_vars: do not copy the arrays; the caller promises the collection and
                            its data stay alive and unchanged until the save completes (ckpt_writer_wait) */
 
+/* Called after each save that succeeded, once its file is durable under its final name (for an atomic save: after
+ * the rename and the directory's sync; for a CKPT_APPEND save: after the file's sync), with the path saved to
+ * (<out_dir>/<filename>, as the save's error messages name it; borrowed for the call) and the writer's
+ * after_save_payload. pytorch-pfn-extras runs its snapshot retention (n_retains) here: nothing it removes can be
+ * the only copy of a checkpoint that is not yet on disk. Never called for a save that failed.
+ * It runs on the thread that ran the save: the caller's, inside ckpt_writer_save*, for SIMPLE writers; the
+ * writer's background thread otherwise, before that save's slot in the queue is released (so ckpt_writer_wait
+ * returns after it). It must not call ckpt_writer_* functions of its own writer (a background writer would wait
+ * for itself). Return CKPT_OK, or a negative CKPT_* code (call ckpt_error_set_message first to say why) to make
+ * that save fail: the file stays, but the save reports the error — a SIMPLE writer's call returns it, a background
+ * save's error is returned exactly once like any other — with the code (CKPT_ERROR for a positive one) and the
+ * message "<path>: the after_save callback failed: <message>". */
+typedef int (*ckpt_after_save_fn)(const char *path, void *payload);
+
 typedef struct ckpt_writer_options {
     uint32_t version;      /* CKPT_WRITER_OPTIONS_VERSION */
     uint32_t kind;         /* CKPT_WRITER_*; default SIMPLE */
     uint32_t queue_depth;  /* QUEUE: saves queued or running before a save blocks; 0 = 1. THREAD is always 1 */
     ckpt_storage *storage; /* NULL = the local filesystem; the writer keeps its own reference */
     const char *out_dir;   /* directory for saves given out_dir NULL; copied; NULL = "." */
+    /* version 2 */
+    ckpt_after_save_fn after_save; /* NULL = none; called after each durable save (see ckpt_after_save_fn) */
+    void *after_save_payload;      /* after_save's; the caller keeps it valid until ckpt_writer_free */
 } ckpt_writer_options;
-#define CKPT_WRITER_OPTIONS_VERSION 1
-#define CKPT_WRITER_OPTIONS_INIT {CKPT_WRITER_OPTIONS_VERSION, 0, 0, NULL, NULL}
-/* Fills *opts with the defaults of struct version `version`. Returns CKPT_OK, CKPT_EINVAL. */
+#define CKPT_WRITER_OPTIONS_VERSION 2
+#define CKPT_WRITER_OPTIONS_INIT {CKPT_WRITER_OPTIONS_VERSION, 0, 0, NULL, NULL, NULL, NULL}
+/* Fills *opts with the defaults of struct version `version` (1..CKPT_WRITER_OPTIONS_VERSION), writing only the
+ * fields that version has. Returns CKPT_OK, CKPT_EINVAL (NULL opts, unknown version). */
 CKPT_API int ckpt_writer_options_init(ckpt_writer_options *opts, uint32_t version);
 
 /* Writes the file's bytes: called once per save, on the writer's thread for background kinds. Return CKPT_OK,
  * or a negative CKPT_* code to fail the save (the target then keeps its previous content). */
 typedef int (*ckpt_save_fn)(ckpt_sink *sink, void *payload);
 
-/* Creates a writer (background kinds start their thread). Returns CKPT_OK, CKPT_EINVAL (bad options),
- * CKPT_ENOMEM, CKPT_ERROR (no thread could be started). */
+/* Creates a writer (background kinds start their thread). opts NULL means the defaults; a struct of an older
+ * version (1) is read only as far as that version goes, its later fields taking their defaults. Returns CKPT_OK,
+ * CKPT_EINVAL (bad options, unknown version), CKPT_ENOMEM, CKPT_ERROR (no thread could be started). */
 CKPT_API int ckpt_writer_new(ckpt_writer **out, const ckpt_writer_options *opts);
 /* Saves what fn writes to <out_dir>/<filename> (out_dir NULL: the writer's). Atomic and durable unless flags has
  * CKPT_APPEND; an atomic save then removes the stale temporaries of <filename> that killed saves left, as
@@ -589,7 +608,8 @@ CKPT_API int ckpt_writer_new(ckpt_writer **out, const ckpt_writer_options *opts)
  * If a ckpt_sink_write fails, the save fails with that error whatever fn returns (the target is left alone).
  * Returns CKPT_OK (for background kinds: queued); the error of an earlier background save, in which case this save
  * was not started (the message ends "; the save of <path> was not started"); CKPT_EINVAL (NULL writer, filename
- * or fn, empty filename, flags other than CKPT_APPEND, writer finalized); for SIMPLE writers, the save's own errors: CKPT_ENOTFOUND (no such directory), CKPT_EIO, fn's code. */
+ * or fn, empty filename, flags other than CKPT_APPEND, writer finalized); for SIMPLE writers, the save's own
+ * errors: CKPT_ENOTFOUND (no such directory), CKPT_EIO, fn's code, the after_save callback's code. */
 CKPT_API int ckpt_writer_save(ckpt_writer *w, const char *out_dir, const char *filename, ckpt_save_fn fn,
                               void *payload, uint32_t flags);
 /* Saves a collection as .npz (ckpt_npz_save's format and options; npz->storage is ignored: the writer's storage
@@ -600,7 +620,8 @@ CKPT_API int ckpt_writer_save_vars(ckpt_writer *w, const char *out_dir, const ch
 /* Appends size bytes to the file being saved. Returns CKPT_OK, CKPT_EINVAL, CKPT_EIO (the storage failed; every
  * later write to this sink fails the same way). */
 CKPT_API int ckpt_sink_write(ckpt_sink *sink, const void *data, size_t size);
-/* Waits for every queued save; returns CKPT_OK or the first error not yet reported (CKPT_EINVAL for NULL). */
+/* Waits for every queued save and its after_save callback; returns CKPT_OK or the first error not yet reported
+ * (CKPT_EINVAL for NULL). */
 CKPT_API int ckpt_writer_wait(ckpt_writer *w);
 /* Waits, then stops the background thread; later saves fail with CKPT_EINVAL. Idempotent: a second call returns
  * CKPT_OK. Returns the first unreported error. Never hangs on a failed save. */

@@ -37,9 +37,12 @@ public:
 
     // Saves `body`'s bytes to `path`: atomically (temporary, sync, rename, directory sync) or, with `append`,
     // appended in place (not atomic). First reports — by throwing — an error of an earlier background save;
-    // the new save is then not started, and the error's message says so, naming `path`. Blocks while the queue is full. Throws Error(invalid) after finalize.
-    // `after`, if given, runs once the save has committed (on the same thread as the save): the checkpoint
-    // manager's retention, which must never delete anything before the new file is durable.
+    // the new save is then not started, and the error's message says so, naming `path`. Blocks while the queue
+    // is full. Throws Error(invalid) after finalize.
+    // `after`, if given, runs once the save has committed and is durable (on the same thread as the save, before
+    // its slot is released), never after a failed save: the checkpoint manager's retention, which must never
+    // delete anything before the new file is durable, and the C API's after_save callback. What it throws is the
+    // save's error.
     // `elsewhere`, if given, is the storage this save goes to instead of the writer's (a path that names its own,
     // as an s3:// URL does).
     void submit(const std::string& path, Body body, bool append, std::function<void()> after = nullptr,

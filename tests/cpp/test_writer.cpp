@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // ckpt::Writer and ckpt::Sink: save functions as C++ callables, in the caller's thread and in the background; what
 // they throw fails the save (never crossing into C) and is reported with its code; background errors are thrown by
-// wait and finalize, exactly once.
+// wait and finalize, exactly once; after_save runs once each save is in place, and what it throws is that save's error.
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <mutex>
 #include <new>
+#include <thread>
 
 using test::MapStorage;
 using test::TempDir;
@@ -297,4 +299,66 @@ TEST_CASE("What a save function throws is said once in the error, in the foregro
         CHECK_THAT(e.what(), Catch::Contains("model.bin") && Catch::Contains("save function failed"));
         CHECK(test::occurrences(e.what(), "the serializer met a NaN") == 1);
     }
+}
+
+TEST_CASE("after_save is called with the path once the file is in place, on the thread that saved", "[writer]") {
+    TempDir dir;
+    const auto kind = GENERATE(ckpt::WriterKind::simple, ckpt::WriterKind::thread, ckpt::WriterKind::queue);
+    struct Seen {
+        std::string path, content;
+        std::thread::id thread;
+    };
+    std::mutex mutex;
+    std::vector<Seen> seen;
+    auto options = in_dir(dir, kind, 2);
+    options.after_save = [&](const std::string& path) {
+        Seen s{path, test::read_file(path), std::this_thread::get_id()};
+        std::lock_guard<std::mutex> lock(mutex);
+        seen.push_back(std::move(s));
+    };
+    ckpt::Writer moved(options);
+    ckpt::Writer writer(std::move(moved));  // the function goes with the writer
+    writer.save("a.bin", [](ckpt::Sink& s) { s.write("first"); });
+    ckpt::Vars vars;
+    vars.add("w", std::vector<float>{1.5f, -2.0f});
+    writer.save_vars("v.npz", vars);
+    writer.wait();
+    std::lock_guard<std::mutex> lock(mutex);
+    REQUIRE(seen.size() == 2);
+    CHECK(seen[0].path == dir.path("a.bin"));
+    CHECK(seen[0].content == "first");
+    CHECK(seen[1].path == dir.path("v.npz"));
+    CHECK(seen[1].content == test::read_file(dir.path("v.npz")));
+    CHECK(ckpt::read(dir.path("v.npz")).get<float>("w").to_vector() == std::vector<float>{1.5f, -2.0f});
+    for (const Seen& s : seen) {
+        if (kind == ckpt::WriterKind::simple)
+            CHECK(s.thread == std::this_thread::get_id());
+        else
+            CHECK(s.thread != std::this_thread::get_id());
+    }
+}
+
+TEST_CASE("What after_save throws is that save's error, thrown once; the file stays", "[writer][errors]") {
+    TempDir dir;
+    const auto kind = GENERATE(ckpt::WriterKind::simple, ckpt::WriterKind::thread, ckpt::WriterKind::queue);
+    auto options = in_dir(dir, kind, 2);
+    int calls = 0;
+    options.after_save = [&](const std::string&) {
+        if (++calls == 1) throw ckpt::Error(CKPT_EIO, "cannot remove old snapshots");
+    };
+    ckpt::Writer writer(options);
+    try {
+        writer.save("a.bin", [](ckpt::Sink& s) { s.write("a"); });
+        writer.wait();
+        FAIL("a throwing after_save did not fail the save");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EIO);
+        CHECK(std::string(e.what()) ==
+              dir.path("a.bin") + ": the after_save callback failed: cannot remove old snapshots");
+    }
+    CHECK(test::read_file(dir.path("a.bin")) == "a");
+    writer.save("b.bin", [](ckpt::Sink& s) { s.write("b"); });
+    CHECK_NOTHROW(writer.finalize());  // reported once
+    CHECK(calls == 2);
+    CHECK(test::read_file(dir.path("b.bin")) == "b");
 }

@@ -60,4 +60,52 @@ PY
 check "$tmp/prefix"
 mv "$tmp/prefix" "$tmp/moved"
 check "$tmp/moved"
+
+# docs/python.md's Install section on Debian 12, literally: `cmake --install build --prefix /usr/local && ldconfig`,
+# then a virtual environment that sees Debian's numpy and torch, and `pip install --no-build-isolation
+# ./bindings/python` in it. /usr/local and the loader's cache are this test's own (a private mount namespace), so
+# nothing of the machine changes. `import ckpt` must then work with no CKPT_LIBRARY: after ldconfig, and without
+# it (the package looks in /usr/local/lib itself).
+src="$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")"
+if [ "$(id -u)" -ne 0 ] || ! unshare --mount true 2>/dev/null; then
+    echo "-- skipped the docs' venv install: it needs root and mount namespaces (to have a /usr/local of its own)"
+elif ! "$python" -m venv --help >/dev/null 2>&1; then
+    echo "-- skipped the docs' venv install: $python has no venv module (Debian: apt-get install python3-venv)"
+else
+    echo "-- docs/python.md: cmake --install to /usr/local, ldconfig, a venv with --system-site-packages, pip install"
+    mkdir -p "$tmp/docs/src" "$tmp/elsewhere"
+    cp -r "$src/bindings" "$tmp/docs/src/"  # pip builds in the directory it is given; keep the source tree clean
+    cp /etc/ld.so.cache "$tmp/docs/ld.so.cache.before"
+    cp /etc/ld.so.cache "$tmp/docs/ld.so.cache"
+    unshare --mount --propagation private env -u CKPT_LIBRARY -u LD_LIBRARY_PATH -u PYTHONPATH \
+        bash -euo pipefail -s "$build" "$python" "$tmp" <<'SH' || fail "the docs' install in a venv"
+build="$1"; python="$2"; tmp="$3"
+mount -t tmpfs tmpfs /usr/local
+mount --bind "$tmp/docs/ld.so.cache" /etc/ld.so.cache
+cd "$tmp/docs/src"
+cmake --install "$build" --prefix /usr/local >"$tmp/docs/install.log" 2>&1 && ldconfig
+"$python" -m venv --system-site-packages "$tmp/docs/venv"
+. "$tmp/docs/venv/bin/activate"
+pip install --quiet --no-build-isolation ./bindings/python
+try() {
+    (cd "$tmp/elsewhere" && PYTHONDONTWRITEBYTECODE=1 python - "$tmp/docs/venv" "$1" <<'PY')
+import os, sys
+venv, how = os.path.realpath(sys.argv[1]), sys.argv[2]
+import numpy as np
+import ckpt
+from ckpt import _native
+assert os.path.realpath(ckpt.__file__).startswith(venv + os.sep), "ckpt imported from %s" % ckpt.__file__
+with open("/proc/self/maps") as maps:
+    libs = {os.path.realpath(line.split()[-1]) for line in maps if "libckpt.so" in line}
+assert libs == {os.path.realpath("/usr/local/lib/libckpt.so.0")}, "libckpt mapped from %s" % sorted(libs)
+ckpt.save("x.npz", {"w": np.arange(3.0)})
+assert ckpt.load("x.npz")["w"].tolist() == [0, 1, 2]
+print("-- %s: ckpt %s from %s, library %s" % (how, ckpt.__version__, os.path.dirname(ckpt.__file__), libs.pop()))
+PY
+}
+try "after ldconfig"
+mount --bind "$tmp/docs/ld.so.cache.before" /etc/ld.so.cache  # the loader's cache without /usr/local's libckpt
+try "without ldconfig"
+SH
+fi
 echo "python install test passed"

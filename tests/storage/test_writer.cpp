@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The writers through the C API: where a save lands, atomicity, order, the queue bound, how background errors
-// come back, finalize, the copies background saves take, append mode and the storage option.
+// come back, finalize, the copies background saves take, append mode, the storage option and the after_save callback.
 //
 // Catch2's assertions are not thread-safe: only the test's own thread asserts. Other threads (the writer's, and
 // the ones a test starts to see whether a call blocks) only touch atomics and mutex-protected state.
@@ -11,20 +11,24 @@
 #include "support/temp_dir.hpp"
 
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -1134,6 +1138,344 @@ TEST_CASE("A writer saves through the storage of its options", "[writer][storage
     }
 }
 
+// ------------------------------------------------------------------------------------------------- after_save
+
+namespace {
+
+// What an after_save callback saw: the path it was given, on which thread, and what was at that path then.
+struct AfterSave {
+    struct Call {
+        std::string path;
+        std::thread::id thread;
+        std::string content;
+        size_t temporaries;
+    };
+    std::mutex mutex;
+    std::vector<Call> calls;
+    std::string dir;              // whose temporaries the callback counts ("" for none)
+    int result = CKPT_OK;         // what the callback returns
+    const char* words = nullptr;  // what it says with ckpt_error_set_message before failing
+    std::vector<std::string>* journal = nullptr;  // a JournalStorage's, to note the call in
+    std::mutex* journal_mutex = nullptr;
+};
+
+int record_after_save(const char* path, void* payload) {
+    auto& after = *static_cast<AfterSave*>(payload);
+    AfterSave::Call call{path, std::this_thread::get_id(), {}, 0};
+    if (after.journal != nullptr) {
+        std::lock_guard<std::mutex> lock(*after.journal_mutex);
+        after.journal->push_back(std::string("after_save ") + path);
+    } else {
+        call.content = slurp(path);
+        if (!after.dir.empty()) call.temporaries = temporaries(after.dir).size();
+    }
+    {
+        std::lock_guard<std::mutex> lock(after.mutex);
+        after.calls.push_back(std::move(call));
+    }
+    if (after.result != CKPT_OK && after.words != nullptr) ckpt_error_set_message(after.words);
+    return after.result;
+}
+
+WriterPtr make_writer_after(uint32_t kind, const std::string& out_dir, AfterSave& after,
+                            ckpt_storage* storage = nullptr) {
+    ckpt_writer_options o;
+    REQUIRE(ckpt_writer_options_init(&o, CKPT_WRITER_OPTIONS_VERSION) == CKPT_OK);
+    o.kind = kind;
+    o.storage = storage;
+    o.out_dir = out_dir.c_str();
+    o.after_save = record_after_save;
+    o.after_save_payload = &after;
+    ckpt_writer* w = nullptr;
+    const int rc = ckpt_writer_new(&w, &o);
+    INFO(message());
+    REQUIRE(rc == CKPT_OK);
+    return WriterPtr(w);
+}
+
+// A storage in memory, through the C callback table, that notes every step of a save in a journal.
+struct JournalStorage {
+    std::mutex mutex;
+    std::vector<std::string> journal;
+    std::map<std::string, std::string> files;
+
+    struct Open {
+        std::string path;
+    };
+    void note(std::string event) {
+        std::lock_guard<std::mutex> lock(mutex);
+        journal.push_back(std::move(event));
+    }
+    static JournalStorage& of(void* payload) { return *static_cast<JournalStorage*>(payload); }
+
+    static int make_dirs(void*, const char*) { return CKPT_OK; }
+    static int create(void* payload, const char* path, void** file) {
+        auto& s = of(payload);
+        std::lock_guard<std::mutex> lock(s.mutex);
+        if (s.files.count(path) != 0) return CKPT_EEXIST;
+        s.files[path];
+        *file = new Open{path};
+        return CKPT_OK;
+    }
+    static int open_append(void* payload, const char* path, void** file) {
+        auto& s = of(payload);
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.files[path];
+        *file = new Open{path};
+        return CKPT_OK;
+    }
+    static int write(void* payload, void* file, const void* data, size_t size) {
+        auto& s = of(payload);
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.files[static_cast<Open*>(file)->path].append(static_cast<const char*>(data), size);
+        return CKPT_OK;
+    }
+    static int sync(void* payload, void* file) {
+        of(payload).note("sync " + static_cast<Open*>(file)->path);
+        return CKPT_OK;
+    }
+    static int close(void* payload, void* file) {
+        std::unique_ptr<Open> open(static_cast<Open*>(file));
+        of(payload).note("close " + open->path);
+        return CKPT_OK;
+    }
+    static int rename(void* payload, const char* from, const char* to) {
+        auto& s = of(payload);
+        std::lock_guard<std::mutex> lock(s.mutex);
+        auto it = s.files.find(from);
+        if (it == s.files.end()) return CKPT_ENOTFOUND;
+        s.files[to] = std::move(it->second);
+        s.files.erase(from);
+        s.journal.push_back(std::string("rename ") + to);
+        return CKPT_OK;
+    }
+    static int sync_dir(void* payload, const char* dir) {
+        of(payload).note(std::string("sync_dir ") + dir);
+        return CKPT_OK;
+    }
+    static int remove(void* payload, const char* path) {
+        auto& s = of(payload);
+        std::lock_guard<std::mutex> lock(s.mutex);
+        return s.files.erase(path) != 0 ? CKPT_OK : CKPT_ENOTFOUND;
+    }
+    static int list(void*, const char*, ckpt_list_entry_fn, void*) { return CKPT_OK; }
+    static int open_read(void*, const char*, void**, uint64_t*) { return CKPT_ENOTFOUND; }
+    static int read_at(void*, void*, uint64_t, void*, size_t, size_t*) { return CKPT_EIO; }
+    static void close_read(void*, void*) {}
+
+    StoragePtr make() {
+        ckpt_storage_ops ops;
+        std::memset(&ops, 0, sizeof ops);
+        ops.version = CKPT_STORAGE_OPS_VERSION;
+        ops.payload = this;
+        ops.make_dirs = make_dirs;
+        ops.create = create;
+        ops.open_append = open_append;
+        ops.write = write;
+        ops.sync = sync;
+        ops.close = close;
+        ops.rename = rename;
+        ops.sync_dir = sync_dir;
+        ops.remove = remove;
+        ops.list = list;
+        ops.open_read = open_read;
+        ops.read_at = read_at;
+        ops.close_read = close_read;
+        ckpt_storage* raw = nullptr;
+        REQUIRE(ckpt_storage_new(&raw, &ops) == CKPT_OK);
+        return StoragePtr(raw);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("after_save runs once per save, on the thread that saved, with the file complete under its name",
+          "[writer][after_save]") {
+    const uint32_t kind = GENERATE(CKPT_WRITER_SIMPLE, CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
+    INFO("kind " << kind_name(kind));
+    TempDir dir;
+    AfterSave after;
+    after.dir = dir.str();
+    auto w = make_writer_after(kind, dir.str(), after);
+
+    SECTION("ckpt_writer_save") {
+        Job first(pattern(300000, 1)), second(pattern(1000, 2));
+        put(dir.file("model.bin"), "previous content");
+        REQUIRE(save(w, "model.bin", first) == CKPT_OK);
+        REQUIRE(save(w, "other.bin", second) == CKPT_OK);
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);  // returns only after the callbacks ran
+        std::lock_guard<std::mutex> lock(after.mutex);
+        REQUIRE(after.calls.size() == 2);
+        CHECK(after.calls[0].path == dir.file("model.bin"));
+        CHECK(after.calls[0].content == first.bytes);  // the new file, not the previous content
+        CHECK(after.calls[0].temporaries == 0);
+        CHECK(after.calls[1].path == dir.file("other.bin"));
+        CHECK(after.calls[1].content == second.bytes);
+        CHECK(after.calls[1].temporaries == 0);
+        for (const auto& call : after.calls) {
+            if (kind == CKPT_WRITER_SIMPLE)
+                CHECK(call.thread == std::this_thread::get_id());
+            else
+                CHECK(call.thread == first.ran_on);  // the writer's thread, which ran the save function
+        }
+        if (kind != CKPT_WRITER_SIMPLE) CHECK(first.ran_on != std::this_thread::get_id());
+    }
+    SECTION("ckpt_writer_save_vars, with an explicit out_dir") {
+        TempDir other;
+        Sample s;
+        auto vars = make_vars(s, CKPT_COPY);
+        REQUIRE(ckpt_writer_save_vars(w.get(), other.str().c_str(), "vars.npz", vars.get(), nullptr, 0) == CKPT_OK);
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+        std::lock_guard<std::mutex> lock(after.mutex);
+        REQUIRE(after.calls.size() == 1);
+        CHECK(after.calls[0].path == other.file("vars.npz"));
+        CHECK(after.calls[0].content == npz_bytes(vars.get()));
+        CHECK(temporaries(other.str()).empty());
+        if (kind == CKPT_WRITER_SIMPLE)
+            CHECK(after.calls[0].thread == std::this_thread::get_id());
+        else
+            CHECK(after.calls[0].thread != std::this_thread::get_id());
+    }
+    SECTION("a CKPT_APPEND save, after its bytes are appended") {
+        Job first("abc"), second("def");
+        REQUIRE(save(w, "log.txt", first, CKPT_APPEND) == CKPT_OK);
+        REQUIRE(save(w, "log.txt", second, CKPT_APPEND) == CKPT_OK);
+        REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
+        std::lock_guard<std::mutex> lock(after.mutex);
+        REQUIRE(after.calls.size() == 2);
+        CHECK(after.calls[0].content == "abc");
+        CHECK(after.calls[1].content == "abcdef");
+    }
+    REQUIRE(ckpt_writer_finalize(w.get()) == CKPT_OK);
+}
+
+TEST_CASE("after_save runs after the rename and the directory's sync, never before", "[writer][after_save]") {
+    const uint32_t kind = GENERATE(CKPT_WRITER_SIMPLE, CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
+    INFO("kind " << kind_name(kind));
+    JournalStorage journal;
+    auto storage = journal.make();
+    AfterSave after;
+    after.journal = &journal.journal;
+    after.journal_mutex = &journal.mutex;
+    auto w = make_writer_after(kind, "run", after, storage.get());
+    Sample s;
+    auto vars = make_vars(s, CKPT_COPY);
+    Job job("bytes"), appended("more");
+    REQUIRE(save(w, "a.bin", job) == CKPT_OK);
+    REQUIRE(ckpt_writer_save_vars(w.get(), nullptr, "b.npz", vars.get(), nullptr, 0) == CKPT_OK);
+    REQUIRE(save(w, "a.bin", appended, CKPT_APPEND) == CKPT_OK);
+    REQUIRE(ckpt_writer_finalize(w.get()) == CKPT_OK);
+
+    std::lock_guard<std::mutex> lock(journal.mutex);
+    // Temporary names are random: keep the events that name final paths, and the syncs and closes in between.
+    std::vector<std::string> events;
+    for (const std::string& e : journal.journal)
+        if (e.find(".tmp-") == std::string::npos) events.push_back(e);
+    const std::vector<std::string> expected = {
+        "rename run/a.bin", "sync_dir run", "after_save run/a.bin",
+        "rename run/b.npz", "sync_dir run", "after_save run/b.npz",
+        "sync run/a.bin", "close run/a.bin", "after_save run/a.bin"};
+    CHECK(events == expected);
+    CHECK(journal.files["run/a.bin"] == "bytesmore");
+}
+
+TEST_CASE("A failing after_save is that save's error, reported once and naming the path; the file stays",
+          "[writer][after_save][errors]") {
+    TempDir dir;
+    const std::string target = dir.file("model.bin");
+    AfterSave after;
+    after.result = CKPT_EIO;
+    after.words = "bucket 'runs': quota exceeded";
+    const std::string expected = target + ": the after_save callback failed: bucket 'runs': quota exceeded";
+
+    SECTION("a simple writer's save returns it") {
+        Job job("new content"), next("next");
+        auto w = make_writer_after(CKPT_WRITER_SIMPLE, dir.str(), after);
+        CHECK(save(w, "model.bin", job) == CKPT_EIO);
+        CHECK(message() == expected);
+        CHECK(slurp(target) == "new content");  // committed before the callback ran
+        after.result = CKPT_OK;
+        CHECK(save(w, "next.bin", next) == CKPT_OK);
+        CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
+    }
+    SECTION("a background save's error comes back once, from the next wait") {
+        const uint32_t kind = GENERATE(CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
+        INFO("kind " << kind_name(kind));
+        Job job("new content");
+        auto w = make_writer_after(kind, dir.str(), after);
+        REQUIRE(save(w, "model.bin", job) == CKPT_OK);
+        CHECK(ckpt_writer_wait(w.get()) == CKPT_EIO);
+        CHECK(message() == expected);
+        CHECK(ckpt_writer_wait(w.get()) == CKPT_OK);
+        CHECK(slurp(target) == "new content");
+        CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
+    }
+    SECTION("a background save's error comes back from the next save, which is then not started") {
+        Job job("new content"), next("next");
+        auto w = make_writer_after(CKPT_WRITER_THREAD, dir.str(), after);
+        REQUIRE(save(w, "model.bin", job) == CKPT_OK);
+        CHECK(save(w, "next.bin", next) == CKPT_EIO);
+        CHECK(message() == expected + "; the save of " + dir.file("next.bin") + " was not started");
+        CHECK(next.runs == 0);
+        CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
+        CHECK_FALSE(fs::exists(dir.file("next.bin")));
+    }
+    SECTION("a positive result is CKPT_ERROR, and a callback that says nothing is named by its code") {
+        after.result = 7;
+        after.words = nullptr;
+        Job job("new content");
+        auto w = make_writer_after(CKPT_WRITER_QUEUE, dir.str(), after);
+        REQUIRE(save(w, "model.bin", job) == CKPT_OK);
+        CHECK(ckpt_writer_finalize(w.get()) == CKPT_ERROR);
+        CHECK(message() == target + ": the after_save callback failed: " + ckpt_strerror(CKPT_ERROR) + " (7)");
+    }
+}
+
+TEST_CASE("after_save is not called for a save that failed", "[writer][after_save][errors]") {
+    const uint32_t kind = GENERATE(CKPT_WRITER_SIMPLE, CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
+    INFO("kind " << kind_name(kind));
+    TempDir dir;
+    AfterSave after;
+    Job failing("partial", CKPT_EIO), ok("ok");
+    auto w = make_writer_after(kind, dir.str(), after);
+    int rc = save(w, "model.bin", failing);
+    if (kind != CKPT_WRITER_SIMPLE) {
+        CHECK(rc == CKPT_OK);
+        rc = ckpt_writer_wait(w.get());
+    }
+    CHECK(rc == CKPT_EIO);
+    auto missing = make_writer_after(kind, dir.file("no-such-dir"), after);
+    rc = save(missing, "model.bin", ok);
+    if (kind != CKPT_WRITER_SIMPLE) rc = ckpt_writer_wait(missing.get());
+    CHECK(rc == CKPT_ENOTFOUND);
+    std::lock_guard<std::mutex> lock(after.mutex);
+    CHECK(after.calls.empty());
+}
+
+TEST_CASE("A version-1 options struct is read only as far as version 1 goes", "[writer][after_save][args]") {
+    // The struct ends where an unreadable page begins: reading a field of version 2 would crash the test.
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    void* pages = ::mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(pages != MAP_FAILED);
+    std::unique_ptr<void, std::function<void(void*)>> unmap(pages, [page](void* p) { ::munmap(p, 2 * page); });
+    REQUIRE(::mprotect(static_cast<char*>(pages) + page, page, PROT_NONE) == 0);
+    constexpr size_t kVersion1Size = offsetof(ckpt_writer_options, after_save);
+    auto* v1 = reinterpret_cast<ckpt_writer_options*>(static_cast<char*>(pages) + page - kVersion1Size);
+    REQUIRE(ckpt_writer_options_init(v1, 1) == CKPT_OK);
+    TempDir dir;
+    const std::string out_dir = dir.str();
+    v1->kind = CKPT_WRITER_QUEUE;
+    v1->out_dir = out_dir.c_str();
+    ckpt_writer* raw = nullptr;
+    REQUIRE(ckpt_writer_new(&raw, v1) == CKPT_OK);
+    WriterPtr w(raw);
+    Job job("bytes");
+    REQUIRE(save(w, "a.bin", job) == CKPT_OK);
+    REQUIRE(ckpt_writer_finalize(w.get()) == CKPT_OK);
+    CHECK(job.ran_on != std::this_thread::get_id());  // the kind of version 1 was read
+    CHECK(slurp(dir.file("a.bin")) == "bytes");
+}
+
 // -------------------------------------------------------------------------------------------- invalid arguments
 
 TEST_CASE("Writer functions refuse invalid arguments with CKPT_EINVAL and a message", "[writer][args]") {
@@ -1142,7 +1484,7 @@ TEST_CASE("Writer functions refuse invalid arguments with CKPT_EINVAL and a mess
     Sample s;
     auto vars = make_vars(s, CKPT_COPY);
 
-    SECTION("ckpt_writer_options_init fills the defaults of version 1 and refuses others") {
+    SECTION("ckpt_writer_options_init fills the defaults of the current version and refuses unknown ones") {
         ckpt_writer_options o;
         std::memset(&o, 0xFF, sizeof o);
         REQUIRE(ckpt_writer_options_init(&o, CKPT_WRITER_OPTIONS_VERSION) == CKPT_OK);
@@ -1151,16 +1493,33 @@ TEST_CASE("Writer functions refuse invalid arguments with CKPT_EINVAL and a mess
         CHECK(o.queue_depth == 0);
         CHECK(o.storage == nullptr);
         CHECK(o.out_dir == nullptr);
+        CHECK(o.after_save == nullptr);
+        CHECK(o.after_save_payload == nullptr);
         CHECK(ckpt_writer_options_init(nullptr, CKPT_WRITER_OPTIONS_VERSION) == CKPT_EINVAL);
         CHECK_THAT(message(), Contains("opts"));
-        CHECK(ckpt_writer_options_init(&o, 2) == CKPT_EINVAL);
-        CHECK_THAT(message(), Contains("version 2"));
+        for (const uint32_t version : {0u, CKPT_WRITER_OPTIONS_VERSION + 1u}) {
+            CHECK(ckpt_writer_options_init(&o, version) == CKPT_EINVAL);
+            CHECK_THAT(message(), Contains("version " + std::to_string(version)));
+        }
         const ckpt_writer_options from_macro = CKPT_WRITER_OPTIONS_INIT;
         CHECK(from_macro.version == CKPT_WRITER_OPTIONS_VERSION);
         CHECK(from_macro.kind == CKPT_WRITER_SIMPLE);
         CHECK(from_macro.queue_depth == 0);
         CHECK(from_macro.storage == nullptr);
         CHECK(from_macro.out_dir == nullptr);
+        CHECK(from_macro.after_save == nullptr);
+        CHECK(from_macro.after_save_payload == nullptr);
+    }
+    SECTION("ckpt_writer_options_init of version 1 writes only the fields version 1 has") {
+        ckpt_writer_options o;
+        std::memset(&o, 0xAB, sizeof o);
+        REQUIRE(ckpt_writer_options_init(&o, 1) == CKPT_OK);
+        CHECK(o.version == 1);
+        CHECK(o.kind == CKPT_WRITER_SIMPLE);
+        CHECK(o.out_dir == nullptr);
+        const auto* tail = reinterpret_cast<const unsigned char*>(&o) + offsetof(ckpt_writer_options, after_save);
+        const size_t tail_size = sizeof o - offsetof(ckpt_writer_options, after_save);
+        CHECK(std::all_of(tail, tail + tail_size, [](unsigned char c) { return c == 0xAB; }));
     }
     SECTION("ckpt_writer_new refuses a NULL out, an unknown kind and an unknown options version") {
         ckpt_writer_options o;
@@ -1174,7 +1533,7 @@ TEST_CASE("Writer functions refuse invalid arguments with CKPT_EINVAL and a mess
         CHECK_THAT(message(), Contains("kind 3"));
         CHECK(w == nullptr);
 
-        for (const uint32_t version : {0u, 2u}) {
+        for (const uint32_t version : {0u, CKPT_WRITER_OPTIONS_VERSION + 1u}) {
             INFO("version " << version);
             ckpt_writer_options bad;
             REQUIRE(ckpt_writer_options_init(&bad, CKPT_WRITER_OPTIONS_VERSION) == CKPT_OK);

@@ -14,14 +14,14 @@ ckpt's own checkpoint manager (ckpt.Manager) are built on the same library (libc
 CKPT_LIBRARY, the library a CMake install put beside the package, or the loader's paths). The package is typed
 (py.typed).
 """
-from . import _native, dtypes, errors, writing
+from . import _native, dtypes, errors, filesystem, writing
 from ._vars import RawArray, Rows, Source
 from .comm import Comm, MPIComm, TorchComm
 from .step import Step
 from .dtypes import typed, view
 from .errors import (ArgumentTypeError, BufferTooSmallError, BusyError, CkptError, ExistsError, FormatError,
                      InvalidArgumentError, MismatchError, NotFoundError, OutOfMemoryError, StorageError,
-                     UnsupportedDtypeError, UnsupportedError)
+                     StoragePermissionError, UnsupportedDtypeError, UnsupportedError)
 from .manager import Manager, checkpoint_idx
 from .npz import Arrays, Collection, Metadata, NpzFile, load, open, restore, save
 from .objax import Checkpoint, load_var_collection, save_var_collection
@@ -34,6 +34,6 @@ library_version = _native.lib.ckpt_version_string().decode()  # type: str  # of 
 __all__ = ["ArgumentTypeError", "Arrays", "BufferTooSmallError", "BusyError", "Checkpoint", "CkptError", "Collection",
            "Comm", "ExistsError", "FormatError", "InvalidArgumentError", "MPIComm", "Manager", "MemoryFiles",
            "Metadata", "MismatchError", "NativeMemory", "NotFoundError", "NpzFile", "OutOfMemoryError", "RawArray",
-           "Rows", "S3Storage", "Source", "Step", "Storage", "StorageError", "TorchComm", "UnsupportedDtypeError", "UnsupportedError", "checkpoint_idx",
-           "dtypes", "errors", "load", "load_var_collection", "open", "restore", "save", "save_var_collection",
-           "typed", "view", "writing"]
+           "Rows", "S3Storage", "Source", "Step", "Storage", "StorageError", "StoragePermissionError", "TorchComm",
+           "UnsupportedDtypeError", "UnsupportedError", "checkpoint_idx", "dtypes", "errors", "filesystem", "load",
+           "load_var_collection", "open", "restore", "save", "save_var_collection", "typed", "view", "writing"]

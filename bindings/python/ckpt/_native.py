@@ -5,6 +5,8 @@ Nothing here is public: the rest of the package wraps it. The constants mirror i
 """
 import ctypes
 import os
+import sys
+import sysconfig
 from typing import Any, Optional, Union
 
 from . import errors
@@ -21,7 +23,8 @@ LAYOUT_AUTO, LAYOUT_PLAIN, LAYOUT_OBJAX = 0, 1, 2
 STORE, DEFLATE = 0, 1
 NPZ_OPTIONS_VERSION = 4
 MANAGER_OPTIONS_VERSION = 4
-WRITER_OPTIONS_VERSION = 1
+WRITER_OPTIONS_VERSION = 2
+WRITER_AFTER_SAVE_SINCE = (0, 7, 0)  # ckpt_writer_options version 2 (after_save); older libraries take version 1
 STORAGE_OPS_VERSION = 4
 COMM_OPS_VERSION = 1
 REDUCE_MIN, REDUCE_MAX, REDUCE_SUM = 0, 1, 2
@@ -41,6 +44,7 @@ RENAME_FN = ctypes.CFUNCTYPE(c_int, c_char_p, c_void_p, c_size_t, c_void_p)
 PROGRESS_FN = ctypes.CFUNCTYPE(None, c_uint64, c_uint64, c_void_p)
 LOG_FN = ctypes.CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 SAVE_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p)
+AFTER_SAVE_FN = ctypes.CFUNCTYPE(c_int, c_char_p, c_void_p)
 SOURCE_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_uint64, c_void_p, c_size_t)
 LIST_ENTRY_FN = ctypes.CFUNCTYPE(c_int, c_char_p, c_void_p)
 CLEAN_FN = ctypes.CFUNCTYPE(None, c_char_p, c_int, c_void_p)
@@ -76,7 +80,8 @@ class WriterOptions(ctypes.Structure):
     """ckpt_writer_options."""
 
     _fields_ = [("version", c_uint32), ("kind", c_uint32), ("queue_depth", c_uint32), ("storage", c_void_p),
-                ("out_dir", c_char_p)]
+                ("out_dir", c_char_p),
+                ("after_save", AFTER_SAVE_FN), ("after_save_payload", c_void_p)]  # version 2
 
 
 _P = ctypes.POINTER
@@ -261,17 +266,40 @@ def _built_for():
     return path if path and os.path.exists(path) else None
 
 
+def _standard_places():
+    """Where `cmake --install` puts libckpt.so.0 under the usual prefixes (/usr/local, /usr, and the prefix of the
+    interpreter a virtual environment was made from), for a package pip installed — which has no _build_config —
+    when the loader's paths do not have it (ldconfig not run, or a prefix the loader does not search)."""
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    places = []
+    for prefix in ("/usr/local", sys.base_prefix, "/usr"):
+        for libdir in ("lib", "lib64", os.path.join("lib", multiarch) if multiarch else None):
+            if libdir:
+                path = os.path.join(prefix, libdir, "libckpt.so.0")
+                if path not in places:
+                    places.append(path)
+    return places
+
+
 def _load():
-    # CKPT_LIBRARY first, then the library this package was installed with, then the loader's paths.
+    # CKPT_LIBRARY first, then the library this package was installed with, then the loader's paths, then the
+    # standard places.
     explicit = os.environ.get("CKPT_LIBRARY")
     built = None if explicit else _built_for()
     name = explicit or built or "libckpt.so.0"
     try:
         lib = ctypes.CDLL(name)
     except OSError as e:
-        where = ("CKPT_LIBRARY=%s" % explicit) if explicit else ("%s (the library ckpt was installed with)" % built) \
-            if built else "libckpt.so.0 on the loader's path (install ckpt, or set LD_LIBRARY_PATH or CKPT_LIBRARY)"
-        raise ImportError("ckpt: cannot load the ckpt library from %s: %s" % (where, e)) from None
+        fallback = None if explicit or built else next((p for p in _standard_places() if os.path.exists(p)), None)
+        if fallback is not None:
+            name = fallback
+            lib = ctypes.CDLL(fallback)
+        else:
+            where = ("CKPT_LIBRARY=%s" % explicit) if explicit else \
+                ("%s (the library ckpt was installed with)" % built) if built else \
+                ("libckpt.so.0 on the loader's path or in %s (install ckpt, or set LD_LIBRARY_PATH or CKPT_LIBRARY)"
+                 % ", ".join(sorted({os.path.dirname(p) for p in _standard_places()})))
+            raise ImportError("ckpt: cannot load the ckpt library from %s: %s" % (where, e)) from None
     version = lib.ckpt_version_number()
     found = (version // 10000, version // 100 % 100, version % 100)
     if found < REQUIRED_VERSION:

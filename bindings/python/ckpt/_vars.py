@@ -3,7 +3,7 @@
 import ctypes
 import os
 from collections import OrderedDict
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import numpy as np
 
@@ -37,6 +37,20 @@ class RawArray(np.ndarray):
 
     def __array_finalize__(self, obj: Any) -> None:
         self.ckpt_dtype = getattr(obj, "ckpt_dtype", None)
+
+
+def _found(value: Any) -> str:
+    """What an error says a value that is no array is."""
+    if value is None:
+        return "None"
+    if isinstance(value, Mapping):
+        return "a %s (a nested mapping: give each of its arrays a name of its own, such as 'outer/inner')" % (
+            type(value).__name__)
+    if isinstance(value, np.ndarray):
+        return "a numpy array of dtype %s" % value.dtype
+    kind = type(value).__name__ if type(value).__module__ == "builtins" else "%s.%s" % (type(value).__module__,
+                                                                                    type(value).__qualname__)
+    return "%s %s" % ("an" if kind[0] in "aeiou" else "a", kind)
 
 
 def as_array(value: Any) -> Any:
@@ -130,7 +144,11 @@ class Vars(_native.Handle):
         if isinstance(value, Source):
             return self._add_source(name, value)
         array = as_array(value)
-        code, itemsize, data = dtypes.code_of(array)
+        try:
+            code, itemsize, data = dtypes.code_of(array)
+        except errors.UnsupportedDtypeError as e:
+            raise errors.UnsupportedDtypeError(e.code, "%r: %s; the value is %s" % (name, e.message, _found(value))) \
+                from None
         if isinstance(array, RawArray) and array.ckpt_dtype is not None:
             code = dtypes.ML_CODES[array.ckpt_dtype]
         if data.dtype.byteorder == ">" or not data.flags.c_contiguous:

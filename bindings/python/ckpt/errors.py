@@ -14,7 +14,7 @@ from typing import Callable, Dict, Optional, Type, Union
 
 __all__ = ["ArgumentTypeError", "BufferTooSmallError", "BusyError", "CkptError", "ExistsError", "FormatError",
            "InvalidArgumentError", "MismatchError", "NotFoundError", "OutOfMemoryError", "StorageError",
-           "UnsupportedDtypeError", "UnsupportedError", "error_for", "strerror"]
+           "StoragePermissionError", "UnsupportedDtypeError", "UnsupportedError", "error_for", "strerror"]
 
 OK, ERROR, EINVAL, ENOTFOUND, EFORMAT, EIO, ENOMEM, EMISMATCH, EUNSUPPORTED, EBUSY, EEXIST, EBUFS = (
     0, -1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11)
@@ -70,10 +70,17 @@ class FormatError(CkptError, ValueError):
 
 
 class StorageError(CkptError, OSError):
-    """CKPT_EIO: the storage failed."""
+    """CKPT_EIO: the storage failed. When the library's message ends with the operating system's words for an
+    error ("No space left on device"), ``errno`` is that error (``errno.ENOSPC``) and ``strerror`` its words, as
+    on any OSError; ``filename`` is the path the message names first (the target of a save, not its temporary).
+    A refused permission (EACCES, EPERM) is a ``StoragePermissionError``, also a ``PermissionError``."""
 
     def __init__(self, code: int, message: str) -> None:
         CkptError.__init__(self, code, message)
+
+
+class StoragePermissionError(StorageError, PermissionError):
+    """CKPT_EIO for a refused permission (EACCES, EPERM): also a ``PermissionError``."""
 
 
 class OutOfMemoryError(CkptError, MemoryError):
@@ -119,9 +126,34 @@ _BY_CODE = {EINVAL: InvalidArgumentError, ENOTFOUND: NotFoundError, EFORMAT: For
 def error_for(code: int, message: str, filename: Union[str, bytes, "_os.PathLike[str]", None] = None) -> CkptError:
     """The exception for a status code. `filename`: the path of the file the failed call was given; a
     NotFoundError then carries it, with errno ENOENT, as Python's FileNotFoundError does."""
+    if code == EIO:
+        return _storage_error(code, message, filename)
     err = _BY_CODE.get(code, CkptError)(code, message)
     if filename is not None and isinstance(err, NotFoundError):
         err.errno = _errno.ENOENT
         err.strerror = _os.strerror(_errno.ENOENT)
         err.filename = _os.fsdecode(filename)
+    return err
+
+
+# The operating system's words for each errno, longest first (so "Permission denied" does not hide a longer text).
+_WORDS = sorted(((_os.strerror(n), n) for n in _errno.errorcode), key=lambda w: -len(w[0]))
+_PERMISSION = {_errno.EACCES, _errno.EPERM}  # as Python maps them to PermissionError
+
+
+def _storage_error(code: int, message: str, filename: Union[str, bytes, "_os.PathLike[str]", None]) -> CkptError:
+    """A StorageError with the errno, strerror and filename its message tells (the library states an OS error as
+    "<path>: <what>: <strerror>")."""
+    number, words = None, None
+    for text, n in _WORDS:
+        at = message.rfind(text)
+        if at >= 0 and (number is None or at > message.rfind(words)):
+            number, words = n, text
+    cls = StoragePermissionError if number in _PERMISSION else StorageError
+    err = cls(code, message)
+    err.errno, err.strerror = number, words
+    if filename is not None:
+        err.filename = _os.fsdecode(filename)
+    elif ": " in message:
+        err.filename = message.split(": ", 1)[0]
     return err

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """ckpt's checkpoint manager: numbered checkpoints in a directory, retention, resume from the latest good one."""
 import ctypes
+import numbers
 import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
@@ -19,6 +20,22 @@ def checkpoint_idx(filename: Union[str, bytes, os.PathLike]) -> int:
     if i < 0:
         raise ValueError("%r is not a checkpoint file name (ten or more digits and .npz)" % (filename,))
     return i
+
+
+def index_argument(value: Any, what: str = "idx") -> int:
+    """`value` as a checkpoint index or step (an int, or a numpy integer); ArgumentTypeError naming `what` for
+    anything else (a float, a str, a bool)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise errors.ArgumentTypeError(errors.EINVAL, "%s must be an int, not %s (%r)"
+                                       % (what, type(value).__name__, value))
+    return int(value)
+
+
+def _name_argument(value: Any, what: str = "name") -> bytes:
+    if not isinstance(value, str):
+        raise errors.ArgumentTypeError(errors.EINVAL, "%s must be a str, not %s (%r)"
+                                       % (what, type(value).__name__, value))
+    return value.encode("utf-8")
 
 
 class Manager:
@@ -96,6 +113,7 @@ class Manager:
         self.handle = h.value
         self.logdir = os.fsdecode(logdir)
         self._subdir = subdir or ""
+        self._best_metric = best_metric
 
     def close(self) -> None:
         """Waits for background saves and unlocks the directory (unless a newer manager of this process took it
@@ -137,6 +155,7 @@ class Manager:
         own "ckpt." keys (those a restore brought in) are replaced by this save's. The first save locks the
         directory: BusyError when another process's manager holds it, or when a newer manager of this process took
         it over from this one."""
+        idx = self._collectively(lambda: index_argument(idx), "sharded save")
         if isinstance(arrays, npz.Collection):
             self._collectively(lambda: arrays._vars.set_metadata(metadata), "sharded save")
             self._save(arrays._vars, idx, metrics)
@@ -171,8 +190,9 @@ class Manager:
     def metric(self, idx: int, name: str) -> Optional[float]:
         """The value of metric `name` checkpoint idx recorded (a float), or None when it records none.
         NotFoundError when there is no checkpoint idx."""
+        idx, encoded = index_argument(idx), _name_argument(name)
         out = ctypes.c_double(0)
-        rc = lib.ckpt_manager_metric(self._h(), idx, name.encode("utf-8"), ctypes.byref(out))
+        rc = lib.ckpt_manager_metric(self._h(), idx, encoded, ctypes.byref(out))
         if rc == errors.ENOTFOUND and self._exists(idx):
             return None
         check(rc, *self._sources)
@@ -182,7 +202,10 @@ class Manager:
         return idx in self.list()
 
     def best(self) -> Optional[int]:
-        """The checkpoint with the best `best_metric` (by `best_mode`; NaN never is), or None."""
+        """The checkpoint with the best `best_metric` (by `best_mode`; NaN never is), or None: when no checkpoint
+        records the metric, and when the manager was opened without a `best_metric`."""
+        if self._best_metric is None:
+            return None
         i = ctypes.c_int64(-1)
         rc = lib.ckpt_manager_best(self._h(), ctypes.byref(i))
         if rc == errors.ENOTFOUND:
@@ -193,7 +216,7 @@ class Manager:
     def should_save(self, step: int) -> bool:
         """Whether to save at `step`: after request_save(), at multiples of save_every_steps, or once
         save_every_seconds have passed since the last save (or opening)."""
-        rc = lib.ckpt_manager_should_save(self._h(), step)
+        rc = lib.ckpt_manager_should_save(self._h(), index_argument(step, "step"))
         if rc < 0:
             check(rc, *self._sources)
         return rc == 1
@@ -215,6 +238,7 @@ class Manager:
             check(lib.ckpt_manager_restore(self._h(), v.handle, _idx(idx), ctypes.byref(restored)), *self._sources)
 
         try:
+            _idx(idx)  # a wrong type is refused before anything is read
             if isinstance(arrays, npz.Collection):
                 v = arrays._for_restore()
                 restore_vars(v)
@@ -261,6 +285,7 @@ class Manager:
 
     def path(self, idx: int) -> str:
         """The path of checkpoint idx: in the storage, or its s3:// URL when the manager was opened with one."""
+        idx = index_argument(idx)
         size = 256
         while True:
             buf = ctypes.create_string_buffer(size)
@@ -296,5 +321,5 @@ def _reraise(e):
 
 
 def _idx(idx):
-    return _native.LATEST if idx is None else idx
+    return _native.LATEST if idx is None else index_argument(idx)
 

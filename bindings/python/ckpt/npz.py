@@ -387,8 +387,8 @@ class NpzFile(_native.Handle):
     def file_size(self) -> int:
         """The size in bytes of the file (or S3 object) as it was when opened."""
         if not hasattr(lib, "ckpt_npz_file_size"):
-            raise errors.UnsupportedError("NpzFile.file_size needs libckpt 0.7.0 or newer (this one is %d.%d.%d)"
-                                          % _native.VERSION)
+            raise errors.UnsupportedError(errors.EUNSUPPORTED, "NpzFile.file_size needs libckpt 0.7.0 or newer "
+                                          "(this one is %d.%d.%d)" % _native.VERSION)
         return lib.ckpt_npz_file_size(self.handle)
 
     @property

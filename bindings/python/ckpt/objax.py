@@ -13,7 +13,7 @@ import sys
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 from . import _paths, errors, npz
-from .manager import Manager, checkpoint_idx
+from .manager import Manager, checkpoint_idx, index_argument
 
 _DEFAULT = object()
 
@@ -131,6 +131,7 @@ class Checkpoint:
         """Saves the collection as checkpoint idx, then deletes all but the newest keep_ckpts. BusyError when
         another process's manager holds the directory, or a newer Checkpoint of this process took it over;
         InvalidArgumentError when opened with read_only=True."""
+        idx = index_argument(idx)
         if type(self).SAVE_FN is not Checkpoint.SAVE_FN:
             if self.keep_ckpts and self.keep_ckpts > 0 and _paths.is_url(self._path(idx)):
                 # Retention of a replaced SAVE_FN's files removes them as local files (os.remove): a URL is none.
@@ -152,6 +153,8 @@ class Checkpoint:
     def restore(self, vc: Mapping[str, Any], idx: Optional[int] = None) -> Tuple[int, str]:
         """Restores the collection from checkpoint idx, or the newest readable one. Returns (idx, path), or
         (0, '') when there is no checkpoint."""
+        if idx is not None:
+            idx = index_argument(idx)
         if type(self).LOAD_FN is not Checkpoint.LOAD_FN:
             if idx is None:
                 idx = self._manager.latest()

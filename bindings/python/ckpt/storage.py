@@ -61,7 +61,9 @@ class Storage(_native.Handle):
         self._lock = threading.Lock()
         self.error = None  # type: Optional[BaseException]  # the last exception a callback met: the error's cause
         ops = _native.StorageOps()
-        ops.version = _native.STORAGE_OPS_VERSION
+        # Version 4's callbacks (an object store's unfinished writes, one listing of files and directories) are none
+        # of a Python storage's: a version-3 table works with the libraries from before them too.
+        ops.version = 3
         self._callbacks = []
         for name, proto in _native.STORAGE_CALLBACKS:
             impl = getattr(self, "_" + name, None)
@@ -306,12 +308,27 @@ def check(code: int, *sources: Any, filename: Union[str, bytes, "os.PathLike[str
     found = [(s, s.take_error()) for s in sources if s is not None]
     source, cause = next(((s, c) for s, c in found if c is not None), (None, None))
     if cause is not None:
+        err = _with_os_error(err, cause)
         text = "%s: %s" % (type(cause).__name__, cause)
         if text not in err.message:  # a callback that gave the error its words has them in it already
             err.message += " (%s)" % text
             err.args = (err.message,)
         raise err from cause
     raise err
+
+
+def _with_os_error(err: errors.CkptError, cause: BaseException) -> errors.CkptError:
+    """A StorageError caused by a callback's OSError: a StoragePermissionError when that was a PermissionError,
+    with its errno where the message told none."""
+    if not isinstance(err, errors.StorageError) or not isinstance(cause, OSError):
+        return err
+    if isinstance(cause, PermissionError) and not isinstance(err, PermissionError):
+        fresh = errors.StoragePermissionError(err.code, err.message)
+        fresh.errno, fresh.strerror, fresh.filename = err.errno, err.strerror, err.filename
+        err = fresh
+    if err.errno is None and cause.errno is not None:
+        err.errno, err.strerror = cause.errno, cause.strerror
+    return err
 
 
 def handle_of(storage: Any) -> Tuple[Optional[int], Any]:

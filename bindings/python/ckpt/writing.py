@@ -21,20 +21,24 @@ state, which training may already have changed); an error of a background save i
 its ``__cause__``; a call that raises such an error does not start the save it was asked for; ``finalize()`` is
 idempotent.
 """
+import atexit
 import copy
 import ctypes
 import io
 import multiprocessing
 import os
 import pickle
+import queue
 import signal
 import threading
 import traceback
+import weakref
 from typing import Any, BinaryIO, Callable, List, Optional, Tuple
 
 from . import _native, _paths, errors, npz
 from ._native import lib
-from .storage import check, handle_of
+from .filesystem import LocalFileSystem, StorageFiles
+from .storage import NativeStorage, Storage, handle_of
 
 _KINDS = {"simple": _native.WRITER_SIMPLE, "thread": _native.WRITER_THREAD, "queue": _native.WRITER_QUEUE}
 
@@ -64,28 +68,32 @@ def _words(exc: BaseException) -> str:
 
 class SinkFile(io.RawIOBase):
     """The binary file object a savefun writes into: every write goes to ckpt's sink (no seeking: the bytes go
-    front to back, as they do to a pipe or an object store)."""
+    front to back, as they do to a pipe or an object store).
+
+    A write never raises: torch.save calls it from C++, where an exception ends the process. When the storage
+    refuses bytes (a full disk), the error is kept in ``sink_error``, later writes are accepted and dropped, and
+    the save fails with that error once the savefun returns, leaving the previous file as it was."""
 
     def __init__(self, sink: int) -> None:
         super().__init__()
         self._sink = sink
         self._pos = 0
-        self.sink_failed = False  # a write the storage refused: the save fails with the storage's error
+        self.sink_error = None  # type: Optional[errors.CkptError]  # the storage's refusal: the save's error
 
     def writable(self) -> bool:
         """True: the file is written front to back."""
         return True
 
     def write(self, b: Any) -> int:
-        """Appends the bytes of `b` to the file being saved; returns how many (all of them)."""
+        """Appends the bytes of `b` to the file being saved; returns how many (all of them, also after the
+        storage failed: see ``sink_error``)."""
         view = memoryview(b).cast("B")
         n = len(view)
-        if n:
+        if n and self.sink_error is None:
             buf = (ctypes.c_char * n).from_buffer_copy(view) if view.readonly else (ctypes.c_char * n).from_buffer(view)
             rc = lib.ckpt_sink_write(self._sink, buf, n)
             if rc != 0:
-                self.sink_failed = True
-                _native.check(rc)
+                self.sink_error = errors.error_for(rc, _native.message())
         self._pos += n
         return n
 
@@ -101,11 +109,12 @@ class SinkFile(io.RawIOBase):
 class _Save:
     """The Python side of one save in flight."""
 
-    __slots__ = ("path", "savefun", "target", "kwargs", "error")
+    __slots__ = ("path", "savefun", "target", "kwargs", "error", "simple")
 
     def __init__(self, path: str, savefun: Any, target: Any, kwargs: dict) -> None:
         self.path, self.savefun, self.target, self.kwargs = path, savefun, target, kwargs
         self.error = None  # the exception the savefun raised
+        self.simple = True  # run by a simple C writer, in the saving call (else: a background save)
 
 
 class _SaveFailed(Exception):
@@ -117,33 +126,85 @@ class _SaveFailed(Exception):
         self.words, self.cause = words, cause
 
 
+_LIVE = weakref.WeakSet()  # type: weakref.WeakSet[Writer]
+
+
+@atexit.register
+def _drain_at_exit() -> None:
+    """Saves queued when the interpreter exits are completed first (their errors then go unreported)."""
+    for writer in list(_LIVE):
+        writer._drain()
+
+
+def _default_fs(fs: Any, out_dir: Any) -> Any:
+    """What ``writer.fs`` is: the filesystem object given (the one a ckpt.Storage wraps), else one for where the
+    writer saves — a storage in C (an s3:// out_dir, S3Storage, NativeMemory) or the local disk."""
+    if isinstance(fs, Storage):
+        return fs.fs
+    if isinstance(fs, NativeStorage):
+        return StorageFiles(repr(fs))
+    if fs is not None:
+        return fs
+    if _paths.is_url(out_dir):
+        return StorageFiles(os.fsdecode(out_dir))
+    return LocalFileSystem()
+
+
 class Writer:
     """Base class of the writers: ``writer(filename, out_dir, target, savefun=None, append=False)`` saves `target`
-    to ``<out_dir>/<filename>`` (the writer's own ``out_dir`` takes precedence when it is set, as in ppe)."""
+    to ``<out_dir>/<filename>`` (the writer's own ``out_dir`` takes precedence when it is set, as in ppe).
+
+    ``fs`` is the filesystem object ppe's extensions use (``writer.fs.list``, ``stat``, ``open``, ``exists``,
+    ``remove``): the one given, else a ``ckpt.filesystem.LocalFileSystem`` (ckpt itself still saves through its
+    own storage, with fsync and atomic renames). Functions given to ``_add_cleanup_hook`` (ppe's snapshot
+    retention, ``n_retains``) run after each successful save, once its file is durable under its name (ckpt's
+    after_save callback): in the caller's thread for SimpleWriter, in the writer's background thread for the
+    others."""
 
     _kind = "simple"
 
     def __init__(self, fs: Any = None, out_dir: str = "", queue_depth: int = 0,
                  copy_target: Optional[bool] = None) -> None:
-        self.fs = fs
+        self.fs = _default_fs(fs, out_dir)
+        self._fs_given = fs
         self.out_dir = out_dir
+        self._post_save_hooks = []  # type: List[Callable[[], None]]
         self._initialized = False
         self._finalized = False
         self._copy = copy_target if copy_target is not None else self._kind != "simple"
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # never held across a C call: the writer's thread takes it in callbacks
         self._pending = {}  # id of a save in flight -> its _Save
         self._ids = 0
-        # Failures of background savefuns not yet raised, oldest first: (what the C message says of it, exception).
-        self._failed: List[Tuple[str, BaseException]] = []
+        # Background failures not yet raised, oldest first: (the words of the C message that report it, what the
+        # raised error says instead (None: the same), the exception behind it).
+        self._failed = []  # type: List[Tuple[str, Optional[str], BaseException]]
+        self._local = threading.local()  # hook_error: a cleanup hook's exception in a save made in this thread
+        self._storage_handle, self._storage = handle_of(fs)
+        self._callback = _native.SAVE_FN(self._run)
+        self._after_save_fn = _native.AFTER_SAVE_FN(self._after_save)
+        self._queue_depth = queue_depth
+        self._handle = self._new_handle(_KINDS[self._kind])
+        self._side = None  # type: Optional[int]  # a simple C writer for create_worker's saves, made when needed
+        self._side_lock = threading.Lock()  # one create_worker save at a time on it
+        _LIVE.add(self)
+
+    def _new_handle(self, kind: int) -> int:
+        """A C writer of `kind` over this writer's storage, calling the cleanup hooks after each durable save
+        (its after_save payload says whether its saves report a hook's exception in the saving thread: 1, for
+        simple writers, or as a background error: 0)."""
         o = _native.WriterOptions()
-        _native.check(lib.ckpt_writer_options_init(ctypes.byref(o), _native.WRITER_OPTIONS_VERSION))
-        o.kind = _KINDS[self._kind]
-        o.queue_depth = queue_depth
-        o.storage, self._storage = handle_of(fs)
+        if _native.VERSION < _native.WRITER_AFTER_SAVE_SINCE:  # no after_save: no cleanup hooks (see below)
+            _native.check(lib.ckpt_writer_options_init(ctypes.byref(o), 1))
+        else:
+            _native.check(lib.ckpt_writer_options_init(ctypes.byref(o), _native.WRITER_OPTIONS_VERSION))
+            o.after_save = self._after_save_fn
+            o.after_save_payload = 1 if kind == _native.WRITER_SIMPLE else None
+        o.kind = kind
+        o.queue_depth = self._queue_depth
+        o.storage = self._storage_handle
         h = _native.out()
         _native.check(lib.ckpt_writer_new(ctypes.byref(h), ctypes.byref(o)))
-        self._handle = h.value
-        self._callback = _native.SAVE_FN(self._run)
+        return h.value
 
     def __call__(self, filename: str, out_dir: str, target: Any, *, savefun: Optional[SaveFun] = None,
                  append: bool = False) -> None:
@@ -162,6 +223,41 @@ class Writer:
                 os.makedirs(out_dir, exist_ok=True)
         self._initialized = True
 
+    def _add_cleanup_hook(self, hook_fun: Callable[[], None]) -> None:
+        """Adds a function (of no arguments) to run after each successful save, once its file is durable: how
+        ppe's snapshot extension removes old snapshots (``n_retains``). A hook's exception fails that save's
+        report (raised by the call for SimpleWriter, else as a background error, its ``__cause__``). Needs
+        libckpt 0.7.0 or newer (UnsupportedError), whose writers call back after each durable save."""
+        if _native.VERSION < _native.WRITER_AFTER_SAVE_SINCE:
+            raise errors.UnsupportedError(errors.EUNSUPPORTED, "Writer._add_cleanup_hook needs libckpt %d.%d.%d or "
+                                          "newer (this one is %d.%d.%d)"
+                                          % (_native.WRITER_AFTER_SAVE_SINCE + _native.VERSION))
+        self._post_save_hooks.append(hook_fun)
+
+    def _post_save(self) -> None:
+        """Runs the cleanup hooks, in the order they were added."""
+        for hook in list(self._post_save_hooks):
+            hook()
+
+    def _after_save(self, path: bytes, payload: Optional[int]) -> int:
+        """ckpt's after_save callback, on the thread that ran the save, once its file is durable: the cleanup
+        hooks. Nothing may propagate into C: a hook's exception makes the save fail, kept for the call that
+        reports it."""
+        try:
+            self._post_save()
+        except BaseException as e:  # noqa: B036 -- the save's error, raised by whichever call reports it
+            words = _words(e)
+            lib.ckpt_error_set_message(words.encode("utf-8", "replace"))
+            if payload:  # a simple writer: its call raises the exception as it is
+                self._local.hook_error = e
+            else:
+                where = os.fsdecode(path)
+                with self._lock:
+                    self._failed.append(("%s: the after_save callback failed: %s" % (where, words),
+                                         "%s: a cleanup hook failed after the save: %s" % (where, words), e))
+            return e.code if isinstance(e, errors.CkptError) and e.code < 0 else errors.ERROR
+        return 0
+
     def _destination(self, filename: str, out_dir: str) -> Tuple[str, bytes]:
         """The path a save writes, and its directory as the C call takes it (created first where it must be)."""
         if self._finalized:
@@ -177,6 +273,41 @@ class Writer:
             self.initialize(directory)
         return dest, encoded
 
+    def _failed_error(self, code: int, cause: Optional[BaseException]) -> errors.CkptError:
+        """The error of a C call that returned `code` (this thread's message), with the exception behind it as its
+        cause: `cause` (the savefun's), else one a storage callback met."""
+        err = errors.error_for(code, _native.message())
+        if cause is None and self._storage is not None:
+            cause = self._storage.take_error()
+            if cause is not None:
+                text = "%s: %s" % (type(cause).__name__, cause)
+                if text not in err.message:
+                    err.message += " (%s)" % text
+                    err.args = (err.message,)
+        err.__cause__ = cause
+        return err
+
+    def _raise(self, code: int) -> None:
+        """Raises the error of a C writer call that returned `code`: for a background save's failure, with the
+        savefun's or the hook's exception behind it as its cause (forgotten with it, as are the failures the
+        message says followed it)."""
+        message = _native.message()
+        cause, instead, reported = None, None, ""
+        with self._lock:
+            kept = []
+            for said, replacement, exc in self._failed:
+                if said in message:
+                    if cause is None:
+                        cause, instead, reported = exc, replacement, said
+                else:
+                    kept.append((said, replacement, exc))
+            self._failed = kept
+        if cause is None:
+            raise self._failed_error(code, None)
+        if instead is not None:
+            message = message.replace(reported, instead)
+        raise errors.error_for(code, message) from cause
+
     def save(self, filename: str, out_dir: str, target: Any, savefun: Optional[SaveFun] = None,
              append: bool = False, **savefun_kwargs: Any) -> None:
         """Saves target with savefun(target, file_object, **savefun_kwargs), atomically unless `append`.
@@ -188,32 +319,48 @@ class Writer:
             savefun = _default_savefun()
         dest, directory = self._destination(filename, out_dir)
         state = self._prepare(dest, savefun, target, savefun_kwargs)
+        self._commit(self._handle, state, directory, os.path.basename(dest).encode(),
+                     _native.APPEND if append else 0)
+
+    def _commit(self, handle: int, state: _Save, directory: bytes, name: bytes, flags: int) -> None:
+        """Hands one save to the C writer `handle`: run now (a simple one, then the cleanup hooks) or queued.
+        A simple save's own failure raises the savefun's or the hook's exception as it is."""
+        state.simple = simple = handle != self._handle or self._kind == "simple"
         with self._lock:
             self._ids += 1
             key = self._ids
             self._pending[key] = state
-        rc = lib.ckpt_writer_save(self._handle, directory, os.path.basename(dest).encode(), self._callback,
-                                  ctypes.c_void_p(key), _native.APPEND if append else 0)
-        if rc != 0:
-            message = _native.message()
+        self._local.hook_error = None
+        rc = lib.ckpt_writer_save(handle, directory, name, self._callback, ctypes.c_void_p(key), flags)
+        if simple or rc != 0:  # done, failed, or not started: the C writer never calls it again
             with self._lock:
                 self._pending.pop(key, None)
-            if self._kind == "simple" and state.error is not None:  # this save's own savefun failed
-                raise state.error
-            self._raise(rc, message)
+        if rc != 0:
+            if simple:
+                hook_error, self._local.hook_error = self._local.hook_error, None
+                if state.error is not None:
+                    raise state.error
+                if hook_error is not None:
+                    raise hook_error
+            self._raise(rc)
 
     def save_arrays(self, filename: str, out_dir: str, arrays: Any, metadata: Optional[dict] = None,
                     layout: str = "plain", compression: Optional[str] = None, level: int = 0) -> None:
         """Saves a mapping of name -> array as .npz through the writer, at C speed: background writers copy
-        the arrays before this returns (no savefun, no deep copy of Python objects). An earlier background
-        failure is raised as by ``save``, and this save is then not started."""
+        the arrays (in C, into buffers kept from the previous save) before this returns (no savefun, no deep copy
+        of Python objects). An earlier background failure is raised as by ``save``, and this save is then not
+        started."""
         dest, directory = self._destination(filename, out_dir)
         o = npz.options(layout=layout, compression=compression, level=level)
+        self._local.hook_error = None
         with npz.collection(arrays, metadata) as v:
-            rc = lib.ckpt_writer_save_vars(self._handle, directory, os.path.basename(dest).encode(),
-                                           v.handle, ctypes.byref(o), 0)
-            if rc != 0:
-                self._raise(rc, _native.message())
+            rc = lib.ckpt_writer_save_vars(self._handle, directory, os.path.basename(dest).encode(), v.handle,
+                                           ctypes.byref(o), 0)
+        if rc != 0:
+            hook_error, self._local.hook_error = self._local.hook_error, None
+            if hook_error is not None:
+                raise hook_error
+            self._raise(rc)
 
     def _prepare(self, path: str, savefun: SaveFun, target: Any, kwargs: dict) -> _Save:
         """The state a save keeps until it runs: background writers take a copy of the target now."""
@@ -226,51 +373,43 @@ class Writer:
         state.savefun(state.target, f, **state.kwargs)
 
     def _run(self, sink: int, payload: int) -> int:
-        """Runs on the writer's thread (or the caller's, for SimpleWriter): the save's bytes into the sink."""
-        key = payload
-        background = self._kind != "simple"
+        """Called by ckpt_writer_save, on the writer's thread (or the caller's, for simple writers): the save's
+        bytes into the sink. Nothing may propagate into C."""
         with self._lock:
-            state = self._pending.pop(key, None) if background else self._pending.get(key)
+            state = self._pending.get(payload)
         if state is None:
             return errors.ERROR
         f = SinkFile(sink)
         try:
             self._write(state, f)
             f.flush()
-        except BaseException as e:  # nothing may propagate into C: kept for the caller, the save fails
-            if f.sink_failed:  # the storage's error, which the save reports (with its cause, see check)
-                return e.code if isinstance(e, errors.CkptError) else errors.EIO
+        except BaseException as e:  # noqa: B036 -- kept for the caller, the save fails
+            if f.sink_error is not None and not isinstance(e, _SaveFailed):
+                return f.sink_error.code  # the storage's error, which the C call reports with its message
             words, cause = (e.words, e.cause) if isinstance(e, _SaveFailed) else (_words(e), e)
             lib.ckpt_error_set_message(words.encode("utf-8", "replace"))
             state.error = cause
-            if background:
+            if not state.simple:
                 with self._lock:
-                    self._failed.append(("the save function failed: " + words, cause))
-            return cause.code if isinstance(cause, errors.CkptError) else errors.ERROR
+                    self._failed.append(("the save function failed: " + words, None, cause))
+            return cause.code if isinstance(cause, errors.CkptError) and cause.code < 0 else errors.ERROR
+        finally:
+            if not state.simple:
+                with self._lock:
+                    self._pending.pop(payload, None)  # its only call: the state (the target's copy) goes now
         return 0
 
-    def _take_failure(self, message: str) -> Optional[BaseException]:
-        """The savefun's exception behind a background error reported with `message`, if it is one: failures
-        reported together with it (or dropped by the library's report) are forgotten with it."""
-        with self._lock:
-            for i, (said, exc) in enumerate(self._failed):
-                if said in message:
-                    del self._failed[:i + 1]
-                    return exc
-        return None
-
-    def _raise(self, code: int, message: str) -> None:
-        cause = self._take_failure(message)
-        if cause is not None:
-            raise errors.error_for(code, message) from cause
-        check(code, self._storage)
-
     def wait(self) -> None:
-        """Waits for background saves; raises the first error not yet raised (the savefun's exception as its
-        ``__cause__``)."""
+        """Waits for background saves and their cleanup hooks; raises the first error not yet raised (the
+        savefun's or the hook's exception as its ``__cause__``)."""
         rc = lib.ckpt_writer_wait(self._handle)
         if rc != 0:
-            self._raise(rc, _native.message())
+            self._raise(rc)
+
+    def _drain(self) -> None:
+        """Waits for background saves, reporting nothing (at the interpreter's exit)."""
+        if getattr(self, "_handle", None) and not self._finalized:
+            lib.ckpt_writer_wait(self._handle)
 
     def finalize(self) -> None:
         """Waits for background saves and stops the writer; raises the first unreported error. Idempotent: a
@@ -278,9 +417,14 @@ class Writer:
         if self._finalized:
             return
         self._finalized = True
+        _LIVE.discard(self)
+        with self._side_lock:
+            side, self._side = self._side, None
+        if side is not None:
+            lib.ckpt_writer_free(side)  # a simple writer: nothing in flight, nothing unreported
         rc = lib.ckpt_writer_finalize(self._handle)
         if rc != 0:
-            self._raise(rc, _native.message())
+            self._raise(rc)
 
     def __del__(self) -> None:
         h = getattr(self, "_handle", None)
@@ -314,6 +458,71 @@ class _WithSavefun(Writer):
                  append: bool = False) -> None:
         """Saves `target` with `savefun`, else the writer's, passing it the writer's keywords (see ``save``)."""
         self.save(filename, out_dir, target, savefun or self._savefun, append, **self._kwds)
+
+    def create_worker(self, filename: str, out_dir: str, target: Any, *, savefun: Optional[SaveFun] = None,
+                      append: bool = False, **savefun_kwargs: Any) -> threading.Thread:
+        """ppe's StandardWriter.create_worker: a thread, not yet started, that saves `target` through this writer
+        (atomically and durably, then the cleanup hooks) when started, in that thread, outside the writer's queue
+        (on a simple C writer of its own, over the same storage). After
+        ``join()`` its ``exitcode`` is 0, or -1 when the save failed (``error`` is then the exception)."""
+        savefun = savefun or self._savefun or _default_savefun()
+        dest, directory = self._destination(filename, out_dir)
+        state = self._prepare(dest, savefun, target, dict(self._kwds, **savefun_kwargs))
+        worker = threading.Thread(name="ckpt-save")
+        worker.exitcode, worker.error = None, None  # type: ignore[attr-defined]
+
+        def run() -> None:
+            try:
+                self._save_aside(state, directory, os.path.basename(dest).encode(), _native.APPEND if append else 0)
+                worker.exitcode = 0  # type: ignore[attr-defined]
+            except BaseException as e:  # noqa: B036 -- kept on the thread, as ppe's exitcode
+                worker.exitcode, worker.error = -1, e  # type: ignore[attr-defined]
+
+        worker.run = run  # type: ignore[method-assign]
+        return worker
+
+    def _save_aside(self, state: _Save, directory: bytes, name: bytes, flags: int) -> None:
+        """Runs a create_worker save in this thread on a simple C writer of its own (made at the first), one at a
+        time, so the queue's C writer stays with the thread that saves through it."""
+        with self._side_lock:
+            if self._side is None:
+                if self._finalized:
+                    raise errors.InvalidArgumentError(errors.EINVAL, "the writer is finalized")
+                self._side = self._new_handle(_native.WRITER_SIMPLE)
+            self._commit(self._side, state, directory, name, flags)
+
+    def create_task(self, savefun: Optional[SaveFun] = None) -> "SimpleWriter":
+        """ppe's QueueWriter.create_task: a SimpleWriter with `savefun` (else this writer's), saving through this
+        writer's fs, for ``consume`` to call."""
+        return SimpleWriter(savefun=savefun or self._savefun, fs=self._fs_given, out_dir=self.out_dir)
+
+    def create_queue(self) -> "queue.Queue[Any]":
+        """ppe's QueueWriter.create_queue: a queue of (task, filename, out_dir, target, savefun, append) items,
+        ended by None, for ``consume``."""
+        return queue.Queue()
+
+    def create_consumer(self, q: "queue.Queue[Any]") -> threading.Thread:
+        """ppe's QueueWriter.create_consumer: a thread, not yet started, running ``consume(q)``."""
+        return threading.Thread(target=self.consume, args=(q,), name="ckpt-consumer")
+
+    def consume(self, q: "queue.Queue[Any]") -> None:
+        """ppe's QueueWriter.consume: calls ``task(filename, out_dir, target, savefun=savefun, append=append)``
+        for each item of `q` until a None, marking each done even when its task fails (so ``q.join()`` never
+        hangs); then raises the first task's exception, if one failed."""
+        failures = []
+        while True:
+            item = q.get()
+            try:
+                if item is None:
+                    break
+                task, filename, out_dir, target, savefun, append = item
+                task(filename, out_dir, target, savefun=savefun, append=append)
+            except BaseException as e:  # noqa: B036 -- raised once the queue is consumed
+                failures.append(e)
+            finally:
+                q.task_done()
+        if failures:
+            raise failures[0]
 
 
 class SimpleWriter(_WithSavefun):
@@ -438,9 +647,14 @@ class _Worker:
                 if n == 0:
                     break
                 f.write(view[:n])
-            outcome = pickle.loads(self._conn.recv_bytes())
+                if f.sink_error is not None:  # the storage refused the bytes: the worker's are no longer wanted
+                    break
+            if f.sink_error is None:
+                outcome = pickle.loads(self._conn.recv_bytes())
         except (EOFError, OSError):
             raise self._died() from None
+        if f.sink_error is not None:
+            raise f.sink_error
         if outcome[0] == _OK:
             return
         words, text, original = outcome[1].decode("utf-8", "replace"), outcome[2].decode("utf-8", "replace"), outcome[3]

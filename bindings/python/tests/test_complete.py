@@ -107,6 +107,34 @@ def test_the_s3_options_struct_has_the_fields_of_the_header_in_order():
     assert s3.S3_OPTIONS_VERSION == version, "ckpt_s3.h is at options version %d: the struct grew" % version
 
 
+def header_struct_fields(text, name):
+    """The fields of `typedef struct <name> { ... } <name>;` in order (a callback by its name in ``(*name)``)."""
+    body = re.search(r"typedef struct %s \{(.*?)\} %s;" % (name, name), text, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    fields = []
+    for declaration in body.split(";"):
+        pointer = re.search(r"\(\*\s*(\w+)\s*\)", declaration)
+        if pointer:
+            fields.append(pointer.group(1))
+        elif declaration.strip():
+            fields.append(re.findall(r"\w+", declaration)[-1])
+    return fields
+
+
+@pytest.mark.parametrize("name, struct, version", [
+    ("ckpt_writer_options", "WriterOptions", "WRITER_OPTIONS_VERSION"),
+    ("ckpt_npz_options", "NpzOptions", "NPZ_OPTIONS_VERSION"),
+    ("ckpt_manager_options", "ManagerOptions", "MANAGER_OPTIONS_VERSION"),
+])
+def test_the_option_structs_have_the_fields_of_the_header_in_order(name, struct, version):
+    with open(os.environ["CKPT_HEADER"]) as f:
+        text = f.read()
+    assert [n for n, _ in getattr(_native, struct)._fields_] == header_struct_fields(text, name)
+    upper = name.upper()
+    found = int(re.search(r"#define %s_VERSION (\d+)" % upper, text).group(1))
+    assert getattr(_native, version) == found, "ckpt.h is at %s_VERSION %d: the struct grew" % (upper, found)
+
+
 def test_the_compiled_fast_path_is_there_when_expected():
     from ckpt import _vars
     if os.environ.get("CKPT_EXPECT_SPEEDUPS"):

@@ -84,7 +84,7 @@ pub const CKPT_WRITER_THREAD: u32 = 1;
 pub const CKPT_WRITER_QUEUE: u32 = 2;
 pub const CKPT_APPEND: u32 = 1;
 pub const CKPT_NO_COPY: u32 = 2;
-pub const CKPT_WRITER_OPTIONS_VERSION: u32 = 1;
+pub const CKPT_WRITER_OPTIONS_VERSION: u32 = 2;
 
 // ------------------------------------------------------------------------------------------ checkpoint manager
 pub const CKPT_LOG_INFO: c_int = 1;
@@ -152,6 +152,7 @@ pub type ckpt_source_fn =
     Option<unsafe extern "C" fn(payload: *mut c_void, offset: u64, dst: *mut c_void, size: usize) -> c_int>;
 pub type ckpt_save_fn = Option<unsafe extern "C" fn(sink: *mut ckpt_sink, payload: *mut c_void) -> c_int>;
 pub type ckpt_log_fn = Option<unsafe extern "C" fn(level: c_int, message: *const c_char, payload: *mut c_void)>;
+pub type ckpt_after_save_fn = Option<unsafe extern "C" fn(path: *const c_char, payload: *mut c_void) -> c_int>;
 pub type ckpt_clean_fn = Option<unsafe extern "C" fn(path: *const c_char, is_dir: c_int, payload: *mut c_void)>;
 pub const CKPT_CLEAN_DRY_RUN: u32 = 1;
 pub const CKPT_CLEAN_FILE: c_int = 0;
@@ -284,6 +285,9 @@ pub struct ckpt_writer_options {
     pub queue_depth: u32,
     pub storage: *mut ckpt_storage,
     pub out_dir: *const c_char,
+    // version 2
+    pub after_save: ckpt_after_save_fn,
+    pub after_save_payload: *mut c_void,
 }
 
 #[repr(C)]

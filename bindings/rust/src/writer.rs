@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 //! `Writer`: pytorch-pfn-extras' Simple, Thread and Queue writers (`ckpt_writer`), saving what a closure writes
 //! into a [`Sink`], or a [`Vars`], atomically and durably, in the caller's thread or in the background.
+use std::ffi::{CStr, OsStr};
 use std::io;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
-use std::os::raw::{c_int, c_void};
+use std::os::raw::{c_char, c_int, c_void};
+use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::error::{check, Code, Error, Result};
 use crate::options::NpzOptions;
@@ -29,19 +31,35 @@ pub enum WriterKind {
     Queue,
 }
 
+/// What runs after each durable save: [`WriterOptions::after_save`].
+type AfterSave = dyn Fn(&Path) -> Result<()> + Send + Sync;
+
 /// Options of a [`Writer`] (`ckpt_writer_options`).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct WriterOptions {
     kind: WriterKind,
     queue_depth: u32,
     storage: Option<StorageHandle>,
     out_dir: Option<PathBuf>,
+    after_save: Option<Arc<AfterSave>>,
+}
+
+impl std::fmt::Debug for WriterOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriterOptions")
+            .field("kind", &self.kind)
+            .field("queue_depth", &self.queue_depth)
+            .field("storage", &self.storage)
+            .field("out_dir", &self.out_dir)
+            .field("after_save", &self.after_save.as_ref().map(|_| "Fn(&Path)"))
+            .finish()
+    }
 }
 
 impl WriterOptions {
     /// A writer of `kind`, on the local filesystem, saving into "." by default.
     pub fn new(kind: WriterKind) -> WriterOptions {
-        WriterOptions { kind, queue_depth: 0, storage: None, out_dir: None }
+        WriterOptions { kind, queue_depth: 0, storage: None, out_dir: None, after_save: None }
     }
 
     /// Queue writers: saves queued or running before a save blocks (0 means 1).
@@ -62,6 +80,21 @@ impl WriterOptions {
     #[must_use]
     pub fn out_dir(mut self, dir: impl AsRef<Path>) -> WriterOptions {
         self.out_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Calls `f` with the path saved to (`<out_dir>/<filename>`) after each save that succeeded, once its file is
+    /// durable under its name (`ckpt_writer_options.after_save`): in the saving call for simple writers, on the
+    /// writer's thread otherwise, before [`Writer::wait`] returns; never after a failed save. An error it returns
+    /// (or a panic) fails that save — the file stays — and comes back like the save's own error, with its code
+    /// and the message "`<path>`: the after_save callback failed: `<its message>`". It must not use its own
+    /// writer. Where pytorch-pfn-extras' snapshot retention (`n_retains`) belongs.
+    #[must_use]
+    pub fn after_save<F>(mut self, f: F) -> WriterOptions
+    where
+        F: Fn(&Path) -> Result<()> + Send + Sync + 'static,
+    {
+        self.after_save = Some(Arc::new(f));
         self
     }
 }
@@ -145,6 +178,26 @@ unsafe extern "C" fn save_trampoline(sink: *mut sys::ckpt_sink, payload: *mut c_
     rc
 }
 
+unsafe extern "C" fn after_save_trampoline(path: *const c_char, payload: *mut c_void) -> c_int {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the payload is the writer's boxed closure, alive until ckpt_writer_free returns; the path is a
+        // NUL-terminated string the library keeps for the call.
+        let f = &*(payload as *const Arc<AfterSave>);
+        f(Path::new(OsStr::from_bytes(CStr::from_ptr(path).to_bytes())))
+    }));
+    match result {
+        Ok(Ok(())) => sys::CKPT_OK,
+        Ok(Err(e)) => {
+            set_callback_message(e.message());
+            error_code(&e)
+        }
+        Err(_) => {
+            set_callback_message("the after_save closure panicked");
+            sys::CKPT_ERROR
+        }
+    }
+}
+
 /// A writer (`ckpt_writer`): saves bytes to files atomically and durably, in the caller's thread or in the
 /// background. Errors of background saves are never lost: each comes back exactly once, from the next save,
 /// [`wait`](Writer::wait) or [`finalize`](Writer::finalize).
@@ -156,6 +209,9 @@ pub struct Writer {
     // Boxed: the library holds pointers to them while the vector grows.
     #[allow(clippy::vec_box)]
     pending: Vec<Box<Pending>>,
+    // Boxed: the library holds a pointer to it (a thin one, to the Arc) until the writer is freed.
+    #[allow(clippy::redundant_allocation)]
+    _after_save: Option<Box<Arc<AfterSave>>>,
 }
 
 // SAFETY: a handle used by one thread at a time (not Sync); the closures it holds are Send.
@@ -182,11 +238,17 @@ impl Writer {
         if let Some(dir) = &out_dir {
             raw.out_dir = dir.as_ptr();
         }
+        let after_save = options.after_save.clone().map(Box::new);
+        if let Some(f) = &after_save {
+            raw.after_save = Some(after_save_trampoline);
+            raw.after_save_payload = &**f as *const Arc<AfterSave> as *mut c_void;
+        }
         let mut out = ptr::null_mut();
-        // SAFETY: valid pointers; the library copies out_dir and takes its own storage reference.
+        // SAFETY: valid pointers; the library copies out_dir and takes its own storage reference; the closure's
+        // box lives in the writer, which frees the library's writer before it.
         check(unsafe { sys::ckpt_writer_new(&mut out, &raw) })?;
         let raw = NonNull::new(out).expect("the library returned CKPT_OK with a NULL writer");
-        Ok(Writer { raw, kind: options.kind, pending: Vec::new() })
+        Ok(Writer { raw, kind: options.kind, pending: Vec::new(), _after_save: after_save })
     }
 
     /// Saves what `save` writes to `filename` in the writer's directory. For background kinds `save` runs

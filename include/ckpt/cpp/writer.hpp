@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -37,6 +38,13 @@ struct WriterOptions {
     uint32_t queue_depth = 0;           // queue: saves queued or running before a save blocks; 0 = 1
     std::shared_ptr<Storage> storage;   // null = the local filesystem
     std::optional<std::string> out_dir; // directory of saves that name none; nullopt = "."
+    // Called with the path saved to (<out_dir>/<filename>) after each save that succeeded, once its file is durable
+    // under its name (ckpt_after_save_fn): in the saving call for simple writers, on the writer's thread otherwise,
+    // before wait() returns. What it throws fails that save (the file stays): "<path>: the after_save callback
+    // failed: <what()>", with the exception's code, thrown like the save's own error. The writer keeps a copy. It
+    // must not call the writer's own functions. Empty = none (initialized, so that braced options written before
+    // it existed still compile warning-free).
+    std::function<void(const std::string& path)> after_save = nullptr;
 };
 
 // Per save: where it goes and how.
@@ -105,6 +113,17 @@ struct SaveCall final : InFlight {
     }
 };
 
+// The writer's after_save function, called by ckpt_writer_options.after_save; nothing crosses into C.
+using AfterSave = std::function<void(const std::string&)>;
+inline int after_save_call(const char* path, void* payload) noexcept {
+    try {
+        (*static_cast<const AfterSave*>(payload))(path);
+        return CKPT_OK;
+    } catch (...) {
+        return current_exception_code(CKPT_ERROR);
+    }
+}
+
 struct VarsSave final : InFlight {
     NpzCallbacks callbacks;
     explicit VarsSave(const NpzOptions& o) : callbacks(o) {}
@@ -120,7 +139,8 @@ public:
     explicit Writer(const WriterOptions& options = {})
         : kind_(options.kind),
           depth_(options.kind == WriterKind::queue && options.queue_depth > 0 ? options.queue_depth : 1),
-          storage_(options.storage) {
+          storage_(options.storage),
+          after_save_(options.after_save ? std::make_unique<detail::AfterSave>(options.after_save) : nullptr) {
         ckpt_writer_options c;
         detail::check(ckpt_writer_options_init(&c, CKPT_WRITER_OPTIONS_VERSION));
         detail::StorageRef storage(options.storage);
@@ -128,6 +148,10 @@ public:
         c.queue_depth = options.queue_depth;
         c.storage = storage.get();
         c.out_dir = options.out_dir ? options.out_dir->c_str() : nullptr;
+        if (after_save_) {
+            c.after_save = &detail::after_save_call;
+            c.after_save_payload = after_save_.get();  // on the heap: it stays put when the Writer moves
+        }
         detail::check(ckpt_writer_new(&w_, &c));
     }
     // Finalizes, dropping errors not yet reported (call finalize() to see them).
@@ -137,6 +161,7 @@ public:
           kind_(other.kind_),
           depth_(other.depth_),
           storage_(std::move(other.storage_)),
+          after_save_(std::move(other.after_save_)),
           in_flight_(std::move(other.in_flight_)) {}
     Writer& operator=(Writer&& other) noexcept {
         if (this != &other) {
@@ -145,6 +170,7 @@ public:
             kind_ = other.kind_;
             depth_ = other.depth_;
             storage_ = std::move(other.storage_);
+            after_save_ = std::move(other.after_save_);
             in_flight_ = std::move(other.in_flight_);
         }
         return *this;
@@ -222,6 +248,7 @@ private:
     WriterKind kind_;
     size_t depth_;
     std::shared_ptr<Storage> storage_;
+    std::unique_ptr<detail::AfterSave> after_save_;  // the library calls it until ckpt_writer_free
     // The last depth_ background saves' payloads, oldest first (a vector: its moves cannot throw, a deque's can).
     std::vector<std::shared_ptr<detail::InFlight>> in_flight_;
 };

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Writer: saves of closures and collections, in the caller's thread and in the background.
 use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
 
 use ckpt::{Code, Error, NpzOptions, Vars, Writer, WriterKind, WriterOptions};
 
@@ -119,4 +123,75 @@ fn a_save_without_a_copy_reads_the_live_collection() {
     unsafe { w.save_vars_no_copy(None, "n.npz", &vars, &NpzOptions::new()).unwrap() };
     w.wait().unwrap();
     assert_eq!(Vars::read(dir.join("n.npz")).unwrap().get::<i16>("w").unwrap(), &[3, 4]);
+}
+
+/// What an after_save closure saw: the path, the file's content then, and the thread it ran on.
+type Seen = (PathBuf, Vec<u8>, thread::ThreadId);
+
+#[test]
+fn after_save_sees_each_saved_file_in_place_on_the_thread_that_saved() {
+    for kind in [WriterKind::Simple, WriterKind::Thread, WriterKind::Queue] {
+        let dir = TempDir::new("writer-after-save");
+        let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+        let record = Arc::clone(&seen);
+        let options = WriterOptions::new(kind).queue_depth(2).out_dir(dir.path()).after_save(move |path| {
+            let content = std::fs::read(path).map_err(|e| Error::new(Code::Io, e.to_string()))?;
+            record.lock().unwrap().push((path.to_path_buf(), content, thread::current().id()));
+            Ok(())
+        });
+        let mut w = Writer::new(&options).unwrap();
+        w.save("a.bin", |sink| sink.write_bytes(b"first")).unwrap();
+        let mut vars = Vars::new().unwrap();
+        vars.add("x", &[2], &[7i32, -8]).unwrap();
+        w.save_vars("v.npz", &vars, &NpzOptions::new()).unwrap();
+        w.wait().unwrap(); // the closure ran before wait returned
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 2, "{kind:?}");
+        assert_eq!((seen[0].0.as_path(), seen[0].1.as_slice()), (dir.join("a.bin").as_path(), &b"first"[..]));
+        assert_eq!(seen[1].0, dir.join("v.npz"));
+        assert_eq!(seen[1].1, std::fs::read(dir.join("v.npz")).unwrap(), "{kind:?}: the whole file was in place");
+        assert_eq!(Vars::read(dir.join("v.npz")).unwrap().get::<i32>("x").unwrap(), &[7, -8]);
+        let here = thread::current().id();
+        for (_, _, on) in seen.iter() {
+            assert_eq!(*on == here, kind == WriterKind::Simple, "{kind:?}");
+        }
+        drop(seen);
+        w.finalize().unwrap();
+    }
+}
+
+#[test]
+fn an_after_save_error_is_that_saves_error_reported_once() {
+    for kind in [WriterKind::Simple, WriterKind::Thread, WriterKind::Queue] {
+        let dir = TempDir::new("writer-after-save-error");
+        let calls = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&calls);
+        let options = WriterOptions::new(kind).out_dir(dir.path()).after_save(move |_| {
+            match count.fetch_add(1, Ordering::SeqCst) {
+                0 => Err(Error::new(Code::Io, "cannot remove old snapshots")),
+                1 => panic!("a bug in the retention"),
+                _ => Ok(()),
+            }
+        });
+        let mut w = Writer::new(&options).unwrap();
+        let a = dir.join("a.bin");
+        let e = w.save("a.bin", |sink| sink.write_bytes(b"a")).and_then(|_| w.wait()).unwrap_err();
+        assert_eq!(e.code(), Code::Io, "{kind:?}");
+        assert_eq!(
+            e.message(),
+            format!("{}: the after_save callback failed: cannot remove old snapshots", a.display())
+        );
+        assert_eq!(std::fs::read(&a).unwrap(), b"a", "{kind:?}: the file stays");
+        let e = w.save("b.bin", |sink| sink.write_bytes(b"b")).and_then(|_| w.wait()).unwrap_err();
+        assert_eq!(e.code(), Code::Internal, "{kind:?}");
+        let b = dir.join("b.bin");
+        assert_eq!(
+            e.message(),
+            format!("{}: the after_save callback failed: the after_save closure panicked", b.display())
+        );
+        w.save("c.bin", |sink| sink.write_bytes(b"c")).unwrap();
+        w.finalize().unwrap(); // each error was reported once
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+        assert_eq!(dir.files(), vec!["a.bin", "b.bin", "c.bin"]);
+    }
 }
