@@ -2,6 +2,7 @@
 #include "storage.hpp"
 
 #include "http.hpp"
+#include "listing.hpp"
 #include "xml.hpp"
 
 #include <algorithm>
@@ -362,42 +363,6 @@ int callback(F&& f) noexcept {
 
 Store& store_of(void* payload) { return *static_cast<Store*>(payload); }
 
-// Lists "<dir>/": the names of its objects (files) and of its common prefixes (directories).
-void list(Client& client, const char* dir, std::vector<std::string>* files, std::vector<std::string>* dirs) {
-    std::string prefix = client.config().key_of(dir);
-    if (!prefix.empty()) prefix += '/';
-    std::string token;
-    for (;;) {
-        Request r;
-        r.key = "";
-        r.query = (token.empty() ? "" : "continuation-token=" + uri_encode(token, false) + "&") +
-                  "delimiter=%2F&list-type=2&prefix=" + uri_encode(prefix, false);
-        const Response response = client.perform(r, "list");
-        bool truncated = false;
-        std::string next, why;
-        const bool ok = for_each_leaf(
-            response.body,
-            [&](const std::string& p, std::string& text) {
-                if (p == "ListBucketResult/Contents/Key" && files != nullptr && text.size() > prefix.size() &&
-                    text.compare(0, prefix.size(), prefix) == 0)
-                    files->push_back(text.substr(prefix.size()));
-                else if (p == "ListBucketResult/CommonPrefixes/Prefix" && dirs != nullptr &&
-                         text.size() > prefix.size() + 1 && text.compare(0, prefix.size(), prefix) == 0)
-                    dirs->push_back(text.substr(prefix.size(), text.size() - prefix.size() - 1));
-                else if (p == "ListBucketResult/IsTruncated")
-                    truncated = text == "true";
-                else if (p == "ListBucketResult/NextContinuationToken")
-                    next = std::move(text);
-            },
-            &why);
-        if (!ok) throw RequestError{CKPT_EIO, "list " + client.describe(prefix) + ": the answer is not XML: " + why};
-        if (!truncated) return;
-        if (next.empty() || next == token)
-            throw RequestError{CKPT_EIO, "list " + client.describe(prefix) + ": truncated without a continuation token"};
-        token = std::move(next);
-    }
-}
-
 int op_make_dirs(void*, const char*) { return CKPT_OK; }  // directories are prefixes of keys
 
 int op_create(void* payload, const char* path, void** file) {
@@ -477,55 +442,11 @@ int op_list_dirs(void* payload, const char* dir, ckpt_list_entry_fn entry, void*
     return CKPT_OK;
 }
 
-struct IncompleteUpload {
-    std::string key;
-    std::string upload_id;
-};
-
-// The incomplete multipart uploads of the keys that start with `prefix` (ListMultipartUploads, page by page), but
-// those this storage's own saves have under way.
-std::vector<IncompleteUpload> incomplete_uploads(Store& store, const std::string& prefix) {
-    Client& client = store.client;
-    std::vector<IncompleteUpload> found;
-    std::string key_marker, id_marker;
-    for (;;) {
-        Request r;
-        r.query = "prefix=" + uri_encode(prefix, false) + "&uploads=";
-        if (!key_marker.empty())
-            r.query += "&key-marker=" + uri_encode(key_marker, false) + "&upload-id-marker=" + uri_encode(id_marker, false);
-        const Response response = client.perform(r, "list incomplete uploads of");
-        bool truncated = false;
-        std::string next_key, next_id, why;
-        const bool ok = for_each_leaf(
-            response.body,
-            [&](const std::string& p, std::string& text) {
-                if (p == "ListMultipartUploadsResult/Upload/Key")
-                    found.push_back({std::move(text), ""});
-                else if (p == "ListMultipartUploadsResult/Upload/UploadId" && !found.empty())
-                    found.back().upload_id = std::move(text);
-                else if (p == "ListMultipartUploadsResult/IsTruncated")
-                    truncated = text == "true";
-                else if (p == "ListMultipartUploadsResult/NextKeyMarker")
-                    next_key = std::move(text);
-                else if (p == "ListMultipartUploadsResult/NextUploadIdMarker")
-                    next_id = std::move(text);
-            },
-            &why);
-        if (!ok)
-            throw RequestError{CKPT_EIO, "list incomplete uploads of " + client.describe(prefix) +
-                                             ": the answer is not XML: " + why};
-        if (!truncated) break;
-        if (next_key.empty() || (next_key == key_marker && next_id == id_marker))
-            throw RequestError{CKPT_EIO, "list incomplete uploads of " + client.describe(prefix) +
-                                             ": truncated without a next marker"};
-        key_marker = std::move(next_key);
-        id_marker = std::move(next_id);
-    }
+// The incomplete uploads under `prefix` but those this storage's own saves have under way.
+std::vector<IncompleteUpload> stale_uploads(Store& store, const std::string& prefix) {
+    std::vector<IncompleteUpload> found = incomplete_uploads(store.client, prefix);
     found.erase(std::remove_if(found.begin(), found.end(),
-                               [&](const IncompleteUpload& u) {
-                                   return u.key.compare(0, prefix.size(), prefix) != 0 || u.upload_id.empty() ||
-                                          store.owns(u.upload_id);
-                               }),
+                               [&](const IncompleteUpload& u) { return store.owns(u.upload_id); }),
                 found.end());
     return found;
 }
@@ -536,7 +457,7 @@ int op_list_incomplete(void* payload, const char* dir, ckpt_list_entry_fn entry,
         Store& store = store_of(payload);
         std::string prefix = store.client.config().key_of(dir);
         if (!prefix.empty()) prefix += '/';
-        for (const IncompleteUpload& u : incomplete_uploads(store, prefix)) {
+        for (const IncompleteUpload& u : stale_uploads(store, prefix)) {
             std::string name = u.key.substr(prefix.size());
             if (!name.empty() && (names.empty() || names.back() != name)) names.push_back(std::move(name));
         }
@@ -552,7 +473,7 @@ int op_abort_incomplete(void* payload, const char* path) {
         Store& store = store_of(payload);
         const std::string key = store.client.config().key_of(path);
         if (key.empty()) throw RequestError{CKPT_EINVAL, store.client.describe("") + " is the bucket itself, not an object"};
-        for (const IncompleteUpload& u : incomplete_uploads(store, key)) {
+        for (const IncompleteUpload& u : stale_uploads(store, key)) {
             if (u.key != key) continue;  // a longer key with this one as its prefix
             Request r;
             r.method = "DELETE";
