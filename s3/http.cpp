@@ -145,6 +145,8 @@ std::string Client::refusal_hint(const std::string& code) const {
                "request's headers or path, or a clock far from the server's)";
     if (code == "InvalidAccessKeyId") return " (this endpoint does not know the " + used + ")";
     if (code == "RequestTimeTooSkewed") return " (this machine's clock is more than 15 minutes off the server's)";
+    if (code.empty())  // a HEAD's answer has no body to name the cause
+        return " (signed with " + used + "; a wrong secret access key, or credentials not allowed this request)";
     return " (" + used + ": the credentials are not allowed this request on this bucket and key)";
 }
 
