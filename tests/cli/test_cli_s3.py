@@ -346,8 +346,11 @@ class ManagerDirectory(unittest.TestCase):
         self.assertEqual(dict(without(got, "path", "bytes"), metadata=without(got["metadata"], *TIMES)),
                          dict(without(expected, "path", "bytes"), metadata=without(expected["metadata"], *TIMES)))
         self.assertEqual(run("cat", remote, "w").stdout, run("cat", local, "w").stdout)
-        diff = run_json("diff", remote, local, status=1)
+        # The same values: equal, ckpt's own record of when each was saved aside (and different with it).
+        diff = run_json("diff", remote, local)
         self.assertEqual([a["status"] for a in diff["arrays"]], ["equal"])
+        self.assertEqual(sorted(diff["metadata_ignored"]), sorted(TIMES))
+        diff = run_json("diff", remote, local, "--all-metadata", status=1)
         self.assertEqual(sorted(m["key"] for m in diff["metadata"]), sorted(TIMES))  # when each was saved
         back = path("restored-3.npz")
         self.assertEqual(run("convert", remote, back).returncode, 0)

@@ -288,6 +288,6 @@ fn clean_removes_what_interrupted_saves_left_and_a_dry_run_only_finds_it() {
     assert_eq!(reader.clean(true).unwrap_err().code(), Code::Busy);
     drop(m);
     std::fs::write(&file, b"half a save").unwrap();
-    assert_eq!(reader.clean(true).unwrap(), vec![StaleTemporary { path: file.clone(), is_dir: false }]);
+    assert_eq!(reader.clean(true).unwrap(), vec![StaleTemporary { path: file.clone(), is_dir: false, upload: false }]);
     assert!(file.exists());
 }
