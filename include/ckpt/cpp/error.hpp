@@ -80,7 +80,8 @@ inline Thrown current_exception(int fallback) noexcept {
 
 // Maps the exception being handled to a code for the C caller and gives its text to the library
 // (ckpt_error_set_message), which puts it in the error of the ckpt call that made the callback — on whatever
-// thread the callback ran. Call only inside a catch.
+// thread the callback ran. Call only inside a catch. It is C++'s ckpt_error_set: a callback written in C++ throws,
+// and this returns the code that ckpt_error_set(code, message) would.
 inline int current_exception_code(int fallback) noexcept {
     const Thrown t = current_exception(fallback);
     ckpt_error_set_message(t.text);
