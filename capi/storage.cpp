@@ -105,6 +105,17 @@ public:
         if (int rc = ops_.open_read(ops_.payload, path.c_str(), &file, &size)) fail_callback(rc, "open_read", path);
         return std::make_unique<CallbackInput>(ops_, file, size, path);
     }
+    std::optional<ckpt::FileInfo> stat(const std::string& path) override {
+        if (ops_.stat == nullptr) return Storage::stat(path);
+        ckpt_file_info info{0, CKPT_TIME_UNKNOWN, 0, 0};
+        const int rc = ops_.stat(ops_.payload, path.c_str(), &info);
+        if (rc == CKPT_ENOTFOUND) return std::nullopt;
+        if (rc != CKPT_OK) fail_callback(rc, "stat", path);
+        return ckpt::FileInfo{
+            info.is_dir != 0 ? 0 : info.size,
+            info.modified_ns == CKPT_TIME_UNKNOWN ? std::nullopt : std::optional<int64_t>(info.modified_ns),
+            info.is_dir != 0};
+    }
     std::optional<uint64_t> free_bytes(const std::string& dir) override {
         if (ops_.free_space == nullptr) return std::nullopt;
         uint64_t bytes = 0;
@@ -191,6 +202,7 @@ CKPT_API int ckpt_storage_new(ckpt_storage** out, const ckpt_storage_ops* ops) {
         const size_t size = ops->version == 1   ? offsetof(ckpt_storage_ops, free_space)
                             : ops->version == 2 ? offsetof(ckpt_storage_ops, list_dirs)
                             : ops->version == 3 ? offsetof(ckpt_storage_ops, list_incomplete)
+                            : ops->version == 4 ? offsetof(ckpt_storage_ops, stat)
                                                 : sizeof copy;
         std::memcpy(&copy, ops, size);
         const std::pair<const void*, const char*> required[] = {

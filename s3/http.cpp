@@ -82,6 +82,7 @@ size_t read_header(char* data, size_t size, size_t count, void* user) {
         const size_t space = line.find(' ');
         t->response.status = space == std::string_view::npos ? 0 : std::atol(std::string(line.substr(space + 1, 3)).c_str());
         t->response.etag.clear();
+        t->response.last_modified.clear();
         return n;
     }
     const size_t colon = line.find(':');
@@ -92,6 +93,7 @@ size_t read_header(char* data, size_t size, size_t count, void* user) {
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
     while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
     if (name == "etag") t->response.etag = std::string(value);
+    if (name == "last-modified") t->response.last_modified = std::string(value);
     return n;
 }
 

@@ -39,6 +39,7 @@ struct Response {
     long status = 0;
     std::string body;
     std::string etag;                    // the ETag header, quotes included
+    std::string last_modified;           // the Last-Modified header
     uint64_t content_length = 0;
 };
 

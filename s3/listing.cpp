@@ -42,6 +42,19 @@ void list(Client& client, const char* dir, std::vector<std::string>* files, std:
     }
 }
 
+bool any_key_under(Client& client, const std::string& prefix) {
+    Request r;
+    r.query = "list-type=2&max-keys=1&prefix=" + uri_encode(prefix, false);
+    const Response response = client.perform(r, "list");
+    bool found = false;
+    std::string why;
+    const bool ok = for_each_leaf(
+        response.body,
+        [&](const std::string& p, std::string&) { found = found || p == "ListBucketResult/Contents/Key"; }, &why);
+    if (!ok) throw RequestError{CKPT_EIO, "list " + client.describe(prefix) + ": the answer is not XML: " + why};
+    return found;
+}
+
 std::vector<IncompleteUpload> incomplete_uploads(Client& client, const std::string& prefix) {
     std::vector<IncompleteUpload> found;
     std::string key_marker, id_marker;

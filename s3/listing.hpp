@@ -13,6 +13,9 @@ namespace ckpt::s3 {
 // Lists "<dir>/": the names of its objects (files) and of its common prefixes (directories); either may be null.
 void list(Client& client, const char* dir, std::vector<std::string>* files, std::vector<std::string>* dirs);
 
+// Whether any object's key starts with `prefix` (one request: a directory's test on a store of keys).
+bool any_key_under(Client& client, const std::string& prefix);
+
 struct IncompleteUpload {
     std::string key;
     std::string upload_id;

@@ -89,6 +89,36 @@ std::string amz_date(std::time_t when) {
     return text;
 }
 
+std::optional<int64_t> http_date_ns(std::string_view text) {
+    // "Sun, 06 Nov 1994 08:49:37 GMT": 29 characters, every field at a fixed place.
+    static constexpr std::string_view kMonths = "JanFebMarAprMayJunJulAugSepOctNovDec";
+    if (text.size() != 29 || text.substr(3, 2) != ", " || text.substr(25) != " GMT") return std::nullopt;
+    const auto number = [&](size_t at, size_t digits, int64_t* out) {
+        *out = 0;
+        for (size_t i = at; i < at + digits; ++i) {
+            if (text[i] < '0' || text[i] > '9') return false;
+            *out = *out * 10 + (text[i] - '0');
+        }
+        return true;
+    };
+    int64_t day, year, hour, minute, second;
+    const size_t month_at = kMonths.find(text.substr(8, 3));
+    if (!number(5, 2, &day) || !number(12, 4, &year) || !number(17, 2, &hour) || !number(20, 2, &minute) ||
+        !number(23, 2, &second) || month_at == std::string_view::npos || month_at % 3 != 0 || text[7] != ' ' ||
+        text[11] != ' ' || text[16] != ' ' || text[19] != ':' || text[22] != ':' || day < 1 || day > 31 || hour > 23 ||
+        minute > 59 || second > 60)
+        return std::nullopt;
+    // Days since 1970-01-01 of a proleptic Gregorian date (the civil-from-days algorithm, inverted).
+    const int64_t month = static_cast<int64_t>(month_at / 3) + 1;
+    const int64_t y = year - (month <= 2 ? 1 : 0);
+    const int64_t era = y / 400;
+    const int64_t year_of_era = y - era * 400;
+    const int64_t day_of_year = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+    const int64_t day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    const int64_t days = era * 146097 + day_of_era - 719468;
+    return (((days * 24 + hour) * 60 + minute) * 60 + second) * 1000000000LL;
+}
+
 std::string sha256_hex(const void* data, size_t size) {
     unsigned char digest[SHA256_DIGEST_LENGTH];
     SHA256(static_cast<const unsigned char*>(data), size, digest);

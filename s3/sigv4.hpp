@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <ctime>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +40,10 @@ std::string canonical_query(const std::string& query);
 
 // "YYYYMMDDTHHMMSSZ" of a time (UTC).
 std::string amz_date(std::time_t when);
+
+// The time an HTTP-date in IMF-fixdate form ("Sun, 06 Nov 1994 08:49:37 GMT", what S3 sends as Last-Modified)
+// names, in nanoseconds since the Unix epoch; nullopt for anything else.
+std::optional<int64_t> http_date_ns(std::string_view text);
 
 // Lowercase hex SHA-256 of bytes.
 std::string sha256_hex(const void* data, size_t size);

@@ -3,6 +3,7 @@
 
 #include "http.hpp"
 #include "listing.hpp"
+#include "sigv4.hpp"
 #include "xml.hpp"
 
 #include <algorithm>
@@ -525,6 +526,27 @@ int op_open_read(void* payload, const char* path, void** file, uint64_t* size) {
     });
 }
 
+int op_stat(void* payload, const char* path, ckpt_file_info* info) {
+    return callback([&] {
+        Client& client = store_of(payload).client;
+        const std::string key = client.config().key_of(path);
+        *info = ckpt_file_info{0, CKPT_TIME_UNKNOWN, 1, 0};
+        if (key.empty()) return;  // the bucket's root
+        Request r;
+        r.method = "HEAD";
+        r.key = key;
+        r.not_found_is_error = false;
+        const Response response = client.perform(r, "HEAD");
+        if (response.status != 404) {
+            info->is_dir = 0;
+            info->size = response.content_length;
+            info->modified_ns = http_date_ns(response.last_modified).value_or(CKPT_TIME_UNKNOWN);
+        } else if (!any_key_under(client, key + "/")) {
+            throw RequestError{CKPT_ENOTFOUND, client.describe(key) + ": no such object or prefix"};
+        }
+    });
+}
+
 // Fetches bytes [offset, offset + n) into dst in ranges of `piece` bytes, up to `parallelism` at a time, the
 // calling thread taking its share.
 void fetch(Client& client, const Reading& f, uint64_t offset, char* dst, size_t n, size_t piece) {
@@ -621,6 +643,7 @@ ckpt_storage* new_storage(Config config) {
     ops.list_incomplete = op_list_incomplete;
     ops.abort_incomplete = op_abort_incomplete;
     ops.list_entries = op_list_entries;
+    ops.stat = op_stat;
     ckpt_storage* out = nullptr;
     const int rc = ckpt_storage_new(&out, &ops);
     if (rc != CKPT_OK) throw RequestError{rc, ckpt_error_message()};

@@ -460,6 +460,14 @@ CKPT_API int ckpt_npz_map_vars(ckpt_npz *npz, ckpt_vars **out);
  * thread-safe for different files. A failing callback makes the ckpt call fail with its code and a message naming
  * the operation and path. */
 typedef int (*ckpt_list_entry_fn)(const char *name, void *ctx);
+/* What is at a path of a storage (ckpt_storage_stat, and the storage callback `stat`). */
+typedef struct ckpt_file_info {
+    uint64_t size;       /* bytes; 0 for a directory */
+    int64_t modified_ns; /* last modification, nanoseconds since 1970-01-01 UTC; CKPT_TIME_UNKNOWN when not known */
+    uint32_t is_dir;     /* 1 for a directory (on an object store: a prefix that keys go under), else 0 */
+    uint32_t reserved;   /* 0 */
+} ckpt_file_info;
+#define CKPT_TIME_UNKNOWN INT64_MIN
 typedef struct ckpt_storage_ops {
     uint32_t version; /* CKPT_STORAGE_OPS_VERSION */
     void *payload;
@@ -532,11 +540,17 @@ typedef struct ckpt_storage_ops {
      * and list_dirs in one, for a medium where that is one request (an object store's listing). May be NULL: list
      * and list_dirs are called. */
     int (*list_entries)(void *payload, const char *dir, ckpt_list_entry_fn entry, void *ctx);
+    /* version 5: */
+    /* Fills *info for the file or directory at path (ckpt_storage_stat); CKPT_ENOTFOUND when nothing is there. May
+     * be NULL: ckpt then opens the file (open_read) for its size, its age unknown, or finds a directory in its
+     * parent's listing. */
+    int (*stat)(void *payload, const char *path, ckpt_file_info *info);
 } ckpt_storage_ops;
-#define CKPT_STORAGE_OPS_VERSION 4
+#define CKPT_STORAGE_OPS_VERSION 5
 
 /* Makes a storage from a callback table (copied; `ops->payload` is kept; a version-1 table ends before
- * free_space, a version-2 table before list_dirs, a version-3 table before list_incomplete). Every callback except open_append, sync_dir, destroy,
+ * free_space, a version-2 table before list_dirs, a version-3 table before list_incomplete, a version-4 table before
+ * stat). Every callback except open_append, sync_dir, destroy,
  * free_space, list_dirs, remove_dir and rename_dir is required. Returns CKPT_OK, CKPT_EINVAL (NULL argument,
  * unknown version, a required callback missing, rename_dir or remove_dir without list_dirs), CKPT_ENOMEM. */
 CKPT_API int ckpt_storage_new(ckpt_storage **out, const ckpt_storage_ops *ops);
@@ -547,6 +561,43 @@ CKPT_API int ckpt_storage_new_memory(ckpt_storage **out);
 /* Releases the caller's reference. Writers and managers that use the storage keep their own; the storage (and its
  * destroy callback) goes when the last one is released. NULL is fine. */
 CKPT_API void ckpt_storage_free(ckpt_storage *storage);
+
+/* ---------------------------------------------------------------------------------------- files of a storage */
+/* What a program's own filesystem object needs beside ckpt's saves: list a directory, tell a file's size and age,
+ * read a file, remove files and directories — on any storage. pytorch-pfn-extras' snapshot extension does all of
+ * these through its writer's `fs` (docs/python.md). As for writers and managers, `storage` NULL means the local
+ * filesystem, or the S3 storage an "s3://bucket/key" path names. Messages name the path. */
+
+/* Fills *info for the file or directory at path. Returns CKPT_OK; CKPT_EINVAL (NULL argument); CKPT_ENOTFOUND
+ * (nothing there); CKPT_EIO. Since 0.8. */
+CKPT_API int ckpt_storage_stat(ckpt_storage *storage, const char *path, ckpt_file_info *info);
+/* Calls entry(name, ctx) for each file of dir and each subdirectory (whose name ends in '/'), names sorted
+ * bytewise; stops and returns entry's code if it returns non-zero. Returns CKPT_OK; CKPT_EINVAL; CKPT_ENOTFOUND
+ * (no such directory; on an object store an empty prefix lists nothing instead); CKPT_EIO; CKPT_ENOMEM.
+ * Since 0.8. */
+CKPT_API int ckpt_storage_list(ckpt_storage *storage, const char *dir, ckpt_list_entry_fn entry, void *ctx);
+/* Creates the directory dir and its missing parents (nothing on an object store, where directories are the prefixes
+ * of names); CKPT_OK when it exists. Writers save only into directories that exist. Returns CKPT_OK; CKPT_EINVAL;
+ * CKPT_EIO (a file is in the way, the medium failed). Since 0.8. */
+CKPT_API int ckpt_storage_make_dirs(ckpt_storage *storage, const char *dir);
+#define CKPT_STORAGE_REMOVE_RECURSIVE 1u /* ckpt_storage_remove: a directory with everything in it */
+/* Removes the file at path, or the directory at path: an empty one, or with CKPT_STORAGE_REMOVE_RECURSIVE
+ * everything in it. Returns CKPT_OK; CKPT_EINVAL (NULL path, unknown flags); CKPT_ENOTFOUND; CKPT_EEXIST (a
+ * directory that is not empty, without the flag); CKPT_EIO. Since 0.8. */
+CKPT_API int ckpt_storage_remove(ckpt_storage *storage, const char *path, uint32_t flags);
+
+/* A file of a storage opened for reading (any file, not only checkpoints: ckpt_npz reads those). One thread at a
+ * time may use a handle. */
+typedef struct ckpt_file ckpt_file;
+/* Opens the regular file at path; *size (may be NULL) gets its size. The handle keeps its own reference to the
+ * storage. Returns CKPT_OK; CKPT_EINVAL (NULL out or path; a directory); CKPT_ENOTFOUND; CKPT_EIO; CKPT_ENOMEM.
+ * On failure *out is NULL. Since 0.8. */
+CKPT_API int ckpt_file_open(ckpt_file **out, ckpt_storage *storage, const char *path, uint64_t *size);
+/* Reads up to size bytes at offset into dst; *got < size only at the end of the file. Returns CKPT_OK; CKPT_EINVAL
+ * (NULL file or got, NULL dst with size > 0); CKPT_EIO. Since 0.8. */
+CKPT_API int ckpt_file_read(ckpt_file *file, uint64_t offset, void *dst, size_t size, size_t *got);
+/* Closes the file; NULL is fine. Since 0.8. */
+CKPT_API void ckpt_file_close(ckpt_file *file);
 
 /* -------------------------------------------------------------------------------------------------- writers */
 /* pytorch-pfn-extras' writers: save bytes to a file atomically and durably, in the caller's thread or in the

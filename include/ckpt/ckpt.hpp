@@ -35,6 +35,7 @@
 #include <ckpt/cpp/dtype.hpp>
 #include <ckpt/cpp/array.hpp>
 #include <ckpt/cpp/storage.hpp>
+#include <ckpt/cpp/files.hpp>
 #include <ckpt/cpp/comm.hpp>
 #include <ckpt/cpp/npz_options.hpp>
 #include <ckpt/cpp/vars.hpp>

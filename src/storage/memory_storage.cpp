@@ -3,6 +3,7 @@
 
 #include "core/error.hpp"
 
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
@@ -16,6 +17,11 @@ size_t BytesInput::read_at(uint64_t offset, void* dst, size_t n) {
 }
 
 namespace {
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
 class StringInput final : public InputFile {
 public:
     explicit StringInput(std::shared_ptr<const std::string> bytes) : bytes_(std::move(bytes)) {}
@@ -89,6 +95,7 @@ std::unique_ptr<OutputFile> MemoryStorage::open_append(const std::string& path) 
     require_dir(parent_dir(path), path);
     auto& bytes = files_[path];
     if (!bytes) bytes = std::make_shared<std::string>();
+    modified_[path] = now_ns();
     return std::make_unique<Output>(*this, bytes, false);
 }
 
@@ -100,7 +107,9 @@ void MemoryStorage::rename(const std::string& from, const std::string& to) {
     if (dirs_.count(to)) fail(Code::io, "{}: rename from {}: target is a directory", to, from);
     auto bytes = it->second;
     files_.erase(it);
+    modified_.erase(from);
     files_[to] = std::move(bytes);
+    modified_[to] = now_ns();
 }
 
 void MemoryStorage::sync_dir(const std::string& dir) {
@@ -111,6 +120,7 @@ void MemoryStorage::sync_dir(const std::string& dir) {
 void MemoryStorage::remove(const std::string& path) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (files_.erase(path) == 0) fail(Code::not_found, "{}: no such file", path);
+    modified_.erase(path);
 }
 
 std::vector<std::string> MemoryStorage::list(const std::string& dir) {
@@ -130,6 +140,16 @@ std::unique_ptr<InputFile> MemoryStorage::open_read(const std::string& path) {
         fail(Code::not_found, "{}: no such file", path);
     }
     return std::make_unique<StringInput>(std::make_shared<const std::string>(*it->second));
+}
+
+std::optional<FileInfo> MemoryStorage::stat(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (dirs_.count(path)) return FileInfo{0, std::nullopt, true};
+    auto it = files_.find(path);
+    if (it == files_.end()) return std::nullopt;
+    auto when = modified_.find(path);
+    return FileInfo{it->second->size(), when != modified_.end() ? std::optional<int64_t>(when->second) : std::nullopt,
+                    false};
 }
 
 namespace {
@@ -181,8 +201,11 @@ void MemoryStorage::rename_dir(const std::string& from, const std::string& to) {
     for (const std::string& d : dirs_) dirs.insert(d == from ? to : below(d, from) ? to + d.substr(from.size()) : d);
     std::map<std::string, std::shared_ptr<std::string>> files;
     for (const auto& [path, bytes] : files_) files[below(path, from) ? to + path.substr(from.size()) : path] = bytes;
+    std::map<std::string, int64_t> modified;
+    for (const auto& [path, t] : modified_) modified[below(path, from) ? to + path.substr(from.size()) : path] = t;
     dirs_.swap(dirs);
     files_.swap(files);
+    modified_.swap(modified);
 }
 
 void MemoryStorage::remove_tree(const std::string& dir) {
@@ -190,6 +213,8 @@ void MemoryStorage::remove_tree(const std::string& dir) {
     if (!dirs_.count(dir)) fail(Code::not_found, "{}: no such directory", dir);
     for (auto it = dirs_.begin(); it != dirs_.end();) it = *it == dir || below(*it, dir) ? dirs_.erase(it) : std::next(it);
     for (auto it = files_.begin(); it != files_.end();) it = below(it->first, dir) ? files_.erase(it) : std::next(it);
+    for (auto it = modified_.begin(); it != modified_.end();)
+        it = below(it->first, dir) ? modified_.erase(it) : std::next(it);
 }
 
 std::string MemoryStorage::contents(const std::string& path) const {
@@ -202,6 +227,7 @@ std::string MemoryStorage::contents(const std::string& path) const {
 void MemoryStorage::put(const std::string& path, std::string bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     files_[path] = std::make_shared<std::string>(std::move(bytes));
+    modified_[path] = now_ns();
 }
 
 bool MemoryStorage::exists(const std::string& path) const {

@@ -39,6 +39,7 @@ public:
     void remove(const std::string& path) override;
     std::vector<std::string> list(const std::string& dir) override;
     std::unique_ptr<InputFile> open_read(const std::string& path) override;
+    std::optional<FileInfo> stat(const std::string& path) override;
     std::unique_ptr<DirLock> lock(const std::string& dir) override;
     std::vector<std::string> list_dirs(const std::string& dir) override;
     void rename_dir(const std::string& from, const std::string& to) override;
@@ -58,6 +59,7 @@ private:
     mutable std::mutex mutex_;
     std::set<std::string> dirs_{"", ".", "/"};
     std::map<std::string, std::shared_ptr<std::string>> files_;
+    std::map<std::string, int64_t> modified_;  // of the files renamed into place, put or appended to
     std::shared_ptr<std::set<std::string>> locked_ = std::make_shared<std::set<std::string>>();
 };
 

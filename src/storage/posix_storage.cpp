@@ -513,6 +513,17 @@ public:
         return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
     }
 
+    std::optional<FileInfo> stat(const std::string& path) override {
+        struct stat st;
+        if (::stat(path.empty() ? "." : path.c_str(), &st) != 0) {
+            if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+            fail_errno(errno, fmt::format("{}: cannot stat", path));
+        }
+        const bool dir = S_ISDIR(st.st_mode);
+        return FileInfo{dir ? 0 : static_cast<uint64_t>(st.st_size),
+                        static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec, dir};
+    }
+
     std::unique_ptr<InputFile> open_read(const std::string& path) override {
         // O_NONBLOCK: opening a FIFO must not wait for a writer before the regular-file check refuses it (it has
         // no effect on regular files).

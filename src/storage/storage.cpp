@@ -3,6 +3,7 @@
 
 #include "core/error.hpp"
 
+#include <algorithm>
 #include <random>
 #include <stdexcept>
 
@@ -119,6 +120,24 @@ void Storage::rename_dir(const std::string& from, const std::string& to) {
 
 void Storage::remove_tree(const std::string& dir) {
     fail(Code::unsupported, "{}: this storage cannot remove directories (sharded checkpoints need it)", dir);
+}
+
+std::optional<FileInfo> Storage::stat(const std::string& path) {
+    if (path.empty() || path == "." || path == "/") return FileInfo{0, std::nullopt, true};
+    try {
+        return FileInfo{open_read(path)->size(), std::nullopt, false};
+    } catch (const Error& e) {
+        if (e.code() != Code::not_found) throw;
+    }
+    try {
+        const Entries entries = list_entries(parent_dir(path));
+        const std::string name = base_name(path);
+        if (std::find(entries.dirs.begin(), entries.dirs.end(), name) != entries.dirs.end())
+            return FileInfo{0, std::nullopt, true};
+    } catch (const Error& e) {
+        if (e.code() != Code::not_found) throw;
+    }
+    return std::nullopt;
 }
 
 Storage::Entries Storage::list_entries(const std::string& dir) {

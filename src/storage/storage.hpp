@@ -77,6 +77,13 @@ public:
     virtual std::unique_ptr<MappedFile> map(bool /*writable*/) { return nullptr; }
 };
 
+// What Storage::stat tells of a path.
+struct FileInfo {
+    uint64_t size = 0;                   // bytes; 0 for a directory
+    std::optional<int64_t> modified_ns;  // last modification, nanoseconds since the Unix epoch, where the storage knows
+    bool is_dir = false;                 // a directory (on an object store, a prefix that keys go under)
+};
+
 // Held while a manager owns a directory; released by destruction.
 class DirLock {
 public:
@@ -110,6 +117,9 @@ public:
     virtual std::vector<std::string> list(const std::string& dir) = 0;
     // Opens a regular file for reading; throws Error(not_found) if it is missing.
     virtual std::unique_ptr<InputFile> open_read(const std::string& path) = 0;
+    // What is at `path` (a file or a directory), nullopt when nothing is. By default: a file open_read opens (its
+    // age unknown), else a directory its parent's list_entries names.
+    virtual std::optional<FileInfo> stat(const std::string& path);
     // Throws Error(busy), as lock() does, when another holds the lock of `dir`; takes nothing and writes nothing (a
     // dry run of a cleanup, which must work in a directory it cannot write). Storages without locking return.
     virtual void check_unlocked(const std::string& dir) { (void)dir; }

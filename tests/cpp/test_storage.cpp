@@ -185,6 +185,48 @@ TEST_CASE("ckpt's memory storage holds files for managers, writers and files ali
     }
 }
 
+TEST_CASE("ckpt::Files lists, stats, reads and removes the files of any storage", "[storage][files]") {
+    test::TempDir dir;
+    auto map = std::make_shared<MapStorage>();
+    map->set_directories(ckpt::Storage::Directories::renamable);
+    for (const std::shared_ptr<ckpt::Storage>& storage :
+         {std::shared_ptr<ckpt::Storage>(), ckpt::Storage::memory(), std::shared_ptr<ckpt::Storage>(map)}) {
+        const std::string root = storage ? std::string("run") : dir.path() + "/run";
+        const ckpt::Files files(storage);
+        files.make_dirs(root + "/sub");
+        ckpt::NpzOptions options;
+        options.storage = storage;
+        ckpt::save(root + "/a.npz", small_model(2), options);
+        ckpt::save(root + "/sub/b.npz", small_model(3), options);
+
+        CHECK(files.list(root) == std::vector<std::string>{"a.npz", "sub/"});
+        const std::optional<ckpt::FileInfo> a = files.stat(root + "/a.npz");
+        REQUIRE(a);
+        CHECK(!a->is_dir);
+        CHECK(a->size > 100);
+        if (storage != map) {  // the C++ storage has no stat callback: its files' times are unknown
+            REQUIRE(a->modified);
+            CHECK(std::chrono::system_clock::now() - *a->modified < std::chrono::minutes(5));
+        }
+        CHECK(files.stat(root + "/sub")->is_dir);
+        CHECK(!files.stat(root + "/missing"));
+
+        ckpt::File f = files.open(root + "/a.npz");
+        CHECK(f.size() == a->size);
+        const std::string bytes = f.read_all();
+        CHECK(bytes.size() == a->size);
+        CHECK(bytes.compare(0, 2, "PK") == 0);
+        char tail[8];
+        CHECK(f.read_at(a->size - 3, tail, sizeof tail) == 3);  // short at the end
+
+        CHECK(test::code_of([&] { files.open(root + "/missing"); }) == CKPT_ENOTFOUND);
+        CHECK(test::code_of([&] { files.remove(root + "/sub"); }) == CKPT_EEXIST);
+        files.remove(root + "/sub", true);
+        files.remove(root + "/a.npz");
+        CHECK(files.list(root).empty());
+    }
+}
+
 TEST_CASE("Managers and writers refuse a storage given in their npz options instead of their own", "[storage]") {
     ckpt::ManagerOptions m;
     m.npz.storage = ckpt::Storage::memory();

@@ -106,3 +106,16 @@ TEST_CASE("x-amz-date is the UTC time in SigV4's basic format") {
     CHECK(amz_date(0) == "19700101T000000Z");
     CHECK(amz_date(1369353600) == "20130524T000000Z");
 }
+
+TEST_CASE("Last-Modified: an HTTP-date becomes nanoseconds since the epoch; anything else is refused") {
+    using ckpt::s3::http_date_ns;
+    CHECK(http_date_ns("Thu, 01 Jan 1970 00:00:00 GMT") == 0);
+    CHECK(http_date_ns("Sun, 06 Nov 1994 08:49:37 GMT") == 784111777LL * 1000000000);
+    CHECK(http_date_ns("Tue, 29 Feb 2000 23:59:59 GMT") == 951868799LL * 1000000000);
+    CHECK(http_date_ns("Thu, 03 Dec 2026 21:41:56 GMT") == 1796334116LL * 1000000000);
+    for (const char* bad :
+         {"", "Sun, 06 Nov 1994 08:49:37 UTC", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994",
+          "Sun, 06 Nox 1994 08:49:37 GMT", "Sun, 6 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 24:49:37 GMT",
+          "Sun, 00 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 19x4 08:49:37 GMT", "Sun, 06 ovN 1994 08:49:37 GMT"})
+        CHECK_FALSE(http_date_ns(bad).has_value());
+}

@@ -17,6 +17,9 @@ REQUIRED_VERSION = (0, 5, 0)
 # them, and the methods that call them raise UnsupportedError.
 SINCE = {"ckpt_npz_read_range": (0, 7, 0), "ckpt_manager_clean": (0, 7, 0),
          "ckpt_npz_byte_order": (0, 7, 0), "ckpt_npz_file_size": (0, 7, 0), "ckpt_npz_fortran_order": (0, 7, 0), "ckpt_vars_add_source": (0, 7, 0), "ckpt_vars_is_source": (0, 7, 0)}
+FILES_SINCE = (0, 8, 0)  # ckpt_storage_stat, _list, _remove and ckpt_file_*: a storage's files
+SINCE.update((f, FILES_SINCE) for f in ("ckpt_storage_stat", "ckpt_storage_list", "ckpt_storage_make_dirs",
+                                        "ckpt_storage_remove", "ckpt_file_open", "ckpt_file_read", "ckpt_file_close"))
 
 COPY, BORROW = 0, 1
 LAYOUT_AUTO, LAYOUT_PLAIN, LAYOUT_OBJAX = 0, 1, 2
@@ -25,7 +28,9 @@ NPZ_OPTIONS_VERSION = 4
 MANAGER_OPTIONS_VERSION = 4
 WRITER_OPTIONS_VERSION = 2
 WRITER_AFTER_SAVE_SINCE = (0, 7, 0)  # ckpt_writer_options version 2 (after_save); older libraries take version 1
-STORAGE_OPS_VERSION = 4
+STORAGE_OPS_VERSION = 5
+STORAGE_REMOVE_RECURSIVE = 1
+TIME_UNKNOWN = -(1 << 63)
 COMM_OPS_VERSION = 1
 REDUCE_MIN, REDUCE_MAX, REDUCE_SUM = 0, 1, 2
 LATEST = -1
@@ -85,6 +90,14 @@ class WriterOptions(ctypes.Structure):
 
 
 _P = ctypes.POINTER
+
+
+class FileInfo(ctypes.Structure):
+    """ckpt_file_info: what is at a path of a storage."""
+
+    _fields_ = [("size", c_uint64), ("modified_ns", c_int64), ("is_dir", c_uint32), ("reserved", c_uint32)]
+
+
 STORAGE_CALLBACKS = [
     ("make_dirs", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p)),
     ("create", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, _P(c_void_p))),
@@ -107,6 +120,7 @@ STORAGE_CALLBACKS = [
     ("list_incomplete", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, LIST_ENTRY_FN, c_void_p)),  # version 4
     ("abort_incomplete", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p)),
     ("list_entries", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, LIST_ENTRY_FN, c_void_p)),
+    ("stat", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, _P(FileInfo))),  # version 5
 ]
 
 
@@ -204,6 +218,13 @@ SIGNATURES = {
     "ckpt_storage_new": (c_int, [_OUT, _P(StorageOps)]),
     "ckpt_storage_new_memory": (c_int, [_OUT]),
     "ckpt_storage_free": (None, [c_void_p]),
+    "ckpt_storage_stat": (c_int, [c_void_p, c_char_p, _P(FileInfo)]),
+    "ckpt_storage_list": (c_int, [c_void_p, c_char_p, LIST_ENTRY_FN, c_void_p]),
+    "ckpt_storage_make_dirs": (c_int, [c_void_p, c_char_p]),
+    "ckpt_storage_remove": (c_int, [c_void_p, c_char_p, c_uint32]),
+    "ckpt_file_open": (c_int, [_OUT, c_void_p, c_char_p, _P(c_uint64)]),
+    "ckpt_file_read": (c_int, [c_void_p, c_uint64, c_void_p, c_size_t, _P(c_size_t)]),
+    "ckpt_file_close": (None, [c_void_p]),
     "ckpt_step_open": (c_int, [_OUT, c_char_p, _P(NpzOptions)]),
     "ckpt_step_close": (None, [c_void_p]),
     "ckpt_step_index": (c_int64, [c_void_p]),

@@ -3,17 +3,19 @@
 none was given, so that code written against ppe's writers (its snapshot extension lists, stats, opens and removes
 snapshots through ``writer.fs``) works with ckpt's.
 
-``LocalFileSystem`` is the local disk. ``StorageFiles`` stands for a storage in C (an ``s3://`` out_dir,
-``ckpt.S3Storage``, ``ckpt.NativeMemory``): ckpt writes there, but its C API has no call to list, stat, read or
-remove an arbitrary file of such a storage, so those methods raise ``ckpt.UnsupportedError`` saying so (pass a
-pfio or ppe filesystem object as ``fs`` to have them).
+``LocalFileSystem`` is the local disk. ``StorageFiles`` is a storage in C (an ``s3://`` out_dir, ``ckpt.S3Storage``,
+``ckpt.NativeMemory``): it lists, stats, reads and removes files there through ckpt's C calls for a storage's files.
 """
+import ctypes
+import errno
 import io
 import os
 import shutil
-from typing import IO, Any, Callable, Iterator, Optional
+import stat
+from typing import IO, Any, Callable, Iterator, List, Optional
 
-from . import errors
+from . import _native, _paths, errors
+from ._native import lib
 
 __all__ = ["FileStat", "LocalFileSystem", "StorageFiles"]
 
@@ -122,52 +124,158 @@ class LocalFileSystem:
         return "LocalFileSystem(%r)" % self.root if self.root else "LocalFileSystem()"
 
 
-class StorageFiles:
-    """A writer's ``fs`` over a storage in C (an ``s3://`` out_dir, ``ckpt.S3Storage``, ``ckpt.NativeMemory``):
-    ``makedirs`` and ``mkdir`` do nothing (such a storage has no directories to create), and every other method
-    raises ``ckpt.UnsupportedError``, as ckpt's C API cannot list, stat, read or remove an arbitrary file of it."""
+class _StorageReader(io.RawIOBase):
+    """A file of a storage in C, read at any offset (ckpt_file_open, ckpt_file_read)."""
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, storage: Any, path: str) -> None:
+        super().__init__()
+        self.name = path
+        self._h = _native.out()
+        size = ctypes.c_uint64()
+        _native.check(lib.ckpt_file_open(ctypes.byref(self._h), storage, _paths.encode(path),
+                                         ctypes.byref(size)), path)
+        self._size, self._pos = size.value, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        got = ctypes.c_size_t()
+        target = (ctypes.c_char * len(view)).from_buffer(view)
+        _native.check(lib.ckpt_file_read(self._h, self._pos, target, len(view), ctypes.byref(got)), self.name)
+        self._pos += got.value
+        return got.value
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        if base + offset < 0:
+            raise OSError(errno.EINVAL, "negative seek position %d" % (base + offset), self.name)
+        self._pos = base + offset
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def close(self) -> None:
+        if self._h:
+            lib.ckpt_file_close(self._h)
+            self._h = None
+        super().close()
+
+
+class StorageFiles:
+    """A writer's ``fs`` over a storage in C — an ``s3://`` out_dir (`storage` None: paths are URLs),
+    ``ckpt.S3Storage``, ``ckpt.NativeMemory`` — through ckpt's C calls for a storage's files (libckpt 0.8.0):
+    ``list``, ``stat``, ``isdir``, ``exists``, ``open`` for reading, ``makedirs``, ``remove``. Files are written
+    through ckpt's writers, so ``open`` for writing and ``rename`` raise ``ckpt.UnsupportedError``."""
+
+    def __init__(self, where: str, storage: Any = None) -> None:
         self.where = where
+        self.storage = storage  # a ckpt.NativeStorage, or None for URLs and local paths
+
+    def _handle(self, what: str) -> Any:
+        if _native.VERSION < _native.FILES_SINCE:
+            raise errors.UnsupportedError(
+                errors.EUNSUPPORTED, "StorageFiles.%s needs libckpt %d.%d.%d or newer (this one is %d.%d.%d)"
+                % ((what,) + _native.FILES_SINCE + _native.VERSION))
+        return self.storage.handle if self.storage is not None else None
 
     def _unsupported(self, what: str, path: Any) -> errors.UnsupportedError:
         return errors.UnsupportedError(
-            errors.EUNSUPPORTED, "%s: cannot %s a file of %s from Python (ckpt's C API has no call for it): pass a "
-            "pfio or pytorch-pfn-extras filesystem object as the writer's fs" % (path, what, self.where))
+            errors.EUNSUPPORTED, "%s: cannot %s a file of %s: ckpt writes files there through its writers (pass a "
+            "pfio or pytorch-pfn-extras filesystem object as the writer's fs to have this)" % (path, what, self.where))
 
-    def open(self, path: str, mode: str = "r", *args: Any, **kwargs: Any) -> IO[Any]:
-        """Raises UnsupportedError."""
-        raise self._unsupported("open", path)
+    def open(self, path: str, mode: str = "r", buffering: int = -1, encoding: Optional[str] = None,
+             errors: Optional[str] = None, newline: Optional[str] = None) -> IO[Any]:
+        """The file at `path` for reading ("rb", or text with "r"); other modes raise UnsupportedError."""
+        if set(mode) - set("rbt") or "r" not in mode:
+            raise self._unsupported("open (mode %r)" % mode, path)
+        raw = _StorageReader(self._handle("open"), os.fspath(path))
+        binary = io.BufferedReader(raw, buffering if buffering > 1 else 1 << 20)
+        if "b" in mode:
+            return binary
+        return io.TextIOWrapper(binary, encoding, errors, newline)
+
+    def _names(self, handle: Any, path: str) -> List[str]:
+        names = []  # type: List[str]
+        failed = []  # type: List[BaseException]
+
+        def entry(name: bytes, _ctx: Any) -> int:
+            try:
+                names.append(os.fsdecode(name))
+                return 0
+            except BaseException as e:  # noqa: B902 - a callback must not raise into C
+                failed.append(e)
+                return errors.ENOMEM
+        _native.check(lib.ckpt_storage_list(handle, _paths.encode(path), _native.LIST_ENTRY_FN(entry), None),
+                      path)
+        if failed:
+            raise failed[0]
+        return names
 
     def list(self, path_or_prefix: Optional[str] = None, recursive: bool = False) -> Iterator[str]:
-        """Raises UnsupportedError."""
-        raise self._unsupported("list", path_or_prefix)
+        """The names in the directory `path_or_prefix` (sorted; `where` when None); with `recursive`, every file
+        and directory below it, as paths relative to it ("sub/name")."""
+        handle = self._handle("list")
+        top = os.fspath(path_or_prefix) if path_or_prefix is not None else self.where
+        pending = [""]
+        while pending:
+            rel = pending.pop(0)
+            for name in self._names(handle, top.rstrip("/") + "/" + rel if rel else top):
+                child = (rel + "/" if rel else "") + name.rstrip("/")
+                yield child
+                if recursive and name.endswith("/"):
+                    pending.append(child)
 
     def stat(self, path: str) -> FileStat:
-        """Raises UnsupportedError."""
-        raise self._unsupported("stat", path)
+        """The ``FileStat`` of the file or directory at `path` (``ckpt.NotFoundError``, a FileNotFoundError, when
+        there is none). ``last_modified`` is the storage's (an object's Last-Modified on S3, to the second), 0.0 where
+        the storage cannot tell; ``last_accessed`` and ``created`` are the same."""
+        info = _native.FileInfo()
+        path = os.fspath(path)
+        _native.check(lib.ckpt_storage_stat(self._handle("stat"), _paths.encode(path), ctypes.byref(info)), path)
+        t = 0.0 if info.modified_ns == _native.TIME_UNKNOWN else info.modified_ns / 1e9
+        mode = (stat.S_IFDIR | 0o755) if info.is_dir else (stat.S_IFREG | 0o644)
+        return FileStat(os.stat_result((mode, 0, 0, 1, 0, 0, info.size, t, t, t)), path)
 
     def isdir(self, path: str) -> bool:
-        """Raises UnsupportedError."""
-        raise self._unsupported("inspect", path)
+        """Whether `path` is a directory (on an object store: a prefix that names go under)."""
+        try:
+            return self.stat(path).mode & stat.S_IFDIR != 0
+        except FileNotFoundError:
+            return False
 
     def exists(self, path: str) -> bool:
-        """Raises UnsupportedError."""
-        raise self._unsupported("inspect", path)
-
-    def rename(self, src: str, dst: str) -> None:
-        """Raises UnsupportedError."""
-        raise self._unsupported("rename", src)
+        """Whether a file or a directory is at `path`."""
+        try:
+            self.stat(path)
+            return True
+        except FileNotFoundError:
+            return False
 
     def remove(self, path: str, recursive: bool = False) -> None:
-        """Raises UnsupportedError."""
-        raise self._unsupported("remove", path)
+        """Removes the file `path`, or the directory `path`: an empty one, or with `recursive` everything in it."""
+        path = os.fspath(path)
+        flags = _native.STORAGE_REMOVE_RECURSIVE if recursive else 0
+        _native.check(lib.ckpt_storage_remove(self._handle("remove"), _paths.encode(path), flags), path)
 
-    def mkdir(self, path: str, *args: Any, **kwargs: Any) -> None:
-        """Nothing: directories are only the prefixes of names there."""
+    def rename(self, src: str, dst: str) -> None:
+        """Raises UnsupportedError: such a storage renames only the files ckpt's saves write."""
+        raise self._unsupported("rename", src)
 
     def makedirs(self, path: str, mode: int = 0o777, exist_ok: bool = False) -> None:
-        """Nothing: directories are only the prefixes of names there."""
+        """Creates the directory `path` and its missing parents (nothing on an object store, where directories are
+        only the prefixes of names); `mode` and `exist_ok` are pfio's, and ignored."""
+        path = os.fspath(path)
+        _native.check(lib.ckpt_storage_make_dirs(self._handle("makedirs"), _paths.encode(path)), path)
+
+    def mkdir(self, path: str, *args: Any, **kwargs: Any) -> None:
+        """As makedirs."""
+        self.makedirs(path)
 
     def close(self) -> None:
         """Nothing to release."""

@@ -229,6 +229,12 @@ class Manager:
         """Restores a mapping in place (ckpt.restore's rules) from checkpoint idx or the newest readable one.
         Returns (index restored, metadata: a ckpt Metadata dict whose ``restored`` lists the names filled).
         NotFoundError when there is no checkpoint. It neither locks nor changes the directory."""
+        return self._restore(arrays, idx, lambda name, old, fresh: npz.assign(arrays, name, old, fresh))
+
+    def _restore(self, arrays: Mapping[str, Any], idx: Optional[int],
+                 assign: Any) -> Tuple[int, Dict[str, str]]:
+        """restore, with `assign(name, old, fresh)` putting each array restored out of place where it belongs (the
+        objax Checkpoint's variables hold theirs in objects of their own)."""
         restored = ctypes.c_int64(-1)
         agreed = []
 
@@ -243,8 +249,7 @@ class Manager:
                 v = arrays._for_restore()
                 restore_vars(v)
                 return restored.value, npz.restored_metadata(v, arrays.names)
-            metadata = npz.restore_values(list(arrays.items()),
-                                          lambda name, old, fresh: npz.assign(arrays, name, old, fresh), restore_vars)
+            metadata = npz.restore_values(list(arrays.items()), assign, restore_vars)
         except BaseException as e:
             if agreed or self._comm is None:
                 raise

@@ -10,7 +10,7 @@ Files are objax's layout (``names.npy`` + ``0.npy``, ``1.npy``, …), written at
 import io
 import os
 import sys
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from . import _paths, errors, npz
 from .manager import Manager, checkpoint_idx, index_argument
@@ -174,7 +174,7 @@ class Checkpoint:
                     names = _choose_aliases(self._manager.path(target), variables, None, self._manager._storage)
                     arrays = {n: _value(h) for n, (_, h) in zip(names, variables)}
                     holders = {n: h for n, (_, h) in zip(names, variables)}
-            restored, _ = _restore_manager(self._manager, arrays, holders, vc, idx)
+            restored, _ = self._manager._restore(arrays, idx, lambda n, old, fresh: _set(vc, n, holders[n], fresh))
         except errors.NotFoundError:
             if idx is not None:
                 raise
@@ -209,18 +209,3 @@ class Checkpoint:
     def __exit__(self, exc_type, *exc) -> None:
         """Closes the checkpoint. With an exception in flight, a close error is dropped in its favour."""
         self._manager.__exit__(exc_type, *exc)
-
-
-def _restore_manager(manager, arrays, holders, vc, idx):
-    import ctypes
-    from . import _native
-    from ._native import lib
-    restored = ctypes.c_int64(-1)
-
-    def restore_vars(v):
-        _native.check(lib.ckpt_manager_restore(manager._h(), v.handle, _native.LATEST if idx is None else idx,
-                                               ctypes.byref(restored)))
-
-    metadata = npz.restore_values(list(arrays.items()), lambda n, old, fresh: _set(vc, n, holders[n], fresh),
-                                  restore_vars)
-    return restored.value, metadata

@@ -142,7 +142,7 @@ def _default_fs(fs: Any, out_dir: Any) -> Any:
     if isinstance(fs, Storage):
         return fs.fs
     if isinstance(fs, NativeStorage):
-        return StorageFiles(repr(fs))
+        return StorageFiles(repr(fs), fs)
     if fs is not None:
         return fs
     if _paths.is_url(out_dir):
@@ -212,8 +212,8 @@ class Writer:
         self.save(filename, out_dir, target, savefun, append)
 
     def initialize(self, out_dir: str) -> None:
-        """Creates the output directory (once; saves call it): a local one, or through the fs object. An s3://
-        out_dir, or one in a storage in C (S3Storage), has nothing to create: an object store's directories are
+        """Creates the output directory (once; saves call it): a local one, through the fs object, or in a
+        storage in C (NativeMemory). An s3:// out_dir has nothing to create: an object store's directories are
         only the prefixes of its keys."""
         if out_dir and not _paths.is_url(out_dir):
             fs = getattr(self._storage, "fs", None)  # a Storage over a Python filesystem object
@@ -221,6 +221,8 @@ class Writer:
                 fs.makedirs(out_dir, exist_ok=True)
             elif self._storage is None:
                 os.makedirs(out_dir, exist_ok=True)
+            elif isinstance(self.fs, StorageFiles) and _native.VERSION >= _native.FILES_SINCE:
+                self.fs.makedirs(out_dir)
         self._initialized = True
 
     def _add_cleanup_hook(self, hook_fun: Callable[[], None]) -> None:

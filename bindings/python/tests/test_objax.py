@@ -246,3 +246,27 @@ def test_the_checkpoint_keys_a_restore_brings_are_not_saved_again_by_a_plain_sav
     ckpt.save_var_collection(str(tmp_path / "model.npz"), vc, metadata=meta)
     saved = ckpt.load(str(tmp_path / "model.npz")).metadata
     assert saved == {"note": "kept"}
+
+
+class UnreadableFiles(ckpt.MemoryFiles):
+    """Files in memory whose reads fail once `broken` is set, as a storage going offline."""
+
+    broken = False
+
+    def open(self, path, mode="rb"):
+        if self.broken and "r" in mode:
+            raise ConnectionError("the object store went away")
+        return super().open(path, mode)
+
+
+def test_a_checkpoint_restore_over_a_failing_storage_raises_the_storages_own_exception_as_cause(tmp_path):
+    vc, w, _, _ = model()
+    files = UnreadableFiles()
+    ckpt_ = objax.io.Checkpoint("logs", keep_ckpts=2, storage=ckpt.Storage(files), verbose=False, fallback=False)
+    ckpt_.save(vc, 1)
+    files.broken = True
+    with pytest.raises(ckpt.StorageError) as e:
+        ckpt_.restore(vc)
+    assert "the object store went away" in e.value.message
+    assert isinstance(e.value.__cause__, ConnectionError)
+    ckpt_.close()

@@ -8,6 +8,7 @@ extension makes on a writer — ``writer.initialize(out)``, ``writer.fs.list(out
 sharded snapshots), ``writer(filename, out, state, savefun=None)`` for each snapshot and ``writer.finalize()``."""
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -262,13 +263,53 @@ def test_a_writer_given_an_fs_object_exposes_it():
     assert writing.SimpleWriter(fs=ckpt.Storage(mem)).fs is mem
 
 
-def test_an_s3_out_dir_has_an_fs_that_says_what_it_cannot_do():
+def test_a_writer_over_a_storage_in_c_gets_an_fs_that_lists_stats_reads_and_removes_there():
+    """ckpt's memory storage stands for any storage in C (S3Storage and s3:// out dirs are tested in test_s3.py):
+    ppe's retention and autoload run through writer.fs on it."""
+    memory = ckpt.NativeMemory()
+    for kind in (writing.SimpleWriter, writing.ThreadWriter):
+        net = model(seed=1)
+        writer = kind(fs=memory, out_dir="run")
+        assert isinstance(writer.fs, filesystem.StorageFiles)
+        ext = Snapshot(writer, {"model": net}, n_retains=2, autoload=True)
+        ext.initialize(Trainer(writer))
+        for it in (1, 2, 3):
+            with torch.no_grad():
+                net.weight.fill_(float(it))
+            ext(Trainer(writer, it))
+            writer.wait()
+        assert sorted(writer.fs.list("run", recursive=True)) == ["snapshot_iter_2", "snapshot_iter_3"]
+        st = writer.fs.stat("run/snapshot_iter_3")
+        assert st.size > 0 and abs(st.last_modified - time.time()) < 60
+        ext.finalize()
+    restarted = writing.ThreadWriter(fs=memory, out_dir="run")
+    net = model(seed=7)
+    assert Snapshot(restarted, {"model": net}, autoload=True).initialize(Trainer(restarted)) == "snapshot_iter_3"
+    assert net.weight.flatten().tolist() == [3.0] * 6
+    with restarted.fs.open("run/snapshot_iter_3") as text:  # text mode reads too (the bytes are torch's zip)
+        assert text.buffer.read(2) == b"PK"
+    with pytest.raises(ckpt.UnsupportedError, match="run/x: cannot open \\(mode 'w'\\) a file of"):
+        restarted.fs.open("run/x", "w")
+    restarted.fs.makedirs("run/a/b")
+    assert sorted(restarted.fs.list("run", recursive=True)) == ["a", "a/b", "snapshot_iter_2", "snapshot_iter_3"]
+    restarted.fs.remove("run", recursive=True)
+    assert not restarted.fs.exists("run") and not restarted.fs.isdir("run")
+    restarted.finalize()
+
+
+def test_an_s3_out_dir_has_an_fs_of_the_bucket():
     w = writing.SimpleWriter(out_dir="s3://bucket/run")
-    assert isinstance(w.fs, filesystem.StorageFiles)
+    assert isinstance(w.fs, filesystem.StorageFiles) and w.fs.storage is None and w.fs.where == "s3://bucket/run"
     w.fs.makedirs("s3://bucket/run", exist_ok=True)  # nothing to create on an object store
-    with pytest.raises(ckpt.UnsupportedError, match="s3://bucket/run: cannot list a file of s3://bucket/run"):
-        list(w.fs.list("s3://bucket/run", recursive=True))
     w.finalize()
+
+
+def test_a_library_without_file_calls_says_what_the_fs_needs(monkeypatch):
+    monkeypatch.setattr(ckpt._native, "VERSION", (0, 7, 0))
+    fs = filesystem.StorageFiles("s3://bucket/run")
+    with pytest.raises(ckpt.UnsupportedError) as e:
+        list(fs.list("s3://bucket/run"))
+    assert e.value.message == "StorageFiles.list needs libckpt 0.8.0 or newer (this one is 0.7.0)"
 
 
 def test_ppes_queue_writer_building_blocks(tmp_path):

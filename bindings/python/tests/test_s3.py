@@ -7,6 +7,7 @@ import io
 import os
 import re
 import sys
+import time
 import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ET
@@ -276,6 +277,67 @@ def test_a_writer_over_an_s3_storage_writes_keys_under_its_prefix(where, server)
     with ckpt.writing.SimpleWriter(savefun=ckpt.writing.save_npz, fs=ckpt.S3Storage(bucket, prefix)) as writer:
         writer("a.npz", "snapshots", {"w": np.ones(2)})
     assert keys(server, prefix + "/") == [prefix + "/snapshots/a.npz"]
+
+
+@pytest.mark.parametrize("kind", ["SimpleWriter", "ThreadWriter"])
+def test_ppes_snapshot_calls_on_an_s3_writers_fs_retain_and_autoload(where, server, kind):
+    """What ppe's snapshot extension does through ``writer.fs`` for an s3:// out_dir: list recursively, order by
+    ``stat().last_modified``, remove all but the newest (n_retains=2, in the cleanup hook), open the newest "rb"
+    and torch.load it after a restart."""
+    torch = pytest.importorskip("torch")
+    bucket, prefix = where
+    out = "s3://%s/%s/run" % (bucket, prefix)
+
+    def snapshots(fs):
+        names = [n for n in fs.list(out, recursive=True) if n.startswith("snapshot_iter_")]
+        return sorted((fs.stat(os.path.join(out, n)).last_modified, n) for n in names)
+
+    writer = getattr(ckpt.writing, kind)(out_dir=out)
+    assert isinstance(writer.fs, ckpt.filesystem.StorageFiles)
+    writer._add_cleanup_hook(lambda: [writer.fs.remove(os.path.join(out, n)) for _, n in snapshots(writer.fs)[:-2]])
+    for it in (1, 2, 3):
+        writer("snapshot_iter_%d" % it, out, {"iteration": it, "w": torch.full((2,), float(it))})
+        writer.wait()
+    writer("notes/readme", out, {"not": "a snapshot"})
+    writer.finalize()
+    assert keys(server, prefix + "/") == ["%s/run/%s" % (prefix, n) for n in
+                                         ("notes/readme", "snapshot_iter_2", "snapshot_iter_3")]
+
+    restarted = getattr(ckpt.writing, kind)(out_dir=out)
+    fs = restarted.fs
+    assert sorted(fs.list(out)) == ["notes", "snapshot_iter_2", "snapshot_iter_3"]
+    assert sorted(fs.list(out, recursive=True)) == ["notes", "notes/readme", "snapshot_iter_2", "snapshot_iter_3"]
+    found = snapshots(fs)
+    assert [n for _, n in found] == ["snapshot_iter_2", "snapshot_iter_3"]
+    assert all(abs(t - time.time()) < 300 for t, _ in found)  # the objects' Last-Modified, as seconds
+    with fs.open(os.path.join(out, found[-1][1]), "rb") as f:
+        state = torch.load(f)
+    assert state["iteration"] == 3 and state["w"].tolist() == [3.0, 3.0]
+    st = fs.stat(out + "/snapshot_iter_3")
+    assert st.size == len(get_object(server, prefix + "/run/snapshot_iter_3")) and not fs.isdir(out + "/snapshot_iter_3")
+    assert fs.isdir(out + "/notes") and fs.exists(out + "/notes") and not fs.exists(out + "/nothing")
+    with pytest.raises(ckpt.NotFoundError) as e:
+        fs.stat(out + "/nothing")
+    assert isinstance(e.value, FileNotFoundError) and e.value.filename == out + "/nothing"
+    with pytest.raises(ckpt.ExistsError, match="not empty"):
+        fs.remove(out + "/notes")
+    fs.remove(out + "/notes", recursive=True)  # as ppe's sharded snapshot removes a stale snapshot's directory
+    assert keys(server, prefix + "/") == ["%s/run/%s" % (prefix, n) for n in ("snapshot_iter_2", "snapshot_iter_3")]
+    with pytest.raises(ckpt.UnsupportedError, match="cannot open .* a file of " + out):
+        fs.open(out + "/x", "wb")
+    restarted.finalize()
+
+
+def test_a_writer_over_an_s3_storage_has_an_fs_over_the_same_keys(where, server):
+    bucket, prefix = where
+    storage = ckpt.S3Storage(bucket, prefix)
+    with ckpt.writing.SimpleWriter(savefun=ckpt.writing.save_npz, fs=storage) as writer:
+        writer("a.npz", "snapshots", {"w": np.ones(2)})
+        assert list(writer.fs.list("snapshots")) == ["a.npz"]
+        with writer.fs.open("snapshots/a.npz", "rb") as f:
+            assert np.load(f)["w"].tolist() == [1.0, 1.0]
+        writer.fs.remove("snapshots/a.npz")
+    assert keys(server, prefix + "/") == []
 
 
 # ---------------------------------------------------------------------------------------------------- errors

@@ -82,6 +82,7 @@
 mod comm;
 mod dtype;
 mod error;
+mod files;
 mod items;
 mod manager;
 mod npz;
@@ -98,6 +99,7 @@ mod writer;
 pub use comm::{Comm, CommHandle, Reduce};
 pub use dtype::{Bf16, Bool, Complex, Dtype, Element, F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E8M0Fnu, Pod, F16, F8E5M2};
 pub use error::{Code, Error, Result};
+pub use files::{File, FileInfo, Files};
 pub use manager::{checkpoint_idx, BestMode, LogLevel, Manager, ManagerOptions, StaleTemporary};
 pub use npz::{MemberInfo, Npz};
 pub use options::{Compression, Layout, NpzOptions};

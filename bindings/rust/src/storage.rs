@@ -167,6 +167,8 @@ impl StorageHandle {
             abort_incomplete: None,
             // list and list_dirs serve.
             list_entries: None,
+            // ckpt opens the file for its size, or finds a directory in its parent's listing.
+            stat: None,
         };
         let mut raw = ptr::null_mut();
         // SAFETY: a complete table; the library copies it and keeps the payload.

@@ -70,7 +70,9 @@ pub const CKPT_NPZ_MAP_WRITABLE: u32 = 4;
 pub const CKPT_NPZ_KEEP_MANAGER_KEYS: u32 = 8;
 
 // ------------------------------------------------------------------------------------------------ storage
-pub const CKPT_STORAGE_OPS_VERSION: u32 = 4;
+pub const CKPT_STORAGE_OPS_VERSION: u32 = 5;
+pub const CKPT_TIME_UNKNOWN: i64 = i64::MIN;
+pub const CKPT_STORAGE_REMOVE_RECURSIVE: u32 = 1;
 
 // ------------------------------------------------------------------------------------------ communicators
 pub const CKPT_REDUCE_MIN: u32 = 0;
@@ -113,6 +115,11 @@ pub struct ckpt_npz {
 }
 #[repr(C)]
 pub struct ckpt_storage {
+    _opaque: [u8; 0],
+    _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+#[repr(C)]
+pub struct ckpt_file {
     _opaque: [u8; 0],
     _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
 }
@@ -200,6 +207,15 @@ pub struct ckpt_comm_ops {
 
 #[repr(C)]
 #[derive(Clone, Copy)]
+pub struct ckpt_file_info {
+    pub size: u64,
+    pub modified_ns: i64,
+    pub is_dir: u32,
+    pub reserved: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
 pub struct ckpt_storage_ops {
     pub version: u32,
     pub payload: *mut c_void,
@@ -275,6 +291,9 @@ pub struct ckpt_storage_ops {
             ctx: *mut c_void,
         ) -> c_int,
     >,
+    // version 5
+    pub stat:
+        Option<unsafe extern "C" fn(payload: *mut c_void, path: *const c_char, info: *mut ckpt_file_info) -> c_int>,
 }
 
 #[repr(C)]
@@ -426,6 +445,23 @@ extern "C" {
     pub fn ckpt_storage_new(out: *mut *mut ckpt_storage, ops: *const ckpt_storage_ops) -> c_int;
     pub fn ckpt_storage_new_memory(out: *mut *mut ckpt_storage) -> c_int;
     pub fn ckpt_storage_free(storage: *mut ckpt_storage);
+    pub fn ckpt_storage_stat(storage: *mut ckpt_storage, path: *const c_char, info: *mut ckpt_file_info) -> c_int;
+    pub fn ckpt_storage_list(
+        storage: *mut ckpt_storage,
+        dir: *const c_char,
+        entry: ckpt_list_entry_fn,
+        ctx: *mut c_void,
+    ) -> c_int;
+    pub fn ckpt_storage_make_dirs(storage: *mut ckpt_storage, dir: *const c_char) -> c_int;
+    pub fn ckpt_storage_remove(storage: *mut ckpt_storage, path: *const c_char, flags: u32) -> c_int;
+    pub fn ckpt_file_open(
+        out: *mut *mut ckpt_file,
+        storage: *mut ckpt_storage,
+        path: *const c_char,
+        size: *mut u64,
+    ) -> c_int;
+    pub fn ckpt_file_read(file: *mut ckpt_file, offset: u64, dst: *mut c_void, size: usize, got: *mut usize) -> c_int;
+    pub fn ckpt_file_close(file: *mut ckpt_file);
 
     // sharded steps
     pub fn ckpt_step_open(out: *mut *mut ckpt_step, dir: *const c_char, opts: *const ckpt_npz_options) -> c_int;

@@ -125,10 +125,13 @@ fn sys_functions(sys: &str) -> Vec<String> {
         .collect()
 }
 
-/// Integer value of a C or Rust constant's text: `-1`, `1u`, `(-1)`, `17`.
+/// Integer value of a C or Rust constant's text: `-1`, `1u`, `(-1)`, `17`, `INT64_MIN` (C) or `i64::MIN` (Rust).
 fn value(text: &str) -> Option<i64> {
     let text = text.trim().trim_start_matches('(').trim_end_matches(')').trim_end_matches(['u', 'U']);
-    text.parse().ok()
+    match text {
+        "INT64_MIN" | "i64::MIN" => Some(i64::MIN),
+        _ => text.parse().ok(),
+    }
 }
 
 fn header_constants(header: &str) -> BTreeMap<String, String> {
@@ -288,7 +291,14 @@ fn every_struct_has_the_header_fields_in_order() {
     let got = sys_structs(&crate_file("sys.rs"));
     assert_eq!(
         want.keys().collect::<Vec<_>>(),
-        vec!["ckpt_comm_ops", "ckpt_manager_options", "ckpt_npz_options", "ckpt_storage_ops", "ckpt_writer_options"]
+        vec![
+            "ckpt_comm_ops",
+            "ckpt_file_info",
+            "ckpt_manager_options",
+            "ckpt_npz_options",
+            "ckpt_storage_ops",
+            "ckpt_writer_options"
+        ]
     );
     assert_eq!(got, want);
 

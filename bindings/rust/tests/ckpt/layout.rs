@@ -72,8 +72,17 @@ fn structs_have_the_c_compilers_layout() {
                 read_at,
                 close_read,
                 destroy,
+                free_space,
+                list_dirs,
+                remove_dir,
+                rename_dir,
+                list_incomplete,
+                abort_incomplete,
+                list_entries,
+                stat,
             }
         ),
+        layout!(rust, ckpt_file_info { size, modified_ns, is_dir, reserved }),
         layout!(rust, ckpt_writer_options { version, kind, queue_depth, storage, out_dir }),
         layout!(
             rust,

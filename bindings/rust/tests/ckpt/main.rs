@@ -4,6 +4,7 @@ mod comm;
 mod common;
 mod completeness;
 mod errors;
+mod files;
 mod layout;
 mod manager;
 mod map;
