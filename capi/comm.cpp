@@ -8,11 +8,6 @@ using ckpt::capi::require;
 
 namespace {
 
-// Comm::Reduce crosses the C boundary by value.
-static_assert(static_cast<uint32_t>(ckpt::Comm::Reduce::min) == CKPT_REDUCE_MIN &&
-              static_cast<uint32_t>(ckpt::Comm::Reduce::max) == CKPT_REDUCE_MAX &&
-              static_cast<uint32_t>(ckpt::Comm::Reduce::sum) == CKPT_REDUCE_SUM);
-
 void check(int rc, const char* op) {
     if (rc != CKPT_OK) ckpt::capi::callback_failed(rc, fmt::format("communicator callback '{}'", op));
 }

@@ -5,6 +5,7 @@
 
 #include "ckpt/ckpt.h"
 #include "core/error.hpp"
+#include "mirrored_enums.hpp"
 #include "npz/npz_range.hpp"
 #include "npz/npz_reader.hpp"
 #include "npz/npz_restore.hpp"

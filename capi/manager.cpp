@@ -3,6 +3,7 @@
 #include "manager/checkpoint.hpp"
 #include "comm.hpp"
 #include "guard.hpp"
+#include "versioned.hpp"
 #include "url_storage.hpp"
 #include "manager_clock.hpp"
 #include "core/utf8.hpp"
@@ -15,6 +16,7 @@
 using ckpt::Code;
 using ckpt::capi::guard;
 using ckpt::capi::require;
+using ckpt::capi::unknown_version;
 
 struct ckpt_manager {
     std::unique_ptr<ckpt::CheckpointManager> manager;
@@ -25,19 +27,14 @@ namespace {
 
 ckpt::CheckpointManager& manager_of(ckpt_manager* m, const char* function) {
     require(m, function, "m");
-    if (!m->manager) ckpt::fail(Code::invalid, "{}: the manager is closed", function);
     return *m->manager;
 }
 
-// Bytes of each version of ckpt_manager_options: a caller built against an older header passes a shorter struct.
-size_t manager_options_size(uint32_t version) {
-    switch (version) {
-        case 1: return offsetof(ckpt_manager_options, keep_best);
-        case 2: return offsetof(ckpt_manager_options, max_staging_bytes);
-        case 3: return offsetof(ckpt_manager_options, comm);
-        default: return sizeof(ckpt_manager_options);
-    }
-}
+constexpr ckpt::capi::VersionedStruct<ckpt_manager_options, 4> kManagerOptions{
+    {offsetof(ckpt_manager_options, keep_best), offsetof(ckpt_manager_options, max_staging_bytes),
+     offsetof(ckpt_manager_options, comm), sizeof(ckpt_manager_options)}};
+static_assert(kManagerOptions.current == CKPT_MANAGER_OPTIONS_VERSION && kManagerOptions.consistent());
+constexpr ckpt_manager_options kManagerDefaults = CKPT_MANAGER_OPTIONS_INIT;
 
 std::mutex clock_mutex;
 std::function<int64_t()>& manager_clock() {
@@ -58,12 +55,10 @@ extern "C" {
 CKPT_API int ckpt_manager_options_init(ckpt_manager_options* opts, uint32_t version) {
     return guard([&] {
         require(opts, "ckpt_manager_options_init", "opts");
-        if (version < 1 || version > CKPT_MANAGER_OPTIONS_VERSION)
-            ckpt::fail(Code::invalid, "ckpt_manager_options_init: version {} is not supported (1..{})", version,
-                       CKPT_MANAGER_OPTIONS_VERSION);
-        std::memset(opts, 0, manager_options_size(version));
-        opts->version = version;
-        opts->keep = 10;
+        if (!kManagerOptions.known(version))
+            ckpt::fail(Code::invalid, "{}",
+                       unknown_version("ckpt_manager_options_init", "", version, kManagerOptions.current));
+        kManagerOptions.init(opts, version, kManagerDefaults);
     });
 }
 
@@ -72,15 +67,11 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
     return guard([&] {
         require(out, "ckpt_manager_open", "out");
         require(logdir, "ckpt_manager_open", "logdir");
-        ckpt_manager_options o;
-        ckpt_manager_options_init(&o, CKPT_MANAGER_OPTIONS_VERSION);
-        if (opts != nullptr) {
-            if (opts->version < 1 || opts->version > CKPT_MANAGER_OPTIONS_VERSION)
-                ckpt::fail(Code::invalid, "ckpt_manager_open: options version {} is not supported (1..{})",
-                           opts->version, CKPT_MANAGER_OPTIONS_VERSION);
-            std::memcpy(&o, opts, manager_options_size(opts->version));  // later fields keep their defaults
-            o.version = CKPT_MANAGER_OPTIONS_VERSION;
-        }
+        if (opts != nullptr && !kManagerOptions.known(opts->version))
+            ckpt::fail(Code::invalid, "{}",
+                       unknown_version("ckpt_manager_open", "options", opts->version, kManagerOptions.current));
+        const ckpt_manager_options o =
+            opts != nullptr ? kManagerOptions.upgrade(*opts, kManagerDefaults) : kManagerDefaults;
         constexpr uint32_t kKnownFlags =
             CKPT_MANAGER_ASYNC | CKPT_MANAGER_NO_FALLBACK | CKPT_MANAGER_NO_MAKEDIR | CKPT_MANAGER_VERBOSE |
             CKPT_MANAGER_READ_ONLY;

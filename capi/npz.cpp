@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "guard.hpp"
+#include "versioned.hpp"
 #include "url_storage.hpp"
 #include "storage/memory_storage.hpp"
 #include "npz/npz_restore.hpp"
@@ -14,21 +15,18 @@ using ckpt::Code;
 using ckpt::Layout;
 using ckpt::capi::guard;
 using ckpt::capi::require;
+using ckpt::capi::unknown_version;
 
 namespace {
 
 constexpr uint32_t kKnownNpzFlags =
     CKPT_NPZ_PARTIAL | CKPT_NPZ_MAP_UNVERIFIED | CKPT_NPZ_MAP_WRITABLE | CKPT_NPZ_KEEP_MANAGER_KEYS;
 
-// Bytes of each version of ckpt_npz_options: a caller built against an older header passes a shorter struct.
-size_t npz_options_size(uint32_t version) {
-    switch (version) {
-        case 1: return offsetof(ckpt_npz_options, storage);
-        case 2: return offsetof(ckpt_npz_options, max_members);
-        case 3: return offsetof(ckpt_npz_options, flags);
-        default: return sizeof(ckpt_npz_options);
-    }
-}
+constexpr ckpt::capi::VersionedStruct<ckpt_npz_options, 4> kNpzOptions{
+    {offsetof(ckpt_npz_options, storage), offsetof(ckpt_npz_options, max_members), offsetof(ckpt_npz_options, flags),
+     sizeof(ckpt_npz_options)}};
+static_assert(kNpzOptions.current == CKPT_NPZ_OPTIONS_VERSION && kNpzOptions.consistent());
+constexpr ckpt_npz_options kNpzDefaults = CKPT_NPZ_OPTIONS_INIT;
 
 ckpt_vars* read_all(ckpt::NpzReader& reader) { return new ckpt_vars{reader.read_all()}; }
 
@@ -49,14 +47,11 @@ const ckpt::NpzReader::Entry& existing(const ckpt_npz* npz, size_t i) {
 namespace ckpt::capi {
 
 ckpt_npz_options checked_npz_options(const ckpt_npz_options* opts, const char* function) {
-    ckpt_npz_options o;
-    ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION);
-    if (opts == nullptr) return o;
-    if (opts->version < 1 || opts->version > CKPT_NPZ_OPTIONS_VERSION)
-        ckpt::fail(Code::invalid, "{}: ckpt_npz_options version {} is not supported (1..{})", function, opts->version,
-                   CKPT_NPZ_OPTIONS_VERSION);
-    std::memcpy(&o, opts, npz_options_size(opts->version));
-    o.version = CKPT_NPZ_OPTIONS_VERSION;
+    if (opts == nullptr) return kNpzDefaults;
+    if (!kNpzOptions.known(opts->version))
+        ckpt::fail(Code::invalid, "{}",
+                   unknown_version(function, "ckpt_npz_options", opts->version, kNpzOptions.current));
+    const ckpt_npz_options o = kNpzOptions.upgrade(*opts, kNpzDefaults);
     if (o.layout > CKPT_LAYOUT_OBJAX) ckpt::fail(Code::invalid, "{}: unknown layout {}", function, o.layout);
     if (o.compression > CKPT_DEFLATE) ckpt::fail(Code::invalid, "{}: unknown compression {}", function, o.compression);
     if (o.level < 0 || o.level > 9) ckpt::fail(Code::invalid, "{}: deflate level {} is not in 0..9", function, o.level);
@@ -121,13 +116,9 @@ extern "C" {
 CKPT_API int ckpt_npz_options_init(ckpt_npz_options* opts, uint32_t version) {
     return guard([&] {
         require(opts, "ckpt_npz_options_init", "opts");
-        if (version < 1 || version > CKPT_NPZ_OPTIONS_VERSION)
-            ckpt::fail(Code::invalid, "ckpt_npz_options_init: version {} is not supported (1..{})", version,
-                       CKPT_NPZ_OPTIONS_VERSION);
-        std::memset(opts, 0, npz_options_size(version));
-        opts->version = version;
-        opts->layout = CKPT_LAYOUT_AUTO;
-        opts->compression = CKPT_STORE;
+        if (!kNpzOptions.known(version))
+            ckpt::fail(Code::invalid, "{}", unknown_version("ckpt_npz_options_init", "", version, kNpzOptions.current));
+        kNpzOptions.init(opts, version, kNpzDefaults);
     });
 }
 
@@ -196,6 +187,17 @@ CKPT_API const char* ckpt_npz_name(const ckpt_npz* npz, size_t i) {
     const auto* e = at(npz, i);
     return e != nullptr ? e->name.c_str() : nullptr;
 }
+CKPT_API int ckpt_npz_find(const ckpt_npz* npz, const char* name, size_t* out_index) {
+    return guard([&] {
+        require(npz, "ckpt_npz_find", "npz");
+        require(name, "ckpt_npz_find", "name");
+        require(out_index, "ckpt_npz_find", "out_index");
+        const std::optional<size_t> i = npz->reader.find(name);
+        if (!i) ckpt::fail(Code::not_found, "{}: no array '{}'", npz->reader.label(), name);
+        *out_index = *i;
+    });
+}
+
 CKPT_API uint32_t ckpt_npz_dtype(const ckpt_npz* npz, size_t i) {
     const auto* e = at(npz, i);
     return e != nullptr ? static_cast<uint32_t>(e->header.dtype) : 0;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // ckpt_storage: the C face of ckpt::Storage, and the adapter that turns a C callback table into one.
 #include "guard.hpp"
+#include "versioned.hpp"
 #include "storage/memory_storage.hpp"
 
 #include <cstddef>
@@ -9,6 +10,7 @@
 using ckpt::Code;
 using ckpt::capi::guard;
 using ckpt::capi::require;
+using ckpt::capi::unknown_version;
 
 namespace {
 
@@ -182,6 +184,11 @@ private:
     const ckpt_storage_ops ops_;
 };
 
+constexpr ckpt::capi::VersionedStruct<ckpt_storage_ops, 5> kStorageOps{
+    {offsetof(ckpt_storage_ops, free_space), offsetof(ckpt_storage_ops, list_dirs),
+     offsetof(ckpt_storage_ops, list_incomplete), offsetof(ckpt_storage_ops, stat), sizeof(ckpt_storage_ops)}};
+static_assert(kStorageOps.current == CKPT_STORAGE_OPS_VERSION && kStorageOps.consistent());
+
 }  // namespace
 
 namespace ckpt::capi {
@@ -195,28 +202,22 @@ CKPT_API int ckpt_storage_new(ckpt_storage** out, const ckpt_storage_ops* ops) {
     return guard([&] {
         require(out, "ckpt_storage_new", "out");
         require(ops, "ckpt_storage_new", "ops");
-        if (ops->version < 1 || ops->version > CKPT_STORAGE_OPS_VERSION)
-            ckpt::fail(Code::invalid, "ckpt_storage_new: ops version {} is not supported (1..{})", ops->version,
-                       CKPT_STORAGE_OPS_VERSION);
-        ckpt_storage_ops copy{};
-        const size_t size = ops->version == 1   ? offsetof(ckpt_storage_ops, free_space)
-                            : ops->version == 2 ? offsetof(ckpt_storage_ops, list_dirs)
-                            : ops->version == 3 ? offsetof(ckpt_storage_ops, list_incomplete)
-                            : ops->version == 4 ? offsetof(ckpt_storage_ops, stat)
-                                                : sizeof copy;
-        std::memcpy(&copy, ops, size);
+        if (!kStorageOps.known(ops->version))
+            ckpt::fail(Code::invalid, "{}",
+                       unknown_version("ckpt_storage_new", "ops", ops->version, kStorageOps.current));
+        const ckpt_storage_ops copy = kStorageOps.upgrade(*ops, ckpt_storage_ops{});
         const std::pair<const void*, const char*> required[] = {
-            {reinterpret_cast<const void*>(ops->make_dirs), "make_dirs"},
-            {reinterpret_cast<const void*>(ops->create), "create"},
-            {reinterpret_cast<const void*>(ops->write), "write"},
-            {reinterpret_cast<const void*>(ops->sync), "sync"},
-            {reinterpret_cast<const void*>(ops->close), "close"},
-            {reinterpret_cast<const void*>(ops->rename), "rename"},
-            {reinterpret_cast<const void*>(ops->remove), "remove"},
-            {reinterpret_cast<const void*>(ops->list), "list"},
-            {reinterpret_cast<const void*>(ops->open_read), "open_read"},
-            {reinterpret_cast<const void*>(ops->read_at), "read_at"},
-            {reinterpret_cast<const void*>(ops->close_read), "close_read"},
+            {reinterpret_cast<const void*>(copy.make_dirs), "make_dirs"},
+            {reinterpret_cast<const void*>(copy.create), "create"},
+            {reinterpret_cast<const void*>(copy.write), "write"},
+            {reinterpret_cast<const void*>(copy.sync), "sync"},
+            {reinterpret_cast<const void*>(copy.close), "close"},
+            {reinterpret_cast<const void*>(copy.rename), "rename"},
+            {reinterpret_cast<const void*>(copy.remove), "remove"},
+            {reinterpret_cast<const void*>(copy.list), "list"},
+            {reinterpret_cast<const void*>(copy.open_read), "open_read"},
+            {reinterpret_cast<const void*>(copy.read_at), "read_at"},
+            {reinterpret_cast<const void*>(copy.close_read), "close_read"},
         };
         for (const auto& [fn, name] : required)
             if (fn == nullptr) ckpt::fail(Code::invalid, "ckpt_storage_new: callback '{}' is required", name);

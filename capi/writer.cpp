@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // ckpt_writer and ckpt_sink: the C face of ckpt::Writer.
 #include "guard.hpp"
+#include "versioned.hpp"
 #include "url_storage.hpp"
 #include "writer/snapshot_pool.hpp"
 #include "writer/writer.hpp"
@@ -11,6 +12,7 @@
 using ckpt::Code;
 using ckpt::capi::guard;
 using ckpt::capi::require;
+using ckpt::capi::unknown_version;
 
 struct ckpt_writer {
     std::unique_ptr<ckpt::Writer> writer;
@@ -38,13 +40,10 @@ struct Target {
     std::string named;
 };
 
-// Bytes of each version of ckpt_writer_options: a caller built against an older header passes a shorter struct.
-size_t writer_options_size(uint32_t version) {
-    switch (version) {
-        case 1: return offsetof(ckpt_writer_options, after_save);
-        default: return sizeof(ckpt_writer_options);
-    }
-}
+constexpr ckpt::capi::VersionedStruct<ckpt_writer_options, 2> kWriterOptions{
+    {offsetof(ckpt_writer_options, after_save), sizeof(ckpt_writer_options)}};
+static_assert(kWriterOptions.current == CKPT_WRITER_OPTIONS_VERSION && kWriterOptions.consistent());
+constexpr ckpt_writer_options kWriterDefaults = CKPT_WRITER_OPTIONS_INIT;
 
 // What runs once a save is durable (the core writer's `after`, on the thread that ran the save): the writer's
 // after_save callback, whose failure becomes the save's error. Null without a callback.
@@ -74,12 +73,10 @@ extern "C" {
 CKPT_API int ckpt_writer_options_init(ckpt_writer_options* opts, uint32_t version) {
     return guard([&] {
         require(opts, "ckpt_writer_options_init", "opts");
-        if (version < 1 || version > CKPT_WRITER_OPTIONS_VERSION)
-            ckpt::fail(Code::invalid, "ckpt_writer_options_init: version {} is not supported (1..{})", version,
-                       CKPT_WRITER_OPTIONS_VERSION);
-        std::memset(opts, 0, writer_options_size(version));
-        opts->version = version;
-        opts->kind = CKPT_WRITER_SIMPLE;
+        if (!kWriterOptions.known(version))
+            ckpt::fail(Code::invalid, "{}",
+                       unknown_version("ckpt_writer_options_init", "", version, kWriterOptions.current));
+        kWriterOptions.init(opts, version, kWriterDefaults);
     });
 }
 
@@ -87,15 +84,11 @@ CKPT_API int ckpt_writer_new(ckpt_writer** out, const ckpt_writer_options* opts)
     if (out != nullptr) *out = nullptr;
     return guard([&] {
         require(out, "ckpt_writer_new", "out");
-        ckpt_writer_options o;
-        ckpt_writer_options_init(&o, CKPT_WRITER_OPTIONS_VERSION);
-        if (opts != nullptr) {
-            if (opts->version < 1 || opts->version > CKPT_WRITER_OPTIONS_VERSION)
-                ckpt::fail(Code::invalid, "ckpt_writer_new: options version {} is not supported (1..{})",
-                           opts->version, CKPT_WRITER_OPTIONS_VERSION);
-            std::memcpy(&o, opts, writer_options_size(opts->version));  // later fields keep their defaults
-            o.version = CKPT_WRITER_OPTIONS_VERSION;
-        }
+        if (opts != nullptr && !kWriterOptions.known(opts->version))
+            ckpt::fail(Code::invalid, "{}",
+                       unknown_version("ckpt_writer_new", "options", opts->version, kWriterOptions.current));
+        const ckpt_writer_options o =
+            opts != nullptr ? kWriterOptions.upgrade(*opts, kWriterDefaults) : kWriterDefaults;
         if (o.kind > CKPT_WRITER_QUEUE) ckpt::fail(Code::invalid, "ckpt_writer_new: unknown kind {}", o.kind);
         auto w = std::make_unique<ckpt_writer>();
         w->out_dir = o.out_dir != nullptr ? o.out_dir : ".";

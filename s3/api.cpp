@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The C functions of ckpt_s3.h.
 #include "ckpt/ckpt_s3.h"
+#include "ckpt/sys/errors.h"
 
 #include "config.hpp"
 #include "http.hpp"
 #include "storage.hpp"
+#include "versioned.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -33,18 +35,23 @@ int guarded(Body&& body) noexcept {
 
 const char* environment(const char* name) { return std::getenv(name); }
 
+constexpr ckpt::capi::VersionedStruct<ckpt_s3_options, 1> kS3Options{{sizeof(ckpt_s3_options)}};
+static_assert(kS3Options.current == CKPT_S3_OPTIONS_VERSION && kS3Options.consistent());
+constexpr ckpt_s3_options kS3Defaults = CKPT_S3_OPTIONS_INIT;
+
+int unknown_version(const char* function, const char* what, uint32_t version) {
+    return ckpt_error_set(CKPT_EINVAL,
+                          ckpt::capi::unknown_version(function, what, version, kS3Options.current).c_str());
+}
+
 }  // namespace
 
 extern "C" {
 
 CKPT_S3_API int ckpt_s3_options_init(ckpt_s3_options* opts, uint32_t version) {
     if (opts == nullptr) return ckpt_error_set(CKPT_EINVAL, "ckpt_s3_options_init: opts is NULL");
-    if (version < 1 || version > CKPT_S3_OPTIONS_VERSION)
-        return ckpt_error_set(CKPT_EINVAL, ("ckpt_s3_options_init: unknown options version " +
-                                            std::to_string(version)).c_str());
-    const ckpt_s3_options defaults = CKPT_S3_OPTIONS_INIT;
-    *opts = defaults;
-    opts->version = version;
+    if (!kS3Options.known(version)) return unknown_version("ckpt_s3_options_init", "", version);
+    kS3Options.init(opts, version, kS3Defaults);
     return CKPT_OK;
 }
 
@@ -52,8 +59,9 @@ CKPT_S3_API int ckpt_storage_s3_new(ckpt_storage** out, const ckpt_s3_options* o
     if (out != nullptr) *out = nullptr;
     if (out == nullptr) return ckpt_error_set(CKPT_EINVAL, "ckpt_storage_s3_new: out is NULL");
     if (opts == nullptr) return ckpt_error_set(CKPT_EINVAL, "ckpt_storage_s3_new: opts is NULL (a bucket is needed)");
+    if (!kS3Options.known(opts->version)) return unknown_version("ckpt_storage_s3_new", "options", opts->version);
     return guarded([&] {
-        *out = ckpt::s3::new_storage(ckpt::s3::resolve_config(*opts, environment));
+        *out = ckpt::s3::new_storage(ckpt::s3::resolve_config(kS3Options.upgrade(*opts, kS3Defaults), environment));
         return CKPT_OK;
     });
 }
@@ -71,14 +79,9 @@ CKPT_S3_API int ckpt_storage_s3_new_url(ckpt_storage** out, const char* url, con
         const size_t slash = u.find('/', kScheme.size());
         const std::string bucket(u.substr(kScheme.size(), slash == std::string_view::npos ? std::string_view::npos
                                                                                            : slash - kScheme.size()));
-        ckpt_s3_options o = CKPT_S3_OPTIONS_INIT;
-        if (opts != nullptr) {
-            if (opts->version < 1 || opts->version > CKPT_S3_OPTIONS_VERSION)
-                return ckpt_error_set(CKPT_EINVAL, ("ckpt_storage_s3_new_url: unknown options version " +
-                                                    std::to_string(opts->version)).c_str());
-            std::memcpy(&o, opts, sizeof o);  // all of version 1; later versions append
-            o.version = CKPT_S3_OPTIONS_VERSION;
-        }
+        if (opts != nullptr && !kS3Options.known(opts->version))
+            return unknown_version("ckpt_storage_s3_new_url", "options", opts->version);
+        ckpt_s3_options o = opts != nullptr ? kS3Options.upgrade(*opts, kS3Defaults) : kS3Defaults;
         o.bucket = bucket.c_str();
         o.prefix = nullptr;
         *out = ckpt::s3::new_storage(ckpt::s3::resolve_config(o, environment));

@@ -4,7 +4,7 @@
 
 #include "config.hpp"
 
-#include "ckpt/ckpt.h"
+#include "ckpt/sys/storage.h"
 
 namespace ckpt::s3 {
 

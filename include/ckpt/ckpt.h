@@ -75,11 +75,6 @@ CKPT_API const char *ckpt_error_message(void);
  * and every ckpt call starts by forgetting one left unused. NULL forgets it. Never fails (out of memory, the
  * message is dropped and the code alone is reported). */
 CKPT_API void ckpt_error_set_message(const char *message);
-/* For libraries that extend ckpt with functions of their own (libckpt_s3 is one): makes `message` the calling
- * thread's last failure, which ckpt_error_message() then returns, as a failing ckpt call would, and returns `code`
- * (so `return ckpt_error_set(CKPT_EINVAL, "...");` ends such a function). NULL means "". Never fails (out of
- * memory, ckpt_error_message() says "out of memory"). */
-CKPT_API int ckpt_error_set(int code, const char *message);
 
 /* ------------------------------------------------------------------------------------------------- dtypes */
 /* Fixed values. Data is always in native byte order and C (row-major) order in memory. */
@@ -300,11 +295,12 @@ CKPT_API int ckpt_npz_options_init(ckpt_npz_options *opts, uint32_t version);
  * a writer's and a manager's too, does this for its file).
  * On any failure `path` keeps its previous content (or stays absent) and the temporary file is removed — except
  * when only the final directory fsync fails: the new file is then in place but may not survive a power loss, and
- * the save still reports CKPT_EIO. Arrays are written in collection order; an empty collection writes a valid empty archive.
- * When the collection has metadata or arrays whose type numpy cannot name (bfloat16, float8, 2-byte void), one
+ * the save still reports CKPT_EIO. Arrays are written in collection order; an empty collection writes a valid empty
+ * archive. When the collection has metadata or arrays whose type numpy cannot name (bfloat16, float8, 2-byte void), one
  * more member, "__ckpt_metadata__.npy", records them (a 0-d '<U' array of JSON text; docs/format.md); otherwise
  * every member is exactly what np.savez writes. Metadata keys beginning "ckpt." (a checkpoint manager's, brought
- * in by a restore) are left out: the file does not claim to be checkpoint "ckpt.index" of a manager.
+ * in by a restore) are left out, unless opts->flags has CKPT_NPZ_KEEP_MANAGER_KEYS: the file does not claim to be
+ * checkpoint "ckpt.index" of a manager.
  * Returns CKPT_OK; CKPT_EINVAL (NULL argument, bad options, a name that cannot be a member name: containing NUL
  * or, for the plain layout, empty); CKPT_EIO (the message names the path and the OS error); CKPT_ENOMEM. */
 CKPT_API int ckpt_npz_save(const char *path, const ckpt_vars *vars, const ckpt_npz_options *opts);
@@ -349,6 +345,10 @@ CKPT_API void ckpt_npz_close(ckpt_npz *npz);
 CKPT_API size_t ckpt_npz_count(const ckpt_npz *npz);
 /* Variable name of array i: the member name without ".npy", or the objax name (borrowed); NULL if out of range. */
 CKPT_API const char *ckpt_npz_name(const ckpt_npz *npz, size_t i);
+/* Sets *out_index to the position of the array named `name` (as ckpt_npz_name gives it): a binary search, after
+ * the names are sorted once on the first call. Safe to call from several threads at once.
+ * Returns CKPT_OK, CKPT_ENOTFOUND (no such array; *out_index unchanged), CKPT_EINVAL (NULL argument). Since 0.8. */
+CKPT_API int ckpt_npz_find(const ckpt_npz *npz, const char *name, size_t *out_index);
 /* Accessors of array i, as the ckpt_vars ones; out of range gives 0 or NULL. */
 CKPT_API uint32_t ckpt_npz_dtype(const ckpt_npz *npz, size_t i);
 CKPT_API size_t ckpt_npz_itemsize(const ckpt_npz *npz, size_t i);
@@ -450,15 +450,9 @@ CKPT_API int ckpt_npz_map(ckpt_npz *npz, size_t i, const void **out_data);
 CKPT_API int ckpt_npz_map_vars(ckpt_npz *npz, ckpt_vars **out);
 
 /* -------------------------------------------------------------------------------------------------- storage */
-/* Where checkpoints live: the local filesystem by default, or any medium a program plugs in through a table of
- * callbacks (an object store, HDFS, memory). ckpt writes files through these callbacks front to back (never
- * seeking), as a temporary file that it then renames over the target, and reads them at arbitrary offsets.
- *
- * Every callback receives `payload` first and returns CKPT_OK or a negative CKPT_* code: CKPT_ENOTFOUND for a
- * missing file or directory, CKPT_EEXIST from `create` when the path exists, CKPT_EIO for failures of the medium.
- * Callbacks may run on a writer's background thread, concurrently with calls from other threads, so they must be
- * thread-safe for different files. A failing callback makes the ckpt call fail with its code and a message naming
- * the operation and path. */
+/* Where checkpoints live: the local filesystem by default (a NULL storage), an "s3://bucket/key" path's S3 storage,
+ * memory, or any medium a program plugs in through a table of callbacks (ckpt/sys/storage.h). */
+/* Called for each name of a listing (ckpt_storage_list, and the listing callbacks of ckpt/sys/storage.h). */
 typedef int (*ckpt_list_entry_fn)(const char *name, void *ctx);
 /* What is at a path of a storage (ckpt_storage_stat, and the storage callback `stat`). */
 typedef struct ckpt_file_info {
@@ -468,92 +462,7 @@ typedef struct ckpt_file_info {
     uint32_t reserved;   /* 0 */
 } ckpt_file_info;
 #define CKPT_TIME_UNKNOWN INT64_MIN
-typedef struct ckpt_storage_ops {
-    uint32_t version; /* CKPT_STORAGE_OPS_VERSION */
-    void *payload;
-    /* Creates dir and its missing parents; CKPT_OK if it exists. */
-    int (*make_dirs)(void *payload, const char *dir);
-    /* Creates a new empty file at path, failing with CKPT_EEXIST if anything is there; *file is the callback's
-     * handle for it, passed to write/sync/close. ckpt chooses the (temporary) paths. */
-    int (*create)(void *payload, const char *path, void **file);
-    /* Opens path for appending, creating it if missing (CKPT_APPEND saves only; may be NULL). */
-    int (*open_append)(void *payload, const char *path, void **file);
-    /* Appends size bytes. */
-    int (*write)(void *payload, void *file, const void *data, size_t size);
-    /* Makes the file's bytes durable. A failed sync is never retried: ckpt discards the file. */
-    int (*sync)(void *payload, void *file);
-    /* Releases the file; called exactly once per file, also after failures (the result is then ignored). */
-    int (*close)(void *payload, void *file);
-    /* Replaces `to` with `from` atomically. */
-    int (*rename)(void *payload, const char *from, const char *to);
-    /* Makes renames and creations in dir durable (may be NULL when the medium has no such notion). */
-    int (*sync_dir)(void *payload, const char *dir);
-    /* Removes a file. */
-    int (*remove)(void *payload, const char *path);
-    /* Calls entry(name, ctx) for each file in dir (names, not paths; leave out subdirectories); stops and returns
-     * entry's code if it returns non-zero. */
-    int (*list)(void *payload, const char *dir, ckpt_list_entry_fn entry, void *ctx);
-    /* Opens a file for reading and reports its size. */
-    int (*open_read)(void *payload, const char *path, void **file, uint64_t *size);
-    /* Reads up to size bytes at offset into dst; *got < size only at the end of the file. ckpt calls it for one
-     * file from one thread at a time (the local filesystem and memory storages read large files on several). */
-    int (*read_at)(void *payload, void *file, uint64_t offset, void *dst, size_t size, size_t *got);
-    /* Releases a file opened by open_read. */
-    void (*close_read)(void *payload, void *file);
-    /* Called once when the storage is no longer used by anything (may be NULL). */
-    void (*destroy)(void *payload);
-    /* version 2: */
-    /* Bytes a new file in dir may still take (statvfs's f_bavail * f_frsize for a file system), for the manager's
-     * disk check before a save. May be NULL, or return CKPT_EUNSUPPORTED, when the medium cannot tell: no check is
-     * made. Any other error fails the save that asked. */
-    int (*free_space)(void *payload, const char *dir, uint64_t *bytes);
-    /* version 3: directories, for sharded checkpoints (a directory of shard files and a manifest per step). All
-     * three may be NULL; without list_dirs the storage holds file-per-step checkpoints only (a sharded save fails
-     * with CKPT_EUNSUPPORTED, and listings show files). */
-    /* Calls entry(name, ctx) for each subdirectory of dir (names, not paths), as `list` does for files. On an object
-     * store: the distinct next components of the keys under "dir/". */
-    int (*list_dirs)(void *payload, const char *dir, ckpt_list_entry_fn entry, void *ctx);
-    /* Removes the empty directory dir (ckpt removes what is in it first). NULL where directories are only prefixes
-     * of names (object stores): nothing is left to remove once the files are gone. */
-    int (*remove_dir)(void *payload, const char *dir);
-    /* Renames directory `from` to `to` (which does not exist) atomically: how a sharded save commits a step.
-     * NULL for a storage that cannot (an object store): a sharded save then commits by writing the step's manifest
-     * last. Shards go straight into the step's directory, and rank 0 writes manifest.json (create, write, sync,
-     * close, rename over its temporary) only once every shard is durable. What that needs from the storage: a file
-     * is visible under its final name only complete (rename of a file is atomic, as a single PUT is), and a file
-     * written by one rank is seen by rank 0 and by later readers (read-after-write consistency). A step directory
-     * without a manifest is never a checkpoint: listings ignore it and the next manager that opens the directory
-     * removes it. Replacing a step that exists first deletes its manifest (the old step is gone from then on),
-     * then its files. */
-    int (*rename_dir)(void *payload, const char *from, const char *to);
-    /* version 4: writes that interrupted saves left unfinished with no file to show for them — on an object store,
-     * incomplete multipart uploads, which are billed and which no listing of files shows. ckpt_manager_clean finds
-     * and abandons them, and a manager's first save those of its own checkpoints. Both may be NULL (the medium has
-     * no such writes). */
-    /* Calls entry(name, ctx) for each file under dir, at any depth ("x.npz", "0000000003/shard-00000-of-00002.npz"),
-     * that has an unfinished write no live save of this storage owns; stops as list does. */
-    int (*list_incomplete)(void *payload, const char *dir, ckpt_list_entry_fn entry, void *ctx);
-    /* Abandons the unfinished writes of the file at path that no live save of this storage owns (on S3: aborts its
-     * incomplete multipart uploads). The file itself, if there is one, is untouched. CKPT_OK when there are none. */
-    int (*abort_incomplete)(void *payload, const char *path);
-    /* Calls entry(name, ctx) for each file of dir and for each subdirectory, the latter's name ending in '/': list
-     * and list_dirs in one, for a medium where that is one request (an object store's listing). May be NULL: list
-     * and list_dirs are called. */
-    int (*list_entries)(void *payload, const char *dir, ckpt_list_entry_fn entry, void *ctx);
-    /* version 5: */
-    /* Fills *info for the file or directory at path (ckpt_storage_stat); CKPT_ENOTFOUND when nothing is there. May
-     * be NULL: ckpt then opens the file (open_read) for its size, its age unknown, or finds a directory in its
-     * parent's listing. */
-    int (*stat)(void *payload, const char *path, ckpt_file_info *info);
-} ckpt_storage_ops;
-#define CKPT_STORAGE_OPS_VERSION 5
 
-/* Makes a storage from a callback table (copied; `ops->payload` is kept; a version-1 table ends before
- * free_space, a version-2 table before list_dirs, a version-3 table before list_incomplete, a version-4 table before
- * stat). Every callback except open_append, sync_dir, destroy,
- * free_space, list_dirs, remove_dir and rename_dir is required. Returns CKPT_OK, CKPT_EINVAL (NULL argument,
- * unknown version, a required callback missing, rename_dir or remove_dir without list_dirs), CKPT_ENOMEM. */
-CKPT_API int ckpt_storage_new(ckpt_storage **out, const ckpt_storage_ops *ops);
 /* A storage held in this process's memory (thread-safe): for tests, and for programs that want checkpoint bytes
  * without a filesystem. Directories must be made (make_dirs) before files go in them; "" and "." always exist.
  * Returns CKPT_OK, CKPT_EINVAL, CKPT_ENOMEM. */
@@ -682,42 +591,10 @@ CKPT_API void ckpt_writer_free(ckpt_writer *w);
 
 /* ------------------------------------------------------------------------------------------- communicators */
 /* How the processes of one training job that save a sharded checkpoint together coordinate (docs/distributed.md).
- * ckpt has no transport of its own: libckpt_mpi (ckpt/ckpt_mpi.h) makes one over an MPI communicator, and a
- * program using NCCL, Gloo or torch.distributed fills this table with its own collectives.
- *
- * Every callback receives `payload` first and returns CKPT_OK or a negative CKPT_* code (which then fails the ckpt
- * call that made it). Every call but rank and size is collective: ckpt makes the same calls in the same order on
- * every rank, from the thread that called the ckpt function. Buffers are small (a few KiB: statuses, names, the
- * variables' descriptions), never array data. */
-#define CKPT_REDUCE_MIN 0u
-#define CKPT_REDUCE_MAX 1u
-#define CKPT_REDUCE_SUM 2u
+ * ckpt has no transport of its own: libckpt_mpi (ckpt/ckpt_mpi.h) makes a communicator over an MPI communicator,
+ * and a program using NCCL, Gloo or torch.distributed makes one from its own collectives (ckpt/sys/comm.h). */
 typedef struct ckpt_comm ckpt_comm;
-typedef struct ckpt_comm_ops {
-    uint32_t version; /* CKPT_COMM_OPS_VERSION */
-    void *payload;
-    /* This process's rank (0 <= rank < size) and the number of ranks; called once, by ckpt_comm_new. */
-    int (*rank)(void *payload, int32_t *out);
-    int (*size)(void *payload, int32_t *out);
-    /* Returns once every rank has called it. */
-    int (*barrier)(void *payload);
-    /* Replaces *value on every rank with the minimum, maximum or sum (op: CKPT_REDUCE_*) of every rank's. */
-    int (*all_reduce_i64)(void *payload, int64_t *value, uint32_t op);
-    /* Replaces buf[0..size) on every rank with rank root's bytes; every rank passes the same size. */
-    int (*broadcast)(void *payload, void *buf, size_t size, int32_t root);
-    /* recv[r*size .. (r+1)*size) gets rank r's send[0..size); every rank passes the same size, and recv holds
-     * size times the number of ranks bytes. */
-    int (*all_gather)(void *payload, const void *send, size_t size, void *recv);
-    /* Called once when nothing uses the communicator any more (may be NULL). */
-    void (*destroy)(void *payload);
-} ckpt_comm_ops;
-#define CKPT_COMM_OPS_VERSION 1
 
-/* Makes a communicator from a callback table (copied; `ops->payload` is kept), asking rank and size once.
- * Every callback except destroy is required. Returns CKPT_OK; CKPT_EINVAL (NULL argument, unknown version, a
- * callback missing, a size < 1 or a rank outside [0, size)); the code a rank or size callback returned;
- * CKPT_ENOMEM. On failure destroy is not called: the payload stays the caller's. */
-CKPT_API int ckpt_comm_new(ckpt_comm **out, const ckpt_comm_ops *ops);
 /* Releases the caller's reference; managers that use the communicator keep their own, and destroy is called when
  * the last goes. NULL is fine. */
 CKPT_API void ckpt_comm_free(ckpt_comm *comm);
@@ -892,7 +769,7 @@ CKPT_API int ckpt_manager_open(ckpt_manager **out, const char *logdir, const ckp
  * reaches every rank at that call. A rank's part larger than max_staging_bytes makes every rank save synchronously.
  * On a storage that cannot rename directories (ckpt_storage_ops without rename_dir) the shards go straight into
  * the step's directory and the manifest, written last, commits it (docs/distributed.md).
- * Returns CKPT_OK; CKPT_EINVAL (NULL argument, idx < 0, manager closed or opened read-only; sharded: a whole
+ * Returns CKPT_OK; CKPT_EINVAL (NULL argument, idx < 0, a manager opened read-only; sharded: a whole
  * variable saved by two ranks, pieces that do not tile their rows); CKPT_EBUSY (the directory is another
  * manager's, see above); CKPT_EIO; CKPT_ENOMEM; an earlier save's code; CKPT_EUNSUPPORTED (sharded, on a callback
  * storage without list_dirs). */
@@ -916,7 +793,7 @@ CKPT_API int ckpt_manager_best(ckpt_manager *m, int64_t *out_idx);
 /* Whether the training loop should save at `step` (>= 0): returns 1 after ckpt_manager_request_save (the call
  * that returns 1 consumes the request), when step is a multiple of save_every_steps (step 0 included), or once
  * save_every_seconds have passed since the manager's last save or its opening; 0 otherwise. It saves nothing.
- * Returns 1, 0, or CKPT_EINVAL (NULL m, step < 0, manager closed or opened read-only). */
+ * Returns 1, 0, or CKPT_EINVAL (NULL m, step < 0, a manager opened read-only). */
 CKPT_API int ckpt_manager_should_save(ckpt_manager *m, int64_t step);
 /* Makes the next ckpt_manager_should_save return 1: for a SIGTERM handler before preemption. Async-signal-safe
  * (one lock-free atomic store; it neither allocates nor locks); NULL is ignored. */
@@ -980,7 +857,8 @@ CKPT_API int ckpt_manager_clean(ckpt_manager *m, uint32_t flags, ckpt_clean_fn f
  * rank. */
 CKPT_API int ckpt_manager_wait(ckpt_manager *m);
 /* Waits for background saves, unlocks the directory (if this manager locked it and no newer manager of this
- * process took it over) and frees the manager; returns the first unreported error.
+ * process took it over) and frees the manager; returns the first unreported error. `m` is gone afterwards, whatever
+ * is returned: using it again is a use after free, which ckpt cannot detect.
  * With a comm and CKPT_MANAGER_ASYNC it first commits the step saved last, as ckpt_manager_wait (collective).
  * NULL is fine (CKPT_OK). */
 CKPT_API int ckpt_manager_close(ckpt_manager *m);
@@ -991,4 +869,11 @@ CKPT_API int64_t ckpt_checkpoint_idx(const char *filename);
 #ifdef __cplusplus
 }
 #endif
+
+/* What implementers of storages, communicators and extension libraries use (ckpt/sys/): included here so that a
+ * program written against earlier versions of this header, where they were declared, still compiles. */
+#include "ckpt/sys/comm.h"
+#include "ckpt/sys/errors.h"
+#include "ckpt/sys/storage.h"
+
 #endif /* CKPT_CKPT_H */

@@ -3,12 +3,11 @@
 #include "manager/dir_claim.hpp"
 #include "manager/temporaries.hpp"
 
+#include "core/decimal_index.hpp"
 #include "core/error.hpp"
 
 #include <algorithm>
 #include <chrono>
-#include <cinttypes>
-#include <cstdio>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -40,31 +39,17 @@ void on_rank_zero_for_all(Comm& comm, const std::function<void()>& work) {
 }
 
 constexpr std::string_view kSuffix = ".npz";
-constexpr size_t kPaddedDigits = 10;  // objax's %010d
 
 }  // namespace
 
 std::optional<int64_t> checkpoint_index(const std::string& filename) {
-    const std::string name = base_name(filename);
-    if (name.size() <= kSuffix.size() || name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0)
-        return std::nullopt;
-    const std::string digits = name.substr(0, name.size() - kSuffix.size());
-    if (digits.size() < kPaddedDigits || digits.size() > 19) return std::nullopt;
-    if (digits.size() > kPaddedDigits && digits[0] == '0') return std::nullopt;  // not what checkpoint_name writes
-    uint64_t value = 0;
-    for (char c : digits) {
-        if (c < '0' || c > '9') return std::nullopt;
-        value = value * 10 + static_cast<uint64_t>(c - '0');
-    }
-    if (value > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
-    return static_cast<int64_t>(value);
+    const std::string base = base_name(filename);
+    const std::string_view name = base;
+    if (name.size() <= kSuffix.size() || name.substr(name.size() - kSuffix.size()) != kSuffix) return std::nullopt;
+    return parse_padded_index(name.substr(0, name.size() - kSuffix.size()));
 }
 
-std::string checkpoint_name(int64_t index) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%010" PRId64 ".npz", index);
-    return buf;
-}
+std::string checkpoint_name(int64_t index) { return padded_index(index) + std::string(kSuffix); }
 
 namespace {
 [[noreturn]] void fail_taken_over(const std::string& dir) {
@@ -107,11 +92,12 @@ CheckpointManager::CheckpointManager(std::string dir, Options options)
     if (!options_.storage) options_.storage = posix_storage();
     options_.npz_write.manager_keys = true;  // saves write the "ckpt." keys saved_metadata makes
     Storage& storage = *options_.storage;
+    std::optional<std::vector<Step>> listed;  // the checkpoints on disk, when opening had to list them
     const auto prepare = [&] {
         if (options_.make_dir && !options_.read_only) {
             storage.make_dirs(dir_);
         } else {
-            storage.list(dir_);  // throws not_found for a missing directory
+            listed = steps();  // throws not_found for a missing directory
         }
         // Nothing else: another manager may hold the directory and save meanwhile. The first save locks it.
     };
@@ -135,7 +121,7 @@ CheckpointManager::CheckpointManager(std::string dir, Options options)
     }
     if (knows_free_space) {
         try {
-            const std::vector<Step> on_disk = steps();
+            const std::vector<Step> on_disk = listed ? std::move(*listed) : steps();
             if (!on_disk.empty())
                 warn_if_disk_low(options_.storage->open_read(path_of(on_disk.back()))->size(), on_disk.size());
         } catch (const Error&) {
@@ -185,17 +171,38 @@ Metadata CheckpointManager::metadata_of(const Step& step) const {
     return NpzReader::open(*options_.storage, file_path(step.index), options_.npz_read).metadata();
 }
 
-std::vector<CheckpointFacts> CheckpointManager::facts(const std::vector<Step>& steps) const {
+std::vector<CheckpointFacts> CheckpointManager::facts(const std::vector<Step>& steps) {
+    // While this manager owns the directory nobody else writes checkpoints into it, and a committed checkpoint
+    // never changes: what was read once (or saved by this manager) holds until this manager replaces or deletes it.
+    const bool owned = owns_directory();
     std::vector<CheckpointFacts> out;
     out.reserve(steps.size());
     for (const Step& step : steps) {
+        if (owned) {
+            std::lock_guard<std::mutex> lock(facts_mutex_);
+            const auto known = known_facts_.find({step.index, step.sharded});
+            if (known != known_facts_.end()) {
+                out.push_back(known->second);
+                continue;
+            }
+        }
         try {
             out.push_back(checkpoint_facts(step.index, metadata_of(step), options_.best_metric));
         } catch (const Error&) {
             out.push_back(CheckpointFacts{step.index, std::nullopt, std::nullopt});  // unreadable: neither best nor recent
+            continue;  // and perhaps readable later: not kept
         }
+        if (owned) remember_facts(step, out.back());
     }
     return out;
+}
+
+void CheckpointManager::remember_facts(const Step& step, std::optional<CheckpointFacts> facts) {
+    std::lock_guard<std::mutex> lock(facts_mutex_);
+    if (facts)
+        known_facts_[{step.index, step.sharded}] = *facts;
+    else
+        known_facts_.erase({step.index, step.sharded});
 }
 
 CheckpointManager::~CheckpointManager() {
@@ -355,7 +362,9 @@ std::optional<size_t> CheckpointManager::retain(int64_t just_saved) {
         size_t left = on_disk.size();
         for (int64_t i : checkpoints_to_delete(known, policy, just_saved, now_ns())) {
             try {
-                if (sharded.count(i))
+                const Step step{i, sharded.count(i) != 0};
+                remember_facts(step, std::nullopt);
+                if (step.sharded)
                     remove_step(*options_.storage, step_path(i));
                 else
                     options_.storage->remove(file_path(i));
@@ -401,6 +410,10 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
         view->add(vars.name(i), Array::view_of(a));
     }
     view->metadata() = saved_metadata(vars.metadata(), index, saved_at, metrics);
+    // What retention needs to know of this checkpoint, known without reading it back once it is saved.
+    const Step saved{index, false};
+    const CheckpointFacts saved_facts = checkpoint_facts(index, view->metadata(), options_.best_metric);
+    remember_facts(saved, std::nullopt);  // the file it replaces, if any
     // A file holds whole variables: a row split only means something to a sharded step.
     uint64_t bytes = 0;
     for (size_t i = 0; i < vars.size(); ++i) bytes += vars.array(i).nbytes();
@@ -426,10 +439,9 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
         check_disk_space(needed, fmt::format("{}: not enough space for checkpoint {}", target, index));
     };
     writer_->submit(
-        target,
-        [data, npz, size](OutputFile& out) { *size = write_npz(out, *data, npz); },
-        false,
-        [this, index, size] {
+        target, [data, npz, size](OutputFile& out) { *size = write_npz(out, *data, npz); }, false,
+        [this, index, size, saved, saved_facts] {
+            remember_facts(saved, saved_facts);
             const std::optional<size_t> left = apply_retention(index);
             try {  // best effort, as retention: the save has succeeded
                 if (left || options_.keep <= 0) warn_if_disk_low(*size, left.value_or(0));
@@ -530,6 +542,8 @@ void CheckpointManager::finish_pending() {
 void CheckpointManager::committed(int64_t index, double commit_ms) {
     log(info, fmt::format("Saved step {} from {} ranks; the commit took {:.3f} ms after the last shard was durable",
                           step_path(index), options_.comm->size(), commit_ms));
+    remember_facts(Step{index, true}, std::nullopt);  // a step it replaced; read when retention needs it
+    remember_facts(Step{index, false}, std::nullopt);
     // A file of the same index is replaced by the step (the listing shows the step already).
     while_owner(fmt::format("removing the file replaced by step {}", index), [&] {
         try {
@@ -543,9 +557,9 @@ void CheckpointManager::committed(int64_t index, double commit_ms) {
 std::optional<double> CheckpointManager::metric(int64_t index, const std::string& name) {
     if (index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, index);
     writer_->drain();
-    const std::string p = path(index);
-    const std::optional<Step> step = find_step(index);
-    const Metadata metadata = metadata_of(step ? *step : Step{index, false});
+    const Step step = find_step(index).value_or(Step{index, false});
+    const std::string p = path_of(step);
+    const Metadata metadata = metadata_of(step);
     const std::string* text = metadata.find(std::string(kMetricPrefix) + name);
     if (text == nullptr) return std::nullopt;
     const std::optional<double> value = parse_metric(*text);

@@ -25,7 +25,9 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -165,7 +167,10 @@ private:
     std::optional<size_t> retain(int64_t just_saved);  // apply_retention's work, while this manager owns the directory
     int64_t now_ns() const;
     // What retention needs to know of each checkpoint on disk, ascending; unreadable files record nothing.
-    std::vector<CheckpointFacts> facts(const std::vector<Step>& steps) const;
+    std::vector<CheckpointFacts> facts(const std::vector<Step>& steps);
+    // Keeps what retention knows of a checkpoint this manager saved or read (nullopt: forgets it, as it is being
+    // replaced or deleted).
+    void remember_facts(const Step& step, std::optional<CheckpointFacts> facts);
     void save_sharded_step(const VarCollection& vars, int64_t index, int64_t saved_at, const Metrics& metrics);
     // Commits the asynchronous sharded step whose shard is being written, if any (collective); throws its error.
     void finish_pending();
@@ -195,6 +200,10 @@ private:
         std::exception_ptr failed;  // this rank's part already failed
     };
     std::optional<Pending> pending_;
+    // facts() of the checkpoints read while this manager owned the directory, by (index, sharded); retention runs
+    // on the writer's thread, best() on the caller's.
+    std::mutex facts_mutex_;
+    std::map<std::pair<int64_t, bool>, CheckpointFacts> known_facts_;
     std::atomic<bool> save_requested_{false};
     int64_t last_save_ns_ = 0;  // should_save's reference for save_every_seconds: opening, then each save
     static_assert(std::atomic<bool>::is_always_lock_free, "request_save must be async-signal-safe");

@@ -4,6 +4,7 @@
 #include "manager/checkpoint.hpp"
 
 #include "core/error.hpp"
+#include "core/newest_readable.hpp"
 
 #include <algorithm>
 
@@ -39,64 +40,40 @@ auto step_in(const Steps& steps, int64_t index) {
 
 int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index, const Attempt& attempt) {
     writer_->drain();  // a restore sees every save made before it
+    const auto check_index = [&] {
+        if (index && *index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, *index);
+    };
     if (options_.comm) {
         finish_pending();
-        agree_on_arguments(
-            [&] {
-                if (index && *index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, *index);
-            },
-            index.value_or(-1), "sharded restore");
-        // Each rank lists once, when it first tries a checkpoint; rank 0's listing is the candidates.
-        std::optional<std::vector<Step>> listed;
-        const auto listing = [&]() -> const std::vector<Step>& {
-            if (!listed) listed = steps();
-            return *listed;
-        };
-        std::vector<int64_t> candidates;
-        if (index) {
-            candidates.push_back(*index);
-        } else if (options_.comm->rank() == 0) {
-            for (const Step& step : listing()) candidates.insert(candidates.begin(), step.index);
-            if (candidates.empty()) log(info, fmt::format("No checkpoints found in {}", dir_));
-        }
-        const int64_t i = restore_collectively(
-            *options_.comm, candidates, !index && options_.fallback, dir_,
-            [&](int64_t i) { try_checkpoint(step_in(listing(), i), attempt); },
-            [&](const std::string& why) { log(warning, fmt::format("Skipping unreadable checkpoint: {}", why)); });
-        log_resuming(step_in(listing(), i));
-        return i;
-    }
-    if (index && *index < 0) fail(Code::invalid, "{}: checkpoint index {} is negative", dir_, *index);
-    const std::vector<Step> listed = steps();
-    std::vector<Step> candidates;
-    if (index) {
-        candidates.push_back(step_in(listed, *index));
+        agree_on_arguments(check_index, index.value_or(-1), "sharded restore");
     } else {
-        candidates.assign(listed.rbegin(), listed.rend());
-        if (candidates.empty()) {
-            log(info, fmt::format("No checkpoints found in {}", dir_));
-            fail(Code::not_found, "{}: no checkpoints found", dir_);
-        }
+        check_index();
     }
-    std::vector<std::string> skipped;
-    for (const Step& step : candidates) {
-        try {
-            try_checkpoint(step, attempt);
-            log_resuming(step);
-            return step.index;
-        } catch (const CallerError&) {
-            throw;  // the caller's renamer or arguments, not the file: an older checkpoint would not help
-        } catch (const Error& e) {
-            // Try an older one, as the ranks of a sharded restore do.
-            if (index || !options_.fallback || !unreadable_checkpoint(e.code())) {
-                if (skipped.empty()) throw;
-                rethrow_with_context(e, fmt::format("after skipping {} unreadable newer checkpoint(s)", skipped.size()));
-            }
-            log(warning, fmt::format("Skipping unreadable checkpoint: {}", e.what()));
-            skipped.push_back(e.what());
-        }
+    // Listed once, when first needed: a rank other than 0 of a collective restore lists only to try a step (rank
+    // 0's listing gives the candidates).
+    std::optional<std::vector<Step>> listed;
+    const auto listing = [&]() -> const std::vector<Step>& {
+        if (!listed) listed = steps();
+        return *listed;
+    };
+    std::vector<int64_t> candidates;
+    if (index) {
+        candidates.push_back(*index);
+    } else if (!options_.comm || options_.comm->rank() == 0) {
+        for (auto step = listing().rbegin(); step != listing().rend(); ++step) candidates.push_back(step->index);
+        if (candidates.empty()) log(info, fmt::format("No checkpoints found in {}", dir_));
     }
-    fail(Code::format, "{}: every checkpoint is unreadable; the newest: {}", dir_, skipped.front());
+    const bool fallback = !index && options_.fallback;
+    const auto try_one = [&](int64_t i) { try_checkpoint(step_in(listing(), i), attempt); };
+    const auto skipped = [&](const std::string& why) {
+        log(warning, fmt::format("Skipping unreadable checkpoint: {}", why));
+    };
+    const int64_t i = options_.comm ? restore_collectively(*options_.comm, candidates, fallback, dir_, try_one, skipped)
+                                    : newest_readable(
+                                          candidates, fallback, dir_,
+                                          [&](int64_t i) { return attempt_here([&] { try_one(i); }); }, skipped);
+    log_resuming(step_in(listing(), i));
+    return i;
 }
 
 int64_t CheckpointManager::restore(VarCollection& vars, std::optional<int64_t> index) {

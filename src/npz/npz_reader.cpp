@@ -3,6 +3,7 @@
 
 #include "npz/crc32.hpp"
 #include "core/cores.hpp"
+#include "core/decimal_index.hpp"
 #include "core/error.hpp"
 #include "core/find_duplicate.hpp"
 #include "core/in_order_shares.hpp"
@@ -37,26 +38,43 @@ constexpr uint64_t kPartBytes = uint64_t{32} << 20;
 constexpr uint64_t kBatchBytes = uint64_t{256} << 10;
 constexpr uint64_t kBatchGapBytes = 4096;
 
-bool is_canonical_index(const std::string& s, uint64_t limit, uint64_t& value) {
-    if (s.empty() || s.size() > 19 || (s.size() > 1 && s[0] == '0')) return false;
-    value = 0;
-    for (char c : s) {
-        if (c < '0' || c > '9') return false;
-        value = value * 10 + static_cast<uint64_t>(c - '0');
-    }
-    return value < limit;
+// objax's member names: "0" .. "<n-1>", unpadded.
+std::optional<size_t> objax_index(const std::string& name, uint64_t n) {
+    const std::optional<int64_t> k = parse_padded_index(name, 1);
+    if (!k || static_cast<uint64_t>(*k) >= n) return std::nullopt;
+    return static_cast<size_t>(*k);
 }
 
 }  // namespace
 
+struct NpzReader::NameOrder {
+    std::once_flag sorted;
+    std::vector<size_t> entries;
+};
+
 NpzReader::NpzReader(std::unique_ptr<InputFile> file, std::string label, NpzReadOptions options)
-    : file_(std::move(file)), options_(options) {
+    : file_(std::move(file)), options_(options), name_order_(std::make_unique<NameOrder>()) {
     zip_ = std::make_unique<ZipReader>(*file_, std::move(label), options_.max_members, options_.read_ahead);
     scan();
     MetadataRecord record = take_metadata();
     apply_dtypes(record.dtypes);  // keyed by member, as numpy.load names them: before objax names replace those
     metadata_ = std::move(record.user);
     detect_layout();
+}
+
+std::optional<size_t> NpzReader::find(std::string_view name) const {
+    std::call_once(name_order_->sorted, [this] {
+        std::vector<size_t>& order = name_order_->entries;
+        order.resize(entries_.size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::sort(order.begin(), order.end(),
+                  [this](size_t a, size_t b) { return entries_[a].name < entries_[b].name; });
+    });
+    const std::vector<size_t>& order = name_order_->entries;
+    const auto it = std::lower_bound(order.begin(), order.end(), name,
+                                     [this](size_t i, std::string_view n) { return entries_[i].name < n; });
+    if (it == order.end() || entries_[*it].name != name) return std::nullopt;
+    return *it;
 }
 
 NpzReader::NpzReader(NpzReader&&) noexcept = default;
@@ -232,8 +250,7 @@ void NpzReader::detect_layout() {
     } else {
         const uint64_t n = entries_.size() - 1;
         for (const Entry& e : entries_) {
-            uint64_t k;
-            if (&e != &*names_at && !is_canonical_index(e.name, n, k)) {
+            if (&e != &*names_at && !objax_index(e.name, n)) {
                 why = fmt::format("member '{}' is not an index below {}", e.member, n);
                 break;
             }
@@ -268,10 +285,10 @@ void NpzReader::detect_layout() {
     layout_ = Layout::objax;
     std::vector<Entry> ordered(n);
     for (Entry& e : entries_) {
-        uint64_t k;
-        if (e.name == kObjaxNamesKey || !is_canonical_index(e.name, n, k)) continue;
-        e.name = names[k];
-        ordered[k] = std::move(e);
+        const std::optional<size_t> k = e.name == kObjaxNamesKey ? std::nullopt : objax_index(e.name, n);
+        if (!k) continue;
+        e.name = names[*k];
+        ordered[*k] = std::move(e);
     }
     entries_ = std::move(ordered);
 }

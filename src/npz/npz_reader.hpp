@@ -16,7 +16,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ckpt {
@@ -68,6 +70,9 @@ public:
     const ZipReader& zip() const { return *zip_; }
     // The user's key/values from the metadata member (empty without one).
     const Metadata& metadata() const { return metadata_; }
+    // The entry named `name`, or nullopt: a binary search of the names, sorted on the first call (n log n
+    // comparisons, whatever a hostile file's names hash to). Safe to call from several threads at once.
+    std::optional<size_t> find(std::string_view name) const;
 
     // Reads entry i's data into dst (entry(i).header.nbytes bytes), in native byte order and C order,
     // verifying the CRC-32, with progress against its size (a large one on several threads, as read_entries).
@@ -108,6 +113,8 @@ private:
     std::unique_ptr<ZipReader> zip_;
     NpzReadOptions options_;
     std::vector<Entry> entries_;
+    struct NameOrder;  // entries by name, for find()
+    std::unique_ptr<NameOrder> name_order_;
     Layout layout_ = Layout::plain;
     Metadata metadata_;
     std::string metadata_member_;  // for messages

@@ -1,20 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Restoring an existing collection in place from a file, with objax's load_var_collection semantics: every
-// variable must be found (after renaming the names on disk) with the same dtype and shape; arrays on disk that
-// no variable asks for are ignored. Raw bytes whose type was never recorded (a void member) fill a variable of any
-// dtype with the same item size.
+// Restoring an existing collection in place from a file, with the rules of core/restore_match.hpp (objax's
+// load_var_collection).
 #pragma once
 
-#include "npz/npz_reader.hpp"
+#include "core/restore_match.hpp"
 #include "core/var_collection.hpp"
-
-#include <functional>
-#include <string>
+#include "npz/npz_reader.hpp"
 
 namespace ckpt {
-
-// Maps a name on disk to the name it is matched under; may throw Error to abort the restore.
-using Renamer = std::function<std::string(const std::string& name_on_disk)>;
 
 // Checks every variable against the file before writing any data, so Error(mismatch) — whose message lists
 // every missing or differing variable and every unused name on disk — leaves `vars` unchanged. Then reads each

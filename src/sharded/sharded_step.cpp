@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "sharded/sharded_step.hpp"
 
+#include "core/decimal_index.hpp"
 #include "core/error.hpp"
+#include "core/newest_readable.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
 #include <string_view>
 
@@ -17,7 +17,6 @@ namespace ckpt {
 namespace {
 
 using json = nlohmann::ordered_json;
-constexpr size_t kStepDigits = 10;
 
 // What a rank tells the others after its part of a collective step: its status, and what it saved.
 struct Report {
@@ -209,23 +208,9 @@ std::string make_staging(Storage& storage, const std::string& dir, const std::st
 
 }  // namespace
 
-std::string step_dir_name(int64_t index) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%010" PRId64, index);
-    return buf;
-}
+std::string step_dir_name(int64_t index) { return padded_index(index); }
 
-std::optional<int64_t> step_dir_index(const std::string& name) {
-    if (name.size() < kStepDigits || name.size() > 19) return std::nullopt;
-    if (name.size() > kStepDigits && name[0] == '0') return std::nullopt;
-    uint64_t value = 0;
-    for (char c : name) {
-        if (c < '0' || c > '9') return std::nullopt;
-        value = value * 10 + static_cast<uint64_t>(c - '0');
-    }
-    if (value > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
-    return static_cast<int64_t>(value);
-}
+std::optional<int64_t> step_dir_index(const std::string& name) { return parse_padded_index(name); }
 
 void remove_step(Storage& storage, const std::string& step_dir) {
     try {
@@ -347,7 +332,7 @@ ShardedStep::ShardedStep(Storage& storage, std::string step_dir, NpzReadOptions 
     manifest_ = manifest_from_json(text, path);
 }
 
-ShardedStep::Shard& ShardedStep::shard(int64_t rank) {
+NpzReader& ShardedStep::shard(int64_t rank) {
     auto it = shards_.find(rank);
     if (it != shards_.end()) return it->second;
     NpzReader reader = NpzReader::open(storage_, join_path(dir_, shard_name(rank, manifest_.world_size)), options_);
@@ -355,13 +340,13 @@ ShardedStep::Shard& ShardedStep::shard(int64_t rank) {
 }
 
 // The entry of v (or of its piece) in a shard, checked against what the manifest says it holds.
-size_t ShardedStep::entry_of(Shard& shard, const ManifestVariable& v, const std::vector<int64_t>& shape) {
-    const std::optional<size_t> at = shard.by_name.find(v.name);
-    if (!at) fail(Code::format, "{}: no array '{}', which the manifest records in it", shard.reader.label(), v.name);
-    const NpzReader::Entry& e = shard.reader.entry(*at);
+size_t ShardedStep::entry_of(const NpzReader& shard, const ManifestVariable& v, const std::vector<int64_t>& shape) {
+    const std::optional<size_t> at = shard.find(v.name);
+    if (!at) fail(Code::format, "{}: no array '{}', which the manifest records in it", shard.label(), v.name);
+    const NpzReader::Entry& e = shard.entry(*at);
     if (e.header.dtype != v.dtype || e.header.itemsize != v.itemsize || e.header.shape != shape)
-        fail(Code::format, "{}: '{}' is not the {} array of shape {} that the manifest records", shard.reader.label(),
-             v.name, dtype_name(v.dtype), fmt::join(shape, "x"));
+        fail(Code::format, "{}: '{}' is not the {} array of shape {} that the manifest records", shard.label(), v.name,
+             dtype_name(v.dtype), fmt::join(shape, "x"));
     return *at;
 }
 
@@ -374,13 +359,14 @@ void ShardedStep::read_rows(const ManifestVariable& v, int64_t first, int64_t co
 // Whole members (a whole variable, or a piece wanted entirely) are queued by shard, to be read together with the
 // reader's parallel pipeline (and their CRCs checked); part of a stored member is read now, by a ranged read.
 void ShardedStep::plan_rows(const ManifestVariable& v, int64_t first, int64_t count, void* dst, Reads& reads) {
-    const auto whole_or_rows = [&](int64_t rank, const std::vector<int64_t>& shape, int64_t from, int64_t n, void* out) {
-        Shard& s = shard(rank);
+    const auto whole_or_rows = [&](int64_t rank, const std::vector<int64_t>& shape, int64_t from, int64_t n,
+                                   void* out) {
+        NpzReader& s = shard(rank);
         const size_t entry = entry_of(s, v, shape);
         if (shape.empty() || (from == 0 && n == shape[0]))
             reads[rank].push_back({entry, out});
         else
-            s.reader.read_rows(entry, from, n, out);
+            s.read_rows(entry, from, n, out);
     };
     if (!v.split()) return whole_or_rows(v.shard, v.shape, first, count, dst);
     const size_t row_bytes = v.shape[0] == 0 ? 0 : *checked_nbytes(v.shape.data() + 1, v.shape.size() - 1, v.itemsize);
@@ -396,52 +382,29 @@ void ShardedStep::plan_rows(const ManifestVariable& v, int64_t first, int64_t co
 }
 
 void ShardedStep::run(const Reads& reads) {
-    for (const auto& [rank, jobs] : reads) shard(rank).reader.read_entries(jobs);
+    for (const auto& [rank, jobs] : reads) shard(rank).read_entries(jobs);
 }
 
 void ShardedStep::restore(VarCollection& vars, const Renamer& rename, bool partial) {
     vars.check_restorable(dir_);
     for (size_t i = 0; i < vars.size(); ++i) vars.set_restored(i, false);
-    std::map<std::string, const ManifestVariable*> by_name;
-    for (const ManifestVariable& v : manifest_.variables) {
-        std::string name = rename ? rename(v.name) : v.name;
-        if (name.empty()) name = v.name;
-        if (!by_name.emplace(name, &v).second)
-            throw CallerError(Code::invalid, fmt::format("{}: two variables are renamed to '{}'", dir_, name));
-    }
-    std::vector<std::string> problems;
-    std::vector<const ManifestVariable*> source(vars.size());
-    for (size_t i = 0; i < vars.size(); ++i) {
-        const Array& a = vars.array(i);
-        auto it = by_name.find(vars.name(i));
-        if (it == by_name.end()) {
-            if (!partial) problems.push_back(fmt::format("'{}' is missing", vars.name(i)));
-            continue;
-        }
-        const ManifestVariable& v = *it->second;
-        std::vector<int64_t> want = a.shape();
-        if (const auto& rows = vars.rows(i)) want[0] = rows->global_rows;
-        if (v.dtype != a.dtype() || v.itemsize != a.itemsize() || v.shape != want) {
-            problems.push_back(fmt::format("'{}' is {} of shape ({}) in the step, not {} of shape ({})", vars.name(i),
-                                           dtype_name(v.dtype), fmt::join(v.shape, ", "), dtype_name(a.dtype()),
-                                           fmt::join(want, ", ")));
-            continue;
-        }
-        source[i] = &v;
-    }
-    if (!problems.empty())
-        fail(Code::mismatch, "{}: the step does not match the variables: {}", dir_, fmt::join(problems, "; "));
+    const auto stored = [&](size_t i) {
+        const ManifestVariable& v = manifest_.variables[i];
+        return StoredArray{v.name, v.dtype, v.itemsize, v.shape};
+    };
+    const std::vector<std::optional<size_t>> source = match_stored(
+        vars, manifest_.variables.size(), stored, RestoreMatch{dir_, "step", rename, partial, /*global_rows=*/true});
     Reads reads;
     for (size_t i = 0; i < vars.size(); ++i) {
-        if (source[i] == nullptr) continue;  // partial: not in the step
+        if (!source[i]) continue;  // partial: not in the step
         const Array& a = vars.array(i);
         const auto& rows = vars.rows(i);
         const int64_t first = rows ? rows->begin : 0;
         const int64_t count = a.shape().empty() ? 1 : a.shape()[0];
-        plan_rows(*source[i], first, count, a.data(), reads);
+        plan_rows(manifest_.variables[*source[i]], first, count, a.data(), reads);
     }
     run(reads);
-    for (size_t i = 0; i < vars.size(); ++i) vars.set_restored(i, source[i] != nullptr);
+    for (size_t i = 0; i < vars.size(); ++i) vars.set_restored(i, source[i].has_value());
     vars.metadata() = manifest_.metadata;
 }
 
@@ -465,26 +428,21 @@ int64_t restore_collectively(Comm& comm, const std::vector<int64_t>& candidates,
     if (comm.rank() == 0) list.vars = candidates;
     list = decode(broadcast_string(comm, comm.rank() == 0 ? encode(list) : std::string(), 0), 0);
     const auto agreed = list.vars.get<std::vector<int64_t>>();
-    if (agreed.empty()) fail(Code::not_found, "{}: no checkpoints found", dir);
-    std::string newest;
-    for (size_t k = 0; k < agreed.size(); ++k) {
-        const int64_t index = agreed[k];
+    // Every rank sees every rank's outcome of each attempt, so all go on to the same older step or stop together.
+    const auto attempt_everywhere = [&](int64_t index) -> std::optional<FailedAttempt> {
         const Report mine = run([&](Report&) { attempt(index); });
         std::vector<Report> reports;
         for (const std::string& text : all_gather_strings(comm, encode(mine)))
             reports.push_back(decode(text, reports.size()));
-        if (std::all_of(reports.begin(), reports.end(), [](const Report& r) { return r.code == 0; })) return index;
+        if (std::all_of(reports.begin(), reports.end(), [](const Report& r) { return r.code == 0; }))
+            return std::nullopt;
         int code = 0;
         const std::string text = failure_text(fmt::format("{}: restoring step {}", dir, index), reports, &code);
-        const bool retry = std::all_of(reports.begin(), reports.end(), [](const Report& r) { return r.code == 0 || r.retry; });
-        if (!fallback || !retry) {
-            if (k == 0) throw Error(static_cast<Code>(code), text);
-            throw Error(static_cast<Code>(code), fmt::format("{} (after skipping {} unreadable newer checkpoint(s))", text, k));
-        }
-        skipped(text);
-        if (newest.empty()) newest = text;
-    }
-    fail(Code::format, "{}: every checkpoint is unreadable; the newest: {}", dir, newest);
+        const bool retry =
+            std::all_of(reports.begin(), reports.end(), [](const Report& r) { return r.code == 0 || r.retry; });
+        return FailedAttempt{std::make_exception_ptr(Error(static_cast<Code>(code), text)), retry};
+    };
+    return newest_readable(agreed, fallback, dir, attempt_everywhere, skipped);
 }
 
 }  // namespace ckpt

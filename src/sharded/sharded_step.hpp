@@ -3,7 +3,6 @@
 // files numpy reads) and manifest.json, the commit point (manifest.hpp). docs/distributed.md has the protocol.
 #pragma once
 
-#include "core/entry_index.hpp"
 #include "sharded/comm.hpp"
 #include "sharded/manifest.hpp"
 #include "npz/npz_reader.hpp"
@@ -85,27 +84,15 @@ private:
     using Reads = std::map<int64_t, std::vector<NpzReader::Job>>;  // whole members to read, by shard
     void plan_rows(const ManifestVariable& v, int64_t first, int64_t count, void* dst, Reads& reads);
     void run(const Reads& reads);
-    // A shard opened, with its entries by name (a restore looks up every variable). Built in place: the index
-    // refers to the reader.
-    struct EntryName {
-        const NpzReader* reader;
-        const std::string& operator()(size_t i) const { return reader->entry(i).name; }
-    };
-    struct Shard {
-        explicit Shard(NpzReader r) : reader(std::move(r)), by_name(reader.size(), EntryName{&reader}) {}
-        Shard(const Shard&) = delete;
-        Shard& operator=(const Shard&) = delete;
-        NpzReader reader;
-        EntryIndex<EntryName> by_name;
-    };
-    Shard& shard(int64_t rank);
-    size_t entry_of(Shard& shard, const ManifestVariable& v, const std::vector<int64_t>& shape);
+    // The shard of `rank`, opened on first use.
+    NpzReader& shard(int64_t rank);
+    size_t entry_of(const NpzReader& shard, const ManifestVariable& v, const std::vector<int64_t>& shape);
 
     Storage& storage_;
     std::string dir_;
     NpzReadOptions options_;
     Manifest manifest_;
-    std::map<int64_t, Shard> shards_;
+    std::map<int64_t, NpzReader> shards_;
 };
 
 }  // namespace ckpt

@@ -22,6 +22,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <atomic>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -488,6 +489,50 @@ TEST_CASE("ckpt_vars_find gives the position of a name", "[capi][vars]") {
         CHECK(ckpt_vars_find(nullptr, "a", &index) == CKPT_EINVAL);
         CHECK(ckpt_vars_find(vars.get(), nullptr, &index) == CKPT_EINVAL);
         CHECK(ckpt_vars_find(vars.get(), "a", nullptr) == CKPT_EINVAL);
+    }
+}
+
+TEST_CASE("ckpt_npz_find gives the position of a name in an open file, of either layout", "[capi][npz]") {
+    TempDir dir;
+    Vars vars = new_vars();
+    // More names than a guess would cover, in an order that is not sorted.
+    std::vector<std::string> names;
+    for (int i = 0; i < 300; ++i) names.push_back("v" + std::to_string((i * 7919) % 1000));
+    for (const std::string& name : names)
+        REQUIRE(ckpt_vars_add(vars.get(), name.c_str(), CKPT_INT8, 0, nullptr, nullptr, CKPT_COPY) == CKPT_OK);
+    const uint32_t layout = GENERATE(CKPT_LAYOUT_PLAIN, CKPT_LAYOUT_OBJAX);
+    const ckpt_npz_options o = options(layout);
+    save_npz(dir.file("f.npz"), vars.get(), &o);
+    Npz npz = open_npz(dir.file("f.npz"));
+    size_t index = 99;
+
+    SECTION("every name gives the position ckpt_npz_name has it at, also from several threads at once") {
+        std::vector<std::thread> threads;
+        std::atomic<int> wrong{0};
+        for (int t = 0; t < 4; ++t) {
+            threads.emplace_back([&] {
+                for (size_t i = 0; i < names.size(); ++i) {
+                    size_t at = 0;
+                    if (ckpt_npz_find(npz.get(), names[i].c_str(), &at) != CKPT_OK ||
+                        names[i] != ckpt_npz_name(npz.get(), at))
+                        ++wrong;
+                }
+            });
+        }
+        for (auto& t : threads) t.join();
+        CHECK(wrong == 0);
+    }
+    SECTION("an absent name is CKPT_ENOTFOUND naming it and the file, and leaves *out_index alone") {
+        CHECK(ckpt_npz_find(npz.get(), "v1001", &index) == CKPT_ENOTFOUND);
+        CHECK_THAT(message(), Contains("f.npz: no array 'v1001'"));
+        CHECK(index == 99);
+        CHECK(ckpt_npz_find(npz.get(), "", &index) == CKPT_ENOTFOUND);
+        CHECK(ckpt_npz_find(npz.get(), "names", &index) == CKPT_ENOTFOUND);  // objax's list of names is no array
+    }
+    SECTION("NULL arguments are CKPT_EINVAL") {
+        CHECK(ckpt_npz_find(nullptr, "v0", &index) == CKPT_EINVAL);
+        CHECK(ckpt_npz_find(npz.get(), nullptr, &index) == CKPT_EINVAL);
+        CHECK(ckpt_npz_find(npz.get(), "v0", nullptr) == CKPT_EINVAL);
     }
 }
 

@@ -154,9 +154,18 @@ def problems(header_text, binding, exempt, extension_headers=None):
     return apis, out
 
 
-def check(header_path, binding_path):
+def read_c_api(header_path):
+    """ckpt.h with the ckpt/sys/ headers it includes (installed beside it, in sys/) appended."""
     with open(header_path, encoding="utf-8") as f:
-        header = f.read()
+        text = f.read()
+    for name in re.findall(r'^#include "ckpt/(sys/[\w.]+)"', text, re.M):
+        with open(os.path.join(os.path.dirname(header_path), name), encoding="utf-8") as f:
+            text += f.read()
+    return text
+
+
+def check(header_path, binding_path):
+    header = read_c_api(header_path)
     binding = read_binding(binding_path)
     extension_headers = read_extension_headers(header_path)
     apis, found = problems(header, binding, EXEMPT, extension_headers)
@@ -180,12 +189,11 @@ def check(header_path, binding_path):
 
 def grow(header, declaration):
     """The header with one more declaration before its closing extern "C" brace."""
-    return header.replace("#ifdef __cplusplus\n}", declaration + "\n#ifdef __cplusplus\n}")
+    return header.replace("#ifdef __cplusplus\n}", declaration + "\n#ifdef __cplusplus\n}", 1)
 
 
 def self_test(header_path, binding_path):
-    with open(header_path, encoding="utf-8") as f:
-        header = f.read()
+    header = read_c_api(header_path)
     binding = read_binding(binding_path)
     extension_headers = read_extension_headers(header_path)
     failures = []

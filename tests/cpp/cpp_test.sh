@@ -74,7 +74,7 @@ esac
 
 warnings=(-Wall -Wextra -Werror -pedantic)
 headers=("$stage/include/ckpt/ckpt.h" "$stage/include/ckpt/ckpt.hpp" "$stage/include/ckpt/version.h"
-         "$stage"/include/ckpt/cpp/*.hpp "$stage/include/ckpt/ckpt_s3.h")
+         "$stage"/include/ckpt/cpp/*.hpp "$stage"/include/ckpt/sys/*.h "$stage/include/ckpt/ckpt_s3.h")
 
 # Rebuilds $1 from the remaining arguments (the compiler command) when a dependency is newer or the command changed.
 # Dependencies: the files named in the command that exist, the staged headers, support.hpp and this script.

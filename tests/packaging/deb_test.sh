@@ -120,6 +120,7 @@ for dep in libc6 zlib1g libfmt9; do depends_on libckpt0 "$dep"; done
 depends_on libckpt-dev "libckpt0 \(= $debver\)"
 has_file libckpt-dev "$L/libckpt.so"
 has_file libckpt-dev usr/include/ckpt/ckpt.h
+has_file libckpt-dev usr/include/ckpt/sys/storage.h
 has_file libckpt-dev "$L/pkgconfig/ckpt.pc"
 has_file libckpt-dev "$L/cmake/ckpt/ckptConfig.cmake"
 depends_on ckpt-tools libckpt0

@@ -27,7 +27,10 @@ if [ -n "$offenders" ]; then
     status=1
 fi
 
-declared="$(grep -oE '^CKPT_API [^(]*ckpt_[A-Za-z0-9_]+[[:space:]]*\(' "$header" | sed -E 's/.*[^A-Za-z0-9_](ckpt_[A-Za-z0-9_]+)[[:space:]]*\($/\1/' | sort -u)"
+# ckpt.h and the ckpt/sys/ headers it includes.
+headers=("$header")
+while read -r part; do headers+=("$(dirname "$header")/$part"); done < <(sed -nE 's|^#include "ckpt/(sys/[A-Za-z0-9_.]+)"$|\1|p' "$header")
+declared="$(cat "${headers[@]}" | grep -oE '^CKPT_API [^(]*ckpt_[A-Za-z0-9_]+[[:space:]]*\(' | sed -E 's/.*[^A-Za-z0-9_](ckpt_[A-Za-z0-9_]+)[[:space:]]*\($/\1/' | sort -u)"
 [ -n "$declared" ] || { echo "FAIL: found no CKPT_API declarations in $header" >&2; exit 1; }
 missing="$(comm -23 <(printf '%s\n' "$declared") <(awk '{ print $2 }' <<<"$exported" | sort -u))"
 if [ -n "$missing" ]; then

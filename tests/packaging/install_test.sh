@@ -55,6 +55,10 @@ cpp_parts=()
 for part in "$src"/include/ckpt/cpp/*.hpp; do
     [ -f "$part" ] && cpp_parts+=("include/ckpt/cpp/$(basename "$part")")
 done
+# The implementers' C headers: every header of include/ckpt/sys/.
+for part in "$src"/include/ckpt/sys/*.h; do
+    [ -f "$part" ] && cpp_parts+=("include/ckpt/sys/$(basename "$part")")
+done
 for f in include/ckpt/ckpt.h include/ckpt/ckpt.hpp include/ckpt/version.h "${cpp_parts[@]}"; do
     [ -f "$prefix/$f" ] || fail "not installed: $f"
 done

@@ -325,7 +325,7 @@ TEST_CASE("A variable that matches no saved one fails the restore on every rank 
         CHECK(o.message == out[0].message);
     }
     CHECK(out[0].message.find("rank 1 of 2: ") != std::string::npos);
-    CHECK(out[0].message.find("'absent' is missing") != std::string::npos);
+    CHECK(out[0].message.find("missing from the step: 'absent'") != std::string::npos);
 }
 
 TEST_CASE("One process reads a sharded step whole, and lists it beside file checkpoints") {

@@ -16,7 +16,8 @@ REQUIRED_VERSION = (0, 5, 0)
 # Functions newer than REQUIRED_VERSION, and the library version that added each: an older library loads without
 # them, and the methods that call them raise UnsupportedError.
 SINCE = {"ckpt_npz_read_range": (0, 7, 0), "ckpt_manager_clean": (0, 7, 0),
-         "ckpt_npz_byte_order": (0, 7, 0), "ckpt_npz_file_size": (0, 7, 0), "ckpt_npz_fortran_order": (0, 7, 0), "ckpt_vars_add_source": (0, 7, 0), "ckpt_vars_is_source": (0, 7, 0)}
+         "ckpt_npz_byte_order": (0, 7, 0), "ckpt_npz_file_size": (0, 7, 0), "ckpt_npz_fortran_order": (0, 7, 0),
+         "ckpt_vars_add_source": (0, 7, 0), "ckpt_vars_is_source": (0, 7, 0), "ckpt_npz_find": (0, 8, 0)}
 FILES_SINCE = (0, 8, 0)  # ckpt_storage_stat, _list, _remove and ckpt_file_*: a storage's files
 SINCE.update((f, FILES_SINCE) for f in ("ckpt_storage_stat", "ckpt_storage_list", "ckpt_storage_make_dirs",
                                         "ckpt_storage_remove", "ckpt_file_open", "ckpt_file_read", "ckpt_file_close"))
@@ -193,6 +194,7 @@ SIGNATURES = {
     "ckpt_npz_close": (None, [c_void_p]),
     "ckpt_npz_count": (c_size_t, [c_void_p]),
     "ckpt_npz_name": (c_char_p, [c_void_p, c_size_t]),
+    "ckpt_npz_find": (c_int, [c_void_p, c_char_p, _P(c_size_t)]),
     "ckpt_npz_dtype": (c_uint32, [c_void_p, c_size_t]),
     "ckpt_npz_itemsize": (c_size_t, [c_void_p, c_size_t]),
     "ckpt_npz_ndim": (c_uint32, [c_void_p, c_size_t]),

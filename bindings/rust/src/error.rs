@@ -10,6 +10,7 @@ use crate::sys;
 /// A ckpt status code (`CKPT_E*` in ckpt.h). The values are fixed forever; codes a newer library adds arrive as
 /// `Unknown`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Code {
     /// `CKPT_ERROR`: an unexpected internal failure (also what a panicking callback becomes).
     Internal,

@@ -91,6 +91,8 @@ mod options;
 mod s3;
 mod step;
 mod storage;
+/// The raw declarations of ckpt.h, which the safe API wraps: for the crate's own tests, not for programs.
+#[doc(hidden)]
 pub mod sys;
 mod util;
 mod vars;

@@ -98,16 +98,31 @@ impl ManagerOptions {
         self.flag(sys::CKPT_MANAGER_ASYNC, on)
     }
 
-    /// Restoring the latest fails on a corrupt newest checkpoint instead of trying older ones.
+    /// Whether restoring the latest tries older checkpoints when the newest is unreadable (on by default);
+    /// `fallback(false)` fails on it instead.
     #[must_use]
-    pub fn no_fallback(self, on: bool) -> ManagerOptions {
-        self.flag(sys::CKPT_MANAGER_NO_FALLBACK, on)
+    pub fn fallback(self, on: bool) -> ManagerOptions {
+        self.flag(sys::CKPT_MANAGER_NO_FALLBACK, !on)
     }
 
-    /// The directory must exist already.
+    /// Whether opening creates a missing directory (on by default); `make_dir(false)` needs it to exist already.
     #[must_use]
+    pub fn make_dir(self, on: bool) -> ManagerOptions {
+        self.flag(sys::CKPT_MANAGER_NO_MAKEDIR, !on)
+    }
+
+    /// `fallback(!on)`.
+    #[must_use]
+    #[deprecated(note = "use fallback(false)")]
+    pub fn no_fallback(self, on: bool) -> ManagerOptions {
+        self.fallback(!on)
+    }
+
+    /// `make_dir(!on)`.
+    #[must_use]
+    #[deprecated(note = "use make_dir(false)")]
     pub fn no_makedir(self, on: bool) -> ManagerOptions {
-        self.flag(sys::CKPT_MANAGER_NO_MAKEDIR, on)
+        self.make_dir(!on)
     }
 
     /// Opens a directory another manager may hold, for evaluators and tools: no lock, no cleanup, nothing
@@ -405,7 +420,7 @@ impl Manager {
     }
 
     /// Restores `vars` in place from checkpoint `idx`, or from the newest readable one for `None` (skipping
-    /// corrupt files unless `no_fallback`); returns the index restored. [`Code::NotFound`](crate::Code::NotFound) when there is no
+    /// corrupt files unless `fallback(false)`); returns the index restored. [`Code::NotFound`](crate::Code::NotFound) when there is no
     /// checkpoint; [`Code::Mismatch`](crate::Code::Mismatch) (naming every missing or different variable) leaves `vars` untouched.
     pub fn restore(&mut self, vars: &mut Vars<'_>, idx: Option<i64>) -> Result<i64> {
         let mut restored = -1;

@@ -88,9 +88,11 @@ impl Npz {
 
     /// Position of `name`; [`Code::NotFound`] if the file has no such array.
     pub fn index_of(&self, name: &str) -> Result<usize> {
-        self.names()
-            .position(|n| n == name)
-            .ok_or_else(|| Error::new(Code::NotFound, format!("no array '{name}' in the file")))
+        let c_name = c_string("array name", name)?;
+        let mut index = 0;
+        // SAFETY: valid pointers for the call.
+        check(unsafe { sys::ckpt_npz_find(self.as_ptr(), c_name.as_ptr(), &mut index) })?;
+        Ok(index)
     }
 
     /// The dtype of `name`.

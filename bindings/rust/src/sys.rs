@@ -418,6 +418,7 @@ extern "C" {
     pub fn ckpt_npz_close(npz: *mut ckpt_npz);
     pub fn ckpt_npz_count(npz: *const ckpt_npz) -> usize;
     pub fn ckpt_npz_name(npz: *const ckpt_npz, i: usize) -> *const c_char;
+    pub fn ckpt_npz_find(npz: *const ckpt_npz, name: *const c_char, out_index: *mut usize) -> c_int;
     pub fn ckpt_npz_dtype(npz: *const ckpt_npz, i: usize) -> u32;
     pub fn ckpt_npz_itemsize(npz: *const ckpt_npz, i: usize) -> usize;
     pub fn ckpt_npz_ndim(npz: *const ckpt_npz, i: usize) -> u32;

@@ -5,6 +5,7 @@
 #define CKPT_CPP_COMM_HPP
 
 #include <ckpt/cpp/error.hpp>
+#include <ckpt/sys/comm.h>
 
 #include <cstddef>
 #include <cstdint>

@@ -138,11 +138,12 @@ public:
     uint64_t file_size() const { return ckpt_npz_file_size(npz_); }
     // The layout the file was read in: Layout::plain or Layout::objax.
     Layout layout() const { return static_cast<Layout>(ckpt_npz_layout(npz_)); }
-    // The position of name (a linear search), or nullopt.
+    // The position of name, or nullopt.
     std::optional<size_t> find(const std::string& name) const {
-        for (size_t i = 0; i < size(); ++i)
-            if (name == ckpt_npz_name(npz_, i)) return i;
-        return std::nullopt;
+        size_t i = 0;
+        if (npz_ == nullptr || name.find('\0') != std::string::npos || ckpt_npz_find(npz_, name.c_str(), &i) != CKPT_OK)
+            return std::nullopt;
+        return i;
     }
     bool contains(const std::string& name) const { return find(name).has_value(); }
     size_t index(const std::string& name) const {

@@ -5,6 +5,7 @@
 #define CKPT_CPP_STORAGE_HPP
 
 #include <ckpt/cpp/error.hpp>
+#include <ckpt/sys/storage.h>
 
 #include <cstddef>
 #include <cstdint>

@@ -55,9 +55,22 @@ pub fn header_path() -> PathBuf {
     PathBuf::from(String::from_utf8(out.stdout).unwrap().trim()).join("ckpt/ckpt.h")
 }
 
+/// ckpt.h with the `ckpt/sys/` headers it includes (installed beside it, in `sys/`) appended.
 fn header() -> String {
     let path = header_path();
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+    let read =
+        |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()));
+    let mut text = read(&path);
+    let sys: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("#include \"ckpt/sys/"))
+        .filter_map(|rest| rest.strip_suffix('"'))
+        .map(|name| name.to_string())
+        .collect();
+    for name in sys {
+        text += &read(&path.with_file_name("sys").join(name));
+    }
+    text
 }
 
 /// libckpt_s3's header, installed beside ckpt.h; `None` (the check is skipped, saying so) where it is not,

@@ -96,7 +96,7 @@ fn a_corrupt_newest_checkpoint_is_skipped_with_a_warning_unless_fallback_is_off(
     }
     m.close().unwrap();
 
-    let mut strict = Manager::open(dir.path(), &ManagerOptions::new().no_fallback(true)).unwrap();
+    let mut strict = Manager::open(dir.path(), &ManagerOptions::new().fallback(false)).unwrap();
     let e = strict.restore(&mut vars, None).unwrap_err();
     assert_eq!(e.code(), Code::Format, "{e}");
     assert!(e.message().contains("0000000002.npz"), "{e}");
@@ -137,7 +137,7 @@ fn options_the_library_refuses_come_back_as_errors() {
     let dir = TempDir::new("bad-options");
     let e = Manager::open(dir.path(), &ManagerOptions::new().keep_every(-1)).unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument, "{e}");
-    let e = Manager::open(dir.join("absent"), &ManagerOptions::new().no_makedir(true)).unwrap_err();
+    let e = Manager::open(dir.join("absent"), &ManagerOptions::new().make_dir(false)).unwrap_err();
     assert_eq!(e.code(), Code::NotFound, "{e}");
     let e = Manager::open(dir.path(), &ManagerOptions::new().npz(NpzOptions::new().level(12))).unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument, "{e}");
