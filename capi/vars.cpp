@@ -28,13 +28,14 @@ int add(const char* function, ckpt_vars* vars, const char* name, uint32_t dtype,
                            strings ? "CKPT_UNICODE, CKPT_BYTES or CKPT_VOID"
                                    : "a numeric dtype (strings and void: ckpt_vars_add_strings)");
             const DType d = static_cast<DType>(dtype);
-            if (flags != CKPT_COPY && flags != CKPT_BORROW) ckpt::fail(Code::invalid, "unknown flags {}", flags);
+            if (flags != CKPT_VARS_COPY && flags != CKPT_VARS_BORROW)
+                ckpt::fail(Code::invalid, "unknown flags {}", flags);
             if (ndim > ckpt::kMaxDims) ckpt::fail(Code::invalid, "{} dimensions; the limit is {}", ndim, ckpt::kMaxDims);
             if (ndim > 0 && shape == nullptr) ckpt::fail(Code::invalid, "shape is NULL with {} dimensions", ndim);
             std::vector<int64_t> dims(shape, shape + ndim);
             const size_t size = strings ? itemsize : ckpt::numeric_size(d);
-            Array a = flags == CKPT_BORROW ? Array::borrow(d, size, std::move(dims), const_cast<void*>(data))
-                                           : Array::copy_of(d, size, std::move(dims), data);
+            Array a = flags == CKPT_VARS_BORROW ? Array::borrow(d, size, std::move(dims), const_cast<void*>(data))
+                                                : Array::copy_of(d, size, std::move(dims), data);
             vars->vc.add(name, std::move(a));
         } catch (const ckpt::Error& e) {
             ckpt::rethrow_with_context(e, fmt::format("{}: variable '{}'", function, ckpt::printable(name)));

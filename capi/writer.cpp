@@ -111,7 +111,7 @@ CKPT_API int ckpt_writer_save(ckpt_writer* w, const char* out_dir, const char* f
     return guard([&] {
         Target to = target(w, out_dir, filename, "ckpt_writer_save");
         require(reinterpret_cast<const void*>(fn), "ckpt_writer_save", "fn");
-        if ((flags & ~CKPT_APPEND) != 0) ckpt::fail(Code::invalid, "ckpt_writer_save: unknown flags {}", flags);
+        if ((flags & ~CKPT_WRITER_APPEND) != 0) ckpt::fail(Code::invalid, "ckpt_writer_save: unknown flags {}", flags);
         w->writer->submit(
             to.path,
             [fn, payload](ckpt::OutputFile& out) {
@@ -120,7 +120,7 @@ CKPT_API int ckpt_writer_save(ckpt_writer* w, const char* out_dir, const char* f
                 if (sink.error) std::rethrow_exception(sink.error);
                 if (rc != 0) ckpt::capi::callback_failed(rc, "the save function");
             },
-            (flags & CKPT_APPEND) != 0, after_save(w, to.named), std::move(to.elsewhere));
+            (flags & CKPT_WRITER_APPEND) != 0, after_save(w, to.named), std::move(to.elsewhere));
     });
 }
 
@@ -129,11 +129,12 @@ CKPT_API int ckpt_writer_save_vars(ckpt_writer* w, const char* out_dir, const ch
     return guard([&] {
         Target to = target(w, out_dir, filename, "ckpt_writer_save_vars");
         require(vars, "ckpt_writer_save_vars", "vars");
-        if ((flags & ~CKPT_NO_COPY) != 0) ckpt::fail(Code::invalid, "ckpt_writer_save_vars: unknown flags {}", flags);
+        if ((flags & ~CKPT_WRITER_NO_COPY) != 0)
+            ckpt::fail(Code::invalid, "ckpt_writer_save_vars: unknown flags {}", flags);
         const ckpt::NpzWriteOptions options =
             ckpt::capi::write_options(ckpt::capi::checked_npz_options(npz, "ckpt_writer_save_vars"));
         std::shared_ptr<const ckpt::VarCollection> data;
-        if (w->writer->kind() == ckpt::Writer::Kind::simple || (flags & CKPT_NO_COPY) != 0)
+        if (w->writer->kind() == ckpt::Writer::Kind::simple || (flags & CKPT_WRITER_NO_COPY) != 0)
             data = std::shared_ptr<const ckpt::VarCollection>(&vars->vc, [](const ckpt::VarCollection*) {});
         else
             data = w->snapshots->copy(vars->vc);

@@ -95,19 +95,19 @@ int main(int argc, char **argv) {
     printf("ckpt %s\n", ckpt_version_string());
 
     if (check(ckpt_vars_new(&model), "ckpt_vars_new") != CKPT_OK) goto done;
-    /* CKPT_COPY: the collection keeps its own copy, so the arrays above could change right after. */
-    if (check(ckpt_vars_add(model, "dense1/w", CKPT_FLOAT32, 2, dense1_w_shape, dense1_w, CKPT_COPY),
+    /* CKPT_VARS_COPY: the collection keeps its own copy, so the arrays above could change right after. */
+    if (check(ckpt_vars_add(model, "dense1/w", CKPT_FLOAT32, 2, dense1_w_shape, dense1_w, CKPT_VARS_COPY),
               "ckpt_vars_add(dense1/w)") != CKPT_OK ||
-        check(ckpt_vars_add(model, "dense1/b", CKPT_FLOAT32, 1, dense1_b_shape, dense1_b, CKPT_COPY),
+        check(ckpt_vars_add(model, "dense1/b", CKPT_FLOAT32, 1, dense1_b_shape, dense1_b, CKPT_VARS_COPY),
               "ckpt_vars_add(dense1/b)") != CKPT_OK ||
-        check(ckpt_vars_add(model, "dense2/w", CKPT_FLOAT32, 2, dense2_w_shape, dense2_w, CKPT_COPY),
+        check(ckpt_vars_add(model, "dense2/w", CKPT_FLOAT32, 2, dense2_w_shape, dense2_w, CKPT_VARS_COPY),
               "ckpt_vars_add(dense2/w)") != CKPT_OK ||
-        check(ckpt_vars_add(model, "dense2/b", CKPT_FLOAT32, 1, dense2_b_shape, dense2_b, CKPT_COPY),
+        check(ckpt_vars_add(model, "dense2/b", CKPT_FLOAT32, 1, dense2_b_shape, dense2_b, CKPT_VARS_COPY),
               "ckpt_vars_add(dense2/b)") != CKPT_OK ||
-        check(ckpt_vars_add(model, "step", CKPT_INT64, 0, NULL, &step, CKPT_COPY), "ckpt_vars_add(step)") !=
+        check(ckpt_vars_add(model, "step", CKPT_INT64, 0, NULL, &step, CKPT_VARS_COPY), "ckpt_vars_add(step)") !=
             CKPT_OK ||
         check(ckpt_vars_add_strings(model, "labels", CKPT_UNICODE, sizeof labels[0], 1, labels_shape, labels,
-                                    CKPT_COPY),
+                                    CKPT_VARS_COPY),
               "ckpt_vars_add_strings(labels)") != CKPT_OK) {
         goto done;
     }

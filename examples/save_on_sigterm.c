@@ -55,8 +55,8 @@ int main(int argc, char **argv) {
     double state = 1.0;
     ckpt_vars *vars = NULL;
     int rc = ckpt_vars_new(&vars);
-    if (rc == CKPT_OK) rc = ckpt_vars_add(vars, "step", CKPT_INT64, 0, NULL, &step, CKPT_BORROW);
-    if (rc == CKPT_OK) rc = ckpt_vars_add(vars, "state", CKPT_FLOAT64, 0, NULL, &state, CKPT_BORROW);
+    if (rc == CKPT_OK) rc = ckpt_vars_add(vars, "step", CKPT_INT64, 0, NULL, &step, CKPT_VARS_BORROW);
+    if (rc == CKPT_OK) rc = ckpt_vars_add(vars, "state", CKPT_FLOAT64, 0, NULL, &state, CKPT_VARS_BORROW);
     if (rc != CKPT_OK) return fail("ckpt_vars_add", rc);
 
     ckpt_manager_options o = CKPT_MANAGER_OPTIONS_INIT;

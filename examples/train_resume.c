@@ -135,9 +135,9 @@ int main(int argc, char **argv) {
     make_data();
 
     if (failed(ckpt_vars_new(&state), "ckpt_vars_new") ||
-        failed(ckpt_vars_add(state, "w", CKPT_FLOAT64, 1, w_shape, w, CKPT_BORROW), "ckpt_vars_add(w)") ||
-        failed(ckpt_vars_add(state, "b", CKPT_FLOAT64, 0, NULL, &b, CKPT_BORROW), "ckpt_vars_add(b)") ||
-        failed(ckpt_vars_add(state, "step", CKPT_INT64, 0, NULL, &step, CKPT_BORROW), "ckpt_vars_add(step)")) {
+        failed(ckpt_vars_add(state, "w", CKPT_FLOAT64, 1, w_shape, w, CKPT_VARS_BORROW), "ckpt_vars_add(w)") ||
+        failed(ckpt_vars_add(state, "b", CKPT_FLOAT64, 0, NULL, &b, CKPT_VARS_BORROW), "ckpt_vars_add(b)") ||
+        failed(ckpt_vars_add(state, "step", CKPT_INT64, 0, NULL, &step, CKPT_VARS_BORROW), "ckpt_vars_add(step)")) {
         goto done;
     }
 

@@ -7,9 +7,14 @@
  *  - Every fallible function returns CKPT_OK (0) or a negative CKPT_E* code. On failure,
  *    ckpt_error_message() returns a message for the calling thread naming the file, the member and the problem.
  *  - Handles are opaque. A constructor takes its out-parameter first and sets it to NULL on failure; the
- *    matching _free/_close accepts NULL. Results returned through `**out` belong to the caller.
- *    Pointers returned by getters are borrowed: they live as long as the handle they came from, until it is
- *    modified or freed.
+ *    matching _free/_close accepts NULL. `_close` ends a handle over something opened — a file (ckpt_npz,
+ *    ckpt_file), a sharded step (ckpt_step), a checkpoint directory (ckpt_manager, whose close returns the error
+ *    of its last background save); `_free` releases an object of memory, or the caller's reference to a shared
+ *    one (ckpt_vars, ckpt_storage, ckpt_comm, ckpt_writer). Either way the handle is gone afterwards. Results
+ *    returned through `**out` belong to the caller. Pointers returned by getters are borrowed: they live as long
+ *    as the handle they came from, until it is modified or freed.
+ *  - Flags and enumerated values are named after the functions or options they go to (CKPT_WRITER_APPEND for
+ *    ckpt_writer_save); the few older names without that prefix stay as aliases.
  *  - A handle is used by one thread at a time; different handles may be used from different threads.
  *  - Strings are UTF-8 and NUL-terminated. Enumerated values travel as uint32_t.
  *  - Option structs start with `version`; initialise them with the _OPTIONS_INIT macro or the _options_init()
@@ -41,9 +46,9 @@ extern "C" {
 /* MAJOR*10000 + MINOR*100 + PATCH of the headers compiled against. */
 #define CKPT_VERSION_NUMBER (CKPT_VERSION_MAJOR * 10000 + CKPT_VERSION_MINOR * 100 + CKPT_VERSION_PATCH)
 
-/* CKPT_VERSION_NUMBER of the library loaded at run time (may differ from the headers'). */
+/* CKPT_VERSION_NUMBER of the library loaded at run time (may differ from the headers'). Since 0.6. */
 CKPT_API uint32_t ckpt_version_number(void);
-/* "MAJOR.MINOR.PATCH" of the library loaded at run time; static storage. */
+/* "MAJOR.MINOR.PATCH" of the library loaded at run time; static storage. Since 0.6. */
 CKPT_API const char *ckpt_version_string(void);
 
 /* ------------------------------------------------------------------------------------------- status codes */
@@ -61,19 +66,20 @@ CKPT_API const char *ckpt_version_string(void);
 #define CKPT_EEXIST -10     /* name already present */
 #define CKPT_EBUFS -11      /* caller's buffer too small */
 
-/* Static text naming a code ("invalid argument"); "unknown error code" for values that are not codes. */
+/* Static text naming a code ("invalid argument"); "unknown error code" for values that are not codes. Since 0.6. */
 CKPT_API const char *ckpt_strerror(int code);
 /* The calling thread's last failure in detail, e.g.
  * "model.npz: member 'w.npy': npy header: shape holds a negative dimension". "" if no call has failed on this
- * thread. Successful calls leave it unchanged (like errno). Valid until the thread's next failing ckpt call. */
+ * thread. Successful calls leave it unchanged (like errno). Valid until the thread's next failing ckpt call.
+ * Since 0.6. */
 CKPT_API const char *ckpt_error_message(void);
-/* For callbacks (storage, communicator, save function, renamer, source): called just before a callback returns a negative
- * code, it gives the failure its own words. The ckpt call that made the callback then fails with a message that
- * names the callback and says `message` ("ckpt/x.npz: the save function failed: ValueError: disk quota"), where it
- * would otherwise only name the code; for a background save that call is the later one that reports it. The
- * message (copied) belongs to the calling thread and to the next callback failure on it: that failure takes it,
- * and every ckpt call starts by forgetting one left unused. NULL forgets it. Never fails (out of memory, the
- * message is dropped and the code alone is reported). */
+/* For callbacks (storage, communicator, save function, renamer, source): called just before a callback returns a
+ * negative code, it gives the failure its own words. The ckpt call that made the callback then fails with a message
+ * that names the callback and says `message` ("ckpt/x.npz: the save function failed: ValueError: disk quota"), where it
+ * would otherwise only name the code; for a background save that call is the later one that reports it. The message
+ * (copied) belongs to the calling thread and to the next callback failure on it: that failure takes it, and every ckpt
+ * call starts by forgetting one left unused. NULL forgets it. Never fails (out of memory, the message is dropped and
+ * the code alone is reported). Since 0.6. */
 CKPT_API void ckpt_error_set_message(const char *message);
 
 /* ------------------------------------------------------------------------------------------------- dtypes */
@@ -107,11 +113,11 @@ CKPT_API void ckpt_error_set_message(const char *message);
 #define CKPT_VOID 23            /* numpy '|V<n>': n raw bytes per item; itemsize per array, as CKPT_BYTES */
 
 /* Bytes per item of a fixed-size dtype; 0 for CKPT_UNICODE, CKPT_BYTES and CKPT_VOID (their itemsize is per array)
- * and for values that are not dtypes. */
+ * and for values that are not dtypes. Since 0.6. */
 CKPT_API size_t ckpt_dtype_size(uint32_t dtype);
 /* "bool", "int8", …, "float32", …, "complex128", "unicode", "bytes", then ml_dtypes' spelling: "bfloat16",
  * "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"; "void". NULL if
- * `dtype` is not a dtype. */
+ * `dtype` is not a dtype. Since 0.6. */
 CKPT_API const char *ckpt_dtype_name(uint32_t dtype);
 
 /* ------------------------------------------------------------------------------------ variable collections */
@@ -120,29 +126,32 @@ CKPT_API const char *ckpt_dtype_name(uint32_t dtype);
  * save order. */
 typedef struct ckpt_vars ckpt_vars;
 
-#define CKPT_COPY 0u   /* ckpt_vars_add copies the caller's bytes */
-#define CKPT_BORROW 1u /* ckpt_vars_add keeps the caller's pointer; the bytes must outlive every use of the
-                          collection, and restores write into them */
+#define CKPT_VARS_COPY 0u /* ckpt_vars_add copies the caller's bytes */
+#define CKPT_VARS_BORROW                                                                                              \
+    1u                           /* ckpt_vars_add keeps the caller's pointer; the bytes must outlive every use of the \
+                                    collection, and restores write into them */
+#define CKPT_COPY CKPT_VARS_COPY /* the names before 0.8, kept */
+#define CKPT_BORROW CKPT_VARS_BORROW
 
-/* Creates an empty collection. Returns CKPT_OK, CKPT_EINVAL (out is NULL), CKPT_ENOMEM. */
+/* Creates an empty collection. Returns CKPT_OK, CKPT_EINVAL (out is NULL), CKPT_ENOMEM. Since 0.6. */
 CKPT_API int ckpt_vars_new(ckpt_vars **out);
-/* Frees the collection and every copy it owns; borrowed bytes are left alone. NULL is fine. */
+/* Frees the collection and every copy it owns; borrowed bytes are left alone. NULL is fine. Since 0.6. */
 CKPT_API void ckpt_vars_free(ckpt_vars *vars);
 
 /* Appends a numeric array `name` of `dtype` (CKPT_BOOL … CKPT_COMPLEX128, CKPT_BFLOAT16 … CKPT_FLOAT8_E8M0FNU)
  * with `ndim` dimensions (0 for a
  * scalar; at most 64) of sizes `shape[0..ndim)` (each >= 0; `shape` may be NULL when ndim is 0). `data` holds the
  * product of the shape times ckpt_dtype_size(dtype) bytes in native byte order and C order.
- * flags: CKPT_COPY copies the bytes (data may be NULL: the array is then zero-filled, ready to be restored
- * into); CKPT_BORROW keeps the pointer (data must not be NULL unless the array is empty).
+ * flags: CKPT_VARS_COPY copies the bytes (data may be NULL: the array is then zero-filled, ready to be restored
+ * into); CKPT_VARS_BORROW keeps the pointer (data must not be NULL unless the array is empty).
  * Returns CKPT_OK; CKPT_EINVAL (NULL vars or name, empty name or "__ckpt_metadata__", unknown dtype or flags, a
- * string or void dtype, ndim > 64, negative dimension, byte size overflow, NULL data with CKPT_BORROW);
- * CKPT_EEXIST (the name is taken); CKPT_ENOMEM. */
+ * string or void dtype, ndim > 64, negative dimension, byte size overflow, NULL data with CKPT_VARS_BORROW);
+ * CKPT_EEXIST (the name is taken); CKPT_ENOMEM. Since 0.6. */
 CKPT_API int ckpt_vars_add(ckpt_vars *vars, const char *name, uint32_t dtype, uint32_t ndim,
                            const int64_t *shape, const void *data, uint32_t flags);
 /* As ckpt_vars_add for CKPT_UNICODE, CKPT_BYTES or CKPT_VOID arrays of fixed-width items of `itemsize` bytes
  * (>= 1; a multiple of 4 for CKPT_UNICODE). Returns the codes of ckpt_vars_add, and CKPT_EINVAL for a numeric dtype
- * or a bad itemsize. */
+ * or a bad itemsize. Since 0.6. */
 CKPT_API int ckpt_vars_add_strings(ckpt_vars *vars, const char *name, uint32_t dtype, size_t itemsize,
                                    uint32_t ndim, const int64_t *shape, const void *data, uint32_t flags);
 
@@ -166,32 +175,33 @@ typedef int (*ckpt_source_fn)(void *payload, uint64_t offset, void *dst, size_t 
  * A source array has no bytes of its own: ckpt_vars_data gives NULL for it, and a restore into a collection that
  * holds one fails with CKPT_EINVAL before it reads anything.
  * Returns CKPT_OK; CKPT_EINVAL (NULL vars, name or fn, and what ckpt_vars_add and ckpt_vars_add_strings refuse);
- * CKPT_EEXIST (the name is taken); CKPT_ENOMEM. */
+ * CKPT_EEXIST (the name is taken); CKPT_ENOMEM. Since 0.7. */
 CKPT_API int ckpt_vars_add_source(ckpt_vars *vars, const char *name, uint32_t dtype, size_t itemsize, uint32_t ndim,
                                   const int64_t *shape, ckpt_source_fn fn, void *payload);
-/* 1 if array i was added by ckpt_vars_add_source, 0 otherwise (also out of range and for NULL vars). */
+/* 1 if array i was added by ckpt_vars_add_source, 0 otherwise (also out of range and for NULL vars). Since 0.7. */
 CKPT_API int ckpt_vars_is_source(const ckpt_vars *vars, size_t i);
 
-/* Number of arrays; 0 for NULL. */
+/* Number of arrays; 0 for NULL. Since 0.6. */
 CKPT_API size_t ckpt_vars_count(const ckpt_vars *vars);
-/* Name of array i (borrowed); NULL if i is out of range. */
+/* Name of array i (borrowed); NULL if i is out of range. Since 0.6. */
 CKPT_API const char *ckpt_vars_name(const ckpt_vars *vars, size_t i);
-/* Sets *out_index to the position of `name`. Returns CKPT_OK, CKPT_ENOTFOUND, CKPT_EINVAL (NULL argument). */
+/* Sets *out_index to the position of `name`. Returns CKPT_OK, CKPT_ENOTFOUND, CKPT_EINVAL (NULL argument).
+ * Since 0.6. */
 CKPT_API int ckpt_vars_find(const ckpt_vars *vars, const char *name, size_t *out_index);
-/* Accessors of array i. Out of range gives 0 (dtype, itemsize, ndim, nbytes) or NULL (shape, data). */
+/* Accessors of array i. Out of range gives 0 (dtype, itemsize, ndim, nbytes) or NULL (shape, data). Since 0.6. */
 CKPT_API uint32_t ckpt_vars_dtype(const ckpt_vars *vars, size_t i);
 CKPT_API size_t ckpt_vars_itemsize(const ckpt_vars *vars, size_t i);
 CKPT_API uint32_t ckpt_vars_ndim(const ckpt_vars *vars, size_t i);
-/* ndim sizes (borrowed); a valid non-NULL pointer even when ndim is 0. */
+/* ndim sizes (borrowed); a valid non-NULL pointer even when ndim is 0. Since 0.6. */
 CKPT_API const int64_t *ckpt_vars_shape(const ckpt_vars *vars, size_t i);
-/* Product of the shape times the itemsize. */
+/* Product of the shape times the itemsize. Since 0.6. */
 CKPT_API size_t ckpt_vars_nbytes(const ckpt_vars *vars, size_t i);
 /* The array's bytes, C order, native byte order: the collection's copy, or the caller's borrowed pointer.
- * Writable: restores fill it. May be NULL when nbytes is 0; NULL for a source (ckpt_vars_add_source). */
+ * Writable: restores fill it. May be NULL when nbytes is 0; NULL for a source (ckpt_vars_add_source). Since 0.6. */
 CKPT_API void *ckpt_vars_data(const ckpt_vars *vars, size_t i);
 /* 1 if the latest restore into the collection (ckpt_npz_restore, ckpt_manager_restore) filled variable i, 0 if it
  * did not: one not in the file under CKPT_NPZ_PARTIAL, every variable after a failed restore, and every variable
- * before any restore. A variable added after the restore reads 0. Out of range (or NULL vars): 0. */
+ * before any restore. A variable added after the restore reads 0. Out of range (or NULL vars): 0. Since 0.6. */
 CKPT_API int ckpt_vars_restored(const ckpt_vars *vars, size_t i);
 
 /* Row-split variables, for sharded checkpoints (docs/distributed.md): marks array i as rows
@@ -202,10 +212,10 @@ CKPT_API int ckpt_vars_restored(const ckpt_vars *vars, size_t i);
  * ignore the marking (a file holds the array as it is), and so do restores from a file checkpoint: the array must
  * then have the file's shape, or the restore fails with CKPT_EMISMATCH.
  * Returns CKPT_OK; CKPT_EINVAL (NULL vars, a 0-d array, rows outside [0, global_rows), global_rows < -1);
- * CKPT_ENOTFOUND (i out of range). */
+ * CKPT_ENOTFOUND (i out of range). Since 0.6. */
 CKPT_API int ckpt_vars_set_rows(ckpt_vars *vars, size_t i, int64_t row_begin, int64_t global_rows);
 /* The row split of array i: sets *row_begin and *global_rows (either may be NULL). Returns CKPT_OK; CKPT_ENOTFOUND
- * (i out of range, or the array is whole: both are then set to -1); CKPT_EINVAL (NULL vars). */
+ * (i out of range, or the array is whole: both are then set to -1); CKPT_EINVAL (NULL vars). Since 0.6. */
 CKPT_API int ckpt_vars_rows(const ckpt_vars *vars, size_t i, int64_t *row_begin, int64_t *global_rows);
 
 /* The collection's metadata: string key/values about the checkpoint (step, time, loss, notes), saved with it in
@@ -216,14 +226,15 @@ CKPT_API int ckpt_vars_rows(const ckpt_vars *vars, size_t i, int64_t *row_begin,
  * brings them in) but they are never written as such: a manager save replaces them with its own, and every other
  * save (ckpt_npz_save, ckpt_writer_save_vars, the bindings' saves) leaves them out. */
 /* Sets key to value (both copied), replacing any value it had; a NULL value removes the key (CKPT_OK if it was
- * absent). Returns CKPT_OK; CKPT_EINVAL (NULL vars or key, empty key, key or value not valid UTF-8); CKPT_ENOMEM. */
+ * absent). Returns CKPT_OK; CKPT_EINVAL (NULL vars or key, empty key, key or value not valid UTF-8); CKPT_ENOMEM.
+ * Since 0.6. */
 CKPT_API int ckpt_vars_set_metadata(ckpt_vars *vars, const char *key, const char *value);
 /* The value of key (borrowed, until the key is set or removed or the collection freed); NULL if absent or for a
- * NULL argument. */
+ * NULL argument. Since 0.6. */
 CKPT_API const char *ckpt_vars_metadata(const ckpt_vars *vars, const char *key);
-/* Number of metadata keys; 0 for NULL. */
+/* Number of metadata keys; 0 for NULL. Since 0.6. */
 CKPT_API size_t ckpt_vars_metadata_count(const ckpt_vars *vars);
-/* Key i and its value, in insertion order (borrowed); NULL if i is out of range. */
+/* Key i and its value, in insertion order (borrowed); NULL if i is out of range. Since 0.6. */
 CKPT_API const char *ckpt_vars_metadata_key(const ckpt_vars *vars, size_t i);
 CKPT_API const char *ckpt_vars_metadata_value(const ckpt_vars *vars, size_t i);
 
@@ -285,7 +296,8 @@ typedef struct ckpt_npz_options {
 #define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0}
 
 /* Fills *opts with the defaults of struct version `version` (pass CKPT_NPZ_OPTIONS_VERSION), writing only the
- * fields that version has. Returns CKPT_OK, CKPT_EINVAL (NULL opts, or a version this library does not know). */
+ * fields that version has. Returns CKPT_OK, CKPT_EINVAL (NULL opts, or a version this library does not know).
+ * Since 0.6. */
 CKPT_API int ckpt_npz_options_init(ckpt_npz_options *opts, uint32_t version);
 
 /* Saves `vars` to `path` as an .npz that numpy.load reads, atomically and durably: the bytes go to a temporary
@@ -302,7 +314,7 @@ CKPT_API int ckpt_npz_options_init(ckpt_npz_options *opts, uint32_t version);
  * in by a restore) are left out, unless opts->flags has CKPT_NPZ_KEEP_MANAGER_KEYS: the file does not claim to be
  * checkpoint "ckpt.index" of a manager.
  * Returns CKPT_OK; CKPT_EINVAL (NULL argument, bad options, a name that cannot be a member name: containing NUL
- * or, for the plain layout, empty); CKPT_EIO (the message names the path and the OS error); CKPT_ENOMEM. */
+ * or, for the plain layout, empty); CKPT_EIO (the message names the path and the OS error); CKPT_ENOMEM. Since 0.6. */
 CKPT_API int ckpt_npz_save(const char *path, const ckpt_vars *vars, const ckpt_npz_options *opts);
 
 /* Reads every array of the .npz at `path` into a new collection (*out, owned by the caller), in member order,
@@ -314,9 +326,10 @@ CKPT_API int ckpt_npz_save(const char *path, const ckpt_vars *vars, const ckpt_n
  * JSON of the documented shape, an unknown dtype name, a dtype for an array that is not there or of another size)
  * is CKPT_EFORMAT.
  * Returns CKPT_OK; CKPT_EINVAL; CKPT_ENOTFOUND (no file at path); CKPT_EIO; CKPT_EFORMAT (malformed or corrupt);
- * CKPT_EUNSUPPORTED (object, structured or other dtypes ckpt does not handle); CKPT_ENOMEM. */
+ * CKPT_EUNSUPPORTED (object, structured or other dtypes ckpt does not handle); CKPT_ENOMEM. Since 0.6. */
 CKPT_API int ckpt_npz_read(ckpt_vars **out, const char *path, const ckpt_npz_options *opts);
-/* As ckpt_npz_read for an .npz held in memory (`bytes` is not retained). Messages name the file "<memory>". */
+/* As ckpt_npz_read for an .npz held in memory (`bytes` is not retained). Messages name the file "<memory>".
+ * Since 0.6. */
 CKPT_API int ckpt_npz_read_memory(ckpt_vars **out, const void *bytes, size_t size, const ckpt_npz_options *opts);
 
 /* Restores the arrays of an existing collection from the .npz at `path`, in place (objax's
@@ -328,7 +341,7 @@ CKPT_API int ckpt_npz_read_memory(ckpt_vars **out, const void *bytes, size_t siz
  * lists every missing variable and every on-disk name that went unused. A file found corrupt while its data is
  * read (CKPT_EFORMAT, CKPT_EIO) may leave the variables read so far updated.
  * Returns the codes of ckpt_npz_read, plus CKPT_EMISMATCH, CKPT_EBUFS (renamer overflow) and any negative code a
- * renamer returned. */
+ * renamer returned. Since 0.6. */
 CKPT_API int ckpt_npz_restore(const char *path, ckpt_vars *vars, const ckpt_npz_options *opts);
 
 /* Lazy access to one file's arrays, for partial loads and inspection. Opening reads the zip directory and every
@@ -337,19 +350,20 @@ CKPT_API int ckpt_npz_restore(const char *path, ckpt_vars *vars, const ckpt_npz_
  * the end of the file, and each member's local header is checked against it when the member's data is first read
  * (a disagreement is then CKPT_EFORMAT from that read). */
 typedef struct ckpt_npz ckpt_npz;
-/* Opens `path` (and reads its metadata). Returns the codes of ckpt_npz_read. */
+/* Opens `path` (and reads its metadata). Returns the codes of ckpt_npz_read. Since 0.6. */
 CKPT_API int ckpt_npz_open(ckpt_npz **out, const char *path, const ckpt_npz_options *opts);
-/* Closes the file. NULL is fine. */
+/* Closes the file. NULL is fine. Since 0.6. */
 CKPT_API void ckpt_npz_close(ckpt_npz *npz);
-/* Number of arrays (not counting the metadata member, nor "names.npy" of the objax layout). */
+/* Number of arrays (not counting the metadata member, nor "names.npy" of the objax layout). Since 0.6. */
 CKPT_API size_t ckpt_npz_count(const ckpt_npz *npz);
-/* Variable name of array i: the member name without ".npy", or the objax name (borrowed); NULL if out of range. */
+/* Variable name of array i: the member name without ".npy", or the objax name (borrowed); NULL if out of range.
+ * Since 0.6. */
 CKPT_API const char *ckpt_npz_name(const ckpt_npz *npz, size_t i);
 /* Sets *out_index to the position of the array named `name` (as ckpt_npz_name gives it): a binary search, after
  * the names are sorted once on the first call. Safe to call from several threads at once.
  * Returns CKPT_OK, CKPT_ENOTFOUND (no such array; *out_index unchanged), CKPT_EINVAL (NULL argument). Since 0.8. */
 CKPT_API int ckpt_npz_find(const ckpt_npz *npz, const char *name, size_t *out_index);
-/* Accessors of array i, as the ckpt_vars ones; out of range gives 0 or NULL. */
+/* Accessors of array i, as the ckpt_vars ones; out of range gives 0 or NULL. Since 0.6. */
 CKPT_API uint32_t ckpt_npz_dtype(const ckpt_npz *npz, size_t i);
 CKPT_API size_t ckpt_npz_itemsize(const ckpt_npz *npz, size_t i);
 CKPT_API uint32_t ckpt_npz_ndim(const ckpt_npz *npz, size_t i);
@@ -358,7 +372,7 @@ CKPT_API size_t ckpt_npz_nbytes(const ckpt_npz *npz, size_t i);
 /* Reads array i into dst (native byte order, C order), verifying its CRC-32. dst_size must be at least
  * ckpt_npz_nbytes(npz, i). On CKPT_EFORMAT or CKPT_EIO the contents of dst are unspecified.
  * Returns CKPT_OK; CKPT_EINVAL (NULL npz, NULL dst with a non-empty array); CKPT_ENOTFOUND (i out of range);
- * CKPT_EBUFS (dst_size too small); CKPT_EFORMAT (corrupt data, CRC mismatch); CKPT_EIO; CKPT_ENOMEM. */
+ * CKPT_EBUFS (dst_size too small); CKPT_EFORMAT (corrupt data, CRC mismatch); CKPT_EIO; CKPT_ENOMEM. Since 0.6. */
 CKPT_API int ckpt_npz_read_into(ckpt_npz *npz, size_t i, void *dst, size_t dst_size);
 /* Reads bytes [offset, offset + size) of array i into dst, as ckpt_npz_read_into would deliver them (native byte
  * order, C order), in bounded memory whatever the array's size: for reading a large array piece by piece. offset
@@ -378,13 +392,13 @@ CKPT_API int ckpt_npz_read_into(ckpt_npz *npz, size_t i, void *dst, size_t dst_s
  * Returns CKPT_OK; CKPT_EINVAL (NULL npz, NULL dst with size > 0, an offset or size that is not a multiple of the
  * itemsize, a range reaching past the array's end); CKPT_ENOTFOUND (i out of range); CKPT_EUNSUPPORTED (Fortran
  * order); CKPT_EFORMAT (corrupt data, CRC-32 mismatch); CKPT_EIO; CKPT_ENOMEM. On CKPT_EFORMAT or CKPT_EIO the
- * contents of dst are unspecified, and the next range starts the member afresh. */
+ * contents of dst are unspecified, and the next range starts the member afresh. Since 0.7. */
 CKPT_API int ckpt_npz_read_range(ckpt_npz *npz, size_t i, uint64_t offset, void *dst, size_t size);
 /* How the file holds array i, for inspection tools: its zip member's name ("w.npy", "0.npy"; borrowed),
  * CKPT_STORE or CKPT_DEFLATE, its bytes in the file (compressed, with its npy header), its CRC-32 (over the npy
  * header and data, as the zip directory records it), and the file offset of its first data byte when it is stored
  * (0 when deflated: its bytes are not in the file as they are; for a member with a head copy, as the zip directory
- * gives it until the array is read). Out of range gives NULL or 0. */
+ * gives it until the array is read). Out of range gives NULL or 0. Since 0.6. */
 CKPT_API const char *ckpt_npz_member_name(const ckpt_npz *npz, size_t i);
 CKPT_API uint32_t ckpt_npz_compression(const ckpt_npz *npz, size_t i);
 CKPT_API uint64_t ckpt_npz_stored_bytes(const ckpt_npz *npz, size_t i);
@@ -394,51 +408,36 @@ CKPT_API uint64_t ckpt_npz_data_offset(const ckpt_npz *npz, size_t i);
  * whatever it is, so this is for inspection tools. ckpt_npz_byte_order: '<' (little-endian), '>' (big-endian, as
  * numpy writes a '>f8' array), or '|' where byte order does not apply (items of single bytes: bool, int8, uint8,
  * float8, bytes, void); 0 out of range. ckpt_npz_fortran_order: 1 for Fortran (column-major) order, 0 for C order or
- * out of range. */
+ * out of range. Since 0.7. */
 CKPT_API int ckpt_npz_byte_order(const ckpt_npz *npz, size_t i);
 CKPT_API int ckpt_npz_fortran_order(const ckpt_npz *npz, size_t i);
 /* The size in bytes of the file (or S3 object, or storage file) the handle was opened on, as it was then: what
- * stat would say of a local file, and the only way to learn an object's size through the C API. 0 for NULL. */
+ * stat would say of a local file, and the only way to learn an object's size through the C API. 0 for NULL.
+ * Since 0.7. */
 CKPT_API uint64_t ckpt_npz_file_size(const ckpt_npz *npz);
 /* The layout the file was read in: CKPT_LAYOUT_PLAIN or CKPT_LAYOUT_OBJAX (detected, or as the options asked);
- * 0 for NULL. */
+ * 0 for NULL. Since 0.6. */
 CKPT_API uint32_t ckpt_npz_layout(const ckpt_npz *npz);
 /* The file's metadata, as the ckpt_vars_metadata functions (borrowed until the file is closed); available right
- * after ckpt_npz_open, before any array is read. */
+ * after ckpt_npz_open, before any array is read. Since 0.6. */
 CKPT_API const char *ckpt_npz_metadata(const ckpt_npz *npz, const char *key);
 CKPT_API size_t ckpt_npz_metadata_count(const ckpt_npz *npz);
 CKPT_API const char *ckpt_npz_metadata_key(const ckpt_npz *npz, size_t i);
 CKPT_API const char *ckpt_npz_metadata_value(const ckpt_npz *npz, size_t i);
 
 /* Array i's bytes without a copy: *out_data points at ckpt_npz_nbytes(npz, i) bytes in native byte order and C
- * order, read-only (writable, copy-on-write, under CKPT_NPZ_MAP_WRITABLE), valid until ckpt_npz_close(npz); every
- * call for the same i gives the same pointer. An empty
- * array gives a pointer that is not NULL and must not be read.
- * A member that lies in the file as it is used — stored, native byte order, C order, its data aligned for its
- * dtype, as every member ckpt writes (ckpt aligns stored data to 64 bytes) — is a pointer into a private read-only
- * mapping of the whole file (mmap PROT_READ, MAP_PRIVATE — with CKPT_NPZ_MAP_WRITABLE, PROT_READ | PROT_WRITE; one
- * per handle, made at the first call): its pages come
- * from the page cache, or the disk, when they are touched, and memory grows only by the pages touched. Any other
- * member (deflated; big-endian, Fortran order or unaligned, as numpy may write) and every member read through a
- * storage that cannot map (the memory storage, ckpt_storage callbacks) is read and converted once into memory the
- * handle owns, as ckpt_npz_read_into would.
- * Integrity: the first call for i checks the member's CRC-32, reading each of its pages once (on several threads
- * for a large member); a mismatch is CKPT_EFORMAT naming the file and the member, and later calls check again.
- * CKPT_NPZ_MAP_UNVERIFIED in the open options' flags skips the check for mapped members, trading integrity for
- * latency: the call then reads at most the member's local header (a few hundred bytes, in a file ckpt wrote) and
- * takes microseconds whatever the array's size, and corrupt bytes are handed over as they are. Use it for files
- * verified already (read or mapped before, `ckpt verify`) or where paging in on demand matters more than
- * integrity. Decoded members are always verified (they are read anyway).
- * While mapped: a file replaced (a save renames a new file over it) or deleted keeps its old bytes readable through
- * the mapping until ckpt_npz_close — and keeps its disk space in use until then. A file truncated while mapped
- * makes touching its lost pages raise SIGBUS: that is the operating system's answer, and no error code can report
- * it; a file that shrank before the first call is CKPT_EIO. A checkpoint manager never truncates: saves write a
- * new file and rename it, retention deletes. So mapping a checkpoint in a live manager's directory is safe on a local
- * filesystem (only close the handle soon after retention has deleted the file, to free its space). On a network
- * filesystem (NFS) a file deleted from another host can fault like a truncated one: map only files no other host
- * deletes while they are open, or copy them (ckpt_npz_read_into).
+ * order, read-only (copy-on-write under CKPT_NPZ_MAP_WRITABLE), valid until ckpt_npz_close(npz); every call for the
+ * same i gives the same pointer (an empty array's is not NULL and must not be read).
+ * - A member that lies in the file as it is used (stored, native byte order, C order, aligned: every member ckpt
+ *   writes) is a pointer into one private mapping of the whole file, paged in when touched. Any other member, and
+ *   any member of a storage that cannot map (memory, callbacks), is decoded once into memory the handle owns.
+ * - The first call for i checks the member's CRC-32 (CKPT_EFORMAT naming the file and member on a mismatch);
+ *   CKPT_NPZ_MAP_UNVERIFIED in the open options' flags skips that for mapped members.
+ * - A file replaced or deleted while mapped keeps its old bytes until ckpt_npz_close; one truncated while mapped
+ *   raises SIGBUS where its lost pages are touched (a manager never truncates; NFS deletes from another host can).
  * Returns CKPT_OK; CKPT_EINVAL (NULL npz or out_data); CKPT_ENOTFOUND (i out of range); CKPT_EFORMAT (corrupt data,
- * CRC-32 mismatch); CKPT_EIO; CKPT_ENOMEM. On failure *out_data is NULL. */
+ * CRC-32 mismatch); CKPT_EIO (also a file that shrank before the first call); CKPT_ENOMEM. On failure *out_data is
+ * NULL. docs/guide.md ("Arrays without a copy") says the rest. Since 0.6. */
 CKPT_API int ckpt_npz_map(ckpt_npz *npz, size_t i, const void **out_data);
 /* A restore without copies: *out is a new collection of every array of the file, in ckpt_npz_name's order, each
  * borrowing what ckpt_npz_map gives for it (so every member is mapped, and checked as ckpt_npz_map checks it),
@@ -446,7 +445,7 @@ CKPT_API int ckpt_npz_map(ckpt_npz *npz, size_t i, const void **out_data);
  * the handle).
  * Writing into its arrays is allowed when the file was opened with CKPT_NPZ_MAP_WRITABLE (copy-on-write), and
  * faults (SIGSEGV) otherwise for mapped members. Returns CKPT_OK; CKPT_EINVAL (NULL argument); CKPT_EFORMAT (a
- * corrupt member, the message naming it); CKPT_EIO; CKPT_ENOMEM. On failure *out is NULL. */
+ * corrupt member, the message naming it); CKPT_EIO; CKPT_ENOMEM. On failure *out is NULL. Since 0.6. */
 CKPT_API int ckpt_npz_map_vars(ckpt_npz *npz, ckpt_vars **out);
 
 /* -------------------------------------------------------------------------------------------------- storage */
@@ -465,10 +464,10 @@ typedef struct ckpt_file_info {
 
 /* A storage held in this process's memory (thread-safe): for tests, and for programs that want checkpoint bytes
  * without a filesystem. Directories must be made (make_dirs) before files go in them; "" and "." always exist.
- * Returns CKPT_OK, CKPT_EINVAL, CKPT_ENOMEM. */
+ * Returns CKPT_OK, CKPT_EINVAL, CKPT_ENOMEM. Since 0.6. */
 CKPT_API int ckpt_storage_new_memory(ckpt_storage **out);
 /* Releases the caller's reference. Writers and managers that use the storage keep their own; the storage (and its
- * destroy callback) goes when the last one is released. NULL is fine. */
+ * destroy callback) goes when the last one is released. NULL is fine. Since 0.6. */
 CKPT_API void ckpt_storage_free(ckpt_storage *storage);
 
 /* ---------------------------------------------------------------------------------------- files of a storage */
@@ -519,12 +518,15 @@ typedef struct ckpt_sink ckpt_sink; /* the file a save function writes into */
 #define CKPT_WRITER_THREAD 1u /* one background save at a time: a save first waits for the previous one */
 #define CKPT_WRITER_QUEUE 2u  /* one background thread behind a queue of queue_depth saves */
 
-#define CKPT_APPEND 1u  /* ckpt_writer_save: append to the file in place — not atomic (as pfn-extras' append) */
-#define CKPT_NO_COPY 2u /* ckpt_writer_save_vars: do not copy the arrays; the caller promises the collection and
-                           its data stay alive and unchanged until the save completes (ckpt_writer_wait) */
+#define CKPT_WRITER_APPEND 1u /* ckpt_writer_save: append to the file in place, not atomic (pfn-extras' append) */
+#define CKPT_WRITER_NO_COPY                                                                 \
+    2u /* ckpt_writer_save_vars: do not copy the arrays; the caller promises the collection \
+          and its data stay alive and unchanged until the save completes (ckpt_writer_wait) */
+#define CKPT_APPEND CKPT_WRITER_APPEND /* the names before 0.8, kept */
+#define CKPT_NO_COPY CKPT_WRITER_NO_COPY
 
 /* Called after each save that succeeded, once its file is durable under its final name (for an atomic save: after
- * the rename and the directory's sync; for a CKPT_APPEND save: after the file's sync), with the path saved to
+ * the rename and the directory's sync; for a CKPT_WRITER_APPEND save: after the file's sync), with the path saved to
  * (<out_dir>/<filename>, as the save's error messages name it; borrowed for the call) and the writer's
  * after_save_payload. pytorch-pfn-extras runs its snapshot retention (n_retains) here: nothing it removes can be
  * the only copy of a checkpoint that is not yet on disk. Never called for a save that failed.
@@ -550,7 +552,7 @@ typedef struct ckpt_writer_options {
 #define CKPT_WRITER_OPTIONS_VERSION 2
 #define CKPT_WRITER_OPTIONS_INIT {CKPT_WRITER_OPTIONS_VERSION, 0, 0, NULL, NULL, NULL, NULL}
 /* Fills *opts with the defaults of struct version `version` (1..CKPT_WRITER_OPTIONS_VERSION), writing only the
- * fields that version has. Returns CKPT_OK, CKPT_EINVAL (NULL opts, unknown version). */
+ * fields that version has. Returns CKPT_OK, CKPT_EINVAL (NULL opts, unknown version). Since 0.6. */
 CKPT_API int ckpt_writer_options_init(ckpt_writer_options *opts, uint32_t version);
 
 /* Writes the file's bytes: called once per save, on the writer's thread for background kinds. Return CKPT_OK,
@@ -559,34 +561,35 @@ typedef int (*ckpt_save_fn)(ckpt_sink *sink, void *payload);
 
 /* Creates a writer (background kinds start their thread). opts NULL means the defaults; a struct of an older
  * version (1) is read only as far as that version goes, its later fields taking their defaults. Returns CKPT_OK,
- * CKPT_EINVAL (bad options, unknown version), CKPT_ENOMEM, CKPT_ERROR (no thread could be started). */
+ * CKPT_EINVAL (bad options, unknown version), CKPT_ENOMEM, CKPT_ERROR (no thread could be started). Since 0.6. */
 CKPT_API int ckpt_writer_new(ckpt_writer **out, const ckpt_writer_options *opts);
 /* Saves what fn writes to <out_dir>/<filename> (out_dir NULL: the writer's). Atomic and durable unless flags has
- * CKPT_APPEND; an atomic save then removes the stale temporaries of <filename> that killed saves left, as
+ * CKPT_WRITER_APPEND; an atomic save then removes the stale temporaries of <filename> that killed saves left, as
  * ckpt_npz_save does. For background kinds fn runs later on the writer's thread: payload must stay valid until then
  * (ckpt_writer_wait). Blocks while the writer's queue is full.
  * If a ckpt_sink_write fails, the save fails with that error whatever fn returns (the target is left alone).
  * Returns CKPT_OK (for background kinds: queued); the error of an earlier background save, in which case this save
  * was not started (the message ends "; the save of <path> was not started"); CKPT_EINVAL (NULL writer, filename
- * or fn, empty filename, flags other than CKPT_APPEND, writer finalized); for SIMPLE writers, the save's own
- * errors: CKPT_ENOTFOUND (no such directory), CKPT_EIO, fn's code, the after_save callback's code. */
+ * or fn, empty filename, flags other than CKPT_WRITER_APPEND, writer finalized); for SIMPLE writers, the save's own
+ * errors: CKPT_ENOTFOUND (no such directory), CKPT_EIO, fn's code, the after_save callback's code. Since 0.6. */
 CKPT_API int ckpt_writer_save(ckpt_writer *w, const char *out_dir, const char *filename, ckpt_save_fn fn,
                               void *payload, uint32_t flags);
 /* Saves a collection as .npz (ckpt_npz_save's format and options; npz->storage is ignored: the writer's storage
  * is used). Background kinds copy every array before returning, so training may change them at once — unless
- * flags has CKPT_NO_COPY. Returns the codes of ckpt_writer_save, plus CKPT_ENOMEM for the copy. */
+ * flags has CKPT_WRITER_NO_COPY. Returns the codes of ckpt_writer_save, plus CKPT_ENOMEM for the copy. Since 0.6. */
 CKPT_API int ckpt_writer_save_vars(ckpt_writer *w, const char *out_dir, const char *filename, const ckpt_vars *vars,
                                    const ckpt_npz_options *npz, uint32_t flags);
 /* Appends size bytes to the file being saved. Returns CKPT_OK, CKPT_EINVAL, CKPT_EIO (the storage failed; every
- * later write to this sink fails the same way). */
+ * later write to this sink fails the same way). Since 0.6. */
 CKPT_API int ckpt_sink_write(ckpt_sink *sink, const void *data, size_t size);
 /* Waits for every queued save and its after_save callback; returns CKPT_OK or the first error not yet reported
- * (CKPT_EINVAL for NULL). */
+ * (CKPT_EINVAL for NULL). Since 0.6. */
 CKPT_API int ckpt_writer_wait(ckpt_writer *w);
 /* Waits, then stops the background thread; later saves fail with CKPT_EINVAL. Idempotent: a second call returns
- * CKPT_OK. Returns the first unreported error. Never hangs on a failed save. */
+ * CKPT_OK. Returns the first unreported error. Never hangs on a failed save. Since 0.6. */
 CKPT_API int ckpt_writer_finalize(ckpt_writer *w);
-/* Finalizes (discarding unreported errors: call ckpt_writer_finalize first to see them) and frees. NULL is fine. */
+/* Finalizes (discarding unreported errors: call ckpt_writer_finalize first to see them) and frees. NULL is fine.
+ * Since 0.6. */
 CKPT_API void ckpt_writer_free(ckpt_writer *w);
 
 /* ------------------------------------------------------------------------------------------- communicators */
@@ -596,9 +599,9 @@ CKPT_API void ckpt_writer_free(ckpt_writer *w);
 typedef struct ckpt_comm ckpt_comm;
 
 /* Releases the caller's reference; managers that use the communicator keep their own, and destroy is called when
- * the last goes. NULL is fine. */
+ * the last goes. NULL is fine. Since 0.6. */
 CKPT_API void ckpt_comm_free(ckpt_comm *comm);
-/* This process's rank and the number of ranks, as the callbacks reported them; -1 and 0 for NULL. */
+/* This process's rank and the number of ranks, as the callbacks reported them; -1 and 0 for NULL. Since 0.6. */
 CKPT_API int32_t ckpt_comm_rank(const ckpt_comm *comm);
 CKPT_API int32_t ckpt_comm_size(const ckpt_comm *comm);
 
@@ -609,17 +612,19 @@ CKPT_API int32_t ckpt_comm_size(const ckpt_comm *comm);
 typedef struct ckpt_step ckpt_step;
 /* Opens the step directory `dir`. opts (may be NULL): its storage and reading limits apply. Returns CKPT_OK;
  * CKPT_EINVAL (NULL out or dir, bad options); CKPT_ENOTFOUND (no manifest.json in dir); CKPT_EFORMAT (a malformed
- * manifest, the message naming the problem); CKPT_EUNSUPPORTED (a newer manifest version); CKPT_EIO; CKPT_ENOMEM. */
+ * manifest, the message naming the problem); CKPT_EUNSUPPORTED (a newer manifest version); CKPT_EIO; CKPT_ENOMEM.
+ * Since 0.6. */
 CKPT_API int ckpt_step_open(ckpt_step **out, const char *dir, const ckpt_npz_options *opts);
-/* Closes the step. NULL is fine. */
+/* Closes the step. NULL is fine. Since 0.6. */
 CKPT_API void ckpt_step_close(ckpt_step *step);
-/* The step's index (-1 for NULL) and the number of ranks that saved it (0 for NULL). */
+/* The step's index (-1 for NULL) and the number of ranks that saved it (0 for NULL). Since 0.6. */
 CKPT_API int64_t ckpt_step_index(const ckpt_step *step);
 CKPT_API int32_t ckpt_step_world_size(const ckpt_step *step);
-/* The file name of rank's shard in the step directory ("shard-00003-of-00008.npz", borrowed); NULL out of range. */
+/* The file name of rank's shard in the step directory ("shard-00003-of-00008.npz", borrowed); NULL out of range.
+ * Since 0.6. */
 CKPT_API const char *ckpt_step_shard(const ckpt_step *step, int32_t rank);
 /* Number of variables; their names and accessors, as the ckpt_npz ones — the shape is the global one for a
- * row-split variable (borrowed). Out of range gives 0 or NULL. */
+ * row-split variable (borrowed). Out of range gives 0 or NULL. Since 0.6. */
 CKPT_API size_t ckpt_step_count(const ckpt_step *step);
 CKPT_API const char *ckpt_step_name(const ckpt_step *step, size_t i);
 CKPT_API uint32_t ckpt_step_dtype(const ckpt_step *step, size_t i);
@@ -627,16 +632,18 @@ CKPT_API size_t ckpt_step_itemsize(const ckpt_step *step, size_t i);
 CKPT_API uint32_t ckpt_step_ndim(const ckpt_step *step, size_t i);
 CKPT_API const int64_t *ckpt_step_shape(const ckpt_step *step, size_t i);
 CKPT_API size_t ckpt_step_nbytes(const ckpt_step *step, size_t i);
-/* Number of pieces of variable i: 0 for a whole variable (held by one shard), else the shards its rows are in. */
+/* Number of pieces of variable i: 0 for a whole variable (held by one shard), else the shards its rows are in.
+ * Since 0.6. */
 CKPT_API size_t ckpt_step_pieces(const ckpt_step *step, size_t i);
 /* Reads rows [first, first + count) of variable i along dimension 0 (a 0-d variable: first 0, count 1) into dst
  * (native byte order, C order), from whichever shards hold them: a piece read whole has its CRC-32 verified, part
  * of a stored one is a ranged read (see ckpt_manager_restore). dst_size must hold count rows.
  * Returns CKPT_OK; CKPT_EINVAL (NULL step, NULL dst for a non-empty read, rows outside the variable);
  * CKPT_ENOTFOUND (i out of range); CKPT_EBUFS (dst_size too small); CKPT_EFORMAT (a shard is corrupt, or does not
- * hold what the manifest says); CKPT_EIO; CKPT_ENOMEM. */
+ * hold what the manifest says); CKPT_EIO; CKPT_ENOMEM. Since 0.6. */
 CKPT_API int ckpt_step_read_rows(ckpt_step *step, size_t i, int64_t first, int64_t count, void *dst, size_t dst_size);
-/* The step's metadata (the manifest's), as the ckpt_npz_metadata functions (borrowed until the step is closed). */
+/* The step's metadata (the manifest's), as the ckpt_npz_metadata functions (borrowed until the step is closed).
+ * Since 0.6. */
 CKPT_API const char *ckpt_step_metadata(const ckpt_step *step, const char *key);
 CKPT_API size_t ckpt_step_metadata_count(const ckpt_step *step);
 CKPT_API const char *ckpt_step_metadata_key(const ckpt_step *step, size_t i);
@@ -723,7 +730,7 @@ typedef struct ckpt_manager_options {
     {CKPT_MANAGER_OPTIONS_VERSION, 10, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL, CKPT_BEST_MIN, 0, 0, 0, 0, NULL}
 /* Fills *opts with the defaults of `version` (1 to 4: an older caller's struct ends before the later fields, and
  * only that much is written). ckpt_manager_open accepts every version. Returns CKPT_OK, CKPT_EINVAL (NULL opts,
- * unknown version). */
+ * unknown version). Since 0.6. */
 CKPT_API int ckpt_manager_options_init(ckpt_manager_options *opts, uint32_t version);
 /* Opens (creating, unless CKPT_MANAGER_NO_MAKEDIR) the checkpoint directory of `logdir`. It locks nothing and
  * deletes nothing: another manager, of this process or another, may hold the directory and save meanwhile; the
@@ -733,70 +740,49 @@ CKPT_API int ckpt_manager_options_init(ckpt_manager_options *opts, uint32_t vers
  * Returns CKPT_OK; CKPT_EINVAL (also READ_ONLY with ASYNC, keep_best > 0 without a
  * best_metric, an empty or invalid best_metric, an unknown best_mode, a negative keep_every, keep_seconds,
  * save_every_steps or save_every_seconds); CKPT_ENOTFOUND (NO_MAKEDIR or READ_ONLY, and no
- * directory); CKPT_EIO; CKPT_ENOMEM. */
+ * directory); CKPT_EIO; CKPT_ENOMEM. Since 0.6. */
 CKPT_API int ckpt_manager_open(ckpt_manager **out, const char *logdir, const ckpt_manager_options *opts);
-/* Saves `vars` as checkpoint idx (>= 0), replacing an existing one atomically, then applies retention.
- * The manager's first save takes the directory: it locks ".ckpt.lock" (CKPT_EBUSY, the message naming the
- * holder's pid, when a manager of another process holds it: nothing is written, and a later save tries again) or,
- * when an older manager of this process holds it, takes the lock over (a CKPT_LOG_WARNING in this manager's log),
- * then removes stale temporaries (not after a takeover: the older manager's save in flight may be writing one).
- * A later save of a manager whose directory was taken over fails with CKPT_EBUSY, the message saying that another
- * manager of this process took the directory over. With a comm, rank 0 takes the directory, every rank getting
- * its error. The "ckpt."-prefixed keys of vars' metadata (a restore brings a checkpoint's in) are replaced by
- * this save's; vars is left as it was. With
- * CKPT_MANAGER_ASYNC the arrays are copied before it returns, it blocks while queue_depth saves are in flight
- * (and while max_staging_bytes has no room for the copy), and it returns an earlier background save's error (this
- * save is then not started, as the message says).
- * Disk space: before the save writes its first byte, when the storage can tell its free space (the local file
- * system's statvfs; a callback storage's free_space), a save needing more than is free fails with CKPT_EIO, the
- * message saying how much it needs and how much is free, and the directory is left as it was. The need is an
- * upper bound: the data, npy headers and zip records (for deflate, as if nothing compressed). At open and after
- * each save, when the free space would not hold the checkpoints `keep` has yet to accumulate plus one more (of
- * the newest one's size — after a save, that save's upper bound), a warning goes to the log (file checkpoints
- * only: a sharded save has each rank's check before writing, no warning).
- * With a comm (sharded, collective: every rank calls it with its own variables, the same idx and metrics): each rank
- * writes "shard-RRRRR-of-WWWWW.npz" into a staging directory; once every shard is durable rank 0 writes
- * "manifest.json", renames the staging directory to "<subdir>/%010d/" and syncs the checkpoint directory; only then
- * does any rank return CKPT_OK. A variable marked with ckpt_vars_set_rows is one piece of a global array (the
- * ranks' pieces must tile its rows); any other variable must be saved by one rank only. If any rank fails, nothing
- * is committed, the staging directory is removed, and every rank returns the same code (the first failing rank's)
- * and message, naming each failing rank and its error. Each rank makes the disk-space check for its own shard.
- * With a comm and CKPT_MANAGER_ASYNC: the call first commits the previous step (returning its error, on every
- * rank, without starting this save); then the ranks make the staging directory, each copies its arrays and returns
- * while its shard is written in the background. The step is committed (and visible) at the next ckpt_manager_save,
- * _wait, _close, _restore or _read — every rank must make that call, as it must make the save — so no collective
- * ever runs on a background thread, and a rank whose write failed cannot leave the others waiting: its error
- * reaches every rank at that call. A rank's part larger than max_staging_bytes makes every rank save synchronously.
- * On a storage that cannot rename directories (ckpt_storage_ops without rename_dir) the shards go straight into
- * the step's directory and the manifest, written last, commits it (docs/distributed.md).
- * Returns CKPT_OK; CKPT_EINVAL (NULL argument, idx < 0, a manager opened read-only; sharded: a whole
- * variable saved by two ranks, pieces that do not tile their rows); CKPT_EBUSY (the directory is another
- * manager's, see above); CKPT_EIO; CKPT_ENOMEM; an earlier save's code; CKPT_EUNSUPPORTED (sharded, on a callback
- * storage without list_dirs). */
+/* Saves `vars` as checkpoint idx (>= 0), replacing an existing one atomically, then applies retention. The file's
+ * metadata gets this save's "ckpt."-prefixed keys (index, time, version) in place of any vars carries; vars is left
+ * as it was.
+ * - The first save takes the directory: it locks ".ckpt.lock" (CKPT_EBUSY naming the holder's pid while another
+ *   process's manager holds it: nothing is written) and removes stale temporaries; a later save of a manager whose
+ *   directory a newer manager of this process took over fails with CKPT_EBUSY.
+ * - Before its first byte, a save that the storage says will not fit fails with CKPT_EIO, changing nothing.
+ * - CKPT_MANAGER_ASYNC: the arrays are copied before it returns; it blocks while queue_depth saves are in flight
+ *   (or max_staging_bytes has no room), and returns an earlier background save's error instead of starting.
+ * - With a comm it is collective (every rank, its own variables, the same idx and metrics): each rank writes its
+ *   shard, rank 0 commits the step once all are durable, and every rank returns the same result; with
+ *   CKPT_MANAGER_ASYNC the step is committed at the next save, wait, close, restore or read.
+ * Returns CKPT_OK; CKPT_EINVAL (NULL argument, idx < 0, a manager opened read-only; sharded: a whole variable saved
+ * by two ranks, pieces that do not tile their rows); CKPT_EBUSY; CKPT_EIO; CKPT_ENOMEM; an earlier save's code;
+ * CKPT_EUNSUPPORTED (sharded, on a callback storage without list_dirs). docs/checkpoint-manager.md ("One manager
+ * per directory", "Disk space") and docs/distributed.md (the commit, failures, asynchronous steps, storages that
+ * cannot rename directories) say the rest. Since 0.6. */
 CKPT_API int ckpt_manager_save(ckpt_manager *m, const ckpt_vars *vars, int64_t idx);
 /* As ckpt_manager_save, also recording metrics names[0..n) = values[0..n) as "ckpt.metric.<name>" in the file's
  * metadata (names and values are read before it returns; NULL when n is 0). Any value may be saved; NaN is never
  * the best. Returns the codes of ckpt_manager_save, and CKPT_EINVAL for NULL names or values with n > 0, a NULL,
- * empty or invalid UTF-8 name, or a name given twice. */
+ * empty or invalid UTF-8 name, or a name given twice. Since 0.6. */
 CKPT_API int ckpt_manager_save_metrics(ckpt_manager *m, const ckpt_vars *vars, int64_t idx,
                                        const char *const *names, const double *values, size_t n);
 /* Sets *out to the value of metric `name` that checkpoint idx (>= 0) recorded, reading only the file's metadata.
  * Waits for background saves first. Returns CKPT_OK; CKPT_ENOTFOUND (no checkpoint idx, or it records no such
  * metric); CKPT_EFORMAT (the file is corrupt, or the value is not a number); CKPT_EINVAL (NULL argument, idx < 0);
- * CKPT_EIO. */
+ * CKPT_EIO. Since 0.6. */
 CKPT_API int ckpt_manager_metric(ckpt_manager *m, int64_t idx, const char *name, double *out);
 /* Sets *out_idx to the checkpoint with the best value of best_metric under best_mode, read from the files (not
  * validated beyond their metadata; unreadable files are skipped); a tie goes to the higher index, NaN never is
  * the best. Waits for background saves first. Returns CKPT_OK; CKPT_ENOTFOUND (no checkpoint records the
- * metric); CKPT_EINVAL (NULL argument, no best_metric set); CKPT_EIO. */
+ * metric); CKPT_EINVAL (NULL argument, no best_metric set); CKPT_EIO. Since 0.6. */
 CKPT_API int ckpt_manager_best(ckpt_manager *m, int64_t *out_idx);
 /* Whether the training loop should save at `step` (>= 0): returns 1 after ckpt_manager_request_save (the call
  * that returns 1 consumes the request), when step is a multiple of save_every_steps (step 0 included), or once
  * save_every_seconds have passed since the manager's last save or its opening; 0 otherwise. It saves nothing.
- * Returns 1, 0, or CKPT_EINVAL (NULL m, step < 0, a manager opened read-only). */
+ * Returns 1, 0, or CKPT_EINVAL (NULL m, step < 0, a manager opened read-only). Since 0.6. */
 CKPT_API int ckpt_manager_should_save(ckpt_manager *m, int64_t step);
 /* Makes the next ckpt_manager_should_save return 1: for a SIGTERM handler before preemption. Async-signal-safe
- * (one lock-free atomic store; it neither allocates nor locks); NULL is ignored. */
+ * (one lock-free atomic store; it neither allocates nor locks); NULL is ignored. Since 0.6. */
 CKPT_API void ckpt_manager_request_save(ckpt_manager *m);
 /* Restores `vars` in place (ckpt_npz_restore's rules) from checkpoint idx, or from the newest readable one for
  * CKPT_LATEST: corrupt or unreadable files are skipped newest-first, each reported through the log (unless
@@ -810,21 +796,21 @@ CKPT_API void ckpt_manager_request_save(ckpt_manager *m);
  * whatever the world size that saved the step. With a comm the restore is collective: rank 0 chooses the step
  * (CKPT_LATEST: the newest), every rank restores from it, and if any rank finds it unreadable (a corrupt or
  * missing shard) every rank moves on to the same older one; every rank returns the same index, or the same
- * error naming the failing ranks. */
+ * error naming the failing ranks. Since 0.6. */
 CKPT_API int ckpt_manager_restore(ckpt_manager *m, ckpt_vars *vars, int64_t idx, int64_t *restored_idx);
 /* Reads checkpoint idx (or CKPT_LATEST, with fallback) into a new collection (*out, owned by the caller).
- * Returns the codes of ckpt_manager_restore except CKPT_EMISMATCH. */
+ * Returns the codes of ckpt_manager_restore except CKPT_EMISMATCH. Since 0.6. */
 CKPT_API int ckpt_manager_read(ckpt_manager *m, int64_t idx, ckpt_vars **out, int64_t *restored_idx);
 /* The newest checkpoint index on disk (not validated). Returns CKPT_OK, CKPT_ENOTFOUND (none), CKPT_EINVAL,
- * CKPT_EIO. */
+ * CKPT_EIO. Since 0.6. */
 CKPT_API int ckpt_manager_latest(ckpt_manager *m, int64_t *out_idx);
 /* Checkpoint indices, ascending: writes min(cap, n) of them to idx (NULL when cap is 0) and n to *count.
- * Returns CKPT_OK; CKPT_EBUFS (cap < n: *count says how many there are); CKPT_EINVAL; CKPT_EIO. */
+ * Returns CKPT_OK; CKPT_EBUFS (cap < n: *count says how many there are); CKPT_EINVAL; CKPT_EIO. Since 0.6. */
 CKPT_API int ckpt_manager_list(ckpt_manager *m, int64_t *idx, size_t cap, size_t *count);
 /* Writes the path of checkpoint idx (NUL-terminated) into buf: a URL for a logdir given as one
  * ("s3://bucket/run/ckpt/0000000300.npz"), so the path opens with a NULL storage as the logdir did; a path in the
  * manager's storage otherwise. Returns CKPT_OK, CKPT_EBUFS (cap too small),
- * CKPT_EINVAL (NULL argument, idx < 0). */
+ * CKPT_EINVAL (NULL argument, idx < 0). Since 0.6. */
 CKPT_API int ckpt_manager_path(ckpt_manager *m, int64_t idx, char *buf, size_t cap);
 /* ckpt_manager_clean's flags. */
 #define CKPT_CLEAN_DRY_RUN 1u /* find the stale temporaries; remove nothing */
@@ -850,20 +836,21 @@ typedef void (*ckpt_clean_fn)(const char *path, int is_dir, void *payload);
  * way, and it works on a read-only manager and a directory it cannot write. Waits for this manager's own background
  * saves first. fn (may be NULL) is called per temporary; count (may be NULL) receives how many there were. Returns
  * CKPT_OK, CKPT_EBUSY, CKPT_EINVAL (NULL m, unknown flags, a read-only manager without CKPT_CLEAN_DRY_RUN, a comm
- * of more than one rank), CKPT_EIO (one would not go; the others were still removed) or the storage's error. */
+ * of more than one rank), CKPT_EIO (one would not go; the others were still removed) or the storage's error.
+ * Since 0.7. */
 CKPT_API int ckpt_manager_clean(ckpt_manager *m, uint32_t flags, ckpt_clean_fn fn, void *payload, size_t *count);
 /* Waits for background saves; returns the first error not yet reported (CKPT_OK if none). With a comm and
  * CKPT_MANAGER_ASYNC it commits the step saved last (collective: every rank calls it), returning its error on every
- * rank. */
+ * rank. Since 0.6. */
 CKPT_API int ckpt_manager_wait(ckpt_manager *m);
 /* Waits for background saves, unlocks the directory (if this manager locked it and no newer manager of this
  * process took it over) and frees the manager; returns the first unreported error. `m` is gone afterwards, whatever
  * is returned: using it again is a use after free, which ckpt cannot detect.
  * With a comm and CKPT_MANAGER_ASYNC it first commits the step saved last, as ckpt_manager_wait (collective).
- * NULL is fine (CKPT_OK). */
+ * NULL is fine (CKPT_OK). Since 0.6. */
 CKPT_API int ckpt_manager_close(ckpt_manager *m);
 /* objax's checkpoint_idx: "…/0000000042.npz" -> 42; -1 if the file name is not a checkpoint's (ten or more
- * digits, no extra leading zero, ".npz"). NULL gives -1. */
+ * digits, no extra leading zero, ".npz"). NULL gives -1. Since 0.6. */
 CKPT_API int64_t ckpt_checkpoint_idx(const char *filename);
 
 #ifdef __cplusplus

@@ -19,6 +19,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/files.hpp"
 #include "support/temp_dir.hpp"
 
 #include <dirent.h>
@@ -147,7 +148,9 @@ extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr, voi
 
 namespace {
 
+using ckpt::testing::read_file;
 using ckpt::testing::TempDir;
+using ckpt::testing::write_file;
 using inject::Mode;
 
 struct VarsFree {
@@ -170,11 +173,6 @@ int open_fds() {
     return n - 1;  // the directory stream's own descriptor
 }
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 // What a checkpoint file holds, without the time a manager recorded in it (which differs from one save to the
 // next): each array's name, dtype, shape and bytes, and the metadata but for ckpt.saved_at and ckpt.saved_at_ns.
 // "<unreadable>" when the file does not read.
@@ -195,12 +193,6 @@ std::string checkpoint_content(const std::string& path) {
     }
     ckpt_vars_free(v);
     return out;
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    REQUIRE(out.good());
 }
 
 // A small collection: a float32 matrix, an int64 vector, a '<U' strings array and a bool scalar. `seed` changes

@@ -29,6 +29,7 @@
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
+using ckpt::testing::message;
 
 namespace {
 
@@ -72,8 +73,6 @@ ckpt_npz_options options(uint32_t layout = CKPT_LAYOUT_AUTO, uint32_t compressio
     o.compression = compression;
     return o;
 }
-
-std::string message() { return ckpt_error_message(); }
 
 std::vector<unsigned char> file_bytes(const std::string& path) {
     std::ifstream in(path, std::ios::binary);

@@ -12,6 +12,7 @@
 // so. libzip's own malloc is not seen by the probe; CTest therefore also runs this binary under a 2 GiB
 // address-space limit (test_malformed_memlimit).
 #include "ckpt/ckpt.h"
+#include "support/files.hpp"
 #include "support/zip_builder.hpp"
 
 #include <catch2/catch.hpp>
@@ -116,7 +117,9 @@ void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcep
 
 namespace {
 
+using ckpt::testing::read_file;
 using ckpt::testing::TempDir;
+using ckpt::testing::write_file;
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
@@ -137,17 +140,6 @@ using VarsPtr = std::unique_ptr<ckpt_vars, VarsDeleter>;
 TempDir& temp() {
     static TempDir dir;
     return dir;
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f) throw std::runtime_error("cannot write " + path);
-}
-
-std::string read_file(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
 template <typename T>

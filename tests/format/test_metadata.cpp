@@ -3,6 +3,7 @@
 // layouts, stored and deflated; what a file without anything to record looks like; and every way a metadata member
 // can be malformed, each refused with its code and a message naming the file, the member and the problem.
 #include "ckpt/ckpt.h"
+#include "support/files.hpp"
 #include "support/handles.hpp"
 #include "support/temp_dir.hpp"
 #include "support/zip_builder.hpp"
@@ -17,6 +18,9 @@
 #include <vector>
 
 using Catch::Matchers::Contains;
+using ckpt::testing::message;
+using ckpt::testing::read_file;
+using ckpt::testing::write_file;
 
 namespace {
 
@@ -25,16 +29,6 @@ using ckpt::testing::TempDir;
 using ckpt::testing::new_vars;
 using ckpt::testing::Npz;
 using ckpt::testing::Vars;
-
-std::string message() { return ckpt_error_message(); }
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-void write_file(const std::string& path, const std::string& bytes) {
-    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 ckpt_npz_options options(uint32_t layout, uint32_t compression) {
     ckpt_npz_options o = CKPT_NPZ_OPTIONS_INIT;

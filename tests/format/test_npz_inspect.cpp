@@ -2,6 +2,7 @@
 // What inspection tools see of a file through the C API: each array's member, compression, stored bytes, CRC-32 and
 // data offset, and the layout — checked against the file's own bytes.
 #include "ckpt/ckpt.h"
+#include "support/files.hpp"
 #include "support/handles.hpp"
 #include "support/temp_dir.hpp"
 #include "support/zip_builder.hpp"
@@ -16,13 +17,9 @@
 
 namespace {
 
+using ckpt::testing::read_file;
 using ckpt::testing::TempDir;
-
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using ckpt::testing::write_file;
 
 std::string save(const TempDir& dir, uint32_t layout, uint32_t compression) {
     const ckpt::testing::Vars vars = ckpt::testing::new_vars();

@@ -3,6 +3,7 @@
 // reads; CRC-32 checks at the first view; files that shrink, lie or are corrupt.
 #include <catch2/catch.hpp>
 
+#include "support/files.hpp"
 #include "support/handles.hpp"
 #include "support/temp_dir.hpp"
 #include "support/zip_builder.hpp"
@@ -21,8 +22,10 @@ using Catch::Matchers::Contains;
 using ckpt::testing::new_vars;
 using ckpt::testing::Npz;
 using ckpt::testing::open_file;
+using ckpt::testing::read_file;
 using ckpt::testing::TempDir;
 using ckpt::testing::Vars;
+using ckpt::testing::write_file;
 
 namespace {
 
@@ -64,15 +67,6 @@ void require_one_mapping(ckpt_npz* npz) {
         CHECK(map_array(npz, i) - first ==
               static_cast<ptrdiff_t>(ckpt_npz_data_offset(npz, i) - ckpt_npz_data_offset(npz, 0)));
     }
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 // Flips `mask` in the byte `from_end` bytes before the end of array i's data in the file at path; returns its offset.

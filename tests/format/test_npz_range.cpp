@@ -3,6 +3,7 @@
 // deflated and big-endian members, in any order; the CRC-32 check at the last in-order range; bad ranges.
 #include <catch2/catch.hpp>
 
+#include "support/files.hpp"
 #include "support/handles.hpp"
 #include "support/temp_dir.hpp"
 #include "support/zip_builder.hpp"
@@ -21,8 +22,10 @@ using Catch::Matchers::Contains;
 using ckpt::testing::new_vars;
 using ckpt::testing::Npz;
 using ckpt::testing::open_file;
+using ckpt::testing::read_file;
 using ckpt::testing::TempDir;
 using ckpt::testing::Vars;
+using ckpt::testing::write_file;
 
 namespace {
 
@@ -56,15 +59,6 @@ void require_pieces_match(ckpt_npz* npz, size_t i, size_t piece_items) {
         joined.insert(joined.end(), part.begin(), part.end());
     }
     REQUIRE(joined == whole);
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 void save(const std::string& path, const ckpt_vars* vars, uint32_t compression, ckpt_storage* storage = nullptr) {

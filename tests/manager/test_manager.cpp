@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/files.hpp"
 #include "support/handles.hpp"
 #include "support/in_child.hpp"
 #include "support/temp_dir.hpp"
@@ -40,6 +41,9 @@
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
+using ckpt::testing::message;
+using ckpt::testing::read_file;
+using ckpt::testing::write_file;
 
 namespace {
 
@@ -47,20 +51,6 @@ using ckpt::testing::TempDir;
 
 using ManagerPtr = ckpt::testing::Manager;
 using VarsPtr = ckpt::testing::Vars;
-
-std::string message() { return ckpt_error_message(); }
-
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return "<no file at " + path + ">";
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void put(const std::string& path, const std::string& bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << bytes;
-}
 
 // Names in dir, sorted (no "." and "..").
 std::vector<std::string> entries(const std::string& dir) {
@@ -272,16 +262,16 @@ void truncate_file(const std::string& path) {
 }
 
 void flip_data_byte(const std::string& path, int64_t seed) {
-    std::string bytes = slurp(path);
+    std::string bytes = read_file(path);
     const std::string data = w_bytes(seed);
     const auto at = bytes.find(data);
     REQUIRE(at != std::string::npos);
     REQUIRE(bytes.find(data, at + 1) == std::string::npos);
     bytes[at + 9] = static_cast<char>(bytes[at + 9] ^ 0x10);
-    put(path, bytes);
+    write_file(path, bytes);
 }
 
-void replace_with_non_zip(const std::string& path) { put(path, "this is not a zip archive, just some text\n"); }
+void replace_with_non_zip(const std::string& path) { write_file(path, "this is not a zip archive, just some text\n"); }
 
 // --------------------------------------------------------------------------------------- a storage in memory
 
@@ -426,7 +416,7 @@ public:
             ::close(saved_);
             saved_ = -1;
         }
-        return slurp(file_);
+        return read_file(file_);
     }
 
 private:
@@ -637,7 +627,7 @@ TEST_CASE("Listing ignores every file that is not a checkpoint", "[manager][layo
     SECTION("junk and temporary names are ignored") {
         for (const char* junk : {"README", "42.npz", "00000000042.npz", "x0000000042.npz", "0000000042.npz.tmp-abc",
                                  ".0000000042.npz.tmp-AbC123", "0000000042.NPZ", "0000000042.npy", ".npz"})
-            put(dir + "/" + junk, "junk");
+            write_file(dir + "/" + junk, "junk");
         CHECK(list_of(m.get()) == std::vector<int64_t>{3, 5});
         int64_t latest = -1;
         REQUIRE(ckpt_manager_latest(m.get(), &latest) == CKPT_OK);
@@ -645,7 +635,7 @@ TEST_CASE("Listing ignores every file that is not a checkpoint", "[manager][layo
     }
     SECTION("a subdirectory is ignored") {
         fs::create_directory(dir + "/notes");
-        put(dir + "/notes/0000000099.npz", "not in the checkpoint directory");
+        write_file(dir + "/notes/0000000099.npz", "not in the checkpoint directory");
         CHECK(list_of(m.get()) == std::vector<int64_t>{3, 5});
     }
     SECTION("a subdirectory named like a checkpoint is not listed") {
@@ -802,7 +792,7 @@ TEST_CASE("Retention never deletes files that are not checkpoints", "[manager][r
     const std::string dir = logdir.file("ckpt");
     const std::vector<std::string> junk{"README", "42.npz", "00000000001.npz", "x0000000001.npz",
                                         "0000000001.npz.tmp-abc", ".0000000001.npz.tmp-AbC123", "notes.txt"};
-    for (const auto& name : junk) put(dir + "/" + name, "keep me: " + name);
+    for (const auto& name : junk) write_file(dir + "/" + name, "keep me: " + name);
     fs::create_directory(dir + "/sub");
 
     for (int64_t i = 2; i <= 5; ++i) save(m.get(), i);
@@ -810,7 +800,7 @@ TEST_CASE("Retention never deletes files that are not checkpoints", "[manager][r
     CHECK(list_of(m.get()) == std::vector<int64_t>{5});
     for (const auto& name : junk) {
         INFO(name);
-        CHECK(slurp(dir + "/" + name) == "keep me: " + name);
+        CHECK(read_file(dir + "/" + name) == "keep me: " + name);
     }
     CHECK(fs::is_directory(dir + "/sub"));
 }
@@ -915,7 +905,7 @@ TEST_CASE("Restore of the latest with no checkpoints is CKPT_ENOTFOUND and logs 
     ckpt_manager_options o = default_options();
     log.attach(o);
     ManagerPtr m = open_manager(logdir.str(), &o);
-    put(logdir.file("ckpt/README"), "not a checkpoint");
+    write_file(logdir.file("ckpt/README"), "not a checkpoint");
 
     const Restored r = restore(m.get());
     CHECK(r.rc == CKPT_ENOTFOUND);
@@ -1348,7 +1338,7 @@ TEST_CASE("Opening, listing and restoring take no lock and change nothing in the
     { ManagerPtr writer = open_manager(logdir.str()); save_all(writer.get(), {1, 2}); }
     const std::string dir = logdir.file("ckpt");
     fs::remove(dir + "/.ckpt.lock");
-    put(dir + "/.0000000003.npz.tmp-AbC123", "another process's save under way");
+    write_file(dir + "/.0000000003.npz.tmp-AbC123", "another process's save under way");
     const std::vector<std::string> before = entries(dir);
 
     ManagerPtr m = open_manager(logdir.str());
@@ -1473,8 +1463,8 @@ TEST_CASE("The first save removes stale temporaries of checkpoints with a warnin
     const std::string dir = logdir.file("ckpt");
     fs::create_directories(dir);
     const std::vector<std::string> stale{".0000000005.npz.tmp-AbC123", ".12345678901.npz.tmp-zZ09yY"};
-    for (const auto& name : stale) put(dir + "/" + name, "half a checkpoint");
-    put(dir + "/0000000004.npz", "");  // a checkpoint's name; not a temporary: left alone
+    for (const auto& name : stale) write_file(dir + "/" + name, "half a checkpoint");
+    write_file(dir + "/0000000004.npz", "");  // a checkpoint's name; not a temporary: left alone
 
     LogRecorder log;
     ckpt_manager_options o = default_options();
@@ -1505,7 +1495,7 @@ TEST_CASE("The first save leaves every file that is not a stale checkpoint tempo
                                           "0000000005.npz.tmp-abcdef", ".0000000005.npz.tmp-abc",
                                           ".0000000005.npz.tmp-abc!ef", ".42.npz.tmp-abcdef",
                                           ".00000000042.npz.tmp-abcdef", ".0000000005.npz"};
-    for (const auto& name : others) put(dir + "/" + name, "mine: " + name);
+    for (const auto& name : others) write_file(dir + "/" + name, "mine: " + name);
 
     LogRecorder log;
     ckpt_manager_options o = default_options();
@@ -1515,7 +1505,7 @@ TEST_CASE("The first save leaves every file that is not a stale checkpoint tempo
 
     for (const auto& name : others) {
         INFO(name);
-        CHECK(slurp(dir + "/" + name) == "mine: " + name);
+        CHECK(read_file(dir + "/" + name) == "mine: " + name);
     }
     CHECK(log.at(CKPT_LOG_WARNING).empty());
 }
@@ -1629,7 +1619,7 @@ TEST_CASE("VERBOSE without a log callback writes the messages to stderr", "[mana
     TempDir logdir;
     const std::string dir = logdir.file("ckpt");
     fs::create_directories(dir);
-    put(dir + "/.0000000001.npz.tmp-AbC123", "stale");
+    write_file(dir + "/.0000000001.npz.tmp-AbC123", "stale");
     ckpt_manager_options o = default_options();
     o.flags = CKPT_MANAGER_VERBOSE;
 
@@ -1663,7 +1653,7 @@ TEST_CASE("VERBOSE without a log callback writes the messages to stderr", "[mana
 TEST_CASE("Without VERBOSE and without a log callback nothing is written to stderr", "[manager][log]") {
     TempDir logdir;
     fs::create_directories(logdir.file("ckpt"));
-    put(logdir.file("ckpt/.0000000001.npz.tmp-AbC123"), "stale");
+    write_file(logdir.file("ckpt/.0000000001.npz.tmp-AbC123"), "stale");
     std::string captured;
     {
         StderrCapture capture(logdir.file("stderr.txt"));
@@ -1865,7 +1855,7 @@ TEST_CASE("a read-only manager opens a directory another manager holds and chang
     ManagerPtr writer = open_manager(dir.path());
     for (int64_t i : {1, 2}) REQUIRE(ckpt_manager_save(writer.get(), make_vars(i).get(), i) == CKPT_OK);
     const std::string ckdir = dir.path() + "/ckpt";
-    put(ckdir + "/.0000000003.npz.tmp-AbCdEf", "an interrupted save's leftovers");
+    write_file(ckdir + "/.0000000003.npz.tmp-AbCdEf", "an interrupted save's leftovers");
     const std::vector<std::string> before = entries(ckdir);
 
     ckpt_manager_options o = default_options();
@@ -1932,13 +1922,13 @@ TEST_CASE("ckpt_manager_clean removes what interrupted saves left, reports each,
     ManagerPtr m = open_manager(logdir.str());
     save(m.get(), 3);
     const std::vector<std::string> stale_files{".0000000005.npz.tmp-AbC123", ".model.npz.tmp-zZ09yY"};
-    for (const auto& name : stale_files) put(dir + "/" + name, "half a save");
+    for (const auto& name : stale_files) write_file(dir + "/" + name, "half a save");
     fs::create_directories(dir + "/.0000000007.tmp-xYz123");  // a sharded save's staging directory
-    put(dir + "/.0000000007.tmp-xYz123/shard-00000-of-00002.npz", "a shard");
+    write_file(dir + "/.0000000007.tmp-xYz123/shard-00000-of-00002.npz", "a shard");
     fs::create_directories(dir + "/0000000008");  // a step without its manifest
     const std::vector<std::string> others{".notes.tmp-abcdef", "foo.npz.tmp-abcdef", "README", ".0000000005.npz.tmp-abc",
                                           ".model.npz.tmp-abc!ef", ".0000000005.npz"};
-    for (const auto& name : others) put(dir + "/" + name, "mine: " + name);
+    for (const auto& name : others) write_file(dir + "/" + name, "mine: " + name);
     const std::vector<std::pair<std::string, int>> expected{{dir + "/.0000000005.npz.tmp-AbC123", 0},
                                                             {dir + "/.0000000007.tmp-xYz123", 1},
                                                             {dir + "/.model.npz.tmp-zZ09yY", 0},
@@ -1959,7 +1949,7 @@ TEST_CASE("ckpt_manager_clean removes what interrupted saves left, reports each,
     for (const auto& [path, is_dir] : expected) CHECK_FALSE(fs::exists(path));
     for (const auto& name : others) {
         INFO(name);
-        CHECK(slurp(dir + "/" + name) == "mine: " + name);
+        CHECK(read_file(dir + "/" + name) == "mine: " + name);
     }
     CHECK(list_of(m.get()) == std::vector<int64_t>{3});  // the checkpoint stays
 
@@ -1975,7 +1965,7 @@ TEST_CASE("ckpt_manager_clean refuses while another process's manager holds the 
     const pid_t child = holder.pid();
 
     // What the holder may be writing right now.
-    put(dir + "/.0000000002.npz.tmp-AbC123", "being written");
+    write_file(dir + "/.0000000002.npz.tmp-AbC123", "being written");
     ManagerPtr m = open_manager(logdir.str());
     size_t count = 7;
     CHECK(ckpt_manager_clean(m.get(), 0, nullptr, nullptr, &count) == CKPT_EBUSY);

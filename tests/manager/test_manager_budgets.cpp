@@ -34,11 +34,10 @@
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using ckpt::testing::in_child;
+using ckpt::testing::message;
 using ckpt::testing::TempDir;
 
 namespace {
-
-std::string message() { return ckpt_error_message(); }
 
 // A collection of float32 vectors; variable k holds k + 1 + offset in every element.
 ckpt::testing::Vars floats(const std::vector<std::string>& names, int64_t n, float offset) {

@@ -37,13 +37,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using ckpt::testing::message;
 using ckpt::testing::TempDir;
 
 using ManagerPtr = ckpt::testing::Manager;
 using VarsPtr = ckpt::testing::Vars;
 using NpzPtr = ckpt::testing::Npz;
-
-std::string message() { return ckpt_error_message(); }
 
 constexpr int64_t kSecond = 1000000000;
 constexpr int64_t kStart = 1700000000 * kSecond;  // 2023-11-14T22:13:20Z

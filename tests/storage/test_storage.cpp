@@ -7,6 +7,7 @@
 #include "npz/npz_reader.hpp"
 #include "npz/npz_writer.hpp"
 #include "storage/storage.hpp"
+#include "support/files.hpp"
 #include "support/in_child.hpp"
 #include "support/crash_storage.hpp"
 #include "support/faulty_storage.hpp"
@@ -38,6 +39,8 @@
 #include <string>
 #include <vector>
 
+using ckpt::testing::read_file;
+using ckpt::testing::write_file;
 using namespace ckpt;
 using ckpt::testing::Crash;
 using ckpt::testing::CrashStorage;
@@ -176,18 +179,6 @@ struct TempDir {
     }
     std::string operator/(const std::string& name) const { return path + "/" + name; }
 };
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << bytes;
-}
 
 std::set<std::string> names_on_disk(const std::string& dir) {
     std::set<std::string> names;

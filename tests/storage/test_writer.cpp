@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/files.hpp"
+#include "support/handles.hpp"
 #include "support/temp_dir.hpp"
 
 #include <stdlib.h>
@@ -38,6 +40,9 @@
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
+using ckpt::testing::message;
+using ckpt::testing::read_file;
+using ckpt::testing::write_file;
 using namespace std::chrono_literals;
 
 namespace {
@@ -76,9 +81,6 @@ const char* kind_name(uint32_t kind) {
     }
 }
 
-std::string message() { return ckpt_error_message(); }
-
-
 // Makes dir the working directory until the scope ends (also when a REQUIRE fails inside it).
 class InDirectory {
 public:
@@ -93,17 +95,6 @@ public:
 private:
     fs::path previous_;
 };
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return "<no file at " + path + ">";
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void put(const std::string& path, const std::string& bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << bytes;
-}
 
 // Names in dir that look like the writers' temporaries (".<name>.tmp-XXXXXX").
 std::vector<std::string> temporaries(const std::string& dir) {
@@ -357,7 +348,7 @@ std::string npz_bytes(const ckpt_vars* vars) {
     TempDir scratch;
     const std::string path = scratch.file("scratch.npz");
     REQUIRE(ckpt_npz_save(path.c_str(), vars, nullptr) == CKPT_OK);
-    return slurp(path);
+    return read_file(path);
 }
 
 // A progress callback that holds a save in the middle of writing its arrays until the test opens the gate.
@@ -384,7 +375,7 @@ TEST_CASE("A save lands at out_dir/filename holding the bytes its function wrote
         auto w = make_writer(kind, dir.str());
         REQUIRE(save(w, "model.bin", job) == CKPT_OK);
         REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
-        CHECK(slurp(dir.file("model.bin")) == job.bytes);
+        CHECK(read_file(dir.file("model.bin")) == job.bytes);
         CHECK(job.runs == 1);
         CHECK(temporaries(dir.str()).empty());
     }
@@ -392,7 +383,7 @@ TEST_CASE("A save lands at out_dir/filename holding the bytes its function wrote
         auto w = make_writer(kind, dir.str());
         REQUIRE(ckpt_writer_save(w.get(), other.str().c_str(), "model.bin", run_job, &job, 0) == CKPT_OK);
         REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
-        CHECK(slurp(other.file("model.bin")) == job.bytes);
+        CHECK(read_file(other.file("model.bin")) == job.bytes);
         CHECK_FALSE(fs::exists(dir.file("model.bin")));
         CHECK(temporaries(other.str()).empty());
     }
@@ -408,7 +399,7 @@ TEST_CASE("A save lands at out_dir/filename holding the bytes its function wrote
             REQUIRE(save(w, "model.bin", job) == CKPT_OK);
             REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
         }
-        CHECK(slurp(dir.file("model.bin")) == job.bytes);
+        CHECK(read_file(dir.file("model.bin")) == job.bytes);
     }
     SECTION("the writer keeps its own copy of the options' out_dir") {
         std::string out_dir = dir.str();
@@ -416,14 +407,14 @@ TEST_CASE("A save lands at out_dir/filename holding the bytes its function wrote
         out_dir.assign(out_dir.size(), 'x');  // the caller's string changes (and could be freed)
         REQUIRE(save(w, "model.bin", job) == CKPT_OK);
         REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
-        CHECK(slurp(dir.file("model.bin")) == job.bytes);
+        CHECK(read_file(dir.file("model.bin")) == job.bytes);
     }
     SECTION("a save replaces an existing file and leaves nothing else behind") {
-        put(dir.file("model.bin"), "previous content");
+        write_file(dir.file("model.bin"), "previous content");
         auto w = make_writer(kind, dir.str());
         REQUIRE(save(w, "model.bin", job) == CKPT_OK);
         REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
-        CHECK(slurp(dir.file("model.bin")) == job.bytes);
+        CHECK(read_file(dir.file("model.bin")) == job.bytes);
         std::vector<std::string> names;
         for (const auto& e : fs::directory_iterator(dir.str())) names.push_back(e.path().filename().string());
         CHECK(names == std::vector<std::string>{"model.bin"});
@@ -446,7 +437,7 @@ TEST_CASE("A simple writer saves in the caller's thread; background writers save
         REQUIRE(save(w, "a.bin", job) == CKPT_OK);
         CHECK(job.runs == 1);
         CHECK(job.ran_on == std::this_thread::get_id());
-        CHECK(slurp(dir.file("a.bin")) == "bytes");
+        CHECK(read_file(dir.file("a.bin")) == "bytes");
     }
     SECTION("a background save returns while its function is still running") {
         const uint32_t kind = GENERATE(CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
@@ -462,7 +453,7 @@ TEST_CASE("A simple writer saves in the caller's thread; background writers save
         gate.open();
         REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
         CHECK(job.ran_on != std::this_thread::get_id());
-        CHECK(slurp(dir.file("a.bin")) == "bytes");
+        CHECK(read_file(dir.file("a.bin")) == "bytes");
     }
 }
 
@@ -538,7 +529,7 @@ TEST_CASE("A queue writer runs saves in the order they were made", "[writer][que
             auto w = make_writer(CKPT_WRITER_QUEUE, dir.str(), 4);
             for (int i = 0; i < kSaves; ++i) REQUIRE(save(w, "same.bin", jobs[i]) == CKPT_OK);
             REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
-            REQUIRE(slurp(dir.file("same.bin")) == jobs[kSaves - 1].bytes);
+            REQUIRE(read_file(dir.file("same.bin")) == jobs[kSaves - 1].bytes);
             REQUIRE(temporaries(dir.str()).empty());
         }
     }
@@ -550,7 +541,7 @@ TEST_CASE("A queue writer runs saves in the order they were made", "[writer][que
             for (int i = 0; i < kSaves; ++i)
                 REQUIRE(save(w, ("file-" + std::to_string(i)).c_str(), jobs[i]) == CKPT_OK);
             REQUIRE(ckpt_writer_finalize(w.get()) == CKPT_OK);
-            for (int i = 0; i < kSaves; ++i) REQUIRE(slurp(dir.file("file-" + std::to_string(i))) == jobs[i].bytes);
+            for (int i = 0; i < kSaves; ++i) REQUIRE(read_file(dir.file("file-" + std::to_string(i))) == jobs[i].bytes);
             REQUIRE(temporaries(dir.str()).empty());
         }
     }
@@ -600,9 +591,9 @@ TEST_CASE("A queue writer's save blocks while queue_depth saves are queued or ru
             gate.open();
             CHECK(blocked.result() == CKPT_OK);
             REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
-            CHECK(slurp(dir.file("a.bin")) == "A");
-            CHECK(slurp(dir.file("b.bin")) == "B");
-            CHECK(slurp(dir.file("c.bin")) == "C");
+            CHECK(read_file(dir.file("a.bin")) == "A");
+            CHECK(read_file(dir.file("b.bin")) == "B");
+            CHECK(read_file(dir.file("c.bin")) == "C");
         }
     }
     SECTION("with depth 0 (meaning 1) the second save waits for the first") {
@@ -622,7 +613,7 @@ TEST_CASE("A queue writer's save blocks while queue_depth saves are queued or ru
             gate.open();
             CHECK(blocked.result() == CKPT_OK);
             REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
-            CHECK(slurp(dir.file("b.bin")) == "B");
+            CHECK(read_file(dir.file("b.bin")) == "B");
         }
     }
     SECTION("the saves of a full queue all complete when nothing blocks them") {
@@ -658,8 +649,8 @@ TEST_CASE("A thread writer's save waits for the previous save to finish", "[writ
         gate.open();
         CHECK(blocked.result() == CKPT_OK);
         REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
-        CHECK(slurp(dir.file("a.bin")) == "first");
-        CHECK(slurp(dir.file("b.bin")) == "second");
+        CHECK(read_file(dir.file("a.bin")) == "first");
+        CHECK(read_file(dir.file("b.bin")) == "second");
     }
 }
 
@@ -674,7 +665,7 @@ TEST_CASE("A simple writer's save returns its own error, and the next call succe
 
     CHECK(save(w, "model.bin", failing) == CKPT_EIO);
     CHECK_THAT(message(), Contains(target));
-    CHECK(slurp(target) == "old content");
+    CHECK(read_file(target) == "old content");
     CHECK(temporaries(dir.str()).empty());
     CHECK(ckpt_writer_wait(w.get()) == CKPT_OK);
     CHECK(save(w, "later.bin", later) == CKPT_OK);
@@ -704,7 +695,7 @@ TEST_CASE("A background save's error is returned by the next save, which is then
         CHECK(failing.runs == 1);
         CHECK(next.runs == 0);
         CHECK_FALSE(fs::exists(dir.file("next.bin")));
-        CHECK(slurp(target) == "old content");
+        CHECK(read_file(target) == "old content");
         CHECK(temporaries(dir.str()).empty());
         CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
     }
@@ -729,7 +720,7 @@ TEST_CASE("A background save's error is returned once, by the next wait or final
             CHECK_THAT(message(), Contains(target));
             CHECK(ckpt_writer_wait(w.get()) == CKPT_OK);
             CHECK(failing.runs == 1);
-            CHECK(slurp(target) == "old content");
+            CHECK(read_file(target) == "old content");
             CHECK(temporaries(dir.str()).empty());
         }
     }
@@ -740,7 +731,7 @@ TEST_CASE("A background save's error is returned once, by the next wait or final
         CHECK(finalize.result() == CKPT_EIO);
         CHECK_THAT(finalize.error_message(), Contains(target));
         CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
-        CHECK(slurp(target) == "old content");
+        CHECK(read_file(target) == "old content");
         CHECK(temporaries(dir.str()).empty());
     }
     SECTION("after the error was reported, saves work again") {
@@ -749,7 +740,7 @@ TEST_CASE("A background save's error is returned once, by the next wait or final
         REQUIRE(ckpt_writer_wait(w.get()) == CKPT_EIO);
         REQUIRE(save(w, "model.bin", fixed) == CKPT_OK);
         CHECK(ckpt_writer_wait(w.get()) == CKPT_OK);
-        CHECK(slurp(target) == "new content");
+        CHECK(read_file(target) == "new content");
     }
 }
 
@@ -779,11 +770,11 @@ TEST_CASE("Two background failures before a wait come back as one error that cou
         CHECK(second.runs == 1);
         CHECK_FALSE(fs::exists(dir.file("first.bin")));
         CHECK_FALSE(fs::exists(dir.file("second.bin")));
-        CHECK(slurp(dir.file("held.bin")) == "held");
+        CHECK(read_file(dir.file("held.bin")) == "held");
         CHECK(temporaries(dir.str()).empty());
         REQUIRE(save(w, "after.bin", after) == CKPT_OK);
         CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
-        CHECK(slurp(dir.file("after.bin")) == "after");
+        CHECK(read_file(dir.file("after.bin")) == "after");
     }
 }
 
@@ -808,7 +799,7 @@ TEST_CASE("Finalize waits, reports, stops the writer, and is idempotent", "[writ
             gate.open();
             CHECK(finalize.result() == CKPT_EIO);
             CHECK_THAT(finalize.error_message(), Contains(dir.file("failing.bin")));
-            CHECK(slurp(dir.file("held.bin")) == "held");
+            CHECK(read_file(dir.file("held.bin")) == "held");
             CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
         }
     }
@@ -819,7 +810,7 @@ TEST_CASE("Finalize waits, reports, stops the writer, and is idempotent", "[writ
         auto w = make_writer(kind, dir.str());
         REQUIRE(save(w, "a.bin", job) == CKPT_OK);
         CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
-        CHECK(slurp(dir.file("a.bin")) == "bytes");
+        CHECK(read_file(dir.file("a.bin")) == "bytes");
         CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
     }
     SECTION("saves after finalize fail with CKPT_EINVAL and are not run") {
@@ -848,7 +839,7 @@ TEST_CASE("Finalize waits, reports, stops the writer, and is idempotent", "[writ
                 REQUIRE(save(w, ("f" + std::to_string(i)).c_str(), jobs[i]) == CKPT_OK);
             }
             REQUIRE(ckpt_writer_finalize(w.get()) == CKPT_OK);
-            for (int i = 0; i < 6; ++i) REQUIRE(slurp(dir.file("f" + std::to_string(i))) == jobs[i].bytes);
+            for (int i = 0; i < 6; ++i) REQUIRE(read_file(dir.file("f" + std::to_string(i))) == jobs[i].bytes);
         }
     }
     SECTION("a writer freed without finalize completes its pending saves") {
@@ -881,7 +872,7 @@ TEST_CASE("Finalize waits, reports, stops the writer, and is idempotent", "[writ
             opener.join();
             for (size_t i = 0; i < jobs.size(); ++i) {
                 CHECK(jobs[i].runs == 1);
-                CHECK(slurp(dir.file("p" + std::to_string(i))) == jobs[i].bytes);
+                CHECK(read_file(dir.file("p" + std::to_string(i))) == jobs[i].bytes);
             }
             if (queue) {
                 auto back = read_npz(dir.file("p-vars.npz"));
@@ -1050,23 +1041,23 @@ TEST_CASE("CKPT_APPEND saves append to the file in place", "[writer][append]") {
     auto w = make_writer(kind, dir.str());
 
     SECTION("two appends follow the file's existing content") {
-        put(dir.file("log.txt"), "head:");
+        write_file(dir.file("log.txt"), "head:");
         REQUIRE(save(w, "log.txt", first, CKPT_APPEND) == CKPT_OK);
         REQUIRE(save(w, "log.txt", second, CKPT_APPEND) == CKPT_OK);
         REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
-        CHECK(slurp(dir.file("log.txt")) == "head:abcdef");
+        CHECK(read_file(dir.file("log.txt")) == "head:abcdef");
     }
     SECTION("the first append creates a missing file") {
         REQUIRE(save(w, "log.txt", first, CKPT_APPEND) == CKPT_OK);
         REQUIRE(save(w, "log.txt", second, CKPT_APPEND) == CKPT_OK);
         REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
-        CHECK(slurp(dir.file("log.txt")) == "abcdef");
+        CHECK(read_file(dir.file("log.txt")) == "abcdef");
     }
     SECTION("an atomic save and an append, in that order") {
         REQUIRE(save(w, "log.txt", first) == CKPT_OK);
         REQUIRE(save(w, "log.txt", second, CKPT_APPEND) == CKPT_OK);
         REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
-        CHECK(slurp(dir.file("log.txt")) == "abcdef");
+        CHECK(read_file(dir.file("log.txt")) == "abcdef");
     }
     CHECK(temporaries(dir.str()).empty());
 }
@@ -1166,7 +1157,7 @@ int record_after_save(const char* path, void* payload) {
         std::lock_guard<std::mutex> lock(*after.journal_mutex);
         after.journal->push_back(std::string("after_save ") + path);
     } else {
-        call.content = slurp(path);
+        call.content = read_file(path);
         if (!after.dir.empty()) call.temporaries = temporaries(after.dir).size();
     }
     {
@@ -1300,7 +1291,7 @@ TEST_CASE("after_save runs once per save, on the thread that saved, with the fil
 
     SECTION("ckpt_writer_save") {
         Job first(pattern(300000, 1)), second(pattern(1000, 2));
-        put(dir.file("model.bin"), "previous content");
+        write_file(dir.file("model.bin"), "previous content");
         REQUIRE(save(w, "model.bin", first) == CKPT_OK);
         REQUIRE(save(w, "other.bin", second) == CKPT_OK);
         REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);  // returns only after the callbacks ran
@@ -1393,7 +1384,7 @@ TEST_CASE("A failing after_save is that save's error, reported once and naming t
         auto w = make_writer_after(CKPT_WRITER_SIMPLE, dir.str(), after);
         CHECK(save(w, "model.bin", job) == CKPT_EIO);
         CHECK(message() == expected);
-        CHECK(slurp(target) == "new content");  // committed before the callback ran
+        CHECK(read_file(target) == "new content");  // committed before the callback ran
         after.result = CKPT_OK;
         CHECK(save(w, "next.bin", next) == CKPT_OK);
         CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
@@ -1407,7 +1398,7 @@ TEST_CASE("A failing after_save is that save's error, reported once and naming t
         CHECK(ckpt_writer_wait(w.get()) == CKPT_EIO);
         CHECK(message() == expected);
         CHECK(ckpt_writer_wait(w.get()) == CKPT_OK);
-        CHECK(slurp(target) == "new content");
+        CHECK(read_file(target) == "new content");
         CHECK(ckpt_writer_finalize(w.get()) == CKPT_OK);
     }
     SECTION("a background save's error comes back from the next save, which is then not started") {
@@ -1473,7 +1464,7 @@ TEST_CASE("A version-1 options struct is read only as far as version 1 goes", "[
     REQUIRE(save(w, "a.bin", job) == CKPT_OK);
     REQUIRE(ckpt_writer_finalize(w.get()) == CKPT_OK);
     CHECK(job.ran_on != std::this_thread::get_id());  // the kind of version 1 was read
-    CHECK(slurp(dir.file("a.bin")) == "bytes");
+    CHECK(read_file(dir.file("a.bin")) == "bytes");
 }
 
 // -------------------------------------------------------------------------------------------- invalid arguments
@@ -1553,7 +1544,7 @@ TEST_CASE("Writer functions refuse invalid arguments with CKPT_EINVAL and a mess
             REQUIRE(save(owner, "defaults.bin", job) == CKPT_OK);
         }
         CHECK(job.ran_on == std::this_thread::get_id());
-        CHECK(slurp(dir.file("defaults.bin")) == "bytes");
+        CHECK(read_file(dir.file("defaults.bin")) == "bytes");
     }
     SECTION("saves refuse NULL and empty arguments and unknown flags") {
         const uint32_t kind = GENERATE(CKPT_WRITER_SIMPLE, CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
@@ -1602,6 +1593,6 @@ TEST_CASE("Writer functions refuse invalid arguments with CKPT_EINVAL and a mess
         CHECK(fs::is_empty(dir.str()));
         REQUIRE(save(w, "a.bin", job) == CKPT_OK);
         REQUIRE(ckpt_writer_finalize(w.get()) == CKPT_OK);
-        CHECK(slurp(dir.file("a.bin")) == "bytes");
+        CHECK(read_file(dir.file("a.bin")) == "bytes");
     }
 }

@@ -11,6 +11,9 @@
 
 namespace ckpt::testing {
 
+// The calling thread's last ckpt failure, for CHECK_THAT(message(), Contains(...)).
+inline std::string message() { return ckpt_error_message(); }
+
 struct Release {
     void operator()(ckpt_vars* v) const { ckpt_vars_free(v); }
     void operator()(ckpt_npz* n) const { ckpt_npz_close(n); }

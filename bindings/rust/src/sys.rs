@@ -54,8 +54,10 @@ pub const CKPT_FLOAT8_E8M0FNU: u32 = 22;
 pub const CKPT_VOID: u32 = 23;
 
 // --------------------------------------------------------------------------------------- variable collections
-pub const CKPT_COPY: u32 = 0;
-pub const CKPT_BORROW: u32 = 1;
+pub const CKPT_VARS_COPY: u32 = 0;
+pub const CKPT_VARS_BORROW: u32 = 1;
+pub const CKPT_COPY: u32 = CKPT_VARS_COPY;
+pub const CKPT_BORROW: u32 = CKPT_VARS_BORROW;
 
 // -------------------------------------------------------------------------------------------------- npz files
 pub const CKPT_LAYOUT_AUTO: u32 = 0;
@@ -84,8 +86,10 @@ pub const CKPT_COMM_OPS_VERSION: u32 = 1;
 pub const CKPT_WRITER_SIMPLE: u32 = 0;
 pub const CKPT_WRITER_THREAD: u32 = 1;
 pub const CKPT_WRITER_QUEUE: u32 = 2;
-pub const CKPT_APPEND: u32 = 1;
-pub const CKPT_NO_COPY: u32 = 2;
+pub const CKPT_WRITER_APPEND: u32 = 1;
+pub const CKPT_WRITER_NO_COPY: u32 = 2;
+pub const CKPT_APPEND: u32 = CKPT_WRITER_APPEND;
+pub const CKPT_NO_COPY: u32 = CKPT_WRITER_NO_COPY;
 pub const CKPT_WRITER_OPTIONS_VERSION: u32 = 2;
 
 // ------------------------------------------------------------------------------------------ checkpoint manager

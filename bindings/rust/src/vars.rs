@@ -95,7 +95,7 @@ impl<'a> Vars<'a> {
     pub fn add<T: Element>(&mut self, name: &str, shape: &[i64], data: &[T]) -> Result<()> {
         check_len(name, shape, data.len())?;
         // SAFETY: data holds exactly the shape's items; the library copies them.
-        unsafe { self.add_raw(name, T::DTYPE.code(), shape, data.as_ptr().cast(), sys::CKPT_COPY) }
+        unsafe { self.add_raw(name, T::DTYPE.code(), shape, data.as_ptr().cast(), sys::CKPT_VARS_COPY) }
     }
 
     /// Appends an array of `dtype` and `shape` whose bytes a save pulls from `source(offset, dst)` a few MiB at a
@@ -140,8 +140,8 @@ impl<'a> Vars<'a> {
     /// Appends a zero-filled numeric array of `dtype`: a place for a restore to fill.
     pub fn add_zeroed(&mut self, name: &str, dtype: Dtype, shape: &[i64]) -> Result<()> {
         item_count(shape)?;
-        // SAFETY: NULL data with CKPT_COPY makes a zero-filled array; the library refuses non-numeric dtypes.
-        unsafe { self.add_raw(name, dtype.code(), shape, ptr::null(), sys::CKPT_COPY) }
+        // SAFETY: NULL data with CKPT_VARS_COPY makes a zero-filled array; the library refuses non-numeric dtypes.
+        unsafe { self.add_raw(name, dtype.code(), shape, ptr::null(), sys::CKPT_VARS_COPY) }
     }
 
     /// Appends `data` **without a copy**: saves read it and restores write into it, for as long as the
@@ -150,7 +150,7 @@ impl<'a> Vars<'a> {
         check_len(name, shape, data.len())?;
         // SAFETY: data holds exactly the shape's items and stays exclusively borrowed by `self` for 'a; every
         // bit pattern the library writes into it is a valid T.
-        unsafe { self.add_raw(name, T::DTYPE.code(), shape, data.as_mut_ptr().cast::<c_void>(), sys::CKPT_BORROW) }
+        unsafe { self.add_raw(name, T::DTYPE.code(), shape, data.as_mut_ptr().cast::<c_void>(), sys::CKPT_VARS_BORROW) }
     }
 
     /// Appends a copy of a fixed-width array — [`Dtype::Unicode`], [`Dtype::Bytes`] or [`Dtype::Void`] — of
@@ -158,14 +158,14 @@ impl<'a> Vars<'a> {
     pub fn add_fixed(&mut self, name: &str, dtype: Dtype, itemsize: usize, shape: &[i64], data: &[u8]) -> Result<()> {
         check_fixed(name, dtype, itemsize, shape, data.len())?;
         // SAFETY: data holds exactly the shape's items of itemsize bytes; the library copies them.
-        unsafe { self.add_fixed_raw(name, dtype, itemsize, shape, data.as_ptr().cast(), sys::CKPT_COPY) }
+        unsafe { self.add_fixed_raw(name, dtype, itemsize, shape, data.as_ptr().cast(), sys::CKPT_VARS_COPY) }
     }
 
     /// Appends a zero-filled fixed-width array, ready to be restored into.
     pub fn add_fixed_zeroed(&mut self, name: &str, dtype: Dtype, itemsize: usize, shape: &[i64]) -> Result<()> {
         item_count(shape)?;
-        // SAFETY: NULL data with CKPT_COPY makes a zero-filled array.
-        unsafe { self.add_fixed_raw(name, dtype, itemsize, shape, ptr::null(), sys::CKPT_COPY) }
+        // SAFETY: NULL data with CKPT_VARS_COPY makes a zero-filled array.
+        unsafe { self.add_fixed_raw(name, dtype, itemsize, shape, ptr::null(), sys::CKPT_VARS_COPY) }
     }
 
     /// Appends a fixed-width array without a copy, as [`add_borrowed`](Vars::add_borrowed) does.
@@ -180,7 +180,7 @@ impl<'a> Vars<'a> {
         check_fixed(name, dtype, itemsize, shape, data.len())?;
         // SAFETY: as add_borrowed; bytes take any value.
         unsafe {
-            self.add_fixed_raw(name, dtype, itemsize, shape, data.as_mut_ptr().cast::<c_void>(), sys::CKPT_BORROW)
+            self.add_fixed_raw(name, dtype, itemsize, shape, data.as_mut_ptr().cast::<c_void>(), sys::CKPT_VARS_BORROW)
         }
     }
 

@@ -276,7 +276,7 @@ impl Writer {
     where
         F: FnOnce(&mut Sink<'_>) -> Result<()> + Send + 'static,
     {
-        self.submit(out_dir, filename, Box::new(save), sys::CKPT_APPEND)
+        self.submit(out_dir, filename, Box::new(save), sys::CKPT_WRITER_APPEND)
     }
 
     fn submit(&mut self, out_dir: Option<&Path>, filename: &str, save: SaveFn, flags: u32) -> Result<()> {
@@ -304,7 +304,7 @@ impl Writer {
     /// writer's is used). Background kinds copy every array before this returns, so training may change them
     /// at once.
     pub fn save_vars(&mut self, filename: &str, vars: &Vars<'_>, options: &NpzOptions) -> Result<()> {
-        // SAFETY: no CKPT_NO_COPY: the library copies what it needs before returning.
+        // SAFETY: no CKPT_WRITER_NO_COPY: the library copies what it needs before returning.
         unsafe { self.submit_vars(None, filename, vars, options, 0) }
     }
 
@@ -320,7 +320,7 @@ impl Writer {
         unsafe { self.submit_vars(Some(out_dir.as_ref()), filename, vars, options, 0) }
     }
 
-    /// As [`save_vars`](Writer::save_vars) without the copy (`CKPT_NO_COPY`).
+    /// As [`save_vars`](Writer::save_vars) without the copy (`CKPT_WRITER_NO_COPY`).
     ///
     /// # Safety
     /// `vars` and the data of every array in it must stay alive and unchanged until the save completes:
@@ -332,11 +332,11 @@ impl Writer {
         vars: &Vars<'_>,
         options: &NpzOptions,
     ) -> Result<()> {
-        self.submit_vars(out_dir, filename, vars, options, sys::CKPT_NO_COPY)
+        self.submit_vars(out_dir, filename, vars, options, sys::CKPT_WRITER_NO_COPY)
     }
 
     /// # Safety
-    /// With CKPT_NO_COPY, as `save_vars_no_copy`.
+    /// With CKPT_WRITER_NO_COPY, as `save_vars_no_copy`.
     unsafe fn submit_vars(
         &mut self,
         out_dir: Option<&Path>,

@@ -27,10 +27,10 @@ namespace ckpt {
 
 // ---------------------------------------------------------------------------------------- variable collections
 
-// How Vars::add keeps the caller's bytes: CKPT_COPY or CKPT_BORROW.
+// How Vars::add keeps the caller's bytes: CKPT_VARS_COPY or CKPT_VARS_BORROW.
 enum class Ownership : uint32_t {
-    copy = CKPT_COPY,
-    borrow = CKPT_BORROW,
+    copy = CKPT_VARS_COPY,
+    borrow = CKPT_VARS_BORROW,
 };
 
 namespace detail {

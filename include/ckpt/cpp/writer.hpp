@@ -50,8 +50,9 @@ struct WriterOptions {
 // Per save: where it goes and how.
 struct SaveOptions {
     std::optional<std::string> out_dir;  // nullopt = the writer's
-    bool append = false;                 // Writer::save: append to the file in place — not atomic (CKPT_APPEND)
-    bool no_copy = false;  // Writer::save_vars: no snapshot; the data stays unchanged until wait() (CKPT_NO_COPY)
+    bool append = false;  // Writer::save: append to the file in place — not atomic (CKPT_WRITER_APPEND)
+    bool no_copy =
+        false;  // Writer::save_vars: no snapshot; the data stays unchanged until wait() (CKPT_WRITER_NO_COPY)
 };
 
 // The file a save function writes into (a ckpt_sink), valid during the call.
@@ -192,7 +193,8 @@ public:
     void save(const std::string& filename, F&& fn, const SaveOptions& options = {}) {
         static_assert(std::is_invocable_v<std::decay_t<F>&, Sink&>, "a save function is called as fn(ckpt::Sink&)");
         const char* dir = options.out_dir ? options.out_dir->c_str() : nullptr;
-        const uint32_t flags = (options.append ? CKPT_APPEND : 0u) | (options.no_copy ? CKPT_NO_COPY : 0u);
+        const uint32_t flags =
+            (options.append ? CKPT_WRITER_APPEND : 0u) | (options.no_copy ? CKPT_WRITER_NO_COPY : 0u);
         if (kind_ == WriterKind::simple) {
             detail::SaveCall<F&&> call(std::forward<F>(fn));
             detail::check(ckpt_writer_save(w_, dir, filename.c_str(), &detail::SaveCall<F&&>::run, &call, flags));
@@ -209,7 +211,8 @@ public:
                    const SaveOptions& options = {}) {
         detail::refuse_npz_storage(npz, storage_, "ckpt::Writer::save_vars");
         const char* dir = options.out_dir ? options.out_dir->c_str() : nullptr;
-        const uint32_t flags = (options.append ? CKPT_APPEND : 0u) | (options.no_copy ? CKPT_NO_COPY : 0u);
+        const uint32_t flags =
+            (options.append ? CKPT_WRITER_APPEND : 0u) | (options.no_copy ? CKPT_WRITER_NO_COPY : 0u);
         auto call = std::make_shared<detail::VarsSave>(npz);
         detail::CNpzOptions c(npz, &call->callbacks, false);
         const int rc = ckpt_writer_save_vars(w_, dir, filename.c_str(), vars.native(), &c.c, flags);

@@ -44,7 +44,7 @@ typedef struct ckpt_comm_ops {
 /* Makes a communicator from a callback table (copied; `ops->payload` is kept), asking rank and size once.
  * Every callback except destroy is required. Returns CKPT_OK; CKPT_EINVAL (NULL argument, unknown version, a
  * callback missing, a size < 1 or a rank outside [0, size)); the code a rank or size callback returned;
- * CKPT_ENOMEM. On failure destroy is not called: the payload stays the caller's. */
+ * CKPT_ENOMEM. On failure destroy is not called: the payload stays the caller's. Since 0.6. */
 CKPT_API int ckpt_comm_new(ckpt_comm **out, const ckpt_comm_ops *ops);
 
 #ifdef __cplusplus

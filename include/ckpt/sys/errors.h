@@ -15,7 +15,7 @@ extern "C" {
 /* For libraries that extend ckpt with functions of their own (libckpt_s3 is one): makes `message` the calling
  * thread's last failure, which ckpt_error_message() then returns, as a failing ckpt call would, and returns `code`
  * (so `return ckpt_error_set(CKPT_EINVAL, "...");` ends such a function). NULL means "". Never fails (out of
- * memory, ckpt_error_message() says "out of memory"). */
+ * memory, ckpt_error_message() says "out of memory"). Since 0.6. */
 CKPT_API int ckpt_error_set(int code, const char *message);
 
 #ifdef __cplusplus

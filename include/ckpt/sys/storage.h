@@ -28,7 +28,7 @@ typedef struct ckpt_storage_ops {
     /* Creates a new empty file at path, failing with CKPT_EEXIST if anything is there; *file is the callback's
      * handle for it, passed to write/sync/close. ckpt chooses the (temporary) paths. */
     int (*create)(void *payload, const char *path, void **file);
-    /* Opens path for appending, creating it if missing (CKPT_APPEND saves only; may be NULL). */
+    /* Opens path for appending, creating it if missing (CKPT_WRITER_APPEND saves only; may be NULL). */
     int (*open_append)(void *payload, const char *path, void **file);
     /* Appends size bytes. */
     int (*write)(void *payload, void *file, const void *data, size_t size);
@@ -104,7 +104,7 @@ typedef struct ckpt_storage_ops {
  * free_space, a version-2 table before list_dirs, a version-3 table before list_incomplete, a version-4 table before
  * stat). Every callback except open_append, sync_dir, destroy,
  * free_space, list_dirs, remove_dir and rename_dir is required. Returns CKPT_OK, CKPT_EINVAL (NULL argument,
- * unknown version, a required callback missing, rename_dir or remove_dir without list_dirs), CKPT_ENOMEM. */
+ * unknown version, a required callback missing, rename_dir or remove_dir without list_dirs), CKPT_ENOMEM. Since 0.6. */
 CKPT_API int ckpt_storage_new(ckpt_storage **out, const ckpt_storage_ops *ops);
 
 #ifdef __cplusplus
