@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// ckpt_comm: the C face of ckpt::Comm, and the adapter that turns a C callback table into one.
+// ckpt_comm: the C face of ckpt::core::Comm, and the adapter that turns a C callback table into one.
 #include "comm.hpp"
 
-using ckpt::Code;
 using ckpt::capi::guard;
 using ckpt::capi::require;
+using ckpt::core::Code;
 
 namespace {
 
@@ -12,15 +12,15 @@ void check(int rc, const char* op) {
     if (rc != CKPT_OK) ckpt::capi::callback_failed(rc, fmt::format("communicator callback '{}'", op));
 }
 
-class CallbackComm final : public ckpt::Comm {
+class CallbackComm final : public ckpt::core::Comm {
 public:
     explicit CallbackComm(const ckpt_comm_ops& ops) : ops_(ops) {
         int32_t rank = -1, size = 0;
         check(ops_.size(ops_.payload, &size), "size");
         check(ops_.rank(ops_.payload, &rank), "rank");
-        if (size < 1) ckpt::fail(Code::invalid, "ckpt_comm_new: the size callback reported {} ranks", size);
+        if (size < 1) ckpt::core::fail(Code::invalid, "ckpt_comm_new: the size callback reported {} ranks", size);
         if (rank < 0 || rank >= size)
-            ckpt::fail(Code::invalid, "ckpt_comm_new: the rank callback reported rank {} of {}", rank, size);
+            ckpt::core::fail(Code::invalid, "ckpt_comm_new: the rank callback reported rank {} of {}", rank, size);
         rank_ = rank;
         size_ = size;
     }
@@ -63,8 +63,8 @@ CKPT_API int ckpt_comm_new(ckpt_comm** out, const ckpt_comm_ops* ops) {
         require(out, "ckpt_comm_new", "out");
         require(ops, "ckpt_comm_new", "ops");
         if (ops->version != CKPT_COMM_OPS_VERSION)
-            ckpt::fail(Code::invalid, "ckpt_comm_new: ops version {} is not supported ({})", ops->version,
-                       CKPT_COMM_OPS_VERSION);
+            ckpt::core::fail(Code::invalid, "ckpt_comm_new: ops version {} is not supported ({})", ops->version,
+                             CKPT_COMM_OPS_VERSION);
         const std::pair<const void*, const char*> required[] = {
             {reinterpret_cast<const void*>(ops->rank), "rank"},
             {reinterpret_cast<const void*>(ops->size), "size"},
@@ -74,7 +74,7 @@ CKPT_API int ckpt_comm_new(ckpt_comm** out, const ckpt_comm_ops* ops) {
             {reinterpret_cast<const void*>(ops->all_gather), "all_gather"},
         };
         for (const auto& [fn, name] : required)
-            if (fn == nullptr) ckpt::fail(Code::invalid, "ckpt_comm_new: the '{}' callback is NULL", name);
+            if (fn == nullptr) ckpt::core::fail(Code::invalid, "ckpt_comm_new: the '{}' callback is NULL", name);
         auto handle = std::make_unique<ckpt_comm>();
         handle->comm = std::make_shared<CallbackComm>(*ops);
         *out = handle.release();

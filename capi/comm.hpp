@@ -9,7 +9,7 @@
 #include <memory>
 
 struct ckpt_comm {
-    std::shared_ptr<ckpt::Comm> comm;
+    std::shared_ptr<ckpt::core::Comm> comm;
 };
 
 namespace ckpt::capi {

@@ -5,13 +5,13 @@
 
 #include <algorithm>
 
-using ckpt::Code;
 using ckpt::capi::guard;
 using ckpt::capi::require;
+using ckpt::core::Code;
 
 struct ckpt_file {
-    std::shared_ptr<ckpt::Storage> storage;  // kept alive as long as the file
-    std::unique_ptr<ckpt::InputFile> input;
+    std::shared_ptr<ckpt::core::Storage> storage;  // kept alive as long as the file
+    std::unique_ptr<ckpt::core::InputFile> input;
 };
 
 namespace {
@@ -28,8 +28,8 @@ CKPT_API int ckpt_storage_stat(ckpt_storage* storage, const char* path, ckpt_fil
         require(path, "ckpt_storage_stat", "path");
         require(info, "ckpt_storage_stat", "info");
         const ckpt::capi::Located at = ckpt::capi::locate(storage, path);
-        const std::optional<ckpt::FileInfo> found = at.storage->stat(at.path);
-        if (!found) ckpt::fail(Code::not_found, "{}: no such file or directory", shown(at));
+        const std::optional<ckpt::core::FileInfo> found = at.storage->stat(at.path);
+        if (!found) ckpt::core::fail(Code::not_found, "{}: no such file or directory", shown(at));
         *info = ckpt_file_info{found->size, found->modified_ns.value_or(CKPT_TIME_UNKNOWN), found->is_dir ? 1u : 0u, 0};
     });
 }
@@ -40,7 +40,7 @@ CKPT_API int ckpt_storage_list(ckpt_storage* storage, const char* dir, ckpt_list
         require(dir, "ckpt_storage_list", "dir");
         require(reinterpret_cast<const void*>(entry), "ckpt_storage_list", "entry");
         const ckpt::capi::Located at = ckpt::capi::locate(storage, dir);
-        ckpt::Storage::Entries entries = at.storage->list_entries(at.path);
+        ckpt::core::Storage::Entries entries = at.storage->list_entries(at.path);
         std::vector<std::string> names = std::move(entries.files);
         for (std::string& d : entries.dirs) names.push_back(d + '/');
         std::sort(names.begin(), names.end());
@@ -62,18 +62,18 @@ CKPT_API int ckpt_storage_remove(ckpt_storage* storage, const char* path, uint32
     return guard([&] {
         require(path, "ckpt_storage_remove", "path");
         if ((flags & ~CKPT_STORAGE_REMOVE_RECURSIVE) != 0)
-            ckpt::fail(Code::invalid, "ckpt_storage_remove: unknown flags {:#x}", flags);
+            ckpt::core::fail(Code::invalid, "ckpt_storage_remove: unknown flags {:#x}", flags);
         const ckpt::capi::Located at = ckpt::capi::locate(storage, path);
-        const std::optional<ckpt::FileInfo> found = at.storage->stat(at.path);
-        if (!found) ckpt::fail(Code::not_found, "{}: no such file or directory", shown(at));
+        const std::optional<ckpt::core::FileInfo> found = at.storage->stat(at.path);
+        if (!found) ckpt::core::fail(Code::not_found, "{}: no such file or directory", shown(at));
         if (!found->is_dir) return at.storage->remove(at.path);
         if ((flags & CKPT_STORAGE_REMOVE_RECURSIVE) == 0) {
-            const ckpt::Storage::Entries entries = at.storage->list_entries(at.path);
+            const ckpt::core::Storage::Entries entries = at.storage->list_entries(at.path);
             if (!entries.files.empty() || !entries.dirs.empty())
-                ckpt::fail(Code::exists,
-                           "{}: the directory is not empty (CKPT_STORAGE_REMOVE_RECURSIVE removes it "
-                           "with everything in it)",
-                           shown(at));
+                ckpt::core::fail(Code::exists,
+                                 "{}: the directory is not empty (CKPT_STORAGE_REMOVE_RECURSIVE removes it "
+                                 "with everything in it)",
+                                 shown(at));
         }
         at.storage->remove_tree(at.path);
     });

@@ -20,21 +20,24 @@
 #include <type_traits>
 
 struct ckpt_vars {
-    ckpt::VarCollection vc;
+    ckpt::core::VarCollection vc;
 };
 
 struct ckpt_npz {
-    std::shared_ptr<ckpt::Storage> storage;  // kept alive as long as the file read through it
-    ckpt::NpzReader reader;
-    ckpt::NpzViews views;                    // ckpt_npz_map's; destroyed (unmapped) first
-    ckpt::NpzRanges ranges;                  // ckpt_npz_read_range's stream state
+    std::shared_ptr<ckpt::core::Storage> storage;  // kept alive as long as the file read through it
+    ckpt::core::NpzReader reader;
+    ckpt::core::NpzViews views;    // ckpt_npz_map's; destroyed (unmapped) first
+    ckpt::core::NpzRanges ranges;  // ckpt_npz_read_range's stream state
 };
 
 struct ckpt_storage {
-    std::shared_ptr<ckpt::Storage> storage;
+    std::shared_ptr<ckpt::core::Storage> storage;
 };
 
 namespace ckpt::capi {
+
+// capi/ is the core's C face: its code names the core's types and functions as its own.
+using namespace ckpt::core;
 
 void set_error(const char* message) noexcept;
 

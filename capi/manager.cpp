@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ckpt_manager: the C face of ckpt::CheckpointManager.
+// ckpt_manager: the C face of ckpt::core::CheckpointManager.
 #include "manager/checkpoint.hpp"
 #include "comm.hpp"
 #include "guard.hpp"
@@ -13,19 +13,19 @@
 #include <cstring>
 #include <mutex>
 
-using ckpt::Code;
 using ckpt::capi::guard;
 using ckpt::capi::require;
 using ckpt::capi::unknown_version;
+using ckpt::core::Code;
 
 struct ckpt_manager {
-    std::unique_ptr<ckpt::CheckpointManager> manager;
+    std::unique_ptr<ckpt::core::CheckpointManager> manager;
     std::string url_prefix;  // "s3://bucket/" for a logdir given as a URL: ckpt_manager_path gives URLs back
 };
 
 namespace {
 
-ckpt::CheckpointManager& manager_of(ckpt_manager* m, const char* function) {
+ckpt::core::CheckpointManager& manager_of(ckpt_manager* m, const char* function) {
     require(m, function, "m");
     return *m->manager;
 }
@@ -44,7 +44,7 @@ std::function<int64_t()>& manager_clock() {
 
 std::optional<int64_t> index_arg(int64_t idx, const char* function) {
     if (idx == CKPT_LATEST) return std::nullopt;
-    if (idx < 0) ckpt::fail(Code::invalid, "{}: index {} is neither >= 0 nor CKPT_LATEST", function, idx);
+    if (idx < 0) ckpt::core::fail(Code::invalid, "{}: index {} is neither >= 0 nor CKPT_LATEST", function, idx);
     return idx;
 }
 
@@ -56,8 +56,8 @@ CKPT_API int ckpt_manager_options_init(ckpt_manager_options* opts, uint32_t vers
     return guard([&] {
         require(opts, "ckpt_manager_options_init", "opts");
         if (!kManagerOptions.known(version))
-            ckpt::fail(Code::invalid, "{}",
-                       unknown_version("ckpt_manager_options_init", "", version, kManagerOptions.current));
+            ckpt::core::fail(Code::invalid, "{}",
+                             unknown_version("ckpt_manager_options_init", "", version, kManagerOptions.current));
         kManagerOptions.init(opts, version, kManagerDefaults);
     });
 }
@@ -68,31 +68,34 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
         require(out, "ckpt_manager_open", "out");
         require(logdir, "ckpt_manager_open", "logdir");
         if (opts != nullptr && !kManagerOptions.known(opts->version))
-            ckpt::fail(Code::invalid, "{}",
-                       unknown_version("ckpt_manager_open", "options", opts->version, kManagerOptions.current));
+            ckpt::core::fail(Code::invalid, "{}",
+                             unknown_version("ckpt_manager_open", "options", opts->version, kManagerOptions.current));
         const ckpt_manager_options o =
             opts != nullptr ? kManagerOptions.upgrade(*opts, kManagerDefaults) : kManagerDefaults;
         constexpr uint32_t kKnownFlags =
             CKPT_MANAGER_ASYNC | CKPT_MANAGER_NO_FALLBACK | CKPT_MANAGER_NO_MAKEDIR | CKPT_MANAGER_VERBOSE |
             CKPT_MANAGER_READ_ONLY;
-        if ((o.flags & ~kKnownFlags) != 0) ckpt::fail(Code::invalid, "ckpt_manager_open: unknown flags {}", o.flags);
-        if (o.keep_every < 0) ckpt::fail(Code::invalid, "ckpt_manager_open: keep_every {} is negative", o.keep_every);
+        if ((o.flags & ~kKnownFlags) != 0)
+            ckpt::core::fail(Code::invalid, "ckpt_manager_open: unknown flags {}", o.flags);
+        if (o.keep_every < 0)
+            ckpt::core::fail(Code::invalid, "ckpt_manager_open: keep_every {} is negative", o.keep_every);
         if (o.keep_seconds < 0)
-            ckpt::fail(Code::invalid, "ckpt_manager_open: keep_seconds {} is negative", o.keep_seconds);
+            ckpt::core::fail(Code::invalid, "ckpt_manager_open: keep_seconds {} is negative", o.keep_seconds);
         if (o.save_every_steps < 0)
-            ckpt::fail(Code::invalid, "ckpt_manager_open: save_every_steps {} is negative", o.save_every_steps);
+            ckpt::core::fail(Code::invalid, "ckpt_manager_open: save_every_steps {} is negative", o.save_every_steps);
         if (o.save_every_seconds < 0)
-            ckpt::fail(Code::invalid, "ckpt_manager_open: save_every_seconds {} is negative", o.save_every_seconds);
+            ckpt::core::fail(Code::invalid, "ckpt_manager_open: save_every_seconds {} is negative",
+                             o.save_every_seconds);
         if (o.best_mode != CKPT_BEST_MIN && o.best_mode != CKPT_BEST_MAX)
-            ckpt::fail(Code::invalid, "ckpt_manager_open: best_mode {} is neither CKPT_BEST_MIN nor CKPT_BEST_MAX",
-                       o.best_mode);
-        if (o.best_metric != nullptr && (o.best_metric[0] == '\0' || !ckpt::valid_utf8(o.best_metric)))
-            ckpt::fail(Code::invalid, "ckpt_manager_open: best_metric is empty or not valid UTF-8");
+            ckpt::core::fail(Code::invalid,
+                             "ckpt_manager_open: best_mode {} is neither CKPT_BEST_MIN nor CKPT_BEST_MAX", o.best_mode);
+        if (o.best_metric != nullptr && (o.best_metric[0] == '\0' || !ckpt::core::valid_utf8(o.best_metric)))
+            ckpt::core::fail(Code::invalid, "ckpt_manager_open: best_metric is empty or not valid UTF-8");
         if (o.keep_best > 0 && o.best_metric == nullptr)
-            ckpt::fail(Code::invalid, "ckpt_manager_open: keep_best {} needs a best_metric", o.keep_best);
+            ckpt::core::fail(Code::invalid, "ckpt_manager_open: keep_best {} needs a best_metric", o.keep_best);
         const ckpt_npz_options npz = ckpt::capi::checked_npz_options(o.npz, "ckpt_manager_open");
 
-        ckpt::CheckpointManager::Options m;
+        ckpt::core::CheckpointManager::Options m;
         m.keep = o.keep;
         m.keep_every = o.keep_every;
         m.keep_best = o.keep_best;
@@ -110,11 +113,13 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
         m.make_dir = (o.flags & CKPT_MANAGER_NO_MAKEDIR) == 0;
         m.read_only = (o.flags & CKPT_MANAGER_READ_ONLY) != 0;
         if (m.read_only && m.async)
-            ckpt::fail(Code::invalid, "ckpt_manager_open: CKPT_MANAGER_READ_ONLY makes no saves, so CKPT_MANAGER_ASYNC has no use");
+            ckpt::core::fail(
+                Code::invalid,
+                "ckpt_manager_open: CKPT_MANAGER_READ_ONLY makes no saves, so CKPT_MANAGER_ASYNC has no use");
         m.queue_depth = o.queue_depth == 0 ? 1 : o.queue_depth;
         m.npz_write = ckpt::capi::write_options(npz);
         m.npz_read = ckpt::capi::read_options(npz);
-        m.npz_read.layout = ckpt::Layout::automatic;  // the npz layout says how to write; reading detects either
+        m.npz_read.layout = ckpt::core::Layout::automatic;  // the npz layout says how to write; reading detects either
         m.rename = ckpt::capi::renamer(npz);
         m.partial = (npz.flags & CKPT_NPZ_PARTIAL) != 0;
         m.max_staging_bytes = o.max_staging_bytes;
@@ -129,9 +134,9 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
             m.log = [](int, const std::string& message) { std::fprintf(stderr, "%s\n", message.c_str()); };
         }
         const std::string subdir = o.subdir != nullptr ? o.subdir : "ckpt";
-        const std::string dir = subdir.empty() ? at.path : ckpt::join_path(at.path, subdir);
+        const std::string dir = subdir.empty() ? at.path : ckpt::core::join_path(at.path, subdir);
         auto handle = std::make_unique<ckpt_manager>();
-        handle->manager = std::make_unique<ckpt::CheckpointManager>(dir, std::move(m));
+        handle->manager = std::make_unique<ckpt::core::CheckpointManager>(dir, std::move(m));
         handle->url_prefix = at.url_prefix;
         *out = handle.release();
     });
@@ -154,10 +159,10 @@ CKPT_API int ckpt_manager_save_metrics(ckpt_manager* m, const ckpt_vars* vars, i
             require(names, "ckpt_manager_save_metrics", "names");
             require(values, "ckpt_manager_save_metrics", "values");
         }
-        ckpt::Metrics metrics;
+        ckpt::core::Metrics metrics;
         metrics.reserve(n);
         for (size_t i = 0; i < n; ++i) {
-            if (names[i] == nullptr) ckpt::fail(Code::invalid, "ckpt_manager_save_metrics: names[{}] is NULL", i);
+            if (names[i] == nullptr) ckpt::core::fail(Code::invalid, "ckpt_manager_save_metrics: names[{}] is NULL", i);
             metrics.emplace_back(names[i], values[i]);
         }
         manager.save(vars->vc, idx, metrics);
@@ -169,10 +174,11 @@ CKPT_API int ckpt_manager_metric(ckpt_manager* m, int64_t idx, const char* name,
         auto& manager = manager_of(m, "ckpt_manager_metric");
         require(name, "ckpt_manager_metric", "name");
         require(out, "ckpt_manager_metric", "out");
-        if (idx < 0) ckpt::fail(Code::invalid, "ckpt_manager_metric: index {} is negative", idx);
+        if (idx < 0) ckpt::core::fail(Code::invalid, "ckpt_manager_metric: index {} is negative", idx);
         const std::optional<double> value = manager.metric(idx, name);
         if (!value)
-            ckpt::fail(Code::not_found, "ckpt_manager_metric: {} records no metric '{}'", manager.path(idx), name);
+            ckpt::core::fail(Code::not_found, "ckpt_manager_metric: {} records no metric '{}'", manager.path(idx),
+                             name);
         *out = *value;
     });
 }
@@ -182,7 +188,7 @@ CKPT_API int ckpt_manager_best(ckpt_manager* m, int64_t* out_idx) {
         auto& manager = manager_of(m, "ckpt_manager_best");
         require(out_idx, "ckpt_manager_best", "out_idx");
         const std::optional<int64_t> best = manager.best();
-        if (!best) ckpt::fail(Code::not_found, "{}: no checkpoint records the best metric", manager.dir());
+        if (!best) ckpt::core::fail(Code::not_found, "{}: no checkpoint records the best metric", manager.dir());
         *out_idx = *best;
     });
 }
@@ -223,7 +229,7 @@ CKPT_API int ckpt_manager_latest(ckpt_manager* m, int64_t* out_idx) {
         auto& manager = manager_of(m, "ckpt_manager_latest");
         require(out_idx, "ckpt_manager_latest", "out_idx");
         const auto indices = manager.list();
-        if (indices.empty()) ckpt::fail(Code::not_found, "{}: no checkpoints found", manager.dir());
+        if (indices.empty()) ckpt::core::fail(Code::not_found, "{}: no checkpoints found", manager.dir());
         *out_idx = indices.back();
     });
 }
@@ -237,7 +243,8 @@ CKPT_API int ckpt_manager_list(ckpt_manager* m, int64_t* idx, size_t cap, size_t
         *count = indices.size();
         std::copy_n(indices.begin(), std::min(cap, indices.size()), idx);
         if (cap < indices.size())
-            ckpt::fail(Code::buffer_small, "ckpt_manager_list: {} checkpoints do not fit in {}", indices.size(), cap);
+            ckpt::core::fail(Code::buffer_small, "ckpt_manager_list: {} checkpoints do not fit in {}", indices.size(),
+                             cap);
     });
 }
 
@@ -245,10 +252,10 @@ CKPT_API int ckpt_manager_path(ckpt_manager* m, int64_t idx, char* buf, size_t c
     return guard([&] {
         auto& manager = manager_of(m, "ckpt_manager_path");
         require(buf, "ckpt_manager_path", "buf");
-        if (idx < 0) ckpt::fail(Code::invalid, "ckpt_manager_path: index {} is negative", idx);
+        if (idx < 0) ckpt::core::fail(Code::invalid, "ckpt_manager_path: index {} is negative", idx);
         const std::string path = m->url_prefix + manager.path(idx);
         if (path.size() + 1 > cap)
-            ckpt::fail(Code::buffer_small, "ckpt_manager_path: {} needs {} bytes", path, path.size() + 1);
+            ckpt::core::fail(Code::buffer_small, "ckpt_manager_path: {} needs {} bytes", path, path.size() + 1);
         std::memcpy(buf, path.c_str(), path.size() + 1);
     });
 }
@@ -256,9 +263,10 @@ CKPT_API int ckpt_manager_path(ckpt_manager* m, int64_t idx, char* buf, size_t c
 CKPT_API int ckpt_manager_clean(ckpt_manager* m, uint32_t flags, ckpt_clean_fn fn, void* payload, size_t* count) {
     return guard([&] {
         auto& manager = manager_of(m, "ckpt_manager_clean");
-        if ((flags & ~CKPT_CLEAN_DRY_RUN) != 0) ckpt::fail(Code::invalid, "ckpt_manager_clean: unknown flags {:#x}", flags);
+        if ((flags & ~CKPT_CLEAN_DRY_RUN) != 0)
+            ckpt::core::fail(Code::invalid, "ckpt_manager_clean: unknown flags {:#x}", flags);
         if (count != nullptr) *count = 0;
-        manager.clean((flags & CKPT_CLEAN_DRY_RUN) != 0, [&](const ckpt::StaleTemporary& t) {
+        manager.clean((flags & CKPT_CLEAN_DRY_RUN) != 0, [&](const ckpt::core::StaleTemporary& t) {
             if (count != nullptr) ++*count;
             if (fn != nullptr)
                 fn(t.path.c_str(), t.upload ? CKPT_CLEAN_UPLOAD : t.dir ? CKPT_CLEAN_DIR : CKPT_CLEAN_FILE, payload);
@@ -282,7 +290,7 @@ CKPT_API int ckpt_manager_close(ckpt_manager* m) {
 CKPT_API int64_t ckpt_checkpoint_idx(const char* filename) {
     if (filename == nullptr) return -1;
     try {
-        return ckpt::checkpoint_index(filename).value_or(-1);
+        return ckpt::core::checkpoint_index(filename).value_or(-1);
     } catch (...) {
         return -1;
     }

@@ -14,6 +14,8 @@
 
 namespace ckpt::capi {
 
+using namespace ckpt::core;
+
 template <typename Enum>
 constexpr bool mirrors(Enum e, long long c) {
     return static_cast<long long>(e) == c;

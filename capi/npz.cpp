@@ -11,11 +11,11 @@
 #include <cstring>
 #include <memory>
 
-using ckpt::Code;
-using ckpt::Layout;
 using ckpt::capi::guard;
 using ckpt::capi::require;
 using ckpt::capi::unknown_version;
+using ckpt::core::Code;
+using ckpt::core::Layout;
 
 namespace {
 
@@ -28,17 +28,18 @@ constexpr ckpt::capi::VersionedStruct<ckpt_npz_options, 4> kNpzOptions{
 static_assert(kNpzOptions.current == CKPT_NPZ_OPTIONS_VERSION && kNpzOptions.consistent());
 constexpr ckpt_npz_options kNpzDefaults = CKPT_NPZ_OPTIONS_INIT;
 
-ckpt_vars* read_all(ckpt::NpzReader& reader) { return new ckpt_vars{reader.read_all()}; }
+ckpt_vars* read_all(ckpt::core::NpzReader& reader) { return new ckpt_vars{reader.read_all()}; }
 
-const ckpt::NpzReader::Entry* at(const ckpt_npz* npz, size_t i) {
+const ckpt::core::NpzReader::Entry* at(const ckpt_npz* npz, size_t i) {
     return npz != nullptr && i < npz->reader.size() ? &npz->reader.entry(i) : nullptr;
 }
 
 // Entry i of an open file, or Error(not_found).
-const ckpt::NpzReader::Entry& existing(const ckpt_npz* npz, size_t i) {
+const ckpt::core::NpzReader::Entry& existing(const ckpt_npz* npz, size_t i) {
     const auto* e = at(npz, i);
     if (e == nullptr)
-        ckpt::fail(Code::not_found, "{}: no array #{} (the file has {})", npz->reader.label(), i, npz->reader.size());
+        ckpt::core::fail(Code::not_found, "{}: no array #{} (the file has {})", npz->reader.label(), i,
+                         npz->reader.size());
     return *e;
 }
 
@@ -49,19 +50,21 @@ namespace ckpt::capi {
 ckpt_npz_options checked_npz_options(const ckpt_npz_options* opts, const char* function) {
     if (opts == nullptr) return kNpzDefaults;
     if (!kNpzOptions.known(opts->version))
-        ckpt::fail(Code::invalid, "{}",
-                   unknown_version(function, "ckpt_npz_options", opts->version, kNpzOptions.current));
+        ckpt::core::fail(Code::invalid, "{}",
+                         unknown_version(function, "ckpt_npz_options", opts->version, kNpzOptions.current));
     const ckpt_npz_options o = kNpzOptions.upgrade(*opts, kNpzDefaults);
-    if (o.layout > CKPT_LAYOUT_OBJAX) ckpt::fail(Code::invalid, "{}: unknown layout {}", function, o.layout);
-    if (o.compression > CKPT_DEFLATE) ckpt::fail(Code::invalid, "{}: unknown compression {}", function, o.compression);
-    if (o.level < 0 || o.level > 9) ckpt::fail(Code::invalid, "{}: deflate level {} is not in 0..9", function, o.level);
-    if (o.max_header_bytes > SIZE_MAX) ckpt::fail(Code::invalid, "{}: max_header_bytes is too large", function);
-    if ((o.flags & ~kKnownNpzFlags) != 0) ckpt::fail(Code::invalid, "{}: unknown flags {:#x}", function, o.flags);
+    if (o.layout > CKPT_LAYOUT_OBJAX) ckpt::core::fail(Code::invalid, "{}: unknown layout {}", function, o.layout);
+    if (o.compression > CKPT_DEFLATE)
+        ckpt::core::fail(Code::invalid, "{}: unknown compression {}", function, o.compression);
+    if (o.level < 0 || o.level > 9)
+        ckpt::core::fail(Code::invalid, "{}: deflate level {} is not in 0..9", function, o.level);
+    if (o.max_header_bytes > SIZE_MAX) ckpt::core::fail(Code::invalid, "{}: max_header_bytes is too large", function);
+    if ((o.flags & ~kKnownNpzFlags) != 0) ckpt::core::fail(Code::invalid, "{}: unknown flags {:#x}", function, o.flags);
     return o;
 }
 
-ckpt::NpzWriteOptions write_options(const ckpt_npz_options& o) {
-    ckpt::NpzWriteOptions w;
+ckpt::core::NpzWriteOptions write_options(const ckpt_npz_options& o) {
+    ckpt::core::NpzWriteOptions w;
     w.layout = static_cast<Layout>(o.layout);
     w.deflate = o.compression == CKPT_DEFLATE;
     w.level = o.level;
@@ -71,11 +74,12 @@ ckpt::NpzWriteOptions write_options(const ckpt_npz_options& o) {
     return w;
 }
 
-ckpt::NpzReadOptions read_options(const ckpt_npz_options& o, bool reads_all) {
-    ckpt::NpzReadOptions r;
+ckpt::core::NpzReadOptions read_options(const ckpt_npz_options& o, bool reads_all) {
+    ckpt::core::NpzReadOptions r;
     r.read_ahead = reads_all;
     r.layout = static_cast<Layout>(o.layout);
-    r.max_header_bytes = o.max_header_bytes != 0 ? static_cast<size_t>(o.max_header_bytes) : ckpt::kDefaultMaxHeaderBytes;
+    r.max_header_bytes =
+        o.max_header_bytes != 0 ? static_cast<size_t>(o.max_header_bytes) : ckpt::core::kDefaultMaxHeaderBytes;
     if (o.max_members != 0) r.max_members = o.max_members;
     if (o.max_total_bytes != 0) r.max_total_bytes = o.max_total_bytes;
     r.progress.fn = o.progress;
@@ -84,7 +88,7 @@ ckpt::NpzReadOptions read_options(const ckpt_npz_options& o, bool reads_all) {
 }
 
 // Adapts the C renamer (caller's buffer, snprintf-style retry when it needs more room) to the core's.
-ckpt::Renamer renamer(const ckpt_npz_options& o) {
+ckpt::core::Renamer renamer(const ckpt_npz_options& o) {
     if (o.rename == nullptr) return {};
     return [fn = o.rename, payload = o.rename_payload](const std::string& name) {
         std::string buf(256, '\0');
@@ -92,16 +96,16 @@ ckpt::Renamer renamer(const ckpt_npz_options& o) {
             const int r = fn(name.c_str(), &buf[0], buf.size(), payload);
             if (r < 0) {
                 const std::string own = take_callback_message();
-                throw ckpt::CallerError(static_cast<Code>(r),
-                                        own.empty() ? fmt::format("the renamer refused '{}' (code {})", name, r)
-                                                    : fmt::format("the renamer refused '{}': {}", name, own));
+                throw ckpt::core::CallerError(static_cast<Code>(r),
+                                              own.empty() ? fmt::format("the renamer refused '{}' (code {})", name, r)
+                                                          : fmt::format("the renamer refused '{}': {}", name, own));
             }
             if (r == 0) return name;
             if (static_cast<size_t>(r) <= buf.size()) return buf.substr(0, static_cast<size_t>(r));
             buf.assign(static_cast<size_t>(r), '\0');
         }
-        throw ckpt::CallerError(Code::buffer_small,
-                                fmt::format("the renamer asked twice for a larger buffer for '{}'", name));
+        throw ckpt::core::CallerError(Code::buffer_small,
+                                      fmt::format("the renamer asked twice for a larger buffer for '{}'", name));
     };
 }
 
@@ -117,7 +121,8 @@ CKPT_API int ckpt_npz_options_init(ckpt_npz_options* opts, uint32_t version) {
     return guard([&] {
         require(opts, "ckpt_npz_options_init", "opts");
         if (!kNpzOptions.known(version))
-            ckpt::fail(Code::invalid, "{}", unknown_version("ckpt_npz_options_init", "", version, kNpzOptions.current));
+            ckpt::core::fail(Code::invalid, "{}",
+                             unknown_version("ckpt_npz_options_init", "", version, kNpzOptions.current));
         kNpzOptions.init(opts, version, kNpzDefaults);
     });
 }
@@ -128,7 +133,7 @@ CKPT_API int ckpt_npz_save(const char* path, const ckpt_vars* vars, const ckpt_n
         require(vars, "ckpt_npz_save", "vars");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_save");
         const ckpt::capi::Located at = ckpt::capi::locate(o.storage, path);
-        ckpt::save_npz(*at.storage, at.path, vars->vc, ckpt::capi::write_options(o));
+        ckpt::core::save_npz(*at.storage, at.path, vars->vc, ckpt::capi::write_options(o));
     });
 }
 
@@ -139,7 +144,7 @@ CKPT_API int ckpt_npz_read(ckpt_vars** out, const char* path, const ckpt_npz_opt
         require(path, "ckpt_npz_read", "path");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_read");
         const ckpt::capi::Located at = ckpt::capi::locate(o.storage, path);
-        auto reader = ckpt::NpzReader::open(*at.storage, at.path, read_options(o, true));
+        auto reader = ckpt::core::NpzReader::open(*at.storage, at.path, read_options(o, true));
         *out = read_all(reader);
     });
 }
@@ -150,7 +155,8 @@ CKPT_API int ckpt_npz_read_memory(ckpt_vars** out, const void* bytes, size_t siz
         require(out, "ckpt_npz_read_memory", "out");
         if (size > 0) require(bytes, "ckpt_npz_read_memory", "bytes");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_read_memory");
-        ckpt::NpzReader reader(std::make_unique<ckpt::BytesInput>(bytes, size), "<memory>", read_options(o));
+        ckpt::core::NpzReader reader(std::make_unique<ckpt::core::BytesInput>(bytes, size), "<memory>",
+                                     read_options(o));
         *out = read_all(reader);
     });
 }
@@ -161,8 +167,8 @@ CKPT_API int ckpt_npz_restore(const char* path, ckpt_vars* vars, const ckpt_npz_
         require(vars, "ckpt_npz_restore", "vars");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_restore");
         const ckpt::capi::Located at = ckpt::capi::locate(o.storage, path);
-        auto reader = ckpt::NpzReader::open(*at.storage, at.path, read_options(o, true));
-        ckpt::restore_npz(reader, vars->vc, renamer(o), (o.flags & CKPT_NPZ_PARTIAL) != 0);
+        auto reader = ckpt::core::NpzReader::open(*at.storage, at.path, read_options(o, true));
+        ckpt::core::restore_npz(reader, vars->vc, renamer(o), (o.flags & CKPT_NPZ_PARTIAL) != 0);
     });
 }
 
@@ -173,9 +179,12 @@ CKPT_API int ckpt_npz_open(ckpt_npz** out, const char* path, const ckpt_npz_opti
         require(path, "ckpt_npz_open", "path");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_open");
         ckpt::capi::Located at = ckpt::capi::locate(o.storage, path);
-        std::shared_ptr<ckpt::Storage> storage = std::move(at.storage);
-        auto reader = ckpt::NpzReader::open(*storage, at.path, read_options(o));
-        *out = new ckpt_npz{std::move(storage), std::move(reader), ckpt::NpzViews((o.flags & CKPT_NPZ_MAP_UNVERIFIED) == 0, (o.flags & CKPT_NPZ_MAP_WRITABLE) != 0), ckpt::NpzRanges{}};
+        std::shared_ptr<ckpt::core::Storage> storage = std::move(at.storage);
+        auto reader = ckpt::core::NpzReader::open(*storage, at.path, read_options(o));
+        *out = new ckpt_npz{
+            std::move(storage), std::move(reader),
+            ckpt::core::NpzViews((o.flags & CKPT_NPZ_MAP_UNVERIFIED) == 0, (o.flags & CKPT_NPZ_MAP_WRITABLE) != 0),
+            ckpt::core::NpzRanges{}};
     });
 }
 
@@ -193,7 +202,7 @@ CKPT_API int ckpt_npz_find(const ckpt_npz* npz, const char* name, size_t* out_in
         require(name, "ckpt_npz_find", "name");
         require(out_index, "ckpt_npz_find", "out_index");
         const std::optional<size_t> i = npz->reader.find(name);
-        if (!i) ckpt::fail(Code::not_found, "{}: no array '{}'", npz->reader.label(), name);
+        if (!i) ckpt::core::fail(Code::not_found, "{}: no array '{}'", npz->reader.label(), name);
         *out_index = *i;
     });
 }
@@ -225,8 +234,8 @@ CKPT_API int ckpt_npz_read_into(ckpt_npz* npz, size_t i, void* dst, size_t dst_s
         require(npz, "ckpt_npz_read_into", "npz");
         const auto* e = &existing(npz, i);
         if (dst_size < e->header.nbytes)
-            ckpt::fail(Code::buffer_small, "{}: array '{}' needs {} bytes; the buffer has {}", npz->reader.label(),
-                       e->name, e->header.nbytes, dst_size);
+            ckpt::core::fail(Code::buffer_small, "{}: array '{}' needs {} bytes; the buffer has {}",
+                             npz->reader.label(), e->name, e->header.nbytes, dst_size);
         if (e->header.nbytes > 0) require(dst, "ckpt_npz_read_into", "dst");
         npz->reader.read_into(i, dst);
     });
@@ -267,7 +276,8 @@ CKPT_API const char* ckpt_npz_member_name(const ckpt_npz* npz, size_t i) {
     return e != nullptr ? e->member.c_str() : nullptr;
 }
 CKPT_API uint32_t ckpt_npz_compression(const ckpt_npz* npz, size_t i) {
-    return at(npz, i) != nullptr && npz->reader.member(i).method == ckpt::zip::kMethodDeflate ? CKPT_DEFLATE : CKPT_STORE;
+    return at(npz, i) != nullptr && npz->reader.member(i).method == ckpt::core::zip::kMethodDeflate ? CKPT_DEFLATE
+                                                                                                    : CKPT_STORE;
 }
 CKPT_API uint64_t ckpt_npz_stored_bytes(const ckpt_npz* npz, size_t i) {
     return at(npz, i) != nullptr ? npz->reader.member(i).compressed : 0;
@@ -277,13 +287,13 @@ CKPT_API uint32_t ckpt_npz_crc32(const ckpt_npz* npz, size_t i) {
 }
 CKPT_API uint64_t ckpt_npz_data_offset(const ckpt_npz* npz, size_t i) {
     const auto* e = at(npz, i);
-    if (e == nullptr || npz->reader.member(i).method != ckpt::zip::kMethodStore) return 0;
+    if (e == nullptr || npz->reader.member(i).method != ckpt::core::zip::kMethodStore) return 0;
     return npz->reader.member(i).data_offset + e->header.data_offset;
 }
 CKPT_API int ckpt_npz_byte_order(const ckpt_npz* npz, size_t i) {
     const auto* e = at(npz, i);
     if (e == nullptr) return 0;
-    if (ckpt::swap_unit(e->header.dtype) <= 1) return '|';
+    if (ckpt::core::swap_unit(e->header.dtype) <= 1) return '|';
     constexpr bool little_host = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
     return e->header.foreign_order == little_host ? '>' : '<';
 }
@@ -315,12 +325,12 @@ CKPT_API int ckpt_npz_map_vars(ckpt_npz* npz, ckpt_vars** out) {
     return guard([&] {
         require(npz, "ckpt_npz_map_vars", "npz");
         require(out, "ckpt_npz_map_vars", "out");
-        ckpt::VarCollection vars;
+        ckpt::core::VarCollection vars;
         for (size_t i = 0; i < npz->reader.size(); ++i) {
-            const ckpt::NpzReader::Entry& e = npz->reader.entry(i);
+            const ckpt::core::NpzReader::Entry& e = npz->reader.entry(i);
             // Writable only under CKPT_NPZ_MAP_WRITABLE (documented): the collection's arrays are mutable by type.
             void* data = const_cast<void*>(npz->views.view(npz->reader, i));
-            vars.add(e.name, ckpt::Array::borrow(e.header.dtype, e.header.itemsize, e.header.shape, data));
+            vars.add(e.name, ckpt::core::Array::borrow(e.header.dtype, e.header.itemsize, e.header.shape, data));
         }
         vars.metadata() = npz->reader.metadata();
         *out = new ckpt_vars{std::move(vars)};

@@ -1,22 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
-// ckpt_step: one sharded checkpoint step, read by one process (the C face of ckpt::ShardedStep).
+// ckpt_step: one sharded checkpoint step, read by one process (the C face of ckpt::core::ShardedStep).
 #include "sharded/sharded_step.hpp"
 #include "guard.hpp"
 #include "url_storage.hpp"
 
-using ckpt::Code;
 using ckpt::capi::guard;
 using ckpt::capi::require;
+using ckpt::core::Code;
 
 struct ckpt_step {
-    std::shared_ptr<ckpt::Storage> storage;  // outlives the step read through it
-    std::unique_ptr<ckpt::ShardedStep> step;
+    std::shared_ptr<ckpt::core::Storage> storage;  // outlives the step read through it
+    std::unique_ptr<ckpt::core::ShardedStep> step;
     std::vector<std::string> shards;
 };
 
 namespace {
 
-const ckpt::ManifestVariable* at(const ckpt_step* s, size_t i) {
+const ckpt::core::ManifestVariable* at(const ckpt_step* s, size_t i) {
     if (s == nullptr || i >= s->step->manifest().variables.size()) return nullptr;
     return &s->step->manifest().variables[i];
 }
@@ -34,9 +34,10 @@ CKPT_API int ckpt_step_open(ckpt_step** out, const char* dir, const ckpt_npz_opt
         auto handle = std::make_unique<ckpt_step>();
         ckpt::capi::Located at = ckpt::capi::locate(o.storage, dir);
         handle->storage = std::move(at.storage);
-        handle->step = std::make_unique<ckpt::ShardedStep>(*handle->storage, at.path, ckpt::capi::read_options(o));
+        handle->step =
+            std::make_unique<ckpt::core::ShardedStep>(*handle->storage, at.path, ckpt::capi::read_options(o));
         const int64_t world = handle->step->manifest().world_size;
-        for (int64_t r = 0; r < world; ++r) handle->shards.push_back(ckpt::shard_name(r, world));
+        for (int64_t r = 0; r < world; ++r) handle->shards.push_back(ckpt::core::shard_name(r, world));
         *out = handle.release();
     });
 }
@@ -86,7 +87,7 @@ CKPT_API const int64_t* ckpt_step_shape(const ckpt_step* step, size_t i) {
 
 CKPT_API size_t ckpt_step_nbytes(const ckpt_step* step, size_t i) {
     const auto* v = at(step, i);
-    return v != nullptr ? ckpt::checked_nbytes(v->shape.data(), v->shape.size(), v->itemsize).value_or(0) : 0;
+    return v != nullptr ? ckpt::core::checked_nbytes(v->shape.data(), v->shape.size(), v->itemsize).value_or(0) : 0;
 }
 
 CKPT_API size_t ckpt_step_pieces(const ckpt_step* step, size_t i) {
@@ -98,16 +99,16 @@ CKPT_API int ckpt_step_read_rows(ckpt_step* step, size_t i, int64_t first, int64
     return guard([&] {
         require(step, "ckpt_step_read_rows", "step");
         const auto* v = at(step, i);
-        if (v == nullptr) ckpt::fail(Code::not_found, "ckpt_step_read_rows: variable {} is out of range", i);
+        if (v == nullptr) ckpt::core::fail(Code::not_found, "ckpt_step_read_rows: variable {} is out of range", i);
         const int64_t rows = v->shape.empty() ? 1 : v->shape[0];
         if (first < 0 || count < 0 || first > rows || count > rows - first || (v->shape.empty() && count != 1))
-            ckpt::fail(Code::invalid, "ckpt_step_read_rows: rows [{}, {} + {}) are not rows of '{}' ({} rows)", first,
-                       first, count, v->name, rows);
-        const size_t whole = *ckpt::checked_nbytes(v->shape.data(), v->shape.size(), v->itemsize);
+            ckpt::core::fail(Code::invalid, "ckpt_step_read_rows: rows [{}, {} + {}) are not rows of '{}' ({} rows)",
+                             first, first, count, v->name, rows);
+        const size_t whole = *ckpt::core::checked_nbytes(v->shape.data(), v->shape.size(), v->itemsize);
         const size_t need = rows == 0 ? 0 : whole / static_cast<size_t>(rows) * static_cast<size_t>(count);
         if (dst_size < need)
-            ckpt::fail(Code::buffer_small, "ckpt_step_read_rows: '{}' needs {} bytes, dst_size is {}", v->name, need,
-                       dst_size);
+            ckpt::core::fail(Code::buffer_small, "ckpt_step_read_rows: '{}' needs {} bytes, dst_size is {}", v->name,
+                             need, dst_size);
         if (need > 0) require(dst, "ckpt_step_read_rows", "dst");
         step->step->read_rows(*v, first, count, dst);
     });

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ckpt_storage: the C face of ckpt::Storage, and the adapter that turns a C callback table into one.
+// ckpt_storage: the C face of ckpt::core::Storage, and the adapter that turns a C callback table into one.
 #include "guard.hpp"
 #include "versioned.hpp"
 #include "storage/memory_storage.hpp"
@@ -7,10 +7,10 @@
 #include <cstddef>
 #include <cstring>
 
-using ckpt::Code;
 using ckpt::capi::guard;
 using ckpt::capi::require;
 using ckpt::capi::unknown_version;
+using ckpt::core::Code;
 
 namespace {
 
@@ -18,7 +18,7 @@ namespace {
     ckpt::capi::callback_failed(rc, fmt::format("{}: storage callback '{}'", path, op));
 }
 
-class CallbackOutput final : public ckpt::OutputFile {
+class CallbackOutput final : public ckpt::core::OutputFile {
 public:
     CallbackOutput(const ckpt_storage_ops& ops, void* file, std::string path)
         : ops_(ops), file_(file), path_(std::move(path)) {}
@@ -43,7 +43,7 @@ private:
     std::string path_;
 };
 
-class CallbackInput final : public ckpt::InputFile {
+class CallbackInput final : public ckpt::core::InputFile {
 public:
     CallbackInput(const ckpt_storage_ops& ops, void* file, uint64_t size, std::string path)
         : ops_(ops), file_(file), size_(size), path_(std::move(path)) {}
@@ -52,7 +52,8 @@ public:
     size_t read_at(uint64_t offset, void* dst, size_t n) override {
         size_t got = 0;
         if (int rc = ops_.read_at(ops_.payload, file_, offset, dst, n, &got)) fail_callback(rc, "read_at", path_);
-        if (got > n) ckpt::fail(Code::io, "{}: storage callback 'read_at' reported {} bytes for {}", path_, got, n);
+        if (got > n)
+            ckpt::core::fail(Code::io, "{}: storage callback 'read_at' reported {} bytes for {}", path_, got, n);
         return got;
     }
 
@@ -63,7 +64,7 @@ private:
     std::string path_;
 };
 
-class CallbackStorage final : public ckpt::Storage {
+class CallbackStorage final : public ckpt::core::Storage {
 public:
     explicit CallbackStorage(const ckpt_storage_ops& ops) : ops_(ops) {}
     ~CallbackStorage() override {
@@ -73,9 +74,10 @@ public:
     void make_dirs(const std::string& dir) override {
         if (int rc = ops_.make_dirs(ops_.payload, dir.c_str())) fail_callback(rc, "make_dirs", dir);
     }
-    std::unique_ptr<ckpt::OutputFile> create_temp(const std::string& target, std::string* temp_path) override {
+    std::unique_ptr<ckpt::core::OutputFile> create_temp(const std::string& target, std::string* temp_path) override {
         for (int attempt = 0;; ++attempt) {
-            std::string temp = ckpt::join_path(ckpt::parent_dir(target), ckpt::temp_name_for(ckpt::base_name(target)));
+            std::string temp = ckpt::core::join_path(ckpt::core::parent_dir(target),
+                                                     ckpt::core::temp_name_for(ckpt::core::base_name(target)));
             void* file = nullptr;
             const int rc = ops_.create(ops_.payload, temp.c_str(), &file);
             if (rc == CKPT_EEXIST && attempt < 100) continue;
@@ -84,8 +86,8 @@ public:
             return std::make_unique<CallbackOutput>(ops_, file, std::move(temp));
         }
     }
-    std::unique_ptr<ckpt::OutputFile> open_append(const std::string& path) override {
-        if (ops_.open_append == nullptr) ckpt::fail(Code::unsupported, "{}: this storage cannot append", path);
+    std::unique_ptr<ckpt::core::OutputFile> open_append(const std::string& path) override {
+        if (ops_.open_append == nullptr) ckpt::core::fail(Code::unsupported, "{}: this storage cannot append", path);
         void* file = nullptr;
         if (int rc = ops_.open_append(ops_.payload, path.c_str(), &file)) fail_callback(rc, "open_append", path);
         return std::make_unique<CallbackOutput>(ops_, file, path);
@@ -101,19 +103,19 @@ public:
         if (int rc = ops_.remove(ops_.payload, path.c_str())) fail_callback(rc, "remove", path);
     }
     std::vector<std::string> list(const std::string& dir) override { return names(ops_.list, "list", dir); }
-    std::unique_ptr<ckpt::InputFile> open_read(const std::string& path) override {
+    std::unique_ptr<ckpt::core::InputFile> open_read(const std::string& path) override {
         void* file = nullptr;
         uint64_t size = 0;
         if (int rc = ops_.open_read(ops_.payload, path.c_str(), &file, &size)) fail_callback(rc, "open_read", path);
         return std::make_unique<CallbackInput>(ops_, file, size, path);
     }
-    std::optional<ckpt::FileInfo> stat(const std::string& path) override {
+    std::optional<ckpt::core::FileInfo> stat(const std::string& path) override {
         if (ops_.stat == nullptr) return Storage::stat(path);
         ckpt_file_info info{0, CKPT_TIME_UNKNOWN, 0, 0};
         const int rc = ops_.stat(ops_.payload, path.c_str(), &info);
         if (rc == CKPT_ENOTFOUND) return std::nullopt;
         if (rc != CKPT_OK) fail_callback(rc, "stat", path);
-        return ckpt::FileInfo{
+        return ckpt::core::FileInfo{
             info.is_dir != 0 ? 0 : info.size,
             info.modified_ns == CKPT_TIME_UNKNOWN ? std::nullopt : std::optional<int64_t>(info.modified_ns),
             info.is_dir != 0};
@@ -138,8 +140,8 @@ public:
     }
     void remove_tree(const std::string& dir) override {
         if (ops_.list_dirs == nullptr) return Storage::remove_tree(dir);
-        for (const std::string& name : list_dirs(dir)) remove_tree(ckpt::join_path(dir, name));
-        for (const std::string& name : list(dir)) remove(ckpt::join_path(dir, name));
+        for (const std::string& name : list_dirs(dir)) remove_tree(ckpt::core::join_path(dir, name));
+        for (const std::string& name : list(dir)) remove(ckpt::core::join_path(dir, name));
         if (ops_.remove_dir == nullptr) return;
         if (int rc = ops_.remove_dir(ops_.payload, dir.c_str())) fail_callback(rc, "remove_dir", dir);
     }
@@ -203,8 +205,8 @@ CKPT_API int ckpt_storage_new(ckpt_storage** out, const ckpt_storage_ops* ops) {
         require(out, "ckpt_storage_new", "out");
         require(ops, "ckpt_storage_new", "ops");
         if (!kStorageOps.known(ops->version))
-            ckpt::fail(Code::invalid, "{}",
-                       unknown_version("ckpt_storage_new", "ops", ops->version, kStorageOps.current));
+            ckpt::core::fail(Code::invalid, "{}",
+                             unknown_version("ckpt_storage_new", "ops", ops->version, kStorageOps.current));
         const ckpt_storage_ops copy = kStorageOps.upgrade(*ops, ckpt_storage_ops{});
         const std::pair<const void*, const char*> required[] = {
             {reinterpret_cast<const void*>(copy.make_dirs), "make_dirs"},
@@ -220,10 +222,11 @@ CKPT_API int ckpt_storage_new(ckpt_storage** out, const ckpt_storage_ops* ops) {
             {reinterpret_cast<const void*>(copy.close_read), "close_read"},
         };
         for (const auto& [fn, name] : required)
-            if (fn == nullptr) ckpt::fail(Code::invalid, "ckpt_storage_new: callback '{}' is required", name);
+            if (fn == nullptr) ckpt::core::fail(Code::invalid, "ckpt_storage_new: callback '{}' is required", name);
         if (copy.list_dirs == nullptr && (copy.rename_dir != nullptr || copy.remove_dir != nullptr))
-            ckpt::fail(Code::invalid, "ckpt_storage_new: rename_dir and remove_dir need list_dirs (directories that "
-                                      "cannot be listed cannot hold sharded checkpoints)");
+            ckpt::core::fail(Code::invalid,
+                             "ckpt_storage_new: rename_dir and remove_dir need list_dirs (directories that "
+                             "cannot be listed cannot hold sharded checkpoints)");
         *out = new ckpt_storage{std::make_shared<CallbackStorage>(copy)};
     });
 }
@@ -232,7 +235,7 @@ CKPT_API int ckpt_storage_new_memory(ckpt_storage** out) {
     if (out != nullptr) *out = nullptr;
     return guard([&] {
         require(out, "ckpt_storage_new_memory", "out");
-        *out = new ckpt_storage{std::make_shared<ckpt::MemoryStorage>()};
+        *out = new ckpt_storage{std::make_shared<ckpt::core::MemoryStorage>()};
     });
 }
 

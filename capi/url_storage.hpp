@@ -12,7 +12,7 @@
 namespace ckpt::capi {
 
 struct Located {
-    std::shared_ptr<Storage> storage;
+    std::shared_ptr<ckpt::core::Storage> storage;
     std::string path;        // in that storage
     std::string url_prefix;  // what names the storage in the given path ("s3://bucket/"), "" for none: paths in
                              // the storage are given back to the caller behind it

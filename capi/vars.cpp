@@ -5,11 +5,11 @@
 #include <memory>
 #include <vector>
 
-using ckpt::Array;
-using ckpt::Code;
-using ckpt::DType;
 using ckpt::capi::guard;
 using ckpt::capi::require;
+using ckpt::core::Array;
+using ckpt::core::Code;
+using ckpt::core::DType;
 
 namespace {
 
@@ -23,35 +23,37 @@ int add(const char* function, ckpt_vars* vars, const char* name, uint32_t dtype,
         require(vars, function, "vars");
         require(name, function, "name");
         try {
-            if (!ckpt::is_dtype(dtype) || ckpt::has_array_itemsize(static_cast<DType>(dtype)) != strings)
-                ckpt::fail(Code::invalid, "dtype {} is not {}", dtype,
-                           strings ? "CKPT_UNICODE, CKPT_BYTES or CKPT_VOID"
-                                   : "a numeric dtype (strings and void: ckpt_vars_add_strings)");
+            if (!ckpt::core::is_dtype(dtype) || ckpt::core::has_array_itemsize(static_cast<DType>(dtype)) != strings)
+                ckpt::core::fail(Code::invalid, "dtype {} is not {}", dtype,
+                                 strings ? "CKPT_UNICODE, CKPT_BYTES or CKPT_VOID"
+                                         : "a numeric dtype (strings and void: ckpt_vars_add_strings)");
             const DType d = static_cast<DType>(dtype);
             if (flags != CKPT_VARS_COPY && flags != CKPT_VARS_BORROW)
-                ckpt::fail(Code::invalid, "unknown flags {}", flags);
-            if (ndim > ckpt::kMaxDims) ckpt::fail(Code::invalid, "{} dimensions; the limit is {}", ndim, ckpt::kMaxDims);
-            if (ndim > 0 && shape == nullptr) ckpt::fail(Code::invalid, "shape is NULL with {} dimensions", ndim);
+                ckpt::core::fail(Code::invalid, "unknown flags {}", flags);
+            if (ndim > ckpt::core::kMaxDims)
+                ckpt::core::fail(Code::invalid, "{} dimensions; the limit is {}", ndim, ckpt::core::kMaxDims);
+            if (ndim > 0 && shape == nullptr) ckpt::core::fail(Code::invalid, "shape is NULL with {} dimensions", ndim);
             std::vector<int64_t> dims(shape, shape + ndim);
-            const size_t size = strings ? itemsize : ckpt::numeric_size(d);
+            const size_t size = strings ? itemsize : ckpt::core::numeric_size(d);
             Array a = flags == CKPT_VARS_BORROW ? Array::borrow(d, size, std::move(dims), const_cast<void*>(data))
                                                 : Array::copy_of(d, size, std::move(dims), data);
             vars->vc.add(name, std::move(a));
-        } catch (const ckpt::Error& e) {
-            ckpt::rethrow_with_context(e, fmt::format("{}: variable '{}'", function, ckpt::printable(name)));
+        } catch (const ckpt::core::Error& e) {
+            ckpt::core::rethrow_with_context(e,
+                                             fmt::format("{}: variable '{}'", function, ckpt::core::printable(name)));
         }
     });
 }
 
 // Makes the source of variable `name` from the caller's callback: a failure becomes the Error of a failed callback,
 // with the message the callback left on the thread it ran on.
-std::shared_ptr<const ckpt::ByteSource> source_of(const std::string& name, ckpt_source_fn fn, void* payload) {
-    return std::make_shared<const ckpt::ByteSource>([name, fn, payload](uint64_t offset, void* dst, size_t size) {
+std::shared_ptr<const ckpt::core::ByteSource> source_of(const std::string& name, ckpt_source_fn fn, void* payload) {
+    return std::make_shared<const ckpt::core::ByteSource>([name, fn, payload](uint64_t offset, void* dst, size_t size) {
         ckpt::capi::forget_callback_message();
         const int rc = fn(payload, offset, dst, size);
         if (rc != CKPT_OK)
             ckpt::capi::callback_failed(rc, fmt::format("variable '{}': the source (bytes {} to {})",
-                                                        ckpt::printable(name), offset, offset + size));
+                                                        ckpt::core::printable(name), offset, offset + size));
     });
 }
 
@@ -66,15 +68,18 @@ CKPT_API int ckpt_vars_add_source(ckpt_vars* vars, const char* name, uint32_t dt
         require(name, "ckpt_vars_add_source", "name");
         require(reinterpret_cast<const void*>(fn), "ckpt_vars_add_source", "fn");
         try {
-            if (!ckpt::is_dtype(dtype)) ckpt::fail(Code::invalid, "dtype {} is not a dtype", dtype);
+            if (!ckpt::core::is_dtype(dtype)) ckpt::core::fail(Code::invalid, "dtype {} is not a dtype", dtype);
             const DType d = static_cast<DType>(dtype);
-            if (ndim > ckpt::kMaxDims) ckpt::fail(Code::invalid, "{} dimensions; the limit is {}", ndim, ckpt::kMaxDims);
-            if (ndim > 0 && shape == nullptr) ckpt::fail(Code::invalid, "shape is NULL with {} dimensions", ndim);
-            const size_t size = ckpt::has_array_itemsize(d) || itemsize != 0 ? itemsize : ckpt::numeric_size(d);
+            if (ndim > ckpt::core::kMaxDims)
+                ckpt::core::fail(Code::invalid, "{} dimensions; the limit is {}", ndim, ckpt::core::kMaxDims);
+            if (ndim > 0 && shape == nullptr) ckpt::core::fail(Code::invalid, "shape is NULL with {} dimensions", ndim);
+            const size_t size =
+                ckpt::core::has_array_itemsize(d) || itemsize != 0 ? itemsize : ckpt::core::numeric_size(d);
             vars->vc.add(name, Array::from_source(d, size, std::vector<int64_t>(shape, shape + ndim),
                                                   source_of(name, fn, payload)));
-        } catch (const ckpt::Error& e) {
-            ckpt::rethrow_with_context(e, fmt::format("ckpt_vars_add_source: variable '{}'", ckpt::printable(name)));
+        } catch (const ckpt::core::Error& e) {
+            ckpt::core::rethrow_with_context(
+                e, fmt::format("ckpt_vars_add_source: variable '{}'", ckpt::core::printable(name)));
         }
     });
 }
@@ -116,7 +121,7 @@ CKPT_API int ckpt_vars_find(const ckpt_vars* vars, const char* name, size_t* out
         require(name, "ckpt_vars_find", "name");
         require(out_index, "ckpt_vars_find", "out_index");
         auto i = vars->vc.find(name);
-        if (!i) ckpt::fail(Code::not_found, "ckpt_vars_find: no variable '{}'", name);
+        if (!i) ckpt::core::fail(Code::not_found, "ckpt_vars_find: no variable '{}'", name);
         *out_index = *i;
     });
 }
@@ -151,12 +156,14 @@ CKPT_API int ckpt_vars_set_rows(ckpt_vars* vars, size_t i, int64_t row_begin, in
     return guard([&] {
         require(vars, "ckpt_vars_set_rows", "vars");
         if (i >= vars->vc.size())
-            ckpt::fail(Code::not_found, "ckpt_vars_set_rows: index {} is out of range ({} arrays)", i, vars->vc.size());
-        if (global_rows < -1) ckpt::fail(Code::invalid, "ckpt_vars_set_rows: global_rows {} is below -1", global_rows);
+            ckpt::core::fail(Code::not_found, "ckpt_vars_set_rows: index {} is out of range ({} arrays)", i,
+                             vars->vc.size());
+        if (global_rows < -1)
+            ckpt::core::fail(Code::invalid, "ckpt_vars_set_rows: global_rows {} is below -1", global_rows);
         if (global_rows == -1)
             vars->vc.set_rows(i, std::nullopt);
         else
-            vars->vc.set_rows(i, ckpt::RowSplit{row_begin, global_rows});
+            vars->vc.set_rows(i, ckpt::core::RowSplit{row_begin, global_rows});
     });
 }
 
@@ -166,9 +173,10 @@ CKPT_API int ckpt_vars_rows(const ckpt_vars* vars, size_t i, int64_t* row_begin,
     return guard([&] {
         require(vars, "ckpt_vars_rows", "vars");
         if (i >= vars->vc.size())
-            ckpt::fail(Code::not_found, "ckpt_vars_rows: index {} is out of range ({} arrays)", i, vars->vc.size());
+            ckpt::core::fail(Code::not_found, "ckpt_vars_rows: index {} is out of range ({} arrays)", i,
+                             vars->vc.size());
         const auto& rows = vars->vc.rows(i);
-        if (!rows) ckpt::fail(Code::not_found, "ckpt_vars_rows: '{}' is not a row split", vars->vc.name(i));
+        if (!rows) ckpt::core::fail(Code::not_found, "ckpt_vars_rows: '{}' is not a row split", vars->vc.name(i));
         if (row_begin != nullptr) *row_begin = rows->begin;
         if (global_rows != nullptr) *global_rows = rows->global_rows;
     });
@@ -191,8 +199,9 @@ CKPT_API int ckpt_vars_set_metadata(ckpt_vars* vars, const char* key, const char
                 vars->vc.metadata().remove(key);
             else
                 vars->vc.metadata().set(key, value);
-        } catch (const ckpt::Error& e) {
-            ckpt::rethrow_with_context(e, fmt::format("ckpt_vars_set_metadata: key '{}'", ckpt::printable(key)));
+        } catch (const ckpt::core::Error& e) {
+            ckpt::core::rethrow_with_context(
+                e, fmt::format("ckpt_vars_set_metadata: key '{}'", ckpt::core::printable(key)));
         }
     });
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ckpt_writer and ckpt_sink: the C face of ckpt::Writer.
+// ckpt_writer and ckpt_sink: the C face of ckpt::core::Writer.
 #include "guard.hpp"
 #include "versioned.hpp"
 #include "url_storage.hpp"
@@ -9,14 +9,14 @@
 #include <cstddef>
 #include <cstring>
 
-using ckpt::Code;
 using ckpt::capi::guard;
 using ckpt::capi::require;
 using ckpt::capi::unknown_version;
+using ckpt::core::Code;
 
 struct ckpt_writer {
-    std::unique_ptr<ckpt::Writer> writer;
-    std::shared_ptr<ckpt::SnapshotPool> snapshots;
+    std::unique_ptr<ckpt::core::Writer> writer;
+    std::shared_ptr<ckpt::core::SnapshotPool> snapshots;
     std::string out_dir;
     bool default_storage = true;  // made with a NULL storage: an s3:// path then names the storage of its save
     ckpt_after_save_fn after_save = nullptr;
@@ -24,7 +24,7 @@ struct ckpt_writer {
 };
 
 struct ckpt_sink {
-    ckpt::OutputFile* out;
+    ckpt::core::OutputFile* out;
     // The first write that failed: the save fails with it whatever the save function then returns, so a
     // function that ignores ckpt_sink_write's result cannot commit a truncated file.
     std::exception_ptr error;
@@ -36,7 +36,7 @@ namespace {
 // (an s3:// URL stays one), which the after_save callback is given.
 struct Target {
     std::string path;
-    std::shared_ptr<ckpt::Storage> elsewhere;
+    std::shared_ptr<ckpt::core::Storage> elsewhere;
     std::string named;
 };
 
@@ -58,8 +58,8 @@ std::function<void()> after_save(const ckpt_writer* w, const std::string& named)
 Target target(const ckpt_writer* w, const char* out_dir, const char* filename, const char* function) {
     require(w, function, "w");
     require(filename, function, "filename");
-    if (*filename == '\0') ckpt::fail(Code::invalid, "{}: filename is empty", function);
-    const std::string path = ckpt::join_path(out_dir != nullptr ? out_dir : w->out_dir, filename);
+    if (*filename == '\0') ckpt::core::fail(Code::invalid, "{}: filename is empty", function);
+    const std::string path = ckpt::core::join_path(out_dir != nullptr ? out_dir : w->out_dir, filename);
     if (!w->default_storage) return {path, nullptr, path};
     ckpt::capi::Located at = ckpt::capi::locate(nullptr, path.c_str());
     if (at.path == path) return {path, nullptr, path};  // the local filesystem: the writer's own storage
@@ -74,8 +74,8 @@ CKPT_API int ckpt_writer_options_init(ckpt_writer_options* opts, uint32_t versio
     return guard([&] {
         require(opts, "ckpt_writer_options_init", "opts");
         if (!kWriterOptions.known(version))
-            ckpt::fail(Code::invalid, "{}",
-                       unknown_version("ckpt_writer_options_init", "", version, kWriterOptions.current));
+            ckpt::core::fail(Code::invalid, "{}",
+                             unknown_version("ckpt_writer_options_init", "", version, kWriterOptions.current));
         kWriterOptions.init(opts, version, kWriterDefaults);
     });
 }
@@ -85,22 +85,22 @@ CKPT_API int ckpt_writer_new(ckpt_writer** out, const ckpt_writer_options* opts)
     return guard([&] {
         require(out, "ckpt_writer_new", "out");
         if (opts != nullptr && !kWriterOptions.known(opts->version))
-            ckpt::fail(Code::invalid, "{}",
-                       unknown_version("ckpt_writer_new", "options", opts->version, kWriterOptions.current));
+            ckpt::core::fail(Code::invalid, "{}",
+                             unknown_version("ckpt_writer_new", "options", opts->version, kWriterOptions.current));
         const ckpt_writer_options o =
             opts != nullptr ? kWriterOptions.upgrade(*opts, kWriterDefaults) : kWriterDefaults;
-        if (o.kind > CKPT_WRITER_QUEUE) ckpt::fail(Code::invalid, "ckpt_writer_new: unknown kind {}", o.kind);
+        if (o.kind > CKPT_WRITER_QUEUE) ckpt::core::fail(Code::invalid, "ckpt_writer_new: unknown kind {}", o.kind);
         auto w = std::make_unique<ckpt_writer>();
         w->out_dir = o.out_dir != nullptr ? o.out_dir : ".";
         w->default_storage = o.storage == nullptr;
         w->after_save = o.after_save;
         w->after_save_payload = o.after_save_payload;
-        w->snapshots = ckpt::SnapshotPool::create(o.kind == CKPT_WRITER_QUEUE ? o.queue_depth : 1);
+        w->snapshots = ckpt::core::SnapshotPool::create(o.kind == CKPT_WRITER_QUEUE ? o.queue_depth : 1);
         try {
-            w->writer = std::make_unique<ckpt::Writer>(static_cast<ckpt::Writer::Kind>(o.kind), o.queue_depth,
-                                                       ckpt::capi::storage_of(o.storage));
+            w->writer = std::make_unique<ckpt::core::Writer>(static_cast<ckpt::core::Writer::Kind>(o.kind),
+                                                             o.queue_depth, ckpt::capi::storage_of(o.storage));
         } catch (const std::system_error& e) {
-            ckpt::fail(Code::error, "ckpt_writer_new: cannot start the background thread: {}", e.what());
+            ckpt::core::fail(Code::error, "ckpt_writer_new: cannot start the background thread: {}", e.what());
         }
         *out = w.release();
     });
@@ -111,10 +111,11 @@ CKPT_API int ckpt_writer_save(ckpt_writer* w, const char* out_dir, const char* f
     return guard([&] {
         Target to = target(w, out_dir, filename, "ckpt_writer_save");
         require(reinterpret_cast<const void*>(fn), "ckpt_writer_save", "fn");
-        if ((flags & ~CKPT_WRITER_APPEND) != 0) ckpt::fail(Code::invalid, "ckpt_writer_save: unknown flags {}", flags);
+        if ((flags & ~CKPT_WRITER_APPEND) != 0)
+            ckpt::core::fail(Code::invalid, "ckpt_writer_save: unknown flags {}", flags);
         w->writer->submit(
             to.path,
-            [fn, payload](ckpt::OutputFile& out) {
+            [fn, payload](ckpt::core::OutputFile& out) {
                 ckpt_sink sink{&out, nullptr};
                 const int rc = fn(&sink, payload);
                 if (sink.error) std::rethrow_exception(sink.error);
@@ -130,17 +131,16 @@ CKPT_API int ckpt_writer_save_vars(ckpt_writer* w, const char* out_dir, const ch
         Target to = target(w, out_dir, filename, "ckpt_writer_save_vars");
         require(vars, "ckpt_writer_save_vars", "vars");
         if ((flags & ~CKPT_WRITER_NO_COPY) != 0)
-            ckpt::fail(Code::invalid, "ckpt_writer_save_vars: unknown flags {}", flags);
-        const ckpt::NpzWriteOptions options =
+            ckpt::core::fail(Code::invalid, "ckpt_writer_save_vars: unknown flags {}", flags);
+        const ckpt::core::NpzWriteOptions options =
             ckpt::capi::write_options(ckpt::capi::checked_npz_options(npz, "ckpt_writer_save_vars"));
-        std::shared_ptr<const ckpt::VarCollection> data;
-        if (w->writer->kind() == ckpt::Writer::Kind::simple || (flags & CKPT_WRITER_NO_COPY) != 0)
-            data = std::shared_ptr<const ckpt::VarCollection>(&vars->vc, [](const ckpt::VarCollection*) {});
+        std::shared_ptr<const ckpt::core::VarCollection> data;
+        if (w->writer->kind() == ckpt::core::Writer::Kind::simple || (flags & CKPT_WRITER_NO_COPY) != 0)
+            data = std::shared_ptr<const ckpt::core::VarCollection>(&vars->vc, [](const ckpt::core::VarCollection*) {});
         else
             data = w->snapshots->copy(vars->vc);
         w->writer->submit(
-            to.path,
-            [data, options](ckpt::OutputFile& out) { ckpt::write_npz(out, *data, options); },
+            to.path, [data, options](ckpt::core::OutputFile& out) { ckpt::core::write_npz(out, *data, options); },
             false, after_save(w, to.named), std::move(to.elsewhere));
     });
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Fuzzes the npz reader over bytes in memory, as ckpt_npz_read_memory uses it: opening (zip directory, every npy
 // header, objax layout detection), reading everything at once, and the lazy path that reads entries one by one
-// into the caller's buffers. ckpt::Error is the expected answer to bad input; any other exception, a crash, UB
+// into the caller's buffers. ckpt::core::Error is the expected answer to bad input; any other exception, a crash, UB
 // or a leak is a bug. The ways of reading must also agree with each other.
 #include "core/error.hpp"
 #include "fuzz_support.hpp"
@@ -16,12 +16,12 @@
 
 namespace {
 
-std::optional<ckpt::NpzReader> open(const uint8_t* data, size_t size, ckpt::Layout layout) {
-    ckpt::NpzReadOptions options;
+std::optional<ckpt::core::NpzReader> open(const uint8_t* data, size_t size, ckpt::core::Layout layout) {
+    ckpt::core::NpzReadOptions options;
     options.layout = layout;
     try {
-        return ckpt::NpzReader(std::make_unique<ckpt::BytesInput>(data, size), "<memory>", options);
-    } catch (const ckpt::Error&) {
+        return ckpt::core::NpzReader(std::make_unique<ckpt::core::BytesInput>(data, size), "<memory>", options);
+    } catch (const ckpt::core::Error&) {
         return std::nullopt;
     }
 }
@@ -29,15 +29,14 @@ std::optional<ckpt::NpzReader> open(const uint8_t* data, size_t size, ckpt::Layo
 // The lazy path: every entry read on its own into a buffer of the size its header declares. A failed entry
 // (corrupt data, CRC) must leave the reader able to read the others. Returns the entries' bytes, nullopt for
 // those that failed.
-std::vector<std::optional<std::vector<unsigned char>>> read_each(ckpt::NpzReader& reader) {
+std::vector<std::optional<std::vector<unsigned char>>> read_each(ckpt::core::NpzReader& reader) {
     std::vector<std::optional<std::vector<unsigned char>>> out(reader.size());
     for (size_t i = 0; i < reader.size(); ++i) {
         std::vector<unsigned char> buf(reader.entry(i).header.nbytes);
         try {
             reader.read_into(i, buf.data());
             out[i] = std::move(buf);
-        } catch (const ckpt::Error&) {
-        }
+        } catch (const ckpt::core::Error&) {}
     }
     return out;
 }
@@ -47,12 +46,12 @@ std::vector<std::optional<std::vector<unsigned char>>> read_each(ckpt::NpzReader
 // Unverified, a mapped one exists even for corrupt data — unless its local header disagrees with its head copy,
 // which is checked either way (and then the read failed too) — and every byte of it is touched. Copy-on-write,
 // which BytesInput refuses to map, each is decoded, as the read: it must exist exactly when the read did.
-void check_views(ckpt::NpzReader& reader, const std::vector<std::optional<std::vector<unsigned char>>>& each) {
-    ckpt::NpzViews verified(true, false), unverified(false, false), copy_on_write(false, true);
-    const auto view = [&](ckpt::NpzViews& views, size_t i) -> const unsigned char* {
+void check_views(ckpt::core::NpzReader& reader, const std::vector<std::optional<std::vector<unsigned char>>>& each) {
+    ckpt::core::NpzViews verified(true, false), unverified(false, false), copy_on_write(false, true);
+    const auto view = [&](ckpt::core::NpzViews& views, size_t i) -> const unsigned char* {
         try {
             return static_cast<const unsigned char*>(views.view(reader, i));
-        } catch (const ckpt::Error&) {
+        } catch (const ckpt::core::Error&) {
             return nullptr;
         }
     };
@@ -64,7 +63,7 @@ void check_views(ckpt::NpzReader& reader, const std::vector<std::optional<std::v
         const unsigned char* c = view(copy_on_write, i);
         FUZZ_CHECK((c != nullptr) == each[i].has_value());
         FUZZ_CHECK(c == nullptr || n == 0 || std::memcmp(c, each[i]->data(), n) == 0);
-        if (!ckpt::NpzViews::mappable(reader, i)) continue;
+        if (!ckpt::core::NpzViews::mappable(reader, i)) continue;
         const unsigned char* q = view(unverified, i);
         if (q == nullptr) {
             FUZZ_CHECK(!each[i]);
@@ -78,14 +77,14 @@ void check_views(ckpt::NpzReader& reader, const std::vector<std::optional<std::v
     }
 }
 
-bool same_metadata(const ckpt::Metadata& a, const ckpt::Metadata& b) {
+bool same_metadata(const ckpt::core::Metadata& a, const ckpt::core::Metadata& b) {
     if (a.size() != b.size()) return false;
     for (size_t i = 0; i < a.size(); ++i)
         if (a.key(i) != b.key(i) || a.value(i) != b.value(i)) return false;
     return true;
 }
 
-bool same_entry(const ckpt::NpzReader::Entry& a, const ckpt::NpzReader::Entry& b) {
+bool same_entry(const ckpt::core::NpzReader::Entry& a, const ckpt::core::NpzReader::Entry& b) {
     return a.name == b.name && a.member == b.member && a.header.dtype == b.header.dtype &&
            a.header.itemsize == b.header.itemsize && a.header.shape == b.header.shape &&
            a.header.nbytes == b.header.nbytes;
@@ -94,32 +93,31 @@ bool same_entry(const ckpt::NpzReader::Entry& a, const ckpt::NpzReader::Entry& b
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    std::optional<ckpt::NpzReader> reader = open(data, size, ckpt::Layout::automatic);
+    std::optional<ckpt::core::NpzReader> reader = open(data, size, ckpt::core::Layout::automatic);
     if (!reader) return 0;
 
     // Reading as plain never depends on the objax names table, so it must open whatever opened automatically;
     // if detection chose objax (one entry fewer: 'names'), forcing objax must give the same entries.
-    std::optional<ckpt::NpzReader> plain = open(data, size, ckpt::Layout::plain);
+    std::optional<ckpt::core::NpzReader> plain = open(data, size, ckpt::core::Layout::plain);
     FUZZ_CHECK(plain.has_value());
     FUZZ_CHECK(plain->size() == reader->size() || plain->size() == reader->size() + 1);
     FUZZ_CHECK(same_metadata(plain->metadata(), reader->metadata()));
     if (plain->size() != reader->size()) {
-        std::optional<ckpt::NpzReader> objax = open(data, size, ckpt::Layout::objax);
+        std::optional<ckpt::core::NpzReader> objax = open(data, size, ckpt::core::Layout::objax);
         FUZZ_CHECK(objax.has_value() && objax->size() == reader->size());
         for (size_t i = 0; i < reader->size(); ++i) FUZZ_CHECK(same_entry(objax->entry(i), reader->entry(i)));
     }
 
     for (size_t i = 0; i < reader->size(); ++i) {
-        const ckpt::NpyHeader& h = reader->entry(i).header;
+        const ckpt::core::NpyHeader& h = reader->entry(i).header;
         FUZZ_CHECK(h.data_offset + h.nbytes == reader->entry(i).size);
     }
     if (ckpt_fuzz::declared_array_bytes(*reader) > ckpt_fuzz::kMaxArrayBytes) return 0;
 
-    std::optional<ckpt::VarCollection> all;
+    std::optional<ckpt::core::VarCollection> all;
     try {
         all = reader->read_all();
-    } catch (const ckpt::Error&) {
-    }
+    } catch (const ckpt::core::Error&) {}
     const auto each = read_each(*reader);
     check_views(*reader, each);
 
@@ -128,8 +126,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         FUZZ_CHECK(same_metadata(all->metadata(), reader->metadata()));
         FUZZ_CHECK(all->size() == reader->size());
         for (size_t i = 0; i < all->size(); ++i) {
-            const ckpt::Array& a = all->array(i);
-            const ckpt::NpzReader::Entry& e = reader->entry(i);
+            const ckpt::core::Array& a = all->array(i);
+            const ckpt::core::NpzReader::Entry& e = reader->entry(i);
             FUZZ_CHECK(all->name(i) == e.name);
             FUZZ_CHECK(a.dtype() == e.header.dtype && a.itemsize() == e.header.itemsize && a.shape() == e.header.shape);
             FUZZ_CHECK(each[i].has_value() && each[i]->size() == a.nbytes());

@@ -16,7 +16,7 @@ namespace ckpt_fuzz {
 // directory and objax's names table are still read for every input (that happens while the reader opens).
 constexpr uint64_t kMaxArrayBytes = uint64_t{4} << 20;
 
-inline uint64_t declared_array_bytes(const ckpt::NpzReader& reader) {
+inline uint64_t declared_array_bytes(const ckpt::core::NpzReader& reader) {
     uint64_t total = 0;
     for (size_t i = 0; i < reader.size(); ++i) total += reader.entry(i).header.nbytes;
     return total;

@@ -54,11 +54,11 @@ constexpr size_t kChunk = size_t{64} << 10;
 Verdict ckpt_verdict(const std::vector<uint8_t>& bytes) {
     Verdict v;
     try {
-        ckpt::BytesInput in(bytes.data(), bytes.size());
-        const ckpt::ZipReader zip(in, "<input>", ckpt::kDefaultMaxMembers);
+        ckpt::core::BytesInput in(bytes.data(), bytes.size());
+        const ckpt::core::ZipReader zip(in, "<input>", ckpt::core::kDefaultMaxMembers);
         std::vector<unsigned char> buf(kChunk);
         for (size_t i = 0; i < zip.members().size(); ++i) {
-            ckpt::ZipReader::Stream s(zip, i);
+            ckpt::core::ZipReader::Stream s(zip, i);
             Verdict::Member m{zip.members()[i].name, 0, 0};
             for (size_t n; (n = s.read(buf.data(), buf.size())) != 0;) {
                 m.crc = static_cast<uint32_t>(crc32(m.crc, buf.data(), static_cast<uInt>(n)));
@@ -68,7 +68,7 @@ Verdict ckpt_verdict(const std::vector<uint8_t>& bytes) {
             v.members.push_back(std::move(m));
         }
         v.accepted = true;
-    } catch (const ckpt::Error& e) {
+    } catch (const ckpt::core::Error& e) {
         v.message = e.what();
     }
     return v;
@@ -128,7 +128,7 @@ uint64_t le(const std::vector<uint8_t>& b, uint64_t at, int width) {
 // Where the central directory starts and how many entries it has, as ckpt finds them; throws std::out_of_range
 // where the end records are not well formed.
 std::pair<uint64_t, uint64_t> central_directory(const std::vector<uint8_t>& b) {
-    using namespace ckpt::zip;
+    using namespace ckpt::core::zip;
     for (size_t i = b.size() - std::min(b.size(), kEndBytes - 1); i-- > 0;) {
         if (le(b, i, 4) != kEndSig || i + kEndBytes + le(b, i + 20, 2) != b.size()) continue;
         if (i < kZip64LocatorBytes || le(b, i - kZip64LocatorBytes, 4) != kZip64LocatorSig)
@@ -141,7 +141,7 @@ std::pair<uint64_t, uint64_t> central_directory(const std::vector<uint8_t>& b) {
 
 // The names in the central directory, as far as it can be walked.
 std::vector<std::string> central_names(const std::vector<uint8_t>& b) {
-    using namespace ckpt::zip;
+    using namespace ckpt::core::zip;
     std::vector<std::string> names;
     try {
         auto [c, n] = central_directory(b);
@@ -169,12 +169,12 @@ std::string ckpt_finding(const std::string& message, const std::vector<uint8_t>&
 // libzip's "Zip archive inconsistent" does not say what is; in an archive ckpt accepted, this says which of the
 // local/central comparisons of libzip's _zip_headercomp failed.
 std::vector<std::string> header_differences(const std::vector<uint8_t>& b) {
-    using namespace ckpt::zip;
-    ckpt::BytesInput in(b.data(), b.size());
-    const ckpt::ZipReader zip(in, "<input>", ckpt::kDefaultMaxMembers);
+    using namespace ckpt::core::zip;
+    ckpt::core::BytesInput in(b.data(), b.size());
+    const ckpt::core::ZipReader zip(in, "<input>", ckpt::core::kDefaultMaxMembers);
     std::vector<std::string> found;
     uint64_t c = central_directory(b).first;
-    for (const ckpt::ZipReader::Member& m : zip.members()) {
+    for (const ckpt::core::ZipReader::Member& m : zip.members()) {
         const uint64_t l = m.local_offset;
         const std::string who = "member '" + m.name + "': ";
         if (le(b, l + 10, 4) != le(b, c + 12, 4))

@@ -14,33 +14,35 @@
 namespace {
 
 // An owned array whose bytes count up from `seed`, so members differ and deflate has something to find.
-ckpt::Array counting(ckpt::DType dtype, size_t itemsize, std::vector<int64_t> shape, unsigned seed) {
-    ckpt::Array a = ckpt::Array::allocate(dtype, itemsize, std::move(shape), true);
+ckpt::core::Array counting(ckpt::core::DType dtype, size_t itemsize, std::vector<int64_t> shape, unsigned seed) {
+    ckpt::core::Array a = ckpt::core::Array::allocate(dtype, itemsize, std::move(shape), true);
     auto* p = static_cast<unsigned char*>(a.data());
     for (size_t i = 0; i < a.nbytes(); ++i) p[i] = static_cast<unsigned char>(seed + i * 7);
-    if (dtype == ckpt::DType::bool_)
+    if (dtype == ckpt::core::DType::bool_)
         for (size_t i = 0; i < a.nbytes(); ++i) p[i] &= 1;
-    if (dtype == ckpt::DType::unicode)  // keep every UTF-32 unit a valid code point
+    if (dtype == ckpt::core::DType::unicode)  // keep every UTF-32 unit a valid code point
         for (size_t i = 0; i < a.nbytes(); i += 4) p[i + 1] = p[i + 2] = p[i + 3] = 0;
     return a;
 }
 
-ckpt::VarCollection every_dtype() {
-    using ckpt::DType;
-    ckpt::VarCollection vars;
+ckpt::core::VarCollection every_dtype() {
+    using ckpt::core::DType;
+    ckpt::core::VarCollection vars;
     unsigned seed = 1;
-    for (uint32_t v = 1; ckpt::is_dtype(v); ++v) {
+    for (uint32_t v = 1; ckpt::core::is_dtype(v); ++v) {
         const auto d = static_cast<DType>(v);
-        const size_t itemsize =
-            d == DType::unicode ? 12 : d == DType::bytes ? 5 : d == DType::void_ ? 3 : ckpt::numeric_size(d);
-        vars.add(std::string(ckpt::dtype_name(d)), counting(d, itemsize, {2, 3}, seed++));
+        const size_t itemsize = d == DType::unicode ? 12
+                                : d == DType::bytes ? 5
+                                : d == DType::void_ ? 3
+                                                    : ckpt::core::numeric_size(d);
+        vars.add(std::string(ckpt::core::dtype_name(d)), counting(d, itemsize, {2, 3}, seed++));
     }
     return vars;
 }
 
-ckpt::VarCollection shapes() {
-    using ckpt::DType;
-    ckpt::VarCollection vars;
+ckpt::core::VarCollection shapes() {
+    using ckpt::core::DType;
+    ckpt::core::VarCollection vars;
     vars.add("scalar", counting(DType::float64, 8, {}, 3));
     vars.add("empty", counting(DType::float32, 4, {0}, 4));
     vars.add("empty_2d", counting(DType::int32, 4, {3, 0}, 5));
@@ -52,9 +54,9 @@ ckpt::VarCollection shapes() {
 }
 
 // User metadata and the dtype record: the metadata member with both of its objects filled.
-ckpt::VarCollection with_metadata() {
-    using ckpt::DType;
-    ckpt::VarCollection vars;
+ckpt::core::VarCollection with_metadata() {
+    using ckpt::core::DType;
+    ckpt::core::VarCollection vars;
     vars.add("w", counting(DType::bfloat16, 2, {3}, 10));
     vars.add("raw2", counting(DType::void_, 2, {2}, 11));
     vars.add("scale", counting(DType::float8_e8m0fnu, 1, {}, 12));
@@ -74,21 +76,24 @@ int main(int argc, char** argv) {
     const std::string dir = argv[1];
     const struct {
         const char* name;
-        ckpt::VarCollection vars;
-    } sets[] = {{"dtypes", every_dtype()}, {"shapes", shapes()}, {"metadata", with_metadata()},
-               {"empty", ckpt::VarCollection()}};
+        ckpt::core::VarCollection vars;
+    } sets[] = {{"dtypes", every_dtype()},
+                {"shapes", shapes()},
+                {"metadata", with_metadata()},
+                {"empty", ckpt::core::VarCollection()}};
     int written = 0;
     for (const auto& set : sets) {
-        for (const ckpt::Layout layout : {ckpt::Layout::plain, ckpt::Layout::objax}) {
+        for (const ckpt::core::Layout layout : {ckpt::core::Layout::plain, ckpt::core::Layout::objax}) {
             for (const bool deflate : {false, true}) {
-                ckpt::NpzWriteOptions options;
+                ckpt::core::NpzWriteOptions options;
                 options.layout = layout;
                 options.deflate = deflate;
-                const std::string path = dir + "/ckpt_" + set.name + (layout == ckpt::Layout::objax ? "_objax" : "") +
+                const std::string path = dir + "/ckpt_" + set.name +
+                                         (layout == ckpt::core::Layout::objax ? "_objax" : "") +
                                          (deflate ? "_deflate" : "_stored") + ".npz";
                 try {
-                    ckpt::save_npz(*ckpt::posix_storage(), path, set.vars, options);
-                } catch (const ckpt::Error& e) {
+                    ckpt::core::save_npz(*ckpt::core::posix_storage(), path, set.vars, options);
+                } catch (const ckpt::core::Error& e) {
                     std::fprintf(stderr, "%s\n", e.what());
                     return 1;
                 }

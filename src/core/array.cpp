@@ -6,7 +6,7 @@
 #include <cstring>
 #include <new>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 constexpr std::align_val_t kAlignment{64};
@@ -92,4 +92,4 @@ void Array::read(uint64_t offset, void* dst, size_t n) const {
         std::memcpy(dst, static_cast<const unsigned char*>(data_) + offset, n);
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

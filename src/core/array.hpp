@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // numpy 2 allows 64 dimensions (numpy 1.x: 32); more is refused as malformed.
 constexpr size_t kMaxDims = 64;
@@ -66,4 +66,4 @@ private:
     std::shared_ptr<const ByteSource> source_;
 };
 
-}  // namespace ckpt
+}  // namespace ckpt::core

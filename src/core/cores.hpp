@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <thread>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // std::thread::hardware_concurrency(), at least 1, asked once: glibc reads /sys/devices/system/cpu/online at
 // every call, which is a file open and read in the middle of every restore.
@@ -14,4 +14,4 @@ inline unsigned cores() {
     return n;
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-namespace ckpt {
+namespace ckpt::core {
 
 std::string padded_index(int64_t index, size_t width) { return fmt::format("{:0{}}", index, width); }
 
@@ -20,4 +20,4 @@ std::optional<int64_t> parse_padded_index(std::string_view digits, size_t width)
     return static_cast<int64_t>(value);
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // The width of checkpoint and step names: objax's "%010d".
 constexpr size_t kCheckpointDigits = 10;
@@ -21,4 +21,4 @@ std::string padded_index(int64_t index, size_t width = kCheckpointDigits);
 // least `width` (>= 1) digits, no leading zero beyond the padding, at most INT64_MAX — and nullopt otherwise.
 std::optional<int64_t> parse_padded_index(std::string_view digits, size_t width = kCheckpointDigits);
 
-}  // namespace ckpt
+}  // namespace ckpt::core

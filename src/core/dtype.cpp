@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/dtype.hpp"
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 struct Info {
@@ -32,4 +32,4 @@ std::optional<DType> dtype_named(std::string_view name) {
     return std::nullopt;
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string_view>
 
-namespace ckpt {
+namespace ckpt::core {
 
 enum class DType : uint32_t {
     bool_ = 1,
@@ -54,4 +54,4 @@ std::optional<DType> dtype_named(std::string_view name);
 // 4 for unicode, 1 for bool, int8, uint8, float8, bytes and void (nothing to swap).
 size_t swap_unit(DType d);
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // Which entry holds each name: names hashed into a sorted array (no allocation per name), with a
 // guess tried first — a collection restored from the file it was saved to lists its variables in the file's
@@ -50,4 +50,4 @@ private:
     bool built_ = false;
     size_t next_ = 0;  // the guess
 };
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string_view>
 
-namespace ckpt {
+namespace ckpt::core {
 
 void fail_errno(int err, const std::string& what) {
     char buf[256];
@@ -22,4 +22,4 @@ void rethrow_naming(const Error& e, const std::string& path) {
     rethrow_with_context(e, path);
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

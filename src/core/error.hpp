@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ckpt::Error: the one exception type of the core. It carries a C API status code and a message that names
+// ckpt::core::Error: the one exception type of the core. It carries a C API status code and a message that names
 // the file, the member and the problem; the C boundary turns it into a return value and a thread's message.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // Mirrors the CKPT_E* codes of ckpt.h (fixed values).
 enum class Code : int {
@@ -64,4 +64,4 @@ template <typename... Args>
 // As rethrow_with_context, unless the message already names `path` (storage messages do).
 [[noreturn]] void rethrow_naming(const Error& e, const std::string& path);
 
-}  // namespace ckpt
+}  // namespace ckpt::core

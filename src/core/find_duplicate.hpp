@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // find_duplicate by sorting the names: n log n comparisons whatever they hash to.
 template <typename NameOf>
@@ -70,4 +70,4 @@ std::optional<std::pair<size_t, size_t>> find_duplicate(size_t n, const NameOf& 
     return std::nullopt;
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

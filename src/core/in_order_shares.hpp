@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // Calls body(state, i) for every i in [0, n), on up to `threads` threads, each with its own default-constructed
 // State (buffers it reuses from item to item). Returns when all are done; throws as described above.
@@ -53,4 +53,4 @@ void for_each_in_order_shares(size_t n, unsigned threads, const Body& body) {
     if (*first < n) std::rethrow_exception(errors[static_cast<size_t>(first - failed_at.begin())]);
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

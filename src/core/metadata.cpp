@@ -4,7 +4,7 @@
 #include "core/error.hpp"
 #include "core/utf8.hpp"
 
-namespace ckpt {
+namespace ckpt::core {
 
 const char* metadata_key_problem(std::string_view key) {
     if (key.empty()) return "is empty";
@@ -41,4 +41,4 @@ const std::string* Metadata::find(std::string_view key) const {
     return it == index_.end() ? nullptr : &entries_[it->second].second;
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

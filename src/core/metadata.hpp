@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // The variable name reserved for a file's metadata member (the member is kMetadataName + ".npy"): no collection
 // holds a variable of that name.
@@ -37,4 +37,4 @@ private:
 // Why `key` cannot be a metadata key ("is empty", "contains NUL", "is not valid UTF-8"), or nullptr.
 const char* metadata_key_problem(std::string_view key);
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -3,7 +3,7 @@
 
 #include "core/error.hpp"
 
-namespace ckpt {
+namespace ckpt::core {
 
 int64_t newest_readable(const std::vector<int64_t>& candidates, bool fallback, const std::string& dir,
                         const std::function<std::optional<FailedAttempt>(int64_t index)>& attempt,
@@ -40,4 +40,4 @@ std::optional<FailedAttempt> attempt_here(const std::function<void()>& body) {
     }
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

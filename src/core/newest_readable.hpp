@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // Why an attempt failed, and whether an older checkpoint may do instead (the file was unreadable; not the caller's
 // renamer or arguments, which an older checkpoint would not change: a CallerError).
@@ -31,4 +31,4 @@ int64_t newest_readable(const std::vector<int64_t>& candidates, bool fallback, c
 // An attempt run in this process: its failure when it throws an Error.
 std::optional<FailedAttempt> attempt_here(const std::function<void()>& body);
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -7,7 +7,7 @@
 
 #include <fmt/ranges.h>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 
@@ -77,4 +77,4 @@ std::vector<std::optional<size_t>> match_stored(const VarCollection& vars, size_
     throw Error(Code::mismatch, msg);
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

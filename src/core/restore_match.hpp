@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // Maps a name on disk to the name it is matched under; may throw Error to abort the restore.
 using Renamer = std::function<std::string(const std::string& name_on_disk)>;
@@ -43,4 +43,4 @@ std::vector<std::optional<size_t>> match_stored(const VarCollection& vars, size_
                                                 const std::function<StoredArray(size_t)>& stored,
                                                 const RestoreMatch& how);
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 // Decodes one code point at s[i]; returns its length, or 0 if the sequence is not strict UTF-8.
@@ -106,4 +106,4 @@ bool utf32_to_utf8(std::u32string_view s, std::string& out) {
     return true;
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
 bool valid_utf8(std::string_view s);
@@ -18,4 +18,4 @@ std::u32string utf8_to_utf32(std::string_view s);
 // UTF-8 of `s`; returns false (and leaves `out` unspecified) on a surrogate or a value above U+10FFFF.
 bool utf32_to_utf8(std::u32string_view s, std::string& out);
 
-}  // namespace ckpt
+}  // namespace ckpt::core

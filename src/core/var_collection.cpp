@@ -4,7 +4,7 @@
 #include "core/error.hpp"
 #include "core/utf8.hpp"
 
-namespace ckpt {
+namespace ckpt::core {
 
 void VarCollection::add(std::string name, Array array) {
     if (name.empty()) fail(Code::invalid, "variable name is empty");
@@ -44,4 +44,4 @@ void VarCollection::check_restorable(const std::string& what) const {
                                                          "nothing can be restored into", what, e.name));
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // A variable that is rows [begin, begin + shape[0]) of a global array of global_rows rows along dimension 0 (the
 // FSDP/ZeRO case): saved as its own piece by a sharded checkpoint, and restored from whichever pieces overlap it.
@@ -57,4 +57,4 @@ private:
     Metadata metadata_;
 };
 
-}  // namespace ckpt
+}  // namespace ckpt::core

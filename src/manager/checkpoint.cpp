@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 
@@ -171,10 +171,9 @@ Metadata CheckpointManager::metadata_of(const Step& step) const {
     return NpzReader::open(*options_.storage, file_path(step.index), options_.npz_read).metadata();
 }
 
-std::vector<CheckpointFacts> CheckpointManager::facts(const std::vector<Step>& steps) {
+std::vector<CheckpointFacts> CheckpointManager::facts(const std::vector<Step>& steps, bool owned) {
     // While this manager owns the directory nobody else writes checkpoints into it, and a committed checkpoint
     // never changes: what was read once (or saved by this manager) holds until this manager replaces or deletes it.
-    const bool owned = owns_directory();
     std::vector<CheckpointFacts> out;
     out.reserve(steps.size());
     for (const Step& step : steps) {
@@ -352,7 +351,7 @@ std::optional<size_t> CheckpointManager::retain(int64_t just_saved) {
         policy.keep_seconds = options_.keep_seconds;
         std::vector<CheckpointFacts> known;
         if (policy.needs_facts()) {
-            known = facts(on_disk);
+            known = facts(on_disk, true);  // retention runs while this manager owns the directory
         } else {
             for (const Step& step : on_disk) known.push_back(CheckpointFacts{step.index, std::nullopt, std::nullopt});
         }
@@ -570,7 +569,7 @@ std::optional<double> CheckpointManager::metric(int64_t index, const std::string
 std::optional<int64_t> CheckpointManager::best() {
     if (options_.best_metric.empty()) fail(Code::invalid, "{}: no best_metric is set", dir_);
     writer_->drain();
-    return best_checkpoint(facts(steps()), options_.best_max);
+    return best_checkpoint(facts(steps(), owns_directory()), options_.best_max);
 }
 
 bool CheckpointManager::should_save(int64_t step) {
@@ -608,4 +607,4 @@ void CheckpointManager::close() {
     claim_.reset();  // unlocks, unless a newer manager of this process took the directory over
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

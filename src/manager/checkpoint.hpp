@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // "…/0000000042.npz" -> 42; nullopt for anything that is not a checkpoint name (ten or more digits, no leading
 // zero beyond the ten-digit padding, ".npz", no larger than INT64_MAX).
@@ -167,7 +167,9 @@ private:
     std::optional<size_t> retain(int64_t just_saved);  // apply_retention's work, while this manager owns the directory
     int64_t now_ns() const;
     // What retention needs to know of each checkpoint on disk, ascending; unreadable files record nothing.
-    std::vector<CheckpointFacts> facts(const std::vector<Step>& steps);
+    // `owned`: this manager owns the directory (the caller knows; asking would deadlock inside while_owner), so
+    // what it knows of a checkpoint holds.
+    std::vector<CheckpointFacts> facts(const std::vector<Step>& steps, bool owned);
     // Keeps what retention knows of a checkpoint this manager saved or read (nullopt: forgets it, as it is being
     // replaced or deleted).
     void remember_facts(const Step& step, std::optional<CheckpointFacts> facts);
@@ -209,4 +211,4 @@ private:
     static_assert(std::atomic<bool>::is_always_lock_free, "request_save must be async-signal-safe");
 };
 
-}  // namespace ckpt
+}  // namespace ckpt::core

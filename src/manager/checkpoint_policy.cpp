@@ -10,7 +10,7 @@
 #include <ctime>
 #include <set>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 
@@ -127,4 +127,4 @@ std::vector<int64_t> checkpoints_to_delete(const std::vector<CheckpointFacts>& f
     return doomed;
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 constexpr std::string_view kReservedPrefix = "ckpt.";
 constexpr std::string_view kIndexKey = "ckpt.index";
@@ -75,4 +75,4 @@ std::optional<int64_t> best_checkpoint(const std::vector<CheckpointFacts>& facts
 std::vector<int64_t> checkpoints_to_delete(const std::vector<CheckpointFacts>& facts, const RetentionPolicy& policy,
                                            int64_t just_saved, int64_t now_ns);
 
-}  // namespace ckpt
+}  // namespace ckpt::core

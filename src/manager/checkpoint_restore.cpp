@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // A restore lists the directory once: the steps it found are what it tries, the log line included.
 void CheckpointManager::try_checkpoint(const Step& step, const Attempt& attempt) {
@@ -93,4 +93,4 @@ std::pair<VarCollection, int64_t> CheckpointManager::read(std::optional<int64_t>
     return {std::move(out), i};
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 
@@ -103,4 +103,4 @@ bool DirClaim::while_owned(const std::function<void()>& f) const {
     return true;
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -15,7 +15,7 @@
 #include <string>
 #include <tuple>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // The directory's identity: its device and inode on the local file system (two paths of one directory are one
 // key), else the storage and the path (a storage's namespace is its own).
@@ -52,4 +52,4 @@ private:
     uint64_t id_;
 };
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -5,7 +5,7 @@
 #include "sharded/sharded_step.hpp"
 #include "manager/checkpoint.hpp"
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 
@@ -67,4 +67,4 @@ void remove_temporaries(Storage& storage, const std::vector<StaleTemporary>& fou
     }
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

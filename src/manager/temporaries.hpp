@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // A temporary an interrupted save left: its path (the directory joined with its name) and whether it is a directory.
 struct StaleTemporary {
@@ -40,4 +40,4 @@ void remove_temporaries(Storage& storage, const std::vector<StaleTemporary>& fou
                         const std::function<void(const StaleTemporary&)>& removed,
                         const std::function<void(const StaleTemporary&, const std::string&)>& failed);
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <utility>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 
@@ -574,4 +574,4 @@ void fortran_to_c_order(const void* src, void* dst, const std::vector<int64_t>& 
     }
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

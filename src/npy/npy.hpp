@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 constexpr size_t kDefaultMaxHeaderBytes = 10000;  // numpy's _MAX_HEADER_SIZE
 constexpr size_t kNpyMagicBytes = 6;               // "\x93NUMPY"
@@ -78,4 +78,4 @@ void byteswap_in_place(DType dtype, void* data, size_t nbytes);
 // shape times itemsize bytes and do not overlap.
 void fortran_to_c_order(const void* src, void* dst, const std::vector<int64_t>& shape, size_t itemsize);
 
-}  // namespace ckpt
+}  // namespace ckpt::core

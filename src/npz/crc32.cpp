@@ -12,7 +12,7 @@
 #define CKPT_CRC32_CLMUL 1
 #endif
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 
@@ -159,4 +159,4 @@ uint32_t crc32_parallel(const void* data, size_t n, unsigned threads) {
     return all;
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

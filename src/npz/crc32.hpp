@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // The CRC-32 of `n` bytes at `data`, continuing from `crc`, the CRC-32 of the bytes before them (0 for none), as
 // zlib's crc32_z(crc, data, n).
@@ -22,4 +22,4 @@ uint32_t crc32(uint32_t crc, const void* data, size_t n);
 // Inputs below 32 MiB, and threads = 1, stay on the caller's thread; so does the rest when no thread can start.
 uint32_t crc32_parallel(const void* data, size_t n, unsigned threads);
 
-}  // namespace ckpt
+}  // namespace ckpt::core

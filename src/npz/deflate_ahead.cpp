@@ -15,7 +15,7 @@
 #include <new>
 #include <system_error>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 
@@ -48,7 +48,7 @@ uint64_t DeflateAhead::bound(uint64_t bytes) {
 
 unsigned DeflateAhead::threads_for(uint64_t bytes) {
     if (bytes < 2 * kBlockBytes) return 0;
-    const unsigned cores = ckpt::cores();
+    const unsigned cores = ckpt::core::cores();
     if (cores == 1) return 0;
     return static_cast<unsigned>(std::min<uint64_t>({cores, kMaxThreads, bytes / kBlockBytes}));
 }
@@ -264,4 +264,4 @@ DeflateAhead::Block DeflateAhead::compress(size_t j, Compressor& z) {
     return b;
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

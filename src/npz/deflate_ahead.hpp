@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 class DeflateAhead {
 public:
@@ -101,4 +101,4 @@ private:
     std::vector<std::thread> workers_;
 };
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -9,7 +9,7 @@
 #include <optional>
 #include <unordered_set>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 
@@ -168,4 +168,4 @@ MetadataRecord metadata_from_json(std::string_view json) {
     return std::move(reader.record);
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

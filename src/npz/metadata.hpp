@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 constexpr int64_t kMetadataFormat = 1;
 // The metadata member's data (UTF-32 text) may hold at most this many bytes: 16 Mi characters.
@@ -40,4 +40,4 @@ std::string metadata_to_json(const MetadataRecord& record);
 // non-string value, nesting), Error(unsupported) for a format newer than this library reads.
 MetadataRecord metadata_from_json(std::string_view json);
 
-}  // namespace ckpt
+}  // namespace ckpt::core

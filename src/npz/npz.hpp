@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // Values equal CKPT_LAYOUT_* of ckpt.h.
 enum class Layout : uint32_t {
@@ -36,4 +36,4 @@ struct Progress {
     }
 };
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 
@@ -91,4 +91,4 @@ void NpzRanges::read_deflated(NpzReader& reader, size_t i, uint64_t offset, void
     }
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -13,7 +13,7 @@
 #include <memory>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 class NpzRanges {
 public:
@@ -38,4 +38,4 @@ private:
     std::vector<unsigned char> skip_;            // deflated: where skipped bytes go
 };
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -2,6 +2,7 @@
 #include "npz/npz_reader.hpp"
 
 #include "npz/crc32.hpp"
+#include "npz/read_plan.hpp"
 #include "core/cores.hpp"
 #include "core/decimal_index.hpp"
 #include "core/error.hpp"
@@ -23,20 +24,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
-
-// Reads of less than this stay on the calling thread: starting another costs more than it saves.
-constexpr uint64_t kParallelMinBytes = uint64_t{4} << 20;
-// Copying from the page cache and checking CRCs scale with cores up to about the memory bandwidth.
-constexpr unsigned kMaxReadThreads = 4;
-// Stored arrays larger than this are read in parts of this size (a multiple of every item size, for byteswaps).
-constexpr uint64_t kPartBytes = uint64_t{32} << 20;
-// Small arrays close together in the file are read in batches of at most this many bytes (see read_entries), if
-// what lies between one's data and the next's — a local header, names, an npy header — is no longer than this.
-constexpr uint64_t kBatchBytes = uint64_t{256} << 10;
-constexpr uint64_t kBatchGapBytes = 4096;
 
 // objax's member names: "0" .. "<n-1>", unpadded.
 std::optional<size_t> objax_index(const std::string& name, uint64_t n) {
@@ -352,90 +342,28 @@ void NpzReader::read_rows(size_t i, int64_t first, int64_t count, void* dst) {
 }
 
 void NpzReader::read_entries(const std::vector<Job>& jobs) {
-    uint64_t total = 0;
-    for (const Job& job : jobs) total += entries_.at(job.entry).header.nbytes;
-    options_.progress.start(total);
-
-    // The work, in parts: a whole entry (read_into), or a range of a large stored entry's data, read straight
-    // into its place — so one huge array is read by several threads too.
-    struct Part {
-        size_t job;
-        uint64_t from, size;
-        bool whole;
-        bool batchable;  // a whole stored array in C order, small enough to be read with its neighbours
-    };
-    std::vector<Part> parts;
-    const bool concurrent = total >= kParallelMinBytes && file_->concurrent_reads();
-    for (size_t k = 0; k < jobs.size(); ++k) {
-        const Entry& e = entries_[jobs[k].entry];
-        const NpyHeader& h = e.header;
-        const bool stored = zip_->members()[e.index].method == zip::kMethodStore;
-        const bool transposed = h.fortran_order && h.shape.size() > 1;
-        const bool split = concurrent && h.nbytes > kPartBytes && stored && !transposed;
-        if (!split) {
-            parts.push_back({k, 0, h.nbytes, true, stored && !transposed && h.nbytes <= kBatchBytes});
-            continue;
-        }
-        for (uint64_t from = 0; from < h.nbytes; from += kPartBytes)
-            parts.push_back({k, from, std::min<uint64_t>(kPartBytes, h.nbytes - from), false, false});
+    std::vector<ArrayRead> reads;
+    reads.reserve(jobs.size());
+    for (const Job& job : jobs) {
+        const Entry& e = entries_.at(job.entry);
+        const ZipReader::Member& m = zip_->members()[e.index];
+        reads.push_back({m.data_offset + e.header.data_offset, e.header.nbytes, m.method == zip::kMethodStore,
+                         e.header.fortran_order && e.header.shape.size() > 1});
     }
-    const unsigned threads =
-        concurrent && parts.size() > 1 ? std::min(cores(), kMaxReadThreads) : 1;
-
-    // Parts in file order, by where their bytes start.
-    std::vector<size_t> order(parts.size());
-    std::vector<uint64_t> offset(parts.size());
-    for (size_t p = 0; p < parts.size(); ++p) {
-        order[p] = p;
-        const Entry& e = entries_[jobs[parts[p].job].entry];
-        offset[p] = zip_->members()[e.index].data_offset + e.header.data_offset + parts[p].from;
-    }
-    const auto by_offset = [&](size_t a, size_t b) { return offset[a] < offset[b]; };
-    if (!std::is_sorted(order.begin(), order.end(), by_offset)) std::sort(order.begin(), order.end(), by_offset);
-
-    // Small arrays that follow each other closely in the file (ckpt writes each member's local header, npy header
-    // and data back to back) are read as one batch: a single read of at most kBatchBytes into a buffer, from
-    // which each array is CRC-checked and copied into its place. For thousands of small arrays that replaces one
-    // read call per array with one per batch, and the buffer stays in the cache for the checks and copies.
-    struct Batch {
-        size_t begin, end;  // positions in `order`
-        uint64_t bytes;     // of array data
-    };
-    std::vector<Batch> batches;
-    for (size_t i = 0; i < order.size(); ++i) {
-        const size_t p = order[i];
-        if (!batches.empty() && i > 0) {
-            Batch& last = batches.back();
-            const size_t q = order[i - 1];
-            const uint64_t q_end = offset[q] + parts[q].size;
-            const uint64_t first = offset[order[last.begin]];
-            if (parts[p].batchable && parts[q].batchable && offset[p] >= q_end && offset[p] - q_end <= kBatchGapBytes &&
-                offset[p] + parts[p].size - first <= kBatchBytes) {
-                last.end = i + 1;
-                last.bytes += parts[p].size;
-                continue;
-            }
-        }
-        batches.push_back({i, i + 1, parts[p].size});
-    }
-
-    // Each thread reads its own contiguous share of the file, in file order: the kernel's readahead then sees one
-    // sequential stream per thread, which from a cold cache reads faster than parts taken in turn, which look
-    // random to it (512 MiB on two threads here: 0.35 s against 0.50 s). A thread whose share is done takes the
-    // second half of the largest one left.
-    struct Share {
-        size_t begin, end;  // batches not yet taken
-    };
-    std::vector<Share> shares(threads);
-    {
-        uint64_t before = 0;  // bytes of the batches before batch i
-        size_t i = 0;
-        for (unsigned t = 0; t < threads; ++t) {
-            shares[t].begin = i;
-            for (; i < batches.size() && before < total / threads * (t + 1); ++i) before += batches[i].bytes;
-            shares[t].end = t + 1 == threads ? batches.size() : i;
-        }
-    }
+    // The parts, batches and shares of the plan (npz/read_plan.hpp). Each thread reads its own contiguous share of
+    // the file, in file order: the kernel's readahead then sees one sequential stream per thread, which from a cold
+    // cache reads faster than parts taken in turn, which look random to it (512 MiB on two threads here: 0.35 s
+    // against 0.50 s). A thread whose share is done takes the second half of the largest one left.
+    ReadPlan plan = plan_reads(reads, file_->concurrent_reads(), cores());
+    options_.progress.start(plan.total);
+    const std::vector<ReadPlan::Part>& parts = plan.parts;
+    const std::vector<size_t>& order = plan.order;
+    const std::vector<uint64_t>& offset = plan.offset;
+    std::vector<ReadPlan::Share>& shares = plan.shares;  // what each thread has yet to take
+    const auto threads = static_cast<unsigned>(shares.size());
+    using Part = ReadPlan::Part;
+    using Batch = ReadPlan::Batch;
+    using Share = ReadPlan::Share;
 
     // After a failure, parts later in `jobs` order are skipped but earlier ones still run, so the error reported is
     // that of the first failing part whatever the timing and whatever the batches.
@@ -477,7 +405,7 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
     // One part on its own.
     const auto read_part = [&](size_t p) {
         const Part& part = parts[p];
-        const Job& job = jobs[part.job];
+        const Job& job = jobs[part.read];
         if (part.whole) return read_into(job.entry, job.dst, on_bytes);
         const Entry& e = entries_[job.entry];
         char* dst = static_cast<char*>(job.dst) + part.from;
@@ -490,7 +418,7 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
     // buffer. An array the read did not reach (the file ends early) is read on its own, which says where its data
     // ends. `cached_only`: returns false, having read nothing, if the batch's bytes are not in memory yet.
     const auto read_batch = [&](const Batch& b, std::vector<unsigned char>& buffer, bool cached_only) {
-        const uint64_t from = member(jobs[parts[order[b.begin]].job].entry).local_offset;
+        const uint64_t from = member(jobs[parts[order[b.begin]].read].entry).local_offset;
         const size_t last = order[b.end - 1];
         buffer.resize(static_cast<size_t>(offset[last] + parts[last].size - from));
         if (cached_only && !file_->cached(from, buffer.size())) return false;
@@ -505,12 +433,12 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
                     read_part(p);
                     continue;
                 }
-                const Entry& e = entries_[jobs[parts[p].job].entry];
+                const Entry& e = entries_[jobs[parts[p].read].entry];
                 zip_->check_local(e.index, buffer.data(), from, got);
                 const unsigned char* src = buffer.data() + at;
                 zip_->check_crc(e.index, crc32(e.npy_crc, src, parts[p].size));
-                if (parts[p].size > 0) std::memcpy(jobs[parts[p].job].dst, src, parts[p].size);
-                if (e.header.byteswap) byteswap_in_place(e.header.dtype, jobs[parts[p].job].dst, parts[p].size);
+                if (parts[p].size > 0) std::memcpy(jobs[parts[p].read].dst, src, parts[p].size);
+                if (e.header.byteswap) byteswap_in_place(e.header.dtype, jobs[parts[p].read].dst, parts[p].size);
                 done += parts[p].size;
             } catch (...) {
                 failed(p);
@@ -528,7 +456,7 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
     const auto work = [&](unsigned t) {
         std::vector<unsigned char> buffer;
         while (const std::optional<size_t> taken = take(t)) {
-            const Batch& b = batches[*taken];
+            const Batch& b = plan.batches[*taken];
             size_t first = parts.size();  // of the batch's parts, the first in jobs order
             for (size_t i = b.begin; i < b.end; ++i) first = std::min(first, order[i]);
             if (first >= first_failed.load()) continue;
@@ -568,9 +496,9 @@ void NpzReader::read_entries(const std::vector<Job>& jobs) {
             ++p;
             continue;
         }
-        const Entry& e = entries_[jobs[parts[p].job].entry];
+        const Entry& e = entries_[jobs[parts[p].read].entry];
         uint32_t crc = e.npy_crc;
-        for (const size_t job = parts[p].job; p < parts.size() && parts[p].job == job; ++p)
+        for (const size_t job = parts[p].read; p < parts.size() && parts[p].read == job; ++p)
             crc = static_cast<uint32_t>(crc32_combine(crc, part_crc[p], static_cast<z_off_t>(parts[p].size)));
         zip_->check_crc(e.index, crc);
     }
@@ -593,4 +521,4 @@ VarCollection NpzReader::read_all() {
     return vars;
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // zip64 allows 2^64 members; no real checkpoint has more than a few hundred thousand.
 constexpr uint64_t kDefaultMaxMembers = uint64_t{1} << 24;
@@ -120,4 +120,4 @@ private:
     std::string metadata_member_;  // for messages
 };
 
-}  // namespace ckpt
+}  // namespace ckpt::core

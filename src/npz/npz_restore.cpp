@@ -5,7 +5,7 @@
 
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 void restore_npz(NpzReader& reader, VarCollection& vars, const Renamer& rename, bool partial) {
     vars.check_restorable(reader.label());
@@ -29,4 +29,4 @@ void restore_npz(NpzReader& reader, VarCollection& vars, const Renamer& rename, 
     for (size_t v = 0; v < vars.size(); ++v) vars.set_restored(v, source[v].has_value());
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -7,7 +7,7 @@
 #include "core/var_collection.hpp"
 #include "npz/npz_reader.hpp"
 
-namespace ckpt {
+namespace ckpt::core {
 
 // Checks every variable against the file before writing any data, so Error(mismatch) — whose message lists
 // every missing or differing variable and every unused name on disk — leaves `vars` unchanged. Then reads each
@@ -17,4 +17,4 @@ namespace ckpt {
 // differs still fails). Afterwards vars.restored(i) tells which were filled; every flag is false after a failure.
 void restore_npz(NpzReader& reader, VarCollection& vars, const Renamer& rename, bool partial = false);
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <thread>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 
@@ -86,4 +86,4 @@ const void* NpzViews::map(NpzReader& reader, size_t i) {
     return e.header.nbytes > 0 ? p : kEmpty;
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 class NpzViews {
 public:
@@ -46,4 +46,4 @@ private:
     std::map<size_t, Array> decoded_;  // by entry
 };
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -17,7 +17,7 @@
 #include <system_error>
 #include <thread>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 
@@ -250,4 +250,4 @@ void save_npz(Storage& storage, const std::string& path, const VarCollection& va
     write_atomically(storage, path, [&](OutputFile& out) { write_npz(out, vars, options); });
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -11,7 +11,7 @@
 #include <functional>
 #include <string>
 
-namespace ckpt {
+namespace ckpt::core {
 
 struct NpzWriteOptions {
     Layout layout = Layout::plain;  // automatic means plain
@@ -38,4 +38,4 @@ uint64_t write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions o
 // not_found (no such directory), io, no_memory.
 void save_npz(Storage& storage, const std::string& path, const VarCollection& vars, const NpzWriteOptions& options);
 
-}  // namespace ckpt
+}  // namespace ckpt::core

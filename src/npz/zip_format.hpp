@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace ckpt::zip {
+namespace ckpt::core::zip {
 
 constexpr uint32_t kLocalHeaderSig = 0x04034b50;
 constexpr uint32_t kCentralHeaderSig = 0x02014b50;
@@ -41,4 +41,4 @@ constexpr uint16_t kFlagUtf8 = 1 << 11;
 constexpr uint32_t kMax32 = 0xFFFFFFFF;
 constexpr uint16_t kMax16 = 0xFFFF;
 
-}  // namespace ckpt::zip
+}  // namespace ckpt::core::zip

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 
@@ -156,4 +156,4 @@ void ZipReader::Stream::finish() {
     zip_.check_crc(static_cast<size_t>(&m_ - zip_.members_.data()), crc_);
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

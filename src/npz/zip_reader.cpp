@@ -14,7 +14,7 @@
 #include <cstring>
 #include <thread>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 
@@ -593,4 +593,4 @@ ZipReader::ZipReader(InputFile& file, std::string label, uint64_t max_members, b
     }
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

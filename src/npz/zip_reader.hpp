@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 class ReadAhead;
 
@@ -138,4 +138,4 @@ private:
     std::unique_ptr<ReadAhead> read_ahead_;
 };
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 
@@ -267,4 +267,4 @@ uint64_t ZipWriter::finish() {
     return offset_;
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 class ZipWriter {
 public:
@@ -84,4 +84,4 @@ private:
     std::vector<Entry> entries_;
 };
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <new>
 
-namespace ckpt {
+namespace ckpt::core {
 
 inline voidpf zlib_alloc(voidpf, uInt items, uInt size) {
     if (size != 0 && items > SIZE_MAX / size) return Z_NULL;
@@ -18,4 +18,4 @@ inline voidpf zlib_alloc(voidpf, uInt items, uInt size) {
 
 inline void zlib_free(voidpf, voidpf p) { ::operator delete(p); }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

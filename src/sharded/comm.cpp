@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-namespace ckpt {
+namespace ckpt::core {
 
 std::string broadcast_string(Comm& comm, std::string s, int32_t root) {
     uint64_t n = s.size();
@@ -65,4 +65,4 @@ void agree(Comm& comm, const std::exception_ptr& failed, const std::string& what
                 fmt::format("{} failed on rank {} of {}{}: {}", what, lowest, world, more, message));
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

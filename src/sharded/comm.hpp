@@ -3,7 +3,7 @@
 // barrier, an all-reduce of an int64, a broadcast and an all-gather of small byte buffers. ckpt has no transport of
 // its own: MPI (libckpt_mpi), NCCL/Gloo/torch.distributed or a test's threads plug in through ckpt_comm_ops.
 //
-// Every call is collective: every rank makes the same calls in the same order. A failing call throws ckpt::Error;
+// Every call is collective: every rank makes the same calls in the same order. A failing call throws ckpt::core::Error;
 // what the other ranks then see is the transport's business (MPI aborts the job by default).
 #pragma once
 
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 class Comm {
 public:
@@ -41,4 +41,4 @@ std::vector<std::string> all_gather_strings(Comm& comm, const std::string& s);
 // message>" (", and on K more" when others failed too). One all-reduce when every rank succeeded.
 void agree(Comm& comm, const std::exception_ptr& failed, const std::string& what);
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <unordered_set>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 
@@ -203,4 +203,4 @@ Manifest manifest_from_json(std::string_view text, const std::string& label) {
     return m;
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 constexpr std::string_view kManifestName = "manifest.json";
 constexpr uint64_t kMaxManifestBytes = uint64_t{64} << 20;
@@ -60,4 +60,4 @@ std::string manifest_to_json(const Manifest& m);
 // that is not a valid manifest, Error(unsupported) for a newer version.
 Manifest manifest_from_json(std::string_view json, const std::string& label);
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <string_view>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 
@@ -445,4 +445,4 @@ int64_t restore_collectively(Comm& comm, const std::vector<int64_t>& candidates,
     return newest_readable(agreed, fallback, dir, attempt_everywhere, skipped);
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

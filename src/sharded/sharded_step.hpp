@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // "0000000042": the directory name of step 42; step_dir_index is its inverse (nullopt for other names).
 std::string step_dir_name(int64_t index);
@@ -95,9 +95,9 @@ private:
     std::map<int64_t, NpzReader> shards_;
 };
 
-}  // namespace ckpt
+}  // namespace ckpt::core
 
-namespace ckpt {
+namespace ckpt::core {
 
 // The collective choice of the step to restore. Rank 0's `candidates` (newest first; the other ranks' are ignored)
 // go to every rank; each is tried by `attempt` on every rank, and the ranks move on together past a step that any
@@ -108,4 +108,4 @@ int64_t restore_collectively(Comm& comm, const std::vector<int64_t>& candidates,
                              const std::function<void(int64_t)>& attempt,
                              const std::function<void(const std::string&)>& skipped);
 
-}  // namespace ckpt
+}  // namespace ckpt::core

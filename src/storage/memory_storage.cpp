@@ -7,7 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace ckpt {
+namespace ckpt::core {
 
 size_t BytesInput::read_at(uint64_t offset, void* dst, size_t n) {
     if (offset >= size_) return 0;
@@ -235,4 +235,4 @@ bool MemoryStorage::exists(const std::string& path) const {
     return files_.count(path) != 0;
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <set>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // An InputFile over bytes someone else owns (ckpt_npz_read_memory).
 class BytesInput final : public InputFile {
@@ -63,4 +63,4 @@ private:
     std::shared_ptr<std::set<std::string>> locked_ = std::make_shared<std::set<std::string>>();
 };
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -25,7 +25,7 @@
 #include <system_error>
 #include <thread>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 
@@ -557,4 +557,4 @@ std::shared_ptr<Storage> posix_storage() {
     return instance;
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

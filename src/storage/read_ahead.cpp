@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 ReadAhead::ReadAhead(InputFile& file, uint64_t n) : thread_([this, &file, n] { run(file, n); }) {}
 
@@ -23,4 +23,4 @@ void ReadAhead::run(InputFile& file, uint64_t n) {
     }
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

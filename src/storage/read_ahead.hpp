@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <thread>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // Reads bytes [0, n) of `file` in 1 MiB steps into a scratch buffer it throws away, so that the storage fetches
 // them while the caller is busy: a restore that must check a file's whole directory before it reads any data
@@ -32,4 +32,4 @@ private:
     std::thread thread_;  // last: started once stop_ exists
 };
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -7,7 +7,7 @@
 #include <random>
 #include <stdexcept>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 constexpr std::string_view kTempMarker = ".tmp-";
@@ -184,4 +184,4 @@ void write_atomically(Storage& storage, const std::string& path, const std::func
     if (storage.knows_temp_owners()) remove_stale_temporaries_of(storage, path);
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

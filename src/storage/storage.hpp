@@ -5,7 +5,7 @@
 // decides what they mean.
 //
 // Writes are sequential (no seeking; a storage that can may let a writer patch bytes it wrote), so a storage can
-// stream to a network service. Every method either completes or throws ckpt::Error (usually Code::io, with the
+// stream to a network service. Every method either completes or throws ckpt::core::Error (usually Code::io, with the
 // path and the system's reason in the message).
 #pragma once
 
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 // A file being written, front to back.
 class OutputFile {
@@ -203,4 +203,4 @@ size_t posix_pending_releases();
 // onto `path`, sync the directory. On any failure the temporary is removed and `path` is left as it was.
 void write_atomically(Storage& storage, const std::string& path, const std::function<void(OutputFile&)>& body);
 
-}  // namespace ckpt
+}  // namespace ckpt::core

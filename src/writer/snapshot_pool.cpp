@@ -6,7 +6,7 @@
 #include <new>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 namespace {
 constexpr std::align_val_t kAlignment{64};
@@ -120,4 +120,4 @@ std::shared_ptr<const VarCollection> SnapshotPool::copy(const VarCollection& var
     return std::shared_ptr<const VarCollection>(snapshot, &snapshot->vars);
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

@@ -14,7 +14,7 @@
 #include <memory>
 #include <mutex>
 
-namespace ckpt {
+namespace ckpt::core {
 
 class SnapshotPool : public std::enable_shared_from_this<SnapshotPool> {
 public:
@@ -45,4 +45,4 @@ private:
     uint64_t live_bytes_ = 0;    // buffers of snapshots still alive (reserved as a whole before copying)
 };
 
-}  // namespace ckpt
+}  // namespace ckpt::core

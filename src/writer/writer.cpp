@@ -3,7 +3,7 @@
 
 #include "core/error.hpp"
 
-namespace ckpt {
+namespace ckpt::core {
 
 Writer::Writer(Kind kind, size_t queue_depth, std::shared_ptr<Storage> storage)
     : kind_(kind), depth_(kind == Kind::thread || queue_depth == 0 ? 1 : queue_depth), storage_(std::move(storage)) {
@@ -137,4 +137,4 @@ void Writer::worker() {
     }
 }
 
-}  // namespace ckpt
+}  // namespace ckpt::core

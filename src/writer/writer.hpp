@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-namespace ckpt {
+namespace ckpt::core {
 
 class Error;
 
@@ -84,4 +84,4 @@ private:
     std::thread thread_;
 };
 
-}  // namespace ckpt
+}  // namespace ckpt::core

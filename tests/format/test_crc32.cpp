@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ckpt::crc32 must agree with zlib's crc32_z for every length, alignment and starting value: the SIMD path
+// ckpt::core::crc32 must agree with zlib's crc32_z for every length, alignment and starting value: the SIMD path
 // handles 64-byte steps, 16-byte steps and a tail, so lengths around those boundaries are all tried.
 #include "npz/crc32.hpp"
 
@@ -17,10 +17,11 @@ uint32_t zlib_crc(uint32_t crc, const unsigned char* p, size_t n) { return stati
 }  // namespace
 
 TEST_CASE("crc32 of known strings") {
-    CHECK(ckpt::crc32(0, "", 0) == 0u);
-    CHECK(ckpt::crc32(0, "123456789", 9) == 0xCBF43926u);  // the CRC-32 check value
+    CHECK(ckpt::core::crc32(0, "", 0) == 0u);
+    CHECK(ckpt::core::crc32(0, "123456789", 9) == 0xCBF43926u);  // the CRC-32 check value
     const std::string zeros(4096, '\0');
-    CHECK(ckpt::crc32(0, zeros.data(), zeros.size()) == zlib_crc(0, reinterpret_cast<const unsigned char*>(zeros.data()), zeros.size()));
+    CHECK(ckpt::core::crc32(0, zeros.data(), zeros.size()) ==
+          zlib_crc(0, reinterpret_cast<const unsigned char*>(zeros.data()), zeros.size()));
 }
 
 TEST_CASE("crc32 matches zlib for every length, alignment and starting CRC") {
@@ -32,7 +33,7 @@ TEST_CASE("crc32 matches zlib for every length, alignment and starting CRC") {
         for (size_t offset = 0; offset < 4; ++offset) {
             const uint32_t start = n % 3 == 0 ? 0u : static_cast<uint32_t>(gen());
             INFO("n=" << n << " offset=" << offset << " start=" << start);
-            REQUIRE(ckpt::crc32(start, bytes.data() + offset, n) == zlib_crc(start, bytes.data() + offset, n));
+            REQUIRE(ckpt::core::crc32(start, bytes.data() + offset, n) == zlib_crc(start, bytes.data() + offset, n));
         }
     }
 }
@@ -41,12 +42,12 @@ TEST_CASE("crc32 in pieces equals crc32 of the whole") {
     std::mt19937 gen(11);
     std::vector<unsigned char> bytes(size_t{3} << 20);
     for (auto& b : bytes) b = static_cast<unsigned char>(gen());
-    const uint32_t whole = ckpt::crc32(0, bytes.data(), bytes.size());
+    const uint32_t whole = ckpt::core::crc32(0, bytes.data(), bytes.size());
     CHECK(whole == zlib_crc(0, bytes.data(), bytes.size()));
     uint32_t crc = 0;
     for (size_t at = 0; at < bytes.size();) {
         const size_t n = std::min<size_t>(bytes.size() - at, 1 + gen() % 100000);
-        crc = ckpt::crc32(crc, bytes.data() + at, n);
+        crc = ckpt::core::crc32(crc, bytes.data() + at, n);
         at += n;
     }
     CHECK(crc == whole);
@@ -61,7 +62,7 @@ TEST_CASE("crc32_parallel equals crc32 for any number of threads, around the siz
                            (size_t{32} << 20) + 1, bytes.size()})
         for (const unsigned threads : {0u, 1u, 2u, 3u, 4u}) {
             CAPTURE(n, threads);
-            CHECK(ckpt::crc32_parallel(bytes.data(), n, threads) == zlib_crc(0, bytes.data(), n));
+            CHECK(ckpt::core::crc32_parallel(bytes.data(), n, threads) == zlib_crc(0, bytes.data(), n));
         }
 }
 
@@ -76,7 +77,7 @@ TEST_CASE("crc32 of bytes that end where the memory does reads nothing past them
     for (size_t i = 0; i < span; ++i) bytes[i] = static_cast<unsigned char>(gen());
     for (const size_t n : {size_t{256}, size_t{257}, size_t{2048}, size_t{2304}, span - 1, span}) {
         CAPTURE(n);
-        CHECK(ckpt::crc32(0, bytes + span - n, n) == zlib_crc(0, bytes + span - n, n));
+        CHECK(ckpt::core::crc32(0, bytes + span - n, n) == zlib_crc(0, bytes + span - n, n));
     }
     ::munmap(m, span + page);
 }

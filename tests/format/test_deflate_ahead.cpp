@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-using ckpt::DeflateAhead;
+using ckpt::core::DeflateAhead;
 
 namespace {
 

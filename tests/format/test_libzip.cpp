@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-using namespace ckpt;
+using namespace ckpt::core;
 
 namespace {
 

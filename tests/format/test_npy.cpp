@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-using namespace ckpt;
+using namespace ckpt::core;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 
@@ -44,7 +44,7 @@ std::string dict_with(const std::string& descr, const std::string& fortran, cons
     return "{'descr': " + descr + ", 'fortran_order': " + fortran + ", 'shape': " + shape + ", }";
 }
 
-// The ckpt::Error that f() throws, or one with Code::ok when it throws none.
+// The ckpt::core::Error that f() throws, or one with Code::ok when it throws none.
 template <typename F>
 Error error_from(F&& f) {
     try {
@@ -52,7 +52,7 @@ Error error_from(F&& f) {
     } catch (const Error& e) {
         return e;
     }
-    return Error(Code::ok, "no ckpt::Error was thrown");
+    return Error(Code::ok, "no ckpt::core::Error was thrown");
 }
 
 // Parses a whole member the way a reader does: the preamble first, then exactly data_offset bytes (copied to a

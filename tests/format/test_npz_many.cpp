@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-using namespace ckpt;
+using namespace ckpt::core;
 using Catch::Matchers::Contains;
 
 namespace {

@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-using namespace ckpt;
+using namespace ckpt::core;
 using Catch::Matchers::Contains;
 
 namespace {

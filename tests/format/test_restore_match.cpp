@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-using namespace ckpt;
+using namespace ckpt::core;
 using Catch::Matchers::Equals;
 
 namespace {

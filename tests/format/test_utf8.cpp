@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-using namespace ckpt;
+using namespace ckpt::core;
 
 TEST_CASE("valid_utf8 accepts ASCII and well-formed sequences wherever they fall") {
     const std::vector<std::string> good = {"é", "€", "\xF0\x9F\x98\x80", "\xF4\x8F\xBF\xBF", "\xED\x9F\xBF"};

@@ -185,7 +185,7 @@ TEST_CASE("a manager opened with CKPT_NPZ_PARTIAL resumes a model that gained va
 TEST_CASE("npz_size_bound is never below the bytes written, and close to them") {
     std::mt19937 rng(7);
     for (int trial = 0; trial < 200; ++trial) {
-        ckpt::VarCollection vars;
+        ckpt::core::VarCollection vars;
         std::vector<std::vector<unsigned char>> keep;
         const int count = static_cast<int>(rng() % 40);
         for (int k = 0; k < count; ++k) {
@@ -195,17 +195,18 @@ TEST_CASE("npz_size_bound is never below the bytes written, and close to them") 
             keep.emplace_back(n * 8);
             for (auto& byte : keep.back()) byte = static_cast<unsigned char>(rng() % 3);  // compressible
             const std::string name = std::string(rng() % 30 + 1, static_cast<char>('a' + k % 26)) + std::to_string(k);
-            vars.add(name, ckpt::Array::borrow(k % 3 == 0 ? ckpt::DType::bfloat16 : ckpt::DType::float64,
+            vars.add(name,
+                     ckpt::core::Array::borrow(k % 3 == 0 ? ckpt::core::DType::bfloat16 : ckpt::core::DType::float64,
                                                k % 3 == 0 ? 2 : 8, shape, keep.back().data()));
         }
         if (trial % 2 == 0) vars.metadata().set("step", std::to_string(trial));
-        ckpt::NpzWriteOptions options;
-        options.layout = trial % 4 < 2 ? ckpt::Layout::plain : ckpt::Layout::objax;
+        ckpt::core::NpzWriteOptions options;
+        options.layout = trial % 4 < 2 ? ckpt::core::Layout::plain : ckpt::core::Layout::objax;
         options.deflate = trial % 5 == 0;
-        ckpt::MemoryStorage storage;
-        ckpt::save_npz(storage, "/f.npz", vars, options);
+        ckpt::core::MemoryStorage storage;
+        ckpt::core::save_npz(storage, "/f.npz", vars, options);
         const uint64_t written = storage.contents("/f.npz").size();
-        const uint64_t bound = ckpt::npz_size_bound(vars, options);
+        const uint64_t bound = ckpt::core::npz_size_bound(vars, options);
         INFO("trial " << trial << ": " << count << " arrays, " << written << " bytes written, bound " << bound);
         CHECK(bound >= written);
         if (!options.deflate) CHECK(bound - written <= 256 * (static_cast<uint64_t>(count) + 2) + 128);
@@ -280,16 +281,16 @@ TEST_CASE("on a nearly full file system a save that cannot fit fails before writ
 // ================================================================================================ staging budget
 
 TEST_CASE("SnapshotPool with a budget: a copy waits until earlier ones are released", "[threads]") {
-    auto pool = ckpt::SnapshotPool::create(2, 1000);
+    auto pool = ckpt::core::SnapshotPool::create(2, 1000);
     std::vector<unsigned char> bytes(600, 7);
-    ckpt::VarCollection vars;
-    vars.add("a", ckpt::Array::borrow(ckpt::DType::uint8, 1, {600}, bytes.data()));
+    ckpt::core::VarCollection vars;
+    vars.add("a", ckpt::core::Array::borrow(ckpt::core::DType::uint8, 1, {600}, bytes.data()));
     CHECK(pool->fits(1000));
     CHECK_FALSE(pool->fits(1001));
 
     auto first_copy = pool->copy(vars);
     std::atomic<bool> done{false};
-    std::shared_ptr<const ckpt::VarCollection> second_copy;
+    std::shared_ptr<const ckpt::core::VarCollection> second_copy;
     std::thread t([&] {
         second_copy = pool->copy(vars);
         done = true;
@@ -392,7 +393,7 @@ namespace {
 
 // The local file system, but the save of a checkpoint whose file name contains `held` waits in create_temp until
 // release(): a background save held in flight while the test goes on.
-class GatedStorage final : public ckpt::Storage {
+class GatedStorage final : public ckpt::core::Storage {
 public:
     explicit GatedStorage(std::string held) : held_(std::move(held)) {}
     void release() {
@@ -404,9 +405,9 @@ public:
         std::unique_lock<std::mutex> lock(mutex_);
         changed_.wait(lock, [&] { return waiting_; });
     }
-    std::unique_ptr<ckpt::DirLock> lock(const std::string& dir) override { return base_->lock(dir); }
+    std::unique_ptr<ckpt::core::DirLock> lock(const std::string& dir) override { return base_->lock(dir); }
     void make_dirs(const std::string& dir) override { base_->make_dirs(dir); }
-    std::unique_ptr<ckpt::OutputFile> create_temp(const std::string& target, std::string* temp_path) override {
+    std::unique_ptr<ckpt::core::OutputFile> create_temp(const std::string& target, std::string* temp_path) override {
         if (target.find(held_) != std::string::npos) {
             std::unique_lock<std::mutex> lock(mutex_);
             waiting_ = true;
@@ -415,25 +416,30 @@ public:
         }
         return base_->create_temp(target, temp_path);
     }
-    std::unique_ptr<ckpt::OutputFile> open_append(const std::string& path) override { return base_->open_append(path); }
+    std::unique_ptr<ckpt::core::OutputFile> open_append(const std::string& path) override {
+        return base_->open_append(path);
+    }
     void rename(const std::string& from, const std::string& to) override { base_->rename(from, to); }
     void sync_dir(const std::string& dir) override { base_->sync_dir(dir); }
     void remove(const std::string& path) override { base_->remove(path); }
     std::vector<std::string> list(const std::string& dir) override { return base_->list(dir); }
-    std::unique_ptr<ckpt::InputFile> open_read(const std::string& path) override { return base_->open_read(path); }
+    std::unique_ptr<ckpt::core::InputFile> open_read(const std::string& path) override {
+        return base_->open_read(path);
+    }
     std::vector<std::string> list_dirs(const std::string& dir) override { return base_->list_dirs(dir); }
 
 private:
-    std::shared_ptr<ckpt::Storage> base_ = ckpt::posix_storage();
+    std::shared_ptr<ckpt::core::Storage> base_ = ckpt::core::posix_storage();
     std::string held_;
     std::mutex mutex_;
     std::condition_variable changed_;
     bool waiting_ = false, open_ = false;
 };
 
-ckpt::VarCollection one_var(std::vector<float>& data) {
-    ckpt::VarCollection vars;
-    vars.add("w", ckpt::Array::borrow(ckpt::DType::float32, 4, {static_cast<int64_t>(data.size())}, data.data()));
+ckpt::core::VarCollection one_var(std::vector<float>& data) {
+    ckpt::core::VarCollection vars;
+    vars.add("w", ckpt::core::Array::borrow(ckpt::core::DType::float32, 4, {static_cast<int64_t>(data.size())},
+                                            data.data()));
     return vars;
 }
 
@@ -445,25 +451,25 @@ TEST_CASE("A save in flight when a newer manager takes the directory over finish
     auto storage = std::make_shared<GatedStorage>("0000000002.npz");
     std::mutex log_mutex;
     std::vector<std::string> old_warnings;
-    ckpt::CheckpointManager::Options o;
+    ckpt::core::CheckpointManager::Options o;
     o.storage = storage;
     o.keep = 1;
     o.async = true;
     o.log = [&](int level, const std::string& message) {
         std::lock_guard<std::mutex> lock(log_mutex);
-        if (level == ckpt::CheckpointManager::warning) old_warnings.push_back(message);
+        if (level == ckpt::core::CheckpointManager::warning) old_warnings.push_back(message);
     };
-    ckpt::CheckpointManager older(dir.path(), o);
+    ckpt::core::CheckpointManager older(dir.path(), o);
     std::vector<float> data(8, 1.0f);
     older.save(one_var(data), 1);
     older.wait();
     older.save(one_var(data), 2);  // held in create_temp, its retention (which would delete 1) after it
     storage->wait_until_held();
 
-    ckpt::CheckpointManager::Options n;
+    ckpt::core::CheckpointManager::Options n;
     n.storage = storage;
     n.keep = 0;  // keeps everything: the older manager's keep = 1 must not apply any more
-    ckpt::CheckpointManager newer(dir.path(), n);
+    ckpt::core::CheckpointManager newer(dir.path(), n);
     newer.save(one_var(data), 10);  // takes the directory over while 2 is in flight
     storage->release();
     CHECK_NOTHROW(older.wait());  // the save in flight finished
@@ -477,13 +483,14 @@ TEST_CASE("A save in flight when a newer manager takes the directory over finish
     try {
         older.save(one_var(data), 3);
         FAIL("the older manager saved after the takeover");
-    } catch (const ckpt::Error& e) {
-        CHECK(e.code() == ckpt::Code::busy);
+    } catch (const ckpt::core::Error& e) {
+        CHECK(e.code() == ckpt::core::Code::busy);
         CHECK_THAT(e.what(), Contains("another checkpoint manager of this process took the directory over"));
     }
     older.close();
     CHECK(newer.owns_directory());
-    CHECK_THROWS_AS(ckpt::posix_storage()->lock(dir.path()), ckpt::Error);  // still locked: the newer one holds it
+    CHECK_THROWS_AS(ckpt::core::posix_storage()->lock(dir.path()),
+                    ckpt::core::Error);  // still locked: the newer one holds it
     newer.close();
-    CHECK(ckpt::posix_storage()->lock(dir.path()) != nullptr);
+    CHECK(ckpt::core::posix_storage()->lock(dir.path()) != nullptr);
 }

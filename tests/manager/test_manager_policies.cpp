@@ -282,9 +282,9 @@ TEST_CASE("A metric value that is not a number is CKPT_EFORMAT", "[policies][met
     VarsPtr v = make_vars(1);
     REQUIRE(ckpt_vars_set_metadata(v.get(), "ckpt.metric.loss", "low") == CKPT_OK);
     // Not through the manager, and not through ckpt_npz_save either, which leaves "ckpt." keys out.
-    ckpt::NpzWriteOptions forged;
+    ckpt::core::NpzWriteOptions forged;
     forged.manager_keys = true;
-    ckpt::save_npz(*ckpt::posix_storage(), path_of(m.get(), 1), v->vc, forged);
+    ckpt::core::save_npz(*ckpt::core::posix_storage(), path_of(m.get(), 1), v->vc, forged);
     double out = 0;
     CHECK(ckpt_manager_metric(m.get(), 1, "loss", &out) == CKPT_EFORMAT);
     CHECK_THAT(message(), Catch::Matchers::Contains("low"));

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-using namespace ckpt;
+using namespace ckpt::core;
 using ckpt::testing::FaultyStorage;
 using ckpt::testing::TempDir;
 
@@ -32,7 +32,7 @@ public:
 private:
     size_t count(const std::string& name, const std::string& path) const {
         size_t n = 0;
-        const std::vector<testing::Operation> log = storage_.log();
+        const std::vector<ckpt::testing::Operation> log = storage_.log();
         for (size_t i = seen_; i < log.size(); ++i)
             if (log[i].name == name && (path.empty() || log[i].path == path)) ++n;
         return n;

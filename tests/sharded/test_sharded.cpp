@@ -16,7 +16,7 @@
 #include <fstream>
 #include <mutex>
 
-using namespace ckpt;
+using namespace ckpt::core;
 using ckpt::testing::run_ranks;
 using ckpt::testing::TempDir;
 namespace fs = std::filesystem;

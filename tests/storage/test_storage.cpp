@@ -41,7 +41,7 @@
 
 using ckpt::testing::read_file;
 using ckpt::testing::write_file;
-using namespace ckpt;
+using namespace ckpt::core;
 using ckpt::testing::Crash;
 using ckpt::testing::CrashStorage;
 using ckpt::testing::Fault;
@@ -560,7 +560,7 @@ TEST_CASE("write_atomically keeps the old target and removes the temporary when 
                                               }),
                              std::runtime_error, Catch::Matchers::Message("body failed"));
     }
-    SECTION("a ckpt::Error keeps its code") {
+    SECTION("a ckpt::core::Error keeps its code") {
         try {
             write_atomically(*posix_storage(), dir / "model.npz", [](OutputFile& out) {
                 out.write("partial", 7);

@@ -9,6 +9,8 @@
 
 namespace ckpt::testing {
 
+using namespace ckpt::core;
+
 inline Array counting_array(DType dtype, size_t itemsize, std::vector<int64_t> shape, uint32_t seed) {
     Array a = Array::allocate(dtype, itemsize, std::move(shape), false);
     auto* p = static_cast<unsigned char*>(a.data());

@@ -30,7 +30,9 @@
 
 namespace ckpt::testing {
 
-// Not a ckpt::Error: nothing in the library may mistake a crash for an error it can handle.
+using namespace ckpt::core;
+
+// Not a ckpt::core::Error: nothing in the library may mistake a crash for an error it can handle.
 struct Crash : std::exception {
     const char* what() const noexcept override { return "simulated crash (power loss)"; }
 };

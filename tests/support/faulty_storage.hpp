@@ -33,6 +33,8 @@
 
 namespace ckpt::testing {
 
+using namespace ckpt::core;
+
 enum class Fault { eio, enospc, short_write, failed_sync };
 enum class Persistence { transient, persistent };
 

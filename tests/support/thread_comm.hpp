@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// ThreadComm: ckpt::Comm between the threads of one process — the ranks of a test that needs no MPI. Each call is a
-// round in which every rank deposits its bytes and receives everyone's.
+// ThreadComm: ckpt::core::Comm between the threads of one process — the ranks of a test that needs no MPI. Each call is
+// a round in which every rank deposits its bytes and receives everyone's.
 #pragma once
 
 #include "sharded/comm.hpp"
@@ -15,6 +15,8 @@
 #include <vector>
 
 namespace ckpt::testing {
+
+using namespace ckpt::core;
 
 class ThreadWorld {
 public:
