@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <optional>
 
 namespace ckpt_tool {
 namespace {
@@ -268,15 +269,44 @@ Comparison compare_arrays(Input& a, size_t i, Input& b, size_t j, Scratch& scrat
     return compare_within(va, vb, o);
 }
 
-int compare_files(const DiffOptions& o) {
-    Progress progress;
-    ckpt_npz_options opts = CKPT_NPZ_OPTIONS_INIT;
-    progress.attach(opts);
-    Input a(o.a, opts), b(o.b, opts);
+// What diff found, computed once and then written out as text or as JSON.
+struct ArrayDiff {
+    enum Status { equal, values_changed, dtype_changed, shape_changed, only_in_a, only_in_b };
+    std::string name;
+    Status status = equal;
+    std::optional<Side> a, b;
+    std::optional<uint64_t> elements;   // known when the values were compared (or began to be)
+    std::optional<Comparison> counted;  // the comparison, unless it stopped at the first difference
+};
+struct MetadataDiff {
+    std::string key;
+    std::optional<std::string> a, b;  // absent on one side, or both there and different
+};
+struct FilesDiff {
+    std::vector<ArrayDiff> arrays;       // A's arrays in order, then those only in B
+    std::vector<MetadataDiff> metadata;  // A's keys in order, then those only in B
+    std::vector<std::string> ignored;    // the manager's own keys that differ, left out
+    size_t equal = 0, different = 0;     // arrays
+    bool same() const { return different == 0 && metadata.empty(); }
+};
+
+const char* status_name(ArrayDiff::Status s) {
+    switch (s) {
+        case ArrayDiff::equal: return "equal";
+        case ArrayDiff::values_changed: return "values_changed";
+        case ArrayDiff::dtype_changed: return "dtype_changed";
+        case ArrayDiff::shape_changed: return "shape_changed";
+        case ArrayDiff::only_in_a: return "only_in_a";
+        case ArrayDiff::only_in_b: return "only_in_b";
+    }
+    return "?";
+}
+
+// Every array of both files, compared where name, dtype and shape match.
+void diff_arrays(Input& a, Input& b, const DiffOptions& o, Progress& progress, FilesDiff& out) {
     const size_t na = a.count(), nb = b.count();
     std::map<std::string, size_t> in_b;
     for (size_t j = 0; j < nb; ++j) in_b.emplace(b.name(j), j);
-
     // Bytes to read: both sides of every pair that needs its values compared.
     uint64_t total = 0;
     for (size_t i = 0; i < na; ++i) {
@@ -289,97 +319,49 @@ int compare_files(const DiffOptions& o) {
     progress.start("comparing " + o.a + " and " + o.b, total);
 
     Scratch scratch_a, scratch_b;
-    Json arrays = Json::array();
-    std::vector<std::string> lines;
-    size_t equal = 0, different = 0;
     for (size_t i = 0; i < na; ++i) {
-        const std::string name = a.name(i);
-        const Side sa = a.side(i);
-        Json entry = array_entry(name);
-        const auto it = in_b.find(name);
-        if (it == in_b.end()) {
-            entry["status"] = "only_in_a";
-            entry["a"] = side_json(sa);
-            entry["b"] = nullptr;
-            lines.push_back(fmt::format("only in A: {} {} {}", name, dtype_label(sa.dtype, sa.itemsize),
-                                        shape_text(sa.shape)));
-            ++different;
-            arrays.push_back(entry);
-            continue;
-        }
-        const size_t j = it->second;
-        const Side sb = b.side(j);
-        entry["a"] = side_json(sa);
-        entry["b"] = side_json(sb);
-        if (sa.dtype != sb.dtype || sa.itemsize != sb.itemsize) {
-            entry["status"] = "dtype_changed";
-            lines.push_back(fmt::format("{}: dtype {} -> {}{}", name, dtype_label(sa.dtype, sa.itemsize),
-                                        dtype_label(sb.dtype, sb.itemsize),
-                                        sa.shape == sb.shape ? "" : ", shape " + shape_text(sa.shape) + " -> " +
-                                                                        shape_text(sb.shape)));
-            ++different;
-            arrays.push_back(entry);
-            continue;
-        }
-        if (sa.shape != sb.shape) {
-            entry["status"] = "shape_changed";
-            lines.push_back(fmt::format("{}: shape {} -> {}", name, shape_text(sa.shape), shape_text(sb.shape)));
-            ++different;
-            arrays.push_back(entry);
-            continue;
-        }
-        bool stopped = false;
-        const Comparison c = compare_arrays(a, i, b, j, scratch_a, scratch_b, progress, o, stopped);
-        entry["elements"] = a.nbytes(i) / std::max<size_t>(sa.itemsize, 1);
-        if (stopped) {  // not counted: the counts stay null
-            entry["status"] = "values_changed";
-            ++different;
-            lines.push_back(fmt::format("{}: values differ (stopped at the first difference; --count counts them)",
-                                        name));
-            arrays.push_back(entry);
-            continue;
-        }
-        entry["elements"] = c.elements;
-        entry["differing"] = c.differing;
-        entry["nan_mismatches"] = c.nan_mismatches;
-        const bool have_max = c.numeric && c.any_numeric_difference;
-        entry["max_abs_diff"] = have_max ? json_number(c.max_abs) : Json(nullptr);
-        entry["max_rel_diff"] = have_max ? json_number(c.max_rel) : Json(nullptr);
-        const std::vector<int64_t> where = unravel(c.max_abs_at, sa.shape);
-        entry["max_abs_diff_index"] = have_max ? Json(where) : Json(nullptr);
-        if (c.differing == 0) {
-            entry["status"] = "equal";
-            ++equal;
+        ArrayDiff d;
+        d.name = a.name(i);
+        d.a = a.side(i);
+        const auto it = in_b.find(d.name);
+        if (it != in_b.end()) d.b = b.side(it->second);
+        if (!d.b) {
+            d.status = ArrayDiff::only_in_a;
+        } else if (d.a->dtype != d.b->dtype || d.a->itemsize != d.b->itemsize) {
+            d.status = ArrayDiff::dtype_changed;
+        } else if (d.a->shape != d.b->shape) {
+            d.status = ArrayDiff::shape_changed;
         } else {
-            entry["status"] = "values_changed";
-            ++different;
-            std::string line = fmt::format("{}: {} of {} element{} differ{}", name, c.differing, c.elements,
-                                           c.elements == 1 ? "" : "s", c.differing == 1 ? "s" : "");
-            if (have_max)
-                line += fmt::format(", max abs diff {} at {}, max rel diff {}", number_text(c.max_abs),
-                                    element_text(name, where), number_text(c.max_rel));
-            if (c.nan_mismatches != 0) line += fmt::format(", {} NaN where the other is not", c.nan_mismatches);
-            lines.push_back(line);
+            bool stopped = false;
+            const Comparison c = compare_arrays(a, i, b, it->second, scratch_a, scratch_b, progress, o, stopped);
+            if (stopped) {  // not counted: the counts stay unknown
+                d.elements = a.nbytes(i) / std::max<size_t>(d.a->itemsize, 1);
+                d.status = ArrayDiff::values_changed;
+            } else {
+                d.elements = c.elements;
+                d.counted = c;
+                d.status = c.differing == 0 ? ArrayDiff::equal : ArrayDiff::values_changed;
+            }
         }
-        arrays.push_back(entry);
+        ++(d.status == ArrayDiff::equal ? out.equal : out.different);
+        out.arrays.push_back(std::move(d));
     }
     std::map<std::string, size_t> in_a;
     for (size_t i = 0; i < na; ++i) in_a.emplace(a.name(i), i);
     for (size_t j = 0; j < nb; ++j) {
-        const std::string name = b.name(j);
-        if (in_a.count(name) != 0) continue;
-        const Side sb = b.side(j);
-        Json entry = array_entry(name);
-        entry["status"] = "only_in_b";
-        entry["a"] = nullptr;
-        entry["b"] = side_json(sb);
-        arrays.push_back(entry);
-        lines.push_back(fmt::format("only in B: {} {} {}", name, dtype_label(sb.dtype, sb.itemsize), shape_text(sb.shape)));
-        ++different;
+        if (in_a.count(b.name(j)) != 0) continue;
+        ArrayDiff d;
+        d.name = b.name(j);
+        d.status = ArrayDiff::only_in_b;
+        d.b = b.side(j);
+        ++out.different;
+        out.arrays.push_back(std::move(d));
     }
+}
 
-    Json metadata = Json::array();
-    std::vector<std::string> ignored;  // the manager's own keys that differ, left out
+// Metadata keys whose values differ or that one file lacks; the manager's own record is left out (and named)
+// unless --all-metadata.
+void diff_metadata(const Input& a, const Input& b, const DiffOptions& o, FilesDiff& out) {
     for (int pass = 0; pass < 2; ++pass) {
         const Input& first = pass == 0 ? a : b;
         const Input& other = pass == 0 ? b : a;
@@ -390,54 +372,130 @@ int compare_files(const DiffOptions& o) {
             if (pass == 1 && theirs != nullptr) continue;  // compared in the first pass
             if (theirs != nullptr && std::string(mine) == theirs) continue;
             if (!o.all_metadata && manager_key(key)) {
-                ignored.push_back(key);
+                out.ignored.push_back(key);
                 continue;
             }
-            Json m;
-            m["key"] = key;
-            m["status"] = theirs == nullptr ? (pass == 0 ? "only_in_a" : "only_in_b") : "changed";
+            MetadataDiff m;
+            m.key = key;
             const char* va = pass == 0 ? mine : theirs;
             const char* vb = pass == 0 ? theirs : mine;
-            m["a"] = va != nullptr ? Json(va) : Json(nullptr);
-            m["b"] = vb != nullptr ? Json(vb) : Json(nullptr);
-            metadata.push_back(m);
-            if (theirs == nullptr)
-                lines.push_back(fmt::format("metadata only in {}: {} = {}", pass == 0 ? "A" : "B", key, mine));
-            else
-                lines.push_back(fmt::format("metadata {}: {} -> {}", key, va, vb));
+            if (va != nullptr) m.a = va;
+            if (vb != nullptr) m.b = vb;
+            out.metadata.push_back(std::move(m));
         }
     }
-    progress.clear();
-    const bool same = different == 0 && metadata.empty();
+}
 
-    if (o.json) {
-        Json out;
-        out["a"] = o.a;
-        out["b"] = o.b;
-        out["equal"] = same;
-        out["arrays"] = arrays;
-        out["metadata"] = metadata;
-        out["metadata_ignored"] = ignored;
-        print_json(out);
-    } else {
-        std::cout << fmt::format("A = {}\nB = {}\n", o.a, o.b);
-        for (const std::string& line : lines) std::cout << line << '\n';
-        if (!ignored.empty())
-            std::cout << fmt::format("not compared: {} (the checkpoint manager's record of the save; --all-metadata "
-                                     "compares it)\n", fmt::join(ignored, ", "));
-        if (same) {
-            std::cout << fmt::format("equal: {} array{} and the metadata\n", equal, equal == 1 ? "" : "s");
-        } else {
-            std::string parts;
-            if (different != 0)
-                parts = fmt::format("{} of {} array{}", different, equal + different, equal + different == 1 ? "" : "s");
-            if (!metadata.empty())
-                parts += fmt::format("{}{} metadata key{}", parts.empty() ? "" : ", ", metadata.size(),
-                                     metadata.size() == 1 ? "" : "s");
-            std::cout << "different: " << parts << '\n';
+void print_diff_json(const DiffOptions& o, const FilesDiff& d) {
+    Json arrays = Json::array();
+    for (const ArrayDiff& x : d.arrays) {
+        Json entry = array_entry(x.name);
+        entry["status"] = status_name(x.status);
+        entry["a"] = x.a ? side_json(*x.a) : Json(nullptr);
+        entry["b"] = x.b ? side_json(*x.b) : Json(nullptr);
+        if (x.elements) entry["elements"] = *x.elements;
+        if (const auto& c = x.counted) {
+            entry["differing"] = c->differing;
+            entry["nan_mismatches"] = c->nan_mismatches;
+            const bool have_max = c->numeric && c->any_numeric_difference;
+            entry["max_abs_diff"] = have_max ? json_number(c->max_abs) : Json(nullptr);
+            entry["max_rel_diff"] = have_max ? json_number(c->max_rel) : Json(nullptr);
+            entry["max_abs_diff_index"] = have_max ? Json(unravel(c->max_abs_at, x.a->shape)) : Json(nullptr);
         }
+        arrays.push_back(entry);
     }
-    return same ? kExitOk : kExitDifferent;
+    Json metadata = Json::array();
+    for (const MetadataDiff& m : d.metadata) {
+        Json j;
+        j["key"] = m.key;
+        j["status"] = !m.b ? "only_in_a" : !m.a ? "only_in_b" : "changed";
+        j["a"] = m.a ? Json(*m.a) : Json(nullptr);
+        j["b"] = m.b ? Json(*m.b) : Json(nullptr);
+        metadata.push_back(j);
+    }
+    Json out;
+    out["a"] = o.a;
+    out["b"] = o.b;
+    out["equal"] = d.same();
+    out["arrays"] = arrays;
+    out["metadata"] = metadata;
+    out["metadata_ignored"] = d.ignored;
+    print_json(out);
+}
+
+std::string array_line(const ArrayDiff& x) {
+    const auto side_text = [](const Side& s) {
+        return fmt::format("{} {}", dtype_label(s.dtype, s.itemsize), shape_text(s.shape));
+    };
+    switch (x.status) {
+        case ArrayDiff::only_in_a: return fmt::format("only in A: {} {}", x.name, side_text(*x.a));
+        case ArrayDiff::only_in_b: return fmt::format("only in B: {} {}", x.name, side_text(*x.b));
+        case ArrayDiff::dtype_changed:
+            return fmt::format(
+                "{}: dtype {} -> {}{}", x.name, dtype_label(x.a->dtype, x.a->itemsize),
+                dtype_label(x.b->dtype, x.b->itemsize),
+                x.a->shape == x.b->shape ? "" : ", shape " + shape_text(x.a->shape) + " -> " + shape_text(x.b->shape));
+        case ArrayDiff::shape_changed:
+            return fmt::format("{}: shape {} -> {}", x.name, shape_text(x.a->shape), shape_text(x.b->shape));
+        case ArrayDiff::equal: return "";
+        case ArrayDiff::values_changed: break;
+    }
+    if (!x.counted)
+        return fmt::format("{}: values differ (stopped at the first difference; --count counts them)", x.name);
+    const Comparison& c = *x.counted;
+    std::string line = fmt::format("{}: {} of {} element{} differ{}", x.name, c.differing, c.elements,
+                                   c.elements == 1 ? "" : "s", c.differing == 1 ? "s" : "");
+    if (c.numeric && c.any_numeric_difference)
+        line += fmt::format(", max abs diff {} at {}, max rel diff {}", number_text(c.max_abs),
+                            element_text(x.name, unravel(c.max_abs_at, x.a->shape)), number_text(c.max_rel));
+    if (c.nan_mismatches != 0) line += fmt::format(", {} NaN where the other is not", c.nan_mismatches);
+    return line;
+}
+
+void print_diff_text(const DiffOptions& o, const FilesDiff& d) {
+    std::cout << fmt::format("A = {}\nB = {}\n", o.a, o.b);
+    for (const ArrayDiff& x : d.arrays)
+        if (x.status != ArrayDiff::equal) std::cout << array_line(x) << '\n';
+    for (const MetadataDiff& m : d.metadata) {
+        if (!m.b)
+            std::cout << fmt::format("metadata only in A: {} = {}\n", m.key, *m.a);
+        else if (!m.a)
+            std::cout << fmt::format("metadata only in B: {} = {}\n", m.key, *m.b);
+        else
+            std::cout << fmt::format("metadata {}: {} -> {}\n", m.key, *m.a, *m.b);
+    }
+    if (!d.ignored.empty())
+        std::cout << fmt::format(
+            "not compared: {} (the checkpoint manager's record of the save; --all-metadata "
+            "compares it)\n",
+            fmt::join(d.ignored, ", "));
+    if (d.same()) {
+        std::cout << fmt::format("equal: {} array{} and the metadata\n", d.equal, d.equal == 1 ? "" : "s");
+        return;
+    }
+    std::string parts;
+    const size_t arrays = d.equal + d.different;
+    if (d.different != 0) parts = fmt::format("{} of {} array{}", d.different, arrays, arrays == 1 ? "" : "s");
+    if (!d.metadata.empty())
+        parts += fmt::format("{}{} metadata key{}", parts.empty() ? "" : ", ", d.metadata.size(),
+                             d.metadata.size() == 1 ? "" : "s");
+    std::cout << "different: " << parts << '\n';
+}
+
+int compare_files(const DiffOptions& o) {
+    Progress progress;
+    ckpt_npz_options opts = CKPT_NPZ_OPTIONS_INIT;
+    progress.attach(opts);
+    Input a(o.a, opts), b(o.b, opts);
+    FilesDiff d;
+    diff_arrays(a, b, o, progress, d);
+    diff_metadata(a, b, o, d);
+    progress.clear();
+    if (o.json)
+        print_diff_json(o, d);
+    else
+        print_diff_text(o, d);
+    return d.same() ? kExitOk : kExitDifferent;
 }
 
 // diff's exit status is diff(1)'s and cmp(1)'s: every failure (a file missing, unreadable, corrupt or not an npz,
