@@ -77,22 +77,12 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
             CKPT_MANAGER_READ_ONLY;
         if ((o.flags & ~kKnownFlags) != 0)
             ckpt::core::fail(Code::invalid, "ckpt_manager_open: unknown flags {}", o.flags);
-        if (o.keep_every < 0)
-            ckpt::core::fail(Code::invalid, "ckpt_manager_open: keep_every {} is negative", o.keep_every);
-        if (o.keep_seconds < 0)
-            ckpt::core::fail(Code::invalid, "ckpt_manager_open: keep_seconds {} is negative", o.keep_seconds);
-        if (o.save_every_steps < 0)
-            ckpt::core::fail(Code::invalid, "ckpt_manager_open: save_every_steps {} is negative", o.save_every_steps);
-        if (o.save_every_seconds < 0)
-            ckpt::core::fail(Code::invalid, "ckpt_manager_open: save_every_seconds {} is negative",
-                             o.save_every_seconds);
         if (o.best_mode != CKPT_BEST_MIN && o.best_mode != CKPT_BEST_MAX)
             ckpt::core::fail(Code::invalid,
                              "ckpt_manager_open: best_mode {} is neither CKPT_BEST_MIN nor CKPT_BEST_MAX", o.best_mode);
-        if (o.best_metric != nullptr && (o.best_metric[0] == '\0' || !ckpt::core::valid_utf8(o.best_metric)))
-            ckpt::core::fail(Code::invalid, "ckpt_manager_open: best_metric is empty or not valid UTF-8");
-        if (o.keep_best > 0 && o.best_metric == nullptr)
-            ckpt::core::fail(Code::invalid, "ckpt_manager_open: keep_best {} needs a best_metric", o.keep_best);
+        // NULL is "no best metric"; "" would be a metric without a name.
+        if (o.best_metric != nullptr && o.best_metric[0] == '\0')
+            ckpt::core::fail(Code::invalid, "ckpt_manager_open: best_metric is empty (NULL means none)");
         const ckpt_npz_options npz = ckpt::capi::checked_npz_options(o.npz, "ckpt_manager_open");
 
         ckpt::core::CheckpointManager::Options m;
@@ -112,10 +102,6 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
         m.fallback = (o.flags & CKPT_MANAGER_NO_FALLBACK) == 0;
         m.make_dir = (o.flags & CKPT_MANAGER_NO_MAKEDIR) == 0;
         m.read_only = (o.flags & CKPT_MANAGER_READ_ONLY) != 0;
-        if (m.read_only && m.async)
-            ckpt::core::fail(
-                Code::invalid,
-                "ckpt_manager_open: CKPT_MANAGER_READ_ONLY makes no saves, so CKPT_MANAGER_ASYNC has no use");
         m.queue_depth = o.queue_depth == 0 ? 1 : o.queue_depth;
         m.npz_write = ckpt::capi::write_options(npz);
         m.npz_read = ckpt::capi::read_options(npz);

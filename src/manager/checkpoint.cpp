@@ -5,6 +5,7 @@
 
 #include "core/decimal_index.hpp"
 #include "core/error.hpp"
+#include "core/utf8.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -87,8 +88,24 @@ bool CheckpointManager::while_owner(const std::string& what, const std::function
     return false;
 }
 
+void CheckpointManager::Options::check(const std::string& dir) const {
+    const auto not_negative = [&](int64_t value, const char* name) {
+        if (value < 0) fail(Code::invalid, "{}: {} {} is negative", dir, name, value);
+    };
+    not_negative(keep_every, "keep_every");
+    not_negative(keep_seconds, "keep_seconds");
+    not_negative(save_every_steps, "save_every_steps");
+    not_negative(save_every_seconds, "save_every_seconds");
+    if (!valid_utf8(best_metric)) fail(Code::invalid, "{}: best_metric is not valid UTF-8", dir);
+    if (keep_best > 0 && best_metric.empty())
+        fail(Code::invalid, "{}: keep_best {} needs a best_metric", dir, keep_best);
+    if (read_only && async)
+        fail(Code::invalid, "{}: a read-only manager makes no saves, so asynchronous saves have no use", dir);
+}
+
 CheckpointManager::CheckpointManager(std::string dir, Options options)
     : dir_(std::move(dir)), options_(std::move(options)) {
+    options_.check(dir_);
     if (!options_.storage) options_.storage = posix_storage();
     options_.npz_write.manager_keys = true;  // saves write the "ckpt." keys saved_metadata makes
     Storage& storage = *options_.storage;

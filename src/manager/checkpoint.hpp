@@ -77,6 +77,11 @@ public:
         // rank's shard is written in the background and the step committed at the next save, wait, close,
         // restore or read (all collective).
         std::shared_ptr<Comm> comm;
+
+        // Error(invalid) naming `dir` and the option for values no manager can work with: a negative keep_every,
+        // keep_seconds or save_every_*, keep_best without a best_metric, a best_metric that is not UTF-8,
+        // asynchronous saves in a read-only manager. The constructor calls it.
+        void check(const std::string& dir) const;
     };
 
     // Creates the directory (unless !make_dir or read_only: Error(not_found) if missing). It locks nothing: the
