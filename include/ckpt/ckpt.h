@@ -126,10 +126,10 @@ CKPT_API const char *ckpt_dtype_name(uint32_t dtype);
  * save order. */
 typedef struct ckpt_vars ckpt_vars;
 
-#define CKPT_VARS_COPY 0u /* ckpt_vars_add copies the caller's bytes */
-#define CKPT_VARS_BORROW                                                                                              \
-    1u                           /* ckpt_vars_add keeps the caller's pointer; the bytes must outlive every use of the \
-                                    collection, and restores write into them */
+/* ckpt_vars_add's flags: CKPT_VARS_COPY copies the caller's bytes; CKPT_VARS_BORROW keeps the caller's pointer (the
+ * bytes must outlive every use of the collection, and restores write into them). */
+#define CKPT_VARS_COPY 0u
+#define CKPT_VARS_BORROW 1u
 #define CKPT_COPY CKPT_VARS_COPY /* the names before 0.8, kept */
 #define CKPT_BORROW CKPT_VARS_BORROW
 
@@ -518,10 +518,11 @@ typedef struct ckpt_sink ckpt_sink; /* the file a save function writes into */
 #define CKPT_WRITER_THREAD 1u /* one background save at a time: a save first waits for the previous one */
 #define CKPT_WRITER_QUEUE 2u  /* one background thread behind a queue of queue_depth saves */
 
-#define CKPT_WRITER_APPEND 1u /* ckpt_writer_save: append to the file in place, not atomic (pfn-extras' append) */
-#define CKPT_WRITER_NO_COPY                                                                 \
-    2u /* ckpt_writer_save_vars: do not copy the arrays; the caller promises the collection \
-          and its data stay alive and unchanged until the save completes (ckpt_writer_wait) */
+/* ckpt_writer_save's and ckpt_writer_save_vars' flags: CKPT_WRITER_APPEND appends to the file in place, not
+ * atomically (pfn-extras' append); CKPT_WRITER_NO_COPY (save_vars) does not copy the arrays: the caller promises the
+ * collection and its data stay alive and unchanged until the save completes (ckpt_writer_wait). */
+#define CKPT_WRITER_APPEND 1u
+#define CKPT_WRITER_NO_COPY 2u
 #define CKPT_APPEND CKPT_WRITER_APPEND /* the names before 0.8, kept */
 #define CKPT_NO_COPY CKPT_WRITER_NO_COPY
 
