@@ -11,7 +11,6 @@ using ckpt::core::Code;
 struct ckpt_step {
     std::shared_ptr<ckpt::core::Storage> storage;  // outlives the step read through it
     std::unique_ptr<ckpt::core::ShardedStep> step;
-    std::vector<std::string> shards;
 };
 
 namespace {
@@ -36,8 +35,6 @@ CKPT_API int ckpt_step_open(ckpt_step** out, const char* dir, const ckpt_npz_opt
         handle->storage = std::move(at.storage);
         handle->step =
             std::make_unique<ckpt::core::ShardedStep>(*handle->storage, at.path, ckpt::capi::read_options(o));
-        const int64_t world = handle->step->manifest().world_size;
-        for (int64_t r = 0; r < world; ++r) handle->shards.push_back(ckpt::core::shard_name(r, world));
         *out = handle.release();
     });
 }
@@ -51,8 +48,9 @@ CKPT_API int32_t ckpt_step_world_size(const ckpt_step* step) {
 }
 
 CKPT_API const char* ckpt_step_shard(const ckpt_step* step, int32_t rank) {
-    if (step == nullptr || rank < 0 || static_cast<size_t>(rank) >= step->shards.size()) return nullptr;
-    return step->shards[static_cast<size_t>(rank)].c_str();
+    if (step == nullptr || rank < 0) return nullptr;
+    const std::vector<std::string>& names = step->step->shard_names();
+    return static_cast<size_t>(rank) < names.size() ? names[static_cast<size_t>(rank)].c_str() : nullptr;
 }
 
 CKPT_API size_t ckpt_step_count(const ckpt_step* step) {

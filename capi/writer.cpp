@@ -134,11 +134,8 @@ CKPT_API int ckpt_writer_save_vars(ckpt_writer* w, const char* out_dir, const ch
             ckpt::core::fail(Code::invalid, "ckpt_writer_save_vars: unknown flags {}", flags);
         const ckpt::core::NpzWriteOptions options =
             ckpt::capi::write_options(ckpt::capi::checked_npz_options(npz, "ckpt_writer_save_vars"));
-        std::shared_ptr<const ckpt::core::VarCollection> data;
-        if (w->writer->kind() == ckpt::core::Writer::Kind::simple || (flags & CKPT_WRITER_NO_COPY) != 0)
-            data = std::shared_ptr<const ckpt::core::VarCollection>(&vars->vc, [](const ckpt::core::VarCollection*) {});
-        else
-            data = w->snapshots->copy(vars->vc);
+        const bool borrow = w->writer->kind() == ckpt::core::Writer::Kind::simple || (flags & CKPT_WRITER_NO_COPY) != 0;
+        std::shared_ptr<const ckpt::core::VarCollection> data = w->snapshots->for_save(vars->vc, borrow);
         w->writer->submit(
             to.path, [data, options](ckpt::core::OutputFile& out) { ckpt::core::write_npz(out, *data, options); },
             false, after_save(w, to.named), std::move(to.elsewhere));

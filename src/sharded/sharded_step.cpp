@@ -330,6 +330,7 @@ ShardedStep::ShardedStep(Storage& storage, std::string step_dir, NpzReadOptions 
     if (size > 0 && file->read_at(0, &text[0], text.size()) != text.size())
         fail(Code::format, "{}: manifest: shorter than its size", path);
     manifest_ = manifest_from_json(text, path);
+    for (int64_t r = 0; r < manifest_.world_size; ++r) shard_names_.push_back(shard_name(r, manifest_.world_size));
 }
 
 NpzReader& ShardedStep::shard(int64_t rank) {

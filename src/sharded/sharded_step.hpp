@@ -68,6 +68,8 @@ public:
     ShardedStep(Storage& storage, std::string step_dir, NpzReadOptions options);
     const std::string& path() const { return dir_; }
     const Manifest& manifest() const { return manifest_; }
+    // The file name of each rank's shard ("shard-00001-of-00004.npz"), by rank.
+    const std::vector<std::string>& shard_names() const { return shard_names_; }
 
     // Restores `vars` in place (the rules of restore_npz): each variable is looked up by name (after `rename`) and
     // must have the manifest's dtype and shape — for a row split (VarCollection::set_rows), the global rows and the
@@ -92,6 +94,7 @@ private:
     std::string dir_;
     NpzReadOptions options_;
     Manifest manifest_;
+    std::vector<std::string> shard_names_;
     std::map<int64_t, NpzReader> shards_;
 };
 

@@ -73,6 +73,11 @@ void SnapshotPool::give_back(unsigned char* p, size_t n) noexcept {
     ::operator delete[](p, kAlignment);
 }
 
+std::shared_ptr<const VarCollection> SnapshotPool::for_save(const VarCollection& vars, bool borrow) {
+    if (!borrow) return copy(vars);
+    return std::shared_ptr<const VarCollection>(&vars, [](const VarCollection*) {});
+}
+
 std::shared_ptr<const VarCollection> SnapshotPool::copy(const VarCollection& vars) {
     auto snapshot = std::make_shared<Snapshot>();
     std::weak_ptr<SnapshotPool> pool = weak_from_this();

@@ -27,6 +27,9 @@ public:
     // waits until the snapshots still alive leave room for this one (their owners must be releasing them: the
     // writer's queued saves); the caller checks that the copy fits the budget at all (fits()).
     std::shared_ptr<const VarCollection> copy(const VarCollection& vars);
+    // What a save of `vars` writes from: `vars` itself, borrowed (the caller keeps it alive and unchanged until the
+    // save is done), when `borrow` — the save runs in the caller, or the caller asked for no copy — else copy(vars).
+    std::shared_ptr<const VarCollection> for_save(const VarCollection& vars, bool borrow);
     bool fits(uint64_t bytes) const { return budget_ == 0 || bytes <= budget_; }
 
 private:
