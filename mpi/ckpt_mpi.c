@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libckpt_mpi: ckpt_comm_ops over an MPI communicator. Only the public C API of libckpt is used. */
 #include "ckpt/ckpt_mpi.h"
-#include "ckpt/sys/comm.h"
 
 #include <limits.h>
 #include <stdlib.h>

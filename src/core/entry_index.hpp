@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // EntryIndex: which of n named entries has a given name, for restores that look up every variable of a
-// collection in a file (or in a shard of a sharded step).
+// collection among the stored arrays (core/restore_match).
 #pragma once
 
 #include <algorithm>

@@ -280,8 +280,9 @@ pub struct Manager {
 unsafe impl Send for Manager {}
 
 impl Manager {
-    /// Opens (creating it unless `no_makedir`) the checkpoint directory of `logdir`, locks it and removes
-    /// stale temporaries. [`Code::Busy`](crate::Code::Busy) if another manager holds it (the message names its pid).
+    /// Opens (creating it unless `make_dir(false)`) the checkpoint directory of `logdir`. It locks nothing: the first
+    /// save takes the directory and removes stale temporaries, and fails with [`Code::Busy`](crate::Code::Busy) while
+    /// another process's manager holds it (the message names its pid).
     pub fn open(logdir: impl AsRef<Path>, options: &ManagerOptions) -> Result<Manager> {
         let logdir = c_path(logdir.as_ref())?;
         let options = options.clone();

@@ -5,7 +5,6 @@
 #define CKPT_CPP_COMM_HPP
 
 #include <ckpt/cpp/error.hpp>
-#include <ckpt/sys/comm.h>
 
 #include <cstddef>
 #include <cstdint>

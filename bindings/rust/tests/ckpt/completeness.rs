@@ -31,7 +31,6 @@ const NOT_S3_CONSTANTS: &[(&str, &str)] = &[
 /// `#define`s of ckpt.h that are not constants a binding declares.
 const NOT_CONSTANTS: &[(&str, &str)] = &[
     ("CKPT_CKPT_H", "the include guard"),
-    ("CKPT_SYS_COMM_H", "the include guard of ckpt/sys/comm.h"),
     ("CKPT_SYS_ERRORS_H", "the include guard of ckpt/sys/errors.h"),
     ("CKPT_SYS_STORAGE_H", "the include guard of ckpt/sys/storage.h"),
     ("CKPT_API", "the export attribute of declarations"),
