@@ -82,10 +82,10 @@ static void evict(const char *path) {
  * get the same kind of memory. */
 static float *alloc_like_numpy(size_t bytes) {
     const size_t huge = (size_t)2 << 20;
-    if (bytes < ((size_t)4 << 20)) return malloc(bytes);
+    if (bytes < ((size_t)4 << 20)) return (float *)malloc(bytes);
     void *p = aligned_alloc(huge, (bytes + huge - 1) / huge * huge);
     if (p) (void)madvise(p, bytes, MADV_HUGEPAGE);
-    return p;
+    return (float *)p;
 }
 
 /* write() of all n bytes at p to fd (as many calls as it takes). */

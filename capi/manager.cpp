@@ -30,9 +30,9 @@ ckpt::core::CheckpointManager& manager_of(ckpt_manager* m, const char* function)
     return *m->manager;
 }
 
-constexpr ckpt::capi::VersionedStruct<ckpt_manager_options, 4> kManagerOptions{
+constexpr ckpt::capi::VersionedStruct<ckpt_manager_options, 5> kManagerOptions{
     {offsetof(ckpt_manager_options, keep_best), offsetof(ckpt_manager_options, max_staging_bytes),
-     offsetof(ckpt_manager_options, comm), sizeof(ckpt_manager_options)}};
+     offsetof(ckpt_manager_options, comm), offsetof(ckpt_manager_options, full_every), sizeof(ckpt_manager_options)}};
 static_assert(kManagerOptions.current == CKPT_MANAGER_OPTIONS_VERSION && kManagerOptions.consistent());
 constexpr ckpt_manager_options kManagerDefaults = CKPT_MANAGER_OPTIONS_INIT;
 
@@ -72,9 +72,8 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
                              unknown_version("ckpt_manager_open", "options", opts->version, kManagerOptions.current));
         const ckpt_manager_options o =
             opts != nullptr ? kManagerOptions.upgrade(*opts, kManagerDefaults) : kManagerDefaults;
-        constexpr uint32_t kKnownFlags =
-            CKPT_MANAGER_ASYNC | CKPT_MANAGER_NO_FALLBACK | CKPT_MANAGER_NO_MAKEDIR | CKPT_MANAGER_VERBOSE |
-            CKPT_MANAGER_READ_ONLY;
+        constexpr uint32_t kKnownFlags = CKPT_MANAGER_ASYNC | CKPT_MANAGER_NO_FALLBACK | CKPT_MANAGER_NO_MAKEDIR |
+                                         CKPT_MANAGER_VERBOSE | CKPT_MANAGER_READ_ONLY | CKPT_MANAGER_FULL_SAVES;
         if ((o.flags & ~kKnownFlags) != 0)
             ckpt::core::fail(Code::invalid, "ckpt_manager_open: unknown flags {}", o.flags);
         if (o.best_mode != CKPT_BEST_MIN && o.best_mode != CKPT_BEST_MAX)
@@ -102,6 +101,8 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
         m.fallback = (o.flags & CKPT_MANAGER_NO_FALLBACK) == 0;
         m.make_dir = (o.flags & CKPT_MANAGER_NO_MAKEDIR) == 0;
         m.read_only = (o.flags & CKPT_MANAGER_READ_ONLY) != 0;
+        m.incremental = (o.flags & CKPT_MANAGER_FULL_SAVES) == 0;
+        m.full_every = o.full_every;
         m.queue_depth = o.queue_depth == 0 ? 1 : o.queue_depth;
         m.npz_write = ckpt::capi::write_options(npz);
         m.npz_read = ckpt::capi::read_options(npz);

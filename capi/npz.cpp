@@ -19,12 +19,12 @@ using ckpt::core::Layout;
 
 namespace {
 
-constexpr uint32_t kKnownNpzFlags =
-    CKPT_NPZ_PARTIAL | CKPT_NPZ_MAP_UNVERIFIED | CKPT_NPZ_MAP_WRITABLE | CKPT_NPZ_KEEP_MANAGER_KEYS;
+constexpr uint32_t kKnownNpzFlags = CKPT_NPZ_PARTIAL | CKPT_NPZ_MAP_UNVERIFIED | CKPT_NPZ_MAP_WRITABLE |
+                                    CKPT_NPZ_KEEP_MANAGER_KEYS | CKPT_NPZ_CHUNK_HASHES;
 
-constexpr ckpt::capi::VersionedStruct<ckpt_npz_options, 4> kNpzOptions{
+constexpr ckpt::capi::VersionedStruct<ckpt_npz_options, 5> kNpzOptions{
     {offsetof(ckpt_npz_options, storage), offsetof(ckpt_npz_options, max_members), offsetof(ckpt_npz_options, flags),
-     sizeof(ckpt_npz_options)}};
+     offsetof(ckpt_npz_options, base), sizeof(ckpt_npz_options)}};
 static_assert(kNpzOptions.current == CKPT_NPZ_OPTIONS_VERSION && kNpzOptions.consistent());
 constexpr ckpt_npz_options kNpzDefaults = CKPT_NPZ_OPTIONS_INIT;
 
@@ -71,6 +71,7 @@ ckpt::core::NpzWriteOptions write_options(const ckpt_npz_options& o) {
     w.progress.fn = o.progress;
     w.progress.payload = o.progress_payload;
     w.manager_keys = (o.flags & CKPT_NPZ_KEEP_MANAGER_KEYS) != 0;
+    w.chunk_hashes = !w.deflate && ((o.flags & CKPT_NPZ_CHUNK_HASHES) != 0 || o.base != nullptr);
     return w;
 }
 
@@ -133,7 +134,15 @@ CKPT_API int ckpt_npz_save(const char* path, const ckpt_vars* vars, const ckpt_n
         require(vars, "ckpt_npz_save", "vars");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_save");
         const ckpt::capi::Located at = ckpt::capi::locate(o.storage, path);
-        ckpt::core::save_npz(*at.storage, at.path, vars->vc, ckpt::capi::write_options(o));
+        ckpt::core::NpzWriteOptions w = ckpt::capi::write_options(o);
+        std::unique_ptr<ckpt::core::ChunkBase> base;
+        if (o.base != nullptr && w.chunk_hashes) {
+            const ckpt::capi::Located from = ckpt::capi::locate(o.storage, o.base);
+            std::string why_not;  // a base that cannot serve makes a full save
+            if (from.storage == at.storage) base = ckpt::core::ChunkBase::open(*from.storage, from.path, &why_not);
+        }
+        w.base = base.get();
+        ckpt::core::save_npz(*at.storage, at.path, vars->vc, w);
     });
 }
 

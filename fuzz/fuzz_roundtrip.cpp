@@ -40,7 +40,10 @@ std::string encode(const ckpt::core::VarCollection& vars, ckpt::core::Layout lay
     options.deflate = deflate;
     ckpt::core::MemoryStorage storage;
     ckpt::core::save_npz(storage, "x.npz", vars, options);
-    return storage.contents("x.npz");
+    auto in = storage.open_read("x.npz");
+    std::string bytes(static_cast<size_t>(in->size()), '\0');
+    in->read_at(0, &bytes[0], bytes.size());
+    return bytes;
 }
 
 void check_same(const ckpt::core::VarCollection& a, const ckpt::core::VarCollection& b) {

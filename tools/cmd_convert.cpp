@@ -113,6 +113,8 @@ struct ConvertOptions {
     std::string layout;   // "", "plain" or "objax"
     std::string deflate;  // "" (not given), "true" (given without a level) or the level
     bool store = false;
+    bool chunk_hashes = false;
+    std::string base;  // "": none
 };
 
 // What IN holds, as sources: the arrays and their readers, the metadata, and the defaults for what the options leave
@@ -223,6 +225,8 @@ int run_convert(const ConvertOptions& o) {
     save_opts.compression = deflate ? CKPT_DEFLATE : CKPT_STORE;
     save_opts.level = o.deflate.empty() || o.deflate == "true" ? 0 : std::stoi(o.deflate);
     save_opts.flags = CKPT_NPZ_KEEP_MANAGER_KEYS;  // a copy of a checkpoint keeps what its manager recorded
+    if (o.chunk_hashes) save_opts.flags |= CKPT_NPZ_CHUNK_HASHES;
+    if (!o.base.empty()) save_opts.base = o.base.c_str();
     progress.start("writing " + o.out, 0);
     const int rc = ckpt_npz_save(o.out.c_str(), input.vars.get(), &save_opts);
     progress.clear();
@@ -255,6 +259,13 @@ Command add_convert(CLI::App& parent) {
             });
     CLI::Option* store = app->add_flag("--store", o->store, "store the arrays uncompressed");
     deflate->excludes(store);
+    app->add_flag("--chunk-hashes", o->chunk_hashes,
+                  "record chunk hashes (stored arrays), so that later saves can share OUT's unchanged chunks");
+    app->add_option("--base", o->base,
+                    "share the chunks that did not change with FILE, a file saved with chunk hashes (on a filesystem "
+                    "that clones: XFS, btrfs); implies --chunk-hashes. `ckpt convert F F --base F` re-saves F at "
+                    "no cost in space")
+        ->type_name("FILE");
     return {app, [o] { return run_convert(*o); }};
 }
 

@@ -159,21 +159,14 @@ CKPT_API int ckpt_vars_add_strings(ckpt_vars *vars, const char *name, uint32_t d
  * a source fills dst with bytes [offset, offset + size) of the array (native byte order, C order) and returns
  * CKPT_OK, or a negative CKPT_* code to fail the save (call ckpt_error_set_message first to say why). */
 typedef int (*ckpt_source_fn)(void *payload, uint64_t offset, void *dst, size_t size);
-/* Appends an array `name` of `dtype` and `shape` (as ckpt_vars_add; itemsize is the item size of CKPT_UNICODE,
- * CKPT_BYTES and CKPT_VOID arrays, as ckpt_vars_add_strings, and 0 or ckpt_dtype_size(dtype) for the others) whose
- * bytes the collection does not hold: every save of the collection (ckpt_npz_save, ckpt_writer_save_vars,
- * ckpt_manager_save) pulls them from fn(payload, ...) while it writes, a few MiB per call, so a save of any size
- * needs only bounded memory. The save may ask for a range more than once and in any order: a stored member's
- * CRC-32 goes in its local header, before its data, so a save into a storage that only streams (an object store,
- * a ckpt_storage callback table) reads the source once for the CRC and once for the data; into a local file, and
- * for a deflated member, once. Calls are never concurrent within one save, but may come from threads
- * other than the one that saves (deflate's workers; a background writer's thread; a writer or an asynchronous
- * manager that copies the collection calls it from the saving call, to make the copy); payload must stay valid
- * while the collection may be saved. A source failing with code rc fails the save with rc (a positive rc:
- * CKPT_ERROR) and a message naming the variable and the source's own words (ckpt_error_set_message); the target
- * keeps its previous content and the temporary file is removed.
- * A source array has no bytes of its own: ckpt_vars_data gives NULL for it, and a restore into a collection that
- * holds one fails with CKPT_EINVAL before it reads anything.
+/* Appends an array `name` of `dtype` and `shape` (as ckpt_vars_add; itemsize as ckpt_vars_add_strings for
+ * CKPT_UNICODE, CKPT_BYTES and CKPT_VOID, else 0 or ckpt_dtype_size(dtype)) whose bytes the collection does not
+ * hold: every save of the collection pulls them from fn(payload, ...) while it writes, a few MiB per call, so a save
+ * of any size needs bounded memory. A range may be asked for more than once and in any order; calls never overlap
+ * within one save but may come from other threads; payload must stay valid while the collection may be saved. A
+ * source failing with rc fails the save with rc (positive: CKPT_ERROR) and a message naming the variable; the
+ * target keeps its content. ckpt_vars_data gives NULL for a source array, and a restore into a collection holding
+ * one is CKPT_EINVAL. Details: docs/guide.md, section 10.
  * Returns CKPT_OK; CKPT_EINVAL (NULL vars, name or fn, and what ckpt_vars_add and ckpt_vars_add_strings refuse);
  * CKPT_EEXIST (the name is taken); CKPT_ENOMEM. Since 0.7. */
 CKPT_API int ckpt_vars_add_source(ckpt_vars *vars, const char *name, uint32_t dtype, size_t itemsize, uint32_t ndim,
@@ -275,6 +268,10 @@ typedef struct ckpt_npz_options {
     uint64_t max_total_bytes;  /* array bytes per file, all arrays together; 0 = no limit */
     /* version 4 */
     uint32_t flags;            /* CKPT_NPZ_* */
+    /* version 5: for ckpt_npz_save, an earlier file (a path in the same storage) whose unchanged chunks this save
+     * shares instead of writing them (implies CKPT_NPZ_CHUNK_HASHES; stored saves only). A base without a chunk
+     * table, or whose table does not describe its members, is not used: the save is then a full one. NULL = none */
+    const char *base;
 } ckpt_npz_options;
 /* Restores (ckpt_npz_restore, ckpt_manager_restore): a variable the file does not have is left untouched instead
  * of failing the restore; ckpt_vars_restored tells which were filled. A variable found with another dtype or
@@ -291,28 +288,28 @@ typedef struct ckpt_npz_options {
  * so keys a restore brought in never describe another file; with it, a copy of a checkpoint (ckpt convert) keeps
  * what its manager recorded, for ls, retention and best-by-metric. The manager's own saves ignore it. */
 #define CKPT_NPZ_KEEP_MANAGER_KEYS 8u
-#define CKPT_NPZ_OPTIONS_VERSION 4
+/* Saves (ckpt_npz_save): each stored array of 64 KiB or more starts on a 4096-byte boundary of the file and the
+ * hashes of its 16 KiB chunks go into one more member, "__ckpt_chunks__.npy" (docs/format.md, "Chunk hashes"), so that
+ * a later save can share the chunks that did not change (the base field, a manager's incremental saves). Since 0.9. */
+#define CKPT_NPZ_CHUNK_HASHES 16u
+#define CKPT_NPZ_OPTIONS_VERSION 5
 /* Every field spelled out, so -Wmissing-field-initializers stays quiet. */
-#define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0}
+/* clang-format off */
+#define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0, NULL}
+/* clang-format on */
 
 /* Fills *opts with the defaults of struct version `version` (pass CKPT_NPZ_OPTIONS_VERSION), writing only the
  * fields that version has. Returns CKPT_OK, CKPT_EINVAL (NULL opts, or a version this library does not know).
  * Since 0.6. */
 CKPT_API int ckpt_npz_options_init(ckpt_npz_options *opts, uint32_t version);
 
-/* Saves `vars` to `path` as an .npz that numpy.load reads, atomically and durably: the bytes go to a temporary
- * file beside `path` (".<name>.tmp-XXXXXX"), which is fsynced, renamed over `path`, and the directory fsynced.
- * Then (on the local file system) the temporaries that earlier saves of `path` left when they were killed are
- * removed — those whose writer is gone; a save of `path` still running elsewhere keeps its own (every atomic save,
- * a writer's and a manager's too, does this for its file).
- * On any failure `path` keeps its previous content (or stays absent) and the temporary file is removed — except
- * when only the final directory fsync fails: the new file is then in place but may not survive a power loss, and
- * the save still reports CKPT_EIO. Arrays are written in collection order; an empty collection writes a valid empty
- * archive. When the collection has metadata or arrays whose type numpy cannot name (bfloat16, float8, 2-byte void), one
- * more member, "__ckpt_metadata__.npy", records them (a 0-d '<U' array of JSON text; docs/format.md); otherwise
- * every member is exactly what np.savez writes. Metadata keys beginning "ckpt." (a checkpoint manager's, brought
- * in by a restore) are left out, unless opts->flags has CKPT_NPZ_KEEP_MANAGER_KEYS: the file does not claim to be
- * checkpoint "ckpt.index" of a manager.
+/* Saves `vars` to `path` as an .npz that numpy.load reads, atomically and durably: a temporary file beside `path`
+ * (".<name>.tmp-XXXXXX") is written, fsynced and renamed over `path`, and the directory fsynced; stale temporaries
+ * of killed saves of `path` are then removed (docs/storage-and-writers.md, "The atomic save"). On any failure `path`
+ * keeps its previous content — except when only the final directory fsync fails (CKPT_EIO; the new file is in place
+ * but may not survive a power loss). Arrays go in collection order. Metadata, and types numpy cannot name (bfloat16,
+ * float8), go into one more member, "__ckpt_metadata__.npy" (docs/format.md); otherwise every member is what
+ * np.savez writes. Metadata keys beginning "ckpt." are left out unless opts->flags has CKPT_NPZ_KEEP_MANAGER_KEYS.
  * Returns CKPT_OK; CKPT_EINVAL (NULL argument, bad options, a name that cannot be a member name: containing NUL
  * or, for the plain layout, empty); CKPT_EIO (the message names the path and the OS error); CKPT_ENOMEM. Since 0.6. */
 CKPT_API int ckpt_npz_save(const char *path, const ckpt_vars *vars, const ckpt_npz_options *opts);
@@ -375,20 +372,11 @@ CKPT_API size_t ckpt_npz_nbytes(const ckpt_npz *npz, size_t i);
  * CKPT_EBUFS (dst_size too small); CKPT_EFORMAT (corrupt data, CRC mismatch); CKPT_EIO; CKPT_ENOMEM. Since 0.6. */
 CKPT_API int ckpt_npz_read_into(ckpt_npz *npz, size_t i, void *dst, size_t dst_size);
 /* Reads bytes [offset, offset + size) of array i into dst, as ckpt_npz_read_into would deliver them (native byte
- * order, C order), in bounded memory whatever the array's size: for reading a large array piece by piece. offset
- * and size must be multiples of ckpt_npz_itemsize(npz, i), and the range must lie within ckpt_npz_nbytes(npz, i);
- * size 0 reads nothing (dst may then be NULL). A stored member is a ranged read of the file (through the handle's
- * storage, as every read), byte-swapped if big-endian. A deflated member is inflated as a stream whose state the
- * handle keeps: ranges of it read in order, each starting where the last ended or later, cost one pass over the
- * member in all (bytes skipped are inflated, not delivered); a range that starts before the previous range's end,
- * or after a range of another array, starts inflating the member from its beginning again.
- * Integrity: when a member has been read range after range in order from byte 0 to its last byte, its CRC-32 is
- * checked at the last range, and a mismatch is CKPT_EFORMAT naming the file and the member, as for a whole read. A
- * deflated member is also checked when ranges that skipped bytes reach its last byte. Ranges that do not read a
- * member that way (a stored member read with gaps, out of order, or not to its end) are not checked: read it whole,
- * or run `ckpt verify`, for that.
- * Fortran-order arrays of more than one dimension are not read in ranges (CKPT_EUNSUPPORTED, the message saying
- * so): read them with ckpt_npz_read_into.
+ * order, C order), in bounded memory whatever the array's size. offset and size must be multiples of
+ * ckpt_npz_itemsize(npz, i) and the range must lie within ckpt_npz_nbytes(npz, i); size 0 reads nothing (dst may
+ * then be NULL). Ranges of a deflated member read in order cost one pass over it in all. A member read range after
+ * range in order from byte 0 to its end has its CRC-32 checked at the last range; other patterns are not checked.
+ * Fortran-order arrays of more than one dimension are not read in ranges. Details: docs/guide.md, section 10.
  * Returns CKPT_OK; CKPT_EINVAL (NULL npz, NULL dst with size > 0, an offset or size that is not a multiple of the
  * itemsize, a range reaching past the array's end); CKPT_ENOTFOUND (i out of range); CKPT_EUNSUPPORTED (Fortran
  * order); CKPT_EFORMAT (corrupt data, CRC-32 mismatch); CKPT_EIO; CKPT_ENOMEM. On CKPT_EFORMAT or CKPT_EIO the
@@ -715,6 +703,10 @@ typedef void (*ckpt_log_fn)(int level, const char *message, void *payload);
 #define CKPT_MANAGER_VERBOSE 8u     /* log to stderr when no log callback is set */
 #define CKPT_MANAGER_READ_ONLY 16u  /* for tools and evaluators: nothing is created, saves fail (no manager
                                        locks before its first save, so any manager restores beside a trainer) */
+/* Every save writes every byte. Without it (since 0.9), where the storage can share blocks between files (XFS with
+ * reflink, btrfs, bcachefs, ZFS 2.2, NFS 4.2 servers that clone), a save shares the chunks that did not change with
+ * the checkpoint saved before it, and every file stays complete (docs/checkpoint-manager.md, "Incremental saves"). */
+#define CKPT_MANAGER_FULL_SAVES 32u
 typedef struct ckpt_manager_options {
     uint32_t version;              /* CKPT_MANAGER_OPTIONS_VERSION */
     int32_t keep;                  /* newest checkpoints kept; <= 0 keeps all; default 10 */
@@ -724,7 +716,7 @@ typedef struct ckpt_manager_options {
                                       one: the next save commits the step before it */
     const char *subdir;            /* NULL = "ckpt" (objax DIR_NAME); "" = the logdir itself; copied */
     const ckpt_npz_options *npz;   /* NULL = defaults; copied. Its layout is how saves write (reads detect either);
-                                      its storage field is ignored (see storage) */
+                                      its storage and base fields are ignored (see storage, full_every) */
     ckpt_log_fn log;
     void *log_payload;
     ckpt_storage *storage;         /* NULL = the local filesystem; the manager keeps its own reference */
@@ -756,13 +748,18 @@ typedef struct ckpt_manager_options {
                                       background and the step is committed by the next save, wait, close,
                                       restore or read, which are then collective too (ckpt_manager_save). The
                                       manager keeps its own reference */
+    /* version 5: with incremental saves, every full_every-th save of the manager shares nothing (two files that
+     * share blocks share a media error); 0 = never */
+    int64_t full_every;
 } ckpt_manager_options;
 #define CKPT_BEST_MIN 0u
 #define CKPT_BEST_MAX 1u
-#define CKPT_MANAGER_OPTIONS_VERSION 4
+#define CKPT_MANAGER_OPTIONS_VERSION 5
+/* clang-format off */
 #define CKPT_MANAGER_OPTIONS_INIT \
-    {CKPT_MANAGER_OPTIONS_VERSION, 10, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL, CKPT_BEST_MIN, 0, 0, 0, 0, NULL}
-/* Fills *opts with the defaults of `version` (1 to 4: an older caller's struct ends before the later fields, and
+    {CKPT_MANAGER_OPTIONS_VERSION, 10, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL, CKPT_BEST_MIN, 0, 0, 0, 0, NULL, 0}
+/* clang-format on */
+/* Fills *opts with the defaults of `version` (1 to 5: an older caller's struct ends before the later fields, and
  * only that much is written). ckpt_manager_open accepts every version. Returns CKPT_OK, CKPT_EINVAL (NULL opts,
  * unknown version). Since 0.6. */
 CKPT_API int ckpt_manager_options_init(ckpt_manager_options *opts, uint32_t version);
@@ -821,16 +818,12 @@ CKPT_API void ckpt_manager_request_save(ckpt_manager *m);
 /* Restores `vars` in place (ckpt_npz_restore's rules) from checkpoint idx, or from the newest readable one for
  * CKPT_LATEST: corrupt or unreadable files are skipped newest-first, each reported through the log (unless
  * CKPT_MANAGER_NO_FALLBACK). Waits for background saves first. *restored_idx (may be NULL) gets the index used.
+ * Sharded steps are restored by any manager, a row split getting its rows of the global array whatever the world
+ * size that saved it; with a comm the restore is collective and every rank returns the same index or error
+ * (docs/distributed.md, "Restore with agreement").
  * Returns CKPT_OK; CKPT_ENOTFOUND (no checkpoint: objax's restore returns (0, '') here; no checkpoint idx);
  * CKPT_EFORMAT/CKPT_EIO (the checkpoint asked for, every checkpoint, or with NO_FALLBACK the newest, is
- * unreadable); CKPT_EMISMATCH (not retried on older checkpoints); CKPT_EINVAL.
- * Sharded steps (directories) are restored by any manager: each variable is found by name in the manifest and read
- * from whichever shards hold it — a row split (ckpt_vars_set_rows) gets exactly its rows of the global array, by
- * ranged reads of the stored members holding them (whose CRC-32 is checked only when a member is read whole),
- * whatever the world size that saved the step. With a comm the restore is collective: rank 0 chooses the step
- * (CKPT_LATEST: the newest), every rank restores from it, and if any rank finds it unreadable (a corrupt or
- * missing shard) every rank moves on to the same older one; every rank returns the same index, or the same
- * error naming the failing ranks. Since 0.6. */
+ * unreadable); CKPT_EMISMATCH (not retried on older checkpoints); CKPT_EINVAL. Since 0.6. */
 CKPT_API int ckpt_manager_restore(ckpt_manager *m, ckpt_vars *vars, int64_t idx, int64_t *restored_idx);
 /* Reads checkpoint idx (or CKPT_LATEST, with fallback) into a new collection (*out, owned by the caller).
  * Returns the codes of ckpt_manager_restore except CKPT_EMISMATCH. Since 0.6. */
@@ -857,21 +850,15 @@ CKPT_API int ckpt_manager_path(ckpt_manager *m, int64_t idx, char *buf, size_t c
  * its path (the manager's directory joined with its name; valid during the call) and what it is (is_dir: one of
  * CKPT_CLEAN_FILE, CKPT_CLEAN_DIR, CKPT_CLEAN_UPLOAD). */
 typedef void (*ckpt_clean_fn)(const char *path, int is_dir, void *payload);
-/* Removes the temporaries that interrupted saves (a killed process, a lost machine) left in the manager's
- * directory: those of checkpoint files (".0000000300.npz.tmp-XXXXXX"), sharded saves' staging directories and step
- * directories without a manifest — what the first save of a manager removes anyway — and the temporary of any
- * other ckpt save there (".NAME.npz.tmp-XXXXXX", ".progress.txt.tmp-XXXXXX" of a writer's save). Nothing whose name
- * ckpt does not make is touched (ckpt signs the last two characters of its temporaries' names), and on the local
- * file system no temporary a live save of any process is writing (each holds an flock on its temporary). Unfinished
- * writes (a storage's list_incomplete: on S3, every incomplete multipart upload under the directory, which only an
- * interrupted save leaves) are abandoned too.
- * It takes the directory as a save does, so it refuses (CKPT_EBUSY, naming the holder) while a manager of another
- * process holds it. With CKPT_CLEAN_DRY_RUN it only reads: no lock is taken or created, it is refused the same
- * way, and it works on a read-only manager and a directory it cannot write. Waits for this manager's own background
- * saves first. fn (may be NULL) is called per temporary; count (may be NULL) receives how many there were. Returns
- * CKPT_OK, CKPT_EBUSY, CKPT_EINVAL (NULL m, unknown flags, a read-only manager without CKPT_CLEAN_DRY_RUN, a comm
- * of more than one rank), CKPT_EIO (one would not go; the others were still removed) or the storage's error.
- * Since 0.7. */
+/* Removes the temporaries that interrupted saves left in the manager's directory: checkpoint files' temporaries,
+ * sharded saves' staging directories, step directories without a manifest, any other ckpt save's temporary, and
+ * unfinished writes (incomplete multipart uploads on S3). Nothing whose name ckpt does not make is touched, nor (on
+ * the local file system) a temporary a live save holds. It takes the directory as a save does (CKPT_EBUSY while
+ * another process's manager holds it); CKPT_CLEAN_DRY_RUN only reads, and works on a read-only manager. Waits for
+ * this manager's background saves first. Details: docs/cli.md, "ckpt clean". fn (may be NULL) is called per temporary;
+ * count (may be NULL) receives how many there were. Returns CKPT_OK, CKPT_EBUSY, CKPT_EINVAL (NULL m, unknown flags, a
+ * read-only manager without CKPT_CLEAN_DRY_RUN, a comm of more than one rank), CKPT_EIO (one would not go; the others
+ * were still removed) or the storage's error. Since 0.7. */
 CKPT_API int ckpt_manager_clean(ckpt_manager *m, uint32_t flags, ckpt_clean_fn fn, void *payload, size_t *count);
 /* Waits for background saves; returns the first error not yet reported (CKPT_OK if none). With a comm and
  * CKPT_MANAGER_ASYNC it commits the step saved last (collective: every rank calls it), returning its error on every

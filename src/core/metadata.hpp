@@ -14,6 +14,8 @@ namespace ckpt::core {
 // The variable name reserved for a file's metadata member (the member is kMetadataName + ".npy"): no collection
 // holds a variable of that name.
 constexpr std::string_view kMetadataName = "__ckpt_metadata__";
+// The same for the chunk table member (npz/chunks.hpp).
+constexpr std::string_view kChunkTableName = "__ckpt_chunks__";
 
 // String key/values in insertion order; keys unique, non-empty, and like values valid UTF-8 without NUL.
 class Metadata {

@@ -11,6 +11,8 @@ void VarCollection::add(std::string name, Array array) {
     if (name.find('\0') != std::string::npos) fail(Code::invalid, "variable name contains NUL");
     if (!valid_utf8(name)) fail(Code::invalid, "variable name is not valid UTF-8");
     if (name == kMetadataName) fail(Code::invalid, "'{}' is reserved for the file's metadata member", kMetadataName);
+    if (name == kChunkTableName)
+        fail(Code::invalid, "'{}' is reserved for the file's chunk table member", kChunkTableName);
     if (index_.count(name)) fail(Code::exists, "variable '{}' is already in the collection", name);
     // Room first, so a failed insert below cannot leave the two out of step; grown geometrically, because
     // reserving one more each time made adding n variables cost n^2.

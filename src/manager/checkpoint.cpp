@@ -96,6 +96,7 @@ void CheckpointManager::Options::check(const std::string& dir) const {
     not_negative(keep_seconds, "keep_seconds");
     not_negative(save_every_steps, "save_every_steps");
     not_negative(save_every_seconds, "save_every_seconds");
+    not_negative(full_every, "full_every");
     if (!valid_utf8(best_metric)) fail(Code::invalid, "{}: best_metric is not valid UTF-8", dir);
     if (keep_best > 0 && best_metric.empty())
         fail(Code::invalid, "{}: keep_best {} needs a best_metric", dir, keep_best);
@@ -129,6 +130,13 @@ CheckpointManager::CheckpointManager(std::string dir, Options options)
     writer_ = std::make_unique<Writer>(kind, options_.queue_depth, options_.storage);
     if (options_.async) snapshots_ = SnapshotPool::create(options_.queue_depth, options_.max_staging_bytes);
     last_save_ns_ = now_ns();
+    if (options_.incremental && !options_.read_only) {
+        try {
+            clones_ = options_.storage->clones(dir_);
+        } catch (const Error&) {
+            // saves are full ones
+        }
+    }
     // Only where the storage tells its free space (not an object store, which it would cost requests).
     bool knows_free_space = false;
     try {
@@ -448,26 +456,91 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
         data = std::move(view);
     last_save_ns_ = saved_at;
     NpzWriteOptions npz = options_.npz_write;
-    // The file's size, which the low-space warning after the save takes: set and read on the writer's thread.
+    // The file's size, which the low-space warning after the save takes, and the bytes it shares with its base:
+    // set and read on the writer's thread.
     auto size = std::make_shared<uint64_t>(0);
+    auto shared = std::make_shared<uint64_t>(0);
     // On the writer's thread, once earlier saves and their retention are done, before the first byte.
     npz.before_write = [this, index, target](uint64_t needed) {
         check_disk_space(needed, fmt::format("{}: not enough space for checkpoint {}", target, index));
     };
+    npz.chunk_hashes = clones_ && !npz.deflate;
+    const bool full = !shares_this_save(npz);
     writer_->submit(
-        target, [data, npz, size](OutputFile& out) { *size = write_npz(out, *data, npz); }, false,
-        [this, index, size, saved, saved_facts] {
+        target,
+        [this, data, npz, size, shared, index, full](OutputFile& out) {
+            NpzWriteOptions o = npz;
+            int64_t base_index = -1;
+            std::unique_ptr<ChunkBase> base = full ? nullptr : open_base(index, &base_index);
+            o.base = base.get();
+            o.shared_bytes = shared.get();
+            *size = write_npz(out, *data, o);
+            if (*shared > 0)
+                log(info, fmt::format("Checkpoint {} shares {} of its {} with checkpoint {}", index, byte_size(*shared),
+                                      byte_size(*size), base_index));
+        },
+        false,
+        [this, index, size, saved, saved_facts, npz] {
             remember_facts(saved, saved_facts);
+            if (npz.chunk_hashes) {  // the next save's base, as it is now
+                base_listed_ = true;
+                try {
+                    base_ = SavedFile{index, options_.storage->stat(file_path(index))};
+                } catch (const Error&) {
+                    base_.reset();
+                }
+            }
             const std::optional<size_t> left = apply_retention(index);
             try {  // best effort, as retention: the save has succeeded
                 if (left || options_.keep <= 0) warn_if_disk_low(*size, left.value_or(0));
-            } catch (const std::exception&) {
-            }
+            } catch (const std::exception&) {}
         });
     if (options_.async && !background) {
         data.reset();
         writer_->wait();
     }
+}
+
+std::unique_ptr<ChunkBase> CheckpointManager::open_base(int64_t index, int64_t* base_index) {
+    try {
+        if (!base_listed_) {
+            base_listed_ = true;
+            const std::vector<Step> on_disk = steps();
+            for (auto it = on_disk.rbegin(); it != on_disk.rend(); ++it) {
+                if (it->sharded) continue;
+                base_ = SavedFile{it->index, std::nullopt};
+                break;
+            }
+        }
+        if (!base_) return nullptr;
+        const std::string path = file_path(base_->index);
+        if (base_->as_saved) {
+            const std::optional<FileInfo> now = options_.storage->stat(path);
+            if (!now || now->size != base_->as_saved->size || now->modified_ns != base_->as_saved->modified_ns) {
+                log(info, fmt::format("Saving checkpoint {} in full: checkpoint {} changed since it was saved", index,
+                                      base_->index));
+                return nullptr;
+            }
+        }
+        std::unique_ptr<ChunkBase> base = open_chunk_base(path, fmt::format("checkpoint {}", index));
+        if (base) *base_index = base_->index;
+        return base;
+    } catch (const Error& e) {
+        log(info, fmt::format("Saving checkpoint {} in full: {}", index, e.what()));
+        return nullptr;
+    }
+}
+
+bool CheckpointManager::shares_this_save(const NpzWriteOptions& npz) {
+    ++saves_;
+    return npz.chunk_hashes && !(options_.full_every > 0 && saves_ % options_.full_every == 0);
+}
+
+std::unique_ptr<ChunkBase> CheckpointManager::open_chunk_base(const std::string& path, const std::string& what) const {
+    std::string why_not;
+    std::unique_ptr<ChunkBase> base = ChunkBase::open(*options_.storage, path, &why_not);
+    if (!base) log(info, fmt::format("Saving {} in full: {}", what, why_not));
+    return base;
 }
 
 void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t index, int64_t saved_at,
@@ -495,6 +568,20 @@ void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t ind
     npz.before_write = [this, index](uint64_t needed) {  // save_npz names the shard's path
         check_disk_space(needed, fmt::format("not enough space for this rank's shard of checkpoint {}", index));
     };
+    // Incremental: this rank's shard against its shard of the step this manager committed before (the same world
+    // size, since the same communicator), opened where the shard is written.
+    npz.chunk_hashes = clones_ && !npz.deflate;
+    std::string base_path;
+    if (shares_this_save(npz) && shard_base_)
+        base_path = join_path(step_path(*shard_base_), shard_name(options_.comm->rank(), options_.comm->size()));
+    const auto open_shard_base = [this, index](const std::string& path) -> std::unique_ptr<ChunkBase> {
+        return path.empty() ? nullptr : open_chunk_base(path, fmt::format("this rank's shard of step {}", index));
+    };
+    const auto log_shared = [this, index](uint64_t shared, const std::string& base_path) {
+        if (shared > 0)
+            log(info, fmt::format("Rank {}'s shard of step {} shares {} with {}", options_.comm->rank(), index,
+                                  byte_size(shared), base_path));
+    };
     // Whether this rank can copy its arrays for a background write; the ranks agree, so that all of them write
     // in the background or none does.
     const bool background =
@@ -502,9 +589,17 @@ void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t ind
     if (options_.async && !background)
         log(info, fmt::format("Saving checkpoint {} without a background copy: a rank's part is larger than "
                               "max_staging_bytes ({})", index, byte_size(options_.max_staging_bytes)));
-    if (!background)
-        return save_sharded(*options_.comm, *options_.storage, dir_, index, view, npz, failed,
-                            [this, index](double commit_ms) { committed(index, commit_ms); });
+    if (!background) {
+        std::unique_ptr<ChunkBase> base = failed ? nullptr : open_shard_base(base_path);
+        uint64_t shared = 0;
+        npz.base = base.get();
+        npz.shared_bytes = &shared;
+        save_sharded(*options_.comm, *options_.storage, dir_, index, view, npz, failed,
+                     [this, index](double commit_ms) { committed(index, commit_ms); });
+        log_shared(shared, base_path);
+        shard_base_ = index;
+        return;
+    }
 
     // In the background: the staging directory now (collective), this rank's shard on the writer's thread, and
     // the commit — collective again — at the next save, wait, close, restore or read, on the caller's thread. No
@@ -514,8 +609,18 @@ void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t ind
         try {
             describe_shard(pending.save, view);
             std::shared_ptr<const VarCollection> data = snapshots_->copy(view);
-            writer_->submit(shard_path(pending.save, *options_.comm),
-                            [data, npz](OutputFile& out) { write_npz(out, *data, npz); }, false);
+            writer_->submit(
+                shard_path(pending.save, *options_.comm),
+                [data, npz, base_path, open_shard_base, log_shared](OutputFile& out) {
+                    NpzWriteOptions o = npz;
+                    const std::unique_ptr<ChunkBase> base = open_shard_base(base_path);
+                    uint64_t shared = 0;
+                    o.base = base.get();
+                    o.shared_bytes = &shared;
+                    write_npz(out, *data, o);
+                    log_shared(shared, base_path);
+                },
+                false);
         } catch (...) {
             pending.failed = std::current_exception();
         }
@@ -553,6 +658,7 @@ void CheckpointManager::finish_pending() {
     const int64_t index = pending.save.index;
     finish_sharded_save(*options_.comm, *options_.storage, pending.save, pending.failed,
                         [this, index](double commit_ms) { committed(index, commit_ms); });
+    shard_base_ = index;  // committed on every rank: this rank's shard is the next save's base
 }
 
 void CheckpointManager::committed(int64_t index, double commit_ms) {

@@ -15,6 +15,7 @@
 #include "sharded/sharded_step.hpp"
 #include "manager/checkpoint_policy.hpp"
 #include "manager/temporaries.hpp"
+#include "npz/chunk_base.hpp"
 #include "npz/npz_reader.hpp"
 #include "npz/npz_restore.hpp"
 #include "npz/npz_writer.hpp"
@@ -72,6 +73,12 @@ public:
         uint64_t max_staging_bytes = 0; // async: bound on the copies held by queued and running saves; 0 = none
         Log log;
         std::shared_ptr<Storage> storage;
+        // Incremental saves (docs/checkpoint-manager.md, "Incremental saves"): where the storage can share blocks
+        // between files (Storage::clones), each file records its chunk hashes, and a save clones the chunks that did
+        // not change from the checkpoint saved before it. Every file stays complete. full_every > 0 makes every
+        // full_every-th save of this manager a full one, sharing nothing.
+        bool incremental = true;
+        int64_t full_every = 0;
         // With a communicator the manager is collective: opening, every save (each rank writes its own shard of a
         // step directory, rank 0 commits it), and every restore (the ranks agree on the step). With async, each
         // rank's shard is written in the background and the step committed at the next save, wait, close,
@@ -179,6 +186,14 @@ private:
     // replaced or deleted).
     void remember_facts(const Step& step, std::optional<CheckpointFacts> facts);
     void save_sharded_step(const VarCollection& vars, int64_t index, int64_t saved_at, const Metrics& metrics);
+    // On the writer's thread: the checkpoint the save of `index` may share chunks with, or nullptr (logging why
+    // not, where there was one): the one this manager saved last, unless it changed since; before this manager's
+    // first save, the newest checkpoint file on disk.
+    std::unique_ptr<ChunkBase> open_base(int64_t index, int64_t* base_index);
+    // Counts a save, and says whether it may share chunks: it records chunk hashes and is not a full_every-th save.
+    bool shares_this_save(const NpzWriteOptions& npz);
+    // ChunkBase::open of `path`, or nullptr, logging "Saving <what> in full: <why>".
+    std::unique_ptr<ChunkBase> open_chunk_base(const std::string& path, const std::string& what) const;
     // Commits the asynchronous sharded step whose shard is being written, if any (collective); throws its error.
     void finish_pending();
     // Every rank runs `check` (its own arguments) and passes its index (-1: the latest): every rank then throws the
@@ -212,6 +227,18 @@ private:
     std::mutex facts_mutex_;
     std::map<std::pair<int64_t, bool>, CheckpointFacts> known_facts_;
     std::atomic<bool> save_requested_{false};
+    // The checkpoint file the next incremental save takes as its base, as it was when saved (its size and time):
+    // used and set on the writer's thread only. Unknown (base_listed_ false) until a save lists the directory.
+    struct SavedFile {
+        int64_t index = 0;
+        std::optional<FileInfo> as_saved;  // nullopt: found on disk, not saved by this manager
+    };
+    std::optional<SavedFile> base_;
+    bool base_listed_ = false;
+    bool clones_ = false;  // the storage can share blocks in the directory (and options_.incremental)
+    int64_t saves_ = 0;    // saves made, for full_every
+    // Sharded: the step whose shard of this rank the next save takes as its base (the last this manager committed).
+    std::optional<int64_t> shard_base_;
     int64_t last_save_ns_ = 0;  // should_save's reference for save_every_seconds: opening, then each save
     static_assert(std::atomic<bool>::is_always_lock_free, "request_save must be async-signal-safe");
 };

@@ -47,6 +47,7 @@ NpzReader::NpzReader(std::unique_ptr<InputFile> file, std::string label, NpzRead
     zip_ = std::make_unique<ZipReader>(*file_, std::move(label), options_.max_members, options_.read_ahead);
     scan();
     MetadataRecord record = take_metadata();
+    take_chunks();
     apply_dtypes(record.dtypes);  // keyed by member, as numpy.load names them: before objax names replace those
     metadata_ = std::move(record.user);
     detect_layout();
@@ -203,6 +204,32 @@ MetadataRecord NpzReader::take_metadata() {
     return record;
 }
 
+void NpzReader::take_chunks() {
+    const auto at =
+        std::find_if(entries_.begin(), entries_.end(), [](const Entry& e) { return e.name == kChunkTableName; });
+    if (at == entries_.end()) return;
+    chunks_ = std::make_unique<Entry>(std::move(*at));
+    entries_.erase(at);
+}
+
+std::optional<ChunkTable> NpzReader::chunk_table() {
+    if (!chunks_) return std::nullopt;
+    const Entry& e = *chunks_;
+    try {
+        const NpyHeader& h = e.header;
+        if (h.dtype != DType::uint8 || h.shape.size() != 1)
+            fail(Code::format, "the chunk table must be a 1-D uint8 array, not {} of {} dimensions",
+                 npy_descr(h.dtype, h.itemsize), h.shape.size());
+        if (h.nbytes > file_->size())
+            fail(Code::format, "the chunk table's {} bytes are more than the file holds", h.nbytes);
+        std::vector<unsigned char> bytes(h.nbytes);
+        read_entry(e, bytes.data(), nullptr);
+        return decode_chunk_table(bytes.data(), bytes.size());
+    } catch (const Error& err) {
+        rethrow_naming(err, where(e));
+    }
+}
+
 void NpzReader::apply_dtypes(const std::vector<std::pair<std::string, DType>>& dtypes) {
     if (dtypes.empty()) return;
     std::unordered_map<std::string_view, size_t> by_name;
@@ -268,8 +295,8 @@ void NpzReader::detect_layout() {
             if (row.empty()) fail(Code::format, "{}: name #{} is empty", here, i);
             if (!utf32_to_utf8(row, names[i])) fail(Code::format, "{}: name #{} is not valid unicode", here, i);
             if (!seen.insert(names[i]).second) fail(Code::format, "{}: name '{}' appears twice", here, names[i]);
-            if (names[i] == kMetadataName)
-                fail(Code::format, "{}: name #{} is '{}', which is reserved for the metadata member", here, i, names[i]);
+            if (names[i] == kMetadataName || names[i] == kChunkTableName)
+                fail(Code::format, "{}: name #{} is '{}', which is reserved for ckpt's own member", here, i, names[i]);
         }
     }
     layout_ = Layout::objax;
@@ -285,8 +312,9 @@ void NpzReader::detect_layout() {
 
 void NpzReader::read_into(size_t i, void* dst) { read_entries({{i, dst}}); }
 
-void NpzReader::read_into(size_t i, void* dst, const OnBytes& on_bytes) {
-    const Entry& e = entries_.at(i);
+void NpzReader::read_into(size_t i, void* dst, const OnBytes& on_bytes) { read_entry(entries_.at(i), dst, on_bytes); }
+
+void NpzReader::read_entry(const Entry& e, void* dst, const OnBytes& on_bytes) {
     const NpyHeader& h = e.header;
     ZipReader::Stream in(*zip_, e.index);
     // The CRC covers the npy header too: a stored member's is counted from the copy kept at opening, a deflated

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/array.hpp"
+#include "npz/chunks.hpp"
 #include "npz/metadata.hpp"
 #include "npy/npy.hpp"
 #include "npz/npz.hpp"
@@ -74,6 +75,10 @@ public:
     // comparisons, whatever a hostile file's names hash to). Safe to call from several threads at once.
     std::optional<size_t> find(std::string_view name) const;
 
+    // The chunk table the file holds (chunks.hpp), nullopt without one; read and checked at each call. Throws
+    // Error(format) naming the file and the member for a malformed table, and the errors of read_into.
+    std::optional<ChunkTable> chunk_table();
+
     // Reads entry i's data into dst (entry(i).header.nbytes bytes), in native byte order and C order,
     // verifying the CRC-32, with progress against its size (a large one on several threads, as read_entries).
     // Throws Error(format) for corrupt data, Error(io).
@@ -101,10 +106,12 @@ public:
 private:
     using OnBytes = std::function<void(uint64_t)>;
     void read_into(size_t i, void* dst, const OnBytes& on_bytes);
+    void read_entry(const Entry& e, void* dst, const OnBytes& on_bytes);
     void scan();
     // Drops the entries that are not npy arrays; a file with no other entries is not an npz (Error format).
     void skip_other_members();
     MetadataRecord take_metadata();
+    void take_chunks();  // sets the chunk table member aside
     void detect_layout();
     void apply_dtypes(const std::vector<std::pair<std::string, DType>>& dtypes);
     std::string where(const Entry& e) const;
@@ -118,6 +125,7 @@ private:
     Layout layout_ = Layout::plain;
     Metadata metadata_;
     std::string metadata_member_;  // for messages
+    std::unique_ptr<Entry> chunks_;  // the chunk table member, if any
 };
 
 }  // namespace ckpt::core

@@ -11,6 +11,8 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <optional>
+#include <stdexcept>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -114,6 +116,8 @@ struct Member {
     const void* data;
     size_t nbytes;
     const ByteSource* source = nullptr;  // the bytes come from here instead (Array::from_source)
+    bool chunked = false;                // hashed in chunks, block-aligned (chunks.hpp)
+    const Array* array = nullptr;        // the variable's, for arrays (every chunked member has one)
 };
 
 // The members of the archive for `vars`, in file order, with the texts they point into.
@@ -136,8 +140,10 @@ void plan_archive(Plan& plan, const VarCollection& vars, const NpzWriteOptions& 
     for (size_t i = 0; i < vars.size(); ++i) {
         const Array& a = vars.array(i);
         const std::string name = options.layout == Layout::objax ? std::to_string(i) : vars.name(i);
+        const bool chunked = options.chunk_hashes && !options.deflate &&
+                             a.nbytes() >= std::max<uint64_t>(kMinChunkedBytes, options.chunk_bytes);
         members.push_back({name + std::string(kNpySuffix), format_npy_header(a.dtype(), a.itemsize(), a.shape()),
-                           a.data(), a.nbytes(), a.source()});
+                           a.data(), a.nbytes(), a.source(), chunked, &a});
     }
     // Last, and only when there is something to record: a file of numpy's own dtypes without metadata stays
     // member for member what np.savez writes.
@@ -150,11 +156,33 @@ void plan_archive(Plan& plan, const VarCollection& vars, const NpzWriteOptions& 
     }
 }
 
+// How member m is chunked: against the base's array of the same member name, dtype, shape and order, if it has one.
+ZipWriter::Chunking chunking_for(const Member& m, const ChunkBase* base, uint32_t chunk_bytes) {
+    ZipWriter::Chunking chunking;
+    chunking.chunk_bytes = chunk_bytes;
+    const ChunkBase::Array* old = base != nullptr && base->chunk_bytes() == chunk_bytes ? base->find(m.name) : nullptr;
+    if (old == nullptr) return chunking;
+    const NpyHeader& h = old->header;
+    if (m.array->dtype() != h.dtype || m.array->itemsize() != h.itemsize || m.array->shape() != h.shape ||
+        h.fortran_order || h.byteswap)
+        return chunking;
+    chunking.base = &base->file();
+    chunking.base_offset = old->offset;
+    chunking.base_hashes = old->hashes;
+    return chunking;
+}
+
 void check_options(NpzWriteOptions& options) {
     if (options.layout == Layout::automatic) options.layout = Layout::plain;
     if (options.layout != Layout::plain && options.layout != Layout::objax)
         fail(Code::invalid, "unknown layout {}", static_cast<uint32_t>(options.layout));
     if (options.level < 0 || options.level > 9) fail(Code::invalid, "deflate level {} is not in 0..9", options.level);
+    if (options.base != nullptr && (!options.chunk_hashes || options.deflate))
+        throw std::logic_error("write_npz: a base needs chunk_hashes and stored members");
+    if (options.chunk_bytes == 0 || options.chunk_bytes % kBlockAlignment != 0 ||
+        (uint32_t{4} << 20) % options.chunk_bytes != 0)
+        fail(Code::invalid, "chunk size {} is not a multiple of {} that divides 4 MiB", options.chunk_bytes,
+             kBlockAlignment);
 }
 
 }  // namespace
@@ -164,24 +192,27 @@ namespace {
 // and 4 + 24) once a size or offset may pass 32 bits; stored, the alignment extra (4 + up to 63) and the head copy
 // (4 + 6 + the npy header); deflated, a data descriptor (24) and deflate's growth of incompressible data, 5 bytes
 // per 16 KiB block. Then the end records: zip64 (56 + 20) and classic (22).
-uint64_t size_bound(const Plan& plan, bool deflate) {
+// A chunked array's alignment may take up to a block, and the chunk table is one more member (its npy header at
+// most 128 bytes).
+uint64_t size_bound(const Plan& plan, bool deflate, uint32_t chunk_bytes) {
     uint64_t bytes = 56 + 20 + 22;
+    std::vector<std::pair<size_t, uint64_t>> chunked;
     for (const Member& m : plan.members) {
         const uint64_t data = m.header.size() + m.nbytes;
         bytes += 30 + 46 + 2 * m.name.size() + data;
         if (bytes >= zip::kMax32 - 0xFFFF) bytes += 20 + 28;
         bytes += deflate ? 24 + 5 * (data / 16384 + 1) + 6 : 67 + 10 + m.header.size();
+        if (m.chunked) {
+            bytes += kBlockAlignment;
+            chunked.emplace_back(m.name.size(), m.nbytes);
+        }
     }
+    if (!chunked.empty())
+        bytes += 30 + 46 + 2 * (kChunkTableName.size() + kNpySuffix.size()) + 48 + 67 + 10 + 2 * 128 +
+                 chunk_table_bytes(chunked, chunk_bytes);
     return bytes;
 }
 }  // namespace
-
-uint64_t npz_size_bound(const VarCollection& vars, NpzWriteOptions options) {
-    check_options(options);
-    Plan plan;
-    plan_archive(plan, vars, options);
-    return size_bound(plan, options.deflate);
-}
 
 uint64_t write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions options) {
     check_options(options);
@@ -192,7 +223,7 @@ uint64_t write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions o
 
     Plan plan;
     plan_archive(plan, vars, options);
-    if (options.before_write) options.before_write(size_bound(plan, options.deflate));
+    if (options.before_write) options.before_write(size_bound(plan, options.deflate, options.chunk_bytes));
     std::vector<Member>& members = plan.members;
     const size_t first_array = options.layout == Layout::objax ? 1 : 0;
     const size_t end_array = first_array + vars.size();
@@ -234,14 +265,34 @@ uint64_t write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions o
             }
         }
         const bool patch = out.can_patch();
+        ChunkTable table;
+        table.chunk_bytes = options.chunk_bytes;
+        uint64_t shared = 0;
         for (size_t i = 0; i < members.size(); ++i) {
+            const Member& m = members[i];
             std::function<uint32_t()> crc;
             if (crc_ahead) crc = [&, i] { return crc_ahead->get(i); };
             // After the data where the output allows it, unless the CRC is there already (a patch is a write).
             const bool later = patch && !(crc_ahead && crc_ahead->ready(i));
-            zip.add_stored(members[i].name, pieces(members[i]), on_bytes(members[i]), crc, members[i].header.size(),
-                           later ? ZipWriter::CrcWhen::after_data : ZipWriter::CrcWhen::before_data);
+            std::optional<ZipWriter::Chunking> chunking;
+            if (m.chunked) chunking = chunking_for(m, options.base, options.chunk_bytes);
+            const uint32_t member_crc =
+                zip.add_stored(m.name, pieces(m), on_bytes(m), crc, m.header.size(),
+                               later ? ZipWriter::CrcWhen::after_data : ZipWriter::CrcWhen::before_data,
+                               chunking ? &*chunking : nullptr);
+            if (chunking) {
+                shared += chunking->shared;
+                table.members.push_back({m.name, member_crc, m.nbytes, std::move(chunking->hashes)});
+            }
         }
+        if (!table.members.empty()) {
+            const std::vector<unsigned char> bytes = encode_chunk_table(table);
+            const std::string header = format_npy_header(DType::uint8, 1, {static_cast<int64_t>(bytes.size())});
+            zip.add_stored(std::string(kChunkTableName) + std::string(kNpySuffix),
+                           {{header.data(), header.size()}, {bytes.data(), bytes.size()}}, nullptr, nullptr,
+                           header.size());
+        }
+        if (options.shared_bytes != nullptr) *options.shared_bytes = shared;
     }
     return zip.finish();
 }

@@ -6,6 +6,7 @@
 #include "npz/npz.hpp"
 #include "storage/storage.hpp"
 #include "core/var_collection.hpp"
+#include "npz/chunk_base.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -18,18 +19,26 @@ struct NpzWriteOptions {
     bool deflate = false;
     int level = 0;  // 1..9; 0 = zlib's default
     Progress progress;
-    // Called once the archive is planned, before its first byte, with npz_size_bound's figure (without planning
-    // it twice); may throw to refuse the save (the checkpoint manager's disk check).
+    // Called once the archive is planned, before its first byte, with an upper bound on the bytes it will write
+    // (exact but for padding and zip64 fields it may leave out; for deflate, the size if nothing compresses); may
+    // throw to refuse the save (the checkpoint manager's disk check).
     std::function<void(uint64_t size_bound)> before_write;
     // Whether the collection's "ckpt."-prefixed metadata keys — the checkpoint manager's own (its index, time,
     // version, metrics) — are written. Only the manager sets it, for the keys it has just made; any other save
     // leaves them out, so that keys a restore brought in are never written again as if they described this file.
     bool manager_keys = false;
+    // Whether stored arrays of kMinChunkedBytes or more are hashed in chunks into a chunk table member (chunks.hpp), so
+    // that a later save can take this file as its base.
+    bool chunk_hashes = false;
+    // An earlier file whose unchanged chunks this save clones instead of writing (with chunk_hashes; not deflated).
+    const ChunkBase* base = nullptr;
+    // Receives how many array bytes were shared with the base rather than written.
+    uint64_t* shared_bytes = nullptr;
+    // The chunk size (a multiple of kBlockAlignment dividing 4 MiB): kChunkBytes but where a benchmark compares
+    // others. A base of another chunk size serves as none.
+    uint32_t chunk_bytes = kChunkBytes;
 };
 
-// An upper bound on the bytes write_npz writes for `vars` (exact but for padding and zip64 fields it may leave
-// out; for deflate, the size if nothing compresses). Throws Error(invalid) for bad options.
-uint64_t npz_size_bound(const VarCollection& vars, NpzWriteOptions options);
 // Writes the whole archive for `vars` into `out`; returns its size in bytes. Throws Error: invalid (bad options),
 // io, no_memory.
 uint64_t write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions options);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "npz/zip_writer.hpp"
 
+#include "npz/chunks.hpp"
 #include "npz/crc32.hpp"
 #include "core/error.hpp"
 #include "npz/zip_format.hpp"
@@ -120,6 +121,62 @@ void ZipWriter::patch(uint64_t offset, const void* data, size_t n) {
 
 void ZipWriter::add_stored(const std::string& name, const std::vector<Piece>& pieces, const OnBytes& on_bytes,
                            const std::function<uint32_t()>& crc, size_t head, CrcWhen when) {
+    add_stored(name, pieces, on_bytes, crc, head, when, nullptr);
+}
+
+void ZipWriter::put_chunked(const Piece& piece, Chunking& ch, bool crc_here, uint32_t& running, const OnBytes& on_bytes,
+                            uint64_t& at) {
+    const bool base = ch.base != nullptr && ch.base_hashes != nullptr;
+    for_each_run(piece, [&](const void* p, size_t n) {
+        // Runs begin at multiples of the chunk size (64 MiB of memory, 4 MiB of a source), so chunks never span two.
+        const char* c = static_cast<const char*>(p);
+        const char* pending = nullptr;  // bytes to clone: a run of whole chunks matching the base's
+        uint64_t pending_from = 0, pending_n = 0;
+        const auto clone_pending = [&] {
+            if (pending_n == 0) return;
+            flush();
+            if (!clones_refused_ && out_.clone_from(*ch.base, pending_from, pending_n)) {
+                offset_ += pending_n;
+                ch.shared += pending_n;
+            } else {
+                clones_refused_ = true;
+                put(pending, static_cast<size_t>(pending_n));
+            }
+            pending_n = 0;
+        };
+        for (size_t done = 0; done < n;) {
+            const size_t len = std::min<size_t>(n - done, ch.chunk_bytes);
+            const Hash128 h = hash128(c + done, len);
+            if (crc_here) running = crc32(running, c + done, len);
+            const size_t k = ch.hashes.size();
+            ch.hashes.push_back(h);
+            if (base && !clones_refused_ && len == ch.chunk_bytes && k < ch.base_hashes->size() &&
+                (*ch.base_hashes)[k] == h) {
+                if (pending_n == 0) {
+                    pending = c + done;
+                    pending_from = ch.base_offset + uint64_t{k} * ch.chunk_bytes;
+                }
+                pending_n += len;
+            } else {
+                clone_pending();
+                put(c + done, len);
+            }
+            done += len;
+        }
+        clone_pending();
+        if (on_bytes) on_bytes(at, n);
+        at += n;
+    });
+}
+
+uint32_t ZipWriter::add_stored(const std::string& name, const std::vector<Piece>& pieces, const OnBytes& on_bytes,
+                               const std::function<uint32_t()>& crc, size_t head, CrcWhen when, Chunking* chunking) {
+    if (chunking != nullptr &&
+        (pieces.size() != 2 || chunking->chunk_bytes == 0 || chunking->chunk_bytes % kBlockAlignment != 0 ||
+         (size_t{4} << 20) % chunking->chunk_bytes != 0))
+        throw std::logic_error(
+            "ZipWriter::add_stored: chunking needs a header and an array, and a chunk size that "
+            "is a multiple of the block and divides 4 MiB");
     if (when == CrcWhen::after_data && !out_.can_patch())
         throw std::logic_error("ZipWriter::add_stored: a CRC after the data needs an output that can be patched");
     Entry e = start_entry(name, total_size(pieces), kMethodStore);
@@ -131,8 +188,11 @@ void ZipWriter::add_stored(const std::string& name, const std::vector<Piece>& pi
     if (zip64) extra.u16(kZip64ExtraId).u16(16).u64(e.size).u64(e.size);
     // Pad the extra field so the data starts on a kAlignment boundary: an alignment field holds the alignment
     // (u16) and then zeros.
-    const uint64_t unpadded = e.offset + kLocalHeaderBytes + e.name.size() + extra.b.size() + 6;
-    const uint16_t pad = static_cast<uint16_t>((kAlignment - unpadded % kAlignment) % kAlignment);
+    // A chunked array's first byte (after the header piece) on a block boundary instead.
+    const uint64_t unpadded =
+        e.offset + kLocalHeaderBytes + e.name.size() + extra.b.size() + 6 + (chunking != nullptr ? pieces[0].size : 0);
+    const uint64_t alignment = chunking != nullptr ? kBlockAlignment : kAlignment;
+    const uint16_t pad = static_cast<uint16_t>((alignment - unpadded % alignment) % alignment);
     extra.u16(kAlignmentExtraId).u16(static_cast<uint16_t>(2 + pad)).u16(static_cast<uint16_t>(kAlignment));
     extra.b.resize(extra.b.size() + pad, 0);
 
@@ -164,6 +224,10 @@ void ZipWriter::add_stored(const std::string& name, const std::vector<Piece>& pi
     uint32_t running = 0;
     uint64_t at = 0;
     for (const Piece& piece : pieces) {
+        if (chunking != nullptr && &piece == &pieces[1]) {
+            put_chunked(piece, *chunking, crc_here, running, on_bytes, at);
+            continue;
+        }
         for_each_run(piece, [&](const void* p, size_t n) {
             if (crc_here) {
                 const char* c = static_cast<const char*>(p);
@@ -186,7 +250,9 @@ void ZipWriter::add_stored(const std::string& name, const std::vector<Piece>& pi
         field.u32(e.crc);
         patch(e.offset + kLocalHeaderCrcOffset, field.b.data(), field.b.size());
     }
+    const uint32_t member_crc = e.crc;
     entries_.push_back(std::move(e));
+    return member_crc;
 }
 
 void ZipWriter::add_deflated(const std::string& name, uint64_t size, DeflateAhead& source, const OnBytes& on_bytes) {

@@ -19,6 +19,7 @@
 // size, offset or count needs them.
 #pragma once
 
+#include "npz/chunks.hpp"
 #include "npz/deflate_ahead.hpp"
 #include "storage/storage.hpp"
 
@@ -58,6 +59,21 @@ public:
                     CrcWhen when = CrcWhen::before_data);
     // A deflated member of `size` bytes whose blocks come next from `source`.
     void add_deflated(const std::string& name, uint64_t size, DeflateAhead& source, const OnBytes& on_bytes);
+    // A stored member whose second piece is an array hashed in chunks (chunks.hpp): that piece starts at a multiple
+    // of kBlockAlignment in the file, its chunks' hashes go into `hashes`, and each full chunk whose hash equals the
+    // base's at the same index is cloned from the base's file (OutputFile::clone_from) instead of written — where
+    // the output cannot clone, the bytes are written after all. The file's bytes come out the same either way.
+    struct Chunking {
+        uint32_t chunk_bytes = kChunkBytes;
+        InputFile* base = nullptr;                          // the earlier file, or none
+        uint64_t base_offset = 0;                           // where the base's copy of the array begins in it
+        const std::vector<Hash128>* base_hashes = nullptr;  // its chunks' hashes
+        std::vector<Hash128> hashes;                        // out: this member's
+        uint64_t shared = 0;                                // out: bytes cloned rather than written
+    };
+    // add_stored with chunking (nullptr: as above); returns the member's CRC-32.
+    uint32_t add_stored(const std::string& name, const std::vector<Piece>& pieces, const OnBytes& on_bytes,
+                        const std::function<uint32_t()>& crc, size_t head, CrcWhen when, Chunking* chunking);
     // Writes the central directory and end records and flushes everything to the output; returns the archive's size.
     uint64_t finish();
 
@@ -77,8 +93,12 @@ private:
     // Overwrites bytes the archive already holds: in the buffer if they are still there, else in the output.
     void patch(uint64_t offset, const void* data, size_t n);
     void flush();
+    // Writes the bytes of a chunked array piece (see Chunking), continuing the CRC in `running` when crc_here.
+    void put_chunked(const Piece& piece, Chunking& chunking, bool crc_here, uint32_t& running, const OnBytes& on_bytes,
+                     uint64_t& at);
 
     OutputFile& out_;
+    bool clones_refused_ = false;  // the output could not clone once: it is not asked again
     std::vector<unsigned char> buf_;
     uint64_t offset_ = 0;  // bytes of the archive produced so far
     std::vector<Entry> entries_;

@@ -44,10 +44,9 @@ public:
     std::vector<std::string> list_dirs(const std::string& dir) override;
     void rename_dir(const std::string& from, const std::string& to) override;
     bool renames_dirs() const override { return true; }
+    bool clones(const std::string&) override { return true; }  // by copying, so that reuse is tested in memory
     void remove_tree(const std::string& dir) override;
 
-    // A copy of a file's bytes; throws Error(not_found).
-    std::string contents(const std::string& path) const;
     // Creates or replaces a file (tests use it to plant files).
     void put(const std::string& path, std::string bytes);
     bool exists(const std::string& path) const;

@@ -41,6 +41,8 @@ void OutputFile::patch(uint64_t, const void*, size_t) {
     throw std::logic_error("OutputFile::patch on a file that cannot be patched");
 }
 
+bool OutputFile::clone_from(InputFile&, uint64_t, uint64_t) { return false; }
+
 std::string parent_dir(const std::string& path) {
     const auto slash = path.rfind('/');
     if (slash == std::string::npos) return ".";

@@ -19,6 +19,8 @@
 
 namespace ckpt::core {
 
+class InputFile;
+
 // A file being written, front to back.
 class OutputFile {
 public:
@@ -33,6 +35,12 @@ public:
     // byte). The zip writer fills in a stored member's CRC-32 in its local header once the data is written, so it
     // reads the data once, as it writes it. Throws std::logic_error where can_patch() is false.
     virtual void patch(uint64_t offset, const void* data, size_t n);
+    // Appends bytes [offset, offset + n) of `source` by sharing the file's blocks with it instead of writing them
+    // (FICLONERANGE: a reflink), for a save that reuses the unchanged parts of an earlier file. offset, n and the
+    // bytes written so far are multiples of 4096. Returns false, having appended nothing, where the storage cannot
+    // share them (another filesystem, one that does not clone, a storage that streams: the default); the caller then
+    // writes the bytes. Throws Error(io) for a failure a write would meet too (no space, an I/O error).
+    virtual bool clone_from(InputFile& source, uint64_t offset, uint64_t n);
 };
 
 // A read-only view of a whole file's bytes, valid as long as this object (see InputFile::map).
@@ -138,6 +146,13 @@ public:
         (void)dir;
         return std::nullopt;
     }
+    // Whether files in `dir` can share blocks with one another (OutputFile::clone_from): a filesystem that clones,
+    // or a storage that copies on its side. A save against a base asks, so that where nothing can be shared it
+    // neither hashes nor opens the base. False by default.
+    virtual bool clones(const std::string& dir) {
+        (void)dir;
+        return false;
+    }
 
     // Directory operations, for sharded checkpoints (one directory per step). Storages without them throw
     // Error(unsupported), which makes sharded saves fail and listings show files only.
@@ -195,9 +210,6 @@ size_t remove_stale_temporaries_of(Storage& storage, const std::string& path);
 
 // The default: the local filesystem through POSIX calls.
 std::shared_ptr<Storage> posix_storage();
-// How many large files that posix_storage() removed or renamed over still have their blocks being freed on a
-// thread of their own (see DeferredRelease in posix_storage.cpp); its free_bytes() waits for them first.
-size_t posix_pending_releases();
 
 // The atomic save sequence over any storage: write `body` into a temporary beside `path`, sync, close, rename
 // onto `path`, sync the directory. On any failure the temporary is removed and `path` is left as it was.

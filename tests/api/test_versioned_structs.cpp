@@ -59,7 +59,7 @@ struct Vars {
 
 TEST_CASE("ckpt_npz_options of every older version: init, save and read touch only its bytes") {
     const size_t sizes[] = {offsetof(ckpt_npz_options, storage), offsetof(ckpt_npz_options, max_members),
-                            offsetof(ckpt_npz_options, flags)};
+                            offsetof(ckpt_npz_options, flags), offsetof(ckpt_npz_options, base)};
     static_assert(sizeof sizes / sizeof sizes[0] == CKPT_NPZ_OPTIONS_VERSION - 1, "a size per older version");
     TempDir tmp;
     Vars vars;
@@ -82,7 +82,8 @@ TEST_CASE("ckpt_npz_options of every older version: init, save and read touch on
 
 TEST_CASE("ckpt_manager_options of every older version: init and open touch only its bytes") {
     const size_t sizes[] = {offsetof(ckpt_manager_options, keep_best),
-                            offsetof(ckpt_manager_options, max_staging_bytes), offsetof(ckpt_manager_options, comm)};
+                            offsetof(ckpt_manager_options, max_staging_bytes), offsetof(ckpt_manager_options, comm),
+                            offsetof(ckpt_manager_options, full_every)};
     static_assert(sizeof sizes / sizeof sizes[0] == CKPT_MANAGER_OPTIONS_VERSION - 1, "a size per older version");
     TempDir tmp;
     Vars vars;

@@ -129,3 +129,25 @@ def test_a_sharded_step_converts_to_one_file(tmp_path):
     assert p.returncode == 0, p.stderr
     z = np.load(str(tmp_path / "two.npz"))
     assert list(z["names"]) == ["emb", "own_0", "own_1"] and np.array_equal(z["0"], emb)
+
+
+def test_convert_records_chunk_hashes_and_re_saves_against_a_base(tmp_path):
+    src, hashed, again = tmp_path / "in.npz", tmp_path / "hashed.npz", tmp_path / "again.npz"
+    big = np.arange(1 << 18, dtype=np.float32)  # 1 MiB: 16 chunks
+    np.savez(src, big=big, small=np.arange(3))
+    p = run("convert", src, hashed, "--chunk-hashes")
+    assert p.returncode == 0, p.stderr
+    with np.load(hashed) as z:
+        assert sorted(z.files) == ["__ckpt_chunks__", "big", "small"]  # numpy sees the table as a uint8 array
+        assert z["__ckpt_chunks__"].dtype == np.uint8
+        np.testing.assert_array_equal(z["big"], big)
+    # Against itself (a re-save, which shares everything where the filesystem clones): the same bytes.
+    before = hashed.read_bytes()
+    p = run("convert", hashed, hashed, "--base", hashed)
+    assert p.returncode == 0, p.stderr
+    assert hashed.read_bytes() == before
+    p = run("convert", hashed, again, "--base", src)  # a base without a table: a full save, the same file
+    assert p.returncode == 0, p.stderr
+    assert again.read_bytes() == before
+    shown = run("show", hashed)
+    assert shown.returncode == 0 and "__ckpt_chunks__" not in shown.stdout, shown.stdout

@@ -46,6 +46,36 @@ struct Log {
     }
 };
 
+// Saves steps 1 to 5 of a model of 16 chunks of 64 KiB, each changing one element, through a manager in memory;
+// restores the latest, and returns the checkpoints whose saves the log says shared chunks with an earlier one.
+std::vector<int64_t> sharing_saves(ckpt::ManagerOptions options) {
+    Log log;
+    options.storage = ckpt::Storage::memory();
+    options.log = log.sink();
+    ckpt::Manager manager("run", options);
+    std::vector<float> w(256 * 1024);
+    int64_t step = 0;
+    ckpt::Vars vars;
+    vars.borrow("w", w);
+    vars.borrow("step", step);
+    for (step = 1; step <= 5; ++step) {
+        for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i);
+        w[1000] = static_cast<float>(step);
+        manager.save(vars, step);
+    }
+    std::fill(w.begin(), w.end(), 0.0f);
+    CHECK(manager.restore(vars) == 5);
+    CHECK(step == 5);
+    CHECK(w[1000] == 5.0f);
+    CHECK(w[1001] == 1001.0f);
+    manager.close();
+    std::vector<int64_t> shared;
+    for (const auto& line : log.lines)
+        if (line.second.find(" shares ") != std::string::npos)
+            shared.push_back(std::stoll(line.second.substr(std::strlen("Checkpoint "))));
+    return shared;
+}
+
 }  // namespace
 
 TEST_CASE("A training loop saves, keeps the newest, and resumes from the latest checkpoint", "[manager]") {
@@ -370,4 +400,28 @@ TEST_CASE("clean removes what interrupted saves left; a dry run only finds it", 
     CHECK(m.clean().empty());
     CHECK(std::filesystem::exists(ckpt_dir + "/notes.txt"));
     CHECK(m.list() == std::vector<int64_t>{1});
+}
+
+TEST_CASE("Saves share unchanged chunks with the previous checkpoint unless incremental is off",
+          "[manager][incremental]") {
+    CHECK(sharing_saves({}) == std::vector<int64_t>{2, 3, 4, 5});
+    ckpt::ManagerOptions full;
+    full.incremental = false;
+    CHECK(sharing_saves(full).empty());
+}
+
+TEST_CASE("full_every makes every full_every-th save share nothing; a negative one is CKPT_EINVAL",
+          "[manager][incremental]") {
+    ckpt::ManagerOptions options;
+    options.full_every = 2;
+    CHECK(sharing_saves(options) == std::vector<int64_t>{3, 5});
+    TempDir dir;
+    options.full_every = -1;
+    try {
+        ckpt::Manager bad(dir.path(), options);
+        FAIL("a negative full_every did not throw");
+    } catch (const ckpt::Error& e) {
+        CHECK(e.code() == CKPT_EINVAL);
+        CHECK_THAT(e.what(), Catch::Contains("full_every"));
+    }
 }

@@ -487,3 +487,70 @@ TEST_CASE("Npz tells the byte order and memory order numpy wrote an array in", "
     CHECK(npz.byte_order(flags) == '|');
     CHECK_FALSE(npz.fortran_order(flags));
 }
+
+namespace {
+
+// A model of 16 chunks of 64 KiB whose training step changed one element.
+ckpt::Vars chunked_model(int64_t step) {
+    std::vector<float> w(256 * 1024);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i);
+    w[1000] = static_cast<float>(step);
+    ckpt::Vars vars;
+    vars.add("w", w);
+    vars.add("step", step);
+    return vars;
+}
+
+}  // namespace
+
+TEST_CASE("Chunk hashes are one more member, which ckpt's readers hide", "[npz][incremental]") {
+    TempDir dir;
+    ckpt::NpzOptions options;
+    options.chunk_hashes = true;
+    ckpt::save(dir.path("a.npz"), chunked_model(1), options);
+    CHECK(test::read_file(dir.path("a.npz")).find("__ckpt_chunks__.npy") != std::string::npos);
+    CHECK(ckpt::Npz(dir.path("a.npz")).names() == std::vector<std::string>{"w", "step"});
+    CHECK(ckpt::read(dir.path("a.npz")).size() == 2);
+    ckpt::save(dir.path("plain.npz"), chunked_model(1));
+    CHECK(test::read_file(dir.path("plain.npz")).find("__ckpt_chunks__") == std::string::npos);
+}
+
+TEST_CASE("A save against a base is the bytes of a full save with chunk hashes", "[npz][incremental]") {
+    TempDir dir;
+    std::shared_ptr<ckpt::Storage> storage;
+    std::string at;
+    SECTION("on disk, whose filesystem may refuse clones: the save then writes") { at = dir.path() + "/"; }
+    SECTION("in memory, which clones by copying") { storage = ckpt::Storage::memory(); }
+    ckpt::NpzOptions full;
+    full.storage = storage;
+    full.chunk_hashes = true;
+    ckpt::NpzOptions incremental;
+    incremental.storage = storage;
+    incremental.base = at + "1.npz";
+    ckpt::save(at + "1.npz", chunked_model(1), full);
+    ckpt::save(at + "2.npz", chunked_model(2), incremental);
+    ckpt::save(at + "full.npz", chunked_model(2), full);
+    const ckpt::Files files(storage);
+    const bool same = files.open(at + "2.npz").read_all() == files.open(at + "full.npz").read_all();
+    CHECK(same);
+    const ckpt::Vars back = ckpt::read(at + "2.npz", full);
+    CHECK(back.get<float>("w")[1000] == 2.0f);
+    CHECK(back.get<float>("w")[1001] == 1001.0f);
+    CHECK(back.scalar<int64_t>("step") == 2);
+}
+
+TEST_CASE("A base that cannot serve makes a full save", "[npz][incremental]") {
+    TempDir dir;
+    ckpt::save(dir.path("plain.npz"), chunked_model(1));
+    ckpt::NpzOptions hashed;
+    hashed.chunk_hashes = true;
+    ckpt::save(dir.path("full.npz"), chunked_model(2), hashed);
+    for (const char* base : {"missing.npz", "plain.npz"}) {
+        INFO(base);
+        ckpt::NpzOptions against;
+        against.base = dir.path(base);
+        ckpt::save(dir.path("b.npz"), chunked_model(2), against);
+        const bool same = test::read_file(dir.path("b.npz")) == test::read_file(dir.path("full.npz"));
+        CHECK(same);
+    }
+}

@@ -701,7 +701,7 @@ TEST_CASE("a malformed metadata member is CKPT_EFORMAT naming the file, the memb
                      member("0.npy", zipb::npy_member("<f4", "(1,)", "abcd"))};
         const Result r = read_bytes(dir, zipb::build(a));
         CHECK(r.rc == CKPT_EFORMAT);
-        CHECK_THAT(r.message, Contains("member 'names.npy'") && Contains("reserved for the metadata member"));
+        CHECK_THAT(r.message, Contains("member 'names.npy'") && Contains("reserved for ckpt's own member"));
     }
     SECTION("a corrupt metadata member fails its CRC like any other") {
         std::string bytes = with_metadata(R"({"format": 1, "metadata": {"step": "7"}})");

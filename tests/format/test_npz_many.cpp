@@ -16,6 +16,7 @@
 #include "support/temp_dir.hpp"
 #include "support/zip_builder.hpp"
 #include "core/var_collection.hpp"
+#include "support/stored.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -50,7 +51,7 @@ VarCollection many(size_t n) {
 std::string save_to_string(const VarCollection& vars) {
     MemoryStorage mem;
     save_npz(mem, "x.npz", vars, {});
-    return mem.contents("x.npz");
+    return ckpt::testing::stored(mem, "x.npz");
 }
 
 // Bytes in memory, read one call at a time: opening stays on one thread.

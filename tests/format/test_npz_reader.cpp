@@ -13,6 +13,7 @@
 #include "core/var_collection.hpp"
 #include "npz/zip_reader.hpp"
 #include "storage/read_ahead.hpp"
+#include "support/stored.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -37,7 +38,7 @@ using ckpt::testing::counting_array;
 std::string save_to_string(const VarCollection& vars, NpzWriteOptions options = {}) {
     MemoryStorage mem;
     save_npz(mem, "x.npz", vars, options);
-    return mem.contents("x.npz");
+    return ckpt::testing::stored(mem, "x.npz");
 }
 
 NpzReader reader_of(const std::string& bytes, NpzReadOptions options = {}) {

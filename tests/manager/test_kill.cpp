@@ -43,6 +43,7 @@
 // The child uses nothing but the C API and system calls (no Catch2: its assertions belong to the parent), and ends
 // only by SIGKILL, or _exit when a call fails unexpectedly (the message then comes through the pipe).
 #include "ckpt/ckpt.h"
+#include "support/private_image.hpp"
 #include "support/private_tmpfs.hpp"
 
 #include <catch2/catch.hpp>
@@ -151,10 +152,16 @@ struct Content {
         return rc;
     }
 
-    // gen(seed, k): every byte depends on both, so a checkpoint holding another step's data shows.
+    // gen(seed, k): every byte depends on both — but for the first half of "w", the same for every k of a seed (a
+    // frozen part, which incremental saves share with the checkpoint before), so a checkpoint holding another
+    // step's data shows.
     void fill(uint64_t s, int64_t k) {
+        uint64_t frozen = s * 0xD1B54A32D192ED03ull;
+        for (size_t i = 0; i < w.size() / 2; ++i)
+            w[i] = static_cast<float>(static_cast<int64_t>(splitmix64(frozen) >> 40) - (1 << 23)) / 4096.0f;
         uint64_t x = s * 0xD1B54A32D192ED03ull ^ static_cast<uint64_t>(k) * 0x8CB92BA72F3D8DD7ull;
-        for (float& f : w) f = static_cast<float>(static_cast<int64_t>(splitmix64(x) >> 40) - (1 << 23)) / 4096.0f;
+        for (size_t i = w.size() / 2; i < w.size(); ++i)
+            w[i] = static_cast<float>(static_cast<int64_t>(splitmix64(x) >> 40) - (1 << 23)) / 4096.0f;
         step = k;
         for (auto& row : m)
             for (double& d : row) d = static_cast<double>(static_cast<int64_t>(splitmix64(x) >> 11)) * 0x1p-40;
@@ -792,6 +799,44 @@ private:
 
 TEST_CASE("kill -9 at a random moment never loses an acknowledged save nor leaves a wrong one", "[kill]") {
     run_campaign(env_or("CKPT_KILL_DIR", env_or("TMPDIR", "/tmp")), kDefaultTrials, false);
+}
+
+// On XFS with reflink, where a manager's saves are incremental (the frozen half of "w" shared with the checkpoint
+// before): the same campaign, on an image this process mounts in a private mount namespace (skipped where it cannot).
+TEST_CASE("kill -9 during incremental saves on XFS never loses an acknowledged save nor leaves a wrong one",
+          "[.][xfs]") {
+    const std::string base = env_or("TMPDIR", "/tmp") + "/ckpt-kill-xfs-" + std::to_string(::getpid());
+    REQUIRE(::mkdir(base.c_str(), 0700) == 0);
+    const std::string mount_point = base + "/mnt";
+    REQUIRE(::mkdir(mount_point.c_str(), 0700) == 0);
+    const std::string why_not = ckpt::testing::mount_private_image(base + "/xfs.img", mount_point, "xfs", "512m");
+    if (why_not.empty()) {
+        run_campaign(mount_point, kDefaultTrials, false);
+        // The campaign's saves were incremental: a manager here logs what its second save shared.
+        std::vector<std::string> log;
+        ckpt_manager_options o = CKPT_MANAGER_OPTIONS_INIT;
+        o.log = [](int, const char* line, void* payload) {
+            static_cast<std::vector<std::string>*>(payload)->push_back(line);
+        };
+        o.log_payload = &log;
+        ckpt_manager* m = nullptr;
+        REQUIRE(ckpt_manager_open(&m, (mount_point + "/shares").c_str(), &o) == CKPT_OK);
+        Content c;
+        REQUIRE(c.make_vars() == CKPT_OK);
+        for (int64_t k = 1; k <= 2; ++k) {
+            c.fill(7, k);
+            REQUIRE(save_step(m, c.vars, 7, k) == CKPT_OK);
+        }
+        ckpt_manager_close(m);
+        CHECK(std::count_if(log.begin(), log.end(), [](const std::string& line) {
+                  return line.find("Checkpoint 2 shares 524288 bytes") != std::string::npos;
+              }) == 1);
+        ::umount2(mount_point.c_str(), MNT_DETACH);
+    }
+    ::unlink((base + "/xfs.img").c_str());
+    ::rmdir(mount_point.c_str());
+    ::rmdir(base.c_str());
+    if (!why_not.empty()) WARN("skipped: no XFS image: " << why_not);
 }
 
 TEST_CASE("on a full disk a save fails cleanly, keeps the previous checkpoints, and later saves succeed; also "

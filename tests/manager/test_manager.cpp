@@ -1731,7 +1731,7 @@ TEST_CASE("Invalid arguments are CKPT_EINVAL", "[manager][args]") {
         CHECK_FALSE(fs::exists(logdir.file("ckpt")));
     }
     SECTION("open: unknown flags") {
-        for (uint32_t flags : std::initializer_list<uint32_t>{32u, 0x80000000u, CKPT_MANAGER_ASYNC | 64u}) {
+        for (uint32_t flags : std::initializer_list<uint32_t>{64u, 0x80000000u, CKPT_MANAGER_ASYNC | 128u}) {
             ckpt_manager_options o = default_options();
             o.flags = flags;
             ckpt_manager* m = reinterpret_cast<ckpt_manager*>(&v);

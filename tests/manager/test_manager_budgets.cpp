@@ -2,7 +2,7 @@
 // What a restore may leave out and what a save may take: partial restores (CKPT_NPZ_PARTIAL, ckpt_vars_restored),
 // the disk check before a save (on a real, full tmpfs), and the staging budget of background saves (the peak
 // memory of a save loop, measured). Through the C API, with white-box checks of the two core pieces they rest on
-// (npz_size_bound, SnapshotPool's budget).
+// (the save's size bound, SnapshotPool's budget).
 #include "ckpt/ckpt.h"
 
 #include <catch2/catch.hpp>
@@ -16,6 +16,7 @@
 #include "support/private_tmpfs.hpp"
 #include "support/temp_dir.hpp"
 #include "writer/snapshot_pool.hpp"
+#include "support/stored.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -182,7 +183,7 @@ TEST_CASE("a manager opened with CKPT_NPZ_PARTIAL resumes a model that gained va
 
 // ===================================================================================================== disk space
 
-TEST_CASE("npz_size_bound is never below the bytes written, and close to them") {
+TEST_CASE("the size bound a save announces before writing is never below the bytes written, and close to them") {
     std::mt19937 rng(7);
     for (int trial = 0; trial < 200; ++trial) {
         ckpt::core::VarCollection vars;
@@ -203,10 +204,11 @@ TEST_CASE("npz_size_bound is never below the bytes written, and close to them") 
         ckpt::core::NpzWriteOptions options;
         options.layout = trial % 4 < 2 ? ckpt::core::Layout::plain : ckpt::core::Layout::objax;
         options.deflate = trial % 5 == 0;
+        uint64_t bound = 0;
+        options.before_write = [&](uint64_t size_bound) { bound = size_bound; };
         ckpt::core::MemoryStorage storage;
         ckpt::core::save_npz(storage, "/f.npz", vars, options);
-        const uint64_t written = storage.contents("/f.npz").size();
-        const uint64_t bound = ckpt::core::npz_size_bound(vars, options);
+        const uint64_t written = ckpt::testing::stored(storage, "/f.npz").size();
         INFO("trial " << trial << ": " << count << " arrays, " << written << " bytes written, bound " << bound);
         CHECK(bound >= written);
         if (!options.deflate) CHECK(bound - written <= 256 * (static_cast<uint64_t>(count) + 2) + 128);

@@ -614,7 +614,8 @@ TEST_CASE("ckpt_manager_options_init fills the defaults, and writes only version
     ckpt_manager_options o;
     std::memset(&o, 0xAB, sizeof o);
     REQUIRE(ckpt_manager_options_init(&o, CKPT_MANAGER_OPTIONS_VERSION) == CKPT_OK);
-    CHECK(o.version == 4);
+    CHECK(o.version == 5);
+    CHECK(o.full_every == 0);
     CHECK(o.max_staging_bytes == 0);
     CHECK(o.comm == nullptr);
     CHECK(o.keep == 10);
@@ -662,7 +663,8 @@ TEST_CASE("Invalid policy options are CKPT_EINVAL", "[policies][options]") {
     SECTION("negative keep_seconds") { o.keep_seconds = -1; }
     SECTION("negative save_every_steps") { o.save_every_steps = -1; }
     SECTION("negative save_every_seconds") { o.save_every_seconds = -1; }
-    SECTION("version 5") { o.version = 5; }
+    SECTION("negative full_every") { o.full_every = -1; }
+    SECTION("version 6") { o.version = 6; }
     ckpt_manager* m = reinterpret_cast<ckpt_manager*>(&o);
     CHECK(ckpt_manager_open(&m, logdir.str().c_str(), &o) == CKPT_EINVAL);
     CHECK(m == nullptr);

@@ -8,6 +8,7 @@
 #include "support/temp_dir.hpp"
 #include "storage/memory_storage.hpp"
 #include "support/thread_comm.hpp"
+#include "support/stored.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -495,7 +496,8 @@ TEST_CASE("Where directories cannot be renamed, the manifest written last commit
     }
     SECTION("shards without a manifest are no checkpoint; the next manager's first save removes them") {
         storage->make_dirs(dir + "/0000000003");
-        storage->put(dir + "/0000000003/shard-00000-of-00002.npz", storage->contents(dir + "/0000000002/shard-00000-of-00002.npz"));
+        storage->put(dir + "/0000000003/shard-00000-of-00002.npz",
+                     ckpt::testing::stored(*storage, dir + "/0000000002/shard-00000-of-00002.npz"));
         CheckpointManager::Options ro;
         ro.storage = storage;
         ro.read_only = true;

@@ -7,7 +7,7 @@ import ctypes
 import os
 import sys
 import sysconfig
-from typing import Any, Optional, Union
+from typing import Any, Optional, Tuple, Union
 
 from . import errors
 
@@ -25,8 +25,10 @@ SINCE.update((f, FILES_SINCE) for f in ("ckpt_storage_stat", "ckpt_storage_list"
 COPY, BORROW = 0, 1
 LAYOUT_AUTO, LAYOUT_PLAIN, LAYOUT_OBJAX = 0, 1, 2
 STORE, DEFLATE = 0, 1
-NPZ_OPTIONS_VERSION = 4
-MANAGER_OPTIONS_VERSION = 4
+NPZ_OPTIONS_VERSION = 5
+MANAGER_OPTIONS_VERSION = 5
+# ckpt_npz_options and ckpt_manager_options version 5 (base, chunk hashes, full_every); older libraries take version 4
+INCREMENTAL_SINCE = (0, 9, 0)
 WRITER_OPTIONS_VERSION = 2
 WRITER_AFTER_SAVE_SINCE = (0, 7, 0)  # ckpt_writer_options version 2 (after_save); older libraries take version 1
 STORAGE_OPS_VERSION = 5
@@ -36,11 +38,13 @@ COMM_OPS_VERSION = 1
 REDUCE_MIN, REDUCE_MAX, REDUCE_SUM = 0, 1, 2
 LATEST = -1
 MANAGER_ASYNC, MANAGER_NO_FALLBACK, MANAGER_NO_MAKEDIR, MANAGER_VERBOSE, MANAGER_READ_ONLY = 1, 2, 4, 8, 16
+MANAGER_FULL_SAVES = 32
 BEST_MIN, BEST_MAX = 0, 1
 LOG_INFO, LOG_WARNING = 1, 2
 WRITER_SIMPLE, WRITER_THREAD, WRITER_QUEUE = 0, 1, 2
 APPEND, NO_COPY = 1, 2
 NPZ_PARTIAL, NPZ_MAP_UNVERIFIED, NPZ_MAP_WRITABLE = 1, 2, 4
+NPZ_CHUNK_HASHES = 16
 
 c_void_p, c_char_p, c_size_t, c_int, c_uint32, c_int32 = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
                                                            ctypes.c_int, ctypes.c_uint32, ctypes.c_int32)
@@ -66,7 +70,8 @@ class NpzOptions(ctypes.Structure):
                 ("progress", PROGRESS_FN), ("progress_payload", c_void_p),
                 ("storage", c_void_p),  # version 2
                 ("max_members", c_uint64), ("max_total_bytes", c_uint64),  # version 3
-                ("flags", c_uint32)]  # version 4
+                ("flags", c_uint32),  # version 4
+                ("base", c_char_p)]  # version 5
 
 
 class ManagerOptions(ctypes.Structure):
@@ -79,7 +84,8 @@ class ManagerOptions(ctypes.Structure):
                 ("keep_best", c_int32), ("best_metric", c_char_p), ("best_mode", c_uint32),
                 ("keep_seconds", c_int64), ("save_every_steps", c_int64), ("save_every_seconds", c_int64),
                 ("max_staging_bytes", c_uint64),  # version 3
-                ("comm", c_void_p)]  # version 4
+                ("comm", c_void_p),  # version 4
+                ("full_every", c_int64)]  # version 5
 
 
 class WriterOptions(ctypes.Structure):
@@ -385,6 +391,19 @@ class Handle:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def options_version(current: int) -> int:
+    """The version of ckpt_npz_options or ckpt_manager_options to pass, `current` being this package's: version 4
+    to a library older than INCREMENTAL_SINCE, which refuses any later one (the later fields then stay unset)."""
+    return current if VERSION >= INCREMENTAL_SINCE else 4
+
+
+def require(since: Tuple[int, int, int], what: str) -> None:
+    """Raises UnsupportedError saying that `what` needs libckpt `since` or newer, when the library loaded is older."""
+    if VERSION < since:
+        raise errors.UnsupportedError(errors.EUNSUPPORTED, "%s needs libckpt %d.%d.%d or newer (this one is %d.%d.%d)"
+                                      % ((what,) + since + VERSION))
 
 
 def message() -> str:

@@ -55,6 +55,12 @@ class Manager:
     Before each save the storage's free space is checked (the local filesystem's, or a Storage's ``free_space``):
     a save that cannot fit fails with StorageError and leaves the directory as it was.
 
+    Saves are incremental (libckpt 0.9.0 or newer) where the storage can share blocks between files (XFS with
+    reflink, btrfs; ``ckpt.NativeMemory`` copies instead): each file records its chunk hashes, and a save shares the
+    16 KiB chunks that did not change with the checkpoint saved before it, every file staying complete. With
+    ``full_every=N`` every N-th save of the manager shares nothing (files that share blocks share a media error);
+    ``incremental=False`` makes every save a full one.
+
     Opening locks nothing: the first save locks the directory (BusyError naming the holder's pid when another
     process holds it) and removes the temporaries interrupted saves left. A manager that only lists, reads and
     restores never locks nor deletes, so an evaluator may restore while a trainer saves. A new manager of a
@@ -78,11 +84,13 @@ class Manager:
                  compression: Optional[str] = None, level: int = 0, storage: Any = None, read_only: bool = False,
                  keep_best: int = 0, best_metric: Optional[str] = None, best_mode: str = "min", keep_seconds: int = 0,
                  save_every_steps: int = 0, save_every_seconds: int = 0, partial: bool = False,
-                 max_staging_bytes: int = 0, comm: Any = None, **limits: Any) -> None:
+                 max_staging_bytes: int = 0, comm: Any = None, incremental: bool = True, full_every: int = 0,
+                 **limits: Any) -> None:
         """Opens (creating it unless ``makedir=False`` or ``read_only=True``) the checkpoint directory of `logdir`;
         see the class's documentation for the options. NotFoundError when the directory must exist and does not."""
         o = _native.ManagerOptions()
-        _native.check(lib.ckpt_manager_options_init(ctypes.byref(o), _native.MANAGER_OPTIONS_VERSION))
+        _native.check(lib.ckpt_manager_options_init(ctypes.byref(o),
+                                                    _native.options_version(_native.MANAGER_OPTIONS_VERSION)))
         o.keep = keep if keep is not None else 0
         o.keep_every = keep_every
         o.flags = ((_native.MANAGER_ASYNC if asynchronous else 0) | (0 if fallback else _native.MANAGER_NO_FALLBACK) |
@@ -99,6 +107,11 @@ class Manager:
         o.save_every_steps = save_every_steps
         o.save_every_seconds = save_every_seconds
         o.max_staging_bytes = max_staging_bytes
+        if not incremental and _native.VERSION >= _native.INCREMENTAL_SINCE:  # older libraries make only full saves
+            o.flags |= _native.MANAGER_FULL_SAVES
+        if full_every:
+            _native.require(_native.INCREMENTAL_SINCE, "ckpt.Manager(full_every=...)")
+            o.full_every = full_every
         self._npz = npz.options(layout=layout, compression=compression, level=level, partial=partial, **limits)
         o.npz = ctypes.pointer(self._npz)
         if log is not None:

@@ -43,10 +43,11 @@ class Metadata(dict):
 def options(layout: str = "auto", compression: Optional[str] = None, level: int = 0,
             renamer: Optional[Renamer] = None, progress: Optional[Progress] = None, storage: Any = None,
             max_header_bytes: int = 0, max_members: int = 0, max_total_bytes: int = 0, partial: bool = False,
-            map_unverified: bool = False, map_writable: bool = False) -> _native.NpzOptions:
+            map_unverified: bool = False, map_writable: bool = False, base: Optional[Path] = None,
+            chunk_hashes: bool = False) -> _native.NpzOptions:
     """A ckpt_npz_options (with the Python objects its callbacks need kept on it)."""
     o = _native.NpzOptions()
-    _native.check(lib.ckpt_npz_options_init(ctypes.byref(o), _native.NPZ_OPTIONS_VERSION))
+    _native.check(lib.ckpt_npz_options_init(ctypes.byref(o), _native.options_version(_native.NPZ_OPTIONS_VERSION)))
     if layout not in _LAYOUTS:
         raise errors.InvalidArgumentError(
             errors.EINVAL, "layout must be one of %s, not %r" % (", ".join(_LAYOUTS), layout))
@@ -64,6 +65,12 @@ def options(layout: str = "auto", compression: Optional[str] = None, level: int 
         o.flags |= _native.NPZ_MAP_UNVERIFIED
     if map_writable:
         o.flags |= _native.NPZ_MAP_WRITABLE
+    if base is not None:
+        _native.require(_native.INCREMENTAL_SINCE, "ckpt.save(base=...)")
+        o.base = _path(base)
+    if chunk_hashes:
+        _native.require(_native.INCREMENTAL_SINCE, "ckpt.save(chunk_hashes=True)")
+        o.flags |= _native.NPZ_CHUNK_HASHES
     keep = []
     o._rename_state = None
     if renamer is not None:
@@ -208,19 +215,28 @@ def collection(arrays, metadata=None, writable=False):
 
 def save(file: Union[Path, IO[bytes]], arrays: Union[Mapping[str, Any], Collection],
          metadata: Optional[Mapping[str, Any]] = None, layout: str = "plain", compression: Optional[str] = None,
-         level: int = 0, progress: Optional[Progress] = None, storage: Any = None) -> None:
+         level: int = 0, progress: Optional[Progress] = None, storage: Any = None, base: Optional[Path] = None,
+         chunk_hashes: bool = False) -> None:
     """Saves a mapping of name -> array (numpy arrays, numbers, torch tensors, ckpt.typed bits) to `file`: a path
     (atomic and durable: the file is either the old one or the complete new one) or a writable binary file
     object. `metadata` is a dict of strings saved with the arrays. numpy.load reads the result. `arrays` may be
-    a Collection (built once, saved at the C call's cost)."""
+    a Collection (built once, saved at the C call's cost).
+
+    ``chunk_hashes=True`` records the hashes of the 16 KiB chunks of arrays of 64 KiB or more (one more member,
+    "__ckpt_chunks__", which numpy lists and ckpt's readers hide), so that a later save can take it as its `base`.
+    `base` is such an earlier file, a path in the same storage: the chunks that did not change are shared with it
+    (cloned, where the filesystem can: XFS, btrfs) instead of written, and the file records chunk hashes too. Its
+    bytes are those of a full save with ``chunk_hashes=True``; a base that cannot serve (missing, or without chunk
+    hashes) makes a full save, never an error. Stored saves only: a deflated one records no hashes. Both need
+    libckpt 0.9.0 or newer (UnsupportedError)."""
+    kw = dict(layout=layout, compression=compression, level=level, progress=progress, storage=storage, base=base,
+              chunk_hashes=chunk_hashes)
     if isinstance(arrays, Collection):
         arrays._vars.set_metadata(metadata)
-        _save_vars(file, arrays._vars, layout=layout, compression=compression, level=level, progress=progress,
-                   storage=storage)
+        _save_vars(file, arrays._vars, **kw)
         return
     with collection(arrays, metadata) as v:
-        _save_vars(file, v, layout=layout, compression=compression, level=level, progress=progress,
-                   storage=storage)
+        _save_vars(file, v, **kw)
 
 
 def _save_vars(file, v, storage=None, **kw):

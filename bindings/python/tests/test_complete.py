@@ -148,3 +148,14 @@ def test_the_compiled_fast_path_is_there_when_expected():
     from ckpt import _vars
     if os.environ.get("CKPT_EXPECT_SPEEDUPS"):
         assert _vars._speedups is not None, "ckpt._speedups did not import"
+
+
+def test_the_package_version_is_the_project_version():
+    # ckpt.__version__, the version pip installs and the library's own release move together.
+    import ckpt
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
+    with open(os.path.join(root, "CMakeLists.txt")) as f:
+        project = re.search(r"project\(ckpt VERSION (\S+)", f.read()).group(1)
+    with open(os.path.join(root, "bindings", "python", "pyproject.toml")) as f:
+        pyproject = re.search(r'^version = "(.+)"$', f.read(), re.M).group(1)
+    assert (ckpt.__version__, pyproject) == (project, project)

@@ -51,6 +51,7 @@ pub struct ManagerOptions {
     save_every_seconds: Option<i64>,
     max_staging_bytes: Option<u64>,
     comm: Option<CommHandle>,
+    full_every: Option<i64>,
 }
 
 /// Whether lower or higher values of the best metric are better (`CKPT_BEST_MIN`, `CKPT_BEST_MAX`).
@@ -130,6 +131,23 @@ impl ManagerOptions {
     #[must_use]
     pub fn read_only(self, on: bool) -> ManagerOptions {
         self.flag(sys::CKPT_MANAGER_READ_ONLY, on)
+    }
+
+    /// Whether saves are incremental (on by default; `incremental(false)` is `CKPT_MANAGER_FULL_SAVES`): where the
+    /// storage can share blocks between files (XFS with reflink, btrfs; the memory storage copies instead), each file
+    /// records its chunk hashes and a save shares the 16 KiB chunks that did not change with the checkpoint saved
+    /// before it. Every file stays complete.
+    #[must_use]
+    pub fn incremental(self, on: bool) -> ManagerOptions {
+        self.flag(sys::CKPT_MANAGER_FULL_SAVES, !on)
+    }
+
+    /// With [`incremental`](ManagerOptions::incremental) saves, every `n`-th save of the manager shares nothing:
+    /// files that share blocks share a media error (0: never).
+    #[must_use]
+    pub fn full_every(mut self, n: i64) -> ManagerOptions {
+        self.full_every = Some(n);
+        self
     }
 
     /// Log to stderr when no [`log`](ManagerOptions::log) callback is set (objax's `verbose=True`).
@@ -248,6 +266,7 @@ impl std::fmt::Debug for ManagerOptions {
             .field("save_every_steps", &self.save_every_steps)
             .field("save_every_seconds", &self.save_every_seconds)
             .field("max_staging_bytes", &self.max_staging_bytes)
+            .field("full_every", &self.full_every)
             .finish()
     }
 }
@@ -344,6 +363,9 @@ impl Manager {
         }
         if let Some(bytes) = options.max_staging_bytes {
             raw.max_staging_bytes = bytes;
+        }
+        if let Some(n) = options.full_every {
+            raw.full_every = n;
         }
         let mut out = ptr::null_mut();
         // SAFETY: valid pointers; the library copies subdir and npz, and calls the callbacks, which `options`

@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 //! `NpzOptions` (`ckpt_npz_options`): how saves write and reads check .npz files, taken by every call that
 //! saves, reads or restores ([`Vars`](crate::Vars), [`Npz`](crate::Npz), managers, writers, steps).
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::Arc;
 
 use crate::error::{check, Result};
 use crate::storage::{set_callback_message, StorageHandle};
 use crate::sys;
+use crate::util::c_path;
 
 /// How arrays are laid out in the archive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -60,6 +62,8 @@ pub struct NpzOptions {
     partial: bool,
     map_unverified: bool,
     map_writable: bool,
+    chunk_hashes: bool,
+    base: Option<PathBuf>,
     rename: Option<Arc<Renamer>>,
     progress: Option<Arc<Progress>>,
     storage: Option<StorageHandle>,
@@ -139,6 +143,25 @@ impl NpzOptions {
         self
     }
 
+    /// Saves: the hashes of each stored array's 16 KiB chunks go into one more member, `__ckpt_chunks__.npy`
+    /// (`CKPT_NPZ_CHUNK_HASHES`; numpy lists it, ckpt's readers hide it), so that a later save can take the file as
+    /// its [`base`](NpzOptions::base). A deflated save records none.
+    #[must_use]
+    pub fn chunk_hashes(mut self, on: bool) -> NpzOptions {
+        self.chunk_hashes = on;
+        self
+    }
+
+    /// Saves ([`Vars::save_with`](crate::Vars::save_with)): an earlier file, a path in the same storage, whose
+    /// unchanged chunks this save shares (clones, where the filesystem can: XFS, btrfs) instead of writing them;
+    /// implies [`chunk_hashes`](NpzOptions::chunk_hashes). The file's bytes are those of a full save with chunk
+    /// hashes: a base that cannot serve (missing, or without chunk hashes) makes a full save, never an error.
+    #[must_use]
+    pub fn base(mut self, path: impl AsRef<Path>) -> NpzOptions {
+        self.base = Some(path.as_ref().to_path_buf());
+        self
+    }
+
     /// A renamer for restores (objax's `renamer`): maps each name on disk to the variable name it restores, or
     /// `None` to keep it. Returning an empty name fails the restore with [`Code::InvalidArgument`](crate::Code::InvalidArgument).
     #[must_use]
@@ -210,6 +233,13 @@ impl NpzOptions {
         if self.map_writable {
             raw.flags |= sys::CKPT_NPZ_MAP_WRITABLE;
         }
+        if self.chunk_hashes {
+            raw.flags |= sys::CKPT_NPZ_CHUNK_HASHES;
+        }
+        let base = self.base.as_deref().map(c_path).transpose()?;
+        if let Some(base) = &base {
+            raw.base = base.as_ptr();
+        }
         if let Some(rename) = &self.rename {
             raw.rename = Some(rename_trampoline);
             raw.rename_payload = Arc::as_ptr(rename) as *mut c_void;
@@ -223,7 +253,7 @@ impl NpzOptions {
                 raw.storage = storage.as_ptr();
             }
         }
-        Ok(RawNpzOptions { raw, _options: PhantomData })
+        Ok(RawNpzOptions { raw, _base: base, _options: PhantomData })
     }
 }
 
@@ -239,6 +269,8 @@ impl std::fmt::Debug for NpzOptions {
             .field("partial", &self.partial)
             .field("map_unverified", &self.map_unverified)
             .field("map_writable", &self.map_writable)
+            .field("chunk_hashes", &self.chunk_hashes)
+            .field("base", &self.base)
             .field("rename", &self.rename.is_some())
             .field("progress", &self.progress.is_some())
             .field("storage", &self.storage)
@@ -249,6 +281,8 @@ impl std::fmt::Debug for NpzOptions {
 /// A `ckpt_npz_options` whose pointers borrow the [`NpzOptions`] it was made from.
 pub(crate) struct RawNpzOptions<'o> {
     raw: sys::ckpt_npz_options,
+    // What raw.base points to: the bytes of a CString stay where they are when it moves.
+    _base: Option<CString>,
     _options: PhantomData<&'o NpzOptions>,
 }
 

@@ -66,10 +66,11 @@ pub const CKPT_LAYOUT_OBJAX: u32 = 2;
 pub const CKPT_STORE: u32 = 0;
 pub const CKPT_DEFLATE: u32 = 1;
 pub const CKPT_NPZ_PARTIAL: u32 = 1;
-pub const CKPT_NPZ_OPTIONS_VERSION: u32 = 4;
+pub const CKPT_NPZ_OPTIONS_VERSION: u32 = 5;
 pub const CKPT_NPZ_MAP_UNVERIFIED: u32 = 2;
 pub const CKPT_NPZ_MAP_WRITABLE: u32 = 4;
 pub const CKPT_NPZ_KEEP_MANAGER_KEYS: u32 = 8;
+pub const CKPT_NPZ_CHUNK_HASHES: u32 = 16;
 
 // ------------------------------------------------------------------------------------------------ storage
 pub const CKPT_STORAGE_OPS_VERSION: u32 = 5;
@@ -101,9 +102,10 @@ pub const CKPT_MANAGER_NO_FALLBACK: u32 = 2;
 pub const CKPT_MANAGER_NO_MAKEDIR: u32 = 4;
 pub const CKPT_MANAGER_VERBOSE: u32 = 8;
 pub const CKPT_MANAGER_READ_ONLY: u32 = 16;
+pub const CKPT_MANAGER_FULL_SAVES: u32 = 32;
 pub const CKPT_BEST_MIN: u32 = 0;
 pub const CKPT_BEST_MAX: u32 = 1;
-pub const CKPT_MANAGER_OPTIONS_VERSION: u32 = 4;
+pub const CKPT_MANAGER_OPTIONS_VERSION: u32 = 5;
 
 // ------------------------------------------------------------------------------------------------ opaque handles
 // Zero-sized and unconstructible: only pointers to them exist, and they are neither Send nor Sync by themselves.
@@ -190,6 +192,8 @@ pub struct ckpt_npz_options {
     pub max_total_bytes: u64,
     // version 4
     pub flags: u32,
+    // version 5
+    pub base: *const c_char,
 }
 
 #[repr(C)]
@@ -337,6 +341,8 @@ pub struct ckpt_manager_options {
     pub max_staging_bytes: u64,
     // version 4
     pub comm: *mut ckpt_comm,
+    // version 5
+    pub full_every: i64,
 }
 
 // ------------------------------------------------------------------------------------------------ functions

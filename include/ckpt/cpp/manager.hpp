@@ -65,6 +65,13 @@ struct ManagerOptions {
     uint64_t max_staging_bytes = 0;
     // Makes the manager collective over the communicator's ranks (sharded checkpoints, docs/distributed.md).
     std::optional<CommHandle> comm;
+    // Incremental saves (false: CKPT_MANAGER_FULL_SAVES): where the storage can share blocks between files (XFS with
+    // reflink, btrfs; Storage::memory() copies instead), each file records its chunk hashes and a save shares the
+    // 16 KiB chunks that did not change with the checkpoint saved before it. Every file stays complete.
+    bool incremental = true;
+    // Incremental saves: every full_every-th save of the manager shares nothing (files that share blocks share a media
+    // error); 0 = never.
+    int64_t full_every = 0;
 };
 
 // A metric of a save: recorded as "ckpt.metric.<name>" in the checkpoint's metadata.
@@ -106,7 +113,8 @@ public:
         c.keep_every = options.keep_every;
         c.flags = (options.async ? CKPT_MANAGER_ASYNC : 0u) | (options.fallback ? 0u : CKPT_MANAGER_NO_FALLBACK) |
                   (options.make_dir ? 0u : CKPT_MANAGER_NO_MAKEDIR) | (options.verbose ? CKPT_MANAGER_VERBOSE : 0u) |
-                  (options.read_only ? CKPT_MANAGER_READ_ONLY : 0u);
+                  (options.read_only ? CKPT_MANAGER_READ_ONLY : 0u) |
+                  (options.incremental ? 0u : CKPT_MANAGER_FULL_SAVES);
         c.queue_depth = options.queue_depth;
         c.subdir = options.subdir ? options.subdir->c_str() : nullptr;
         c.npz = &npz.c;
@@ -123,6 +131,7 @@ public:
         c.save_every_seconds = options.save_every_seconds;
         c.max_staging_bytes = options.max_staging_bytes;
         if (options.comm) c.comm = options.comm->native();
+        c.full_every = options.full_every;
         detail::check(ckpt_manager_open(&m_, logdir.c_str(), &c));
     }
     // Closes (waiting for background saves), dropping their errors: call close() to see them.

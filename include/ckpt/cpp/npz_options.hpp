@@ -55,6 +55,15 @@ struct NpzOptions {
     bool map_unverified = false;
     // Opening: the mapping is copy-on-write (CKPT_NPZ_MAP_WRITABLE), so the arrays of Npz::map_vars may be written.
     bool map_writable = false;
+    // Saves (CKPT_NPZ_CHUNK_HASHES): the hashes of each stored array's 16 KiB chunks go into one more member,
+    // "__ckpt_chunks__.npy" (numpy lists it, ckpt's readers hide it), so that a later save can take the file as its
+    // base. A deflated save records none.
+    bool chunk_hashes = false;
+    // ckpt::save: an earlier file, a path in the same storage, whose unchanged chunks this save shares (clones, where
+    // the filesystem can: XFS, btrfs) instead of writing them; implies chunk_hashes. The file's bytes are those of a
+    // full save with chunk hashes: a base that cannot serve (missing, or without chunk hashes) makes a full save,
+    // never an error. "" = none.
+    std::string base;
 };
 
 namespace detail {
@@ -107,7 +116,8 @@ struct NpzCallbacks {
 };
 
 // ckpt_npz_options for one use, from NpzOptions: callbacks pointed at `cb` (which must outlive the C users of the
-// struct), and the storage held by `storage` unless the caller says the struct's storage is ignored.
+// struct), the base pointed at o.base (which must outlive them too), and the storage held by `storage` unless the
+// caller says the struct's storage is ignored.
 struct CNpzOptions {
     ckpt_npz_options c;
     StorageRef storage;
@@ -124,6 +134,8 @@ struct CNpzOptions {
         c.flags = o.partial ? CKPT_NPZ_PARTIAL : 0u;
         if (o.map_unverified) c.flags |= CKPT_NPZ_MAP_UNVERIFIED;
         if (o.map_writable) c.flags |= CKPT_NPZ_MAP_WRITABLE;
+        if (o.chunk_hashes) c.flags |= CKPT_NPZ_CHUNK_HASHES;
+        c.base = o.base.empty() ? nullptr : o.base.c_str();
         c.storage = storage.get();
         if (cb != nullptr && cb->rename) {
             c.rename = &NpzCallbacks::rename_fn;

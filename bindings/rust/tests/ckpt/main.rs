@@ -5,6 +5,7 @@ mod common;
 mod completeness;
 mod errors;
 mod files;
+mod incremental;
 mod layout;
 mod manager;
 mod map;

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+// Chunk hashes: what lets a save reuse the bytes of a previous checkpoint that did not change, while every file stays
+// a complete .npz (docs/format.md, "Chunk hashes").
+//
+// A save that records them puts the first data byte of each stored array of kMinChunkedBytes or more (smaller ones are
+// rewritten whole) on a 4096-byte boundary of the file, and hashes its data in fixed chunks of kChunkBytes (the last
+// one shorter) with hash128, in the pass over memory that computes the CRC-32. The hashes go into one more member,
+// "__ckpt_chunks__.npy" (a 1-D uint8 array numpy loads as any other; ckpt's reader sets it aside like the metadata
+// member): a later save, in this process or another, knows what the file holds without reading its data, and clones
+// every chunk whose hash it matches from this file.
+#pragma once
+
+#include "core/metadata.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ckpt::core {
+
+// Chunk size (docs/performance.md, "Incremental saves", measured it): a multiple of every common filesystem block.
+constexpr uint32_t kChunkBytes = uint32_t{16} << 10;
+// Arrays smaller than this are neither aligned nor hashed (rewritten whole): the alignment's padding, up to a block,
+// stays a small part of the arrays that pay it.
+constexpr uint64_t kMinChunkedBytes = uint64_t{64} << 10;
+// Where chunked arrays' data starts in the file: a multiple of this (the largest common filesystem block).
+constexpr uint64_t kBlockAlignment = 4096;
+
+// A 128-bit content hash (not cryptographic: it tells a state's own chunks apart, it does not resist an adversary;
+// reuse also needs the chunk's size and position, the array's dtype, shape and order to match).
+struct Hash128 {
+    uint64_t lo = 0;
+    uint64_t hi = 0;
+};
+inline bool operator==(const Hash128& a, const Hash128& b) { return a.lo == b.lo && a.hi == b.hi; }
+inline bool operator!=(const Hash128& a, const Hash128& b) { return !(a == b); }
+
+// The hash of n bytes at data. Its values are part of the file format: they never change.
+Hash128 hash128(const void* data, size_t n);
+
+// How many chunks an array of `nbytes` has.
+inline uint64_t chunk_count(uint64_t nbytes, uint32_t chunk_bytes) {
+    return nbytes / chunk_bytes + (nbytes % chunk_bytes != 0 ? 1 : 0);
+}
+
+// The table one file holds: per chunked member, its name, its CRC-32 (as the central directory has it: a table
+// that does not describe the member beside it is not used), its array's byte count, and its chunks' hashes.
+struct ChunkTable {
+    struct Member {
+        std::string name;  // the zip member's name
+        uint32_t crc = 0;
+        uint64_t data_bytes = 0;
+        std::vector<Hash128> hashes;
+    };
+    uint32_t chunk_bytes = kChunkBytes;
+    std::vector<Member> members;
+};
+
+// The member's bytes (docs/format.md): "CKPTCHNK", u32 version 1, u32 chunk size, u64 member count; per member:
+// u16 name length, the name (UTF-8), u32 CRC-32, u64 data bytes, u64 chunk count, then 16 bytes per chunk (lo, hi;
+// little-endian throughout).
+std::vector<unsigned char> encode_chunk_table(const ChunkTable& table);
+// The size encode_chunk_table gives for members with these name lengths and array sizes.
+uint64_t chunk_table_bytes(const std::vector<std::pair<size_t, uint64_t>>& name_and_data_bytes, uint32_t chunk_bytes);
+// Parses a table, treating every byte as untrusted. Throws Error(format) saying what is wrong.
+ChunkTable decode_chunk_table(const unsigned char* data, size_t n);
+
+}  // namespace ckpt::core

@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: Apache-2.0
+// Chunk hashes and saves against a base (npz/chunks.hpp, npz/chunk_base.hpp): the hash, the table's codec, and
+// saves that reuse an earlier file's unchanged chunks — in memory, on a filesystem that cannot clone, and on XFS and
+// btrfs images, where the blocks must be shared.
+#include <catch2/catch.hpp>
+
+#include "core/error.hpp"
+#include "npz/chunk_base.hpp"
+#include "npz/chunks.hpp"
+#include "npz/crc32.hpp"
+#include "npz/npz_reader.hpp"
+#include "npz/npz_writer.hpp"
+#include "storage/memory_storage.hpp"
+#include "support/files.hpp"
+#include "support/in_child.hpp"
+#include "support/private_image.hpp"
+#include "support/stored.hpp"
+#include "support/temp_dir.hpp"
+
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace ckpt::core;
+using Catch::Matchers::Contains;
+using ckpt::testing::stored;
+using ckpt::testing::TempDir;
+
+namespace {
+
+std::vector<unsigned char> random_bytes(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<unsigned char> v(n);
+    for (auto& b : v) b = static_cast<unsigned char>(rng());
+    return v;
+}
+
+std::string hex(const Hash128& h) { return fmt::format("{:016x}{:016x}", h.hi, h.lo); }
+
+// Two arrays of several chunks (one of them not a whole number of chunks), one too small to chunk.
+struct State {
+    std::vector<float> big = std::vector<float>(5 * kChunkBytes / 4);
+    std::vector<double> odd = std::vector<double>((5 * kChunkBytes + 1000) / 8);
+    std::vector<int32_t> small = std::vector<int32_t>(100);
+    State() {
+        for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i) * 0.5f;
+        for (size_t i = 0; i < odd.size(); ++i) odd[i] = static_cast<double>(i) * 0.25;
+        for (size_t i = 0; i < small.size(); ++i) small[i] = static_cast<int32_t>(i);
+    }
+    VarCollection vars() {
+        VarCollection v;
+        v.add("big", Array::borrow(DType::float32, 4, {5, static_cast<int64_t>(kChunkBytes / 4)}, big.data()));
+        v.add("odd", Array::borrow(DType::float64, 8, {static_cast<int64_t>(odd.size())}, odd.data()));
+        v.add("small", Array::borrow(DType::int32, 4, {100}, small.data()));
+        return v;
+    }
+};
+
+NpzWriteOptions chunked(const ChunkBase* base = nullptr, uint64_t* shared = nullptr) {
+    NpzWriteOptions o;
+    o.chunk_hashes = true;
+    o.base = base;
+    o.shared_bytes = shared;
+    return o;
+}
+
+// Saves the state with chunk hashes to `path` and opens the file as a base, which must serve.
+std::unique_ptr<ChunkBase> saved_base(Storage& storage, const std::string& path, State& s) {
+    save_npz(storage, path, s.vars(), chunked());
+    std::string why;
+    std::unique_ptr<ChunkBase> base = ChunkBase::open(storage, path, &why);
+    INFO(why);
+    REQUIRE(base);
+    return base;
+}
+
+// Bytes of `path` whose extents the filesystem reports as shared with another file (FIEMAP).
+uint64_t shared_extent_bytes(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    constexpr unsigned kExtents = 512;
+    std::vector<char> buf(sizeof(fiemap) + kExtents * sizeof(fiemap_extent));
+    uint64_t shared = 0, start = 0;
+    for (;;) {
+        std::memset(buf.data(), 0, buf.size());
+        auto* map = reinterpret_cast<fiemap*>(buf.data());
+        map->fm_start = start;
+        map->fm_length = ~uint64_t{0} - start;
+        map->fm_flags = FIEMAP_FLAG_SYNC;
+        map->fm_extent_count = kExtents;
+        if (::ioctl(fd, FS_IOC_FIEMAP, map) != 0 || map->fm_mapped_extents == 0) break;
+        bool last = false;
+        for (unsigned i = 0; i < map->fm_mapped_extents; ++i) {
+            const fiemap_extent& e = map->fm_extents[i];
+            if (e.fe_flags & FIEMAP_EXTENT_SHARED) shared += e.fe_length;
+            start = e.fe_logical + e.fe_length;
+            last = last || (e.fe_flags & FIEMAP_EXTENT_LAST);
+        }
+        if (last) break;
+    }
+    ::close(fd);
+    return shared;
+}
+
+}  // namespace
+
+TEST_CASE("hash128 gives the values the file format fixes") {
+    CHECK(hex(hash128("", 0)) == "46908f5191ccc237a21834a57aefc232");
+    std::vector<unsigned char> counting(1000);
+    for (size_t i = 0; i < counting.size(); ++i) counting[i] = static_cast<unsigned char>(i);
+    CHECK(hex(hash128(counting.data(), counting.size())) == "2db1ee808d550a5b95e5a97ed3c5dd4e");
+    const std::vector<unsigned char> zeros(65536, 0);
+    CHECK(hex(hash128(zeros.data(), zeros.size())) == "70a944962e3ada890ce60ff427bddcad");
+}
+
+TEST_CASE("hash128: one bit flipped anywhere changes the hash") {
+    for (const size_t n : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{4096}, size_t{kChunkBytes}}) {
+        for (const bool zero : {true, false}) {
+            std::vector<unsigned char> data = zero ? std::vector<unsigned char>(n, 0) : random_bytes(n, 7);
+            const Hash128 before = hash128(data.data(), n);
+            const size_t step = n > 4096 ? 61 : 1;  // every bit of small inputs, a bit of every 61st byte of large
+            size_t changed = 0, tried = 0;
+            for (size_t byte = 0; byte < n; byte += step) {
+                for (int bit = 0; bit < 8; bit += (n > 4096 ? 3 : 1)) {
+                    data[byte] ^= static_cast<unsigned char>(1u << bit);
+                    const Hash128 after = hash128(data.data(), n);
+                    changed += after.lo != before.lo && after.hi != before.hi;
+                    ++tried;
+                    data[byte] ^= static_cast<unsigned char>(1u << bit);
+                }
+            }
+            INFO(n << " bytes, " << (zero ? "zeros" : "random"));
+            CHECK(changed == tried);
+        }
+    }
+}
+
+TEST_CASE("hash128: blocks in another order, other lengths and many small inputs all hash apart") {
+    std::vector<unsigned char> data = random_bytes(4096, 11);
+    const Hash128 h = hash128(data.data(), data.size());
+    std::vector<unsigned char> swapped = data;
+    std::swap_ranges(swapped.begin(), swapped.begin() + 64, swapped.begin() + 1024);  // two 64-byte blocks
+    CHECK(hash128(swapped.data(), swapped.size()) != h);
+    std::vector<unsigned char> rows = data;  // two 8-byte words within a block
+    std::swap_ranges(rows.begin(), rows.begin() + 8, rows.begin() + 16);
+    CHECK(hash128(rows.data(), rows.size()) != h);
+
+    std::set<std::pair<uint64_t, uint64_t>> seen;
+    const std::vector<unsigned char> zeros(300, 0);
+    for (size_t n = 0; n < zeros.size(); ++n) {  // zeros of every length
+        const Hash128 z = hash128(zeros.data(), n);
+        CHECK(seen.insert({z.lo, z.hi}).second);
+    }
+    for (uint64_t i = 1; i <= 1000000; ++i) {  // a counter in a 64-byte block, as float tables hold small integers
+        unsigned char block[64] = {};
+        std::memcpy(block + (i % 8) * 8, &i, 8);
+        const Hash128 c = hash128(block, sizeof block);
+        if (!seen.insert({c.lo, c.hi}).second) FAIL("a collision at " << i);
+    }
+}
+
+TEST_CASE("chunk table: what is encoded decodes, and every damaged table is refused in words") {
+    ChunkTable t;
+    t.members.push_back({"w.npy", 0x12345678, 3 * uint64_t{kChunkBytes} + 5, {{1, 2}, {3, 4}, {5, 6}, {7, 8}}});
+    t.members.push_back({"ü.npy", 9, kChunkBytes, {{10, 11}}});
+    const std::vector<unsigned char> bytes = encode_chunk_table(t);
+    CHECK(bytes.size() == chunk_table_bytes({{5, t.members[0].data_bytes}, {6, kChunkBytes}}, kChunkBytes));
+    const ChunkTable back = decode_chunk_table(bytes.data(), bytes.size());
+    REQUIRE(back.members.size() == 2);
+    CHECK(back.chunk_bytes == kChunkBytes);
+    CHECK(back.members[0].name == "w.npy");
+    CHECK(back.members[0].crc == 0x12345678);
+    CHECK(back.members[0].hashes.size() == 4);
+    CHECK(back.members[0].hashes[3] == Hash128{7, 8});
+    CHECK(back.members[1].name == "ü.npy");
+
+    for (size_t n = 0; n < bytes.size(); ++n) {  // every truncation
+        try {
+            decode_chunk_table(bytes.data(), n);
+            FAIL("a table cut to " << n << " bytes was accepted");
+        } catch (const Error& e) {
+            CHECK(e.code() == Code::format);
+            CHECK_THAT(e.what(), Contains("chunk table"));
+        }
+    }
+    const auto refused = [&](size_t at, unsigned char value, const std::string& words) {
+        std::vector<unsigned char> bad = bytes;
+        bad[at] = value;
+        try {
+            decode_chunk_table(bad.data(), bad.size());
+            FAIL("byte " << at << " = " << int(value) << " was accepted");
+        } catch (const Error& e) {
+            CHECK_THAT(e.what(), Contains(words));
+        }
+    };
+    refused(0, 'X', "CKPTCHNK");
+    refused(8, 2, "version 2");
+    refused(13, 0x11, "chunk size");                 // 4352: not a multiple of 4096
+    refused(16, 0xff, "members cannot fit");         // the member count
+    refused(24 + 2 + 5 + 4 + 8, 9, "has 9 chunks");  // the first member's chunk count
+    std::vector<unsigned char> longer = bytes;
+    longer.push_back(0);
+    CHECK_THROWS_WITH(decode_chunk_table(longer.data(), longer.size()), Contains("1 bytes follow"));
+}
+
+TEST_CASE("a save with chunk hashes aligns its large arrays, hides its table and reads back the same") {
+    State s;
+    MemoryStorage storage;
+    save_npz(storage, "/a.npz", s.vars(), chunked());
+    NpzReader r = NpzReader::open(storage, "/a.npz", {});
+    REQUIRE(r.size() == 3);  // the table is not an array
+    for (size_t i = 0; i < r.size(); ++i) {
+        const uint64_t offset = r.member(i).data_offset + r.entry(i).header.data_offset;
+        INFO(r.entry(i).name);
+        CHECK(offset % (r.entry(i).name == "small" ? 64 : kBlockAlignment) == 0);
+    }
+    const std::optional<ChunkTable> table = r.chunk_table();
+    REQUIRE(table);
+    REQUIRE(table->members.size() == 2);  // "small" is under a chunk
+    CHECK(table->members[0].name == "big.npy");
+    CHECK(table->members[0].hashes.size() == 5);
+    CHECK(table->members[0].hashes[2] == hash128(s.big.data() + 2 * kChunkBytes / 4, kChunkBytes));
+    CHECK(table->members[1].hashes.size() == 6);
+    CHECK(table->members[1].crc == r.member(1).crc);
+    VarCollection back = r.read_all();
+    CHECK(std::memcmp(back.array(0).data(), s.big.data(), s.big.size() * 4) == 0);
+    CHECK(std::memcmp(back.array(1).data(), s.odd.data(), s.odd.size() * 8) == 0);
+
+    save_npz(storage, "/plain.npz", s.vars(), {});  // without chunk hashes: no table, no block alignment
+    CHECK_FALSE(NpzReader::open(storage, "/plain.npz", {}).chunk_table());
+    CHECK(stored(storage, "/plain.npz").size() < stored(storage, "/a.npz").size());
+}
+
+TEST_CASE("a save against a base clones its unchanged chunks and writes the bytes a full save writes") {
+    State s;
+    MemoryStorage storage;
+    std::unique_ptr<ChunkBase> base = saved_base(storage, "/base.npz", s);
+
+    s.big[kChunkBytes / 4 * 3 + 7] += 1.0f;  // chunk 3 of 5 of "big"
+    s.odd.back() += 1.0;                     // the last, partial chunk of "odd" (always written)
+    uint64_t shared = 0;
+    save_npz(storage, "/next.npz", s.vars(), chunked(base.get(), &shared));
+    save_npz(storage, "/full.npz", s.vars(), chunked());
+    CHECK(stored(storage, "/next.npz") == stored(storage, "/full.npz"));
+    CHECK(shared == (4 + 5) * uint64_t{kChunkBytes});  // big: 0, 1, 2, 4; odd: 0 to 4
+
+    SECTION("an array of another shape or dtype takes nothing from the base") {
+        State t;
+        VarCollection v;
+        v.add("big", Array::borrow(DType::float32, 4, {static_cast<int64_t>(t.big.size())}, t.big.data()));
+        v.add("odd", Array::borrow(DType::int64, 8, {static_cast<int64_t>(t.odd.size())}, t.odd.data()));
+        save_npz(storage, "/other.npz", v, chunked(base.get(), &shared));
+        CHECK(shared == 0);
+        save_npz(storage, "/other-full.npz", v, chunked());
+        CHECK(stored(storage, "/other.npz") == stored(storage, "/other-full.npz"));
+    }
+    SECTION("a base without a table, or whose table does not describe its members, is not used, and says why") {
+        std::string why;
+        save_npz(storage, "/plain.npz", s.vars(), {});
+        CHECK_FALSE(ChunkBase::open(storage, "/plain.npz", &why));
+        CHECK_THAT(why, Contains("/plain.npz") && Contains("no chunk table"));
+        // "big.npy" changed after the table was written, its CRC-32 with it (in its local header, the first
+        // occurrence, and in the central directory, the last; the table's copy, between them, stays).
+        std::string bytes = stored(storage, "/base.npz");
+        NpzReader r = NpzReader::open(storage, "/base.npz", {});
+        const uint64_t at = r.member(0).data_offset + r.entry(0).header.data_offset;
+        bytes[at] = static_cast<char>(bytes[at] ^ 1);
+        const std::string old_crc(reinterpret_cast<const char*>(&r.member(0).crc), 4);
+        const uint32_t crc = crc32(0, bytes.data() + r.member(0).data_offset, r.member(0).size);
+        const std::string new_crc(reinterpret_cast<const char*>(&crc), 4);
+        bytes.replace(bytes.find(old_crc), 4, new_crc);
+        bytes.replace(bytes.rfind(old_crc), 4, new_crc);
+        storage.put("/changed.npz", bytes);
+        CHECK_FALSE(ChunkBase::open(storage, "/changed.npz", &why));
+        CHECK_THAT(why, Contains("/changed.npz") && Contains("does not describe member 'big.npy'"));
+        CHECK_FALSE(ChunkBase::open(storage, "/missing.npz", &why));
+        CHECK_THAT(why, Contains("/missing.npz"));
+    }
+}
+
+TEST_CASE("a source array is chunked and reused like one in memory") {
+    State s;
+    MemoryStorage storage;
+    std::unique_ptr<ChunkBase> base = saved_base(storage, "/base.npz", s);
+    s.big[0] = -1.0f;
+    VarCollection v;
+    const float* big = s.big.data();
+    v.add("big", Array::from_source(DType::float32, 4, {5, static_cast<int64_t>(kChunkBytes / 4)},
+                                    std::make_shared<const ByteSource>([big](uint64_t offset, void* dst, size_t n) {
+                                        std::memcpy(dst, reinterpret_cast<const char*>(big) + offset, n);
+                                    })));
+    uint64_t shared = 0;
+    save_npz(storage, "/next.npz", v, chunked(base.get(), &shared));
+    CHECK(shared == 4 * uint64_t{kChunkBytes});
+    VarCollection back = NpzReader::open(storage, "/next.npz", {}).read_all();
+    CHECK(std::memcmp(back.array(0).data(), s.big.data(), s.big.size() * 4) == 0);
+}
+
+TEST_CASE("where the filesystem cannot clone, a save against a base writes every byte, the same file") {
+    State s;
+    TempDir dir;
+    auto storage = posix_storage();
+    std::unique_ptr<ChunkBase> base = saved_base(*storage, dir.file("base.npz"), s);
+    s.big[1] = 3.0f;
+    uint64_t shared = 0;
+    save_npz(*storage, dir.file("next.npz"), s.vars(), chunked(base.get(), &shared));
+    save_npz(*storage, dir.file("full.npz"), s.vars(), chunked());
+    CHECK(ckpt::testing::read_file(dir.file("next.npz")) == ckpt::testing::read_file(dir.file("full.npz")));
+    // ext4 and tmpfs cannot clone: everything was written. (Where this directory can, the blocks were shared.)
+    if (shared == 0) CHECK(shared_extent_bytes(dir.file("next.npz")) == 0);
+}
+
+TEST_CASE("on XFS and btrfs a save against a base shares its unchanged chunks' blocks with it") {
+    for (const std::string type : {"xfs", "btrfs"}) {
+        TempDir dir;
+        const std::string mount_point = dir.file("mnt");
+        ::mkdir(mount_point.c_str(), 0755);
+        const std::string result = ckpt::testing::in_child([&]() -> std::string {
+            const std::string why_not =
+                ckpt::testing::mount_private_image(dir.file(type + ".img"), mount_point, type, "512m");
+            if (!why_not.empty()) return "SKIP: " + why_not;
+            // 48 MiB in 768 chunks, one of which changes.
+            std::vector<float> emb(size_t{12} << 20);
+            for (size_t i = 0; i < emb.size(); ++i) emb[i] = static_cast<float>(i % 100003);
+            const auto vars = [&] {
+                VarCollection v;
+                v.add("emb",
+                      Array::borrow(DType::float32, 4, {static_cast<int64_t>(emb.size() / 256), 256}, emb.data()));
+                return v;
+            };
+            auto storage = posix_storage();
+            const std::string base_path = mount_point + "/0.npz", next_path = mount_point + "/1.npz";
+            save_npz(*storage, base_path, vars(), chunked());
+            emb[size_t{5} << 20] = -1.0f;
+            std::string why;
+            std::unique_ptr<ChunkBase> base = ChunkBase::open(*storage, base_path, &why);
+            if (!base) return "FAIL: base: " + why;
+            struct statvfs before {};
+            ::statvfs(mount_point.c_str(), &before);
+            uint64_t shared = 0;
+            save_npz(*storage, next_path, vars(), chunked(base.get(), &shared));
+            struct statvfs after {};
+            ::statvfs(mount_point.c_str(), &after);
+            base.reset();
+            const uint64_t total = emb.size() * 4;
+            if (shared != total - kChunkBytes)
+                return fmt::format("FAIL: {} bytes shared, {} expected", shared, total - kChunkBytes);
+            const uint64_t used = (before.f_bfree - after.f_bfree) * before.f_frsize;
+            if (used > total / 8)
+                return fmt::format("FAIL: the save took {} bytes of the disk for {} changed", used, kChunkBytes);
+            const uint64_t extents = shared_extent_bytes(next_path);
+            if (extents < total - 2 * uint64_t{kChunkBytes})
+                return fmt::format("FAIL: the filesystem reports {} bytes shared", extents);
+            save_npz(*storage, mount_point + "/full.npz", vars(), chunked());
+            if (ckpt::testing::read_file(next_path) != ckpt::testing::read_file(mount_point + "/full.npz"))
+                return "FAIL: the incremental file differs from a full save";
+            storage->remove(base_path);  // retention: the next file keeps its bytes
+            VarCollection back = NpzReader::open(*storage, next_path, {}).read_all();
+            if (std::memcmp(back.array(0).data(), emb.data(), total) != 0) return "FAIL: read back differs";
+            return fmt::format("OK: {} MiB shared, {} KiB of the disk used", shared >> 20, used >> 10);
+        });
+        INFO(type << ": " << result);
+        if (result.rfind("SKIP", 0) == 0) {
+            WARN(type << ": " << result);
+            continue;
+        }
+        CHECK(result.rfind("OK", 0) == 0);
+    }
+}

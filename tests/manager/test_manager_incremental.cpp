@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: Apache-2.0
+// The manager's incremental saves (docs/checkpoint-manager.md, "Incremental saves"): each save shares the chunks that
+// did not change with the checkpoint before it, where the storage can share (MemoryStorage copies, which is enough to
+// see what is reused; the XFS and btrfs tests of tests/format/test_chunks.cpp see the blocks shared), and every file
+// stays whole.
+#include "core/error.hpp"
+#include "manager/checkpoint.hpp"
+#include "npz/npz_reader.hpp"
+#include "storage/memory_storage.hpp"
+#include "support/stored.hpp"
+#include "support/thread_comm.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+using namespace ckpt::core;
+using Catch::Matchers::Contains;
+
+namespace {
+
+constexpr size_t kFloats = 8 * kChunkBytes / 4;  // 8 chunks
+
+struct Run {
+    std::shared_ptr<MemoryStorage> storage = std::make_shared<MemoryStorage>();
+    std::vector<std::string> log;
+    std::vector<float> w = std::vector<float>(kFloats, 1.0f);
+
+    CheckpointManager::Options options() {
+        CheckpointManager::Options o;
+        o.storage = storage;
+        o.keep = 2;
+        o.log = [this](int, const std::string& message) { log.push_back(message); };
+        return o;
+    }
+    VarCollection vars() {
+        VarCollection v;
+        v.add("w", Array::borrow(DType::float32, 4, {static_cast<int64_t>(kFloats)}, w.data()));
+        return v;
+    }
+    // The log lines since the last call that say what a save shared.
+    std::vector<std::string> shares() {
+        std::vector<std::string> out;
+        for (const std::string& line : log)
+            if (line.find("shares") != std::string::npos || line.find("in full") != std::string::npos)
+                out.push_back(line);
+        log.clear();
+        return out;
+    }
+    float restored(CheckpointManager& m, int64_t index) {
+        std::vector<float> into(kFloats);
+        VarCollection v;
+        v.add("w", Array::borrow(DType::float32, 4, {static_cast<int64_t>(kFloats)}, into.data()));
+        m.restore(v, index);
+        return into[kFloats - 1] + into[0];
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a manager's save shares the unchanged chunks of the checkpoint before it, and every file is whole") {
+    Run run;
+    auto async = GENERATE(false, true);
+    INFO((async ? "async" : "synchronous"));
+    CheckpointManager::Options o = run.options();
+    o.async = async;
+    CheckpointManager m("/run", o);
+    m.save(run.vars(), 0);
+    m.wait();
+    CHECK(run.shares().empty());  // nothing to share with
+    run.w[0] = 2.0f;              // chunk 0 of 8
+    m.save(run.vars(), 1);
+    m.wait();
+    CHECK_THAT(run.shares().at(0), Contains(fmt::format("Checkpoint 1 shares {} bytes of its", 7 * kChunkBytes)) &&
+                                       Contains("with checkpoint 0"));
+    run.w[kFloats - 1] = 3.0f;  // chunk 7
+    m.save(run.vars(), 2);
+    m.wait();
+    CHECK_THAT(run.shares().at(0),
+               Contains(fmt::format("Checkpoint 2 shares {} bytes", 7 * kChunkBytes)) && Contains("with checkpoint 1"));
+    CHECK(m.list() == std::vector<int64_t>{1, 2});  // retention removed the base of checkpoint 1: 1 is whole
+    CHECK(run.restored(m, 1) == 1.0f + 2.0f);
+    CHECK(run.restored(m, 2) == 3.0f + 2.0f);
+    NpzReader r = NpzReader::open(*run.storage, "/run/0000000002.npz", {});
+    CHECK(r.chunk_table());
+    CHECK(r.size() == 1);
+}
+
+TEST_CASE("a manager shares nothing with a checkpoint changed since it saved it, and says so") {
+    Run run;
+    CheckpointManager m("/run", run.options());
+    m.save(run.vars(), 0);
+    // Another program replaces checkpoint 0 (the same arrays, saved again: another size and time).
+    CheckpointManager::Options other = run.options();
+    other.incremental = false;
+    {
+        CheckpointManager elsewhere("/copy", other);
+        elsewhere.save(run.vars(), 0);
+    }
+    run.storage->put("/run/0000000000.npz", ckpt::testing::stored(*run.storage, "/copy/0000000000.npz"));
+    run.log.clear();
+    m.save(run.vars(), 1);
+    CHECK(run.shares() ==
+          std::vector<std::string>{"Saving checkpoint 1 in full: checkpoint 0 changed since it was saved"});
+    CHECK(run.restored(m, 1) == 2.0f);
+}
+
+TEST_CASE("a new manager takes the newest checkpoint on disk as its first save's base") {
+    Run run;
+    {
+        CheckpointManager first("/run", run.options());
+        first.save(run.vars(), 0);
+        first.save(run.vars(), 1);
+    }
+    run.log.clear();
+    CheckpointManager m("/run", run.options());
+    m.save(run.vars(), 5);
+    CHECK_THAT(run.shares().at(0),
+               Contains(fmt::format("Checkpoint 5 shares {} bytes", 8 * kChunkBytes)) && Contains("with checkpoint 1"));
+    SECTION("a checkpoint without chunk hashes serves as no base: the save is a full one, and says why") {
+        CheckpointManager::Options o = run.options();
+        o.incremental = false;
+        {
+            CheckpointManager plain("/plain", o);
+            plain.save(run.vars(), 0);
+        }
+        CHECK_FALSE(NpzReader::open(*run.storage, "/plain/0000000000.npz", {}).chunk_table());
+        CheckpointManager next("/plain", run.options());
+        next.save(run.vars(), 1);
+        CHECK_THAT(run.shares().at(0), Contains("Saving checkpoint 1 in full") && Contains("no chunk table"));
+    }
+}
+
+TEST_CASE("full_every makes every K-th save a full one, and incremental off records no chunk hashes") {
+    Run run;
+    CheckpointManager::Options o = run.options();
+    o.full_every = 3;
+    CheckpointManager m("/run", o);
+    std::vector<bool> shared;
+    for (int64_t i = 0; i < 7; ++i) {
+        m.save(run.vars(), i);
+        shared.push_back(!run.shares().empty());
+    }
+    // Saves 3 and 6 of this manager (indices 2 and 5) are full; index 0 had nothing to share with.
+    CHECK(shared == std::vector<bool>{false, true, false, true, true, false, true});
+
+    CheckpointManager::Options bad = run.options();
+    bad.full_every = -1;
+    CHECK_THROWS_WITH(CheckpointManager("/bad", bad), Contains("/bad") && Contains("full_every -1 is negative"));
+}
+
+TEST_CASE("deflated checkpoints are never incremental") {
+    Run run;
+    CheckpointManager::Options o = run.options();
+    o.npz_write.deflate = true;
+    CheckpointManager m("/run", o);
+    m.save(run.vars(), 0);
+    m.save(run.vars(), 1);
+    CHECK(run.shares().empty());
+    CHECK_FALSE(NpzReader::open(*run.storage, "/run/0000000001.npz", {}).chunk_table());
+}
+
+TEST_CASE("every rank of a sharded step shares its unchanged chunks with its own shard of the step before") {
+    auto storage = std::make_shared<MemoryStorage>();
+    auto async = GENERATE(false, true);
+    INFO((async ? "async" : "synchronous"));
+    std::mutex mutex;
+    std::vector<std::string> log;
+    ckpt::testing::run_ranks(2, [&](int rank, std::shared_ptr<Comm> comm) {
+        std::vector<float> w(kFloats, static_cast<float>(rank));
+        CheckpointManager::Options o;
+        o.storage = storage;
+        o.comm = comm;
+        o.async = async;
+        o.log = [&](int, const std::string& message) {
+            std::lock_guard<std::mutex> lock(mutex);
+            log.push_back(message);
+        };
+        CheckpointManager m("/run", o);
+        for (int64_t i = 0; i < 3; ++i) {
+            w[static_cast<size_t>(i) * kChunkBytes / 4] += 1.0f;  // chunk i of rank's shard changes
+            VarCollection v;
+            v.add("w" + std::to_string(rank),
+                  Array::borrow(DType::float32, 4, {static_cast<int64_t>(kFloats)}, w.data()));
+            m.save(v, i);
+        }
+        m.wait();
+        std::vector<float> into(kFloats);
+        VarCollection back;
+        back.add("w" + std::to_string(rank),
+                 Array::borrow(DType::float32, 4, {static_cast<int64_t>(kFloats)}, into.data()));
+        CHECK(m.restore(back, 2) == 2);
+        CHECK(into == w);
+        m.close();
+    });
+    std::vector<std::string> shares;
+    for (const std::string& line : log)
+        if (line.find(" shares ") != std::string::npos) shares.push_back(line);
+    std::sort(shares.begin(), shares.end());
+    CHECK(shares ==
+          std::vector<std::string>{
+              fmt::format("Rank 0's shard of step 1 shares {} bytes with /run/0000000000/shard-00000-of-00002.npz",
+                          7 * kChunkBytes),
+              fmt::format("Rank 0's shard of step 2 shares {} bytes with /run/0000000001/shard-00000-of-00002.npz",
+                          7 * kChunkBytes),
+              fmt::format("Rank 1's shard of step 1 shares {} bytes with /run/0000000000/shard-00001-of-00002.npz",
+                          7 * kChunkBytes),
+              fmt::format("Rank 1's shard of step 2 shares {} bytes with /run/0000000001/shard-00001-of-00002.npz",
+                          7 * kChunkBytes)});
+}
