@@ -136,10 +136,13 @@ CKPT_API int ckpt_npz_save(const char* path, const ckpt_vars* vars, const ckpt_n
         const ckpt::capi::Located at = ckpt::capi::locate(o.storage, path);
         ckpt::core::NpzWriteOptions w = ckpt::capi::write_options(o);
         std::unique_ptr<ckpt::core::ChunkBase> base;
-        if (o.base != nullptr && w.chunk_hashes) {
+        // Only where the file could share with it: the same storage (two s3:// URLs of one bucket are), one that
+        // shares blocks or copies on its side.
+        if (o.base != nullptr && w.chunk_hashes && at.storage->clones(ckpt::core::parent_dir(at.path))) {
             const ckpt::capi::Located from = ckpt::capi::locate(o.storage, o.base);
             std::string why_not;  // a base that cannot serve makes a full save
-            if (from.storage == at.storage) base = ckpt::core::ChunkBase::open(*from.storage, from.path, &why_not);
+            if (from.storage == at.storage || (!from.url_prefix.empty() && from.url_prefix == at.url_prefix))
+                base = ckpt::core::ChunkBase::open(*at.storage, from.path, &why_not);
         }
         w.base = base.get();
         ckpt::core::save_npz(*at.storage, at.path, vars->vc, w);

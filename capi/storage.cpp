@@ -18,6 +18,8 @@ namespace {
     ckpt::capi::callback_failed(rc, fmt::format("{}: storage callback '{}'", path, op));
 }
 
+class CallbackInput;
+
 class CallbackOutput final : public ckpt::core::OutputFile {
 public:
     CallbackOutput(const ckpt_storage_ops& ops, void* file, std::string path)
@@ -36,6 +38,7 @@ public:
         file_ = nullptr;
         if (int rc = ops_.close(ops_.payload, file)) fail_callback(rc, "close", path_);
     }
+    uint64_t clone_from(ckpt::core::InputFile& source, uint64_t offset, uint64_t n, const void* data) override;
 
 private:
     const ckpt_storage_ops& ops_;
@@ -56,6 +59,8 @@ public:
             ckpt::core::fail(Code::io, "{}: storage callback 'read_at' reported {} bytes for {}", path_, got, n);
         return got;
     }
+    // The callback's handle, for clone_range on a file of the same table.
+    void* handle(const ckpt_storage_ops& ops) const { return &ops == &ops_ ? file_ : nullptr; }
 
 private:
     const ckpt_storage_ops& ops_;
@@ -63,6 +68,19 @@ private:
     uint64_t size_;
     std::string path_;
 };
+
+uint64_t CallbackOutput::clone_from(ckpt::core::InputFile& source, uint64_t offset, uint64_t n, const void* data) {
+    const auto* from = dynamic_cast<const CallbackInput*>(&source);
+    void* handle = from != nullptr ? from->handle(ops_) : nullptr;
+    if (ops_.clone_range == nullptr || handle == nullptr) return OutputFile::clone_from(source, offset, n, data);
+    uint64_t shared = 0;
+    if (int rc = ops_.clone_range(ops_.payload, file_, handle, offset, n, data, &shared))
+        fail_callback(rc, "clone_range", path_);
+    if (shared > n)
+        ckpt::core::fail(Code::io, "{}: storage callback 'clone_range' reported {} bytes shared of {}", path_, shared,
+                         n);
+    return shared;
+}
 
 class CallbackStorage final : public ckpt::core::Storage {
 public:
@@ -120,6 +138,7 @@ public:
             info.modified_ns == CKPT_TIME_UNKNOWN ? std::nullopt : std::optional<int64_t>(info.modified_ns),
             info.is_dir != 0};
     }
+    bool clones(const std::string&) override { return ops_.clone_range != nullptr; }
     std::optional<uint64_t> free_bytes(const std::string& dir) override {
         if (ops_.free_space == nullptr) return std::nullopt;
         uint64_t bytes = 0;
@@ -186,9 +205,10 @@ private:
     const ckpt_storage_ops ops_;
 };
 
-constexpr ckpt::capi::VersionedStruct<ckpt_storage_ops, 5> kStorageOps{
+constexpr ckpt::capi::VersionedStruct<ckpt_storage_ops, 6> kStorageOps{
     {offsetof(ckpt_storage_ops, free_space), offsetof(ckpt_storage_ops, list_dirs),
-     offsetof(ckpt_storage_ops, list_incomplete), offsetof(ckpt_storage_ops, stat), sizeof(ckpt_storage_ops)}};
+     offsetof(ckpt_storage_ops, list_incomplete), offsetof(ckpt_storage_ops, stat),
+     offsetof(ckpt_storage_ops, clone_range), sizeof(ckpt_storage_ops)}};
 static_assert(kStorageOps.current == CKPT_STORAGE_OPS_VERSION && kStorageOps.consistent());
 
 }  // namespace

@@ -24,6 +24,7 @@ namespace ckpt::s3 {
 namespace {
 
 constexpr std::string_view kTempMarker = ".tmp-";
+constexpr uint64_t kMinPart = uint64_t{5} << 20;  // S3's smallest part but the last
 constexpr size_t kTempRandomChars = 6;  // ckpt's temporaries: ".<name>.tmp-XXXXXX" beside <name>
 
 // The file a temporary stands for: "dir/.x.npz.tmp-AbC123" -> "dir/x.npz"; the path itself for other names.
@@ -54,6 +55,27 @@ std::string xml_escape(const std::string& s) {
 
 class Store;
 
+// An object being read, pinned to the version it opened. ckpt reads a file's structure in small pieces (the end
+// record, the directory, local headers between arrays) and arrays one after the other: a read smaller than a part
+// fetches a part-sized window of the object around it, which serves the reads that follow, so a file of many
+// members costs a few large GETs, not one per member.
+struct Reading {
+    std::string key;
+    std::string etag;
+    uint64_t size = 0;
+    std::string window;  // bytes [window_at, window_at + window.size()) of the object
+    uint64_t window_at = 0;
+};
+
+// A part of an upload waiting for a worker: bytes to send, or a range of an existing object to copy on the server
+// (UploadPartCopy).
+struct Part {
+    unsigned number = 0;
+    std::string bytes;
+    std::string source, source_etag;  // the key and version of the object to copy from, for a copy
+    uint64_t offset = 0, size = 0;    // the range to copy
+};
+
 // A file being written: straight to its final key, in one PUT at the commit or as a multipart upload whose parts
 // go up in the background while ckpt writes the next ones.
 class Upload {
@@ -66,12 +88,17 @@ public:
     void finish();     // close: no more writes; waits for the parts in flight
     void commit();     // makes the object visible under its key
     void abort();      // leaves nothing behind (aborts the multipart upload)
+    // Appends n bytes, `data`, which are bytes [offset, offset + n) of `source` too: as a part the server copies
+    // from the source (UploadPartCopy) where it can, else written. Returns how many were copied.
+    uint64_t clone_from(const Reading& source, uint64_t offset, uint64_t n, const char* data);
 
     const std::string key;
     const std::string path;
 
 private:
     void send_part(bool last);
+    void queue_part(Part part);
+    void copy_part(const Part& part, std::string* etag);
     void begin();
     void worker();
     void stop_workers(bool discard);  // discard: parts not yet sent are dropped
@@ -83,7 +110,7 @@ private:
     std::string upload_id_;     // once the multipart upload has begun
     std::mutex mutex_;
     std::condition_variable changed_;
-    std::deque<std::pair<unsigned, std::string>> queue_;  // parts waiting for a worker
+    std::deque<Part> queue_;    // parts waiting for a worker
     unsigned in_flight_ = 0;    // queued or being sent
     unsigned parts_ = 0;        // numbered so far
     std::vector<std::string> etags_;
@@ -142,6 +169,9 @@ public:
     }
 
     Client client;
+    // Whether the server copies parts (UploadPartCopy): unknown until a save first asks it to.
+    enum class Copies { unknown, yes, no };
+    std::atomic<Copies> copies{Copies::unknown};
 
 private:
     std::mutex mutex_;
@@ -182,30 +212,37 @@ void Upload::worker() {
     for (;;) {
         changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) return;
-        auto [number, bytes] = std::move(queue_.front());
+        Part part = std::move(queue_.front());
         queue_.pop_front();
+        const unsigned number = part.number;
         const bool skip = error_.has_value();  // the upload is lost anyway
         lock.unlock();
         std::optional<RequestError> failed;
         std::string etag;
         if (!skip) {
             try {
-                Request r;
-                r.method = "PUT";
-                r.key = key;
-                r.query = "partNumber=" + std::to_string(number) + "&uploadId=" + uri_encode(upload_id_, false);
-                r.body = bytes.data();
-                r.body_size = bytes.size();
-                const std::string what = "upload part " + std::to_string(number) + " of";
-                etag = store_.client.perform(r, what.c_str()).etag;
-                if (etag.empty()) failed = RequestError{CKPT_EIO, what + " " + store_.client.describe(key) + ": the answer has no ETag"};
+                if (!part.source.empty()) {
+                    copy_part(part, &etag);
+                } else {
+                    Request r;
+                    r.method = "PUT";
+                    r.key = key;
+                    r.query = "partNumber=" + std::to_string(number) + "&uploadId=" + uri_encode(upload_id_, false);
+                    r.body = part.bytes.data();
+                    r.body_size = part.bytes.size();
+                    const std::string what = "upload part " + std::to_string(number) + " of";
+                    etag = store_.client.perform(r, what.c_str()).etag;
+                    if (etag.empty())
+                        failed = RequestError{CKPT_EIO,
+                                              what + " " + store_.client.describe(key) + ": the answer has no ETag"};
+                }
             } catch (const RequestError& e) {
                 failed = e;
             } catch (const std::bad_alloc&) {
                 failed = RequestError{CKPT_ENOMEM, "out of memory"};
             }
         }
-        bytes = std::string();
+        part.bytes = std::string();
         lock.lock();
         if (failed && !error_) error_ = std::move(failed);
         if (!failed && !skip) {
@@ -236,6 +273,14 @@ void Upload::stop_workers(bool discard) {
 }
 
 void Upload::send_part(bool last) {
+    Part part;
+    part.bytes = std::move(buffer_);
+    buffer_ = std::string();
+    queue_part(std::move(part));
+    if (!last) buffer_.reserve(store_.client.config().part_size);
+}
+
+void Upload::queue_part(Part part) {
     if (upload_id_.empty()) begin();
     std::unique_lock<std::mutex> lock(mutex_);
     rethrow_locked();
@@ -246,11 +291,84 @@ void Upload::send_part(bool last) {
     const unsigned limit = std::max(1u, store_.client.config().parallelism);
     changed_.wait(lock, [&] { return in_flight_ < limit || error_.has_value(); });
     rethrow_locked();
-    queue_.emplace_back(++parts_, std::move(buffer_));
+    part.number = ++parts_;
+    queue_.push_back(std::move(part));
     ++in_flight_;
-    buffer_ = std::string();
-    if (!last) buffer_.reserve(store_.client.config().part_size);
     changed_.notify_all();
+}
+
+// UploadPartCopy: the server copies the part from the source object, as it was when it was opened (If-Match).
+void Upload::copy_part(const Part& part, std::string* etag) {
+    const Config& config = store_.client.config();
+    Request r;
+    r.method = "PUT";
+    r.key = key;
+    r.query = "partNumber=" + std::to_string(part.number) + "&uploadId=" + uri_encode(upload_id_, false);
+    r.headers.push_back("x-amz-copy-source: " + uri_encode(config.bucket + "/" + part.source, true));
+    r.headers.push_back("x-amz-copy-source-range: bytes=" + std::to_string(part.offset) + "-" +
+                        std::to_string(part.offset + part.size - 1));
+    if (!part.source_etag.empty()) r.headers.push_back("x-amz-copy-source-if-match: " + part.source_etag);
+    const std::string what = "copy part " + std::to_string(part.number) + " of";
+    const Response response = store_.client.perform(r, what.c_str());
+    std::string why;
+    for_each_leaf(
+        response.body,
+        [&](const std::string& p, std::string& text) {
+            if (p == "CopyPartResult/ETag") *etag = std::move(text);
+        },
+        &why);
+    if (etag->empty())
+        throw RequestError{CKPT_EIO, what + " " + store_.client.describe(key) + ": the answer names no ETag" +
+                                         (why.empty() ? "" : " (" + why + ")")};
+}
+
+uint64_t Upload::clone_from(const Reading& source, uint64_t offset, uint64_t n, const char* data) {
+    // Bytes buffered before the run go first, as a part of at least S3's minimum: topped up with the run's first
+    // bytes where they are fewer. The rest is copied if it makes a part of the minimum size too.
+    const uint64_t top_up = buffer_.empty() || buffer_.size() >= kMinPart ? 0 : kMinPart - buffer_.size();
+    if (store_.copies == Store::Copies::no || n < top_up + kMinPart) {
+        write(data, static_cast<size_t>(n));
+        return 0;
+    }
+    if (parts_ + 2 > 10000) {  // a copy and the buffered part before it
+        write(data, static_cast<size_t>(n));
+        return 0;
+    }
+    Part copy;
+    copy.source = source.key;
+    copy.source_etag = source.etag;
+    copy.offset = offset + top_up;
+    copy.size = n - top_up;
+    std::string etag;
+    if (store_.copies == Store::Copies::unknown) {
+        // The first copy this storage asks for is made here, so that where the server does not copy parts the bytes
+        // are written instead. Numbered after the buffered part, as it will be.
+        if (upload_id_.empty()) begin();
+        copy.number = parts_ + (buffer_.empty() ? 1 : 2);
+        try {
+            copy_part(copy, &etag);
+        } catch (const RequestError& e) {
+            if (e.code != CKPT_EUNSUPPORTED) throw;
+            store_.copies = Store::Copies::no;  // a part uploaded under its number later replaces whatever it made
+            write(data, static_cast<size_t>(n));
+            return 0;
+        }
+        store_.copies = Store::Copies::yes;
+    }
+    if (!buffer_.empty()) {
+        buffer_.append(data, static_cast<size_t>(top_up));
+        send_part(false);
+    }
+    if (etag.empty()) {
+        queue_part(std::move(copy));
+    } else {
+        std::lock_guard<std::mutex> lock(mutex_);
+        rethrow_locked();
+        ++parts_;
+        if (etags_.size() < parts_) etags_.resize(parts_);
+        etags_[parts_ - 1] = std::move(etag);
+    }
+    return n - top_up;
 }
 
 void Upload::write(const char* data, size_t n) {
@@ -319,17 +437,6 @@ void Upload::abort() {
     upload_id_.clear();
 }
 
-// An object being read, pinned to the version it opened. ckpt reads a file's structure in small pieces (the end
-// record, the directory, local headers between arrays) and arrays one after the other: a read smaller than a part
-// fetches a part-sized window of the object around it, which serves the reads that follow, so a file of many
-// members costs a few large GETs, not one per member.
-struct Reading {
-    std::string key;
-    std::string etag;
-    uint64_t size = 0;
-    std::string window;         // bytes [window_at, window_at + window.size()) of the object
-    uint64_t window_at = 0;
-};
 constexpr size_t kMinPiece = size_t{1} << 20;    // a window's ranges in parallel, none smaller than this
 constexpr size_t kBackWindow = size_t{2} << 20;  // the end of a file: its directory, for most checkpoints
 
@@ -618,6 +725,14 @@ int op_read_at(void* payload, void* file, uint64_t offset, void* dst, size_t siz
 
 void op_close_read(void*, void* file) { delete static_cast<Reading*>(file); }
 
+int op_clone_range(void*, void* file, void* source, uint64_t offset, uint64_t size, const void* data,
+                   uint64_t* shared) {
+    return callback([&] {
+        *shared = static_cast<Upload*>(file)->clone_from(*static_cast<const Reading*>(source), offset, size,
+                                                         static_cast<const char*>(data));
+    });
+}
+
 void op_destroy(void* payload) { delete static_cast<Store*>(payload); }
 
 }  // namespace
@@ -644,6 +759,7 @@ ckpt_storage* new_storage(Config config) {
     ops.abort_incomplete = op_abort_incomplete;
     ops.list_entries = op_list_entries;
     ops.stat = op_stat;
+    ops.clone_range = op_clone_range;
     ckpt_storage* out = nullptr;
     const int rc = ckpt_storage_new(&out, &ops);
     if (rc != CKPT_OK) throw RequestError{rc, ckpt_error_message()};

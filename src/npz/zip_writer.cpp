@@ -135,13 +135,8 @@ void ZipWriter::put_chunked(const Piece& piece, Chunking& ch, bool crc_here, uin
         const auto clone_pending = [&] {
             if (pending_n == 0) return;
             flush();
-            if (!clones_refused_ && out_.clone_from(*ch.base, pending_from, pending_n)) {
-                offset_ += pending_n;
-                ch.shared += pending_n;
-            } else {
-                clones_refused_ = true;
-                put(pending, static_cast<size_t>(pending_n));
-            }
+            ch.shared += out_.clone_from(*ch.base, pending_from, pending_n, pending);
+            offset_ += pending_n;
             pending_n = 0;
         };
         for (size_t done = 0; done < n;) {
@@ -150,8 +145,7 @@ void ZipWriter::put_chunked(const Piece& piece, Chunking& ch, bool crc_here, uin
             if (crc_here) running = crc32(running, c + done, len);
             const size_t k = ch.hashes.size();
             ch.hashes.push_back(h);
-            if (base && !clones_refused_ && len == ch.chunk_bytes && k < ch.base_hashes->size() &&
-                (*ch.base_hashes)[k] == h) {
+            if (base && len == ch.chunk_bytes && k < ch.base_hashes->size() && (*ch.base_hashes)[k] == h) {
                 if (pending_n == 0) {
                     pending = c + done;
                     pending_from = ch.base_offset + uint64_t{k} * ch.chunk_bytes;

@@ -61,15 +61,15 @@ public:
     void add_deflated(const std::string& name, uint64_t size, DeflateAhead& source, const OnBytes& on_bytes);
     // A stored member whose second piece is an array hashed in chunks (chunks.hpp): that piece starts at a multiple
     // of kBlockAlignment in the file, its chunks' hashes go into `hashes`, and each full chunk whose hash equals the
-    // base's at the same index is cloned from the base's file (OutputFile::clone_from) instead of written — where
-    // the output cannot clone, the bytes are written after all. The file's bytes come out the same either way.
+    // base's at the same index is offered to the output as a run to share with the base's file
+    // (OutputFile::clone_from), which writes what it cannot share. The file's bytes come out the same either way.
     struct Chunking {
         uint32_t chunk_bytes = kChunkBytes;
         InputFile* base = nullptr;                          // the earlier file, or none
         uint64_t base_offset = 0;                           // where the base's copy of the array begins in it
         const std::vector<Hash128>* base_hashes = nullptr;  // its chunks' hashes
         std::vector<Hash128> hashes;                        // out: this member's
-        uint64_t shared = 0;                                // out: bytes cloned rather than written
+        uint64_t shared = 0;                                // out: bytes shared rather than written
     };
     // add_stored with chunking (nullptr: as above); returns the member's CRC-32.
     uint32_t add_stored(const std::string& name, const std::vector<Piece>& pieces, const OnBytes& on_bytes,
@@ -98,7 +98,6 @@ private:
                      uint64_t& at);
 
     OutputFile& out_;
-    bool clones_refused_ = false;  // the output could not clone once: it is not asked again
     std::vector<unsigned char> buf_;
     uint64_t offset_ = 0;  // bytes of the archive produced so far
     std::vector<Entry> entries_;

@@ -54,12 +54,13 @@ public:
         bytes_->replace(static_cast<size_t>(offset), n, static_cast<const char*>(data), n);
     }
     // Memory shares nothing: a clone is a copy, so that the reuse of chunks is exercised where files are bytes.
-    bool clone_from(InputFile& source, uint64_t offset, uint64_t n) override {
+    // (from the source's bytes, not `data`).
+    uint64_t clone_from(InputFile& source, uint64_t offset, uint64_t n, const void*) override {
         std::string bytes(static_cast<size_t>(n), '\0');
         if (source.read_at(offset, &bytes[0], bytes.size()) != bytes.size())
             fail(Code::io, "clone of bytes [{}, {}) past the source's end", offset, offset + n);
         write(bytes.data(), bytes.size());
-        return true;
+        return n;
     }
     void sync() override {}
     void close() override {}

@@ -179,7 +179,7 @@ public:
         }
     }
 
-    bool clone_from(InputFile& source, uint64_t offset, uint64_t n) override;
+    uint64_t clone_from(InputFile& source, uint64_t offset, uint64_t n, const void* data) override;
 
     void sync() override {
         if (::fsync(fd_) != 0) fail_errno(errno, fmt::format("{}: fsync failed", path_));
@@ -202,6 +202,7 @@ private:
     bool patchable_;
     uint64_t written_ = 0;  // bytes written
     uint64_t flushed_ = 0;  // bytes whose writeback was started
+    bool clones_refused_ = false;  // the filesystem would not clone into this file once
 };
 
 class PosixInputFile final : public InputFile {
@@ -302,9 +303,9 @@ private:
     std::atomic<bool> cachestat_unsupported_{false};
 };
 
-bool PosixOutputFile::clone_from(InputFile& source, uint64_t offset, uint64_t n) {
+uint64_t PosixOutputFile::clone_from(InputFile& source, uint64_t offset, uint64_t n, const void* data) {
     auto* from = dynamic_cast<PosixInputFile*>(&source);
-    if (from == nullptr || n == 0) return n == 0;
+    if (from == nullptr || clones_refused_) return OutputFile::clone_from(source, offset, n, data);
     file_clone_range range{};
     range.src_fd = from->fd();
     range.src_offset = offset;
@@ -313,16 +314,19 @@ bool PosixOutputFile::clone_from(InputFile& source, uint64_t offset, uint64_t n)
     if (::ioctl(fd_, FICLONERANGE, &range) != 0) {
         const int err = errno;
         // Not shareable here: another filesystem, one without clones (ext4), offsets it will not take.
+        // Written instead, and not asked again of this file.
         if (err == EOPNOTSUPP || err == EXDEV || err == EINVAL || err == ENOTTY || err == ENOSYS || err == EPERM ||
-            err == ETXTBSY || err == EISDIR || err == EBADF)
-            return false;
+            err == ETXTBSY || err == EISDIR || err == EBADF) {
+            clones_refused_ = true;
+            return OutputFile::clone_from(source, offset, n, data);
+        }
         fail_errno(err, fmt::format("{}: cloning {} bytes at offset {} of {} failed", path_, n, offset, from->path()));
     }
     written_ += n;
     flushed_ = written_;  // shared blocks are on the disk already; nothing of them waits for writeback
     if (::lseek(fd_, static_cast<off_t>(written_), SEEK_SET) < 0)
         fail_errno(errno, fmt::format("{}: seek to offset {} failed", path_, written_));
-    return true;
+    return n;
 }
 
 // flock on "<dir>/.ckpt.lock", which holds the owner's pid for the message another process gets. The lock goes

@@ -41,7 +41,10 @@ void OutputFile::patch(uint64_t, const void*, size_t) {
     throw std::logic_error("OutputFile::patch on a file that cannot be patched");
 }
 
-bool OutputFile::clone_from(InputFile&, uint64_t, uint64_t) { return false; }
+uint64_t OutputFile::clone_from(InputFile&, uint64_t, uint64_t n, const void* data) {
+    write(data, static_cast<size_t>(n));
+    return 0;
+}
 
 std::string parent_dir(const std::string& path) {
     const auto slash = path.rfind('/');

@@ -35,12 +35,12 @@ public:
     // byte). The zip writer fills in a stored member's CRC-32 in its local header once the data is written, so it
     // reads the data once, as it writes it. Throws std::logic_error where can_patch() is false.
     virtual void patch(uint64_t offset, const void* data, size_t n);
-    // Appends bytes [offset, offset + n) of `source` by sharing the file's blocks with it instead of writing them
-    // (FICLONERANGE: a reflink), for a save that reuses the unchanged parts of an earlier file. offset, n and the
-    // bytes written so far are multiples of 4096. Returns false, having appended nothing, where the storage cannot
-    // share them (another filesystem, one that does not clone, a storage that streams: the default); the caller then
-    // writes the bytes. Throws Error(io) for a failure a write would meet too (no space, an I/O error).
-    virtual bool clone_from(InputFile& source, uint64_t offset, uint64_t n);
+    // Appends n bytes, `data`, which are also bytes [offset, offset + n) of `source` (a file of the same storage),
+    // for a save that reuses the unchanged parts of an earlier file: shares what it can of them with `source`
+    // instead of writing them (FICLONERANGE, a reflink; an object store's server-side copy) and writes the rest.
+    // offset, n and the bytes written so far are multiples of 4096. Returns how many bytes were shared; the default
+    // shares none (writes them all). Throws as write() does.
+    virtual uint64_t clone_from(InputFile& source, uint64_t offset, uint64_t n, const void* data);
 };
 
 // A read-only view of a whole file's bytes, valid as long as this object (see InputFile::map).

@@ -55,6 +55,11 @@ typedef struct mem_store {
     mem_file *files;
     mem_dir *dirs;
     int fail_write; /* while set, the write callback fails with CKPT_EIO */
+    /* How clone_range shares: 0 all of each range (copied from the source's bytes), 1 its second half (the first
+     * written from data), 2 claims one byte more than it was given. */
+    int clone_mode;
+    int clones;              /* clone_range calls */
+    uint64_t cloned, shared; /* bytes offered to clone_range, bytes it reported shared */
     /* How often each callback ran. */
     int creates, appends, writes, syncs, closes, renames, dir_syncs, removes, lists, read_opens, read_closes;
     int dir_removes;
@@ -372,6 +377,42 @@ static void cb_close_read(void *payload, void *file) {
     pthread_mutex_lock(&st->mutex);
     ++st->read_closes;
     pthread_mutex_unlock(&st->mutex);
+}
+
+/* Appends bytes of a file being written, under the mutex. */
+static int append_locked(mem_file *f, const unsigned char *data, size_t size) {
+    if (f->size + size > f->cap) {
+        size_t cap = f->cap > 0 ? f->cap : 256;
+        unsigned char *grown;
+        while (cap < f->size + size) cap *= 2;
+        grown = (unsigned char *)realloc(f->data, cap);
+        if (grown == NULL) return CKPT_ENOMEM;
+        f->data = grown;
+        f->cap = cap;
+    }
+    if (size > 0) memcpy(f->data + f->size, data, size);
+    f->size += size;
+    return CKPT_OK;
+}
+
+/* Shares as a copy from the source's bytes (not from data), so that a range ckpt got wrong shows in the file. */
+static int cb_clone_range(void *payload, void *file, void *source, uint64_t offset, uint64_t size, const void *data,
+                          uint64_t *shared) {
+    mem_store *st = (mem_store *)payload;
+    mem_file *f = (mem_file *)file;
+    const mem_reader *r = (const mem_reader *)source;
+    const uint64_t written = st->clone_mode == 1 ? size / 2 : 0;
+    int rc;
+    if (offset > r->size || size > r->size - offset) return CKPT_EIO;
+    pthread_mutex_lock(&st->mutex);
+    ++st->clones;
+    st->cloned += size;
+    rc = append_locked(f, (const unsigned char *)data, (size_t)written);
+    if (rc == CKPT_OK) rc = append_locked(f, r->data + offset + written, (size_t)(size - written));
+    *shared = st->clone_mode == 2 ? size + 1 : size - written;
+    st->shared += *shared;
+    pthread_mutex_unlock(&st->mutex);
+    return rc;
 }
 
 static void cb_destroy(void *payload) {
@@ -1270,6 +1311,80 @@ static void test_storage_new_refuses_bad_tables(void) {
     store_clear(&st);
 }
 
+/* A save against a base offers clone_range the runs of unchanged 16 KiB chunks of a large array, with the bytes
+ * themselves: the file comes out the same whether the callback shares all of a run, part of it, or (a table
+ * without the callback) nothing; a callback that claims more than it was given fails the save. */
+static void test_clone_range_gets_the_unchanged_runs_of_a_save_against_a_base(void) {
+    enum { n = 1 << 18 }; /* 1 MiB of float32: 64 chunks */
+    const int64_t shape[1] = {n};
+    const uint64_t chunk = 16384;
+    mem_store st;
+    ckpt_storage_ops ops;
+    ckpt_storage *storage = NULL, *plain;
+    ckpt_vars *v = NULL;
+    ckpt_npz_options o;
+    float *w = (float *)malloc(n * sizeof *w);
+    unsigned char *full, *got;
+    size_t i, full_size = 0, size = 0;
+    int mode, opens;
+
+    store_init(&st);
+    ops = store_ops(&st);
+    ops.clone_range = cb_clone_range;
+    CHECK(w != NULL && ckpt_storage_new(&storage, &ops) == CKPT_OK);
+    if (w == NULL || storage == NULL) exit(1);
+    CHECK(cb_make_dirs(&st, "ck") == CKPT_OK);
+    for (i = 0; i < n; ++i) w[i] = (float)i;
+    CHECK(ckpt_vars_new(&v) == CKPT_OK);
+    CHECK(ckpt_vars_add(v, "w", CKPT_FLOAT32, 1, shape, w, CKPT_VARS_BORROW) == CKPT_OK);
+    o = npz_options(storage);
+    o.flags = CKPT_NPZ_CHUNK_HASHES;
+    CHECK(ckpt_npz_save("ck/a.npz", v, &o) == CKPT_OK);
+    w[10 * 4096 + 7] = -1.0f; /* in chunk 10 */
+    CHECK(ckpt_npz_save("ck/full.npz", v, &o) == CKPT_OK);
+    CHECK(st.clones == 0); /* neither had a base */
+    full = store_bytes(&st, "ck/full.npz", &full_size);
+    CHECK(full != NULL);
+
+    o.base = "ck/a.npz";
+    for (mode = 0; mode < 2; ++mode) {
+        st.clone_mode = mode;
+        st.clones = 0;
+        st.cloned = st.shared = 0;
+        CHECK(ckpt_npz_save("ck/b.npz", v, &o) == CKPT_OK);
+        got = store_bytes(&st, "ck/b.npz", &size);
+        CHECK(got != NULL && full != NULL && size == full_size && memcmp(got, full, size) == 0);
+        free(got);
+        CHECK(reads_back(storage, "ck/b.npz", v));
+        CHECK(st.clones == 2); /* chunks 0-9, and 11-63 */
+        CHECK(st.cloned == 63 * chunk);
+        CHECK(st.shared == (mode == 0 ? 63 * chunk : 63 * chunk / 2));
+    }
+
+    st.clone_mode = 2;
+    CHECK(ckpt_npz_save("ck/c.npz", v, &o) == CKPT_EIO);
+    CHECK(contains(ckpt_error_message(), "clone_range") && contains(ckpt_error_message(), "ck/"));
+    CHECK(!store_has(&st, "ck/c.npz"));
+    CHECK(store_temporaries(&st) == 0);
+
+    /* Without the callback: the base is not even opened, and the file is the same. */
+    plain = store_storage(&st);
+    o.storage = plain;
+    opens = counter(&st, &st.read_opens);
+    CHECK(ckpt_npz_save("ck/d.npz", v, &o) == CKPT_OK);
+    CHECK(counter(&st, &st.read_opens) == opens);
+    got = store_bytes(&st, "ck/d.npz", &size);
+    CHECK(got != NULL && full != NULL && size == full_size && memcmp(got, full, size) == 0);
+    free(got);
+
+    free(full);
+    ckpt_vars_free(v);
+    free(w);
+    ckpt_storage_free(plain);
+    ckpt_storage_free(storage);
+    store_clear(&st);
+}
+
 int main(void) {
     test_npz_round_trip_through_c_storage();
     test_queue_writer_round_trip_through_c_storage();
@@ -1279,6 +1394,7 @@ int main(void) {
     test_storage_new_refuses_bad_tables();
     test_free_space_callback();
     test_sharded_steps_on_a_storage_without_directory_renames();
+    test_clone_range_gets_the_unchanged_runs_of_a_save_against_a_base();
     pthread_mutex_lock(&g_check_mutex);
     printf("%d passed, %d failed\n", g_passed, g_failed);
     pthread_mutex_unlock(&g_check_mutex);

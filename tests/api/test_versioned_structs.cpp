@@ -118,7 +118,8 @@ TEST_CASE("ckpt_writer_options of version 1: init and new touch only its bytes")
 
 TEST_CASE("ckpt_storage_ops of every older version: ckpt_storage_new reads only its bytes") {
     const size_t sizes[] = {offsetof(ckpt_storage_ops, free_space), offsetof(ckpt_storage_ops, list_dirs),
-                            offsetof(ckpt_storage_ops, list_incomplete), offsetof(ckpt_storage_ops, stat)};
+                            offsetof(ckpt_storage_ops, list_incomplete), offsetof(ckpt_storage_ops, stat),
+                            offsetof(ckpt_storage_ops, clone_range)};
     static_assert(sizeof sizes / sizeof sizes[0] == CKPT_STORAGE_OPS_VERSION - 1, "a size per older version");
     ckpt_storage_ops full;
     std::memset(&full, 0, sizeof full);

@@ -48,7 +48,7 @@ STOPPING = threading.Event()
 BLOCK = 65536
 
 
-def classify(method, path, params):
+def classify(method, path, params, headers=None):
     """The S3 operation of a path-style request: /bucket, /bucket/key."""
     bucket, _, key = path.lstrip("/").partition("/")
     if not bucket:
@@ -60,7 +60,10 @@ def classify(method, path, params):
             return "list"
         return "bucket"
     if method == "PUT":
-        return "upload_part" if "partNumber" in params and "uploadId" in params else "put"
+        copy = headers is not None and "x-amz-copy-source" in headers
+        if "partNumber" in params and "uploadId" in params:
+            return "copy_part" if copy else "upload_part"
+        return "copy" if copy else "put"
     if method == "POST" and "uploads" in params:
         return "initiate"
     if method == "POST" and "uploadId" in params:
@@ -179,7 +182,7 @@ class State:
 
     def record(self, kind, method, path, query):
         entry = {"kind": kind, "method": method, "path": path, "query": query, "status": None,
-                 "upstream_status": None, "fault": None, "error": None}
+                 "upstream_status": None, "fault": None, "error": None, "body_bytes": 0}
         with self.lock:
             self.log.append(entry)
         return entry
@@ -203,6 +206,7 @@ class RequestBody:
         self.length = 0 if self.chunked else int(handler.headers.get("Content-Length") or 0)
         self.present = self.chunked or self.length > 0
         self.done = not self.present
+        self.received = 0  # bytes of the body read so far
 
     def chunks(self):
         handler = self.handler
@@ -229,6 +233,7 @@ class RequestBody:
             if not data:
                 raise ClientGone()
             size -= len(data)
+            self.received += len(data)
             yield data
 
 
@@ -306,7 +311,7 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
     def proxy(self, url):
         state = self.server.state
         params = urllib.parse.parse_qs(url.query, keep_blank_values=True)
-        kind = classify(self.command, url.path, params)
+        kind = classify(self.command, url.path, params, self.headers)
         entry = state.record(kind, self.command, url.path, url.query)
         body = RequestBody(self)
 
@@ -341,7 +346,7 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
                 # would with the server itself.
                 state.update(entry, error=f"upstream: {err}")
                 return self.reset()
-            state.update(entry, upstream_status=response.status)
+            state.update(entry, upstream_status=response.status, body_bytes=body.received)
             if action == "reset":  # at "response": the server did the work, the client never hears of it
                 response.read()
                 return self.reset()

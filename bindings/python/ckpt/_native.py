@@ -31,7 +31,7 @@ MANAGER_OPTIONS_VERSION = 5
 INCREMENTAL_SINCE = (0, 9, 0)
 WRITER_OPTIONS_VERSION = 2
 WRITER_AFTER_SAVE_SINCE = (0, 7, 0)  # ckpt_writer_options version 2 (after_save); older libraries take version 1
-STORAGE_OPS_VERSION = 5
+STORAGE_OPS_VERSION = 6
 STORAGE_REMOVE_RECURSIVE = 1
 TIME_UNKNOWN = -(1 << 63)
 COMM_OPS_VERSION = 1
@@ -128,6 +128,8 @@ STORAGE_CALLBACKS = [
     ("abort_incomplete", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p)),
     ("list_entries", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, LIST_ENTRY_FN, c_void_p)),
     ("stat", ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, _P(FileInfo))),  # version 5
+    ("clone_range", ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_void_p, c_uint64, c_uint64, c_void_p,
+                                     _P(c_uint64))),  # version 6
 ]
 
 

@@ -169,6 +169,8 @@ impl StorageHandle {
             list_entries: None,
             // ckpt opens the file for its size, or finds a directory in its parent's listing.
             stat: None,
+            // Nothing is shared: saves against a base write every byte.
+            clone_range: None,
         };
         let mut raw = ptr::null_mut();
         // SAFETY: a complete table; the library copies it and keeps the payload.

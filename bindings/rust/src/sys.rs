@@ -73,7 +73,7 @@ pub const CKPT_NPZ_KEEP_MANAGER_KEYS: u32 = 8;
 pub const CKPT_NPZ_CHUNK_HASHES: u32 = 16;
 
 // ------------------------------------------------------------------------------------------------ storage
-pub const CKPT_STORAGE_OPS_VERSION: u32 = 5;
+pub const CKPT_STORAGE_OPS_VERSION: u32 = 6;
 pub const CKPT_TIME_UNKNOWN: i64 = i64::MIN;
 pub const CKPT_STORAGE_REMOVE_RECURSIVE: u32 = 1;
 
@@ -302,6 +302,18 @@ pub struct ckpt_storage_ops {
     // version 5
     pub stat:
         Option<unsafe extern "C" fn(payload: *mut c_void, path: *const c_char, info: *mut ckpt_file_info) -> c_int>,
+    // version 6
+    pub clone_range: Option<
+        unsafe extern "C" fn(
+            payload: *mut c_void,
+            file: *mut c_void,
+            source: *mut c_void,
+            offset: u64,
+            size: u64,
+            data: *const c_void,
+            shared: *mut u64,
+        ) -> c_int,
+    >,
 }
 
 #[repr(C)]

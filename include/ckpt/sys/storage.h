@@ -97,13 +97,24 @@ typedef struct ckpt_storage_ops {
      * be NULL: ckpt then opens the file (open_read) for its size, its age unknown, or finds a directory in its
      * parent's listing. */
     int (*stat)(void *payload, const char *path, ckpt_file_info *info);
+    /* version 6: */
+    /* Appends `size` bytes, `data`, to `file` (one create opened), where they are also bytes [offset, offset + size)
+     * of `source` (a file open_read opened on this storage): shares what it can of them with `source` on the
+     * medium's side instead of receiving them — an object store's server-side copy (UploadPartCopy), a
+     * filesystem's reflink — writes the rest from `data`, and sets *shared to the number of bytes shared. offset and
+     * size are multiples of 4096. Saves against a base (ckpt_npz_options.base, a manager's incremental saves) call
+     * it with the unchanged runs of their large arrays. May be NULL: nothing is shared, and such saves neither hash
+     * their arrays nor open their base. Since 0.9. */
+    int (*clone_range)(void *payload, void *file, void *source, uint64_t offset, uint64_t size, const void *data,
+                       uint64_t *shared);
 } ckpt_storage_ops;
-#define CKPT_STORAGE_OPS_VERSION 5
+#define CKPT_STORAGE_OPS_VERSION 6
 
 /* Makes a storage from a callback table (copied; `ops->payload` is kept; a version-1 table ends before
  * free_space, a version-2 table before list_dirs, a version-3 table before list_incomplete, a version-4 table before
- * stat). Every callback except open_append, sync_dir, destroy,
- * free_space, list_dirs, remove_dir and rename_dir is required. Returns CKPT_OK, CKPT_EINVAL (NULL argument,
+ * stat, a version-5 table before clone_range). Every callback except open_append, sync_dir, destroy,
+ * free_space, list_dirs, remove_dir, rename_dir, list_incomplete, abort_incomplete, list_entries, stat and
+ * clone_range is required. Returns CKPT_OK, CKPT_EINVAL (NULL argument,
  * unknown version, a required callback missing, rename_dir or remove_dir without list_dirs), CKPT_ENOMEM. Since 0.6. */
 CKPT_API int ckpt_storage_new(ckpt_storage **out, const ckpt_storage_ops *ops);
 

@@ -80,6 +80,7 @@ fn structs_have_the_c_compilers_layout() {
                 abort_incomplete,
                 list_entries,
                 stat,
+                clone_range,
             }
         ),
         layout!(rust, ckpt_file_info { size, modified_ns, is_dir, reserved }),
