@@ -139,13 +139,23 @@ void ZipWriter::put_chunked(const Piece& piece, Chunking& ch, bool crc_here, uin
             offset_ += pending_n;
             pending_n = 0;
         };
+        // Bytes to write: a run of chunks that differ, written in large steps (a step of kBufferBytes goes to the
+        // output directly, without a copy into the buffer).
+        const char* writing = nullptr;
+        size_t writing_n = 0;
+        const auto write_pending = [&] {
+            if (writing_n == 0) return;
+            put(writing, writing_n);
+            writing_n = 0;
+        };
         for (size_t done = 0; done < n;) {
             const size_t len = std::min<size_t>(n - done, ch.chunk_bytes);
-            const Hash128 h = hash128(c + done, len);
-            if (crc_here) running = crc32(running, c + done, len);
             const size_t k = ch.hashes.size();
+            const Hash128 h = ch.hash_of ? ch.hash_of(k) : hash128(c + done, len);
+            if (crc_here) running = crc32(running, c + done, len);
             ch.hashes.push_back(h);
             if (base && len == ch.chunk_bytes && k < ch.base_hashes->size() && (*ch.base_hashes)[k] == h) {
+                write_pending();
                 if (pending_n == 0) {
                     pending = c + done;
                     pending_from = ch.base_offset + uint64_t{k} * ch.chunk_bytes;
@@ -153,11 +163,14 @@ void ZipWriter::put_chunked(const Piece& piece, Chunking& ch, bool crc_here, uin
                 pending_n += len;
             } else {
                 clone_pending();
-                put(c + done, len);
+                if (writing_n == 0) writing = c + done;
+                writing_n += len;
+                if (writing_n >= kBufferBytes) write_pending();
             }
             done += len;
         }
         clone_pending();
+        write_pending();
         if (on_bytes) on_bytes(at, n);
         at += n;
     });
