@@ -39,6 +39,7 @@ public:
         if (int rc = ops_.close(ops_.payload, file)) fail_callback(rc, "close", path_);
     }
     uint64_t clone_from(ckpt::core::InputFile& source, uint64_t offset, uint64_t n, const void* data) override;
+    bool may_share() const override { return ops_.clone_range != nullptr; }
 
 private:
     const ckpt_storage_ops& ops_;

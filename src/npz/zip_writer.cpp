@@ -126,8 +126,9 @@ void ZipWriter::add_stored(const std::string& name, const std::vector<Piece>& pi
 
 void ZipWriter::put_chunked(const Piece& piece, Chunking& ch, bool crc_here, uint32_t& running, const OnBytes& on_bytes,
                             uint64_t& at) {
-    const bool base = ch.base != nullptr && ch.base_hashes != nullptr;
     for_each_run(piece, [&](const void* p, size_t n) {
+        // Runs are offered to the output only while it may share them; else they are written as any bytes are.
+        const bool base = ch.base != nullptr && ch.base_hashes != nullptr && out_.may_share();
         // Runs begin at multiples of the chunk size (64 MiB of memory, 4 MiB of a source), so chunks never span two.
         const char* c = static_cast<const char*>(p);
         const char* pending = nullptr;  // bytes to clone: a run of whole chunks matching the base's

@@ -55,6 +55,7 @@ public:
     }
     // Memory shares nothing: a clone is a copy, so that the reuse of chunks is exercised where files are bytes.
     // (from the source's bytes, not `data`).
+    bool may_share() const override { return true; }
     uint64_t clone_from(InputFile& source, uint64_t offset, uint64_t n, const void*) override {
         std::string bytes(static_cast<size_t>(n), '\0');
         if (source.read_at(offset, &bytes[0], bytes.size()) != bytes.size())

@@ -180,6 +180,7 @@ public:
     }
 
     uint64_t clone_from(InputFile& source, uint64_t offset, uint64_t n, const void* data) override;
+    bool may_share() const override { return !clones_refused_; }
 
     void sync() override {
         if (::fsync(fd_) != 0) fail_errno(errno, fmt::format("{}: fsync failed", path_));

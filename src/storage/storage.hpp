@@ -41,6 +41,9 @@ public:
     // offset, n and the bytes written so far are multiples of 4096. Returns how many bytes were shared; the default
     // shares none (writes them all). Throws as write() does.
     virtual uint64_t clone_from(InputFile& source, uint64_t offset, uint64_t n, const void* data);
+    // Whether clone_from may still share anything: false where it only writes (the default; a file whose
+    // filesystem refused a clone), so that a writer keeps its own buffering instead of offering runs.
+    virtual bool may_share() const { return false; }
 };
 
 // A read-only view of a whole file's bytes, valid as long as this object (see InputFile::map).
