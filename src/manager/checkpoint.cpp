@@ -572,7 +572,20 @@ void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t ind
     // size, since the same communicator), opened where the shard is written.
     npz.chunk_hashes = clones_ && !npz.deflate;
     std::string base_path;
-    if (shares_this_save(npz) && shard_base_)
+    const bool share = shares_this_save(npz);
+    if (share && !shard_base_ && !shard_base_listed_) {
+        // A first save after a restart: this rank's shard of the newest step on disk, if it has one (another world
+        // size names other shards: then the save is a full one, and the log says why).
+        shard_base_listed_ = true;
+        try {
+            const std::vector<Step> on_disk = steps();
+            for (auto it = on_disk.rbegin(); it != on_disk.rend() && !shard_base_; ++it)
+                if (it->sharded) shard_base_ = it->index;
+        } catch (const Error&) {
+            // no base: a full save
+        }
+    }
+    if (share && shard_base_)
         base_path = join_path(step_path(*shard_base_), shard_name(options_.comm->rank(), options_.comm->size()));
     const auto open_shard_base = [this, index](const std::string& path) -> std::unique_ptr<ChunkBase> {
         return path.empty() ? nullptr : open_chunk_base(path, fmt::format("this rank's shard of step {}", index));

@@ -237,8 +237,10 @@ private:
     bool base_listed_ = false;
     bool clones_ = false;  // the storage can share blocks in the directory (and options_.incremental)
     int64_t saves_ = 0;    // saves made, for full_every
-    // Sharded: the step whose shard of this rank the next save takes as its base (the last this manager committed).
+    // Sharded: the step whose shard of this rank the next save takes as its base (the last this manager committed;
+    // for its first save, the newest step on disk).
     std::optional<int64_t> shard_base_;
+    bool shard_base_listed_ = false;
     int64_t last_save_ns_ = 0;  // should_save's reference for save_every_seconds: opening, then each save
     static_assert(std::atomic<bool>::is_always_lock_free, "request_save must be async-signal-safe");
 };

@@ -214,3 +214,54 @@ TEST_CASE("every rank of a sharded step shares its unchanged chunks with its own
               fmt::format("Rank 1's shard of step 2 shares {} bytes with /run/0000000001/shard-00001-of-00002.npz",
                           7 * kChunkBytes)});
 }
+
+TEST_CASE("after a restart, each rank's first sharded save takes its shard of the newest step on disk") {
+    auto storage = std::make_shared<MemoryStorage>();
+    std::mutex mutex;
+    std::vector<std::string> log;
+    const auto session = [&](int64_t first, int64_t last, int world) {
+        ckpt::testing::run_ranks(world, [&](int rank, std::shared_ptr<Comm> comm) {
+            std::vector<float> w(kFloats, static_cast<float>(rank));
+            CheckpointManager::Options o;
+            o.storage = storage;
+            o.comm = comm;
+            o.log = [&](int, const std::string& message) {
+                std::lock_guard<std::mutex> lock(mutex);
+                log.push_back(message);
+            };
+            CheckpointManager m("/run", o);
+            for (int64_t i = first; i <= last; ++i) {
+                w[static_cast<size_t>(i) * kChunkBytes / 4] += 1.0f;  // chunk i of the rank's shard changes
+                VarCollection v;
+                v.add("w" + std::to_string(rank),
+                      Array::borrow(DType::float32, 4, {static_cast<int64_t>(kFloats)}, w.data()));
+                m.save(v, i);
+            }
+            m.close();
+        });
+    };
+    const auto shares = [&] {
+        std::vector<std::string> found;
+        for (const std::string& line : log)
+            if (line.find(" shares ") != std::string::npos || line.find("in full") != std::string::npos)
+                found.push_back(line);
+        std::sort(found.begin(), found.end());
+        log.clear();
+        return found;
+    };
+    session(0, 1, 2);
+    shares();
+    // A new process: its managers have committed nothing yet. Its state starts over, so chunks 0 and 1 differ from
+    // step 1's too, besides chunk 2: 5 of 8 are shared.
+    session(2, 2, 2);
+    CHECK(shares() ==
+          std::vector<std::string>{
+              fmt::format("Rank 0's shard of step 2 shares {} bytes with /run/0000000001/shard-00000-of-00002.npz",
+                          5 * kChunkBytes),
+              fmt::format("Rank 1's shard of step 2 shares {} bytes with /run/0000000001/shard-00001-of-00002.npz",
+                          5 * kChunkBytes)});
+    session(3, 3, 3);  // another world size: no shard of that name in step 2, so full saves that say why
+    const std::vector<std::string> three = shares();
+    REQUIRE(three.size() == 3);
+    for (const std::string& line : three) CHECK_THAT(line, Contains("in full") && Contains("0000000002/shard-"));
+}
