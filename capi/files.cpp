@@ -34,6 +34,20 @@ CKPT_API int ckpt_storage_stat(ckpt_storage* storage, const char* path, ckpt_fil
     });
 }
 
+CKPT_API int ckpt_storage_shared_bytes(ckpt_storage* storage, const char* path, uint64_t* shared) {
+    return guard([&] {
+        require(path, "ckpt_storage_shared_bytes", "path");
+        require(shared, "ckpt_storage_shared_bytes", "shared");
+        const ckpt::capi::Located at = ckpt::capi::locate(storage, path);
+        const std::optional<uint64_t> found = at.storage->shared_bytes(at.path);
+        if (!found) {
+            if (!at.storage->stat(at.path)) ckpt::core::fail(Code::not_found, "{}: no such file", shown(at));
+            ckpt::core::fail(Code::unsupported, "{}: this storage cannot tell which bytes files share", shown(at));
+        }
+        *shared = *found;
+    });
+}
+
 CKPT_API int ckpt_storage_list(ckpt_storage* storage, const char* dir, ckpt_list_entry_fn entry, void* ctx) {
     int stopped = CKPT_OK;
     const int rc = guard([&] {

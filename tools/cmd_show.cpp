@@ -38,6 +38,14 @@ const char* compression_name(uint32_t c) { return c == CKPT_DEFLATE ? "deflated"
 // The byte order of the data in its member, in words ('<' little, '>' big, '|' none: single-byte items).
 const char* endian_name(int byte_order) { return byte_order == '<' ? "little" : byte_order == '>' ? "big" : "-"; }
 
+// Bytes of the file whose blocks it shares with other files (incremental saves on XFS or btrfs); nullopt where the
+// storage cannot tell (S3, tmpfs).
+std::optional<uint64_t> shared_bytes_of(const std::string& file) {
+    uint64_t shared = 0;
+    if (ckpt_storage_shared_bytes(nullptr, file.c_str(), &shared) != CKPT_OK) return std::nullopt;
+    return shared;
+}
+
 int run_show(const ShowOptions& o) {
     if (is_step_dir(o.file)) return show_step(o.file, o.json, o.bytes);
     const Npz npz = open_npz(o.file);
@@ -45,12 +53,14 @@ int run_show(const ShowOptions& o) {
     const std::optional<uint64_t> size = ckpt_npz_file_size(f);
     const size_t count = ckpt_npz_count(f);
     const uint32_t layout = ckpt_npz_layout(f);
+    const std::optional<uint64_t> shared = shared_bytes_of(o.file);
 
     if (o.json) {
         Json out;
         out["path"] = o.file;
         out["bytes"] = size ? Json(*size) : Json(nullptr);
         out["layout"] = layout_name(layout);
+        out["shared_bytes"] = shared ? Json(*shared) : Json(nullptr);
         Json arrays = Json::array();
         for (size_t i = 0; i < count; ++i) {
             const bool stored = ckpt_npz_compression(f, i) == CKPT_STORE;
@@ -83,6 +93,10 @@ int run_show(const ShowOptions& o) {
 
     std::cout << fmt::format("{}: {}{} layout, {} array{}\n", o.file, size ? human_size(*size, o.bytes) + ", " : "",
                              layout_name(layout), count, count == 1 ? "" : "s");
+    if (shared && *shared > 0)
+        std::cout << fmt::format("shared: {}{} with other files (blocks the filesystem holds once for all of them)\n",
+                                 human_size(*shared, o.bytes),
+                                 size ? fmt::format(" of its {}", human_size(*size, o.bytes)) : "");
     const bool objax = layout == CKPT_LAYOUT_OBJAX;
     std::vector<std::string> header = {"name", "dtype", "shape", "endian", "order", "bytes", "stored",
                                        "compression", "crc32", "offset", "align"};

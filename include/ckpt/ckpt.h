@@ -467,6 +467,12 @@ CKPT_API void ckpt_storage_free(ckpt_storage *storage);
 /* Fills *info for the file or directory at path. Returns CKPT_OK; CKPT_EINVAL (NULL argument); CKPT_ENOTFOUND
  * (nothing there); CKPT_EIO. Since 0.8. */
 CKPT_API int ckpt_storage_stat(ckpt_storage *storage, const char *path, ckpt_file_info *info);
+
+/* Sets *shared to how many bytes of the file at path have blocks it shares with other files — what a filesystem
+ * that clones (XFS, btrfs) holds once for several checkpoints after incremental saves (docs/checkpoint-manager.md).
+ * Returns CKPT_OK; CKPT_EINVAL (NULL argument); CKPT_ENOTFOUND; CKPT_EUNSUPPORTED (the storage cannot tell: object
+ * stores, memory, callback storages, a filesystem without FIEMAP); CKPT_EIO. Since 0.9. */
+CKPT_API int ckpt_storage_shared_bytes(ckpt_storage *storage, const char *path, uint64_t *shared);
 /* Calls entry(name, ctx) for each file of dir and each subdirectory (whose name ends in '/'), names sorted
  * bytewise; stops and returns entry's code if it returns non-zero. Returns CKPT_OK; CKPT_EINVAL; CKPT_ENOTFOUND
  * (no such directory; on an object store an empty prefix lists nothing instead); CKPT_EIO; CKPT_ENOMEM.

@@ -69,10 +69,10 @@ public:
         uint64_t base_offset = 0;                           // where the base's copy of the array begins in it
         const std::vector<Hash128>* base_hashes = nullptr;  // its chunks' hashes
         std::vector<Hash128> hashes;                        // out: this member's
+        uint64_t shared = 0;                                // out: bytes shared rather than written
         // Where set, the hash of chunk k comes from here (a thread that computes them ahead) instead of being
         // computed as the chunk is written.
         std::function<Hash128(size_t k)> hash_of;
-        uint64_t shared = 0;                                // out: bytes shared rather than written
     };
     // add_stored with chunking (nullptr: as above); returns the member's CRC-32.
     uint32_t add_stored(const std::string& name, const std::vector<Piece>& pieces, const OnBytes& on_bytes,

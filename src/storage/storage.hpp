@@ -156,6 +156,13 @@ public:
         (void)dir;
         return false;
     }
+    // Bytes of the file at `path` whose blocks are shared with other files (a filesystem that clones holds them once
+    // for all: what incremental saves leave), or nullopt where the storage cannot tell (the default). Throws
+    // Error(not_found) if the file is missing.
+    virtual std::optional<uint64_t> shared_bytes(const std::string& path) {
+        (void)path;
+        return std::nullopt;
+    }
 
     // Directory operations, for sharded checkpoints (one directory per step). Storages without them throw
     // Error(unsupported), which makes sharded saves fail and listings show files only.

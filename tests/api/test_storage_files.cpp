@@ -240,6 +240,15 @@ TEST_CASE("files of the local filesystem: stat with the file's own time, list, r
     ckpt_file* file = nullptr;
     CHECK(ckpt_file_open(&file, nullptr, dir.path().c_str(), nullptr) != CKPT_OK);
     CHECK(file == nullptr);
+
+    // A file written, not cloned, shares nothing (where the filesystem can tell: tmpfs has no FIEMAP); XFS and
+    // btrfs, where incremental saves share, are in test_chunks and the tool's tests.
+    uint64_t shared = 1;
+    const int rc = ckpt_storage_shared_bytes(nullptr, f.c_str(), &shared);
+    CHECK((rc == CKPT_OK || rc == CKPT_EUNSUPPORTED));
+    if (rc == CKPT_OK) CHECK(shared == 0);
+    CHECK(ckpt_storage_shared_bytes(nullptr, dir.file("missing.npz").c_str(), &shared) == CKPT_ENOTFOUND);
+    CHECK_THAT(ckpt_error_message(), Catch::Contains("missing.npz"));
 }
 
 TEST_CASE("files of the memory storage: stat says when a file was saved") {
@@ -255,6 +264,9 @@ TEST_CASE("files of the memory storage: stat says when a file was saved") {
     ckpt_file_info info;
     REQUIRE(ckpt_storage_stat(memory.s, "run/c.bin", &info) == CKPT_OK);
     CHECK(info.modified_ns >= static_cast<int64_t>(before.tv_sec) * 1000000000);
+    uint64_t shared = 0;
+    CHECK(ckpt_storage_shared_bytes(memory.s, "run/c.bin", &shared) == CKPT_EUNSUPPORTED);
+    CHECK_THAT(ckpt_error_message(), Catch::Contains("run/c.bin") && Catch::Contains("cannot tell"));
 }
 
 TEST_CASE("files of a callback storage, with and without a stat callback") {
@@ -293,6 +305,9 @@ TEST_CASE("files of a storage: NULL arguments are refused") {
     CHECK(ckpt_storage_list(nullptr, ".", nullptr, nullptr) == CKPT_EINVAL);
     CHECK(ckpt_storage_remove(nullptr, nullptr, 0) == CKPT_EINVAL);
     CHECK(ckpt_storage_make_dirs(nullptr, nullptr) == CKPT_EINVAL);
+    uint64_t shared = 0;
+    CHECK(ckpt_storage_shared_bytes(nullptr, nullptr, &shared) == CKPT_EINVAL);
+    CHECK(ckpt_storage_shared_bytes(nullptr, ".", nullptr) == CKPT_EINVAL);
     CHECK(ckpt_file_open(nullptr, nullptr, "x", nullptr) == CKPT_EINVAL);
     size_t got = 1;
     CHECK(ckpt_file_read(nullptr, 0, nullptr, 0, &got) == CKPT_EINVAL);

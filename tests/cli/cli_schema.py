@@ -128,7 +128,7 @@ def check_show(t, doc):
         "crc32": is_int(t),
         "data_offset": nullable(is_int(t)), "alignment": nullable(is_int(t))}, w)
     s.obj(doc, {"path": is_str(t), "bytes": size, "layout": one_of(t, "plain", "objax"),
-                "arrays": list_of(t, array), "metadata": str_map(t)}, "show")
+                "shared_bytes": nullable(is_int(t)), "arrays": list_of(t, array), "metadata": str_map(t)}, "show")
 
 
 def check_verify(t, doc):

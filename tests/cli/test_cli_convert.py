@@ -151,3 +151,41 @@ def test_convert_records_chunk_hashes_and_re_saves_against_a_base(tmp_path):
     assert again.read_bytes() == before
     shown = run("show", hashed)
     assert shown.returncode == 0 and "__ckpt_chunks__" not in shown.stdout, shown.stdout
+
+
+def test_show_says_how_much_of_a_file_shares_its_blocks_after_a_convert_against_a_base(tmp_path):
+    # On an XFS image, in a mount namespace of the commands' own (so that no mount outlives the test): OUT shares
+    # every unchanged 16 KiB chunk with its base, and show says so; on this test's own directory nothing is shared.
+    import json
+    import shutil
+    if os.geteuid() != 0 or shutil.which("mkfs.xfs") is None or shutil.which("unshare") is None:
+        pytest.skip("an XFS image needs root, mkfs.xfs (xfsprogs) and unshare")
+    src = tmp_path / "in.npz"
+    big = np.arange(1 << 20, dtype=np.float32)  # 4 MiB: 256 chunks
+    np.savez(src, big=big, small=np.arange(3))
+    (tmp_path / "mnt").mkdir()
+    script = (
+        "truncate -s 512m {d}/xfs.img && mkfs.xfs -q -m reflink=1 {d}/xfs.img >/dev/null 2>&1 && "
+        "mount -o loop {d}/xfs.img {d}/mnt 2>/dev/null || exit 77\n"
+        "set -e\n"
+        "{cli} convert {src} {d}/mnt/a.npz --chunk-hashes\n"
+        "{cli} convert {d}/mnt/a.npz {d}/mnt/b.npz --base {d}/mnt/a.npz\n"
+        "{cli} show {d}/mnt/b.npz --json > {d}/shown.json\n"
+        "{cli} show {d}/mnt/b.npz > {d}/shown.txt\n"
+        "cp {d}/mnt/b.npz {d}/b.npz\n").format(d=tmp_path, cli=CLI, src=src)
+    p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode == 77:
+        pytest.skip("cannot mount an XFS image here (no loop device?)")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((tmp_path / "shown.json").read_text())
+    assert doc["shared_bytes"] >= big.nbytes, doc  # the array, and the blocks around it
+    assert doc["shared_bytes"] <= doc["bytes"]
+    assert "with other files" in (tmp_path / "shown.txt").read_text()
+    with np.load(tmp_path / "b.npz") as z:
+        np.testing.assert_array_equal(z["big"], big)
+    # A copy is a file of its own: nothing shared, and no line about it.
+    here = run("show", tmp_path / "b.npz", "--json")
+    assert here.returncode == 0, here.stderr
+    assert json.loads(here.stdout)["shared_bytes"] in (0, None)
+    assert "with other files" not in run("show", tmp_path / "b.npz").stdout

@@ -210,6 +210,11 @@ TEST_CASE("ckpt::Files lists, stats, reads and removes the files of any storage"
         }
         CHECK(files.stat(root + "/sub")->is_dir);
         CHECK(!files.stat(root + "/missing"));
+        // A file written whole shares nothing; memory and callback storages cannot tell (nor can tmpfs).
+        const std::optional<uint64_t> shared = files.shared_bytes(root + "/a.npz");
+        if (storage) CHECK(!shared);
+        if (shared) CHECK(*shared == 0);
+        CHECK_THROWS_AS(files.shared_bytes(root + "/missing"), ckpt::Error);
 
         ckpt::File f = files.open(root + "/a.npz");
         CHECK(f.size() == a->size);

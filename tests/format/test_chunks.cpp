@@ -17,10 +17,7 @@
 #include "support/stored.hpp"
 #include "support/temp_dir.hpp"
 
-#include <linux/fiemap.h>
-#include <linux/fs.h>
 #include <fcntl.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -83,34 +80,6 @@ std::unique_ptr<ChunkBase> saved_base(Storage& storage, const std::string& path,
     INFO(why);
     REQUIRE(base);
     return base;
-}
-
-// Bytes of `path` whose extents the filesystem reports as shared with another file (FIEMAP).
-uint64_t shared_extent_bytes(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    constexpr unsigned kExtents = 512;
-    std::vector<char> buf(sizeof(fiemap) + kExtents * sizeof(fiemap_extent));
-    uint64_t shared = 0, start = 0;
-    for (;;) {
-        std::memset(buf.data(), 0, buf.size());
-        auto* map = reinterpret_cast<fiemap*>(buf.data());
-        map->fm_start = start;
-        map->fm_length = ~uint64_t{0} - start;
-        map->fm_flags = FIEMAP_FLAG_SYNC;
-        map->fm_extent_count = kExtents;
-        if (::ioctl(fd, FS_IOC_FIEMAP, map) != 0 || map->fm_mapped_extents == 0) break;
-        bool last = false;
-        for (unsigned i = 0; i < map->fm_mapped_extents; ++i) {
-            const fiemap_extent& e = map->fm_extents[i];
-            if (e.fe_flags & FIEMAP_EXTENT_SHARED) shared += e.fe_length;
-            start = e.fe_logical + e.fe_length;
-            last = last || (e.fe_flags & FIEMAP_EXTENT_LAST);
-        }
-        if (last) break;
-    }
-    ::close(fd);
-    return shared;
 }
 
 }  // namespace
@@ -364,7 +333,7 @@ TEST_CASE("where the filesystem cannot clone, a save against a base writes every
     save_npz(*storage, dir.file("full.npz"), s.vars(), chunked());
     CHECK(ckpt::testing::read_file(dir.file("next.npz")) == ckpt::testing::read_file(dir.file("full.npz")));
     // ext4 and tmpfs cannot clone: everything was written. (Where this directory can, the blocks were shared.)
-    if (shared == 0) CHECK(shared_extent_bytes(dir.file("next.npz")) == 0);
+    if (shared == 0) CHECK(storage->shared_bytes(dir.file("next.npz")).value_or(0) == 0);
 }
 
 TEST_CASE("on XFS and btrfs a save against a base shares its unchanged chunks' blocks with it") {
@@ -405,7 +374,7 @@ TEST_CASE("on XFS and btrfs a save against a base shares its unchanged chunks' b
             const uint64_t used = (before.f_bfree - after.f_bfree) * before.f_frsize;
             if (used > total / 8)
                 return fmt::format("FAIL: the save took {} bytes of the disk for {} changed", used, kChunkBytes);
-            const uint64_t extents = shared_extent_bytes(next_path);
+            const uint64_t extents = storage->shared_bytes(next_path).value_or(0);  // FIEMAP's shared extents
             if (extents < total - 2 * uint64_t{kChunkBytes})
                 return fmt::format("FAIL: the filesystem reports {} bytes shared", extents);
             save_npz(*storage, mount_point + "/full.npz", vars(), chunked());

@@ -17,7 +17,8 @@ REQUIRED_VERSION = (0, 5, 0)
 # them, and the methods that call them raise UnsupportedError.
 SINCE = {"ckpt_npz_read_range": (0, 7, 0), "ckpt_manager_clean": (0, 7, 0),
          "ckpt_npz_byte_order": (0, 7, 0), "ckpt_npz_file_size": (0, 7, 0), "ckpt_npz_fortran_order": (0, 7, 0),
-         "ckpt_vars_add_source": (0, 7, 0), "ckpt_vars_is_source": (0, 7, 0), "ckpt_npz_find": (0, 8, 0)}
+         "ckpt_vars_add_source": (0, 7, 0), "ckpt_vars_is_source": (0, 7, 0), "ckpt_npz_find": (0, 8, 0),
+         "ckpt_storage_shared_bytes": (0, 9, 0)}
 FILES_SINCE = (0, 8, 0)  # ckpt_storage_stat, _list, _remove and ckpt_file_*: a storage's files
 SINCE.update((f, FILES_SINCE) for f in ("ckpt_storage_stat", "ckpt_storage_list", "ckpt_storage_make_dirs",
                                         "ckpt_storage_remove", "ckpt_file_open", "ckpt_file_read", "ckpt_file_close"))
@@ -229,6 +230,7 @@ SIGNATURES = {
     "ckpt_storage_new_memory": (c_int, [_OUT]),
     "ckpt_storage_free": (None, [c_void_p]),
     "ckpt_storage_stat": (c_int, [c_void_p, c_char_p, _P(FileInfo)]),
+    "ckpt_storage_shared_bytes": (c_int, [c_void_p, c_char_p, _P(c_uint64)]),
     "ckpt_storage_list": (c_int, [c_void_p, c_char_p, LIST_ENTRY_FN, c_void_p]),
     "ckpt_storage_make_dirs": (c_int, [c_void_p, c_char_p]),
     "ckpt_storage_remove": (c_int, [c_void_p, c_char_p, c_uint32]),

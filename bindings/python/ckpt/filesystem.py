@@ -242,6 +242,18 @@ class StorageFiles:
         mode = (stat.S_IFDIR | 0o755) if info.is_dir else (stat.S_IFREG | 0o644)
         return FileStat(os.stat_result((mode, 0, 0, 1, 0, 0, info.size, t, t, t)), path)
 
+    def shared_bytes(self, path: str) -> Optional[int]:
+        """How many bytes of the file at `path` have blocks it shares with other files — what incremental saves leave
+        on XFS or btrfs, where several checkpoints hold their unchanged chunks once (libckpt 0.9.0); None where the
+        storage cannot tell (S3, memory, a filesystem without FIEMAP)."""
+        shared = ctypes.c_uint64()
+        path = os.fspath(path)
+        rc = lib.ckpt_storage_shared_bytes(self._handle("shared_bytes"), _paths.encode(path), ctypes.byref(shared))
+        if rc == errors.EUNSUPPORTED:
+            return None
+        _native.check(rc, path)
+        return shared.value
+
     def isdir(self, path: str) -> bool:
         """Whether `path` is a directory (on an object store: a prefix that names go under)."""
         try:

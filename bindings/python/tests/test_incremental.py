@@ -144,3 +144,16 @@ def test_a_library_before_0_9_refuses_what_it_lacks_and_still_saves(tmp_path, mo
     with ckpt.Manager(str(tmp_path), incremental=False) as m:  # what such a library always does
         m.save(state(1), 1)
         assert m.read()[1]["w"][1000] == 1
+
+
+def test_shared_bytes_of_a_file_written_whole_and_of_a_storage_that_cannot_tell(tmp_path):
+    # XFS and btrfs, where incremental saves share blocks, are in the C tests and the tool's (ckpt show).
+    ckpt.save(str(tmp_path / "a.npz"), state(1))
+    assert filesystem.StorageFiles("local").shared_bytes(str(tmp_path / "a.npz")) in (0, None)  # None: tmpfs
+    with pytest.raises(FileNotFoundError):
+        filesystem.StorageFiles("local").shared_bytes(str(tmp_path / "missing.npz"))
+    memory = ckpt.NativeMemory()
+    files = filesystem.StorageFiles("memory", memory)
+    files.makedirs("run")
+    ckpt.save("run/a.npz", state(1), storage=memory)
+    assert files.shared_bytes("run/a.npz") is None

@@ -64,6 +64,20 @@ impl Files {
         Ok(Some(FileInfo { size: info.size, modified, is_dir: info.is_dir != 0 }))
     }
 
+    /// How many bytes of the file at `path` have blocks it shares with other files (what incremental saves leave on
+    /// XFS or btrfs); `Ok(None)` where the storage cannot tell (S3, memory, a filesystem without FIEMAP).
+    pub fn shared_bytes(&self, path: impl AsRef<Path>) -> Result<Option<u64>> {
+        let p = c_path(path.as_ref())?;
+        let mut shared = 0u64;
+        // SAFETY: a valid storage (or NULL), C string and out-pointer.
+        let rc = unsafe { sys::ckpt_storage_shared_bytes(self.raw(), p.as_ptr(), &mut shared) };
+        if rc == sys::CKPT_EUNSUPPORTED {
+            return Ok(None);
+        }
+        check(rc)?;
+        Ok(Some(shared))
+    }
+
     /// The names in `dir`, sorted; a subdirectory's ends in `/`.
     pub fn list(&self, dir: impl AsRef<Path>) -> Result<Vec<String>> {
         unsafe extern "C" fn entry(name: *const c_char, ctx: *mut c_void) -> c_int {

@@ -469,6 +469,7 @@ extern "C" {
     pub fn ckpt_storage_new_memory(out: *mut *mut ckpt_storage) -> c_int;
     pub fn ckpt_storage_free(storage: *mut ckpt_storage);
     pub fn ckpt_storage_stat(storage: *mut ckpt_storage, path: *const c_char, info: *mut ckpt_file_info) -> c_int;
+    pub fn ckpt_storage_shared_bytes(storage: *mut ckpt_storage, path: *const c_char, shared: *mut u64) -> c_int;
     pub fn ckpt_storage_list(
         storage: *mut ckpt_storage,
         dir: *const c_char,

@@ -82,6 +82,15 @@ public:
                     std::chrono::nanoseconds(info.modified_ns)));
         return out;
     }
+    // How many bytes of the file at path have blocks it shares with other files (what incremental saves leave on
+    // XFS or btrfs); nullopt where the storage cannot tell (S3, memory, a filesystem without FIEMAP).
+    std::optional<uint64_t> shared_bytes(const std::string& path) const {
+        uint64_t shared = 0;
+        const int rc = ckpt_storage_shared_bytes(ref_->get(), path.c_str(), &shared);
+        if (rc == CKPT_EUNSUPPORTED) return std::nullopt;
+        detail::check(rc);
+        return shared;
+    }
     // The names in dir, sorted; a subdirectory's ends in '/'.
     std::vector<std::string> list(const std::string& dir) const {
         std::vector<std::string> names;

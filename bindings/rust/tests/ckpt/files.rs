@@ -55,11 +55,19 @@ fn files_of_the_local_filesystem_are_listed_stated_read_and_removed() {
     let dir = TempDir::new("files");
     let root = dir.join("run");
     check(&Files::local(), root.to_str().unwrap(), &NpzOptions::new());
+    // A file written whole shares no blocks (tmpfs cannot tell); a missing one is an error.
+    let file = dir.join("whole.bin");
+    std::fs::write(&file, b"bytes").unwrap();
+    assert!(matches!(Files::local().shared_bytes(&file).unwrap(), None | Some(0)));
+    assert!(Files::local().shared_bytes(dir.join("missing.npz")).is_err());
 }
 
 #[test]
 fn files_of_the_memory_storage_are_listed_stated_read_and_removed() {
     let memory = StorageHandle::memory().unwrap();
     check(&Files::new(&memory), "run", &NpzOptions::new().storage(memory.clone()));
+    Files::new(&memory).make_dirs("m").unwrap();
+    model().save_with("m/a.npz", &NpzOptions::new().storage(memory.clone())).unwrap();
+    assert_eq!(Files::new(&memory).shared_bytes("m/a.npz").unwrap(), None, "memory cannot tell");
     assert!(!std::path::Path::new("run").exists(), "nothing went to the filesystem");
 }
