@@ -250,10 +250,13 @@ std::string CheckpointManager::path_of(const Step& step) const {
 }
 
 std::vector<CheckpointManager::Step> CheckpointManager::steps() const {
+    return steps_in(options_.storage->list_entries(dir_));  // one request on an object store
+}
+
+std::vector<CheckpointManager::Step> CheckpointManager::steps_in(const Storage::Entries& entries) const {
     Storage& storage = *options_.storage;
     std::vector<Step> out;
     std::set<int64_t> sharded;
-    const Storage::Entries entries = storage.list_entries(dir_);  // one request on an object store
     for (const std::string& name : entries.dirs) {
         const auto i = step_dir_index(name);
         if (!i) continue;
@@ -286,8 +289,11 @@ void CheckpointManager::log(int level, const std::string& message) const {
 }
 
 void CheckpointManager::remove_stale_temporaries() {
+    const Storage::Entries entries = options_.storage->list_entries(dir_);
+    // The first save's base, from the same listing: this runs before that save is handed to the writer.
+    if (clones_ && !base_listed_) take_newest_as_base(steps_in(entries));
     remove_temporaries(
-        *options_.storage, find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::checkpoints),
+        *options_.storage, find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::checkpoints, &entries),
         [this](const StaleTemporary& t) {
             log(warning, fmt::format("Removed stale temporary {} {} (left by an interrupted save)", kind_of(t), t.path));
         },
@@ -503,15 +509,7 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
 
 std::unique_ptr<ChunkBase> CheckpointManager::open_base(int64_t index, int64_t* base_index) {
     try {
-        if (!base_listed_) {
-            base_listed_ = true;
-            const std::vector<Step> on_disk = steps();
-            for (auto it = on_disk.rbegin(); it != on_disk.rend(); ++it) {
-                if (it->sharded) continue;
-                base_ = SavedFile{it->index, std::nullopt};
-                break;
-            }
-        }
+        if (!base_listed_) take_newest_as_base(steps());
         if (!base_) return nullptr;
         const std::string path = file_path(base_->index);
         if (base_->as_saved) {
@@ -528,6 +526,15 @@ std::unique_ptr<ChunkBase> CheckpointManager::open_base(int64_t index, int64_t* 
     } catch (const Error& e) {
         log(info, fmt::format("Saving checkpoint {} in full: {}", index, e.what()));
         return nullptr;
+    }
+}
+
+void CheckpointManager::take_newest_as_base(const std::vector<Step>& on_disk) {
+    base_listed_ = true;
+    for (auto it = on_disk.rbegin(); it != on_disk.rend(); ++it) {
+        if (it->sharded) continue;
+        base_ = SavedFile{it->index, std::nullopt};
+        return;
     }
 }
 

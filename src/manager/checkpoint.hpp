@@ -151,6 +151,7 @@ private:
     };
     // The checkpoints on disk, ascending, without waiting for background saves.
     std::vector<Step> steps() const;
+    std::vector<Step> steps_in(const Storage::Entries& entries) const;  // of dir_'s listing
     std::optional<Step> find_step(int64_t index) const;
     std::string path_of(const Step& step) const;
     std::string file_path(int64_t index) const;
@@ -192,6 +193,8 @@ private:
     std::unique_ptr<ChunkBase> open_base(int64_t index, int64_t* base_index);
     // Counts a save, and says whether it may share chunks: it records chunk hashes and is not a full_every-th save.
     bool shares_this_save(const NpzWriteOptions& npz);
+    // The newest checkpoint file of a listing as the next save's base (a first save: what an earlier process saved).
+    void take_newest_as_base(const std::vector<Step>& on_disk);
     // ChunkBase::open of `path`, or nullptr, logging "Saving <what> in full: <why>".
     std::unique_ptr<ChunkBase> open_chunk_base(const std::string& path, const std::string& what) const;
     // Commits the asynchronous sharded step whose shard is being written, if any (collective); throws its error.

@@ -19,9 +19,10 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 const char* kind_of(const StaleTemporary& t) { return t.upload ? "unfinished upload of" : t.dir ? "directory" : "file"; }
 
-std::vector<StaleTemporary> find_stale_temporaries(Storage& storage, const std::string& dir, TemporaryKinds kinds) {
+std::vector<StaleTemporary> find_stale_temporaries(Storage& storage, const std::string& dir, TemporaryKinds kinds,
+                                                   const Storage::Entries* listed) {
     std::vector<StaleTemporary> found;
-    const Storage::Entries entries = storage.list_entries(dir);
+    const Storage::Entries entries = listed != nullptr ? *listed : storage.list_entries(dir);
     for (const std::string& name : entries.dirs) {
         // A sharded save's staging directory, a replaced step set aside, or a step directory without a manifest
         // (a save cut short on a storage that commits by writing the manifest last).

@@ -31,8 +31,9 @@ enum class TemporaryKinds {
 
 // The stale temporaries of `dir`, directories first. Only names ckpt makes: never a file that is not ckpt's. A file
 // that a save is still writing (Storage::temp_in_use) is not stale. A storage that cannot list directories has only
-// files to report.
-std::vector<StaleTemporary> find_stale_temporaries(Storage& storage, const std::string& dir, TemporaryKinds kinds);
+// files to report. `listed`: dir's listing, when the caller has it (else it is listed here).
+std::vector<StaleTemporary> find_stale_temporaries(Storage& storage, const std::string& dir, TemporaryKinds kinds,
+                                                   const Storage::Entries* listed = nullptr);
 
 // Removes each of `found`, calling `removed` after each removal and `failed` with the error's message for one that
 // could not be removed (the others are still tried).

@@ -127,10 +127,10 @@ def test_a_restore_lists_once_and_a_save_with_retention_lists_once(s3):
     with ckpt.Manager(logdir, keep=2) as m:
         s3.clear_log()
         m.save(state(1, False), 1)
-        # The first save also looks for what interrupted saves left (temporaries and incomplete uploads) and for
-        # the newest checkpoint to share with (none); after the object, the HEAD that records it as the next save's
-        # base, and the listing for retention.
-        assert sorted(kinds(s3)) == ["head", "list", "list", "list", "list_uploads", "put"], kinds(s3)
+        # The first save also looks for what interrupted saves left (temporaries and incomplete uploads) and, in
+        # the same listing, for the newest checkpoint to share with (none); after the object, the HEAD that records
+        # it as the next save's base, and the listing for retention.
+        assert sorted(kinds(s3)) == ["head", "list", "list", "list_uploads", "put"], kinds(s3)
         m.save(state(2, False), 2)
         m.save(state(3, False), 3)
         s3.clear_log()
