@@ -415,17 +415,13 @@ CKPT_API const char *ckpt_npz_metadata_value(const ckpt_npz *npz, size_t i);
 
 /* Array i's bytes without a copy: *out_data points at ckpt_npz_nbytes(npz, i) bytes in native byte order and C
  * order, read-only (copy-on-write under CKPT_NPZ_MAP_WRITABLE), valid until ckpt_npz_close(npz); every call for the
- * same i gives the same pointer (an empty array's is not NULL and must not be read).
- * - A member that lies in the file as it is used (stored, native byte order, C order, aligned: every member ckpt
- *   writes) is a pointer into one private mapping of the whole file, paged in when touched. Any other member, and
- *   any member of a storage that cannot map (memory, callbacks), is decoded once into memory the handle owns.
- * - The first call for i checks the member's CRC-32 (CKPT_EFORMAT naming the file and member on a mismatch);
- *   CKPT_NPZ_MAP_UNVERIFIED in the open options' flags skips that for mapped members.
- * - A file replaced or deleted while mapped keeps its old bytes until ckpt_npz_close; one truncated while mapped
- *   raises SIGBUS where its lost pages are touched (a manager never truncates; NFS deletes from another host can).
+ * same i gives the same pointer (an empty array's is not NULL and must not be read). Members ckpt writes are
+ * pointers into one private mapping of the file; others, and those of storages that cannot map, are decoded once.
+ * The first call for i checks the CRC-32 (not for mapped members under CKPT_NPZ_MAP_UNVERIFIED). A file truncated
+ * while mapped raises SIGBUS where its lost pages are touched: docs/guide.md ("Arrays without a copy").
  * Returns CKPT_OK; CKPT_EINVAL (NULL npz or out_data); CKPT_ENOTFOUND (i out of range); CKPT_EFORMAT (corrupt data,
  * CRC-32 mismatch); CKPT_EIO (also a file that shrank before the first call); CKPT_ENOMEM. On failure *out_data is
- * NULL. docs/guide.md ("Arrays without a copy") says the rest. Since 0.6. */
+ * NULL. Since 0.6. */
 CKPT_API int ckpt_npz_map(ckpt_npz *npz, size_t i, const void **out_data);
 /* A restore without copies: *out is a new collection of every array of the file, in ckpt_npz_name's order, each
  * borrowing what ckpt_npz_map gives for it (so every member is mapped, and checked as ckpt_npz_map checks it),
@@ -520,18 +516,11 @@ typedef struct ckpt_sink ckpt_sink; /* the file a save function writes into */
 #define CKPT_APPEND CKPT_WRITER_APPEND /* the names before 0.8, kept */
 #define CKPT_NO_COPY CKPT_WRITER_NO_COPY
 
-/* Called after each save that succeeded, once its file is durable under its final name (for an atomic save: after
- * the rename and the directory's sync; for a CKPT_WRITER_APPEND save: after the file's sync), with the path saved to
- * (<out_dir>/<filename>, as the save's error messages name it; borrowed for the call) and the writer's
- * after_save_payload. pytorch-pfn-extras runs its snapshot retention (n_retains) here: nothing it removes can be
- * the only copy of a checkpoint that is not yet on disk. Never called for a save that failed.
- * It runs on the thread that ran the save: the caller's, inside ckpt_writer_save*, for SIMPLE writers; the
- * writer's background thread otherwise, before that save's slot in the queue is released (so ckpt_writer_wait
- * returns after it). It must not call ckpt_writer_* functions of its own writer (a background writer would wait
- * for itself). Return CKPT_OK, or a negative CKPT_* code (call ckpt_error_set_message first to say why) to make
- * that save fail: the file stays, but the save reports the error — a SIMPLE writer's call returns it, a background
- * save's error is returned exactly once like any other — with the code (CKPT_ERROR for a positive one) and the
- * message "<path>: the after_save callback failed: <message>". */
+/* Called after each save that succeeded, once its file is durable under its final name, with the path saved to
+ * (<out_dir>/<filename>; borrowed for the call) and the writer's after_save_payload, on the thread that ran the
+ * save (before ckpt_writer_wait returns). It must not call ckpt_writer_* functions of its own writer. Return CKPT_OK,
+ * or a negative CKPT_* code (ckpt_error_set_message says why) to make that save fail — the file stays — with the
+ * message "<path>: the after_save callback failed: <message>". docs/storage-and-writers.md ("After each save"). */
 typedef int (*ckpt_after_save_fn)(const char *path, void *payload);
 
 typedef struct ckpt_writer_options {
@@ -678,25 +667,13 @@ CKPT_API const char *ckpt_step_metadata_key(const ckpt_step *step, size_t i);
 CKPT_API const char *ckpt_step_metadata_value(const ckpt_step *step, size_t i);
 
 /* ------------------------------------------------------------------------------------------ checkpoint manager */
-/* objax.io.Checkpoint: a directory <logdir>/<subdir> of numbered checkpoints "%010d.npz" (wider for indices past
- * 9999999999) that a training program saves into and resumes from. Saves are atomic and durable; after each save
- * is durable, retention keeps a checkpoint when any of its policies keeps it: the newest `keep` by index (as
- * numbers, not strings), multiples of `keep_every`, the `keep_best` best by `best_metric`, and those saved within
- * the last `keep_seconds`; it never deletes the newest checkpoint nor the one just written. Retention reads what it
- * needs (metrics, save times) from the files' metadata, so it keeps the same checkpoints after a restart.
- * Every save records in the file's metadata (docs/checkpoint-manager.md): "ckpt.index", "ckpt.saved_at" (UTC,
- * ISO 8601), "ckpt.saved_at_ns" (nanoseconds since the Unix epoch), "ckpt.version" and "ckpt.metric.<name>"
- * (shortest round-trip decimal, "nan", "inf", "-inf"). The manager drops every other "ckpt."-prefixed key of the
- * collection it saves (such keys are its own); the collection itself is left as it was. Restoring the latest
- * validates each file fully and falls back to older ones past corrupt or unreadable files; with keep_best it
- * still resumes from the newest. One manager owns a directory at a time, from its first save until it is closed
- * (a lock file ".ckpt.lock"): the first save locks the directory and removes the temporary files that interrupted
- * saves of checkpoints left behind (never touching other files). Opening, listing, reading and restoring lock
- * nothing and change nothing, so an evaluator restores while a trainer saves. A manager of a directory that an
- * older manager of the same process holds (a notebook cell run again while the old one lives) takes it over at its
- * first save, logging a CKPT_LOG_WARNING: the older one's saves then fail with CKPT_EBUSY, a save of it in flight
- * still finishes but its retention is skipped, and closing it leaves the lock with the newer one. Files are
- * readable by numpy and objax. */
+/* objax.io.Checkpoint: a directory <logdir>/<subdir> of numbered checkpoints "%010d.npz" that a training program
+ * saves into and resumes from, readable by numpy and objax. Saves are atomic and durable; retention then keeps the
+ * newest `keep` (by index), multiples of `keep_every`, the `keep_best` best by `best_metric` and those saved in the
+ * last `keep_seconds`, never the newest nor the one just written, from the files' metadata ("ckpt."-prefixed keys,
+ * the manager's own), so the same after a restart. Restoring the latest falls back past corrupt files. One manager
+ * owns a directory from its first save to its close (".ckpt.lock"); opening, listing, reading and restoring lock
+ * and change nothing. docs/checkpoint-manager.md says the rest: the keys, retention, takeover within a process. */
 typedef struct ckpt_manager ckpt_manager;
 #define CKPT_LOG_INFO 1    /* "Resuming from …", "No checkpoints found" */
 #define CKPT_LOG_WARNING 2 /* a corrupt checkpoint skipped, a stale temporary removed, a directory taken over */
@@ -779,23 +756,16 @@ CKPT_API int ckpt_manager_options_init(ckpt_manager_options *opts, uint32_t vers
  * save_every_steps or save_every_seconds); CKPT_ENOTFOUND (NO_MAKEDIR or READ_ONLY, and no
  * directory); CKPT_EIO; CKPT_ENOMEM. Since 0.6. */
 CKPT_API int ckpt_manager_open(ckpt_manager **out, const char *logdir, const ckpt_manager_options *opts);
-/* Saves `vars` as checkpoint idx (>= 0), replacing an existing one atomically, then applies retention. The file's
- * metadata gets this save's "ckpt."-prefixed keys (index, time, version) in place of any vars carries; vars is left
- * as it was.
- * - The first save takes the directory: it locks ".ckpt.lock" (CKPT_EBUSY naming the holder's pid while another
- *   process's manager holds it: nothing is written) and removes stale temporaries; a later save of a manager whose
- *   directory a newer manager of this process took over fails with CKPT_EBUSY.
- * - Before its first byte, a save that the storage says will not fit fails with CKPT_EIO, changing nothing.
- * - CKPT_MANAGER_ASYNC: the arrays are copied before it returns; it blocks while queue_depth saves are in flight
- *   (or max_staging_bytes has no room), and returns an earlier background save's error instead of starting.
- * - With a comm it is collective (every rank, its own variables, the same idx and metrics): each rank writes its
- *   shard, rank 0 commits the step once all are durable, and every rank returns the same result; with
- *   CKPT_MANAGER_ASYNC the step is committed at the next save, wait, close, restore or read.
+/* Saves `vars` as checkpoint idx (>= 0), replacing an existing one atomically, then applies retention; vars is
+ * left as it was. The first save locks the directory (CKPT_EBUSY naming the holder's pid: nothing is written) and
+ * removes stale temporaries. A save that the storage says will not fit fails with CKPT_EIO before its first byte.
+ * CKPT_MANAGER_ASYNC: the arrays are copied before it returns; it blocks while queue_depth saves are in flight and
+ * returns an earlier background save's error instead of starting. With a comm it is collective (every rank, the
+ * same idx and metrics) and every rank returns the same result. docs/checkpoint-manager.md ("One manager per
+ * directory", "Disk space", "Incremental saves") and docs/distributed.md say the rest.
  * Returns CKPT_OK; CKPT_EINVAL (NULL argument, idx < 0, a manager opened read-only; sharded: a whole variable saved
  * by two ranks, pieces that do not tile their rows); CKPT_EBUSY; CKPT_EIO; CKPT_ENOMEM; an earlier save's code;
- * CKPT_EUNSUPPORTED (sharded, on a callback storage without list_dirs). docs/checkpoint-manager.md ("One manager
- * per directory", "Disk space") and docs/distributed.md (the commit, failures, asynchronous steps, storages that
- * cannot rename directories) say the rest. Since 0.6. */
+ * CKPT_EUNSUPPORTED (sharded, on a callback storage without list_dirs). Since 0.6. */
 CKPT_API int ckpt_manager_save(ckpt_manager *m, const ckpt_vars *vars, int64_t idx);
 /* As ckpt_manager_save, also recording metrics names[0..n) = values[0..n) as "ckpt.metric.<name>" in the file's
  * metadata (names and values are read before it returns; NULL when n is 0). Any value may be saved; NaN is never
