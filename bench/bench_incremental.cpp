@@ -6,8 +6,10 @@
 // costs where nothing can be shared.
 //   all:   every byte changed (the worst case: the hashes are pure cost)
 //   frozen: one array of eight changed (a frozen backbone, a fine-tuned head)
+//   backbone: 1 GiB that never changes and 32 MiB that changes every save (whatever MiB says; needs 4.2 GiB free)
 //   rows:  1% of an embedding table's rows changed, at random, for several chunk sizes
-// Usage: bench_incremental DIR [MiB] [runs]   (defaults: 512 5). Uses the core's C++ API to vary the chunk size.
+// Usage: bench_incremental DIR [MiB] [runs] [no-backbone]   (defaults: 512 5). Uses the core's C++ API to vary the
+// chunk size.
 #include "bench_common.h"
 
 #include "npz/chunk_base.hpp"
@@ -123,13 +125,14 @@ void workload(Bench& b, const char* name, uint32_t chunk, int runs, double mib, 
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: bench_incremental DIR [MiB] [runs]\n");
+        std::fprintf(stderr, "usage: bench_incremental DIR [MiB] [runs] [no-backbone]\n");
         return 2;
     }
     Bench b;
     b.dir = argv[1];
     const size_t mib = argc > 2 ? static_cast<size_t>(std::atol(argv[2])) : 512;
     const int runs = argc > 3 ? std::atoi(argv[3]) : 5;
+    const bool backbone = argc > 4 ? std::string(argv[4]) != "no-backbone" : true;
     std::printf("bench_incremental %s: %zu MiB, %d runs, filesystem %s share blocks\n", b.dir.c_str(), mib, runs,
                 b.storage->clones(b.dir) ? "can" : "cannot");
     std::printf(
@@ -154,6 +157,19 @@ int main(int argc, char** argv) {
             for (float& x : b.arrays[round++ % b.arrays.size()]) x += 1.0f;
         },
         true);
+
+    // backbone: 1 GiB (32 arrays of 32 MiB) that never changes and a 32 MiB head trained between saves.
+    if (backbone) {
+        const size_t n = (size_t{32} << 20) / 4;
+        b.arrays.assign(33, std::vector<float>(n));
+        for (size_t i = 0; i < b.arrays.size(); ++i) fill(b.arrays[i].data(), n, i << 32, 0);
+        workload(
+            b, "backbone (1 GiB frozen, 32 MiB trained)", kChunkBytes, runs, 33 * 32.0,
+            [&] {
+                for (float& x : b.arrays.back()) x += 1.0f;
+            },
+            true);
+    }
 
     // rows: one table of 128-float rows, 1% of them changed per save, for several chunk sizes.
     b.arrays.assign(1, std::vector<float>(mib * (1 << 20) / 4));

@@ -32,7 +32,7 @@ std::unique_ptr<ChunkBase> ChunkBase::open(Storage& storage, const std::string& 
             if (offset % kBlockAlignment != 0)
                 fail(Code::format, "member '{}': its array does not begin on a {}-byte boundary", m.name,
                      kBlockAlignment);
-            base->arrays_[m.name] = Array{offset, e.header, &m.hashes};
+            base->arrays_[m.name] = Array{offset, e.header, &m};
         }
         return base;
     } catch (const Error& e) {

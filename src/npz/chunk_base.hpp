@@ -19,7 +19,7 @@ public:
     struct Array {
         uint64_t offset = 0;  // of its first byte in the base's file, a multiple of kBlockAlignment
         NpyHeader header;
-        const std::vector<Hash128>* hashes = nullptr;
+        const ChunkTable::Member* table = nullptr;  // its CRC-32s and its chunks' sums
     };
 
     // The file at `path` as a base, or nullptr with the reason in *why_not (no file, unreadable, no chunk table, a

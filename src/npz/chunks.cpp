@@ -2,6 +2,7 @@
 #include "npz/chunks.hpp"
 
 #include "core/error.hpp"
+#include "npz/crc32.hpp"
 
 #include <cstring>
 
@@ -77,9 +78,10 @@ void put_u64(std::vector<unsigned char>& out, uint64_t v) {
 }
 
 constexpr char kMagic[8] = {'C', 'K', 'P', 'T', 'C', 'H', 'N', 'K'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr size_t kFixedBytes = 8 + 4 + 4 + 8;
-constexpr size_t kMemberFixedBytes = 2 + 4 + 8 + 8;
+constexpr size_t kMemberFixedBytes = 2 + 4 + 4 + 8 + 8;
+constexpr size_t kChunkSumBytes = 16 + 4;
 
 // Reads little-endian fields from untrusted bytes.
 class Cursor {
@@ -126,6 +128,17 @@ Hash128 hash128(const void* data, size_t n) {
     return h;
 }
 
+uint32_t join_chunks(uint32_t head_crc, const std::vector<ChunkSum>& chunks, uint64_t data_bytes,
+                     uint32_t chunk_bytes) {
+    const Crc32Join whole(chunk_bytes);
+    uint32_t crc = head_crc;
+    for (size_t k = 0; k < chunks.size(); ++k) {
+        const uint64_t n = std::min<uint64_t>(chunk_bytes, data_bytes - uint64_t{k} * chunk_bytes);
+        crc = n == chunk_bytes ? whole(crc, chunks[k].crc) : Crc32Join(n)(crc, chunks[k].crc);
+    }
+    return crc;
+}
+
 std::vector<unsigned char> encode_chunk_table(const ChunkTable& table) {
     std::vector<unsigned char> out(kMagic, kMagic + sizeof kMagic);
     put_u32(out, kVersion);
@@ -135,11 +148,13 @@ std::vector<unsigned char> encode_chunk_table(const ChunkTable& table) {
         put_u16(out, static_cast<uint16_t>(m.name.size()));
         out.insert(out.end(), m.name.begin(), m.name.end());
         put_u32(out, m.crc);
+        put_u32(out, m.head_crc);
         put_u64(out, m.data_bytes);
-        put_u64(out, m.hashes.size());
-        for (const Hash128& h : m.hashes) {
-            put_u64(out, h.lo);
-            put_u64(out, h.hi);
+        put_u64(out, m.chunks.size());
+        for (const ChunkSum& c : m.chunks) {
+            put_u64(out, c.hash.lo);
+            put_u64(out, c.hash.hi);
+            put_u32(out, c.crc);
         }
     }
     return out;
@@ -148,7 +163,7 @@ std::vector<unsigned char> encode_chunk_table(const ChunkTable& table) {
 uint64_t chunk_table_bytes(const std::vector<std::pair<size_t, uint64_t>>& name_and_data_bytes, uint32_t chunk_bytes) {
     uint64_t bytes = kFixedBytes;
     for (const auto& [name, data] : name_and_data_bytes)
-        bytes += kMemberFixedBytes + name + 16 * chunk_count(data, chunk_bytes);
+        bytes += kMemberFixedBytes + name + kChunkSumBytes * chunk_count(data, chunk_bytes);
     return bytes;
 }
 
@@ -157,7 +172,8 @@ ChunkTable decode_chunk_table(const unsigned char* data, size_t n) {
     if (std::memcmp(c.take(sizeof kMagic, "the magic"), kMagic, sizeof kMagic) != 0)
         fail(Code::format, "chunk table: it does not begin with CKPTCHNK");
     const uint64_t version = c.uint(4, "the version");
-    if (version != kVersion) fail(Code::format, "chunk table: version {} is not one this library reads (1)", version);
+    if (version != kVersion)
+        fail(Code::format, "chunk table: version {} is not one this library reads ({})", version, kVersion);
     ChunkTable table;
     table.chunk_bytes = static_cast<uint32_t>(c.uint(4, "the chunk size"));
     if (table.chunk_bytes == 0 || table.chunk_bytes % kBlockAlignment != 0)
@@ -172,18 +188,20 @@ ChunkTable decode_chunk_table(const unsigned char* data, size_t n) {
         const unsigned char* name = c.take(name_bytes, "a member's name");
         m.name.assign(reinterpret_cast<const char*>(name), name_bytes);
         m.crc = static_cast<uint32_t>(c.uint(4, "a member's CRC-32"));
+        m.head_crc = static_cast<uint32_t>(c.uint(4, "a member's header CRC-32"));
         m.data_bytes = c.uint(8, "a member's size");
         const uint64_t chunks = c.uint(8, "a member's chunk count");
         if (chunks != chunk_count(m.data_bytes, table.chunk_bytes))
             fail(Code::format, "chunk table: member '{}' has {} chunks for {} bytes of {}-byte chunks", m.name, chunks,
                  m.data_bytes, table.chunk_bytes);
-        if (chunks > c.left() / 16)
+        if (chunks > c.left() / kChunkSumBytes)
             fail(Code::format, "chunk table: member '{}' has {} chunks, which run past the table's end", m.name,
                  chunks);
-        m.hashes.resize(static_cast<size_t>(chunks));
-        for (Hash128& h : m.hashes) {
-            h.lo = c.uint(8, "a hash");
-            h.hi = c.uint(8, "a hash");
+        m.chunks.resize(static_cast<size_t>(chunks));
+        for (ChunkSum& s : m.chunks) {
+            s.hash.lo = c.uint(8, "a hash");
+            s.hash.hi = c.uint(8, "a hash");
+            s.crc = static_cast<uint32_t>(c.uint(4, "a chunk's CRC-32"));
         }
     }
     if (c.left() != 0) fail(Code::format, "chunk table: {} bytes follow its last member", c.left());

@@ -129,6 +129,12 @@ uint32_t crc32(uint32_t crc, const void* data, size_t n) {
     return crc32_zlib(crc, p, n);
 }
 
+Crc32Join::Crc32Join(uint64_t part_bytes) : op_(crc32_combine_gen(static_cast<z_off_t>(part_bytes))) {}
+
+uint32_t Crc32Join::operator()(uint32_t before, uint32_t part) const {
+    return static_cast<uint32_t>(crc32_combine_op(before, part, op_));
+}
+
 uint32_t crc32_parallel(const void* data, size_t n, unsigned threads) {
     // Each thread gets at least this much: below it, starting and joining a thread (which on a loaded machine waits
     // to be scheduled) costs more than the part takes on one core (4 MiB of cached file pages: about 0.6 ms). At

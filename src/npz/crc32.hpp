@@ -22,4 +22,15 @@ uint32_t crc32(uint32_t crc, const void* data, size_t n);
 // Inputs below 32 MiB, and threads = 1, stay on the caller's thread; so does the rest when no thread can start.
 uint32_t crc32_parallel(const void* data, size_t n, unsigned threads);
 
+// Joins CRC-32s of parts `part_bytes` long: join(crc(A), crc(B)) is crc(A then B) for any A and a B of that length
+// (zlib's crc32_combine, with its operator made once).
+class Crc32Join {
+public:
+    explicit Crc32Join(uint64_t part_bytes);
+    uint32_t operator()(uint32_t before, uint32_t part) const;
+
+private:
+    unsigned long op_;
+};
+
 }  // namespace ckpt::core

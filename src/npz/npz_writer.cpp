@@ -63,21 +63,47 @@ MetadataRecord metadata_record(const VarCollection& vars, Layout layout, bool ma
 // cost 0.73x the throughput of raw write()+fsync for 512 MiB in 64 arrays (bench/bench_writers); computing every
 // member's CRC on a second thread, ahead of the writer, hides it — except for the member the writer reaches first
 // (a whole save of one large array). Where the output can be patched, that member is written at once and its CRC
-// patched in when the thread has it. The chunk hashes of a save that records them are computed there too, chunk by
-// chunk in the CRC's pass, and the writer takes each as it reaches its chunk: hashing on the writer's thread made a
-// save of 512 MiB that changed entirely 11% slower on XFS (bench/bench_incremental).
+// patched in when the thread has it.
+//
+// The chunk sums of a save that records them (chunks.hpp) are computed there too, a megabyte of chunks at a time, and
+// the writer takes each as it reaches its chunk: hashing on the writer's thread made a save of 512 MiB that changed
+// entirely 11% slower on XFS (bench/bench_incremental). A chunk is hashed first; one whose hash, length and place
+// match the base's takes its CRC-32 from the base's table instead of a second pass, and a member's CRC-32 is its
+// header's and chunks' joined (or the base's, where nothing of it changed). A writer that waits for a sum computes
+// the next megabyte itself meanwhile: a save that changed little is as fast as two cores can hash.
 class CrcAhead {
 public:
-    // `chunked[i]`: member i's second piece (its array) is also hashed in chunks of chunk_bytes (chunks.hpp), in
-    // the same pass over memory as its CRC, so that the writer only compares and writes.
-    CrcAhead(std::vector<std::vector<ZipWriter::Piece>> members, std::vector<bool> chunked, uint32_t chunk_bytes)
+    struct Input {
+        std::vector<ZipWriter::Piece> pieces;      // a header and an array for chunked members
+        bool chunked = false;                      // the array is hashed in chunks of chunk_bytes
+        const ChunkTable::Member* base = nullptr;  // chunked: the base's record of the same array, or none
+    };
+
+    CrcAhead(std::vector<Input> members, uint32_t chunk_bytes)
         : members_(std::move(members)),
-          chunked_(std::move(chunked)),
           chunk_bytes_(chunk_bytes),
           crcs_(members_.size()),
-          hashes_(members_.size()) {
-        for (size_t i = 0; i < members_.size(); ++i)
-            if (chunked_[i]) hashes_[i].resize(chunk_count(members_[i][1].size, chunk_bytes_));
+          member_done_(members_.size(), 0),
+          items_left_(members_.size(), 0),
+          first_item_(members_.size(), 0),
+          sums_(members_.size()) {
+        const size_t per_item = std::max<size_t>(1, kItemBytes / chunk_bytes_);
+        for (size_t i = 0; i < members_.size(); ++i) {
+            first_item_[i] = items_.size();
+            if (!members_[i].chunked) {
+                items_.push_back({i, 0, 0});
+            } else {
+                const size_t chunks = static_cast<size_t>(chunk_count(members_[i].pieces[1].size, chunk_bytes_));
+                sums_[i].resize(chunks);
+                for (size_t k = 0; k < chunks; k += per_item) items_.push_back({i, k, std::min(per_item, chunks - k)});
+                if (chunks == 0) items_.push_back({i, 0, 0});
+                const ChunkTable::Member* b = members_[i].base;
+                if (b != nullptr && (b->data_bytes != members_[i].pieces[1].size || b->chunks.size() != chunks))
+                    members_[i].base = nullptr;  // CRC-32s only from a record of the same length
+            }
+            items_left_[i] = items_.size() - first_item_[i];
+        }
+        item_done_.assign(items_.size(), 0);
         thread_ = std::thread([this] { run(); });
     }
     ~CrcAhead() {
@@ -88,77 +114,127 @@ public:
         thread_.join();
     }
     uint32_t get(size_t i) {
-        std::unique_lock<std::mutex> lock(mutex_);
-        ready_.wait(lock, [&] { return done_ > i; });
+        wait_helping([&] { return member_done_[i] != 0; });
         return crcs_[i];
     }
     bool ready(size_t i) {
         std::lock_guard<std::mutex> lock(mutex_);
-        return done_ > i;
+        return member_done_[i] != 0;
     }
-    // The hash of chunk k of member i (a chunked one), once the thread has it.
+    // Member i's chunk sums, once its CRC is known (until then a chunk's CRC-32 may still change: chunked_crc).
+    std::vector<ChunkSum> take_sums(size_t i) {
+        wait_helping([&] { return member_done_[i] != 0; });
+        return std::move(sums_[i]);
+    }
+    // The hash of chunk k of member i (a chunked one).
     Hash128 hash(size_t i, size_t k) {
-        std::unique_lock<std::mutex> lock(mutex_);
-        ready_.wait(lock, [&] { return done_ > i || (done_ == i && chunks_done_ > k); });
-        return hashes_[i][k];
+        const size_t item = first_item_[i] + k / std::max<size_t>(1, kItemBytes / chunk_bytes_);
+        wait_helping([&] { return item_done_[item] != 0; });
+        return sums_[i][k].hash;
     }
 
 private:
-    static constexpr size_t kChunksPerNotice = 64;  // the writer hears of progress in steps of this many chunks
+    static constexpr size_t kItemBytes = size_t{1} << 20;  // chunks are taken a megabyte at a time
 
-    void publish(size_t member, size_t chunks, std::optional<uint32_t> crc) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (crc) {
-            crcs_[member] = *crc;
-            done_ = member + 1;
-            chunks_done_ = 0;
-        } else {
-            chunks_done_ = chunks;
+    struct Item {
+        size_t member;
+        size_t first;  // chunk
+        size_t count;  // chunks; 0: the whole of an unchunked (or empty) member
+    };
+
+    // Waits until done() holds, meanwhile computing chunk items nobody has taken (never a whole member's CRC, which
+    // may be long).
+    template <class Done>
+    void wait_helping(Done done) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        while (!done()) {
+            if (!cancelled_ && next_ < items_.size() && items_[next_].count > 0) {
+                const size_t j = next_++;
+                lock.unlock();
+                compute(j);
+                lock.lock();
+                continue;
+            }
+            ready_.wait(lock);
         }
-        ready_.notify_all();
-    }
-    bool cancelled() {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return cancelled_;
     }
 
     void run() {
-        for (size_t i = 0; i < members_.size(); ++i) {
-            if (!chunked_[i]) {
-                const uint32_t crc = ZipWriter::crc_of(members_[i]);
-                if (cancelled()) return;
-                publish(i, 0, crc);
-                continue;
+        for (;;) {
+            size_t j;
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                if (cancelled_ || next_ == items_.size()) return;
+                j = next_++;
             }
-            const ZipWriter::Piece& header = members_[i][0];
-            const ZipWriter::Piece& array = members_[i][1];
-            uint32_t crc = crc32(0, header.data, header.size);
-            const auto* p = static_cast<const unsigned char*>(array.data);
-            std::vector<Hash128>& hashes = hashes_[i];
-            for (size_t k = 0; k < hashes.size(); ++k) {
-                const size_t at = k * chunk_bytes_;
-                const size_t n = std::min<size_t>(chunk_bytes_, array.size - at);
-                crc = crc32(crc, p + at, n);  // the chunk is in cache for its hash
-                hashes[k] = hash128(p + at, n);
-                if ((k + 1) % kChunksPerNotice == 0) {
-                    if (cancelled()) return;
-                    publish(i, k + 1, std::nullopt);
-                }
-            }
-            if (cancelled()) return;
-            publish(i, hashes.size(), crc);
+            compute(j);
         }
     }
 
-    std::vector<std::vector<ZipWriter::Piece>> members_;
-    std::vector<bool> chunked_;
+    // Computes item j and publishes it; the thread that completes a member publishes its CRC-32 too.
+    void compute(size_t j) {
+        const Item& item = items_[j];
+        const Input& m = members_[item.member];
+        if (!m.chunked) {
+            crcs_[item.member] = ZipWriter::crc_of(m.pieces);
+        } else {
+            const auto* p = static_cast<const unsigned char*>(m.pieces[1].data);
+            std::vector<ChunkSum>& sums = sums_[item.member];
+            for (size_t k = item.first; k < item.first + item.count; ++k) {
+                const size_t at = k * chunk_bytes_;
+                const size_t n = std::min<size_t>(chunk_bytes_, m.pieces[1].size - at);
+                sums[k].hash = hash128(p + at, n);
+                sums[k].crc = m.base != nullptr && m.base->chunks[k].hash == sums[k].hash ? m.base->chunks[k].crc
+                                                                                          : crc32(0, p + at, n);
+            }
+        }
+        bool last;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            item_done_[j] = 1;
+            last = --items_left_[item.member] == 0;
+        }
+        if (last && m.chunked) crcs_[item.member] = chunked_crc(m, sums_[item.member]);
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (last) member_done_[item.member] = 1;
+        ready_.notify_all();
+    }
+
+    // A chunked member's CRC-32: its header's joined with its chunks'; the base's where nothing differs from it (the
+    // base's directory holds that CRC). Chunk CRC-32s taken from a base whose own do not join to its member's CRC
+    // (a table written wrong) are computed instead.
+    uint32_t chunked_crc(const Input& m, std::vector<ChunkSum>& sums) const {
+        const uint32_t head = crc32(0, m.pieces[0].data, m.pieces[0].size);
+        if (m.base != nullptr) {
+            const auto same = [&](size_t k) { return sums[k].hash == m.base->chunks[k].hash; };
+            size_t taken = 0;
+            for (size_t k = 0; k < sums.size(); ++k) taken += same(k);
+            if (taken == sums.size() && m.base->head_crc == head) return m.base->crc;
+            if (taken > 0 &&
+                join_chunks(m.base->head_crc, m.base->chunks, m.base->data_bytes, chunk_bytes_) != m.base->crc) {
+                const auto* p = static_cast<const unsigned char*>(m.pieces[1].data);
+                for (size_t k = 0; k < sums.size(); ++k)
+                    if (same(k)) {
+                        const size_t at = k * chunk_bytes_;
+                        sums[k].crc = crc32(0, p + at, std::min<size_t>(chunk_bytes_, m.pieces[1].size - at));
+                    }
+            }
+        }
+        return join_chunks(head, sums, m.pieces[1].size, chunk_bytes_);
+    }
+
+    std::vector<Input> members_;
     uint32_t chunk_bytes_;
+    std::vector<Item> items_;
     std::vector<uint32_t> crcs_;
-    std::vector<std::vector<Hash128>> hashes_;  // chunked members' chunk hashes
+    std::vector<char> member_done_;  // member i's CRC (and every sum) is known
+    std::vector<size_t> items_left_;
+    std::vector<size_t> first_item_;
+    std::vector<char> item_done_;
+    std::vector<std::vector<ChunkSum>> sums_;  // chunked members' chunk sums
     std::mutex mutex_;
     std::condition_variable ready_;
-    size_t done_ = 0;         // members whose CRC (and hashes) are known
-    size_t chunks_done_ = 0;  // chunks hashed of member done_
+    size_t next_ = 0;  // the first item nobody has taken
     bool cancelled_ = false;
     std::thread thread_;
 };
@@ -212,20 +288,16 @@ void plan_archive(Plan& plan, const VarCollection& vars, const NpzWriteOptions& 
     }
 }
 
-// How member m is chunked: against the base's array of the same member name, dtype, shape and order, if it has one.
-ZipWriter::Chunking chunking_for(const Member& m, const ChunkBase* base, uint32_t chunk_bytes) {
-    ZipWriter::Chunking chunking;
-    chunking.chunk_bytes = chunk_bytes;
+// The base's array that chunked member m is saved against: the one of the same member name, dtype, shape and order,
+// if the base has it.
+const ChunkBase::Array* base_array(const Member& m, const ChunkBase* base, uint32_t chunk_bytes) {
     const ChunkBase::Array* old = base != nullptr && base->chunk_bytes() == chunk_bytes ? base->find(m.name) : nullptr;
-    if (old == nullptr) return chunking;
+    if (old == nullptr) return nullptr;
     const NpyHeader& h = old->header;
     if (m.array->dtype() != h.dtype || m.array->itemsize() != h.itemsize || m.array->shape() != h.shape ||
         h.fortran_order || h.byteswap)
-        return chunking;
-    chunking.base = &base->file();
-    chunking.base_offset = old->offset;
-    chunking.base_hashes = old->hashes;
-    return chunking;
+        return nullptr;
+    return old;
 }
 
 void check_options(NpzWriteOptions& options) {
@@ -313,11 +385,15 @@ uint64_t write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions o
         // Sources are read on the writer's thread only: their CRCs are computed as they are written (an output that
         // can be patched) or in a pass just before each member.
         const bool sources = std::any_of(members.begin(), members.end(), [](const Member& m) { return m.source; });
+        std::vector<const ChunkBase::Array*> bases(members.size(), nullptr);
+        for (size_t i = 0; i < members.size(); ++i)
+            if (members[i].chunked) bases[i] = base_array(members[i], options.base, options.chunk_bytes);
         if (total >= kCrcAheadMinBytes && !sources) {
             try {
-                std::vector<bool> chunked;
-                for (const Member& m : members) chunked.push_back(m.chunked);
-                crc_ahead = std::make_unique<CrcAhead>(all_pieces(), std::move(chunked), options.chunk_bytes);
+                std::vector<CrcAhead::Input> inputs;
+                for (size_t i = 0; i < members.size(); ++i)
+                    inputs.push_back({pieces(members[i]), members[i].chunked, bases[i] ? bases[i]->table : nullptr});
+                crc_ahead = std::make_unique<CrcAhead>(std::move(inputs), options.chunk_bytes);
             } catch (const std::system_error&) {
                 // No thread to be had: the CRCs are computed on this one instead.
             }
@@ -334,7 +410,13 @@ uint64_t write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions o
             const bool later = patch && !(crc_ahead && crc_ahead->ready(i));
             std::optional<ZipWriter::Chunking> chunking;
             if (m.chunked) {
-                chunking = chunking_for(m, options.base, options.chunk_bytes);
+                chunking.emplace();
+                chunking->chunk_bytes = options.chunk_bytes;
+                if (bases[i] != nullptr) {
+                    chunking->base = &options.base->file();
+                    chunking->base_offset = bases[i]->offset;
+                    chunking->base_sums = &bases[i]->table->chunks;
+                }
                 if (crc_ahead) chunking->hash_of = [&, i](size_t k) { return crc_ahead->hash(i, k); };
             }
             const uint32_t member_crc =
@@ -342,8 +424,10 @@ uint64_t write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions o
                                later ? ZipWriter::CrcWhen::after_data : ZipWriter::CrcWhen::before_data,
                                chunking ? &*chunking : nullptr);
             if (chunking) {
+                if (crc_ahead) chunking->sums = crc_ahead->take_sums(i);
                 shared += chunking->shared;
-                table.members.push_back({m.name, member_crc, m.nbytes, std::move(chunking->hashes)});
+                table.members.push_back({m.name, member_crc, crc32(0, m.header.data(), m.header.size()), m.nbytes,
+                                         std::move(chunking->sums)});
             }
         }
         if (!table.members.empty()) {

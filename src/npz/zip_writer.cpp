@@ -128,7 +128,7 @@ void ZipWriter::put_chunked(const Piece& piece, Chunking& ch, bool crc_here, uin
                             uint64_t& at) {
     for_each_run(piece, [&](const void* p, size_t n) {
         // Runs are offered to the output only while it may share them; else they are written as any bytes are.
-        const bool base = ch.base != nullptr && ch.base_hashes != nullptr && out_.may_share();
+        const bool base = ch.base != nullptr && ch.base_sums != nullptr && out_.may_share();
         // Runs begin at multiples of the chunk size (64 MiB of memory, 4 MiB of a source), so chunks never span two.
         const char* c = static_cast<const char*>(p);
         const char* pending = nullptr;  // bytes to clone: a run of whole chunks matching the base's
@@ -151,11 +151,12 @@ void ZipWriter::put_chunked(const Piece& piece, Chunking& ch, bool crc_here, uin
         };
         for (size_t done = 0; done < n;) {
             const size_t len = std::min<size_t>(n - done, ch.chunk_bytes);
-            const size_t k = ch.hashes.size();
-            const Hash128 h = ch.hash_of ? ch.hash_of(k) : hash128(c + done, len);
+            const size_t k = ch.sums.size();
+            const ChunkSum sum =
+                ch.hash_of ? ChunkSum{ch.hash_of(k), 0} : ChunkSum{hash128(c + done, len), crc32(0, c + done, len)};
             if (crc_here) running = crc32(running, c + done, len);
-            ch.hashes.push_back(h);
-            if (base && len == ch.chunk_bytes && k < ch.base_hashes->size() && (*ch.base_hashes)[k] == h) {
+            ch.sums.push_back(sum);
+            if (base && len == ch.chunk_bytes && k < ch.base_sums->size() && (*ch.base_sums)[k].hash == sum.hash) {
                 write_pending();
                 if (pending_n == 0) {
                     pending = c + done;

@@ -67,11 +67,11 @@ public:
         uint32_t chunk_bytes = kChunkBytes;
         InputFile* base = nullptr;                          // the earlier file, or none
         uint64_t base_offset = 0;                           // where the base's copy of the array begins in it
-        const std::vector<Hash128>* base_hashes = nullptr;  // its chunks' hashes
-        std::vector<Hash128> hashes;                        // out: this member's
+        const std::vector<ChunkSum>* base_sums = nullptr;   // its chunks' hashes and CRC-32s
+        std::vector<ChunkSum> sums;                         // out: this member's (CRC-32s 0 where hash_of is set)
         uint64_t shared = 0;                                // out: bytes shared rather than written
-        // Where set, the hash of chunk k comes from here (a thread that computes them ahead) instead of being
-        // computed as the chunk is written.
+        // Where set, the hash of chunk k comes from here (threads that compute the sums ahead, and keep them) instead
+        // of being computed as the chunk is written.
         std::function<Hash128(size_t k)> hash_of;
     };
     // add_stored with chunking (nullptr: as above); returns the member's CRC-32.

@@ -141,8 +141,12 @@ TEST_CASE("hash128: blocks in another order, other lengths and many small inputs
 
 TEST_CASE("chunk table: what is encoded decodes, and every damaged table is refused in words") {
     ChunkTable t;
-    t.members.push_back({"w.npy", 0x12345678, 3 * uint64_t{kChunkBytes} + 5, {{1, 2}, {3, 4}, {5, 6}, {7, 8}}});
-    t.members.push_back({"ü.npy", 9, kChunkBytes, {{10, 11}}});
+    t.members.push_back({"w.npy",
+                         0x12345678,
+                         0x9abcdef0,
+                         3 * uint64_t{kChunkBytes} + 5,
+                         {{{1, 2}, 21}, {{3, 4}, 22}, {{5, 6}, 23}, {{7, 8}, 0xfedcba98}}});
+    t.members.push_back({"ü.npy", 9, 10, kChunkBytes, {{{10, 11}, 12}}});
     const std::vector<unsigned char> bytes = encode_chunk_table(t);
     CHECK(bytes.size() == chunk_table_bytes({{5, t.members[0].data_bytes}, {6, kChunkBytes}}, kChunkBytes));
     const ChunkTable back = decode_chunk_table(bytes.data(), bytes.size());
@@ -150,9 +154,13 @@ TEST_CASE("chunk table: what is encoded decodes, and every damaged table is refu
     CHECK(back.chunk_bytes == kChunkBytes);
     CHECK(back.members[0].name == "w.npy");
     CHECK(back.members[0].crc == 0x12345678);
-    CHECK(back.members[0].hashes.size() == 4);
-    CHECK(back.members[0].hashes[3] == Hash128{7, 8});
+    CHECK(back.members[0].head_crc == 0x9abcdef0);
+    CHECK(back.members[0].data_bytes == t.members[0].data_bytes);
+    REQUIRE(back.members[0].chunks.size() == 4);
+    CHECK(back.members[0].chunks[3].hash == Hash128{7, 8});
+    CHECK(back.members[0].chunks[3].crc == 0xfedcba98);
     CHECK(back.members[1].name == "ü.npy");
+    CHECK(back.members[1].chunks[0].crc == 12);
 
     for (size_t n = 0; n < bytes.size(); ++n) {  // every truncation
         try {
@@ -174,10 +182,10 @@ TEST_CASE("chunk table: what is encoded decodes, and every damaged table is refu
         }
     };
     refused(0, 'X', "CKPTCHNK");
-    refused(8, 2, "version 2");
+    refused(8, 1, "version 1 is not one this library reads (2)");  // tables without CRC-32s
     refused(13, 0x11, "chunk size");                 // 4352: not a multiple of 4096
     refused(16, 0xff, "members cannot fit");         // the member count
-    refused(24 + 2 + 5 + 4 + 8, 9, "has 9 chunks");  // the first member's chunk count
+    refused(24 + 2 + 5 + 4 + 4 + 8, 9, "has 9 chunks");  // the first member's chunk count
     std::vector<unsigned char> longer = bytes;
     longer.push_back(0);
     CHECK_THROWS_WITH(decode_chunk_table(longer.data(), longer.size()), Contains("1 bytes follow"));
@@ -198,10 +206,16 @@ TEST_CASE("a save with chunk hashes aligns its large arrays, hides its table and
     REQUIRE(table);
     REQUIRE(table->members.size() == 2);  // "small" is under a chunk
     CHECK(table->members[0].name == "big.npy");
-    CHECK(table->members[0].hashes.size() == 5);
-    CHECK(table->members[0].hashes[2] == hash128(s.big.data() + 2 * kChunkBytes / 4, kChunkBytes));
-    CHECK(table->members[1].hashes.size() == 6);
-    CHECK(table->members[1].crc == r.member(1).crc);
+    REQUIRE(table->members[0].chunks.size() == 5);
+    const unsigned char* chunk2 = reinterpret_cast<const unsigned char*>(s.big.data()) + 2 * kChunkBytes;
+    CHECK(table->members[0].chunks[2].hash == hash128(chunk2, kChunkBytes));
+    CHECK(table->members[0].chunks[2].crc == crc32(0, chunk2, kChunkBytes));
+    CHECK(table->members[1].chunks.size() == 6);
+    for (const ChunkTable::Member& m : table->members) {  // a member's CRC-32 is its header's and chunks' joined
+        const size_t i = m.name == "big.npy" ? 0 : 1;
+        CHECK(m.crc == r.member(i).crc);
+        CHECK(join_chunks(m.head_crc, m.chunks, m.data_bytes, table->chunk_bytes) == m.crc);
+    }
     VarCollection back = r.read_all();
     CHECK(std::memcmp(back.array(0).data(), s.big.data(), s.big.size() * 4) == 0);
     CHECK(std::memcmp(back.array(1).data(), s.odd.data(), s.odd.size() * 8) == 0);
@@ -302,10 +316,13 @@ TEST_CASE("a large save hashes on the CRC's thread the table the writer's thread
     REQUIRE(base);
     const ChunkBase::Array* table = base->find("w.npy");
     REQUIRE(table);
-    REQUIRE(table->hashes->size() == w.size() * 4 / kChunkBytes);
+    const std::vector<ChunkSum>& sums = table->table->chunks;
+    REQUIRE(sums.size() == w.size() * 4 / kChunkBytes);
     size_t wrong = 0;
-    for (size_t k = 0; k < table->hashes->size(); ++k)
-        wrong += !((*table->hashes)[k] == hash128(w.data() + k * (kChunkBytes / 4), kChunkBytes));
+    for (size_t k = 0; k < sums.size(); ++k) {
+        const float* chunk = w.data() + k * (kChunkBytes / 4);
+        wrong += !(sums[k].hash == hash128(chunk, kChunkBytes)) + (sums[k].crc != crc32(0, chunk, kChunkBytes));
+    }
     CHECK(wrong == 0);
 
     w[12345677] = -w[12345677] - 1.0f;  // one float, in chunk 3014
@@ -320,6 +337,58 @@ TEST_CASE("a large save hashes on the CRC's thread the table the writer's thread
     CHECK(stored(storage, "/source.npz") == full);
     VarCollection back = NpzReader::open(storage, "/memory.npz", {}).read_all();
     CHECK(std::memcmp(back.array(0).data(), w.data(), w.size() * 4) == 0);
+
+    // Nothing changed since memory.npz: every chunk's CRC-32, and the member's, come from its table and directory.
+    std::unique_ptr<ChunkBase> same = ChunkBase::open(storage, "/memory.npz", &why);
+    REQUIRE(same);
+    uint64_t shared_all = 0;
+    save_npz(storage, "/again.npz", in_memory(), chunked(same.get(), &shared_all));
+    CHECK(shared_all == w.size() * 4);
+    CHECK(stored(storage, "/again.npz") == full);
+}
+
+TEST_CASE("a base whose table holds a wrong chunk CRC-32 gives no wrong CRC to a save against it") {
+    std::vector<float> w(size_t{16} << 20);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 999983);
+    VarCollection vars;
+    vars.add("w", Array::borrow(DType::float32, 4, {static_cast<int64_t>(w.size())}, w.data()));
+    MemoryStorage storage;
+    save_npz(storage, "/base.npz", vars, chunked());
+
+    // Chunk 0's CRC-32 in the table made wrong, the table member's own CRC-32 made right for it: the table reads
+    // as sound, but its chunk CRC-32s no longer join to the member's.
+    std::string file = stored(storage, "/base.npz");
+    const size_t table = file.find("CKPTCHNK");
+    const size_t table_end = file.find("PK\x01\x02", table);
+    const size_t member = file.rfind("\x93NUMPY", table);
+    REQUIRE(table != std::string::npos);
+    REQUIRE(table_end != std::string::npos);
+    REQUIRE(member != std::string::npos);
+    const auto crc_of = [&] { return crc32(0, file.data() + member, table_end - member); };
+    const uint32_t before = crc_of();
+    file[table + 24 + 2 + 5 + 4 + 4 + 8 + 8 + 16] ^= 1;  // header, "w.npy", CRCs, sizes, chunk 0's hash
+    const uint32_t after = crc_of();
+    // Where the CRC-32 sits: in the table member's local header (before its npy header) and directory entry.
+    const std::string old_crc(reinterpret_cast<const char*>(&before), 4);
+    size_t patched = 0;
+    for (size_t at = file.find(old_crc, member - 256); at != std::string::npos; at = file.find(old_crc, at + 4)) {
+        if (at > member && at < table_end) continue;
+        std::memcpy(&file[at], &after, 4);
+        ++patched;
+    }
+    REQUIRE(patched == 2);
+    write_atomically(storage, "/base.npz", [&](OutputFile& out) { out.write(file.data(), file.size()); });
+    std::string why;
+    std::unique_ptr<ChunkBase> base = ChunkBase::open(storage, "/base.npz", &why);
+    INFO(why);
+    REQUIRE(base);
+    REQUIRE(base->find("w.npy")->table->chunks[0].crc != crc32(0, w.data(), kChunkBytes));
+
+    w[w.size() - 1] += 1.0f;  // the last chunk changes; chunk 0's CRC-32 would come from the base
+    save_npz(storage, "/next.npz", vars, chunked(base.get()));
+    save_npz(storage, "/full.npz", vars, chunked());
+    CHECK(stored(storage, "/next.npz") == stored(storage, "/full.npz"));
+    CHECK_NOTHROW(NpzReader::open(storage, "/next.npz", {}).read_all());
 }
 
 TEST_CASE("where the filesystem cannot clone, a save against a base writes every byte, the same file") {
