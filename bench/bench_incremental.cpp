@@ -12,15 +12,19 @@
 // chunk size.
 #include "bench_common.h"
 
+#include "manager/checkpoint.hpp"
 #include "npz/chunk_base.hpp"
 #include "npz/npz_writer.hpp"
 #include "storage/storage.hpp"
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -121,6 +125,52 @@ void workload(Bench& b, const char* name, uint32_t chunk, int runs, double mib, 
     report(name, fmt::format("incremental, {} KiB chunks", chunk / 1024).c_str(), inc, raw, mib, against_full);
 }
 
+// A training run whose every weight changes between saves, through two managers side by side: one with incremental
+// saves (the default where the filesystem clones), one with them off; `runs` * 4 saves each, in alternating order.
+// After a save that shares nothing, the incremental manager pauses its hashing (manager/share_backoff.hpp): most of
+// its saves are then plain ones.
+void managers(Bench& b, int runs, double mib) {
+    const auto open = [&](const std::string& name, bool incremental) {
+        CheckpointManager::Options o;
+        o.storage = b.storage;
+        o.keep = 2;
+        o.incremental = incremental;
+        return std::make_unique<CheckpointManager>(b.dir + "/" + name, o);
+    };
+    std::unique_ptr<CheckpointManager> inc = open("managed-incremental", true), full = open("managed-full", false);
+    Sample s_inc, s_full;
+    std::vector<double> ratios;
+    for (int64_t i = 0; i < 4 * runs; ++i) {
+        for (auto& a : b.arrays)
+            for (float& x : a) x += 1.0f;
+        const VarCollection v = b.vars();
+        double t_inc = 0, t_full = 0;
+        for (int k = 0; k < 2; ++k) {
+            const bool first_inc = (i % 2 == 0) == (k == 0);
+            const double t0 = now();
+            (first_inc ? inc : full)->save(v, i);
+            (first_inc ? t_inc : t_full) = now() - t0;
+        }
+        s_inc.add(t_inc, mib, 0);
+        s_full.add(t_full, mib, 0);
+        ratios.push_back(t_full / t_inc);
+    }
+    // Medians: a manager's retention deletes a file now and then, which on a loop-mounted image stalls a save or two.
+    std::printf("| all, %zu saves through a manager | incremental off | %.3f | %.0f | | | | |\n", s_full.seconds.size(),
+                Sample::med(s_full.seconds), mib / Sample::med(s_full.seconds));
+    std::printf("| all, %zu saves through a manager | incremental (default) | %.3f | %.0f | | %.2f | | |\n",
+                s_inc.seconds.size(), Sample::med(s_inc.seconds), mib / Sample::med(s_inc.seconds),
+                Sample::med(ratios));
+    inc.reset();
+    full.reset();
+    for (const char* name : {"managed-incremental", "managed-full"}) {
+        auto listing = b.storage->list(b.dir + "/" + name);
+        for (const auto& f : listing) std::remove((b.dir + "/" + name + "/" + f).c_str());
+        std::remove((b.dir + "/" + name + "/.ckpt.lock").c_str());
+        ::rmdir((b.dir + "/" + name).c_str());
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -157,6 +207,7 @@ int main(int argc, char** argv) {
             for (float& x : b.arrays[round++ % b.arrays.size()]) x += 1.0f;
         },
         true);
+    managers(b, runs, total);
 
     // backbone: 1 GiB (32 arrays of 32 MiB) that never changes and a 32 MiB head trained between saves.
     if (backbone) {

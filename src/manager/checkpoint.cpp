@@ -472,9 +472,10 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
     };
     npz.chunk_hashes = clones_ && !npz.deflate;
     const bool full = !shares_this_save(npz);
+    const int64_t ordinal = saves_;
     writer_->submit(
         target,
-        [this, data, npz, size, shared, index, full](OutputFile& out) {
+        [this, data, npz, size, shared, index, full, ordinal, bytes](OutputFile& out) {
             NpzWriteOptions o = npz;
             int64_t base_index = -1;
             std::unique_ptr<ChunkBase> base = full ? nullptr : open_base(index, &base_index);
@@ -484,6 +485,7 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
             if (*shared > 0)
                 log(info, fmt::format("Checkpoint {} shares {} of its {} with checkpoint {}", index, byte_size(*shared),
                                       byte_size(*size), base_index));
+            if (base) saved_against_base(ordinal, *shared, bytes, fmt::format("Checkpoint {}", index));
         },
         false,
         [this, index, size, saved, saved_facts, npz] {
@@ -538,9 +540,20 @@ void CheckpointManager::take_newest_as_base(const std::vector<Step>& on_disk) {
     }
 }
 
-bool CheckpointManager::shares_this_save(const NpzWriteOptions& npz) {
+bool CheckpointManager::shares_this_save(NpzWriteOptions& npz) {
     ++saves_;
-    return npz.chunk_hashes && !(options_.full_every > 0 && saves_ % options_.full_every == 0);
+    if (!npz.chunk_hashes) return false;
+    const ShareBackoff::Plan plan = share_backoff_.plan(saves_);
+    npz.chunk_hashes = plan.hash;
+    return plan.base && !(options_.full_every > 0 && saves_ % options_.full_every == 0);
+}
+
+void CheckpointManager::saved_against_base(int64_t ordinal, uint64_t shared, uint64_t bytes, const std::string& what) {
+    const int64_t pause = share_backoff_.saved(ordinal, shared, bytes);
+    if (pause > 0)
+        log(info, fmt::format("{} shares less than a sixteenth of its arrays with its base: the next {} record no "
+                              "chunk hashes",
+                              what, pause == 1 ? std::string("save") : fmt::format("{} saves", pause)));
 }
 
 std::unique_ptr<ChunkBase> CheckpointManager::open_chunk_base(const std::string& path, const std::string& what) const {
@@ -580,6 +593,8 @@ void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t ind
     npz.chunk_hashes = clones_ && !npz.deflate;
     std::string base_path;
     const bool share = shares_this_save(npz);
+    const int64_t ordinal = saves_;
+    const std::string shard_what = fmt::format("Rank {}'s shard of step {}", options_.comm->rank(), index);
     if (share && !shard_base_ && !shard_base_listed_) {
         // A first save after a restart: this rank's shard of the newest step on disk, if it has one (another world
         // size names other shards: then the save is a full one, and the log says why).
@@ -617,6 +632,7 @@ void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t ind
         save_sharded(*options_.comm, *options_.storage, dir_, index, view, npz, failed,
                      [this, index](double commit_ms) { committed(index, commit_ms); });
         log_shared(shared, base_path);
+        if (base) saved_against_base(ordinal, shared, bytes, shard_what);
         shard_base_ = index;
         return;
     }
@@ -631,7 +647,7 @@ void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t ind
             std::shared_ptr<const VarCollection> data = snapshots_->copy(view);
             writer_->submit(
                 shard_path(pending.save, *options_.comm),
-                [data, npz, base_path, open_shard_base, log_shared](OutputFile& out) {
+                [this, data, npz, base_path, open_shard_base, log_shared, ordinal, bytes, shard_what](OutputFile& out) {
                     NpzWriteOptions o = npz;
                     const std::unique_ptr<ChunkBase> base = open_shard_base(base_path);
                     uint64_t shared = 0;
@@ -639,6 +655,7 @@ void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t ind
                     o.shared_bytes = &shared;
                     write_npz(out, *data, o);
                     log_shared(shared, base_path);
+                    if (base) saved_against_base(ordinal, shared, bytes, shard_what);
                 },
                 false);
         } catch (...) {

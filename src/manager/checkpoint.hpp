@@ -14,6 +14,7 @@
 #include "sharded/comm.hpp"
 #include "sharded/sharded_step.hpp"
 #include "manager/checkpoint_policy.hpp"
+#include "manager/share_backoff.hpp"
 #include "manager/temporaries.hpp"
 #include "npz/chunk_base.hpp"
 #include "npz/npz_reader.hpp"
@@ -191,8 +192,12 @@ private:
     // not, where there was one): the one this manager saved last, unless it changed since; before this manager's
     // first save, the newest checkpoint file on disk.
     std::unique_ptr<ChunkBase> open_base(int64_t index, int64_t* base_index);
-    // Counts a save, and says whether it may share chunks: it records chunk hashes and is not a full_every-th save.
-    bool shares_this_save(const NpzWriteOptions& npz);
+    // Counts a save, and says whether it may share chunks: it records chunk hashes, is not a full_every-th save, and
+    // the save before it recorded them. npz.chunk_hashes is turned off for a save that share_backoff_ pauses.
+    bool shares_this_save(NpzWriteOptions& npz);
+    // After save `ordinal` (saves_ when it was made) was saved against a base, sharing `shared` of its arrays'
+    // `bytes`: tells share_backoff_, and logs a pause it starts. `what`: "Checkpoint 3", "Rank 1's shard of step 3".
+    void saved_against_base(int64_t ordinal, uint64_t shared, uint64_t bytes, const std::string& what);
     // The newest checkpoint file of a listing as the next save's base (a first save: what an earlier process saved).
     void take_newest_as_base(const std::vector<Step>& on_disk);
     // ChunkBase::open of `path`, or nullptr, logging "Saving <what> in full: <why>".
@@ -240,6 +245,7 @@ private:
     bool base_listed_ = false;
     bool clones_ = false;  // the storage can share blocks in the directory (and options_.incremental)
     int64_t saves_ = 0;    // saves made, for full_every
+    ShareBackoff share_backoff_;
     // Sharded: the step whose shard of this rank the next save takes as its base (the last this manager committed;
     // for its first save, the newest step on disk).
     std::optional<int64_t> shard_base_;

@@ -155,6 +155,37 @@ TEST_CASE("full_every makes every K-th save a full one, and incremental off reco
     CHECK_THROWS_WITH(CheckpointManager("/bad", bad), Contains("/bad") && Contains("full_every -1 is negative"));
 }
 
+TEST_CASE("saves that share nothing pause the hashing, longer each time, until sharing comes back") {
+    Run run;
+    CheckpointManager::Options o = run.options();
+    o.keep = 100;
+    CheckpointManager m("/run", o);
+    std::vector<bool> hashed;
+    std::vector<std::string> pauses;
+    for (int64_t i = 0; i < 17; ++i) {
+        if (i < 13)  // every weight trained; then frozen
+            for (float& x : run.w) x += 1.0f;
+        m.save(run.vars(), i);
+        CHECK(run.restored(m, i) == run.w[kFloats - 1] + run.w[0]);
+        hashed.push_back(
+            ckpt::testing::stored(*run.storage, "/run/" + fmt::format("{:010d}.npz", i)).find("__ckpt_chunks__") !=
+            std::string::npos);
+        for (const std::string& line : run.log)
+            if (line.find("sixteenth") != std::string::npos) pauses.push_back(line);
+        run.log.clear();
+    }
+    // Index 1 shares nothing with 0: 1 save without hashes (2); 3 hashes with no base, 4 shares nothing: 2 saves
+    // (5, 6); 7, 8: 4 saves (9 to 12); 13 hashes, and 14 on share again.
+    CHECK(hashed == std::vector<bool>{true, true, false, true, true, false, false, true, true, false, false, false,
+                                      false, true, true, true, true});
+    REQUIRE(pauses.size() == 3);
+    CHECK(
+        pauses[0] ==
+        "Checkpoint 1 shares less than a sixteenth of its arrays with its base: the next save record no chunk hashes");
+    CHECK_THAT(pauses[1], Contains("Checkpoint 4 shares less") && Contains("the next 2 saves record no"));
+    CHECK_THAT(pauses[2], Contains("Checkpoint 8 shares less") && Contains("the next 4 saves record no"));
+}
+
 TEST_CASE("deflated checkpoints are never incremental") {
     Run run;
     CheckpointManager::Options o = run.options();
