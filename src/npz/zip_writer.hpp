@@ -65,11 +65,11 @@ public:
     // (OutputFile::clone_from), which writes what it cannot share. The file's bytes come out the same either way.
     struct Chunking {
         uint32_t chunk_bytes = kChunkBytes;
-        InputFile* base = nullptr;                          // the earlier file, or none
-        uint64_t base_offset = 0;                           // where the base's copy of the array begins in it
-        const std::vector<ChunkSum>* base_sums = nullptr;   // its chunks' hashes and CRC-32s
-        std::vector<ChunkSum> sums;                         // out: this member's (CRC-32s 0 where hash_of is set)
-        uint64_t shared = 0;                                // out: bytes shared rather than written
+        InputFile* base = nullptr;                         // the earlier file, or none
+        uint64_t base_offset = 0;                          // where the base's copy of the array begins in it
+        const std::vector<ChunkSum>* base_sums = nullptr;  // its chunks' hashes and CRC-32s
+        std::vector<ChunkSum> sums;                        // out: this member's (CRC-32s 0 where hash_of is set)
+        uint64_t shared = 0;                               // out: bytes shared rather than written
         // Where set, the hash of chunk k comes from here (threads that compute the sums ahead, and keep them) instead
         // of being computed as the chunk is written.
         std::function<Hash128(size_t k)> hash_of;

@@ -183,9 +183,9 @@ TEST_CASE("chunk table: what is encoded decodes, and every damaged table is refu
     };
     refused(0, 'X', "CKPTCHNK");
     refused(8, 1, "version 1 is not one this library reads (2)");  // tables without CRC-32s
-    refused(13, 0x11, "chunk size");                 // 4352: not a multiple of 4096
-    refused(16, 0xff, "members cannot fit");         // the member count
-    refused(24 + 2 + 5 + 4 + 4 + 8, 9, "has 9 chunks");  // the first member's chunk count
+    refused(13, 0x11, "chunk size");                               // 4352: not a multiple of 4096
+    refused(16, 0xff, "members cannot fit");                       // the member count
+    refused(24 + 2 + 5 + 4 + 4 + 8, 9, "has 9 chunks");            // the first member's chunk count
     std::vector<unsigned char> longer = bytes;
     longer.push_back(0);
     CHECK_THROWS_WITH(decode_chunk_table(longer.data(), longer.size()), Contains("1 bytes follow"));
