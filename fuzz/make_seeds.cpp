@@ -101,6 +101,20 @@ int main(int argc, char** argv) {
             }
         }
     }
+    // A file with chunk hashes (an array of 80 KiB: five chunks, the last one short, block-aligned; a small one that
+    // is not chunked): the chunk table member, which a later save reads as its base.
+    ckpt::core::VarCollection chunked;
+    chunked.add("w", counting(ckpt::core::DType::float32, 4, {5 * 4096 + 7}, 13));
+    chunked.add("b", counting(ckpt::core::DType::float64, 8, {3}, 14));
+    ckpt::core::NpzWriteOptions options;
+    options.chunk_hashes = true;
+    try {
+        ckpt::core::save_npz(*ckpt::core::posix_storage(), dir + "/ckpt_chunk_hashes.npz", chunked, options);
+    } catch (const ckpt::core::Error& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        return 1;
+    }
+    ++written;
     std::printf("wrote %d archives to %s\n", written, dir.c_str());
     return 0;
 }
