@@ -551,9 +551,9 @@ bool CheckpointManager::shares_this_save(NpzWriteOptions& npz) {
 void CheckpointManager::saved_against_base(int64_t ordinal, uint64_t shared, uint64_t bytes, const std::string& what) {
     const int64_t pause = share_backoff_.saved(ordinal, shared, bytes);
     if (pause > 0)
-        log(info, fmt::format("{} shares less than a sixteenth of its arrays with its base: the next {} record no "
-                              "chunk hashes",
-                              what, pause == 1 ? std::string("save") : fmt::format("{} saves", pause)));
+        log(info, fmt::format("{} shares less than a sixteenth of its arrays with its base: the next {} no chunk "
+                              "hashes",
+                              what, pause == 1 ? std::string("save records") : fmt::format("{} saves record", pause)));
 }
 
 std::unique_ptr<ChunkBase> CheckpointManager::open_chunk_base(const std::string& path, const std::string& what) const {

@@ -128,6 +128,13 @@ Hash128 hash128(const void* data, size_t n) {
     return h;
 }
 
+ChunkSum chunk_sum(const void* data, size_t n, const ChunkSum* base) {
+    ChunkSum sum;
+    sum.hash = hash128(data, n);
+    sum.crc = base != nullptr && base->hash == sum.hash ? base->crc : crc32(0, data, n);
+    return sum;
+}
+
 uint32_t join_chunks(uint32_t head_crc, const std::vector<ChunkSum>& chunks, uint64_t data_bytes,
                      uint32_t chunk_bytes) {
     const Crc32Join whole(chunk_bytes);

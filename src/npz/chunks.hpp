@@ -53,6 +53,10 @@ inline uint64_t chunk_count(uint64_t nbytes, uint32_t chunk_bytes) {
     return nbytes / chunk_bytes + (nbytes % chunk_bytes != 0 ? 1 : 0);
 }
 
+// The sum of the n bytes of one chunk: their hash, and their CRC-32 — taken from `base` (the same chunk's sum in
+// an earlier file) when the hashes match, computed otherwise.
+ChunkSum chunk_sum(const void* data, size_t n, const ChunkSum* base = nullptr);
+
 // The CRC-32 of an npy member from its header's CRC-32 and its array's chunk CRC-32s (chunks of chunk_bytes, the
 // last of what remains of data_bytes).
 uint32_t join_chunks(uint32_t head_crc, const std::vector<ChunkSum>& chunks, uint64_t data_bytes, uint32_t chunk_bytes);

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 namespace ckpt::core {
 
@@ -87,16 +88,16 @@ public:
           items_left_(members_.size(), 0),
           first_item_(members_.size(), 0),
           sums_(members_.size()) {
-        const size_t per_item = std::max<size_t>(1, kItemBytes / chunk_bytes_);
         for (size_t i = 0; i < members_.size(); ++i) {
             first_item_[i] = items_.size();
             if (!members_[i].chunked) {
                 items_.push_back({i, 0, 0});
-            } else {
+            } else {  // at least kMinChunkedBytes: one item or more
                 const size_t chunks = static_cast<size_t>(chunk_count(members_[i].pieces[1].size, chunk_bytes_));
                 sums_[i].resize(chunks);
-                for (size_t k = 0; k < chunks; k += per_item) items_.push_back({i, k, std::min(per_item, chunks - k)});
-                if (chunks == 0) items_.push_back({i, 0, 0});
+                for (size_t k = 0; k < chunks; k += chunks_per_item_)
+                    items_.push_back({i, k, std::min(chunks_per_item_, chunks - k)});
+                // The base's sums are indexed by this array's chunks: a record of another length is not used.
                 const ChunkTable::Member* b = members_[i].base;
                 if (b != nullptr && (b->data_bytes != members_[i].pieces[1].size || b->chunks.size() != chunks))
                     members_[i].base = nullptr;  // CRC-32s only from a record of the same length
@@ -128,7 +129,7 @@ public:
     }
     // The hash of chunk k of member i (a chunked one).
     Hash128 hash(size_t i, size_t k) {
-        const size_t item = first_item_[i] + k / std::max<size_t>(1, kItemBytes / chunk_bytes_);
+        const size_t item = first_item_[i] + k / chunks_per_item_;
         wait_helping([&] { return item_done_[item] != 0; });
         return sums_[i][k].hash;
     }
@@ -139,8 +140,15 @@ private:
     struct Item {
         size_t member;
         size_t first;  // chunk
-        size_t count;  // chunks; 0: the whole of an unchunked (or empty) member
+        size_t count;  // chunks; 0: the whole of an unchunked member
     };
+
+    // Chunk k of chunked member m: its first byte and its length.
+    std::pair<const unsigned char*, size_t> chunk(const Input& m, size_t k) const {
+        const size_t at = k * chunk_bytes_;
+        return {static_cast<const unsigned char*>(m.pieces[1].data) + at,
+                std::min<size_t>(chunk_bytes_, m.pieces[1].size - at)};
+    }
 
     // Waits until done() holds, meanwhile computing chunk items nobody has taken (never a whole member's CRC, which
     // may be long).
@@ -178,14 +186,9 @@ private:
         if (!m.chunked) {
             crcs_[item.member] = ZipWriter::crc_of(m.pieces);
         } else {
-            const auto* p = static_cast<const unsigned char*>(m.pieces[1].data);
-            std::vector<ChunkSum>& sums = sums_[item.member];
             for (size_t k = item.first; k < item.first + item.count; ++k) {
-                const size_t at = k * chunk_bytes_;
-                const size_t n = std::min<size_t>(chunk_bytes_, m.pieces[1].size - at);
-                sums[k].hash = hash128(p + at, n);
-                sums[k].crc = m.base != nullptr && m.base->chunks[k].hash == sums[k].hash ? m.base->chunks[k].crc
-                                                                                          : crc32(0, p + at, n);
+                const auto [p, n] = chunk(m, k);
+                sums_[item.member][k] = chunk_sum(p, n, m.base != nullptr ? &m.base->chunks[k] : nullptr);
             }
         }
         bool last;
@@ -212,11 +215,10 @@ private:
             if (taken == sums.size() && m.base->head_crc == head) return m.base->crc;
             if (taken > 0 &&
                 join_chunks(m.base->head_crc, m.base->chunks, m.base->data_bytes, chunk_bytes_) != m.base->crc) {
-                const auto* p = static_cast<const unsigned char*>(m.pieces[1].data);
                 for (size_t k = 0; k < sums.size(); ++k)
                     if (same(k)) {
-                        const size_t at = k * chunk_bytes_;
-                        sums[k].crc = crc32(0, p + at, std::min<size_t>(chunk_bytes_, m.pieces[1].size - at));
+                        const auto [p, n] = chunk(m, k);
+                        sums[k].crc = crc32(0, p, n);
                     }
             }
         }
@@ -225,6 +227,7 @@ private:
 
     std::vector<Input> members_;
     uint32_t chunk_bytes_;
+    size_t chunks_per_item_ = std::max<size_t>(1, kItemBytes / chunk_bytes_);
     std::vector<Item> items_;
     std::vector<uint32_t> crcs_;
     std::vector<char> member_done_;  // member i's CRC (and every sum) is known

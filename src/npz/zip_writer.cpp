@@ -126,6 +126,9 @@ void ZipWriter::add_stored(const std::string& name, const std::vector<Piece>& pi
 
 void ZipWriter::put_chunked(const Piece& piece, Chunking& ch, bool crc_here, uint32_t& running, const OnBytes& on_bytes,
                             uint64_t& at) {
+    if (crc_here && ch.hash_of)
+        throw std::logic_error("ZipWriter::put_chunked: a CRC computed here needs the chunks' CRC-32s computed here");
+    const Crc32Join whole(ch.chunk_bytes);
     for_each_run(piece, [&](const void* p, size_t n) {
         // Runs are offered to the output only while it may share them; else they are written as any bytes are.
         const bool base = ch.base != nullptr && ch.base_sums != nullptr && out_.may_share();
@@ -152,9 +155,9 @@ void ZipWriter::put_chunked(const Piece& piece, Chunking& ch, bool crc_here, uin
         for (size_t done = 0; done < n;) {
             const size_t len = std::min<size_t>(n - done, ch.chunk_bytes);
             const size_t k = ch.sums.size();
-            const ChunkSum sum =
-                ch.hash_of ? ChunkSum{ch.hash_of(k), 0} : ChunkSum{hash128(c + done, len), crc32(0, c + done, len)};
-            if (crc_here) running = crc32(running, c + done, len);
+            const ChunkSum sum = ch.hash_of ? ChunkSum{ch.hash_of(k), 0} : chunk_sum(c + done, len);
+            if (crc_here)  // (crc_here: no thread computes the sums) the member's CRC from the chunk's
+                running = len == ch.chunk_bytes ? whole(running, sum.crc) : Crc32Join(len)(running, sum.crc);
             ch.sums.push_back(sum);
             if (base && len == ch.chunk_bytes && k < ch.base_sums->size() && (*ch.base_sums)[k].hash == sum.hash) {
                 write_pending();

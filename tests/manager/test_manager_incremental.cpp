@@ -181,7 +181,7 @@ TEST_CASE("saves that share nothing pause the hashing, longer each time, until s
     REQUIRE(pauses.size() == 3);
     CHECK(
         pauses[0] ==
-        "Checkpoint 1 shares less than a sixteenth of its arrays with its base: the next save record no chunk hashes");
+        "Checkpoint 1 shares less than a sixteenth of its arrays with its base: the next save records no chunk hashes");
     CHECK_THAT(pauses[1], Contains("Checkpoint 4 shares less") && Contains("the next 2 saves record no"));
     CHECK_THAT(pauses[2], Contains("Checkpoint 8 shares less") && Contains("the next 4 saves record no"));
 }
