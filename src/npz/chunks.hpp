@@ -8,7 +8,7 @@
 // "__ckpt_chunks__.npy" (a 1-D uint8 array numpy loads as any other; ckpt's reader sets it aside like the metadata
 // member): a later save, in this process or another, knows what the file holds without reading its data, clones
 // every chunk whose hash it matches from this file, and takes that chunk's CRC-32 from the table instead of reading
-// the chunk a second time (a member's CRC-32 is its chunks' joined: crc32_join).
+// the chunk a second time (a member's CRC-32 is its header's and chunks' joined: join_chunks).
 #pragma once
 
 #include "core/metadata.hpp"
