@@ -3,6 +3,7 @@
 #include "guard.hpp"
 #include "versioned.hpp"
 #include "url_storage.hpp"
+#include "npz/chunk_base.hpp"
 #include "writer/snapshot_pool.hpp"
 #include "writer/writer.hpp"
 
@@ -38,6 +39,7 @@ struct Target {
     std::string path;
     std::shared_ptr<ckpt::core::Storage> elsewhere;
     std::string named;
+    std::string url_prefix;  // "s3://bucket/" when the path named a bucket, else ""
 };
 
 constexpr ckpt::capi::VersionedStruct<ckpt_writer_options, 2> kWriterOptions{
@@ -60,10 +62,23 @@ Target target(const ckpt_writer* w, const char* out_dir, const char* filename, c
     require(filename, function, "filename");
     if (*filename == '\0') ckpt::core::fail(Code::invalid, "{}: filename is empty", function);
     const std::string path = ckpt::core::join_path(out_dir != nullptr ? out_dir : w->out_dir, filename);
-    if (!w->default_storage) return {path, nullptr, path};
+    if (!w->default_storage) return {path, nullptr, path, ""};
     ckpt::capi::Located at = ckpt::capi::locate(nullptr, path.c_str());
-    if (at.path == path) return {path, nullptr, path};  // the local filesystem: the writer's own storage
-    return {std::move(at.path), std::move(at.storage), path};
+    if (at.path == path) return {path, nullptr, path, ""};  // the local filesystem: the writer's own storage
+    return {std::move(at.path), std::move(at.storage), path, std::move(at.url_prefix)};
+}
+
+// Where a save's npz base is in the storage the save goes to, or "" when it is in another one (the save is then a
+// full one, as ckpt_npz_save's is). The base is a path as ckpt_npz_save takes it, not one in out_dir: a writer's
+// own storage takes it as given; a writer over the local filesystem shares with a local base, or, saving to an
+// s3:// URL, with a base in the same bucket.
+std::string base_path(const ckpt_writer* w, const Target& to, const char* base) {
+    if (base == nullptr) return "";
+    if (!w->default_storage) return base;
+    if (std::strncmp(base, "s3://", 5) != 0) return to.url_prefix.empty() ? base : "";
+    if (to.url_prefix.empty()) return "";
+    ckpt::capi::Located from = ckpt::capi::locate(nullptr, base);
+    return from.url_prefix == to.url_prefix ? std::move(from.path) : "";
 }
 
 }  // namespace
@@ -132,12 +147,26 @@ CKPT_API int ckpt_writer_save_vars(ckpt_writer* w, const char* out_dir, const ch
         require(vars, "ckpt_writer_save_vars", "vars");
         if ((flags & ~CKPT_WRITER_NO_COPY) != 0)
             ckpt::core::fail(Code::invalid, "ckpt_writer_save_vars: unknown flags {}", flags);
-        const ckpt::core::NpzWriteOptions options =
-            ckpt::capi::write_options(ckpt::capi::checked_npz_options(npz, "ckpt_writer_save_vars"));
+        const ckpt_npz_options o = ckpt::capi::checked_npz_options(npz, "ckpt_writer_save_vars");
+        const ckpt::core::NpzWriteOptions options = ckpt::capi::write_options(o);
+        std::string base = options.chunk_hashes ? base_path(w, to, o.base) : "";
         const bool borrow = w->writer->kind() == ckpt::core::Writer::Kind::simple || (flags & CKPT_WRITER_NO_COPY) != 0;
         std::shared_ptr<const ckpt::core::VarCollection> data = w->snapshots->for_save(vars->vc, borrow);
+        // The base is opened when the save runs: a background writer's previous save is in place by then.
+        ckpt::core::Storage& storage = to.elsewhere ? *to.elsewhere : w->writer->storage();
         w->writer->submit(
-            to.path, [data, options](ckpt::core::OutputFile& out) { ckpt::core::write_npz(out, *data, options); },
+            to.path,
+            [data, options, base = std::move(base), &storage,
+             dir = ckpt::core::parent_dir(to.path)](ckpt::core::OutputFile& out) {
+                std::unique_ptr<ckpt::core::ChunkBase> from;
+                if (!base.empty() && storage.clones(dir)) {
+                    std::string why_not;  // a base that cannot serve makes a full save
+                    from = ckpt::core::ChunkBase::open(storage, base, &why_not);
+                }
+                ckpt::core::NpzWriteOptions with = options;
+                with.base = from.get();
+                ckpt::core::write_npz(out, *data, with);
+            },
             false, after_save(w, to.named), std::move(to.elsewhere));
     });
 }

@@ -560,7 +560,9 @@ CKPT_API int ckpt_writer_save(ckpt_writer *w, const char *out_dir, const char *f
                               void *payload, uint32_t flags);
 /* Saves a collection as .npz (ckpt_npz_save's format and options; npz->storage is ignored: the writer's storage
  * is used). Background kinds copy every array before returning, so training may change them at once — unless
- * flags has CKPT_WRITER_NO_COPY. Returns the codes of ckpt_writer_save, plus CKPT_ENOMEM for the copy. Since 0.6. */
+ * flags has CKPT_WRITER_NO_COPY. npz->base (0.9) is a path in the save's storage as ckpt_npz_save takes it (not
+ * one in out_dir), opened when the save runs: a queued save shares with the save queued before it. Returns the
+ * codes of ckpt_writer_save, plus CKPT_ENOMEM for the copy. Since 0.6. */
 CKPT_API int ckpt_writer_save_vars(ckpt_writer *w, const char *out_dir, const char *filename, const ckpt_vars *vars,
                                    const ckpt_npz_options *npz, uint32_t flags);
 /* Appends size bytes to the file being saved. Returns CKPT_OK, CKPT_EINVAL, CKPT_EIO (the storage failed; every

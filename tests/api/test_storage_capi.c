@@ -1385,6 +1385,64 @@ static void test_clone_range_gets_the_unchanged_runs_of_a_save_against_a_base(vo
     store_clear(&st);
 }
 
+/* A writer's save_vars against a base: the base is opened when the save runs, so a queued save shares with the
+ * save queued before it; the file is the one a full save writes. */
+static void test_a_queued_writer_save_shares_with_the_save_before_it(void) {
+    enum { n = 1 << 18 }; /* 1 MiB of float32: 64 chunks */
+    const int64_t shape[1] = {n};
+    mem_store st;
+    ckpt_storage_ops ops;
+    ckpt_storage *storage = NULL;
+    ckpt_writer *w;
+    ckpt_vars *v = NULL;
+    ckpt_npz_options o;
+    float *data = (float *)malloc(n * sizeof *data);
+    unsigned char *full, *got;
+    size_t i, full_size = 0, size = 0;
+
+    store_init(&st);
+    ops = store_ops(&st);
+    ops.clone_range = cb_clone_range;
+    CHECK(data != NULL && ckpt_storage_new(&storage, &ops) == CKPT_OK);
+    if (data == NULL || storage == NULL) exit(1);
+    CHECK(cb_make_dirs(&st, "run") == CKPT_OK);
+    for (i = 0; i < n; ++i) data[i] = (float)i;
+    CHECK(ckpt_vars_new(&v) == CKPT_OK);
+    CHECK(ckpt_vars_add(v, "w", CKPT_FLOAT32, 1, shape, data, CKPT_VARS_BORROW) == CKPT_OK);
+    o = npz_options(NULL);
+    o.flags = CKPT_NPZ_CHUNK_HASHES;
+    w = queue_writer(storage, "run", 2);
+    CHECK(ckpt_writer_save_vars(w, NULL, "1.npz", v, &o, 0) == CKPT_OK);
+    data[10 * 4096 + 7] = -1.0f; /* in chunk 10; the writer copied the array */
+    o.base = "run/1.npz";        /* a path in the storage, as ckpt_npz_save takes it */
+    CHECK(ckpt_writer_save_vars(w, NULL, "2.npz", v, &o, 0) == CKPT_OK);
+    CHECK(ckpt_writer_wait(w) == CKPT_OK);
+    CHECK(st.clones == 2); /* chunks 0-9, and 11-63 */
+    CHECK(st.cloned == 63 * 16384);
+
+    o.base = NULL; /* the same state saved in full */
+    CHECK(ckpt_writer_save_vars(w, NULL, "full.npz", v, &o, 0) == CKPT_OK);
+    o.base = "1.npz"; /* not in the storage's root: a base that cannot serve, and a full save */
+    CHECK(ckpt_writer_save_vars(w, NULL, "3.npz", v, &o, 0) == CKPT_OK);
+    CHECK(ckpt_writer_finalize(w) == CKPT_OK);
+    CHECK(st.clones == 2);
+    full = store_bytes(&st, "run/full.npz", &full_size);
+    got = store_bytes(&st, "run/2.npz", &size);
+    CHECK(got != NULL && full != NULL && size == full_size && memcmp(got, full, size) == 0);
+    free(got);
+    got = store_bytes(&st, "run/3.npz", &size);
+    CHECK(got != NULL && full != NULL && size == full_size && memcmp(got, full, size) == 0);
+    free(got);
+    CHECK(reads_back(storage, "run/2.npz", v));
+
+    free(full);
+    ckpt_writer_free(w);
+    ckpt_vars_free(v);
+    free(data);
+    ckpt_storage_free(storage);
+    store_clear(&st);
+}
+
 int main(void) {
     test_npz_round_trip_through_c_storage();
     test_queue_writer_round_trip_through_c_storage();
@@ -1395,6 +1453,7 @@ int main(void) {
     test_free_space_callback();
     test_sharded_steps_on_a_storage_without_directory_renames();
     test_clone_range_gets_the_unchanged_runs_of_a_save_against_a_base();
+    test_a_queued_writer_save_shares_with_the_save_before_it();
     pthread_mutex_lock(&g_check_mutex);
     printf("%d passed, %d failed\n", g_passed, g_failed);
     pthread_mutex_unlock(&g_check_mutex);

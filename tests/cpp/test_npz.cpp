@@ -539,6 +539,27 @@ TEST_CASE("A save against a base is the bytes of a full save with chunk hashes",
     CHECK(back.scalar<int64_t>("step") == 2);
 }
 
+TEST_CASE("A writer's save_vars against the save queued before it is the bytes of a full save",
+          "[npz][incremental][writer]") {
+    TempDir dir;
+    ckpt::WriterOptions queue;
+    queue.kind = ckpt::WriterKind::queue;
+    queue.queue_depth = 2;
+    queue.out_dir = dir.path();
+    ckpt::Writer writer(queue);
+    ckpt::NpzOptions hashed;
+    hashed.chunk_hashes = true;
+    ckpt::NpzOptions incremental;
+    incremental.base = dir.path("1.npz");  // opened when the save runs, after the save queued before it
+    writer.save_vars("1.npz", chunked_model(1), hashed);
+    writer.save_vars("2.npz", chunked_model(2), incremental);
+    writer.wait();
+    ckpt::save(dir.path("full.npz"), chunked_model(2), hashed);
+    const bool same = test::read_file(dir.path("2.npz")) == test::read_file(dir.path("full.npz"));
+    CHECK(same);
+    CHECK(ckpt::read(dir.path("2.npz")).get<float>("w")[1000] == 2.0f);
+}
+
 TEST_CASE("A base that cannot serve makes a full save", "[npz][incremental]") {
     TempDir dir;
     ckpt::save(dir.path("plain.npz"), chunked_model(1));

@@ -265,8 +265,7 @@ class Writer:
         if self._finalized:
             raise errors.InvalidArgumentError(errors.EINVAL, "the writer is finalized")
         out_dir = os.fspath(self.out_dir or out_dir or ".")
-        # A URL filename stands alone, as an absolute path does; posixpath only splits at slashes: a URL stays one.
-        dest = os.fspath(filename) if _paths.is_url(filename) else os.path.join(out_dir, filename)
+        dest = self._in_out_dir(filename, out_dir)
         directory = os.path.dirname(dest) or "."
         encoded = _paths.encode(directory)  # a URL pathlib broke is refused before anything is created
         if not self._initialized:
@@ -274,6 +273,13 @@ class Writer:
         if directory != out_dir:
             self.initialize(directory)
         return dest, encoded
+
+    def _in_out_dir(self, filename: str, out_dir: str) -> str:
+        """The path `filename` names for a save into `out_dir`."""
+        # A URL filename stands alone, as an absolute path does; posixpath only splits at slashes: a URL stays one.
+        if _paths.is_url(filename):
+            return os.fspath(filename)
+        return os.path.join(os.fspath(self.out_dir or out_dir or "."), filename)
 
     def _failed_error(self, code: int, cause: Optional[BaseException]) -> errors.CkptError:
         """The error of a C call that returned `code` (this thread's message), with the exception behind it as its
@@ -347,13 +353,16 @@ class Writer:
             self._raise(rc)
 
     def save_arrays(self, filename: str, out_dir: str, arrays: Any, metadata: Optional[dict] = None,
-                    layout: str = "plain", compression: Optional[str] = None, level: int = 0) -> None:
+                    layout: str = "plain", compression: Optional[str] = None, level: int = 0,
+                    chunk_hashes: bool = False, base: Optional[str] = None) -> None:
         """Saves a mapping of name -> array as .npz through the writer, at C speed: background writers copy
         the arrays (in C, into buffers kept from the previous save) before this returns (no savefun, no deep copy
         of Python objects). An earlier background failure is raised as by ``save``, and this save is then not
-        started."""
+        started. `chunk_hashes` and `base` are ``ckpt.save``'s, the base named as `filename` is (in `out_dir`) and
+        opened when the save runs, so a background save can share with the save queued before it."""
         dest, directory = self._destination(filename, out_dir)
-        o = npz.options(layout=layout, compression=compression, level=level)
+        o = npz.options(layout=layout, compression=compression, level=level, chunk_hashes=chunk_hashes,
+                        base=None if base is None else self._in_out_dir(base, out_dir))
         self._local.hook_error = None
         with npz.collection(arrays, metadata) as v:
             rc = lib.ckpt_writer_save_vars(self._handle, directory, os.path.basename(dest).encode(), v.handle,

@@ -1,13 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
 """Incremental saves (libckpt 0.9.0): chunk hashes, saves against a base, a manager's incremental saves."""
 import io
+import json
 import os
+import shutil
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
 
 import ckpt
-from ckpt import filesystem
+from ckpt import filesystem, writing
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 CHUNKS = "__ckpt_chunks__"
 
@@ -157,3 +164,57 @@ def test_shared_bytes_of_a_file_written_whole_and_of_a_storage_that_cannot_tell(
     files.makedirs("run")
     ckpt.save("run/a.npz", state(1), storage=memory)
     assert files.shared_bytes("run/a.npz") is None
+
+
+@pytest.mark.parametrize("kind", ["SimpleWriter", "ThreadWriter", "ThreadQueueWriter"])
+def test_a_writer_saves_arrays_against_the_save_before_it(tmp_path, kind):
+    # The base is named as the filename is, in out_dir; a background save takes the one queued before it.
+    depth = {"queue_depth": 2} if kind == "ThreadQueueWriter" else {}
+    with getattr(writing, kind)(out_dir=str(tmp_path), **depth) as w:
+        w.save_arrays("1.npz", "", state(1), chunk_hashes=True)
+        w.save_arrays("2.npz", "", state(2), base="1.npz")
+        w.save_arrays("3.npz", "", state(2), base=str(tmp_path / "missing.npz"))  # cannot serve: a full save
+    ckpt.save(tmp_path / "full.npz", state(2), chunk_hashes=True)
+    assert (tmp_path / "2.npz").read_bytes() == (tmp_path / "full.npz").read_bytes()
+    assert (tmp_path / "3.npz").read_bytes() == (tmp_path / "full.npz").read_bytes()
+    with np.load(tmp_path / "2.npz") as data:
+        np.testing.assert_array_equal(data["w"], state(2)["w"])
+        assert CHUNKS in data.files
+
+
+SHARING_WRITER = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from ckpt import filesystem, writing
+
+    out_dir = sys.argv[1]
+    w = np.arange(1 << 20, dtype=np.float32)  # 4 MiB: 256 chunks
+    with writing.ThreadQueueWriter(queue_depth=2) as writer:
+        writer.save_arrays("1.npz", out_dir, {"w": w}, chunk_hashes=True)
+        w[5] = -1  # chunk 0; the writer copied the array
+        writer.save_arrays("2.npz", out_dir, {"w": w}, base="1.npz")
+        writer.wait()
+        print(json.dumps({"shared": filesystem.StorageFiles("local").shared_bytes(out_dir + "/2.npz"),
+                          "equal": bool(np.array_equal(np.load(out_dir + "/2.npz")["w"], w))}))
+""")
+
+
+def test_a_writer_on_xfs_shares_the_unchanged_chunks_with_its_base(tmp_path):
+    # On an XFS image with reflink, in a mount namespace of the script's own (no mount outlives the test).
+    if os.geteuid() != 0 or shutil.which("mkfs.xfs") is None or shutil.which("unshare") is None:
+        pytest.skip("an XFS image needs root, mkfs.xfs (xfsprogs) and unshare")
+    (tmp_path / "mnt").mkdir()
+    env = dict(os.environ)
+    if not env.get("CKPT_TEST_INSTALLED"):
+        env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(HERE)] + env.get("PYTHONPATH", "").split(os.pathsep))
+    script = ('truncate -s 512m "$1/xfs.img" && mkfs.xfs -q -m reflink=1 "$1/xfs.img" >/dev/null 2>&1 && '
+              'mount -o loop "$1/xfs.img" "$1/mnt" 2>/dev/null || exit 77\n'
+              'exec "$2" -c "$3" "$1/mnt"\n')
+    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(tmp_path),
+                           sys.executable, SHARING_WRITER], capture_output=True, text=True, env=env, timeout=300)
+    if done.returncode == 77:
+        pytest.skip("cannot mount an XFS image here (no loop device?)")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["equal"], report
+    assert 255 * 16384 <= report["shared"] <= 256 * 16384 + 8192, report  # every chunk but the one changed

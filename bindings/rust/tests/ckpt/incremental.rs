@@ -4,7 +4,9 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use ckpt::{Code, Files, Manager, ManagerOptions, Npz, NpzOptions, StorageHandle, Vars};
+use ckpt::{
+    Code, Files, Manager, ManagerOptions, Npz, NpzOptions, StorageHandle, Vars, Writer, WriterKind, WriterOptions,
+};
 
 use crate::common::{numpy, TempDir};
 
@@ -83,6 +85,19 @@ fn a_base_that_cannot_serve_makes_a_full_save() {
     }
     let e = state(2).save_with(dir.join("b.npz"), &NpzOptions::new().base("a\0b")).unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+}
+
+#[test]
+fn a_writer_saves_against_the_save_queued_before_it() {
+    // The base is opened when the save runs: the save queued before it is in place by then.
+    let dir = TempDir::new("writer-base");
+    let mut writer = Writer::new(&WriterOptions::new(WriterKind::Queue).queue_depth(2).out_dir(dir.path())).unwrap();
+    writer.save_vars("1.npz", &state(1), &NpzOptions::new().chunk_hashes(true)).unwrap();
+    writer.save_vars("2.npz", &state(2), &NpzOptions::new().base(dir.join("1.npz"))).unwrap();
+    writer.wait().unwrap();
+    state(2).save_with(dir.join("full.npz"), &NpzOptions::new().chunk_hashes(true)).unwrap();
+    assert!(std::fs::read(dir.join("2.npz")).unwrap() == std::fs::read(dir.join("full.npz")).unwrap());
+    assert_eq!(Vars::read(dir.join("2.npz")).unwrap().get::<f32>("w").unwrap()[1000], 2.0);
 }
 
 /// Saves steps 1..=5 through a manager on the memory storage; returns the checkpoints whose saves the log says
