@@ -12,6 +12,7 @@
 #pragma once
 
 #include "core/metadata.hpp"
+#include "npz/hash128.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -30,23 +31,11 @@ constexpr uint64_t kMinChunkedBytes = uint64_t{64} << 10;
 // Where chunked arrays' data starts in the file: a multiple of this (the largest common filesystem block).
 constexpr uint64_t kBlockAlignment = 4096;
 
-// A 128-bit content hash (not cryptographic: it tells a state's own chunks apart, it does not resist an adversary;
-// reuse also needs the chunk's size and position, the array's dtype, shape and order to match).
-struct Hash128 {
-    uint64_t lo = 0;
-    uint64_t hi = 0;
-};
-inline bool operator==(const Hash128& a, const Hash128& b) { return a.lo == b.lo && a.hi == b.hi; }
-inline bool operator!=(const Hash128& a, const Hash128& b) { return !(a == b); }
-
 // What a table records of one chunk: its hash and its CRC-32 (zlib's, of the chunk's bytes alone).
 struct ChunkSum {
     Hash128 hash;
     uint32_t crc = 0;
 };
-
-// The hash of n bytes at data. Its values are part of the file format: they never change.
-Hash128 hash128(const void* data, size_t n);
 
 // How many chunks an array of `nbytes` has.
 inline uint64_t chunk_count(uint64_t nbytes, uint32_t chunk_bytes) {
