@@ -127,10 +127,15 @@ public:
         wait_helping([&] { return member_done_[i] != 0; });
         return std::move(sums_[i]);
     }
-    // The hash of chunk k of member i (a chunked one).
-    Hash128 hash(size_t i, size_t k) {
+    // The hash of chunk k of member i (a chunked one); without `wait`, nullopt until it is computed.
+    std::optional<Hash128> hash(size_t i, size_t k, bool wait) {
         const size_t item = first_item_[i] + k / chunks_per_item_;
-        wait_helping([&] { return item_done_[item] != 0; });
+        if (wait) {
+            wait_helping([&] { return item_done_[item] != 0; });
+        } else {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (item_done_[item] == 0) return std::nullopt;
+        }
         return sums_[i][k].hash;
     }
 
@@ -420,7 +425,7 @@ uint64_t write_npz(OutputFile& out, const VarCollection& vars, NpzWriteOptions o
                     chunking->base_offset = bases[i]->offset;
                     chunking->base_sums = &bases[i]->table->chunks;
                 }
-                if (crc_ahead) chunking->hash_of = [&, i](size_t k) { return crc_ahead->hash(i, k); };
+                if (crc_ahead) chunking->hash_of = [&, i](size_t k, bool wait) { return crc_ahead->hash(i, k, wait); };
             }
             const uint32_t member_crc =
                 zip.add_stored(m.name, pieces(m), on_bytes(m), crc, m.header.size(),

@@ -25,6 +25,9 @@ constexpr uint16_t kDosDate1980 = (0 << 9) | (1 << 5) | 1;  // 1980-01-01, what 
 constexpr uint32_t kRegularFile0644 = 0100644u << 16;
 
 constexpr size_t kBufferBytes = size_t{1} << 20;
+// After this many chunks in a row that differed from the base's, a save against it stops waiting for hashes not yet
+// computed (a megabyte of 16 KiB chunks): an array that changed is written at the speed of one that has no base.
+constexpr size_t kWaitAfterDiffering = 64;
 constexpr size_t kChunk = size_t{64} << 20;  // progress granularity
 constexpr size_t kSourcePiece = size_t{4} << 20;  // bytes read from a source per call
 
@@ -129,6 +132,7 @@ void ZipWriter::put_chunked(const Piece& piece, Chunking& ch, bool crc_here, uin
     if (crc_here && ch.hash_of)
         throw std::logic_error("ZipWriter::put_chunked: a CRC computed here needs the chunks' CRC-32s computed here");
     const Crc32Join whole(ch.chunk_bytes);
+    size_t differed = 0;  // chunks compared with the base's in a row that differed
     for_each_run(piece, [&](const void* p, size_t n) {
         // Runs are offered to the output only while it may share them; else they are written as any bytes are.
         const bool base = ch.base != nullptr && ch.base_sums != nullptr && out_.may_share();
@@ -155,11 +159,24 @@ void ZipWriter::put_chunked(const Piece& piece, Chunking& ch, bool crc_here, uin
         for (size_t done = 0; done < n;) {
             const size_t len = std::min<size_t>(n - done, ch.chunk_bytes);
             const size_t k = ch.sums.size();
-            const ChunkSum sum = ch.hash_of ? ChunkSum{ch.hash_of(k), 0} : chunk_sum(c + done, len);
+            // Whether the chunk could be shared with the base's, which takes its hash now; a thread's hashes that
+            // nothing waits for are the table's, taken with the thread's sums once the member is written.
+            bool comparable = base && len == ch.chunk_bytes && k < ch.base_sums->size();
+            ChunkSum sum;
+            if (!ch.hash_of) {
+                sum = chunk_sum(c + done, len);
+            } else if (comparable) {
+                // After a run of chunks that all differed, a hash not computed yet is not waited for: the chunk
+                // is written (as it most likely would be), and the writer keeps writing instead of hashing.
+                const std::optional<Hash128> hash = ch.hash_of(k, differed < kWaitAfterDiffering);
+                comparable = hash.has_value();
+                if (hash) sum.hash = *hash;
+            }
             if (crc_here)  // (crc_here: no thread computes the sums) the member's CRC from the chunk's
                 running = len == ch.chunk_bytes ? whole(running, sum.crc) : Crc32Join(len)(running, sum.crc);
             ch.sums.push_back(sum);
-            if (base && len == ch.chunk_bytes && k < ch.base_sums->size() && (*ch.base_sums)[k].hash == sum.hash) {
+            if (comparable) differed = (*ch.base_sums)[k].hash == sum.hash ? 0 : differed + 1;
+            if (comparable && (*ch.base_sums)[k].hash == sum.hash) {
                 write_pending();
                 if (pending_n == 0) {
                     pending = c + done;

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,11 +69,13 @@ public:
         InputFile* base = nullptr;                         // the earlier file, or none
         uint64_t base_offset = 0;                          // where the base's copy of the array begins in it
         const std::vector<ChunkSum>* base_sums = nullptr;  // its chunks' hashes and CRC-32s
-        std::vector<ChunkSum> sums;                        // out: this member's (CRC-32s 0 where hash_of is set)
+        std::vector<ChunkSum> sums;                        // out: this member's (where hash_of is set, only the
+                                                           // hashes compared with the base's; the rest are 0)
         uint64_t shared = 0;                               // out: bytes shared rather than written
         // Where set, the hash of chunk k comes from here (threads that compute the sums ahead, and keep them) instead
-        // of being computed as the chunk is written.
-        std::function<Hash128(size_t k)> hash_of;
+        // of being computed as the chunk is written, and only for chunks compared with the base's: hash_of(k, true)
+        // waits for it, hash_of(k, false) gives nullopt if it is not computed yet.
+        std::function<std::optional<Hash128>(size_t k, bool wait)> hash_of;
     };
     // add_stored with chunking (nullptr: as above); returns the member's CRC-32.
     uint32_t add_stored(const std::string& name, const std::vector<Piece>& pieces, const OnBytes& on_bytes,

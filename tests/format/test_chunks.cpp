@@ -10,6 +10,7 @@
 #include "npz/crc32.hpp"
 #include "npz/npz_reader.hpp"
 #include "npz/npz_writer.hpp"
+#include "npz/zip_writer.hpp"
 #include "storage/memory_storage.hpp"
 #include "support/files.hpp"
 #include "support/in_child.hpp"
@@ -22,6 +23,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <set>
@@ -374,6 +376,65 @@ TEST_CASE("a large save hashes on the CRC's thread the table the writer's thread
     save_npz(storage, "/again.npz", in_memory(), chunked(same.get(), &shared_all));
     CHECK(shared_all == w.size() * 4);
     CHECK(stored(storage, "/again.npz") == full);
+}
+
+TEST_CASE("after a megabyte of chunks that differed, a save writes the chunks whose hashes are not ready yet") {
+    // ZipWriter alone, given its hashes as a thread computes them: promptly, or lagging behind the writer (hash_of
+    // answers only when told to wait). The first 100 chunks changed; the other 412 did not.
+    MemoryStorage storage;
+    std::vector<float> w(size_t{2} << 20);  // 8 MiB: 512 chunks
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i);
+    VarCollection v;
+    v.add("w", Array::borrow(DType::float32, 4, {static_cast<int64_t>(w.size())}, w.data()));
+    save_npz(storage, "/base.npz", v, chunked());
+    std::string why;
+    std::unique_ptr<ChunkBase> base = ChunkBase::open(storage, "/base.npz", &why);
+    REQUIRE(base);
+    const ChunkBase::Array* was = base->find("w.npy");
+    REQUIRE(was);
+    for (size_t i = 0; i < 100 * kChunkBytes / 4; ++i) w[i] += 1.0f;
+    const size_t per_chunk = kChunkBytes / 4;
+
+    using Asked = std::vector<std::pair<size_t, bool>>;  // the chunks hash_of was asked for, and whether to wait
+    const auto write = [&](bool lagging, Asked& asked, bool with_base = true) {
+        std::string temp;
+        std::unique_ptr<OutputFile> out = storage.create_temp(lagging ? "/lagging" : "/prompt", &temp);
+        ZipWriter zip(*out);
+        ZipWriter::Chunking ch;
+        if (with_base) {
+            ch.base = &base->file();
+            ch.base_offset = was->offset;
+            ch.base_sums = &was->table->chunks;
+        }
+        ch.hash_of = [&](size_t k, bool wait) -> std::optional<Hash128> {
+            asked.emplace_back(k, wait);
+            if (lagging && !wait) return std::nullopt;
+            return hash128(w.data() + k * per_chunk, kChunkBytes);
+        };
+        const std::string head = "HEAD";
+        zip.add_stored("w.npy", {{head.data(), head.size()}, {w.data(), w.size() * 4}}, nullptr, nullptr, 0,
+                       ZipWriter::CrcWhen::before_data, &ch);
+        zip.finish();
+        out->close();
+        return std::make_pair(stored(storage, temp), ch.shared);
+    };
+    const auto waited = [](const Asked& asked) {
+        return std::count_if(asked.begin(), asked.end(), [](const auto& a) { return a.second; });
+    };
+    Asked asked_prompt, asked_lagging, asked_without_base;
+    const auto prompt = write(false, asked_prompt);
+    const auto lagging = write(true, asked_lagging);
+    CHECK(prompt.second == 412 * uint64_t{kChunkBytes});
+    CHECK(lagging.second == 0);  // from chunk 64 on, every hash came too late: written, not shared
+    CHECK(asked_lagging.size() == 512);
+    CHECK(waited(asked_lagging) == 64);
+    CHECK(waited(asked_prompt) == 64 + 411);  // chunk 100 matched: it waits again for 101 to 511
+    const bool same = prompt.first == lagging.first;
+    CHECK(same);  // the file is the same whichever way each chunk got there
+    const auto alone = write(false, asked_without_base, false);
+    CHECK(asked_without_base.empty());  // nothing to compare with: the writer never asks (the table's come later)
+    CHECK(alone.second == 0);
+    CHECK(alone.first == prompt.first);
 }
 
 TEST_CASE("a base whose table holds a wrong chunk CRC-32 gives no wrong CRC to a save against it") {
