@@ -175,8 +175,9 @@ void ZipWriter::put_chunked(const Piece& piece, Chunking& ch, bool crc_here, uin
             if (crc_here)  // (crc_here: no thread computes the sums) the member's CRC from the chunk's
                 running = len == ch.chunk_bytes ? whole(running, sum.crc) : Crc32Join(len)(running, sum.crc);
             ch.sums.push_back(sum);
-            if (comparable) differed = (*ch.base_sums)[k].hash == sum.hash ? 0 : differed + 1;
-            if (comparable && (*ch.base_sums)[k].hash == sum.hash) {
+            const bool same = comparable && (*ch.base_sums)[k].hash == sum.hash;
+            if (comparable) differed = same ? 0 : differed + 1;
+            if (same) {
                 write_pending();
                 if (pending_n == 0) {
                     pending = c + done;
