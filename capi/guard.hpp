@@ -6,10 +6,8 @@
 #include "ckpt/ckpt.h"
 #include "core/error.hpp"
 #include "mirrored_enums.hpp"
-#include "npz/npz_range.hpp"
+#include "container/container.hpp"
 #include "npz/npz_reader.hpp"
-#include "npz/npz_restore.hpp"
-#include "npz/npz_views.hpp"
 #include "npz/npz_writer.hpp"
 #include "storage/storage.hpp"
 #include "core/var_collection.hpp"
@@ -25,9 +23,7 @@ struct ckpt_vars {
 
 struct ckpt_npz {
     std::shared_ptr<ckpt::core::Storage> storage;  // kept alive as long as the file read through it
-    ckpt::core::NpzReader reader;
-    ckpt::core::NpzViews views;    // ckpt_npz_map's; destroyed (unmapped) first
-    ckpt::core::NpzRanges ranges;  // ckpt_npz_read_range's stream state
+    std::unique_ptr<ckpt::core::Container> file;   // an .npz or safetensors file; destroyed first
 };
 
 struct ckpt_storage {
@@ -84,9 +80,9 @@ std::shared_ptr<Storage> storage_of(const ckpt_storage* s);
 ckpt_npz_options checked_npz_options(const ckpt_npz_options* opts, const char* function);
 
 // The core's write options, read options and renamer from checked C options.
-NpzWriteOptions write_options(const ckpt_npz_options& o);
+ContainerWriteOptions write_options(const ckpt_npz_options& o);
 // `reads_all`: the caller reads every member (a restore), so the file's start is read ahead while it opens.
-NpzReadOptions read_options(const ckpt_npz_options& o, bool reads_all = false);
+ContainerReadOptions read_options(const ckpt_npz_options& o, bool reads_all = false);
 Renamer renamer(const ckpt_npz_options& o);
 
 // Borrowed C strings of a Metadata: the value of key (NULL for a NULL or absent key), key i, value i (NULL out of

@@ -5,6 +5,7 @@
 
 #include "ckpt/ckpt.h"
 #include "core/dtype.hpp"
+#include "container/container.hpp"
 #include "core/error.hpp"
 #include "npz/npz.hpp"
 #include "sharded/comm.hpp"
@@ -43,6 +44,9 @@ static_assert(mirrors(DType::bool_, CKPT_BOOL) && mirrors(DType::int8, CKPT_INT8
 
 static_assert(mirrors(Layout::automatic, CKPT_LAYOUT_AUTO) && mirrors(Layout::plain, CKPT_LAYOUT_PLAIN) &&
               mirrors(Layout::objax, CKPT_LAYOUT_OBJAX));
+
+static_assert(mirrors(Format::automatic, CKPT_FORMAT_AUTO) && mirrors(Format::npz, CKPT_FORMAT_NPZ) &&
+              mirrors(Format::safetensors, CKPT_FORMAT_SAFETENSORS));
 
 static_assert(mirrors(Writer::Kind::simple, CKPT_WRITER_SIMPLE) && mirrors(Writer::Kind::thread, CKPT_WRITER_THREAD) &&
               mirrors(Writer::Kind::queue, CKPT_WRITER_QUEUE));

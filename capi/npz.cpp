@@ -3,9 +3,8 @@
 #include "versioned.hpp"
 #include "url_storage.hpp"
 #include "storage/memory_storage.hpp"
-#include "npz/npz_restore.hpp"
+#include "container/container.hpp"
 #include "npz/npz_writer.hpp"
-#include "npz/zip_format.hpp"
 
 #include <cstddef>
 #include <cstring>
@@ -22,25 +21,20 @@ namespace {
 constexpr uint32_t kKnownNpzFlags = CKPT_NPZ_PARTIAL | CKPT_NPZ_MAP_UNVERIFIED | CKPT_NPZ_MAP_WRITABLE |
                                     CKPT_NPZ_KEEP_MANAGER_KEYS | CKPT_NPZ_CHUNK_HASHES;
 
-constexpr ckpt::capi::VersionedStruct<ckpt_npz_options, 5> kNpzOptions{
+constexpr ckpt::capi::VersionedStruct<ckpt_npz_options, 6> kNpzOptions{
     {offsetof(ckpt_npz_options, storage), offsetof(ckpt_npz_options, max_members), offsetof(ckpt_npz_options, flags),
-     offsetof(ckpt_npz_options, base), sizeof(ckpt_npz_options)}};
+     offsetof(ckpt_npz_options, base), offsetof(ckpt_npz_options, format), sizeof(ckpt_npz_options)}};
 static_assert(kNpzOptions.current == CKPT_NPZ_OPTIONS_VERSION && kNpzOptions.consistent());
 constexpr ckpt_npz_options kNpzDefaults = CKPT_NPZ_OPTIONS_INIT;
 
-ckpt_vars* read_all(ckpt::core::NpzReader& reader) { return new ckpt_vars{reader.read_all()}; }
+bool in_range(const ckpt_npz* npz, size_t i) { return npz != nullptr && i < npz->file->size(); }
 
-const ckpt::core::NpzReader::Entry* at(const ckpt_npz* npz, size_t i) {
-    return npz != nullptr && i < npz->reader.size() ? &npz->reader.entry(i) : nullptr;
-}
-
-// Entry i of an open file, or Error(not_found).
-const ckpt::core::NpzReader::Entry& existing(const ckpt_npz* npz, size_t i) {
-    const auto* e = at(npz, i);
-    if (e == nullptr)
-        ckpt::core::fail(Code::not_found, "{}: no array #{} (the file has {})", npz->reader.label(), i,
-                         npz->reader.size());
-    return *e;
+// Array i of an open file, or Error(not_found).
+ckpt::core::ArrayInfo existing(const ckpt_npz* npz, size_t i) {
+    if (!in_range(npz, i))
+        ckpt::core::fail(Code::not_found, "{}: no array #{} (the file has {})", npz->file->label(), i,
+                         npz->file->size());
+    return npz->file->array(i);
 }
 
 }  // namespace
@@ -60,11 +54,15 @@ ckpt_npz_options checked_npz_options(const ckpt_npz_options* opts, const char* f
         ckpt::core::fail(Code::invalid, "{}: deflate level {} is not in 0..9", function, o.level);
     if (o.max_header_bytes > SIZE_MAX) ckpt::core::fail(Code::invalid, "{}: max_header_bytes is too large", function);
     if ((o.flags & ~kKnownNpzFlags) != 0) ckpt::core::fail(Code::invalid, "{}: unknown flags {:#x}", function, o.flags);
+    if (o.format > CKPT_FORMAT_SAFETENSORS)
+        ckpt::core::fail(Code::invalid, "{}: unknown format {}", function, o.format);
     return o;
 }
 
-ckpt::core::NpzWriteOptions write_options(const ckpt_npz_options& o) {
-    ckpt::core::NpzWriteOptions w;
+ckpt::core::ContainerWriteOptions write_options(const ckpt_npz_options& o) {
+    ckpt::core::ContainerWriteOptions options;
+    options.format = static_cast<ckpt::core::Format>(o.format);
+    ckpt::core::NpzWriteOptions& w = options.npz;
     w.layout = static_cast<Layout>(o.layout);
     w.deflate = o.compression == CKPT_DEFLATE;
     w.level = o.level;
@@ -72,11 +70,15 @@ ckpt::core::NpzWriteOptions write_options(const ckpt_npz_options& o) {
     w.progress.payload = o.progress_payload;
     w.manager_keys = (o.flags & CKPT_NPZ_KEEP_MANAGER_KEYS) != 0;
     w.chunk_hashes = !w.deflate && ((o.flags & CKPT_NPZ_CHUNK_HASHES) != 0 || o.base != nullptr);
-    return w;
+    return options;
 }
 
-ckpt::core::NpzReadOptions read_options(const ckpt_npz_options& o, bool reads_all) {
-    ckpt::core::NpzReadOptions r;
+ckpt::core::ContainerReadOptions read_options(const ckpt_npz_options& o, bool reads_all) {
+    ckpt::core::ContainerReadOptions options;
+    options.format = static_cast<ckpt::core::Format>(o.format);
+    options.verify_views = (o.flags & CKPT_NPZ_MAP_UNVERIFIED) == 0;
+    options.writable_views = (o.flags & CKPT_NPZ_MAP_WRITABLE) != 0;
+    ckpt::core::NpzReadOptions& r = options.npz;
     r.read_ahead = reads_all;
     r.layout = static_cast<Layout>(o.layout);
     r.max_header_bytes =
@@ -85,7 +87,7 @@ ckpt::core::NpzReadOptions read_options(const ckpt_npz_options& o, bool reads_al
     if (o.max_total_bytes != 0) r.max_total_bytes = o.max_total_bytes;
     r.progress.fn = o.progress;
     r.progress.payload = o.progress_payload;
-    return r;
+    return options;
 }
 
 // Adapts the C renamer (caller's buffer, snprintf-style retry when it needs more room) to the core's.
@@ -134,18 +136,20 @@ CKPT_API int ckpt_npz_save(const char* path, const ckpt_vars* vars, const ckpt_n
         require(vars, "ckpt_npz_save", "vars");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_save");
         const ckpt::capi::Located at = ckpt::capi::locate(o.storage, path);
-        ckpt::core::NpzWriteOptions w = ckpt::capi::write_options(o);
+        ckpt::core::ContainerWriteOptions w = ckpt::capi::write_options(o);
         std::unique_ptr<ckpt::core::ChunkBase> base;
         // Only where the file could share with it: the same storage (two s3:// URLs of one bucket are), one that
         // shares blocks or copies on its side.
-        if (o.base != nullptr && w.chunk_hashes && at.storage->clones(ckpt::core::parent_dir(at.path))) {
+        if (o.base != nullptr && w.npz.chunk_hashes &&
+            ckpt::core::format_of_save(at.path, w) == ckpt::core::Format::npz &&
+            at.storage->clones(ckpt::core::parent_dir(at.path))) {
             const ckpt::capi::Located from = ckpt::capi::locate(o.storage, o.base);
             std::string why_not;  // a base that cannot serve makes a full save
             if (from.storage == at.storage || (!from.url_prefix.empty() && from.url_prefix == at.url_prefix))
                 base = ckpt::core::ChunkBase::open(*at.storage, from.path, &why_not);
         }
-        w.base = base.get();
-        ckpt::core::save_npz(*at.storage, at.path, vars->vc, w);
+        w.npz.base = base.get();
+        ckpt::core::save_container(*at.storage, at.path, vars->vc, w);
     });
 }
 
@@ -156,8 +160,7 @@ CKPT_API int ckpt_npz_read(ckpt_vars** out, const char* path, const ckpt_npz_opt
         require(path, "ckpt_npz_read", "path");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_read");
         const ckpt::capi::Located at = ckpt::capi::locate(o.storage, path);
-        auto reader = ckpt::core::NpzReader::open(*at.storage, at.path, read_options(o, true));
-        *out = read_all(reader);
+        *out = new ckpt_vars{ckpt::core::open_container(*at.storage, at.path, read_options(o, true))->read_all()};
     });
 }
 
@@ -167,9 +170,9 @@ CKPT_API int ckpt_npz_read_memory(ckpt_vars** out, const void* bytes, size_t siz
         require(out, "ckpt_npz_read_memory", "out");
         if (size > 0) require(bytes, "ckpt_npz_read_memory", "bytes");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_read_memory");
-        ckpt::core::NpzReader reader(std::make_unique<ckpt::core::BytesInput>(bytes, size), "<memory>",
-                                     read_options(o));
-        *out = read_all(reader);
+        *out = new ckpt_vars{ckpt::core::open_container(std::make_unique<ckpt::core::BytesInput>(bytes, size),
+                                                        "<memory>", read_options(o))
+                                 ->read_all()};
     });
 }
 
@@ -179,8 +182,8 @@ CKPT_API int ckpt_npz_restore(const char* path, ckpt_vars* vars, const ckpt_npz_
         require(vars, "ckpt_npz_restore", "vars");
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_restore");
         const ckpt::capi::Located at = ckpt::capi::locate(o.storage, path);
-        auto reader = ckpt::core::NpzReader::open(*at.storage, at.path, read_options(o, true));
-        ckpt::core::restore_npz(reader, vars->vc, renamer(o), (o.flags & CKPT_NPZ_PARTIAL) != 0);
+        const auto file = ckpt::core::open_container(*at.storage, at.path, read_options(o, true));
+        ckpt::core::restore_container(*file, vars->vc, renamer(o), (o.flags & CKPT_NPZ_PARTIAL) != 0);
     });
 }
 
@@ -192,64 +195,56 @@ CKPT_API int ckpt_npz_open(ckpt_npz** out, const char* path, const ckpt_npz_opti
         const ckpt_npz_options o = checked_npz_options(opts, "ckpt_npz_open");
         ckpt::capi::Located at = ckpt::capi::locate(o.storage, path);
         std::shared_ptr<ckpt::core::Storage> storage = std::move(at.storage);
-        auto reader = ckpt::core::NpzReader::open(*storage, at.path, read_options(o));
-        *out = new ckpt_npz{
-            std::move(storage), std::move(reader),
-            ckpt::core::NpzViews((o.flags & CKPT_NPZ_MAP_UNVERIFIED) == 0, (o.flags & CKPT_NPZ_MAP_WRITABLE) != 0),
-            ckpt::core::NpzRanges{}};
+        auto file = ckpt::core::open_container(*storage, at.path, read_options(o));
+        *out = new ckpt_npz{std::move(storage), std::move(file)};
     });
 }
 
 CKPT_API void ckpt_npz_close(ckpt_npz* npz) { delete npz; }
 
-CKPT_API size_t ckpt_npz_count(const ckpt_npz* npz) { return npz != nullptr ? npz->reader.size() : 0; }
+CKPT_API size_t ckpt_npz_count(const ckpt_npz* npz) { return npz != nullptr ? npz->file->size() : 0; }
 
 CKPT_API const char* ckpt_npz_name(const ckpt_npz* npz, size_t i) {
-    const auto* e = at(npz, i);
-    return e != nullptr ? e->name.c_str() : nullptr;
+    return in_range(npz, i) ? npz->file->array(i).name.c_str() : nullptr;
 }
 CKPT_API int ckpt_npz_find(const ckpt_npz* npz, const char* name, size_t* out_index) {
     return guard([&] {
         require(npz, "ckpt_npz_find", "npz");
         require(name, "ckpt_npz_find", "name");
         require(out_index, "ckpt_npz_find", "out_index");
-        const std::optional<size_t> i = npz->reader.find(name);
-        if (!i) ckpt::core::fail(Code::not_found, "{}: no array '{}'", npz->reader.label(), name);
+        const std::optional<size_t> i = npz->file->find(name);
+        if (!i) ckpt::core::fail(Code::not_found, "{}: no array '{}'", npz->file->label(), name);
         *out_index = *i;
     });
 }
 
 CKPT_API uint32_t ckpt_npz_dtype(const ckpt_npz* npz, size_t i) {
-    const auto* e = at(npz, i);
-    return e != nullptr ? static_cast<uint32_t>(e->header.dtype) : 0;
+    return in_range(npz, i) ? static_cast<uint32_t>(npz->file->array(i).dtype) : 0;
 }
 CKPT_API size_t ckpt_npz_itemsize(const ckpt_npz* npz, size_t i) {
-    const auto* e = at(npz, i);
-    return e != nullptr ? e->header.itemsize : 0;
+    return in_range(npz, i) ? npz->file->array(i).itemsize : 0;
 }
 CKPT_API uint32_t ckpt_npz_ndim(const ckpt_npz* npz, size_t i) {
-    const auto* e = at(npz, i);
-    return e != nullptr ? static_cast<uint32_t>(e->header.shape.size()) : 0;
+    return in_range(npz, i) ? static_cast<uint32_t>(npz->file->array(i).shape.size()) : 0;
 }
 CKPT_API const int64_t* ckpt_npz_shape(const ckpt_npz* npz, size_t i) {
-    const auto* e = at(npz, i);
-    if (e == nullptr) return nullptr;
-    return e->header.shape.empty() ? ckpt::capi::kNoDims : e->header.shape.data();
+    if (!in_range(npz, i)) return nullptr;
+    const std::vector<int64_t>& shape = npz->file->array(i).shape;
+    return shape.empty() ? ckpt::capi::kNoDims : shape.data();
 }
 CKPT_API size_t ckpt_npz_nbytes(const ckpt_npz* npz, size_t i) {
-    const auto* e = at(npz, i);
-    return e != nullptr ? e->header.nbytes : 0;
+    return in_range(npz, i) ? npz->file->array(i).nbytes : 0;
 }
 
 CKPT_API int ckpt_npz_read_into(ckpt_npz* npz, size_t i, void* dst, size_t dst_size) {
     return guard([&] {
         require(npz, "ckpt_npz_read_into", "npz");
-        const auto* e = &existing(npz, i);
-        if (dst_size < e->header.nbytes)
-            ckpt::core::fail(Code::buffer_small, "{}: array '{}' needs {} bytes; the buffer has {}",
-                             npz->reader.label(), e->name, e->header.nbytes, dst_size);
-        if (e->header.nbytes > 0) require(dst, "ckpt_npz_read_into", "dst");
-        npz->reader.read_into(i, dst);
+        const ckpt::core::ArrayInfo a = existing(npz, i);
+        if (dst_size < a.nbytes)
+            ckpt::core::fail(Code::buffer_small, "{}: array '{}' needs {} bytes; the buffer has {}", npz->file->label(),
+                             a.name, a.nbytes, dst_size);
+        if (a.nbytes > 0) require(dst, "ckpt_npz_read_into", "dst");
+        npz->file->read_into(i, dst);
     });
 }
 
@@ -258,7 +253,7 @@ CKPT_API int ckpt_npz_read_range(ckpt_npz* npz, size_t i, uint64_t offset, void*
         require(npz, "ckpt_npz_read_range", "npz");
         existing(npz, i);
         if (size > 0) require(dst, "ckpt_npz_read_range", "dst");
-        npz->ranges.read(npz->reader, i, offset, dst, size);
+        npz->file->read_range(i, offset, dst, size);
     });
 }
 
@@ -267,16 +262,16 @@ CKPT_API int ckpt_npz_read_range(ckpt_npz* npz, size_t i, uint64_t offset, void*
 extern "C" {
 
 CKPT_API const char* ckpt_npz_metadata(const ckpt_npz* npz, const char* key) {
-    return npz != nullptr ? ckpt::capi::metadata_value(npz->reader.metadata(), key) : nullptr;
+    return npz != nullptr ? ckpt::capi::metadata_value(npz->file->metadata(), key) : nullptr;
 }
 CKPT_API size_t ckpt_npz_metadata_count(const ckpt_npz* npz) {
-    return npz != nullptr ? npz->reader.metadata().size() : 0;
+    return npz != nullptr ? npz->file->metadata().size() : 0;
 }
 CKPT_API const char* ckpt_npz_metadata_key(const ckpt_npz* npz, size_t i) {
-    return npz != nullptr ? ckpt::capi::metadata_key(npz->reader.metadata(), i) : nullptr;
+    return npz != nullptr ? ckpt::capi::metadata_key(npz->file->metadata(), i) : nullptr;
 }
 CKPT_API const char* ckpt_npz_metadata_value(const ckpt_npz* npz, size_t i) {
-    return npz != nullptr ? ckpt::capi::metadata_value_at(npz->reader.metadata(), i) : nullptr;
+    return npz != nullptr ? ckpt::capi::metadata_value_at(npz->file->metadata(), i) : nullptr;
 }
 
 }
@@ -284,40 +279,34 @@ CKPT_API const char* ckpt_npz_metadata_value(const ckpt_npz* npz, size_t i) {
 extern "C" {
 
 CKPT_API const char* ckpt_npz_member_name(const ckpt_npz* npz, size_t i) {
-    const auto* e = at(npz, i);
-    return e != nullptr ? e->member.c_str() : nullptr;
+    // A view into the container's own string, which ends in NUL: the member or tensor name as the file holds it.
+    return in_range(npz, i) ? npz->file->placement(i).member.data() : nullptr;
 }
 CKPT_API uint32_t ckpt_npz_compression(const ckpt_npz* npz, size_t i) {
-    return at(npz, i) != nullptr && npz->reader.member(i).method == ckpt::core::zip::kMethodDeflate ? CKPT_DEFLATE
-                                                                                                    : CKPT_STORE;
+    return in_range(npz, i) && npz->file->placement(i).deflated ? CKPT_DEFLATE : CKPT_STORE;
 }
 CKPT_API uint64_t ckpt_npz_stored_bytes(const ckpt_npz* npz, size_t i) {
-    return at(npz, i) != nullptr ? npz->reader.member(i).compressed : 0;
+    return in_range(npz, i) ? npz->file->placement(i).stored_bytes : 0;
 }
 CKPT_API uint32_t ckpt_npz_crc32(const ckpt_npz* npz, size_t i) {
-    return at(npz, i) != nullptr ? npz->reader.member(i).crc : 0;
+    return in_range(npz, i) ? npz->file->placement(i).crc32.value_or(0) : 0;
 }
 CKPT_API uint64_t ckpt_npz_data_offset(const ckpt_npz* npz, size_t i) {
-    const auto* e = at(npz, i);
-    if (e == nullptr || npz->reader.member(i).method != ckpt::core::zip::kMethodStore) return 0;
-    return npz->reader.member(i).data_offset + e->header.data_offset;
+    return in_range(npz, i) ? npz->file->placement(i).data_offset : 0;
 }
 CKPT_API int ckpt_npz_byte_order(const ckpt_npz* npz, size_t i) {
-    const auto* e = at(npz, i);
-    if (e == nullptr) return 0;
-    if (ckpt::core::swap_unit(e->header.dtype) <= 1) return '|';
-    constexpr bool little_host = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
-    return e->header.foreign_order == little_host ? '>' : '<';
+    return in_range(npz, i) ? npz->file->placement(i).byte_order : 0;
 }
 CKPT_API int ckpt_npz_fortran_order(const ckpt_npz* npz, size_t i) {
-    const auto* e = at(npz, i);
-    return e != nullptr && e->header.fortran_order ? 1 : 0;
+    return in_range(npz, i) && npz->file->placement(i).fortran_order ? 1 : 0;
 }
-CKPT_API uint64_t ckpt_npz_file_size(const ckpt_npz* npz) { return npz == nullptr ? 0 : npz->reader.file().size(); }
+CKPT_API uint64_t ckpt_npz_file_size(const ckpt_npz* npz) { return npz == nullptr ? 0 : npz->file->file().size(); }
 CKPT_API uint32_t ckpt_npz_layout(const ckpt_npz* npz) {
-    return npz == nullptr ? 0 : npz->reader.layout() == Layout::objax ? CKPT_LAYOUT_OBJAX : CKPT_LAYOUT_PLAIN;
+    return npz == nullptr ? 0 : npz->file->layout() == Layout::objax ? CKPT_LAYOUT_OBJAX : CKPT_LAYOUT_PLAIN;
 }
-
+CKPT_API uint32_t ckpt_npz_format(const ckpt_npz* npz) {
+    return npz == nullptr ? 0 : static_cast<uint32_t>(npz->file->format());
+}
 }
 
 extern "C" {
@@ -328,7 +317,7 @@ CKPT_API int ckpt_npz_map(ckpt_npz* npz, size_t i, const void** out_data) {
         require(npz, "ckpt_npz_map", "npz");
         require(out_data, "ckpt_npz_map", "out_data");
         existing(npz, i);
-        *out_data = npz->views.view(npz->reader, i);
+        *out_data = npz->file->view(i);
     });
 }
 
@@ -338,13 +327,13 @@ CKPT_API int ckpt_npz_map_vars(ckpt_npz* npz, ckpt_vars** out) {
         require(npz, "ckpt_npz_map_vars", "npz");
         require(out, "ckpt_npz_map_vars", "out");
         ckpt::core::VarCollection vars;
-        for (size_t i = 0; i < npz->reader.size(); ++i) {
-            const ckpt::core::NpzReader::Entry& e = npz->reader.entry(i);
+        for (size_t i = 0; i < npz->file->size(); ++i) {
+            const ckpt::core::ArrayInfo a = npz->file->array(i);
             // Writable only under CKPT_NPZ_MAP_WRITABLE (documented): the collection's arrays are mutable by type.
-            void* data = const_cast<void*>(npz->views.view(npz->reader, i));
-            vars.add(e.name, ckpt::core::Array::borrow(e.header.dtype, e.header.itemsize, e.header.shape, data));
+            void* data = const_cast<void*>(npz->file->view(i));
+            vars.add(a.name, ckpt::core::Array::borrow(a.dtype, a.itemsize, a.shape, data));
         }
-        vars.metadata() = npz->reader.metadata();
+        vars.metadata() = npz->file->metadata();
         *out = new ckpt_vars{std::move(vars)};
     });
 }

@@ -34,7 +34,7 @@ CKPT_API int ckpt_step_open(ckpt_step** out, const char* dir, const ckpt_npz_opt
         ckpt::capi::Located at = ckpt::capi::locate(o.storage, dir);
         handle->storage = std::move(at.storage);
         handle->step =
-            std::make_unique<ckpt::core::ShardedStep>(*handle->storage, at.path, ckpt::capi::read_options(o));
+            std::make_unique<ckpt::core::ShardedStep>(*handle->storage, at.path, ckpt::capi::read_options(o).npz);
         *out = handle.release();
     });
 }

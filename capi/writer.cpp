@@ -148,24 +148,27 @@ CKPT_API int ckpt_writer_save_vars(ckpt_writer* w, const char* out_dir, const ch
         if ((flags & ~CKPT_WRITER_NO_COPY) != 0)
             ckpt::core::fail(Code::invalid, "ckpt_writer_save_vars: unknown flags {}", flags);
         const ckpt_npz_options o = ckpt::capi::checked_npz_options(npz, "ckpt_writer_save_vars");
-        const ckpt::core::NpzWriteOptions options = ckpt::capi::write_options(o);
-        std::string base = options.chunk_hashes ? base_path(w, to, o.base) : "";
+        const ckpt::core::ContainerWriteOptions options = ckpt::capi::write_options(o);
+        const ckpt::core::Format format = ckpt::core::format_of_save(to.path, options);
+        ckpt::core::check_save(to.path, format, vars->vc, options);  // refused now, not when the save runs
+        std::string base =
+            options.npz.chunk_hashes && format == ckpt::core::Format::npz ? base_path(w, to, o.base) : "";
         const bool borrow = w->writer->kind() == ckpt::core::Writer::Kind::simple || (flags & CKPT_WRITER_NO_COPY) != 0;
         std::shared_ptr<const ckpt::core::VarCollection> data = w->snapshots->for_save(vars->vc, borrow);
         // The base is opened when the save runs: a background writer's previous save is in place by then.
         ckpt::core::Storage& storage = to.elsewhere ? *to.elsewhere : w->writer->storage();
         w->writer->submit(
             to.path,
-            [data, options, base = std::move(base), &storage,
+            [data, options, format, base = std::move(base), &storage,
              dir = ckpt::core::parent_dir(to.path)](ckpt::core::OutputFile& out) {
                 std::unique_ptr<ckpt::core::ChunkBase> from;
                 if (!base.empty() && storage.clones(dir)) {
                     std::string why_not;  // a base that cannot serve makes a full save
                     from = ckpt::core::ChunkBase::open(storage, base, &why_not);
                 }
-                ckpt::core::NpzWriteOptions with = options;
-                with.base = from.get();
-                ckpt::core::write_npz(out, *data, with);
+                ckpt::core::ContainerWriteOptions with = options;
+                with.npz.base = from.get();
+                ckpt::core::write_container(out, format, *data, with);
             },
             false, after_save(w, to.named), std::move(to.elsewhere));
     });

@@ -120,9 +120,12 @@ std::vector<NamedCheckpoint> named_checkpoints(const std::string& dir) {
         const std::string path = join_path(dir, name);
         struct stat st{};
         if (::stat(path.c_str(), &st) != 0) continue;
-        const bool npz = name.size() > 4 && name.compare(name.size() - 4, 4, ".npz") == 0 && S_ISREG(st.st_mode);
-        const bool step = !npz && S_ISDIR(st.st_mode) && is_step_dir(path);
-        if (npz || step) found.push_back({name, path, step});
+        const auto ends_with = [&](std::string_view suffix) {
+            return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+        };
+        const bool file = (ends_with(".npz") || ends_with(".safetensors")) && S_ISREG(st.st_mode);
+        const bool step = !file && S_ISDIR(st.st_mode) && is_step_dir(path);
+        if (file || step) found.push_back({name, path, step});
     }
     return found;
 }

@@ -233,7 +233,7 @@ Command add_cat(CLI::App& parent) {
                 "each axis. bfloat16, float16 and float8 values are shown as numbers. With an index, only the rows "
                 "it selects are read (all of a Fortran-order array), and what is printed is what numpy prints of "
                 "w[index].");
-    app->add_option("FILE", o->file, "a .npz file, or a sharded step's directory")->required();
+    app->add_option("FILE", o->file, "a .npz or safetensors file, or a sharded step's directory")->required();
     app->add_option("NAME", o->name,
                     "the array's name (as `ckpt show` lists it), with an index if wanted: 'w[0:4, :]', 'w[-1]', "
                     "'w[..., ::2]' select as numpy's basic indexing does")

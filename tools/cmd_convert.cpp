@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ckpt convert IN OUT: the same arrays, dtypes and metadata in another layout or compression, saved atomically
+// ckpt convert IN OUT: the same arrays, dtypes and metadata in another format, layout or compression, saved atomically
 // (OUT is the old file or the complete new one, whatever happens; IN may be OUT). IN is a file or a sharded step.
 //
 // Memory: nothing is read whole. Each array of IN becomes a source of the save (ckpt_vars_add_source) that reads it
@@ -205,7 +205,20 @@ void open_step(Input& input, const std::string& path) {
     }
 }
 
+// The library writes safetensors for OUT ending in ".safetensors" (ckpt_npz_save's rule).
+bool is_safetensors_name(const std::string& out) {
+    constexpr std::string_view kSuffix = ".safetensors";
+    return out.size() > kSuffix.size() && out.compare(out.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
+}
+
 int run_convert(const ConvertOptions& o) {
+    const bool safetensors = is_safetensors_name(o.out);
+    // Options the format has no use for are a wrong command line, refused before IN is opened.
+    if (safetensors && (!o.deflate.empty() || o.layout == "objax"))
+        throw Failure(kExitUsage,
+                      fmt::format("{}: safetensors files have {}; --deflate and --layout objax are for .npz files",
+                                  o.out, !o.deflate.empty() ? "no compression" : "no layouts"),
+                      CKPT_EINVAL);
     catch_signals();
     Progress progress;
     Input input;
@@ -220,8 +233,10 @@ int run_convert(const ConvertOptions& o) {
 
     ckpt_npz_options save_opts = CKPT_NPZ_OPTIONS_INIT;
     progress.attach(save_opts);
-    save_opts.layout = o.layout == "objax" ? CKPT_LAYOUT_OBJAX : o.layout == "plain" ? CKPT_LAYOUT_PLAIN : input.layout;
-    const bool deflate = !o.deflate.empty() || (!o.store && input.any_deflated);
+    // Into safetensors IN's layout and compression do not carry over: the format has neither.
+    const uint32_t kept_layout = safetensors ? CKPT_LAYOUT_PLAIN : input.layout;
+    save_opts.layout = o.layout == "objax" ? CKPT_LAYOUT_OBJAX : o.layout == "plain" ? CKPT_LAYOUT_PLAIN : kept_layout;
+    const bool deflate = !o.deflate.empty() || (!o.store && input.any_deflated && !safetensors);
     save_opts.compression = deflate ? CKPT_DEFLATE : CKPT_STORE;
     save_opts.level = o.deflate.empty() || o.deflate == "true" ? 0 : std::stoi(o.deflate);
     save_opts.flags = CKPT_NPZ_KEEP_MANAGER_KEYS;  // a copy of a checkpoint keeps what its manager recorded
@@ -239,15 +254,21 @@ int run_convert(const ConvertOptions& o) {
 
 Command add_convert(CLI::App& parent) {
     auto o = std::make_shared<ConvertOptions>();
-    CLI::App* app = parent.add_subcommand(
-        "convert", "Rewrite a file or a sharded step as one file in another layout or compression, keeping its "
-                   "arrays, dtypes and metadata");
-    app->footer("OUT is replaced atomically: it is the old file or the complete new one, whatever happens (SIGINT, "
-                "SIGTERM and SIGHUP stop the conversion and leave no temporary file). Arrays are read a few MiB at "
-                "a time, so memory does not grow with IN's size. What no option changes stays as in IN (deflate "
-                "when any of IN's arrays is deflated; a step is written plain and stored).");
-    app->add_option("IN", o->in, "the .npz file, or sharded step directory, to read")->required();
-    app->add_option("OUT", o->out, "the .npz file to write (replaced atomically; may be IN)")->required();
+    CLI::App* app =
+        parent.add_subcommand("convert",
+                              "Rewrite a file or a sharded step as one file in another format, layout or compression, "
+                              "keeping its arrays, dtypes and metadata");
+    app->footer(
+        "OUT is replaced atomically: it is the old file or the complete new one, whatever happens (SIGINT, "
+        "SIGTERM and SIGHUP stop the conversion and leave no temporary file). Arrays are read a few MiB at "
+        "a time, so memory does not grow with IN's size. What no option changes stays as in IN (deflate "
+        "when any of IN's arrays is deflated; a step is written plain and stored). OUT's format is its name's: "
+        "safetensors for a name ending in .safetensors (no layouts, no compression), .npz for any other.");
+    app->add_option("IN", o->in, "the .npz or safetensors file, or sharded step directory, to read")->required();
+    app->add_option("OUT", o->out,
+                    "the file to write, replaced atomically (may be IN): safetensors for a name ending in "
+                    ".safetensors, .npz for any other")
+        ->required();
     app->add_option("--layout", o->layout, "plain (<name>.npy per array) or objax (names.npy, 0.npy, 1.npy, ...)")
         ->check(CLI::IsMember({"plain", "objax"}));
     CLI::Option* deflate =

@@ -525,8 +525,8 @@ Command add_diff(CLI::App& parent) {
                 "manager's own metadata keys (ckpt.saved_at, ckpt.index, ...) are not compared unless "
                 "--all-metadata is given. Exit status 0 when equal, 1 when "
                 "different, 2 for trouble (a file missing, unreadable, corrupt or not an npz; a usage error).");
-    app->add_option("A", o->a, "the first .npz file")->required();
-    app->add_option("B", o->b, "the second .npz file")->required();
+    app->add_option("A", o->a, "the first file (.npz or safetensors) or sharded step")->required();
+    app->add_option("B", o->b, "the second file (.npz or safetensors) or sharded step")->required();
     app->add_flag("--json", o->json, "one JSON document (docs/cli.md)");
     app->add_flag("--count", o->count, "count every differing element (default: stop each array at its first)");
     app->add_flag("--all-metadata", o->all_metadata,

@@ -53,12 +53,14 @@ int run_show(const ShowOptions& o) {
     const std::optional<uint64_t> size = ckpt_npz_file_size(f);
     const size_t count = ckpt_npz_count(f);
     const uint32_t layout = ckpt_npz_layout(f);
+    const bool safetensors = ckpt_npz_format(f) == CKPT_FORMAT_SAFETENSORS;  // no layouts, no CRCs
     const std::optional<uint64_t> shared = shared_bytes_of(o.file);
 
     if (o.json) {
         Json out;
         out["path"] = o.file;
         out["bytes"] = size ? Json(*size) : Json(nullptr);
+        out["format"] = safetensors ? "safetensors" : "npz";
         out["layout"] = layout_name(layout);
         out["shared_bytes"] = shared ? Json(*shared) : Json(nullptr);
         Json arrays = Json::array();
@@ -77,7 +79,7 @@ int run_show(const ShowOptions& o) {
             a["bytes"] = ckpt_npz_nbytes(f, i);
             a["stored_bytes"] = ckpt_npz_stored_bytes(f, i);
             a["compression"] = compression_name(ckpt_npz_compression(f, i));
-            a["crc32"] = ckpt_npz_crc32(f, i);
+            a["crc32"] = safetensors ? Json(nullptr) : Json(ckpt_npz_crc32(f, i));
             a["data_offset"] = stored ? Json(offset) : Json(nullptr);
             a["alignment"] = stored ? Json(alignment_of(offset)) : Json(nullptr);
             arrays.push_back(a);
@@ -91,8 +93,9 @@ int run_show(const ShowOptions& o) {
         return kExitOk;
     }
 
-    std::cout << fmt::format("{}: {}{} layout, {} array{}\n", o.file, size ? human_size(*size, o.bytes) + ", " : "",
-                             layout_name(layout), count, count == 1 ? "" : "s");
+    std::cout << fmt::format("{}: {}{}, {} array{}\n", o.file, size ? human_size(*size, o.bytes) + ", " : "",
+                             safetensors ? std::string("safetensors") : fmt::format("{} layout", layout_name(layout)),
+                             count, count == 1 ? "" : "s");
     if (shared && *shared > 0)
         std::cout << fmt::format("shared: {}{} with other files (blocks the filesystem holds once for all of them)\n",
                                  human_size(*shared, o.bytes),
@@ -119,7 +122,7 @@ int run_show(const ShowOptions& o) {
             human_size(ckpt_npz_nbytes(f, i), o.bytes),
             human_size(ckpt_npz_stored_bytes(f, i), o.bytes),
             compression_name(ckpt_npz_compression(f, i)),
-            fmt::format("{:08x}", ckpt_npz_crc32(f, i)),
+            safetensors ? "-" : fmt::format("{:08x}", ckpt_npz_crc32(f, i)),
             stored ? fmt::format("{}", offset) : "-",
             stored ? fmt::format("{}", alignment_of(offset)) : "-",
         };
@@ -143,11 +146,14 @@ int run_show(const ShowOptions& o) {
 Command add_show(CLI::App& parent) {
     auto o = std::make_shared<ShowOptions>();
     CLI::App* app = parent.add_subcommand(
-        "show", "Show a file's layout, arrays (dtype, shape, byte and memory order, sizes, compression, CRC-32, "
-                "offset) and metadata");
-    app->footer("Reads the zip directory and every npy header, no array data. The alignment of a stored array is the "
-                "largest power of two (up to 4096) that divides its data offset.");
-    app->add_option("FILE", o->file, "a .npz file, or a sharded step's directory")->required();
+        "show",
+        "Show a file's format or layout, arrays (dtype, shape, byte and memory order, sizes, compression, CRC-32, "
+        "offset) and metadata");
+    app->footer(
+        "Reads the zip directory and every npy header (a safetensors file's header), no array data. The alignment of a "
+        "stored array is the "
+        "largest power of two (up to 4096) that divides its data offset.");
+    app->add_option("FILE", o->file, "a .npz or safetensors file, or a sharded step's directory")->required();
     app->add_flag("--json", o->json, "one JSON document (docs/cli.md)");
     app->add_flag("--bytes", o->bytes, "sizes in bytes");
     return {app, [o] { return run_show(*o); }};

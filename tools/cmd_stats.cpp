@@ -220,7 +220,7 @@ Command add_stats(CLI::App& parent) {
                 "its CRC-32 is checked on the way. min, max, mean and std (numpy's, ddof=0) are over the finite "
                 "elements; NaN and infinities are counted instead. Complex, string and raw arrays get no "
                 "statistics (-, null).");
-    app->add_option("FILE", o->file, "the .npz file")->required();
+    app->add_option("FILE", o->file, "the .npz or safetensors file")->required();
     app->add_option("NAME", o->names, "arrays to look at (default: all)");
     app->add_flag("--json", o->json, "one JSON document (docs/cli.md)");
     return {app, [o] { return run_stats(*o); }};

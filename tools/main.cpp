@@ -155,9 +155,10 @@ int main(int argc, char** argv) {
     }
     args = join_optional_values(std::move(args));
 
-    CLI::App app{"ckpt: inspect, check, compare, convert and clean up checkpoints (NumPy .npz files, as ckpt, numpy and objax "
-                 "write them)",
-                 "ckpt"};
+    CLI::App app{
+        "ckpt: inspect, check, compare, convert and clean up checkpoints (NumPy .npz files, as ckpt, numpy and objax "
+        "write them, and safetensors files)",
+        "ckpt"};
     app.set_version_flag("--version", version_text(), "print the program's and the library's versions");
     app.require_subcommand(1);
     app.footer(

@@ -272,7 +272,15 @@ typedef struct ckpt_npz_options {
      * shares instead of writing them (implies CKPT_NPZ_CHUNK_HASHES; stored saves only). A base without a chunk
      * table, or whose table does not describe its members, is not used: the save is then a full one. NULL = none */
     const char *base;
+    /* version 6: the file format (CKPT_FORMAT_*). Saves: CKPT_FORMAT_AUTO (the default) writes safetensors for a
+     * path whose name ends in ".safetensors" and .npz for any other. Reads: CKPT_FORMAT_AUTO tells the format by the
+     * file's first bytes; another value refuses a file of the other format (CKPT_EFORMAT). Since 0.10. */
+    uint32_t format;
 } ckpt_npz_options;
+/* File formats: the opts->format of ckpt_npz_options, and what ckpt_npz_format tells of an open file. */
+#define CKPT_FORMAT_AUTO 0u
+#define CKPT_FORMAT_NPZ 1u         /* a zip of .npy members, as numpy.savez writes */
+#define CKPT_FORMAT_SAFETENSORS 2u /* an 8-byte length, a JSON header, the tensors' bytes (docs/format.md) */
 /* Restores (ckpt_npz_restore, ckpt_manager_restore): a variable the file does not have is left untouched instead
  * of failing the restore; ckpt_vars_restored tells which were filled. A variable found with another dtype or
  * shape still fails the restore (CKPT_EMISMATCH). */
@@ -292,10 +300,10 @@ typedef struct ckpt_npz_options {
  * hashes of its 16 KiB chunks go into one more member, "__ckpt_chunks__.npy" (docs/format.md, "Chunk hashes"), so that
  * a later save can share the chunks that did not change (the base field, a manager's incremental saves). Since 0.9. */
 #define CKPT_NPZ_CHUNK_HASHES 16u
-#define CKPT_NPZ_OPTIONS_VERSION 5
+#define CKPT_NPZ_OPTIONS_VERSION 6
 /* Every field spelled out, so -Wmissing-field-initializers stays quiet. */
 /* clang-format off */
-#define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0, NULL}
+#define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0, NULL, 0}
 /* clang-format on */
 
 /* Fills *opts with the defaults of struct version `version` (pass CKPT_NPZ_OPTIONS_VERSION), writing only the
@@ -310,26 +318,33 @@ CKPT_API int ckpt_npz_options_init(ckpt_npz_options *opts, uint32_t version);
  * but may not survive a power loss). Arrays go in collection order. Metadata, and types numpy cannot name (bfloat16,
  * float8), go into one more member, "__ckpt_metadata__.npy" (docs/format.md); otherwise every member is what
  * np.savez writes. Metadata keys beginning "ckpt." are left out unless opts->flags has CKPT_NPZ_KEEP_MANAGER_KEYS.
+ * A path ending in ".safetensors" (or opts->format CKPT_FORMAT_SAFETENSORS) is saved as safetensors instead, with
+ * the same atomic sequence: the metadata becomes the header's "__metadata__" map, each array is little-endian and
+ * aligned to its element size; complex128, string, bytes and void arrays are refused before anything is written
+ * (CKPT_EUNSUPPORTED), and so are deflate and the objax layout (CKPT_EINVAL); a base is not used (a full save).
  * Returns CKPT_OK; CKPT_EINVAL (NULL argument, bad options, a name that cannot be a member name: containing NUL
- * or, for the plain layout, empty); CKPT_EIO (the message names the path and the OS error); CKPT_ENOMEM. Since 0.6. */
+ * or, for the plain layout, empty); CKPT_EUNSUPPORTED (a dtype the format cannot hold); CKPT_ENOTFOUND (no such
+ * directory); CKPT_EIO (the message names the path and the OS error); CKPT_ENOMEM. Since 0.6. */
 CKPT_API int ckpt_npz_save(const char *path, const ckpt_vars *vars, const ckpt_npz_options *opts);
 
-/* Reads every array of the .npz at `path` into a new collection (*out, owned by the caller), in member order,
- * with the file's metadata, detecting the layout unless opts->layout says otherwise. Members are verified fully:
- * zip structure, npy headers, exact sizes and CRC-32. Big-endian and Fortran-order data is converted to native C
- * order. Types: what the metadata member records decides; without a record, raw bytes '|V2' or '<V2' read as
- * CKPT_BFLOAT16 (as jax.numpy.load assumes), other '|V<n>' as CKPT_VOID, '<f1' as CKPT_FLOAT8_E5M2 (ml_dtypes'
- * np.save), and ml_dtypes names ('bfloat16', 'float8_e4m3fn', …) as those types. A malformed metadata member (not
- * JSON of the documented shape, an unknown dtype name, a dtype for an array that is not there or of another size)
- * is CKPT_EFORMAT.
- * Returns CKPT_OK; CKPT_EINVAL; CKPT_ENOTFOUND (no file at path); CKPT_EIO; CKPT_EFORMAT (malformed or corrupt);
- * CKPT_EUNSUPPORTED (object, structured or other dtypes ckpt does not handle); CKPT_ENOMEM. Since 0.6. */
+/* Reads every array of the .npz or safetensors file at `path` into a new collection (*out, owned by the caller), in
+ * member order (a safetensors file's: its header's), with the file's metadata. The format is told by the content
+ * (docs/format.md, "Telling the formats apart"); a safetensors file is checked by every rule of the reference reader
+ * and more (docs/format.md, "safetensors"). For .npz, the layout is detected unless opts->layout says otherwise.
+ * Members are verified fully: zip structure, npy headers, exact sizes and CRC-32. Big-endian and Fortran-order data is
+ * converted to native C order. Types: what the metadata member records decides; without a record, raw bytes '|V2' or
+ * '<V2' read as CKPT_BFLOAT16 (as jax.numpy.load assumes), other '|V<n>' as CKPT_VOID, '<f1' as CKPT_FLOAT8_E5M2
+ * (ml_dtypes' np.save), and ml_dtypes names ('bfloat16', 'float8_e4m3fn', …) as those types. A malformed metadata
+ * member (not JSON of the documented shape, an unknown dtype name, a dtype for an array that is not there or of another
+ * size) is CKPT_EFORMAT. Returns CKPT_OK; CKPT_EINVAL; CKPT_ENOTFOUND (no file at path); CKPT_EIO; CKPT_EFORMAT
+ * (malformed or corrupt); CKPT_EUNSUPPORTED (object, structured or other dtypes ckpt does not handle); CKPT_ENOMEM.
+ * Since 0.6. */
 CKPT_API int ckpt_npz_read(ckpt_vars **out, const char *path, const ckpt_npz_options *opts);
 /* As ckpt_npz_read for an .npz held in memory (`bytes` is not retained). Messages name the file "<memory>".
  * Since 0.6. */
 CKPT_API int ckpt_npz_read_memory(ckpt_vars **out, const void *bytes, size_t size, const ckpt_npz_options *opts);
 
-/* Restores the arrays of an existing collection from the .npz at `path`, in place (objax's
+/* Restores the arrays of an existing collection from the .npz or safetensors file at `path`, in place (objax's
  * load_var_collection): each variable of `vars` must be found on disk, after opts->rename is applied to the
  * names on disk, with the same dtype, itemsize and shape — or as a CKPT_VOID array (raw bytes whose type was never
  * recorded) of the same item size and shape; arrays on disk that no variable asks for are ignored. On success the
@@ -345,7 +360,8 @@ CKPT_API int ckpt_npz_restore(const char *path, ckpt_vars *vars, const ckpt_npz_
  * npy header (all validated); array data is read only by ckpt_npz_read_into. In a file ckpt wrote, the zip
  * directory holds a copy of every stored member's npy header (docs/format.md, "head copy"), so opening reads only
  * the end of the file, and each member's local header is checked against it when the member's data is first read
- * (a disagreement is then CKPT_EFORMAT from that read). */
+ * (a disagreement is then CKPT_EFORMAT from that read). A safetensors file is the same handle: opening reads its
+ * length and JSON header, and every function below works on it (ckpt_npz_format tells which it is). */
 typedef struct ckpt_npz ckpt_npz;
 /* Opens `path` (and reads its metadata). Returns the codes of ckpt_npz_read. Since 0.6. */
 CKPT_API int ckpt_npz_open(ckpt_npz **out, const char *path, const ckpt_npz_options *opts);
@@ -403,9 +419,14 @@ CKPT_API int ckpt_npz_fortran_order(const ckpt_npz *npz, size_t i);
  * stat would say of a local file, and the only way to learn an object's size through the C API. 0 for NULL.
  * Since 0.7. */
 CKPT_API uint64_t ckpt_npz_file_size(const ckpt_npz *npz);
-/* The layout the file was read in: CKPT_LAYOUT_PLAIN or CKPT_LAYOUT_OBJAX (detected, or as the options asked);
- * 0 for NULL. Since 0.6. */
+/* The layout the file was read in: CKPT_LAYOUT_PLAIN or CKPT_LAYOUT_OBJAX (detected, or as the options asked;
+ * PLAIN for a safetensors file); 0 for NULL. Since 0.6. */
 CKPT_API uint32_t ckpt_npz_layout(const ckpt_npz *npz);
+/* The format of the open file: CKPT_FORMAT_NPZ or CKPT_FORMAT_SAFETENSORS; 0 for NULL. For a safetensors file the
+ * inspection accessors above say: member name = the tensor's name, CKPT_STORE, stored bytes = its bytes, CRC-32 0
+ * (the format has no checksums), data offset = where its bytes start in the file, byte order '<' or '|'.
+ * Since 0.10. */
+CKPT_API uint32_t ckpt_npz_format(const ckpt_npz *npz);
 /* The file's metadata, as the ckpt_vars_metadata functions (borrowed until the file is closed); available right
  * after ckpt_npz_open, before any array is read. Since 0.6. */
 CKPT_API const char *ckpt_npz_metadata(const ckpt_npz *npz, const char *key);

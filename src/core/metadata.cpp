@@ -13,6 +13,14 @@ const char* metadata_key_problem(std::string_view key) {
     return nullptr;
 }
 
+Metadata written_metadata(const Metadata& all, bool manager_keys) {
+    if (manager_keys) return all;
+    Metadata saved;
+    for (size_t i = 0; i < all.size(); ++i)
+        if (all.key(i).compare(0, 5, "ckpt.") != 0) saved.set(all.key(i), all.value(i));
+    return saved;
+}
+
 void Metadata::set(std::string key, std::string value) {
     if (const char* problem = metadata_key_problem(key)) fail(Code::invalid, "metadata key {}", problem);
     if (value.find('\0') != std::string::npos || !valid_utf8(value))

@@ -36,6 +36,11 @@ private:
     std::unordered_map<std::string, size_t> index_;
 };
 
+// The key/values a save writes of a collection's `all`: every one when `manager_keys` (a checkpoint manager's own
+// save), else all but the "ckpt."-prefixed ones — the manager's index, time and metrics, which a collection restored
+// from an earlier checkpoint carries and which must never be written again as if they described a new file.
+Metadata written_metadata(const Metadata& all, bool manager_keys);
+
 // Why `key` cannot be a metadata key ("is empty", "contains NUL", "is not valid UTF-8"), or nullptr.
 const char* metadata_key_problem(std::string_view key);
 

@@ -192,8 +192,10 @@ int64_t CheckpointManager::now_ns() const {
 
 Metadata CheckpointManager::metadata_of(const Step& step) const {
     if (step.sharded) return ShardedStep(*options_.storage, step_path(step.index), options_.npz_read).manifest().metadata;
-    // Opening reads the zip directory, the npy headers and the metadata member, never the arrays.
-    return NpzReader::open(*options_.storage, file_path(step.index), options_.npz_read).metadata();
+    // Opening reads the file's directory or header (and an npz file's metadata member), never the arrays.
+    ContainerReadOptions read;
+    read.npz = options_.npz_read;
+    return open_container(*options_.storage, file_path(step.index), read)->metadata();
 }
 
 std::vector<CheckpointFacts> CheckpointManager::facts(const std::vector<Step>& steps, bool owned) {

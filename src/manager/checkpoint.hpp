@@ -18,7 +18,7 @@
 #include "manager/temporaries.hpp"
 #include "npz/chunk_base.hpp"
 #include "npz/npz_reader.hpp"
-#include "npz/npz_restore.hpp"
+#include "container/container.hpp"
 #include "npz/npz_writer.hpp"
 #include "writer/snapshot_pool.hpp"
 #include "storage/storage.hpp"
@@ -160,7 +160,7 @@ private:
     // The metadata of a checkpoint (the file's metadata member, or the step's manifest), reading nothing else.
     Metadata metadata_of(const Step& step) const;
     // Restores or reads one checkpoint (the attempt of with_checkpoint).
-    using Attempt = std::function<void(NpzReader*, ShardedStep*)>;
+    using Attempt = std::function<void(Container*, ShardedStep*)>;
     void remove_stale_temporaries();
     // Before anything that writes or deletes in the directory: the first call locks it — Error(busy) naming the
     // holder when another process holds it — or takes it over from an older manager of this process (a warning

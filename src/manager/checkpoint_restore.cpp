@@ -17,10 +17,11 @@ void CheckpointManager::try_checkpoint(const Step& step, const Attempt& attempt)
         attempt(nullptr, &sharded);
     } else {
         // Every variable is read (a shard may be read only in part, for another world size: not there).
-        NpzReadOptions read = options_.npz_read;
-        read.read_ahead = true;
-        NpzReader reader = NpzReader::open(*options_.storage, file_path(step.index), read);
-        attempt(&reader, nullptr);
+        ContainerReadOptions read;
+        read.npz = options_.npz_read;
+        read.npz.read_ahead = true;
+        const std::unique_ptr<Container> file = open_container(*options_.storage, file_path(step.index), read);
+        attempt(file.get(), nullptr);
     }
 }
 
@@ -77,9 +78,9 @@ int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index, const A
 }
 
 int64_t CheckpointManager::restore(VarCollection& vars, std::optional<int64_t> index) {
-    return with_checkpoint(index, [&](NpzReader* file, ShardedStep* step) {
+    return with_checkpoint(index, [&](Container* file, ShardedStep* step) {
         if (file != nullptr)
-            restore_npz(*file, vars, options_.rename, options_.partial);
+            restore_container(*file, vars, options_.rename, options_.partial);
         else
             step->restore(vars, options_.rename, options_.partial);
     });
@@ -87,7 +88,7 @@ int64_t CheckpointManager::restore(VarCollection& vars, std::optional<int64_t> i
 
 std::pair<VarCollection, int64_t> CheckpointManager::read(std::optional<int64_t> index) {
     VarCollection out;
-    const int64_t i = with_checkpoint(index, [&](NpzReader* file, ShardedStep* step) {
+    const int64_t i = with_checkpoint(index, [&](Container* file, ShardedStep* step) {
         out = file != nullptr ? file->read_all() : step->read_all();
     });
     return {std::move(out), i};

@@ -2,6 +2,7 @@
 #include "npz/metadata.hpp"
 
 #include "core/error.hpp"
+#include "core/json_error.hpp"
 #include "core/utf8.hpp"
 
 #include <nlohmann/json.hpp>
@@ -104,10 +105,7 @@ public:
     }
 
     bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
-        std::string what = e.what();  // "[json.exception.parse_error.101] parse error at …"
-        if (const size_t end = what.find("] "); what.rfind("[json.", 0) == 0 && end != std::string::npos)
-            what.erase(0, end + 2);
-        malformed("not valid JSON: {}", what);
+        malformed("not valid JSON: {}", json_error_words(e.what()));
     }
 
 private:

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the npz reader and writer share: layouts, member naming and progress reporting.
+// What the npz reader and writer share: layouts and member naming (and progress reporting, core/progress.hpp).
 #pragma once
+
+#include "core/progress.hpp"
 
 #include <cstdint>
 #include <string_view>
@@ -16,24 +18,5 @@ enum class Layout : uint32_t {
 
 constexpr std::string_view kNpySuffix = ".npy";
 constexpr std::string_view kObjaxNamesKey = "names";
-
-using ProgressFn = void (*)(uint64_t done_bytes, uint64_t total_bytes, void* payload);
-
-// Counts array bytes done against a total and tells the caller's callback, if any.
-struct Progress {
-    ProgressFn fn = nullptr;
-    void* payload = nullptr;
-    uint64_t done = 0;
-    uint64_t total = 0;
-
-    void start(uint64_t total_bytes) {
-        done = 0;
-        total = total_bytes;
-    }
-    void advance(uint64_t n) {
-        done += n;
-        if (fn != nullptr && n != 0) fn(done, total, payload);
-    }
-};
 
 }  // namespace ckpt::core

@@ -45,13 +45,7 @@ std::u32string objax_names(const VarCollection& vars, size_t& chars) {
 // whichever layout a reader sees.
 MetadataRecord metadata_record(const VarCollection& vars, Layout layout, bool manager_keys) {
     MetadataRecord record;
-    if (manager_keys) {
-        record.user = vars.metadata();
-    } else {
-        const Metadata& all = vars.metadata();
-        for (size_t i = 0; i < all.size(); ++i)
-            if (all.key(i).compare(0, 5, "ckpt.") != 0) record.user.set(all.key(i), all.value(i));
-    }
+    record.user = written_metadata(vars.metadata(), manager_keys);
     for (size_t i = 0; i < vars.size(); ++i) {
         const Array& a = vars.array(i);
         if (is_ml_dtype(a.dtype()) || (a.dtype() == DType::void_ && a.itemsize() == 2))

@@ -6,7 +6,7 @@
 #include "sharded/comm.hpp"
 #include "sharded/manifest.hpp"
 #include "npz/npz_reader.hpp"
-#include "npz/npz_restore.hpp"
+#include "core/restore_match.hpp"
 #include "npz/npz_writer.hpp"
 #include "storage/storage.hpp"
 
@@ -71,11 +71,12 @@ public:
     // The file name of each rank's shard ("shard-00001-of-00004.npz"), by rank.
     const std::vector<std::string>& shard_names() const { return shard_names_; }
 
-    // Restores `vars` in place with the rules of core/restore_match, as restore_npz: each variable is looked up by
-    // name (after `rename`) and must have the manifest's dtype and shape — for a row split (VarCollection::set_rows),
-    // the global rows and the other dimensions. Every variable is checked before any data is read. Reads only the rows
-    // each variable needs, from whichever shards hold them. Replaces the collection's metadata with the step's.
-    // `partial`: a variable the step does not have is left untouched (VarCollection::restored says which were filled).
+    // Restores `vars` in place with the rules of core/restore_match, as a file's restore (restore_container): each
+    // variable is looked up by name (after `rename`) and must have the manifest's dtype and shape — for a row split
+    // (VarCollection::set_rows), the global rows and the other dimensions. Every variable is checked before any data is
+    // read. Reads only the rows each variable needs, from whichever shards hold them. Replaces the collection's
+    // metadata with the step's. `partial`: a variable the step does not have is left untouched (VarCollection::restored
+    // says which were filled).
     void restore(VarCollection& vars, const Renamer& rename, bool partial = false);
     // Every variable, whole (split ones assembled), with the step's metadata.
     VarCollection read_all();

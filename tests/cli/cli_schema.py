@@ -125,9 +125,10 @@ def check_show(t, doc):
         "name": is_str(t), "member": is_str(t), "dtype": is_str(t), "itemsize": is_int(t),
         "shape": list_of(t, is_int(t)), "byte_order": one_of(t, "<", ">", "|"), "fortran_order": is_bool(t),
         "bytes": is_int(t), "stored_bytes": is_int(t), "compression": one_of(t, "stored", "deflated"),
-        "crc32": is_int(t),
+        "crc32": nullable(is_int(t)),  # null: a safetensors file has no checksums
         "data_offset": nullable(is_int(t)), "alignment": nullable(is_int(t))}, w)
-    s.obj(doc, {"path": is_str(t), "bytes": size, "layout": one_of(t, "plain", "objax"),
+    s.obj(doc, {"path": is_str(t), "bytes": size, "format": one_of(t, "npz", "safetensors"),
+                "layout": one_of(t, "plain", "objax"),
                 "shared_bytes": nullable(is_int(t)), "arrays": list_of(t, array), "metadata": str_map(t)}, "show")
 
 

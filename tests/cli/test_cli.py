@@ -749,6 +749,96 @@ class Convert(unittest.TestCase):
         self.assertIn("no-such-dir", p.stderr)
 
 
+class Safetensors(unittest.TestCase):
+    """Every command takes safetensors files, with the output and exit codes it gives for .npz."""
+
+    # PLAIN less what safetensors has no type for (strings, bytes, complex128)
+    NUMERIC = {k: v for k, v in PLAIN.items() if k not in ("s", "raw", "z")}
+
+    @classmethod
+    def setUpClass(cls):
+        np.savez(path("numeric.npz"), **cls.NUMERIC)
+
+    def converted(self, name, source="typed.npz"):
+        out = path(name)
+        p = run("convert", path(source), out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return out
+
+    def test_convert_to_safetensors_and_back_keeps_arrays_types_and_metadata(self):
+        st = self.converted("conv.safetensors")
+        with open(st, "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+            header = json.loads(f.read(n))
+        self.assertEqual(header["__metadata__"], {"step": "1200", "loss": "0.25", "note": "bf16 weights"})
+        self.assertEqual({k: v["dtype"] for k, v in header.items() if k != "__metadata__"},
+                         {"w": "BF16", "q": "F8_E4M3", "scale": "F8_E8M0", "h": "F16"})
+        doc = run_json("show", st)
+        check_show(self, doc)
+        self.assertEqual(doc["format"], "safetensors")
+        self.assertEqual([a["dtype"] for a in doc["arrays"]], ["bfloat16", "float8_e4m3fn", "float8_e8m0fnu", "float16"])
+        self.assertEqual({a["crc32"] for a in doc["arrays"]}, {None})
+        for a in doc["arrays"]:
+            self.assertEqual(a["data_offset"] % a["itemsize"], 0, a["name"])
+        self.assertRegex(run("show", st).stdout.splitlines()[0], r": \d+ B, safetensors, 4 arrays$")
+        self.assertEqual(run("diff", path("typed.npz"), st).returncode, 0)  # across formats, by value
+        back = path("conv_back.npz")
+        self.assertEqual(run("convert", st, back).returncode, 0)
+        self.assertEqual(run_json("show", back)["format"], "npz")
+        self.assertEqual(run("diff", path("typed.npz"), back).returncode, 0)
+        with np.load(back) as z:
+            self.assertEqual(z["w"].view(np.uint16).tolist(), BF16_BITS.tolist())
+
+    def test_a_deflated_or_objax_input_converts_to_safetensors_and_asking_for_either_is_refused(self):
+        np.savez_compressed(path("numeric_compressed.npz"), **self.NUMERIC)
+        self.converted("from_compressed.safetensors", "numeric_compressed.npz")
+        self.assertEqual(run("diff", path("numeric.npz"), path("from_compressed.safetensors")).returncode, 0)
+        for option in ("--deflate", "--layout=objax"):
+            p = run("convert", path("numeric.npz"), path("refused.safetensors"), option)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertFalse(os.path.exists(path("refused.safetensors")))
+
+    def test_cat_stats_verify_and_ls_read_safetensors(self):
+        st = self.converted("numeric.safetensors", "numeric.npz")
+        for name, value in self.NUMERIC.items():
+            doc = run_json("cat", st, name)
+            self.assertEqual(doc["values"], value.tolist(), name)
+        self.assertEqual(run("stats", st).returncode, 0)
+        p = run("verify", st)
+        self.assertEqual(p.returncode, 0, p.stdout)
+        self.assertRegex(p.stdout, r"^%s: ok \(%d arrays, " % (re.escape(st), len(self.NUMERIC)))
+        folder = path("st_folder")
+        os.makedirs(folder, exist_ok=True)
+        shutil.copy(st, os.path.join(folder, "a.safetensors"))
+        self.assertIn("a.safetensors", run("ls", folder).stdout)
+
+    def test_damaged_safetensors_files_are_corrupt_naming_the_problem(self):
+        st = self.converted("damaged.safetensors", "numeric.npz")
+        with open(st, "rb") as f:
+            good = f.read()
+        cases = {"truncated": good[:-1], "appended": good + b"x", "header": good[:8] + b"[" + good[9:],
+                 "length": (10 ** 9).to_bytes(8, "little") + good[8:]}
+        for kind, data in cases.items():
+            bad = path("bad_%s.safetensors" % kind)
+            with open(bad, "wb") as f:
+                f.write(data)
+            doc = run_json("verify", bad, status=1)
+            check_verify(self, doc)
+            self.assertEqual(doc["files"][0]["verdict"], "corrupt", kind)
+            self.assertIn("safetensors header", doc["files"][0]["error"], kind)
+            self.assertEqual(run("show", bad).returncode, 1, kind)
+
+    def test_values_that_differ_across_formats_are_a_difference(self):
+        st = self.converted("differs.safetensors", "numeric.npz")
+        other = path("numeric.npz")
+        with open(st, "r+b") as f:  # one byte of the last tensor's data
+            f.seek(-1, os.SEEK_END)
+            last = f.read(1)
+            f.seek(-1, os.SEEK_END)
+            f.write(bytes([last[0] ^ 1]))
+        self.assertEqual(run("diff", other, st).returncode, 1)
+
+
 class ProgressBar(unittest.TestCase):
     def run_on_terminal(self, *args, env):
         """Runs the program with stderr on a pseudo-terminal; returns (status, stdout, what the terminal got)."""

@@ -575,3 +575,30 @@ TEST_CASE("A base that cannot serve makes a full save", "[npz][incremental]") {
         CHECK(same);
     }
 }
+
+TEST_CASE("A safetensors file goes through the same calls: saved by its name, read by its content",
+          "[npz][safetensors]") {
+    TempDir dir;
+    ckpt::Vars vars;
+    vars.add<float>("w", {1, 2, 3, 4, 5, 6}, {2, 3});
+    vars.add("bf", std::vector<ckpt::bfloat16>{{0x3f80}, {0x7fc1}});
+    vars.set_metadata("format", "pt");
+    ckpt::save(dir.path("m.safetensors"), vars);
+    ckpt::Npz st(dir.path("m.safetensors"));
+    CHECK(st.format() == ckpt::Format::safetensors);
+    CHECK(st.names() == std::vector<std::string>{"w", "bf"});
+    CHECK(st.read<float>("w") == std::vector<float>{1, 2, 3, 4, 5, 6});
+    CHECK(st.read<ckpt::bfloat16>("bf") == std::vector<ckpt::bfloat16>{{0x3f80}, {0x7fc1}});
+    CHECK(st.metadata("format") == std::optional<std::string_view>("pt"));
+
+    ckpt::NpzOptions as_npz;
+    as_npz.format = ckpt::Format::npz;
+    ckpt::save(dir.path("m2.safetensors"), vars, as_npz);  // the option wins over the name
+    CHECK(ckpt::Npz(dir.path("m2.safetensors")).format() == ckpt::Format::npz);
+    CHECK(test::code_of([&] { ckpt::Npz(dir.path("m.safetensors"), as_npz); }) == CKPT_EFORMAT);
+
+    ckpt::Vars wide;
+    wide.add<double>("z", {1, 2});
+    wide.add("c", std::vector<std::complex<double>>{{1, 2}});
+    CHECK(test::code_of([&] { ckpt::save(dir.path("bad.safetensors"), wide); }) == CKPT_EUNSUPPORTED);
+}

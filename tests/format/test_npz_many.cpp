@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 #include "core/find_duplicate.hpp"
 #include "npz/npz_reader.hpp"
-#include "npz/npz_restore.hpp"
+#include "container/npz_container.hpp"
 #include "npz/npz_writer.hpp"
 #include "npz/zip_reader.hpp"
 #include "storage/memory_storage.hpp"
@@ -372,8 +372,8 @@ TEST_CASE("restoring many arrays in place finds each one whatever the collection
             vars.add(saved.name(i), Array::allocate(a.dtype(), a.itemsize(), a.shape(), true));
             from.push_back(i);
         }
-        NpzReader reader = open_bytes(bytes, true);
-        restore_npz(reader, vars, nullptr);
+        NpzContainer file(open_bytes(bytes, true), true, false);
+        restore_container(file, vars, nullptr);
         for (size_t v = 0; v < vars.size(); ++v) {
             const Array& a = saved.array(from[v]);
             INFO(vars.name(v));
@@ -392,11 +392,11 @@ TEST_CASE("a renamer that maps two names on disk to one: the first such pair in 
         if (name == "a2" || name == "a4") return "y";
         return name;
     };
-    NpzReader reader = open_bytes(bytes, true);
+    NpzContainer file(open_bytes(bytes, true), true, false);
     VarCollection vars;
     vars.add("a0", counting_array(DType::int32, 4, {3}, 9));
     try {
-        restore_npz(reader, vars, rename);
+        restore_container(file, vars, rename);
         FAIL("no error");
     } catch (const Error& e) {
         CHECK(e.code() == Code::invalid);
@@ -407,8 +407,8 @@ TEST_CASE("a renamer that maps two names on disk to one: the first such pair in 
     VarCollection renamed;
     renamed.add("A4", counting_array(DType::int32, 4, {3}, 0));
     renamed.add("A2", counting_array(DType::int32, 4, {3}, 0));
-    NpzReader again = open_bytes(bytes, true);
-    restore_npz(again, renamed, upper);
+    NpzContainer again(open_bytes(bytes, true), true, false);
+    restore_container(again, renamed, upper);
     CHECK(std::memcmp(renamed.array(0).data(), saved.array(4).data(), 12) == 0);
     CHECK(std::memcmp(renamed.array(1).data(), saved.array(2).data(), 12) == 0);
 }

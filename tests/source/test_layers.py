@@ -16,9 +16,11 @@ ALLOWED = {
     "storage": {"core"},
     "npy": {"core"},
     "npz": {"core", "storage", "npy"},
+    "safetensors": {"core", "storage", "npy"},
+    "container": {"core", "storage", "npy", "npz", "safetensors"},
     "writer": {"core", "storage"},
     "sharded": {"core", "storage", "npy", "npz"},
-    "manager": {"core", "storage", "npy", "npz", "writer", "sharded"},
+    "manager": {"core", "storage", "npy", "npz", "safetensors", "container", "writer", "sharded"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)
 

@@ -18,7 +18,7 @@ REQUIRED_VERSION = (0, 5, 0)
 SINCE = {"ckpt_npz_read_range": (0, 7, 0), "ckpt_manager_clean": (0, 7, 0),
          "ckpt_npz_byte_order": (0, 7, 0), "ckpt_npz_file_size": (0, 7, 0), "ckpt_npz_fortran_order": (0, 7, 0),
          "ckpt_vars_add_source": (0, 7, 0), "ckpt_vars_is_source": (0, 7, 0), "ckpt_npz_find": (0, 8, 0),
-         "ckpt_storage_shared_bytes": (0, 9, 0)}
+         "ckpt_storage_shared_bytes": (0, 9, 0), "ckpt_npz_format": (0, 10, 0)}
 FILES_SINCE = (0, 8, 0)  # ckpt_storage_stat, _list, _remove and ckpt_file_*: a storage's files
 SINCE.update((f, FILES_SINCE) for f in ("ckpt_storage_stat", "ckpt_storage_list", "ckpt_storage_make_dirs",
                                         "ckpt_storage_remove", "ckpt_file_open", "ckpt_file_read", "ckpt_file_close"))
@@ -26,10 +26,13 @@ SINCE.update((f, FILES_SINCE) for f in ("ckpt_storage_stat", "ckpt_storage_list"
 COPY, BORROW = 0, 1
 LAYOUT_AUTO, LAYOUT_PLAIN, LAYOUT_OBJAX = 0, 1, 2
 STORE, DEFLATE = 0, 1
-NPZ_OPTIONS_VERSION = 5
+NPZ_OPTIONS_VERSION = 6
 MANAGER_OPTIONS_VERSION = 5
 # ckpt_npz_options and ckpt_manager_options version 5 (base, chunk hashes, full_every); older libraries take version 4
 INCREMENTAL_SINCE = (0, 9, 0)
+# ckpt_npz_options version 6 (format: safetensors files); older libraries take version 5
+FORMAT_SINCE = (0, 10, 0)
+FORMAT_AUTO, FORMAT_NPZ, FORMAT_SAFETENSORS = 0, 1, 2
 WRITER_OPTIONS_VERSION = 2
 WRITER_AFTER_SAVE_SINCE = (0, 7, 0)  # ckpt_writer_options version 2 (after_save); older libraries take version 1
 STORAGE_OPS_VERSION = 6
@@ -72,7 +75,8 @@ class NpzOptions(ctypes.Structure):
                 ("storage", c_void_p),  # version 2
                 ("max_members", c_uint64), ("max_total_bytes", c_uint64),  # version 3
                 ("flags", c_uint32),  # version 4
-                ("base", c_char_p)]  # version 5
+                ("base", c_char_p),  # version 5
+                ("format", c_uint32)]  # version 6
 
 
 class ManagerOptions(ctypes.Structure):
@@ -222,6 +226,7 @@ SIGNATURES = {
     "ckpt_npz_map": (c_int, [c_void_p, c_size_t, ctypes.POINTER(c_void_p)]),
     "ckpt_npz_map_vars": (c_int, [c_void_p, ctypes.POINTER(c_void_p)]),
     "ckpt_npz_layout": (c_uint32, [c_void_p]),
+    "ckpt_npz_format": (c_uint32, [c_void_p]),
     "ckpt_npz_metadata": (c_char_p, [c_void_p, c_char_p]),
     "ckpt_npz_metadata_count": (c_size_t, [c_void_p]),
     "ckpt_npz_metadata_key": (c_char_p, [c_void_p, c_size_t]),
@@ -398,9 +403,14 @@ class Handle:
 
 
 def options_version(current: int) -> int:
-    """The version of ckpt_npz_options or ckpt_manager_options to pass, `current` being this package's: version 4
-    to a library older than INCREMENTAL_SINCE, which refuses any later one (the later fields then stay unset)."""
-    return current if VERSION >= INCREMENTAL_SINCE else 4
+    """The version of ckpt_npz_options or ckpt_manager_options to pass, `current` being this package's: the newest
+    the library loaded knows, which refuses any later one (the later fields then stay unset): version 4 before
+    INCREMENTAL_SINCE; ckpt_npz_options version 5 before FORMAT_SINCE."""
+    if VERSION < INCREMENTAL_SINCE:
+        return 4
+    if VERSION < FORMAT_SINCE and current == NPZ_OPTIONS_VERSION:
+        return 5
+    return current
 
 
 def require(since: Tuple[int, int, int], what: str) -> None:

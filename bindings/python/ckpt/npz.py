@@ -24,6 +24,7 @@ Renamer = Union[Callable[[str], str], Mapping[str, str], Sequence[Tuple[Any, str
 Progress = Callable[[int, int], None]
 
 _LAYOUTS = {"auto": _native.LAYOUT_AUTO, "plain": _native.LAYOUT_PLAIN, "objax": _native.LAYOUT_OBJAX}
+_FORMATS = {"auto": _native.FORMAT_AUTO, "npz": _native.FORMAT_NPZ, "safetensors": _native.FORMAT_SAFETENSORS}
 _MEMORY_PATH = b"checkpoint.npz"
 
 
@@ -44,7 +45,7 @@ def options(layout: str = "auto", compression: Optional[str] = None, level: int 
             renamer: Optional[Renamer] = None, progress: Optional[Progress] = None, storage: Any = None,
             max_header_bytes: int = 0, max_members: int = 0, max_total_bytes: int = 0, partial: bool = False,
             map_unverified: bool = False, map_writable: bool = False, base: Optional[Path] = None,
-            chunk_hashes: bool = False) -> _native.NpzOptions:
+            chunk_hashes: bool = False, format: str = "auto") -> _native.NpzOptions:  # noqa: A002
     """A ckpt_npz_options (with the Python objects its callbacks need kept on it)."""
     o = _native.NpzOptions()
     _native.check(lib.ckpt_npz_options_init(ctypes.byref(o), _native.options_version(_native.NPZ_OPTIONS_VERSION)))
@@ -52,6 +53,12 @@ def options(layout: str = "auto", compression: Optional[str] = None, level: int 
         raise errors.InvalidArgumentError(
             errors.EINVAL, "layout must be one of %s, not %r" % (", ".join(_LAYOUTS), layout))
     o.layout = _LAYOUTS[layout]
+    if format not in _FORMATS:
+        raise errors.InvalidArgumentError(
+            errors.EINVAL, "format must be one of %s, not %r" % (", ".join(_FORMATS), format))
+    if format != "auto":
+        _native.require(_native.FORMAT_SINCE, "format=%r" % format)
+        o.format = _FORMATS[format]
     if compression not in (None, "store", "deflate"):
         raise errors.InvalidArgumentError(
             errors.EINVAL, "compression must be 'store' or 'deflate', not %r" % (compression,))
@@ -216,11 +223,16 @@ def collection(arrays, metadata=None, writable=False):
 def save(file: Union[Path, IO[bytes]], arrays: Union[Mapping[str, Any], Collection],
          metadata: Optional[Mapping[str, Any]] = None, layout: str = "plain", compression: Optional[str] = None,
          level: int = 0, progress: Optional[Progress] = None, storage: Any = None, base: Optional[Path] = None,
-         chunk_hashes: bool = False) -> None:
+         chunk_hashes: bool = False, format: str = "auto") -> None:  # noqa: A002
     """Saves a mapping of name -> array (numpy arrays, numbers, torch tensors, ckpt.typed bits) to `file`: a path
     (atomic and durable: the file is either the old one or the complete new one) or a writable binary file
     object. `metadata` is a dict of strings saved with the arrays. numpy.load reads the result. `arrays` may be
     a Collection (built once, saved at the C call's cost).
+
+    `format`: "auto" (the default) writes a safetensors file for a path ending in ".safetensors" and an .npz for any
+    other path or a file object; "npz" or "safetensors" says which (safetensors needs libckpt 0.10.0). A safetensors
+    file has no layouts and no compression, and holds no complex128, string or void arrays (UnsupportedError,
+    before anything is written); the metadata is its header's "__metadata__".
 
     ``chunk_hashes=True`` records the hashes of the 16 KiB chunks of arrays of 64 KiB or more (one more member,
     "__ckpt_chunks__", which numpy lists and ckpt's readers hide), so that a later save can take it as its `base`.
@@ -230,7 +242,7 @@ def save(file: Union[Path, IO[bytes]], arrays: Union[Mapping[str, Any], Collecti
     hashes) makes a full save, never an error. Stored saves only: a deflated one records no hashes. Both need
     libckpt 0.9.0 or newer (UnsupportedError)."""
     kw = dict(layout=layout, compression=compression, level=level, progress=progress, storage=storage, base=base,
-              chunk_hashes=chunk_hashes)
+              chunk_hashes=chunk_hashes, format=format)
     if isinstance(arrays, Collection):
         arrays._vars.set_metadata(metadata)
         _save_vars(file, arrays._vars, **kw)
@@ -268,12 +280,13 @@ def _read_vars(file, **kw):
 
 
 def load(file: Source, layout: str = "auto", progress: Optional[Progress] = None, storage: Any = None,
-         **limits: int) -> Arrays:
+         format: str = "auto", **limits: int) -> Arrays:  # noqa: A002
     """Reads every array of a checkpoint (a path, a readable binary file object or bytes) into an ``Arrays``
-    dict, in file order, with the file's metadata as ``.metadata``. The arrays are ckpt's own buffers, not
+    dict, in file order, with the file's metadata as ``.metadata``. .npz and safetensors files alike: the format is
+    told by the content (``format="npz"`` or ``"safetensors"`` refuses the other, FormatError). The arrays are ckpt's own buffers, not
     copies. bfloat16/float8 arrays come back as raw 'V2'/'V1' arrays (``ckpt.RawArray``, which remembers the type)
     or, when ml_dtypes is installed, with its types."""
-    v = _read_vars(file, layout=layout, progress=progress, storage=storage, **limits)
+    v = _read_vars(file, layout=layout, progress=progress, storage=storage, format=format, **limits)
     result = Arrays(v.to_dict())
     result.metadata = dict(v.metadata())
     return result
@@ -282,8 +295,8 @@ def load(file: Source, layout: str = "auto", progress: Optional[Progress] = None
 def restore(file: Source, arrays: Union[Dict[str, Any], Collection], renamer: Optional[Renamer] = None,
             layout: str = "auto", progress: Optional[Progress] = None, storage: Any = None, partial: bool = False,
             **limits: int) -> Metadata:
-    """Restores the arrays of a mapping in place from a checkpoint (objax's load_var_collection rules): every
-    name must be in the file (after `renamer` is applied to the names on disk) with the same dtype and shape,
+    """Restores the arrays of a mapping in place from a checkpoint, .npz or safetensors (objax's
+    load_var_collection rules): every name must be in the file (after `renamer` is applied to the names on disk) with the same dtype and shape,
     else MismatchError (a ValueError) lists every missing variable and unused name and nothing is changed. With
     ``partial=True`` a name the file lacks is left as it is instead (a model that gained variables resumes from
     an older file); one found with another dtype or shape still fails. numpy arrays and CPU torch tensors are
@@ -409,8 +422,15 @@ class NpzFile(_native.Handle):
 
     @property
     def layout(self) -> str:
-        """"plain" or "objax": how the file was read."""
+        """"plain" or "objax": how the file was read ("plain" for a safetensors file)."""
         return "objax" if lib.ckpt_npz_layout(self.handle) == _native.LAYOUT_OBJAX else "plain"
+
+    @property
+    def format(self) -> str:
+        """"npz" or "safetensors": the file's format, told by its content."""
+        if not hasattr(lib, "ckpt_npz_format"):
+            return "npz"  # a library older than 0.10.0 reads nothing else
+        return "safetensors" if lib.ckpt_npz_format(self.handle) == _native.FORMAT_SAFETENSORS else "npz"
 
     def info(self, name: str) -> Dict[str, Any]:
         """How the file holds `name`: its zip member, "store" or "deflate", its bytes in the file, its CRC-32, the

@@ -104,7 +104,7 @@ pub use error::{Code, Error, Result};
 pub use files::{File, FileInfo, Files};
 pub use manager::{checkpoint_idx, BestMode, LogLevel, Manager, ManagerOptions, StaleTemporary};
 pub use npz::{MemberInfo, Npz};
-pub use options::{Compression, Layout, NpzOptions};
+pub use options::{Compression, Format, Layout, NpzOptions};
 #[cfg(feature = "s3")]
 pub use s3::{S3Addressing, S3Options};
 pub use step::Step;

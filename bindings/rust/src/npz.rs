@@ -7,7 +7,7 @@ use std::ptr::{self, NonNull};
 use crate::dtype::{Dtype, Element, Pod};
 use crate::error::{check, Code, Error, Result};
 use crate::items::{decode_unicode, known_dtype, split_items};
-use crate::options::{Compression, Layout, NpzOptions};
+use crate::options::{Compression, Format, Layout, NpzOptions};
 use crate::sys;
 use crate::util::{borrowed_str, c_path, c_string, slice_at};
 use crate::vars::Vars;
@@ -272,6 +272,16 @@ impl Npz {
             Layout::Objax
         } else {
             Layout::Plain
+        }
+    }
+
+    /// The file's format, told by its content: [`Format::Npz`] or [`Format::Safetensors`].
+    pub fn format(&self) -> Format {
+        // SAFETY: a live handle.
+        if unsafe { sys::ckpt_npz_format(self.as_ptr()) } == sys::CKPT_FORMAT_SAFETENSORS {
+            Format::Safetensors
+        } else {
+            Format::Npz
         }
     }
 

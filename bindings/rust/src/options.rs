@@ -35,6 +35,18 @@ pub enum Compression {
     Deflate,
 }
 
+/// The file format: what saves write and reads accept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Saving: safetensors for a path ending in `.safetensors`, `.npz` for any other; reading: either, told by the
+    /// file's content.
+    Auto,
+    /// A zip of `.npy` members, as `numpy.savez` writes.
+    Npz,
+    /// An 8-byte length, a JSON header and the tensors' bytes, as Hugging Face's `safetensors` writes.
+    Safetensors,
+}
+
 type RenameFn = dyn Fn(&str) -> Option<String> + Send + Sync;
 type ProgressFn = dyn Fn(u64, u64) + Send + Sync;
 
@@ -54,6 +66,7 @@ pub(crate) struct Progress(Box<ProgressFn>);
 #[derive(Clone, Default)]
 pub struct NpzOptions {
     layout: Option<Layout>,
+    format: Option<Format>,
     compression: Option<Compression>,
     level: Option<i32>,
     max_header_bytes: Option<u64>,
@@ -79,6 +92,15 @@ impl NpzOptions {
     #[must_use]
     pub fn layout(mut self, layout: Layout) -> NpzOptions {
         self.layout = Some(layout);
+        self
+    }
+
+    /// The format saves write (by default the path's: safetensors for a name ending in `.safetensors`) and reads
+    /// require (by default either, told by the content). A safetensors file has no layouts and no compression, and
+    /// holds no complex128, string, bytes or void arrays: such a save fails before anything is written.
+    #[must_use]
+    pub fn format(mut self, format: Format) -> NpzOptions {
+        self.format = Some(format);
         self
     }
 
@@ -206,6 +228,13 @@ impl NpzOptions {
                 Layout::Objax => sys::CKPT_LAYOUT_OBJAX,
             };
         }
+        if let Some(format) = self.format {
+            raw.format = match format {
+                Format::Auto => sys::CKPT_FORMAT_AUTO,
+                Format::Npz => sys::CKPT_FORMAT_NPZ,
+                Format::Safetensors => sys::CKPT_FORMAT_SAFETENSORS,
+            };
+        }
         if let Some(compression) = self.compression {
             raw.compression = match compression {
                 Compression::Store => sys::CKPT_STORE,
@@ -261,6 +290,7 @@ impl std::fmt::Debug for NpzOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NpzOptions")
             .field("layout", &self.layout)
+            .field("format", &self.format)
             .field("compression", &self.compression)
             .field("level", &self.level)
             .field("max_header_bytes", &self.max_header_bytes)

@@ -66,11 +66,14 @@ pub const CKPT_LAYOUT_OBJAX: u32 = 2;
 pub const CKPT_STORE: u32 = 0;
 pub const CKPT_DEFLATE: u32 = 1;
 pub const CKPT_NPZ_PARTIAL: u32 = 1;
-pub const CKPT_NPZ_OPTIONS_VERSION: u32 = 5;
+pub const CKPT_NPZ_OPTIONS_VERSION: u32 = 6;
 pub const CKPT_NPZ_MAP_UNVERIFIED: u32 = 2;
 pub const CKPT_NPZ_MAP_WRITABLE: u32 = 4;
 pub const CKPT_NPZ_KEEP_MANAGER_KEYS: u32 = 8;
 pub const CKPT_NPZ_CHUNK_HASHES: u32 = 16;
+pub const CKPT_FORMAT_AUTO: u32 = 0;
+pub const CKPT_FORMAT_NPZ: u32 = 1;
+pub const CKPT_FORMAT_SAFETENSORS: u32 = 2;
 
 // ------------------------------------------------------------------------------------------------ storage
 pub const CKPT_STORAGE_OPS_VERSION: u32 = 6;
@@ -194,6 +197,8 @@ pub struct ckpt_npz_options {
     pub flags: u32,
     // version 5
     pub base: *const c_char,
+    // version 6
+    pub format: u32,
 }
 
 #[repr(C)]
@@ -457,6 +462,7 @@ extern "C" {
     pub fn ckpt_npz_file_size(npz: *const ckpt_npz) -> u64;
     pub fn ckpt_npz_fortran_order(npz: *const ckpt_npz, i: usize) -> c_int;
     pub fn ckpt_npz_layout(npz: *const ckpt_npz) -> u32;
+    pub fn ckpt_npz_format(npz: *const ckpt_npz) -> u32;
     pub fn ckpt_npz_metadata(npz: *const ckpt_npz, key: *const c_char) -> *const c_char;
     pub fn ckpt_npz_metadata_count(npz: *const ckpt_npz) -> usize;
     pub fn ckpt_npz_metadata_key(npz: *const ckpt_npz, i: usize) -> *const c_char;

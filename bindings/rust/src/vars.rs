@@ -376,7 +376,15 @@ impl<'a> Vars<'a> {
     fn raw_data(&self, name: &str) -> Result<(*mut c_void, usize)> {
         let i = self.index_of(name)?;
         // SAFETY: i is in range.
-        unsafe { Ok((sys::ckpt_vars_data(self.as_ptr(), i), sys::ckpt_vars_nbytes(self.as_ptr(), i))) }
+        let (p, n) = unsafe { (sys::ckpt_vars_data(self.as_ptr(), i), sys::ckpt_vars_nbytes(self.as_ptr(), i)) };
+        if p.is_null() && n > 0 {
+            // A source (add_source): its bytes are pulled by saves, never held, so there is nothing to point at.
+            return Err(Error::new(
+                Code::InvalidArgument,
+                format!("variable '{name}' is a source: a save pulls its bytes, the collection holds none"),
+            ));
+        }
+        Ok((p, n))
     }
 
     fn typed_data<T: Element>(&self, name: &str) -> Result<(*mut c_void, usize)> {

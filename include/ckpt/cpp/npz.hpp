@@ -136,8 +136,10 @@ public:
     bool fortran_order(size_t i) const { return ckpt_npz_fortran_order(npz_, at(i)) != 0; }
     // The size in bytes of the file (or S3 object) as it was when opened.
     uint64_t file_size() const { return ckpt_npz_file_size(npz_); }
-    // The layout the file was read in: Layout::plain or Layout::objax.
+    // The layout the file was read in: Layout::plain or Layout::objax (plain for a safetensors file).
     Layout layout() const { return static_cast<Layout>(ckpt_npz_layout(npz_)); }
+    // The file's format, told by its content: Format::npz or Format::safetensors.
+    Format format() const { return static_cast<Format>(ckpt_npz_format(npz_)); }
     // The position of name, or nullopt.
     std::optional<size_t> find(const std::string& name) const {
         size_t i = 0;

@@ -29,6 +29,13 @@ enum class Compression : uint32_t {
     store = CKPT_STORE,
     deflate = CKPT_DEFLATE,
 };
+// CKPT_FORMAT_*: the file format.
+enum class Format : uint32_t {
+    automatic = CKPT_FORMAT_AUTO,           // saving: safetensors for a path ending in ".safetensors", else .npz;
+                                            // reading: either, told by the content
+    npz = CKPT_FORMAT_NPZ,                  // a zip of .npy members, as numpy.savez writes
+    safetensors = CKPT_FORMAT_SAFETENSORS,  // an 8-byte length, a JSON header, the tensors' bytes
+};
 
 // ckpt_npz_options. Zero values keep ckpt's defaults.
 struct NpzOptions {
@@ -64,6 +71,10 @@ struct NpzOptions {
     // full save with chunk hashes: a base that cannot serve (missing, or without chunk hashes) makes a full save,
     // never an error. "" = none.
     std::string base;
+    // What saves write and reads require. A safetensors file has no layouts and no compression, and holds no
+    // complex128, string, bytes or void arrays: such a save fails (Error, CKPT_EUNSUPPORTED) before anything is
+    // written.
+    Format format = Format::automatic;
 };
 
 namespace detail {
@@ -136,6 +147,7 @@ struct CNpzOptions {
         if (o.map_writable) c.flags |= CKPT_NPZ_MAP_WRITABLE;
         if (o.chunk_hashes) c.flags |= CKPT_NPZ_CHUNK_HASHES;
         c.base = o.base.empty() ? nullptr : o.base.c_str();
+        c.format = static_cast<uint32_t>(o.format);
         c.storage = storage.get();
         if (cb != nullptr && cb->rename) {
             c.rename = &NpzCallbacks::rename_fn;

@@ -13,6 +13,7 @@ mod npz;
 mod partial;
 #[cfg(feature = "s3")]
 mod s3;
+mod safetensors;
 mod storage;
 mod threads;
 mod vars;

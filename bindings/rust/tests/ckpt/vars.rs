@@ -263,6 +263,9 @@ fn a_source_is_saved_as_the_array_it_reads_and_its_error_fails_the_save() {
         })
         .unwrap();
         assert!(vars.is_source(0));
+        // A source holds no bytes to look at: an error, never a slice over nothing.
+        assert_eq!(vars.bytes("w").unwrap_err().code(), Code::InvalidArgument);
+        assert_eq!(vars.get::<u8>("w").unwrap_err().code(), Code::InvalidArgument);
         let path = dir.join("s.npz");
         vars.save_with(&path, &NpzOptions::new().compression(compression)).unwrap();
         assert_eq!(Vars::read(&path).unwrap().get::<u8>("w").unwrap(), &values[..]);

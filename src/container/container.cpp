@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "container/container.hpp"
+
+#include "container/npz_container.hpp"
+#include "container/safetensors_container.hpp"
+#include "core/error.hpp"
+#include "safetensors/safetensors_reader.hpp"
+#include "safetensors/safetensors_writer.hpp"
+
+namespace ckpt::core {
+
+namespace {
+
+constexpr std::string_view kSafetensorsSuffix = ".safetensors";
+
+}  // namespace
+
+const char* format_name(Format f) {
+    switch (f) {
+        case Format::npz: return "npz";
+        case Format::safetensors: return "safetensors";
+        case Format::automatic: break;
+    }
+    return "automatic";
+}
+
+Format format_for_path(const std::string& path) {
+    const std::string name = base_name(path);
+    return name.size() > kSafetensorsSuffix.size() && name.compare(name.size() - kSafetensorsSuffix.size(),
+                                                                   kSafetensorsSuffix.size(), kSafetensorsSuffix) == 0
+               ? Format::safetensors
+               : Format::npz;
+}
+
+VarCollection Container::read_all() {
+    std::vector<Array> arrays;
+    std::vector<Job> jobs;
+    arrays.reserve(size());
+    jobs.reserve(size());
+    for (size_t i = 0; i < size(); ++i) {
+        const ArrayInfo a = array(i);
+        arrays.push_back(Array::allocate(a.dtype, a.itemsize, a.shape, false));
+        jobs.push_back({i, arrays.back().data()});
+    }
+    read_entries(jobs);
+    VarCollection vars;
+    for (size_t i = 0; i < size(); ++i) vars.add(array(i).name, std::move(arrays[i]));
+    vars.metadata() = metadata();
+    return vars;
+}
+
+std::unique_ptr<Container> open_container(Storage& storage, const std::string& path,
+                                          const ContainerReadOptions& options) {
+    return open_container(storage.open_read(path), path, options);
+}
+
+std::unique_ptr<Container> open_container(std::unique_ptr<InputFile> file, std::string label,
+                                          const ContainerReadOptions& options) {
+    unsigned char start[kSafetensorsLengthBytes + 1];
+    size_t n = 0;
+    while (n < sizeof start) {
+        const size_t got = file->read_at(n, start + n, sizeof start - n);
+        if (got == 0) break;
+        n += got;
+    }
+    // By content; a file that is neither (truncated, empty, not a checkpoint) is refused by the reader its name asks
+    // for, whose message then says what is wrong with it as that format.
+    const bool zip = n >= 2 && start[0] == 'P' && start[1] == 'K';
+    const Format found = looks_like_safetensors(start, n) ? Format::safetensors
+                         : zip                            ? Format::npz
+                                                          : format_for_path(label);
+    if (options.format != Format::automatic && options.format != found)
+        fail(Code::format, "{}: not a {} file (its first bytes are those of a {} file)", label,
+             format_name(options.format), format_name(found));
+    if (found == Format::safetensors) {
+        SafetensorsReadOptions st;
+        st.max_tensors = options.npz.max_members;
+        st.max_total_bytes = options.npz.max_total_bytes;
+        return std::make_unique<SafetensorsContainer>(SafetensorsReader(std::move(file), std::move(label), st),
+                                                      options.writable_views, options.npz.progress);
+    }
+    return std::make_unique<NpzContainer>(NpzReader(std::move(file), std::move(label), options.npz),
+                                          options.verify_views, options.writable_views);
+}
+
+Format format_of_save(const std::string& path, const ContainerWriteOptions& options) {
+    return options.format == Format::automatic ? format_for_path(path) : options.format;
+}
+
+void check_save(const std::string& path, Format format, const VarCollection& vars,
+                const ContainerWriteOptions& options) {
+    if (format != Format::safetensors) return;
+    if (options.npz.deflate)
+        fail(Code::invalid, "{}: safetensors files are not compressed: save it stored, or as .npz to deflate it", path);
+    if (options.npz.layout == Layout::objax)
+        fail(Code::invalid, "{}: safetensors files have no objax layout: each array is saved under its name", path);
+    try {
+        check_safetensors_types(vars);
+    } catch (const Error& e) {
+        rethrow_with_context(e, path);
+    }
+}
+
+uint64_t write_container(OutputFile& out, Format format, const VarCollection& vars,
+                         const ContainerWriteOptions& options) {
+    if (format != Format::safetensors) return write_npz(out, vars, options.npz);
+    SafetensorsWriteOptions st;
+    st.progress = options.npz.progress;
+    st.before_write = options.npz.before_write;
+    st.manager_keys = options.npz.manager_keys;
+    return write_safetensors(out, vars, st);
+}
+
+void save_container(Storage& storage, const std::string& path, const VarCollection& vars,
+                    const ContainerWriteOptions& options) {
+    const Format format = format_of_save(path, options);
+    check_save(path, format, vars, options);
+    write_atomically(storage, path, [&](OutputFile& out) { write_container(out, format, vars, options); });
+}
+
+void restore_container(Container& file, VarCollection& vars, const Renamer& rename, bool partial) {
+    vars.check_restorable(file.label());
+    for (size_t v = 0; v < vars.size(); ++v) vars.set_restored(v, false);
+    const auto stored = [&](size_t i) {
+        const ArrayInfo a = file.array(i);
+        return StoredArray{a.name, a.dtype, a.itemsize, a.shape};
+    };
+    const std::vector<std::optional<size_t>> source =
+        match_stored(vars, file.size(), stored, RestoreMatch{file.label(), "file", rename, partial});
+
+    std::vector<Container::Job> jobs;
+    jobs.reserve(vars.size());
+    for (size_t v = 0; v < vars.size(); ++v)
+        if (source[v]) jobs.push_back({*source[v], vars.array(v).data()});
+    // Copied before the arrays are read, then moved in: running out of memory leaves the metadata as it was
+    // (a copy assignment could stop halfway through the keys).
+    Metadata metadata = file.metadata();
+    file.read_entries(jobs);
+    vars.metadata() = std::move(metadata);
+    for (size_t v = 0; v < vars.size(); ++v) vars.set_restored(v, source[v].has_value());
+}
+
+}  // namespace ckpt::core
