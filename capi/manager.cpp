@@ -104,6 +104,8 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
         m.incremental = (o.flags & CKPT_MANAGER_FULL_SAVES) == 0;
         m.full_every = o.full_every;
         m.queue_depth = o.queue_depth == 0 ? 1 : o.queue_depth;
+        // The npz options' format is the checkpoints' (AUTO: .npz, the manager's names having no other to follow).
+        m.format = npz.format == CKPT_FORMAT_SAFETENSORS ? ckpt::core::Format::safetensors : ckpt::core::Format::npz;
         m.npz_write = ckpt::capi::write_options(npz).npz;
         m.npz_read = ckpt::capi::read_options(npz).npz;
         m.npz_read.layout = ckpt::core::Layout::automatic;  // the npz layout says how to write; reading detects either

@@ -722,7 +722,10 @@ typedef struct ckpt_manager_options {
                                       one: the next save commits the step before it */
     const char *subdir;            /* NULL = "ckpt" (objax DIR_NAME); "" = the logdir itself; copied */
     const ckpt_npz_options *npz;   /* NULL = defaults; copied. Its layout is how saves write (reads detect either);
-                                      its storage and base fields are ignored (see storage, full_every) */
+                                      its storage and base fields are ignored (see storage, full_every). Its format
+                                      (since 0.10) names the checkpoints: CKPT_FORMAT_SAFETENSORS saves
+                                      "<index>.safetensors" (with no incremental saves, and no communicator), AUTO
+                                      and NPZ "<index>.npz"; every manager lists, restores and retains both */
     ckpt_log_fn log;
     void *log_payload;
     ckpt_storage *storage;         /* NULL = the local filesystem; the manager keeps its own reference */
@@ -869,8 +872,9 @@ CKPT_API int ckpt_manager_wait(ckpt_manager *m);
  * With a comm and CKPT_MANAGER_ASYNC it first commits the step saved last, as ckpt_manager_wait (collective).
  * NULL is fine (CKPT_OK). Since 0.6. */
 CKPT_API int ckpt_manager_close(ckpt_manager *m);
-/* objax's checkpoint_idx: "…/0000000042.npz" -> 42; -1 if the file name is not a checkpoint's (ten or more
- * digits, no extra leading zero, ".npz"). NULL gives -1. Since 0.6. */
+/* objax's checkpoint_idx: "…/0000000042.npz" -> 42 (and, since 0.10, "…/0000000042.safetensors" -> 42); -1 if the
+ * file name is not a checkpoint's (ten or more digits, no extra leading zero, ".npz" or ".safetensors"). NULL gives
+ * -1. Since 0.6. */
 CKPT_API int64_t ckpt_checkpoint_idx(const char *filename);
 
 #ifdef __cplusplus

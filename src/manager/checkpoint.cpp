@@ -39,18 +39,31 @@ void on_rank_zero_for_all(Comm& comm, const std::function<void()>& work) {
     if (code != 0) throw Error(static_cast<Code>(code), fmt::format("{} (on rank 0 of {})", error, comm.size()));
 }
 
-constexpr std::string_view kSuffix = ".npz";
+std::string_view suffix_of(Format format) { return format == Format::safetensors ? ".safetensors" : ".npz"; }
 
 }  // namespace
 
-std::optional<int64_t> checkpoint_index(const std::string& filename) {
+std::optional<CheckpointFile> checkpoint_file(const std::string& filename) {
     const std::string base = base_name(filename);
     const std::string_view name = base;
-    if (name.size() <= kSuffix.size() || name.substr(name.size() - kSuffix.size()) != kSuffix) return std::nullopt;
-    return parse_padded_index(name.substr(0, name.size() - kSuffix.size()));
+    for (const Format format : {Format::npz, Format::safetensors}) {
+        const std::string_view suffix = suffix_of(format);
+        if (name.size() <= suffix.size() || name.substr(name.size() - suffix.size()) != suffix) continue;
+        const std::optional<int64_t> index = parse_padded_index(name.substr(0, name.size() - suffix.size()));
+        if (!index) return std::nullopt;
+        return CheckpointFile{*index, format};
+    }
+    return std::nullopt;
 }
 
-std::string checkpoint_name(int64_t index) { return padded_index(index) + std::string(kSuffix); }
+std::optional<int64_t> checkpoint_index(const std::string& filename) {
+    const std::optional<CheckpointFile> file = checkpoint_file(filename);
+    return file ? std::optional<int64_t>(file->index) : std::nullopt;
+}
+
+std::string checkpoint_name(int64_t index, Format format) {
+    return padded_index(index) + std::string(suffix_of(format));
+}
 
 namespace {
 [[noreturn]] void fail_taken_over(const std::string& dir) {
@@ -102,6 +115,12 @@ void CheckpointManager::Options::check(const std::string& dir) const {
         fail(Code::invalid, "{}: keep_best {} needs a best_metric", dir, keep_best);
     if (read_only && async)
         fail(Code::invalid, "{}: a read-only manager makes no saves, so asynchronous saves have no use", dir);
+    if (format == Format::automatic) fail(Code::invalid, "{}: a manager saves in one format, npz or safetensors", dir);
+    if (comm && format == Format::safetensors)
+        fail(Code::invalid,
+             "{}: sharded steps are saved as .npz shards; a manager with a communicator cannot save "
+             "safetensors yet",
+             dir);
 }
 
 CheckpointManager::CheckpointManager(std::string dir, Options options)
@@ -130,7 +149,7 @@ CheckpointManager::CheckpointManager(std::string dir, Options options)
     writer_ = std::make_unique<Writer>(kind, options_.queue_depth, options_.storage);
     if (options_.async) snapshots_ = SnapshotPool::create(options_.queue_depth, options_.max_staging_bytes);
     last_save_ns_ = now_ns();
-    if (options_.incremental && !options_.read_only) {
+    if (options_.incremental && !options_.read_only && options_.format == Format::npz) {
         try {
             clones_ = options_.storage->clones(dir_);
         } catch (const Error&) {
@@ -195,7 +214,7 @@ Metadata CheckpointManager::metadata_of(const Step& step) const {
     // Opening reads the file's directory or header (and an npz file's metadata member), never the arrays.
     ContainerReadOptions read;
     read.npz = options_.npz_read;
-    return open_container(*options_.storage, file_path(step.index), read)->metadata();
+    return open_container(*options_.storage, path_of(step), read)->metadata();
 }
 
 std::vector<CheckpointFacts> CheckpointManager::facts(const std::vector<Step>& steps, bool owned) {
@@ -239,7 +258,18 @@ CheckpointManager::~CheckpointManager() {
     }
 }
 
-std::string CheckpointManager::file_path(int64_t index) const { return join_path(dir_, checkpoint_name(index)); }
+std::string CheckpointManager::file_path(int64_t index) const {
+    return join_path(dir_, checkpoint_name(index, options_.format));
+}
+void CheckpointManager::remove_other_format(int64_t index) {
+    const Format other = options_.format == Format::npz ? Format::safetensors : Format::npz;
+    try {  // best effort, as retention: the save has succeeded, and the listing shows this manager's format first
+        options_.storage->remove(join_path(dir_, checkpoint_name(index, other)));
+        log(info, fmt::format("Removed {}, replaced by checkpoint {} saved as {}", checkpoint_name(index, other), index,
+                              format_name(options_.format)));
+    } catch (const Error&) {}
+}
+
 std::string CheckpointManager::step_path(int64_t index) const { return join_path(dir_, step_dir_name(index)); }
 
 std::string CheckpointManager::path(int64_t index) const {
@@ -248,7 +278,7 @@ std::string CheckpointManager::path(int64_t index) const {
 }
 
 std::string CheckpointManager::path_of(const Step& step) const {
-    return step.sharded ? step_path(step.index) : file_path(step.index);
+    return step.sharded ? step_path(step.index) : join_path(dir_, checkpoint_name(step.index, step.format));
 }
 
 std::vector<CheckpointManager::Step> CheckpointManager::steps() const {
@@ -272,8 +302,14 @@ std::vector<CheckpointManager::Step> CheckpointManager::steps_in(const Storage::
         out.push_back(Step{*i, true});
     }
     for (const std::string& name : entries.files)
-        if (auto i = checkpoint_index(name); i && !sharded.count(*i)) out.push_back(Step{*i, false});
-    std::sort(out.begin(), out.end(), [](const Step& a, const Step& b) { return a.index < b.index; });
+        if (auto f = checkpoint_file(name); f && !sharded.count(f->index))
+            out.push_back(Step{f->index, false, f->format});
+    // An index saved in both formats (a run that changed its format) counts once: as this manager saves it.
+    std::sort(out.begin(), out.end(), [&](const Step& a, const Step& b) {
+        return a.index != b.index ? a.index < b.index : (a.format == options_.format) > (b.format == options_.format);
+    });
+    out.erase(std::unique(out.begin(), out.end(), [](const Step& a, const Step& b) { return a.index == b.index; }),
+              out.end());
     return out;
 }
 
@@ -388,18 +424,17 @@ std::optional<size_t> CheckpointManager::retain(int64_t just_saved) {
         } else {
             for (const Step& step : on_disk) known.push_back(CheckpointFacts{step.index, std::nullopt, std::nullopt});
         }
-        std::set<int64_t> sharded;
-        for (const Step& step : on_disk)
-            if (step.sharded) sharded.insert(step.index);
+        std::map<int64_t, Step> by_index;
+        for (const Step& step : on_disk) by_index.emplace(step.index, step);
         size_t left = on_disk.size();
         for (int64_t i : checkpoints_to_delete(known, policy, just_saved, now_ns())) {
             try {
-                const Step step{i, sharded.count(i) != 0};
+                const Step step = by_index.at(i);
                 remember_facts(step, std::nullopt);
                 if (step.sharded)
                     remove_step(*options_.storage, step_path(i));
                 else
-                    options_.storage->remove(file_path(i));
+                    options_.storage->remove(path_of(step));
                 --left;
             } catch (const Error& e) {
                 // The new checkpoint is safe; a file that could not go is retried by the next save's retention.
@@ -423,6 +458,12 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
     };
     if (!options_.comm) check_arguments();
     const std::string target = file_path(index);
+    {
+        ContainerWriteOptions w;  // what the format cannot hold is refused now, not when a background save runs
+        w.format = options_.format;
+        w.npz = options_.npz_write;
+        check_save(target, options_.format, vars, w);
+    }
     int64_t saved_at = now_ns();
     if (options_.comm) {
         finish_pending();  // the previous asynchronous step: its error, on every rank, means this save is not made
@@ -483,7 +524,10 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
             std::unique_ptr<ChunkBase> base = full ? nullptr : open_base(index, &base_index);
             o.base = base.get();
             o.shared_bytes = shared.get();
-            *size = write_npz(out, *data, o);
+            ContainerWriteOptions w;
+            w.format = options_.format;
+            w.npz = o;
+            *size = write_container(out, options_.format, *data, w);
             if (*shared > 0)
                 log(info, fmt::format("Checkpoint {} shares {} of its {} with checkpoint {}", index, byte_size(*shared),
                                       byte_size(*size), base_index));
@@ -492,6 +536,7 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
         false,
         [this, index, size, saved, saved_facts, npz] {
             remember_facts(saved, saved_facts);
+            remove_other_format(index);
             if (npz.chunk_hashes) {  // the next save's base, as it is now
                 base_listed_ = true;
                 try {
@@ -707,9 +752,10 @@ void CheckpointManager::committed(int64_t index, double commit_ms) {
     remember_facts(Step{index, false}, std::nullopt);
     // A file of the same index is replaced by the step (the listing shows the step already).
     while_owner(fmt::format("removing the file replaced by step {}", index), [&] {
-        try {
-            options_.storage->remove(file_path(index));
-        } catch (const Error&) {
+        for (const Format format : {Format::npz, Format::safetensors}) {
+            try {
+                options_.storage->remove(join_path(dir_, checkpoint_name(index, format)));
+            } catch (const Error&) {}
         }
     });
     apply_retention(index);

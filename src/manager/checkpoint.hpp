@@ -36,11 +36,19 @@
 
 namespace ckpt::core {
 
-// "…/0000000042.npz" -> 42; nullopt for anything that is not a checkpoint name (ten or more digits, no leading
-// zero beyond the ten-digit padding, ".npz", no larger than INT64_MAX).
+// A checkpoint file's name: its index and format.
+struct CheckpointFile {
+    int64_t index;
+    Format format;
+};
+// "…/0000000042.npz" -> {42, npz}, "…/0000000042.safetensors" -> {42, safetensors}; nullopt for anything that is not
+// a checkpoint name (ten or more digits, no leading zero beyond the ten-digit padding, ".npz" or ".safetensors", no
+// larger than INT64_MAX).
+std::optional<CheckpointFile> checkpoint_file(const std::string& filename);
+// The index of checkpoint_file.
 std::optional<int64_t> checkpoint_index(const std::string& filename);
-// "0000000042.npz"
-std::string checkpoint_name(int64_t index);
+// "0000000042.npz", "0000000042.safetensors"
+std::string checkpoint_name(int64_t index, Format format = Format::npz);
 
 // A manager's hold on its directory: manager/dir_claim.hpp.
 class DirClaim;
@@ -67,6 +75,9 @@ public:
         bool make_dir = true;
         bool read_only = false;  // no lock, no cleanup, no directory made, no saves: for tools and evaluators
         size_t queue_depth = 1;
+        // The format of the checkpoints this manager saves (npz or safetensors: "<index>.npz", "<index>.safetensors").
+        // It lists, restores and retains both. Incremental saves and sharded steps are .npz's alone for now.
+        Format format = Format::npz;
         NpzWriteOptions npz_write;
         NpzReadOptions npz_read;
         Renamer rename;
@@ -149,13 +160,16 @@ private:
     struct Step {
         int64_t index;
         bool sharded;  // a step directory with a manifest (it hides a file of the same index)
+        Format format = Format::npz;  // a file's
     };
     // The checkpoints on disk, ascending, without waiting for background saves.
     std::vector<Step> steps() const;
     std::vector<Step> steps_in(const Storage::Entries& entries) const;  // of dir_'s listing
     std::optional<Step> find_step(int64_t index) const;
     std::string path_of(const Step& step) const;
-    std::string file_path(int64_t index) const;
+    std::string file_path(int64_t index) const;  // of a checkpoint this manager saves (its format)
+    // After a save of `index`: removes a file of that index in the other format (a run that changed its format).
+    void remove_other_format(int64_t index);
     std::string step_path(int64_t index) const;
     // The metadata of a checkpoint (the file's metadata member, or the step's manifest), reading nothing else.
     Metadata metadata_of(const Step& step) const;

@@ -20,7 +20,7 @@ void CheckpointManager::try_checkpoint(const Step& step, const Attempt& attempt)
         ContainerReadOptions read;
         read.npz = options_.npz_read;
         read.npz.read_ahead = true;
-        const std::unique_ptr<Container> file = open_container(*options_.storage, file_path(step.index), read);
+        const std::unique_ptr<Container> file = open_container(*options_.storage, path_of(step), read);
         attempt(file.get(), nullptr);
     }
 }
@@ -30,12 +30,13 @@ void CheckpointManager::log_resuming(const Step& step) const {
 }
 
 namespace {
-// The step of `index` among those listed; a file's when it is not there (opening it then says what is missing).
+// The step of `index` among those listed; a file of `format` when it is not there (opening it then says what is
+// missing).
 template <typename Steps>
-auto step_in(const Steps& steps, int64_t index) {
+auto step_in(const Steps& steps, int64_t index, Format format) {
     for (const auto& step : steps)
         if (step.index == index) return step;
-    return typename Steps::value_type{index, false};
+    return typename Steps::value_type{index, false, format};
 }
 }  // namespace
 
@@ -65,7 +66,7 @@ int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index, const A
         if (candidates.empty()) log(info, fmt::format("No checkpoints found in {}", dir_));
     }
     const bool fallback = !index && options_.fallback;
-    const auto try_one = [&](int64_t i) { try_checkpoint(step_in(listing(), i), attempt); };
+    const auto try_one = [&](int64_t i) { try_checkpoint(step_in(listing(), i, options_.format), attempt); };
     const auto skipped = [&](const std::string& why) {
         log(warning, fmt::format("Skipping unreadable checkpoint: {}", why));
     };
@@ -73,7 +74,7 @@ int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index, const A
                                     : newest_readable(
                                           candidates, fallback, dir_,
                                           [&](int64_t i) { return attempt_here([&] { try_one(i); }); }, skipped);
-    log_resuming(step_in(listing(), i));
+    log_resuming(step_in(listing(), i, options_.format));
     return i;
 }
 

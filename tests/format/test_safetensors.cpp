@@ -10,6 +10,7 @@
 
 #include <ckpt/ckpt.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -520,4 +521,127 @@ TEST_CASE("a restore from a safetensors file goes through the one matcher: renam
     CHECK(other[0] == 9);
     CHECK(ckpt_vars_restored(target.get(), 0) == 1);
     CHECK(ckpt_vars_restored(target.get(), 1) == 0);
+}
+
+namespace {
+
+using ckpt::testing::Manager;
+
+// A manager over `logdir` saving checkpoints in `format`, keeping the newest `keep`.
+Manager manager_of(const std::string& logdir, uint32_t format, int32_t keep = 0, uint32_t flags = 0) {
+    ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+    npz.format = format;
+    ckpt_manager_options o = CKPT_MANAGER_OPTIONS_INIT;
+    o.npz = &npz;
+    o.keep = keep;
+    o.flags = flags;
+    ckpt_manager* m = nullptr;
+    const int rc = ckpt_manager_open(&m, logdir.c_str(), &o);
+    INFO(ckpt_error_message());
+    REQUIRE(rc == CKPT_OK);
+    return Manager(m);
+}
+
+std::vector<int64_t> listed(ckpt_manager* m) {
+    std::vector<int64_t> out(64);
+    size_t n = 0;
+    REQUIRE(ckpt_manager_list(m, out.data(), out.size(), &n) == CKPT_OK);
+    out.resize(n);
+    return out;
+}
+
+// The files of `dir` but the hidden ones (the manager's lock).
+std::vector<std::string> names_in(const std::string& dir) {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+        if (e.path().filename().string()[0] != '.') out.push_back(e.path().filename().string());  // not the lock
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("a manager saving safetensors numbers, retains, restores and falls back as for .npz") {
+    TempDir tmp;
+    const std::string logdir = tmp.file("run");
+    int64_t step = 0;
+    float w[3] = {0, 0, 0};
+    const int64_t three[1] = {3};
+    Vars vars = new_vars();
+    REQUIRE(ckpt_vars_add(vars.get(), "w", CKPT_FLOAT32, 1, three, w, CKPT_BORROW) == CKPT_OK);
+    REQUIRE(ckpt_vars_add(vars.get(), "step", CKPT_INT64, 0, nullptr, &step, CKPT_BORROW) == CKPT_OK);
+    // A stale temporary of an interrupted safetensors save goes at the first save.
+    std::filesystem::create_directories(logdir + "/ckpt");
+    write_file(logdir + "/ckpt/.0000000007.safetensors.tmp-aB3dE9", "partial");
+    {
+        Manager m = manager_of(logdir, CKPT_FORMAT_SAFETENSORS, 3);
+        for (step = 1; step <= 5; ++step) {
+            w[0] = static_cast<float>(step);
+            REQUIRE(ckpt_manager_save(m.get(), vars.get(), step) == CKPT_OK);
+        }
+        CHECK(listed(m.get()) == std::vector<int64_t>{3, 4, 5});
+        char path[512];
+        REQUIRE(ckpt_manager_path(m.get(), 5, path, sizeof path) == CKPT_OK);
+        CHECK(std::string(path) == logdir + "/ckpt/0000000005.safetensors");
+        CHECK(ckpt_checkpoint_idx(path) == 5);
+    }
+    CHECK(names_in(logdir + "/ckpt") ==
+          std::vector<std::string>{"0000000003.safetensors", "0000000004.safetensors", "0000000005.safetensors"});
+    CHECK_FALSE(std::filesystem::exists(logdir + "/ckpt/.0000000007.safetensors.tmp-aB3dE9"));
+    // The files are safetensors, with the manager's keys in __metadata__.
+    const std::string newest = read_file(logdir + "/ckpt/0000000005.safetensors");
+    CHECK(newest.substr(8, 16) == "{\"__metadata__\":");
+    CHECK_THAT(newest, Contains("\"ckpt.index\":\"5\""));
+
+    // A corrupt newest checkpoint is skipped for the one before it.
+    write_file(logdir + "/ckpt/0000000005.safetensors", newest.substr(0, newest.size() - 1));
+    Manager m = manager_of(logdir, CKPT_FORMAT_SAFETENSORS);
+    step = 0;
+    int64_t restored = -1;
+    REQUIRE(ckpt_manager_restore(m.get(), vars.get(), CKPT_LATEST, &restored) == CKPT_OK);
+    CHECK(restored == 4);
+    CHECK(step == 4);
+    CHECK(w[0] == 4.0f);
+}
+
+TEST_CASE("a run that changes format lists, restores and retains both, one file per index") {
+    TempDir tmp;
+    const std::string logdir = tmp.file("run");
+    int64_t step = 0;
+    Vars vars = new_vars();
+    REQUIRE(ckpt_vars_add(vars.get(), "step", CKPT_INT64, 0, nullptr, &step, CKPT_BORROW) == CKPT_OK);
+    {
+        Manager npz = manager_of(logdir, CKPT_FORMAT_AUTO);  // .npz, the default
+        for (step = 1; step <= 3; ++step) REQUIRE(ckpt_manager_save(npz.get(), vars.get(), step) == CKPT_OK);
+    }
+    Manager m = manager_of(logdir, CKPT_FORMAT_SAFETENSORS, 3);
+    step = 0;
+    int64_t restored = -1;
+    REQUIRE(ckpt_manager_restore(m.get(), vars.get(), CKPT_LATEST, &restored) == CKPT_OK);
+    CHECK(restored == 3);
+    CHECK(step == 3);
+    // Saving index 3 again in the new format replaces the .npz of that index; retention removes old .npz files.
+    REQUIRE(ckpt_manager_save(m.get(), vars.get(), 3) == CKPT_OK);
+    step = 4;
+    REQUIRE(ckpt_manager_save(m.get(), vars.get(), 4) == CKPT_OK);
+    CHECK(listed(m.get()) == std::vector<int64_t>{2, 3, 4});
+    CHECK(names_in(logdir + "/ckpt") ==
+          std::vector<std::string>{"0000000002.npz", "0000000003.safetensors", "0000000004.safetensors"});
+    step = 5;
+    REQUIRE(ckpt_manager_save(m.get(), vars.get(), 5) == CKPT_OK);
+    CHECK(names_in(logdir + "/ckpt") ==
+          std::vector<std::string>{"0000000003.safetensors", "0000000004.safetensors", "0000000005.safetensors"});
+}
+
+TEST_CASE("a manager saving safetensors refuses what the format cannot hold at the save, even in the background") {
+    TempDir tmp;
+    Manager m = manager_of(tmp.file("run"), CKPT_FORMAT_SAFETENSORS, 0, CKPT_MANAGER_ASYNC);
+    Vars vars = new_vars();
+    const double z[2] = {1, 2};
+    const int64_t one[1] = {1};
+    REQUIRE(ckpt_vars_add(vars.get(), "z", CKPT_COMPLEX128, 1, one, z, CKPT_COPY) == CKPT_OK);
+    CHECK(ckpt_manager_save(m.get(), vars.get(), 1) == CKPT_EUNSUPPORTED);
+    CHECK_THAT(ckpt_error_message(), Contains("0000000001.safetensors: array 'z': safetensors has no complex128 type"));
+    CHECK(ckpt_manager_wait(m.get()) == CKPT_OK);
+    CHECK(listed(m.get()).empty());
 }

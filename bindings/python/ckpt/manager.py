@@ -18,7 +18,7 @@ def checkpoint_idx(filename: Union[str, bytes, os.PathLike]) -> int:
     checkpoint's (ten or more digits, no extra leading zero, ".npz")."""
     i = lib.ckpt_checkpoint_idx(os.fsencode(filename))
     if i < 0:
-        raise ValueError("%r is not a checkpoint file name (ten or more digits and .npz)" % (filename,))
+        raise ValueError("%r is not a checkpoint file name (ten or more digits and .npz or .safetensors)" % (filename,))
     return i
 
 
@@ -39,7 +39,7 @@ def _name_argument(value: Any, what: str = "name") -> bytes:
 
 
 class Manager:
-    """A directory ``<logdir>/<subdir>`` of checkpoints ``%010d.npz``, locked from this object's first save until
+    """A directory ``<logdir>/<subdir>`` of checkpoints ``%010d.npz`` (or ``.safetensors``), locked from this object's first save until
     it is closed.
 
     Saves are atomic and durable and record their index, time, ckpt's version and any ``metrics`` in the file's
@@ -54,6 +54,10 @@ class Manager:
     the copies queued saves hold (a save larger than it is written at once from the arrays, without a copy).
     Before each save the storage's free space is checked (the local filesystem's, or a Storage's ``free_space``):
     a save that cannot fit fails with StorageError and leaves the directory as it was.
+
+    ``format="safetensors"`` (libckpt 0.10.0 or newer) saves ``%010d.safetensors`` instead; every manager lists,
+    restores and retains checkpoints of both formats, so a run may change its format and resume. Its saves are full
+    ones, and it takes no ``comm`` (sharded steps are .npz shards).
 
     Saves are incremental (libckpt 0.9.0 or newer) where the storage can share blocks between files (XFS with
     reflink, btrfs; ``ckpt.NativeMemory`` copies instead): each file records its chunk hashes, and a save shares the
@@ -85,7 +89,7 @@ class Manager:
                  keep_best: int = 0, best_metric: Optional[str] = None, best_mode: str = "min", keep_seconds: int = 0,
                  save_every_steps: int = 0, save_every_seconds: int = 0, partial: bool = False,
                  max_staging_bytes: int = 0, comm: Any = None, incremental: bool = True, full_every: int = 0,
-                 **limits: Any) -> None:
+                 format: str = "npz", **limits: Any) -> None:  # noqa: A002
         """Opens (creating it unless ``makedir=False`` or ``read_only=True``) the checkpoint directory of `logdir`;
         see the class's documentation for the options. NotFoundError when the directory must exist and does not."""
         o = _native.ManagerOptions()
@@ -112,7 +116,10 @@ class Manager:
         if full_every:
             _native.require(_native.INCREMENTAL_SINCE, "ckpt.Manager(full_every=...)")
             o.full_every = full_every
-        self._npz = npz.options(layout=layout, compression=compression, level=level, partial=partial, **limits)
+        if format not in ("npz", "safetensors"):
+            raise errors.InvalidArgumentError(errors.EINVAL, "format must be 'npz' or 'safetensors', not %r" % (format,))
+        self._npz = npz.options(layout=layout, compression=compression, level=level, partial=partial,
+                                format="auto" if format == "npz" else format, **limits)
         o.npz = ctypes.pointer(self._npz)
         if log is not None:
             o.log = _native.LOG_FN(lambda level, message, payload: log(level, message.decode("utf-8", "replace")))

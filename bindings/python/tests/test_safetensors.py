@@ -179,3 +179,27 @@ def test_numeric_types_of_numpy_come_back_with_their_numpy_dtype(tmp_path):
     arrays = {np.dtype(t).name: np.ones(3, t) for t in NUMERIC if t is not np.complex128}
     back = safetensors.load(safetensors.save(arrays))
     assert {k: v.dtype for k, v in back.items()} == {k: v.dtype for k, v in arrays.items()}
+
+
+def test_a_manager_saving_safetensors_resumes_and_huggingface_hub_reads_its_checkpoints(tmp_path):
+    state = {"w": np.zeros(4, np.float32), "step": np.zeros((), np.int64)}
+    with ckpt.Manager(tmp_path / "run", keep=2, format="safetensors") as m:
+        for step in (1, 2, 3):
+            state["w"][:] = step
+            state["step"][...] = step
+            m.save(state, step)
+        assert m.list() == [2, 3]
+    names = sorted(n for n in os.listdir(tmp_path / "run" / "ckpt") if not n.startswith("."))  # not the lock
+    assert names == ["0000000002.safetensors", "0000000003.safetensors"]
+    assert ckpt.checkpoint_idx(names[-1]) == 3
+    state["w"][:] = 0
+    with ckpt.Manager(tmp_path / "run", format="safetensors") as m:
+        assert m.restore(state)[0] == 3
+    assert state["w"].tolist() == [3, 3, 3, 3] and int(state["step"]) == 3
+    # An .npz manager of the same directory resumes from them too.
+    with ckpt.Manager(tmp_path / "run") as m:
+        assert m.restore(state)[0] == 3
+    seen = hub_read(tmp_path / "run" / "ckpt" / names[-1])[0]
+    assert seen["tensors"]["w"]["dtype"] == "F32" and seen["metadata"]["ckpt.index"] == "3"
+    with pytest.raises(ckpt.InvalidArgumentError, match="format must be"):
+        ckpt.Manager(tmp_path / "other", format="gguf")
