@@ -106,6 +106,11 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
         m.queue_depth = o.queue_depth == 0 ? 1 : o.queue_depth;
         // The npz options' format is the checkpoints' (AUTO: .npz, the manager's names having no other to follow).
         m.format = npz.format == CKPT_FORMAT_SAFETENSORS ? ckpt::core::Format::safetensors : ckpt::core::Format::npz;
+        if (npz.max_shard_bytes > 0)
+            ckpt::core::fail(Code::invalid,
+                             "ckpt_manager_open: {}: a manager saves one file per checkpoint; "
+                             "max_shard_bytes is for ckpt_npz_save",
+                             logdir);
         m.npz_write = ckpt::capi::write_options(npz).npz;
         m.npz_read = ckpt::capi::read_options(npz).npz;
         m.npz_read.layout = ckpt::core::Layout::automatic;  // the npz layout says how to write; reading detects either

@@ -70,6 +70,7 @@ ckpt::core::ContainerWriteOptions write_options(const ckpt_npz_options& o) {
     w.progress.payload = o.progress_payload;
     w.manager_keys = (o.flags & CKPT_NPZ_KEEP_MANAGER_KEYS) != 0;
     w.chunk_hashes = !w.deflate && ((o.flags & CKPT_NPZ_CHUNK_HASHES) != 0 || o.base != nullptr);
+    options.max_shard_bytes = o.max_shard_bytes;
     return options;
 }
 
@@ -300,7 +301,7 @@ CKPT_API int ckpt_npz_byte_order(const ckpt_npz* npz, size_t i) {
 CKPT_API int ckpt_npz_fortran_order(const ckpt_npz* npz, size_t i) {
     return in_range(npz, i) && npz->file->placement(i).fortran_order ? 1 : 0;
 }
-CKPT_API uint64_t ckpt_npz_file_size(const ckpt_npz* npz) { return npz == nullptr ? 0 : npz->file->file().size(); }
+CKPT_API uint64_t ckpt_npz_file_size(const ckpt_npz* npz) { return npz == nullptr ? 0 : npz->file->file_size(); }
 CKPT_API uint32_t ckpt_npz_layout(const ckpt_npz* npz) {
     return npz == nullptr ? 0 : npz->file->layout() == Layout::objax ? CKPT_LAYOUT_OBJAX : CKPT_LAYOUT_PLAIN;
 }

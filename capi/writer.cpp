@@ -149,6 +149,10 @@ CKPT_API int ckpt_writer_save_vars(ckpt_writer* w, const char* out_dir, const ch
             ckpt::core::fail(Code::invalid, "ckpt_writer_save_vars: unknown flags {}", flags);
         const ckpt_npz_options o = ckpt::capi::checked_npz_options(npz, "ckpt_writer_save_vars");
         const ckpt::core::ContainerWriteOptions options = ckpt::capi::write_options(o);
+        if (options.max_shard_bytes > 0)
+            ckpt::core::fail(Code::invalid,
+                             "ckpt_writer_save_vars: a writer saves one file; max_shard_bytes is for "
+                             "ckpt_npz_save");
         const ckpt::core::Format format = ckpt::core::format_of_save(to.path, options);
         ckpt::core::check_save(to.path, format, vars->vc, options);  // refused now, not when the save runs
         std::string base =

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <csignal>
 #include <cstring>
 #include <functional>
@@ -114,8 +115,33 @@ struct ConvertOptions {
     std::string deflate;  // "" (not given), "true" (given without a level) or the level
     bool store = false;
     bool chunk_hashes = false;
-    std::string base;  // "": none
+    std::string base;              // "": none
+    uint64_t max_shard_bytes = 0;  // --max-shard-size: Hugging Face's sharded layout; 0: one file
 };
+
+// "5GB" (10^9 bytes), "500MiB" (2^20), "1000": a shard size as huggingface_hub and transformers take it.
+std::string parse_shard_size(const std::string& text, uint64_t& bytes) {
+    size_t digits = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    if (digits == 0 || digits > 15)
+        return "the size is a whole number with an optional unit (5GB, 500MiB), not '" + text + "'";
+    std::string unit = text.substr(digits);
+    for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const std::pair<const char*, uint64_t> units[] = {{"", 1},
+                                                      {"B", 1},
+                                                      {"KB", 1000},
+                                                      {"MB", 1000000},
+                                                      {"GB", 1000000000},
+                                                      {"KIB", 1 << 10},
+                                                      {"MIB", 1 << 20},
+                                                      {"GIB", uint64_t{1} << 30}};
+    for (const auto& [name, factor] : units) {
+        if (unit != name) continue;
+        bytes = std::stoull(text.substr(0, digits)) * factor;
+        return bytes > 0 ? "" : "the size must be more than 0";
+    }
+    return "unknown unit '" + text.substr(digits) + "' (B, kB, MB, GB, KiB, MiB, GiB)";
+}
 
 // What IN holds, as sources: the arrays and their readers, the metadata, and the defaults for what the options leave
 // alone.
@@ -214,6 +240,12 @@ bool is_safetensors_name(const std::string& out) {
 int run_convert(const ConvertOptions& o) {
     const bool safetensors = is_safetensors_name(o.out);
     // Options the format has no use for are a wrong command line, refused before IN is opened.
+    if (o.max_shard_bytes > 0 && !safetensors)
+        throw Failure(kExitUsage,
+                      fmt::format("{}: --max-shard-size writes Hugging Face's sharded safetensors layout: name OUT "
+                                  "DIR/model.safetensors",
+                                  o.out),
+                      CKPT_EINVAL);
     if (safetensors && (!o.deflate.empty() || o.layout == "objax"))
         throw Failure(kExitUsage,
                       fmt::format("{}: safetensors files have {}; --deflate and --layout objax are for .npz files",
@@ -242,6 +274,7 @@ int run_convert(const ConvertOptions& o) {
     save_opts.flags = CKPT_NPZ_KEEP_MANAGER_KEYS;  // a copy of a checkpoint keeps what its manager recorded
     if (o.chunk_hashes) save_opts.flags |= CKPT_NPZ_CHUNK_HASHES;
     if (!o.base.empty()) save_opts.base = o.base.c_str();
+    save_opts.max_shard_bytes = o.max_shard_bytes;
     progress.start("writing " + o.out, 0);
     const int rc = ckpt_npz_save(o.out.c_str(), input.vars.get(), &save_opts);
     progress.clear();
@@ -287,6 +320,16 @@ Command add_convert(CLI::App& parent) {
                     "that clones: XFS, btrfs); implies --chunk-hashes. `ckpt convert F F --base F` re-saves F at "
                     "no cost in space")
         ->type_name("FILE");
+    app->add_option_function<std::string>(
+           "--max-shard-size",
+           [o](const std::string& text) {
+               const std::string problem = parse_shard_size(text, o->max_shard_bytes);
+               if (!problem.empty()) throw CLI::ValidationError("--max-shard-size", problem);
+           },
+           "Hugging Face's sharded layout for OUT = DIR/model.safetensors: shards model-00001-of-0000N.safetensors "
+           "... of at most SIZE bytes of tensors (5GB, 500MiB, 1000000) and model.safetensors.index.json; OUT alone "
+           "when everything fits")
+        ->type_name("SIZE");
     return {app, [o] { return run_convert(*o); }};
 }
 

@@ -276,6 +276,11 @@ typedef struct ckpt_npz_options {
      * path whose name ends in ".safetensors" and .npz for any other. Reads: CKPT_FORMAT_AUTO tells the format by the
      * file's first bytes; another value refuses a file of the other format (CKPT_EFORMAT). Since 0.10. */
     uint32_t format;
+    /* version 6: ckpt_npz_save of a safetensors path "DIR/model.safetensors": Hugging Face's sharded layout, with at
+     * most this many bytes of tensors per shard — "DIR/model-00001-of-0000N.safetensors" … and
+     * "DIR/model.safetensors.index.json", or "DIR/model.safetensors" alone when everything fits one shard
+     * (docs/format.md, "Sharded safetensors"). 0 = one file. Since 0.10. */
+    uint64_t max_shard_bytes;
 } ckpt_npz_options;
 /* File formats: the opts->format of ckpt_npz_options, and what ckpt_npz_format tells of an open file. */
 #define CKPT_FORMAT_AUTO 0u
@@ -303,7 +308,7 @@ typedef struct ckpt_npz_options {
 #define CKPT_NPZ_OPTIONS_VERSION 6
 /* Every field spelled out, so -Wmissing-field-initializers stays quiet. */
 /* clang-format off */
-#define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0, NULL, 0}
+#define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0, NULL, 0, 0}
 /* clang-format on */
 
 /* Fills *opts with the defaults of struct version `version` (pass CKPT_NPZ_OPTIONS_VERSION), writing only the
@@ -329,10 +334,13 @@ CKPT_API int ckpt_npz_save(const char *path, const ckpt_vars *vars, const ckpt_n
 
 /* Reads every array of the .npz or safetensors file at `path` into a new collection (*out, owned by the caller), in
  * member order (a safetensors file's: its header's), with the file's metadata. The format is told by the content
- * (docs/format.md, "Telling the formats apart"); a safetensors file is checked by every rule of the reference reader
- * and more (docs/format.md, "safetensors"). For .npz, the layout is detected unless opts->layout says otherwise.
- * Members are verified fully: zip structure, npy headers, exact sizes and CRC-32. Big-endian and Fortran-order data is
- * converted to native C order. Types: what the metadata member records decides; without a record, raw bytes '|V2' or
+ * (docs/format.md, "Telling the formats apart"); a path ending in ".index.json", or a folder holding
+ * "model.safetensors" or "model.safetensors.index.json", is Hugging Face's sharded layout read as one checkpoint (its
+ * shards' tensors, checked to be each in the shard the index names, and every shard's listed); a safetensors file is
+ * checked by every rule of the reference reader and more (docs/format.md, "safetensors"). For .npz, the layout is
+ * detected unless opts->layout says otherwise. Members are verified fully: zip structure, npy headers, exact sizes and
+ * CRC-32. Big-endian and Fortran-order data is converted to native C order. Types: what the metadata member records
+ * decides; without a record, raw bytes '|V2' or
  * '<V2' read as CKPT_BFLOAT16 (as jax.numpy.load assumes), other '|V<n>' as CKPT_VOID, '<f1' as CKPT_FLOAT8_E5M2
  * (ml_dtypes' np.save), and ml_dtypes names ('bfloat16', 'float8_e4m3fn', …) as those types. A malformed metadata
  * member (not JSON of the documented shape, an unknown dtype name, a dtype for an array that is not there or of another

@@ -1,17 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "container/container.hpp"
 
+#include "container/hf_index_container.hpp"
+#include "container/hf_save.hpp"
 #include "container/npz_container.hpp"
 #include "container/safetensors_container.hpp"
 #include "core/error.hpp"
+#include "safetensors/hf_index.hpp"
 #include "safetensors/safetensors_reader.hpp"
 #include "safetensors/safetensors_writer.hpp"
+
+#include <exception>
 
 namespace ckpt::core {
 
 namespace {
 
 constexpr std::string_view kSafetensorsSuffix = ".safetensors";
+constexpr std::string_view kModelFile = "model.safetensors";  // what a model's folder holds, as transformers names it
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
 
 }  // namespace
 
@@ -25,11 +35,7 @@ const char* format_name(Format f) {
 }
 
 Format format_for_path(const std::string& path) {
-    const std::string name = base_name(path);
-    return name.size() > kSafetensorsSuffix.size() && name.compare(name.size() - kSafetensorsSuffix.size(),
-                                                                   kSafetensorsSuffix.size(), kSafetensorsSuffix) == 0
-               ? Format::safetensors
-               : Format::npz;
+    return ends_with(base_name(path), kSafetensorsSuffix) ? Format::safetensors : Format::npz;
 }
 
 VarCollection Container::read_all() {
@@ -51,7 +57,34 @@ VarCollection Container::read_all() {
 
 std::unique_ptr<Container> open_container(Storage& storage, const std::string& path,
                                           const ContainerReadOptions& options) {
-    return open_container(storage.open_read(path), path, options);
+    const auto index = [&](const std::string& index_path) -> std::unique_ptr<Container> {
+        if (options.format == Format::npz)
+            fail(Code::format, "{}: not a npz file (an index of safetensors shards)", path);
+        return std::make_unique<HfIndexContainer>(storage, index_path, options);
+    };
+    if (ends_with(path, kIndexSuffix)) return index(path);
+    std::unique_ptr<InputFile> file;
+    try {
+        file = storage.open_read(path);
+    } catch (const Error& e) {
+        // Not a file (a folder: invalid; an object store's prefix: not found). A model's folder is its checkpoint.
+        if (e.code() != Code::invalid && e.code() != Code::not_found) throw;
+        const std::exception_ptr no_file = std::current_exception();
+        const std::string single = join_path(path, std::string(kModelFile));
+        bool folder = false, has_single = false, has_index = false;
+        try {
+            const std::optional<FileInfo> info = storage.stat(path);
+            folder = info && info->is_dir;
+            has_single = folder && storage.stat(single).has_value();
+            has_index = folder && !has_single && storage.stat(single + std::string(kIndexSuffix)).has_value();
+        } catch (const Error&) {
+            // what the path is cannot be told: the error of a path that is no file
+        }
+        if (has_single) return open_container(storage.open_read(single), single, options);
+        if (has_index) return index(single + std::string(kIndexSuffix));
+        std::rethrow_exception(no_file);  // no model's folder: the error of a path that is no file
+    }
+    return open_container(std::move(file), path, options);
 }
 
 std::unique_ptr<Container> open_container(std::unique_ptr<InputFile> file, std::string label,
@@ -89,11 +122,18 @@ Format format_of_save(const std::string& path, const ContainerWriteOptions& opti
 
 void check_save(const std::string& path, Format format, const VarCollection& vars,
                 const ContainerWriteOptions& options) {
-    if (format != Format::safetensors) return;
+    if (format != Format::safetensors) {
+        if (options.max_shard_bytes > 0)
+            fail(Code::invalid, "{}: only safetensors files are saved in shards (Hugging Face's layout)", path);
+        return;
+    }
     if (options.npz.deflate)
         fail(Code::invalid, "{}: safetensors files are not compressed: save it stored, or as .npz to deflate it", path);
     if (options.npz.layout == Layout::objax)
         fail(Code::invalid, "{}: safetensors files have no objax layout: each array is saved under its name", path);
+    if (options.max_shard_bytes > 0 && ends_with(path, kIndexSuffix))
+        fail(Code::invalid, "{}: a sharded save is asked for by the single file's name ({}), not the index's", path,
+             path.substr(0, path.size() - kIndexSuffix.size()));
     try {
         check_safetensors_types(vars);
     } catch (const Error& e) {
@@ -115,6 +155,10 @@ void save_container(Storage& storage, const std::string& path, const VarCollecti
                     const ContainerWriteOptions& options) {
     const Format format = format_of_save(path, options);
     check_save(path, format, vars, options);
+    if (options.max_shard_bytes > 0) {
+        save_hf_sharded(storage, path, vars, options);
+        return;
+    }
     write_atomically(storage, path, [&](OutputFile& out) { write_container(out, format, vars, options); });
 }
 

@@ -69,7 +69,8 @@ public:
     // The entry named `name`, or nullopt, in O(log n) whatever a hostile file's names hash to.
     virtual std::optional<size_t> find(std::string_view name) const = 0;
     virtual const Metadata& metadata() const = 0;
-    virtual InputFile& file() const = 0;
+    // The bytes of the file as it was opened (of every shard, for an index).
+    virtual uint64_t file_size() const = 0;
     virtual Placement placement(size_t i) const = 0;
     // npz: the layout the file was read in; safetensors: plain (each array under its own name).
     virtual Layout layout() const { return Layout::plain; }
@@ -102,8 +103,10 @@ struct ContainerReadOptions {
     bool writable_views = false;        // views are copy-on-write instead of read-only
 };
 
-// Opens `path` in `storage`, telling the format by the file's first bytes (looks_like_safetensors). Throws
-// Error(not_found) (no file), Error(invalid) (not a regular file), and each format's errors.
+// Opens `path` in `storage`, telling the format by the file's first bytes (looks_like_safetensors). A path ending in
+// ".index.json" is Hugging Face's sharded layout, read as one checkpoint (hf_index_container.hpp); so is a folder
+// holding "model.safetensors.index.json" — or that folder's "model.safetensors", which transformers reads first.
+// Throws Error(not_found) (no file), Error(invalid) (not a regular file), and each format's errors.
 std::unique_ptr<Container> open_container(Storage& storage, const std::string& path,
                                           const ContainerReadOptions& options);
 // The same for a file already open, named `label` in messages.
@@ -116,6 +119,9 @@ struct ContainerWriteOptions {
     // no use for (deflate, the objax layout) are refused for it (Error(invalid)); chunk hashes and a base are npz's
     // alone for now: a safetensors save is a full one.
     NpzWriteOptions npz;
+    // safetensors: Hugging Face's sharded layout, with at most this many bytes of tensors per shard (hf_save.hpp);
+    // 0 = one file.
+    uint64_t max_shard_bytes = 0;
 };
 
 // The format a save with `options` to `path` writes (never automatic).

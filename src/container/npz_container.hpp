@@ -23,7 +23,7 @@ public:
     }
     std::optional<size_t> find(std::string_view name) const override { return reader_.find(name); }
     const Metadata& metadata() const override { return reader_.metadata(); }
-    InputFile& file() const override { return reader_.file(); }
+    uint64_t file_size() const override { return reader_.file().size(); }
     Placement placement(size_t i) const override;
     Layout layout() const override { return reader_.layout(); }
 

@@ -25,7 +25,7 @@ public:
     }
     std::optional<size_t> find(std::string_view name) const override;
     const Metadata& metadata() const override { return reader_.metadata(); }
-    InputFile& file() const override { return reader_.file(); }
+    uint64_t file_size() const override { return reader_.file().size(); }
     Placement placement(size_t i) const override;
 
     void read_into(size_t i, void* dst) override;

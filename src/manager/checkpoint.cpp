@@ -262,6 +262,7 @@ std::string CheckpointManager::file_path(int64_t index) const {
     return join_path(dir_, checkpoint_name(index, options_.format));
 }
 void CheckpointManager::remove_other_format(int64_t index) {
+    if (!other_format_seen_) return;
     const Format other = options_.format == Format::npz ? Format::safetensors : Format::npz;
     try {  // best effort, as retention: the save has succeeded, and the listing shows this manager's format first
         options_.storage->remove(join_path(dir_, checkpoint_name(index, other)));
@@ -301,9 +302,12 @@ std::vector<CheckpointManager::Step> CheckpointManager::steps_in(const Storage::
         sharded.insert(*i);
         out.push_back(Step{*i, true});
     }
-    for (const std::string& name : entries.files)
-        if (auto f = checkpoint_file(name); f && !sharded.count(f->index))
-            out.push_back(Step{f->index, false, f->format});
+    for (const std::string& name : entries.files) {
+        const std::optional<CheckpointFile> f = checkpoint_file(name);
+        if (!f) continue;
+        if (f->format != options_.format) other_format_seen_ = true;
+        if (!sharded.count(f->index)) out.push_back(Step{f->index, false, f->format});
+    }
     // An index saved in both formats (a run that changed its format) counts once: as this manager saves it.
     std::sort(out.begin(), out.end(), [&](const Step& a, const Step& b) {
         return a.index != b.index ? a.index < b.index : (a.format == options_.format) > (b.format == options_.format);
@@ -328,8 +332,10 @@ void CheckpointManager::log(int level, const std::string& message) const {
 
 void CheckpointManager::remove_stale_temporaries() {
     const Storage::Entries entries = options_.storage->list_entries(dir_);
-    // The first save's base, from the same listing: this runs before that save is handed to the writer.
-    if (clones_ && !base_listed_) take_newest_as_base(steps_in(entries));
+    // The first save's base, from the same listing: this runs before that save is handed to the writer. The listing
+    // also tells whether the directory holds checkpoints of the other format (remove_other_format).
+    const std::vector<Step> listed = steps_in(entries);
+    if (clones_ && !base_listed_) take_newest_as_base(listed);
     remove_temporaries(
         *options_.storage, find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::checkpoints, &entries),
         [this](const StaleTemporary& t) {

@@ -168,7 +168,8 @@ private:
     std::optional<Step> find_step(int64_t index) const;
     std::string path_of(const Step& step) const;
     std::string file_path(int64_t index) const;  // of a checkpoint this manager saves (its format)
-    // After a save of `index`: removes a file of that index in the other format (a run that changed its format).
+    // After a save of `index`: removes a file of that index in the other format, once a listing showed files of the
+    // other format (a run that changed its format); a run in one format spends no request on it.
     void remove_other_format(int64_t index);
     std::string step_path(int64_t index) const;
     // The metadata of a checkpoint (the file's metadata member, or the step's manifest), reading nothing else.
@@ -258,7 +259,8 @@ private:
     std::optional<SavedFile> base_;
     bool base_listed_ = false;
     bool clones_ = false;  // the storage can share blocks in the directory (and options_.incremental)
-    int64_t saves_ = 0;    // saves made, for full_every
+    mutable std::atomic<bool> other_format_seen_{false};  // a listing showed a checkpoint file of the other format
+    int64_t saves_ = 0;                                   // saves made, for full_every
     ShareBackoff share_backoff_;
     // Sharded: the step whose shard of this rank the next save takes as its base (the last this manager committed;
     // for its first save, the newest step on disk).

@@ -77,9 +77,10 @@ uint64_t write_safetensors(OutputFile& out, const VarCollection& vars, Safetenso
         format_safetensors_header(tensors, written_metadata(vars.metadata(), options.manager_keys));
     const uint64_t size = header.size() + at;
     if (options.before_write) options.before_write(size);
-    options.progress.start(at);
+    Progress& progress = options.shared_progress != nullptr ? *options.shared_progress : options.progress;
+    if (options.shared_progress == nullptr) progress.start(at);
     out.write(header.data(), header.size());
-    for (const size_t i : order) write_array(out, vars.array(i), options.progress);
+    for (const size_t i : order) write_array(out, vars.array(i), progress);
     return size;
 }
 

@@ -20,6 +20,8 @@ struct SafetensorsWriteOptions {
     std::function<void(uint64_t size)> before_write;
     // Whether the collection's "ckpt."-prefixed metadata keys are written (written_metadata, core/metadata.hpp).
     bool manager_keys = false;
+    // A save of several files (the shards of one checkpoint): advanced instead of `progress`, and not started again.
+    Progress* shared_progress = nullptr;
 };
 
 // Checks that safetensors can hold every array of `vars`, before anything is written: Error(unsupported) naming the

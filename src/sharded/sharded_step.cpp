@@ -322,14 +322,7 @@ void save_sharded(Comm& comm, Storage& storage, const std::string& dir, int64_t 
 ShardedStep::ShardedStep(Storage& storage, std::string step_dir, NpzReadOptions options)
     : storage_(storage), dir_(std::move(step_dir)), options_(std::move(options)) {
     const std::string path = join_path(dir_, std::string(kManifestName));
-    std::unique_ptr<InputFile> file = storage_.open_read(path);
-    const uint64_t size = file->size();
-    if (size > kMaxManifestBytes)
-        fail(Code::format, "{}: manifest: {} bytes, more than the limit of {}", path, size, kMaxManifestBytes);
-    std::string text(static_cast<size_t>(size), '\0');
-    if (size > 0 && file->read_at(0, &text[0], text.size()) != text.size())
-        fail(Code::format, "{}: manifest: shorter than its size", path);
-    manifest_ = manifest_from_json(text, path);
+    manifest_ = manifest_from_json(read_small_file(storage_, path, kMaxManifestBytes, "manifest"), path);
     for (int64_t r = 0; r < manifest_.world_size; ++r) shard_names_.push_back(shard_name(r, manifest_.world_size));
 }
 

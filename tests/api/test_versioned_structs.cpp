@@ -60,7 +60,7 @@ struct Vars {
 TEST_CASE("ckpt_npz_options of every older version: init, save and read touch only its bytes") {
     const size_t sizes[] = {offsetof(ckpt_npz_options, storage), offsetof(ckpt_npz_options, max_members),
                             offsetof(ckpt_npz_options, flags), offsetof(ckpt_npz_options, base),
-                            offsetof(ckpt_npz_options, format)};
+                            offsetof(ckpt_npz_options, format)};  // version 6: format and max_shard_bytes
     static_assert(sizeof sizes / sizeof sizes[0] == CKPT_NPZ_OPTIONS_VERSION - 1, "a size per older version");
     TempDir tmp;
     Vars vars;

@@ -828,6 +828,29 @@ class Safetensors(unittest.TestCase):
             self.assertIn("safetensors header", doc["files"][0]["error"], kind)
             self.assertEqual(run("show", bad).returncode, 1, kind)
 
+    def test_convert_writes_huggingface_s_sharded_layout_and_every_command_reads_it(self):
+        folder = path("hf_model")
+        os.makedirs(folder, exist_ok=True)
+        out = os.path.join(folder, "model.safetensors")
+        p = run("convert", path("numeric.npz"), out, "--max-shard-size", "8kB")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        shards = sorted(f for f in os.listdir(folder) if f.startswith("model-"))
+        # w, b and flag (50 B) until big (8000 B) does not fit beside them; big, empty and scalar; nested/name.
+        self.assertEqual(shards, ["model-0000%d-of-00003.safetensors" % k for k in (1, 2, 3)])
+        index = os.path.join(folder, "model.safetensors.index.json")
+        with open(index) as f:
+            self.assertEqual(set(json.load(f)["weight_map"].values()), set(shards))
+        for source in (index, folder):
+            self.assertEqual(run("diff", path("numeric.npz"), source).returncode, 0, source)
+            self.assertEqual(run("verify", source).returncode, 0, source)
+        self.assertEqual(run_json("cat", index, "big")["values"], self.NUMERIC["big"].tolist())
+        p = run("convert", path("numeric.npz"), path("x.npz"), "--max-shard-size", "8kB")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--max-shard-size writes Hugging Face's sharded safetensors layout", p.stderr)
+        p = run("convert", path("numeric.npz"), out, "--max-shard-size", "8XB")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("unknown unit 'XB'", p.stderr)
+
     def test_values_that_differ_across_formats_are_a_difference(self):
         st = self.converted("differs.safetensors", "numeric.npz")
         other = path("numeric.npz")

@@ -602,3 +602,18 @@ TEST_CASE("A safetensors file goes through the same calls: saved by its name, re
     wide.add("c", std::vector<std::complex<double>>{{1, 2}});
     CHECK(test::code_of([&] { ckpt::save(dir.path("bad.safetensors"), wide); }) == CKPT_EUNSUPPORTED);
 }
+
+TEST_CASE("A sharded safetensors save is read back as one checkpoint", "[npz][safetensors]") {
+    TempDir dir;
+    ckpt::Vars vars;
+    vars.add("w", std::vector<float>(100, 1.5f));
+    vars.add("n", std::vector<int64_t>(100, 7));
+    ckpt::NpzOptions sharded;
+    sharded.max_shard_bytes = 512;
+    ckpt::save(dir.path("model.safetensors"), vars, sharded);
+    ckpt::Npz index(dir.path("model.safetensors.index.json"));
+    CHECK(index.format() == ckpt::Format::safetensors);
+    CHECK(index.size() == 2);
+    CHECK(index.read<int64_t>("n") == std::vector<int64_t>(100, 7));
+    CHECK(index.read<float>("w") == std::vector<float>(100, 1.5f));
+}

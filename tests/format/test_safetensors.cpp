@@ -645,3 +645,26 @@ TEST_CASE("a manager saving safetensors refuses what the format cannot hold at t
     CHECK(ckpt_manager_wait(m.get()) == CKPT_OK);
     CHECK(listed(m.get()).empty());
 }
+
+TEST_CASE("a writer saves a safetensors file for its name, and refuses a shard size") {
+    TempDir tmp;
+    ckpt_writer_options o = CKPT_WRITER_OPTIONS_INIT;
+    o.kind = CKPT_WRITER_THREAD;
+    ckpt_writer* w = nullptr;
+    REQUIRE(ckpt_writer_new(&w, &o) == CKPT_OK);
+    Vars vars = new_vars();
+    const float x[2] = {1.5f, 2.5f};
+    const int64_t two[1] = {2};
+    REQUIRE(ckpt_vars_add(vars.get(), "x", CKPT_FLOAT32, 1, two, x, CKPT_COPY) == CKPT_OK);
+    REQUIRE(ckpt_writer_save_vars(w, tmp.path().c_str(), "snapshot.safetensors", vars.get(), nullptr, 0) == CKPT_OK);
+    ckpt_npz_options sharded = CKPT_NPZ_OPTIONS_INIT;
+    sharded.max_shard_bytes = 4;
+    CHECK(ckpt_writer_save_vars(w, tmp.path().c_str(), "m.safetensors", vars.get(), &sharded, 0) == CKPT_EINVAL);
+    CHECK_THAT(ckpt_error_message(), Contains("a writer saves one file"));
+    REQUIRE(ckpt_writer_finalize(w) == CKPT_OK);
+    ckpt_writer_free(w);
+    Npz npz = open_file(tmp.file("snapshot.safetensors"));
+    CHECK(ckpt_npz_format(npz.get()) == CKPT_FORMAT_SAFETENSORS);
+    CHECK(read_array(npz.get(), 0) == std::vector<unsigned char>(reinterpret_cast<const unsigned char*>(x),
+                                                                 reinterpret_cast<const unsigned char*>(x) + 8));
+}

@@ -137,3 +137,29 @@ if __name__ == "__main__":
         print("SKIP: " + why)
         sys.exit(s3_env.SKIP)
     sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", __file__]))
+
+
+def test_safetensors_files_and_the_sharded_layout_on_s3_read_back_and_download_as_hugging_face_has_them(s3, tmp_path):
+    arrays = {"embed": np.arange(2 * 1024 * 1024, dtype=np.float32).reshape(1024, 2048),  # 8 MiB: multipart
+              "norm": np.ones(2048, np.float16), "step": np.int64(3)}
+    url = "s3://%s/hf/one/model.safetensors" % s3.bucket
+    ckpt.save(url, arrays, metadata={"format": "pt"})
+    curl(s3, "-o", str(tmp_path / "down.safetensors"), "%s/%s/hf/one/model.safetensors" % (s3.endpoint_url, s3.bucket))
+    n = int.from_bytes((tmp_path / "down.safetensors").read_bytes()[:8], "little")
+    header = json.loads((tmp_path / "down.safetensors").read_bytes()[8:8 + n])
+    assert header["__metadata__"] == {"format": "pt"} and header["embed"]["shape"] == [1024, 2048]
+    back = ckpt.load(url)
+    assert back.metadata == {"format": "pt"}
+    for name, a in arrays.items():
+        assert np.array_equal(back[name], a), name
+    with ckpt.open(url) as f:  # no mapping of an object: a view is read once
+        assert f.format == "safetensors" and f.map("norm")[5] == 1
+
+    sharded = "s3://%s/hf/sharded/model.safetensors" % s3.bucket
+    ckpt.save(sharded, arrays, max_shard_size="6MB")
+    assert keys(s3, "hf/sharded/") == ["hf/sharded/model-00001-of-00002.safetensors",
+                                        "hf/sharded/model-00002-of-00002.safetensors",
+                                        "hf/sharded/model.safetensors.index.json"]
+    back = ckpt.load(sharded + ".index.json")
+    for name, a in arrays.items():
+        assert np.array_equal(back[name], a), name

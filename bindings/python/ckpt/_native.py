@@ -76,7 +76,7 @@ class NpzOptions(ctypes.Structure):
                 ("max_members", c_uint64), ("max_total_bytes", c_uint64),  # version 3
                 ("flags", c_uint32),  # version 4
                 ("base", c_char_p),  # version 5
-                ("format", c_uint32)]  # version 6
+                ("format", c_uint32), ("max_shard_bytes", c_uint64)]  # version 6
 
 
 class ManagerOptions(ctypes.Structure):

@@ -45,7 +45,8 @@ def options(layout: str = "auto", compression: Optional[str] = None, level: int 
             renamer: Optional[Renamer] = None, progress: Optional[Progress] = None, storage: Any = None,
             max_header_bytes: int = 0, max_members: int = 0, max_total_bytes: int = 0, partial: bool = False,
             map_unverified: bool = False, map_writable: bool = False, base: Optional[Path] = None,
-            chunk_hashes: bool = False, format: str = "auto") -> _native.NpzOptions:  # noqa: A002
+            chunk_hashes: bool = False, format: str = "auto",  # noqa: A002
+            max_shard_size: Union[int, str, None] = None) -> _native.NpzOptions:
     """A ckpt_npz_options (with the Python objects its callbacks need kept on it)."""
     o = _native.NpzOptions()
     _native.check(lib.ckpt_npz_options_init(ctypes.byref(o), _native.options_version(_native.NPZ_OPTIONS_VERSION)))
@@ -59,6 +60,9 @@ def options(layout: str = "auto", compression: Optional[str] = None, level: int 
     if format != "auto":
         _native.require(_native.FORMAT_SINCE, "format=%r" % format)
         o.format = _FORMATS[format]
+    if max_shard_size is not None:
+        _native.require(_native.FORMAT_SINCE, "max_shard_size")
+        o.max_shard_bytes = shard_size_bytes(max_shard_size)
     if compression not in (None, "store", "deflate"):
         raise errors.InvalidArgumentError(
             errors.EINVAL, "compression must be 'store' or 'deflate', not %r" % (compression,))
@@ -93,6 +97,26 @@ def options(layout: str = "auto", compression: Optional[str] = None, level: int 
     o._storage = owner
     o._keep = keep
     return o
+
+
+_SIZE_UNITS = {"B": 1, "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12, "KIB": 2 ** 10, "MIB": 2 ** 20,
+               "GIB": 2 ** 30, "TIB": 2 ** 40}
+
+
+def shard_size_bytes(size: Union[int, str]) -> int:
+    """A shard size as huggingface_hub takes it: bytes, or a string "5GB" (10^9), "500MiB" (2^20), …"""
+    if isinstance(size, bool) or not isinstance(size, (int, str)):
+        raise errors.ArgumentTypeError(errors.EINVAL, "max_shard_size must be an int or a str like '5GB', not %r"
+                                       % (size,))
+    if isinstance(size, str):
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]I?B|B)\s*", size.upper())
+        if not m:
+            raise errors.InvalidArgumentError(errors.EINVAL, "max_shard_size %r is not a size like '5GB' or '500MiB'"
+                                              % (size,))
+        size = int(float(m.group(1)) * _SIZE_UNITS[m.group(2)])
+    if size <= 0:
+        raise errors.InvalidArgumentError(errors.EINVAL, "max_shard_size must be positive, not %d" % size)
+    return size
 
 
 def rename_function(renamer: Renamer) -> Callable[[str], str]:
@@ -223,7 +247,8 @@ def collection(arrays, metadata=None, writable=False):
 def save(file: Union[Path, IO[bytes]], arrays: Union[Mapping[str, Any], Collection],
          metadata: Optional[Mapping[str, Any]] = None, layout: str = "plain", compression: Optional[str] = None,
          level: int = 0, progress: Optional[Progress] = None, storage: Any = None, base: Optional[Path] = None,
-         chunk_hashes: bool = False, format: str = "auto") -> None:  # noqa: A002
+         chunk_hashes: bool = False, format: str = "auto",  # noqa: A002
+         max_shard_size: Union[int, str, None] = None) -> None:
     """Saves a mapping of name -> array (numpy arrays, numbers, torch tensors, ckpt.typed bits) to `file`: a path
     (atomic and durable: the file is either the old one or the complete new one) or a writable binary file
     object. `metadata` is a dict of strings saved with the arrays. numpy.load reads the result. `arrays` may be
@@ -232,7 +257,10 @@ def save(file: Union[Path, IO[bytes]], arrays: Union[Mapping[str, Any], Collecti
     `format`: "auto" (the default) writes a safetensors file for a path ending in ".safetensors" and an .npz for any
     other path or a file object; "npz" or "safetensors" says which (safetensors needs libckpt 0.10.0). A safetensors
     file has no layouts and no compression, and holds no complex128, string or void arrays (UnsupportedError,
-    before anything is written); the metadata is its header's "__metadata__".
+    before anything is written); the metadata is its header's "__metadata__". ``max_shard_size`` (bytes, or "5GB"
+    as huggingface_hub takes it) saves "DIR/model.safetensors" in Hugging Face's sharded layout:
+    "model-00001-of-0000N.safetensors" … and "model.safetensors.index.json" (or the one file, when everything fits);
+    every reader takes the index, or the folder, as one checkpoint.
 
     ``chunk_hashes=True`` records the hashes of the 16 KiB chunks of arrays of 64 KiB or more (one more member,
     "__ckpt_chunks__", which numpy lists and ckpt's readers hide), so that a later save can take it as its `base`.
@@ -242,7 +270,7 @@ def save(file: Union[Path, IO[bytes]], arrays: Union[Mapping[str, Any], Collecti
     hashes) makes a full save, never an error. Stored saves only: a deflated one records no hashes. Both need
     libckpt 0.9.0 or newer (UnsupportedError)."""
     kw = dict(layout=layout, compression=compression, level=level, progress=progress, storage=storage, base=base,
-              chunk_hashes=chunk_hashes, format=format)
+              chunk_hashes=chunk_hashes, format=format, max_shard_size=max_shard_size)
     if isinstance(arrays, Collection):
         arrays._vars.set_metadata(metadata)
         _save_vars(file, arrays._vars, **kw)

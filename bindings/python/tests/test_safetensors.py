@@ -203,3 +203,33 @@ def test_a_manager_saving_safetensors_resumes_and_huggingface_hub_reads_its_chec
     assert seen["tensors"]["w"]["dtype"] == "F32" and seen["metadata"]["ckpt.index"] == "3"
     with pytest.raises(ckpt.InvalidArgumentError, match="format must be"):
         ckpt.Manager(tmp_path / "other", format="gguf")
+
+
+def test_a_sharded_save_is_read_as_one_checkpoint_by_ckpt_and_by_huggingface_hub(tmp_path):
+    arrays = {"embed": np.arange(3000, dtype=np.float32).reshape(30, 100), "norm": np.ones(100, np.float16),
+              "head": np.arange(2000, dtype=np.int64).reshape(20, 100)}
+    ckpt.save(tmp_path / "model.safetensors", arrays, metadata={"format": "pt"}, max_shard_size="20kB")
+    names = sorted(os.listdir(tmp_path))
+    assert names == ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+                     "model.safetensors.index.json"]
+    index = json.loads((tmp_path / "model.safetensors.index.json").read_text())
+    assert index["metadata"]["total_size"] == sum(a.nbytes for a in arrays.values())
+    assert index["weight_map"] == {"embed": "model-00001-of-00002.safetensors",  # 12 kB, then norm beside it
+                                   "head": "model-00002-of-00002.safetensors",  # 16 kB more would pass 20 kB
+                                   "norm": "model-00001-of-00002.safetensors"}
+    for source in (tmp_path / "model.safetensors.index.json", tmp_path):
+        back = ckpt.load(source)
+        assert back.metadata == {"format": "pt"}
+        for name, value in arrays.items():
+            assert np.array_equal(back[name], value), name
+    with ckpt.open(tmp_path) as f:
+        assert f.map("head")[19, 99] == 1999
+    seen = hub_read(tmp_path / "model.safetensors.index.json")[0]
+    assert seen["sharded"] and seen["weight_map"] == index["weight_map"]
+    assert seen["headers"]["model-00001-of-00002.safetensors"]["tensors"]["norm"]["dtype"] == "F16"
+    assert seen["headers"]["model-00001-of-00002.safetensors"]["metadata"]["format"] == "pt"
+    # Everything in one shard: model.safetensors alone, the layout of before removed.
+    ckpt.save(tmp_path / "model.safetensors", arrays, max_shard_size=1 << 30)
+    assert sorted(os.listdir(tmp_path)) == ["model.safetensors"]
+    with pytest.raises(ckpt.InvalidArgumentError, match="not a size like"):
+        ckpt.save(tmp_path / "model.safetensors", arrays, max_shard_size="lots")

@@ -67,6 +67,7 @@ pub(crate) struct Progress(Box<ProgressFn>);
 pub struct NpzOptions {
     layout: Option<Layout>,
     format: Option<Format>,
+    max_shard_bytes: Option<u64>,
     compression: Option<Compression>,
     level: Option<i32>,
     max_header_bytes: Option<u64>,
@@ -101,6 +102,15 @@ impl NpzOptions {
     #[must_use]
     pub fn format(mut self, format: Format) -> NpzOptions {
         self.format = Some(format);
+        self
+    }
+
+    /// Saves of a safetensors path `DIR/model.safetensors`: Hugging Face's sharded layout with at most this many
+    /// bytes of tensors per shard — `model-00001-of-0000N.safetensors` … and `model.safetensors.index.json`, or the
+    /// one file when everything fits. Every read takes the index (or the folder) as one checkpoint.
+    #[must_use]
+    pub fn max_shard_bytes(mut self, bytes: u64) -> NpzOptions {
+        self.max_shard_bytes = Some(bytes);
         self
     }
 
@@ -235,6 +245,9 @@ impl NpzOptions {
                 Format::Safetensors => sys::CKPT_FORMAT_SAFETENSORS,
             };
         }
+        if let Some(bytes) = self.max_shard_bytes {
+            raw.max_shard_bytes = bytes;
+        }
         if let Some(compression) = self.compression {
             raw.compression = match compression {
                 Compression::Store => sys::CKPT_STORE,
@@ -291,6 +304,7 @@ impl std::fmt::Debug for NpzOptions {
         f.debug_struct("NpzOptions")
             .field("layout", &self.layout)
             .field("format", &self.format)
+            .field("max_shard_bytes", &self.max_shard_bytes)
             .field("compression", &self.compression)
             .field("level", &self.level)
             .field("max_header_bytes", &self.max_header_bytes)

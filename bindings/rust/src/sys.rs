@@ -199,6 +199,7 @@ pub struct ckpt_npz_options {
     pub base: *const c_char,
     // version 6
     pub format: u32,
+    pub max_shard_bytes: u64,
 }
 
 #[repr(C)]

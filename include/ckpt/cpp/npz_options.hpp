@@ -75,6 +75,10 @@ struct NpzOptions {
     // complex128, string, bytes or void arrays: such a save fails (Error, CKPT_EUNSUPPORTED) before anything is
     // written.
     Format format = Format::automatic;
+    // ckpt::save of a safetensors path "DIR/model.safetensors": Hugging Face's sharded layout with at most this many
+    // bytes of tensors per shard ("model-00001-of-0000N.safetensors" … and "model.safetensors.index.json", or the
+    // one file when everything fits); 0 = one file. Every read takes the index (or the folder) as one checkpoint.
+    uint64_t max_shard_bytes = 0;
 };
 
 namespace detail {
@@ -148,6 +152,7 @@ struct CNpzOptions {
         if (o.chunk_hashes) c.flags |= CKPT_NPZ_CHUNK_HASHES;
         c.base = o.base.empty() ? nullptr : o.base.c_str();
         c.format = static_cast<uint32_t>(o.format);
+        c.max_shard_bytes = o.max_shard_bytes;
         c.storage = storage.get();
         if (cb != nullptr && cb->rename) {
             c.rename = &NpzCallbacks::rename_fn;

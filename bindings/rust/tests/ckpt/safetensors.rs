@@ -79,3 +79,22 @@ fn arrays_safetensors_cannot_hold_are_refused_before_anything_is_written() {
     assert!(err.message().contains("array 'c128': safetensors has no complex128 type"), "{}", err.message());
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "nothing was left behind");
 }
+
+#[test]
+fn a_sharded_save_is_read_back_as_one_checkpoint_from_its_index_or_its_folder() {
+    let dir = TempDir::new("st-sharded");
+    let path = dir.join("model.safetensors");
+    let v = safetensors_dtypes();
+    v.save_with(&path, &NpzOptions::new().max_shard_bytes(16)).unwrap();
+    let index = std::fs::read_to_string(dir.join("model.safetensors.index.json")).unwrap();
+    assert!(index.contains("\"weight_map\""), "{index}");
+    assert!(!path.exists(), "sharded: no single file");
+    let all = every_dtype();
+    for source in [dir.join("model.safetensors.index.json"), dir.path().to_path_buf()] {
+        let got = Vars::read(&source).unwrap();
+        assert_eq!(got.len(), v.len());
+        for name in v.names() {
+            assert_eq!(got.bytes(name).unwrap(), all.bytes(name).unwrap(), "{name}");
+        }
+    }
+}
