@@ -41,16 +41,21 @@ typedef struct {
     char shard_fmt[4200]; /* READ_HEADERS: printf pattern of a shard's path, by number and count */
 } Work;
 
+/* A load gives every array at once: all are held until the end, as a loaded collection holds them (freeing each at
+ * once would let malloc hand the next read memory that is already faulted in). */
 static void load_raw(const Work *w) {
     int fd = open(w->raw_path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) die(w->raw_path);
+    float **arrays = calloc((size_t)w->s->count, sizeof *arrays);
+    if (!arrays) die("calloc");
     for (int i = 0; i < w->s->count; i++) {
-        float *p = alloc_like_numpy(w->s->each);
-        if (!p) die("alloc");
-        read_all(fd, p, w->s->each);
-        free(p);
+        arrays[i] = alloc_like_numpy(w->s->each);
+        if (!arrays[i]) die("alloc");
+        read_all(fd, arrays[i], w->s->each);
     }
     close(fd);
+    for (int i = 0; i < w->s->count; i++) free(arrays[i]);
+    free(arrays);
 }
 
 static void load_ckpt(const Work *w) {

@@ -6,10 +6,17 @@
 #include <cstring>
 #include <new>
 
+#include <sys/mman.h>
+
 namespace ckpt::core {
 
 namespace {
 constexpr std::align_val_t kAlignment{64};
+// Arrays of kHugeMinBytes or more are placed on 2 MiB boundaries and madvised to transparent huge pages, as numpy
+// places its own: a read into fresh memory then faults a page per 2 MiB instead of per 4 KiB (a 512 MiB restore into
+// new arrays: 0.33 s of page faults against 0.03 s of copying, measured by bench_safetensors).
+constexpr size_t kHugeMinBytes = size_t{4} << 20;
+constexpr std::align_val_t kHugeAlignment{size_t{2} << 20};
 }
 
 std::optional<size_t> checked_nbytes(const int64_t* shape, size_t ndim, size_t itemsize) {
@@ -30,7 +37,7 @@ std::optional<size_t> checked_nbytes(const int64_t* shape, size_t ndim, size_t i
     return static_cast<size_t>(total);
 }
 
-void Array::AlignedFree::operator()(unsigned char* p) const { ::operator delete[](p, kAlignment); }
+void Array::AlignedFree::operator()(unsigned char* p) const { ::operator delete[](p, alignment); }
 
 Array::Array(DType dtype, size_t itemsize, std::vector<int64_t> shape)
     : dtype_(dtype), itemsize_(itemsize), shape_(std::move(shape)) {
@@ -48,7 +55,11 @@ Array::Array(DType dtype, size_t itemsize, std::vector<int64_t> shape)
 Array Array::allocate(DType dtype, size_t itemsize, std::vector<int64_t> shape, bool zero) {
     Array a(dtype, itemsize, std::move(shape));
     if (a.nbytes_ > 0) {
-        a.owned_.reset(static_cast<unsigned char*>(::operator new[](a.nbytes_, kAlignment)));
+        const bool huge = a.nbytes_ >= kHugeMinBytes;
+        const std::align_val_t alignment = huge ? kHugeAlignment : kAlignment;
+        a.owned_ = std::unique_ptr<unsigned char, AlignedFree>(
+            static_cast<unsigned char*>(::operator new[](a.nbytes_, alignment)), AlignedFree{alignment});
+        if (huge) (void)::madvise(a.owned_.get(), a.nbytes_, MADV_HUGEPAGE);  // a hint: without it, 4 KiB pages
         a.data_ = a.owned_.get();
         if (zero) std::memset(a.data_, 0, a.nbytes_);
     }

@@ -53,6 +53,7 @@ public:
 
 private:
     struct AlignedFree {
+        std::align_val_t alignment;  // what the memory was allocated with
         void operator()(unsigned char* p) const;
     };
     Array(DType dtype, size_t itemsize, std::vector<int64_t> shape);
