@@ -116,6 +116,9 @@ void CheckpointManager::Options::check(const std::string& dir) const {
     if (read_only && async)
         fail(Code::invalid, "{}: a read-only manager makes no saves, so asynchronous saves have no use", dir);
     if (format == Format::automatic) fail(Code::invalid, "{}: a manager saves in one format, npz or safetensors", dir);
+    if (format == Format::safetensors && (npz_write.deflate || npz_write.layout == Layout::objax))
+        fail(Code::invalid, "{}: safetensors checkpoints have no {}: save them stored and plain, or as .npz", dir,
+             npz_write.deflate ? "compression" : "objax layout");
     if (comm && format == Format::safetensors)
         fail(Code::invalid,
              "{}: sharded steps are saved as .npz shards; a manager with a communicator cannot save "

@@ -633,6 +633,23 @@ TEST_CASE("a run that changes format lists, restores and retains both, one file 
           std::vector<std::string>{"0000000003.safetensors", "0000000004.safetensors", "0000000005.safetensors"});
 }
 
+TEST_CASE("a manager saving safetensors refuses options the format has no use for when it opens") {
+    TempDir tmp;
+    ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+    npz.format = CKPT_FORMAT_SAFETENSORS;
+    npz.compression = CKPT_DEFLATE;
+    ckpt_manager_options o = CKPT_MANAGER_OPTIONS_INIT;
+    o.npz = &npz;
+    ckpt_manager* m = nullptr;
+    CHECK(ckpt_manager_open(&m, tmp.file("run").c_str(), &o) == CKPT_EINVAL);
+    CHECK_THAT(ckpt_error_message(), Contains("safetensors checkpoints have no compression"));
+    npz.compression = CKPT_STORE;
+    npz.layout = CKPT_LAYOUT_OBJAX;
+    CHECK(ckpt_manager_open(&m, tmp.file("run").c_str(), &o) == CKPT_EINVAL);
+    CHECK_THAT(ckpt_error_message(), Contains("safetensors checkpoints have no objax layout"));
+    CHECK(m == nullptr);
+}
+
 TEST_CASE("a manager saving safetensors refuses what the format cannot hold at the save, even in the background") {
     TempDir tmp;
     Manager m = manager_of(tmp.file("run"), CKPT_FORMAT_SAFETENSORS, 0, CKPT_MANAGER_ASYNC);
