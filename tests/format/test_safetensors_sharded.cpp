@@ -7,6 +7,7 @@
 
 #include "support/files.hpp"
 #include "support/handles.hpp"
+#include "support/safetensors_file.hpp"
 #include "support/temp_dir.hpp"
 
 #include <ckpt/ckpt.h>
@@ -84,18 +85,12 @@ void write_layout(const std::string& dir, const std::string& weight_map,
                "{\"metadata\": {\"total_size\": 8}, \"weight_map\": {" + weight_map + "}}");
 }
 
-std::string st_file(const std::string& json, const std::string& data) {
-    std::string out(8, '\0');
-    uint64_t n = json.size();
-    for (int i = 0; i < 8; ++i, n >>= 8) out[i] = static_cast<char>(n & 0xff);
-    return out + json + data;
-}
 
-const std::string kShardA = st_file(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", "\x01\x01\x01\x01");
-const std::string kShardAC = st_file(
+const std::string kShardA = ckpt::testing::safetensors_file(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", "\x01\x01\x01\x01");
+const std::string kShardAC = ckpt::testing::safetensors_file(
     R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},"c":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}})",
     "\x01\x01\x03\x03");
-const std::string kShardB = st_file(R"({"b":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", "\x02\x02\x02\x02");
+const std::string kShardB = ckpt::testing::safetensors_file(R"({"b":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", "\x02\x02\x02\x02");
 
 }  // namespace
 
