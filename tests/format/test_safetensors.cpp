@@ -24,12 +24,12 @@ using ckpt::testing::new_vars;
 using ckpt::testing::Npz;
 using ckpt::testing::open_file;
 using ckpt::testing::read_file;
+using ckpt::testing::safetensors_file;
 using ckpt::testing::TempDir;
 using ckpt::testing::Vars;
 using ckpt::testing::write_file;
 
 namespace {
-
 
 uint64_t length_of(const std::string& file) {
     uint64_t n = 0;
@@ -69,7 +69,7 @@ std::vector<Hostile> hostile_headers() {
     std::string huge(8, '\0');
     const uint64_t over = 100'000'001;
     for (int i = 0; i < 8; ++i) huge[i] = static_cast<char>((over >> (8 * i)) & 0xff);
-    std::string past = ckpt::testing::safetensors_file(R"({"a":{)" + f32 + "}}", eight);
+    std::string past = safetensors_file(R"({"a":{)" + f32 + "}}", eight);
     past[0] = static_cast<char>(past[0] + 1);  // the length reaches one byte past the JSON
     std::string dims = "[";
     for (int i = 0; i < 65; ++i) dims += i ? ",1" : "1";
@@ -77,78 +77,87 @@ std::vector<Hostile> hostile_headers() {
     return {
         {"fewer than 8 bytes", std::string("\x02\x00\x00", 3), "fewer than the 8 of the header's length"},
         {"a length over 100,000,000", huge + "{}", "over the format's limit of 100000000 bytes"},
-        {"a length past the end of the file", ckpt::testing::safetensors_file("{}").substr(0, 9), "reaches past the end of the file"},
-        {"a byte-order mark", ckpt::testing::safetensors_file("\xEF\xBB\xBF{}    "), "does not start with a JSON object"},
-        {"only whitespace", ckpt::testing::safetensors_file("        "), "holds no JSON"},
-        {"NUL padding after the JSON", ckpt::testing::safetensors_file(std::string("{}") + std::string(6, '\0')), "not valid JSON"},
-        {"bytes after the JSON", ckpt::testing::safetensors_file("{}  x    "), "not valid JSON"},
-        {"not UTF-8", ckpt::testing::safetensors_file("{\"\xff\":{" + f32 + "}}", eight), "not valid JSON"},
-        {"a JSON array", ckpt::testing::safetensors_file("[1,2]   "), "does not start with a JSON object"},
-        {"a tensor that is a number", ckpt::testing::safetensors_file(R"({"a":5})"), "tensor 'a' is a number, not an object"},
-        {"'__metadata__' with a number", ckpt::testing::safetensors_file(R"({"__metadata__":{"k":1}})"),
+        {"a length past the end of the file", safetensors_file("{}").substr(0, 9), "reaches past the end of the file"},
+        {"a byte-order mark", safetensors_file("\xEF\xBB\xBF{}    "), "does not start with a JSON object"},
+        {"only whitespace", safetensors_file("        "), "holds no JSON"},
+        {"NUL padding after the JSON", safetensors_file(std::string("{}") + std::string(6, '\0')), "not valid JSON"},
+        {"bytes after the JSON", safetensors_file("{}  x    "), "not valid JSON"},
+        {"not UTF-8", safetensors_file("{\"\xff\":{" + f32 + "}}", eight), "not valid JSON"},
+        {"a JSON array", safetensors_file("[1,2]   "), "does not start with a JSON object"},
+        {"a tensor that is a number", safetensors_file(R"({"a":5})"), "tensor 'a' is a number, not an object"},
+        {"'__metadata__' with a number", safetensors_file(R"({"__metadata__":{"k":1}})"),
          "the value of 'k' in '__metadata__' is a number, not a string"},
-        {"'__metadata__' a list", ckpt::testing::safetensors_file(R"({"__metadata__":["a"]})"), "'__metadata__' is an array"},
-        {"'__metadata__' twice", ckpt::testing::safetensors_file(R"({"__metadata__":{},"__metadata__":{}})"), "'__metadata__' appears twice"},
-        {"a metadata key twice", ckpt::testing::safetensors_file(R"({"__metadata__":{"k":"1","k":"2"}})"), "'k' appears twice"},
-        {"a metadata key with NUL", ckpt::testing::safetensors_file(R"({"__metadata__":{"a\u0000b":"1"}})"), "contains NUL"},
-        {"a tensor named twice", ckpt::testing::safetensors_file(R"({"a":{)" + f32 + R"(},"a":{)" + f32 + "}}", eight),
+        {"'__metadata__' a list", safetensors_file(R"({"__metadata__":["a"]})"), "'__metadata__' is an array"},
+        {"'__metadata__' twice", safetensors_file(R"({"__metadata__":{},"__metadata__":{}})"),
+         "'__metadata__' appears twice"},
+        {"a metadata key twice", safetensors_file(R"({"__metadata__":{"k":"1","k":"2"}})"), "'k' appears twice"},
+        {"a metadata key with NUL", safetensors_file(R"({"__metadata__":{"a\u0000b":"1"}})"), "contains NUL"},
+        {"a tensor named twice", safetensors_file(R"({"a":{)" + f32 + R"(},"a":{)" + f32 + "}}", eight),
          "tensor 'a' appears twice"},
-        {"a tensor name with NUL", ckpt::testing::safetensors_file(R"({"a\u0000x":{)" + f32 + "}}", eight), "contains NUL"},
-        {"an empty tensor name", ckpt::testing::safetensors_file(R"({"":{)" + f32 + "}}", eight), "empty name"},
+        {"a tensor name with NUL", safetensors_file(R"({"a\u0000x":{)" + f32 + "}}", eight), "contains NUL"},
+        {"an empty tensor name", safetensors_file(R"({"":{)" + f32 + "}}", eight), "empty name"},
         {"a field given twice",
-         ckpt::testing::safetensors_file(R"({"a":{"dtype":"F32","dtype":"F32","shape":[2],"data_offsets":[0,8]}})", eight),
+         safetensors_file(R"({"a":{"dtype":"F32","dtype":"F32","shape":[2],"data_offsets":[0,8]}})", eight),
          "tensor 'a' gives 'dtype' twice"},
-        {"no dtype", ckpt::testing::safetensors_file(R"({"a":{"shape":[2],"data_offsets":[0,8]}})", eight), "tensor 'a' has no 'dtype'"},
-        {"no shape", ckpt::testing::safetensors_file(R"({"a":{"dtype":"F32","data_offsets":[0,8]}})", eight), "tensor 'a' has no 'shape'"},
-        {"no offsets", ckpt::testing::safetensors_file(R"({"a":{"dtype":"F32","shape":[2]}})", eight), "tensor 'a' has no 'data_offsets'"},
-        {"an unknown dtype", ckpt::testing::safetensors_file(R"({"a":{"dtype":"F31","shape":[2],"data_offsets":[0,8]}})", eight),
+        {"no dtype", safetensors_file(R"({"a":{"shape":[2],"data_offsets":[0,8]}})", eight),
+         "tensor 'a' has no 'dtype'"},
+        {"no shape", safetensors_file(R"({"a":{"dtype":"F32","data_offsets":[0,8]}})", eight),
+         "tensor 'a' has no 'shape'"},
+        {"no offsets", safetensors_file(R"({"a":{"dtype":"F32","shape":[2]}})", eight),
+         "tensor 'a' has no 'data_offsets'"},
+        {"an unknown dtype", safetensors_file(R"({"a":{"dtype":"F31","shape":[2],"data_offsets":[0,8]}})", eight),
          "unknown dtype 'F31'"},
-        {"a lower-case dtype", ckpt::testing::safetensors_file(R"({"a":{"dtype":"f32","shape":[2],"data_offsets":[0,8]}})", eight),
+        {"a lower-case dtype", safetensors_file(R"({"a":{"dtype":"f32","shape":[2],"data_offsets":[0,8]}})", eight),
          "unknown dtype 'f32'"},
-        {"a 4-bit float", ckpt::testing::safetensors_file(R"({"a":{"dtype":"F4","shape":[2],"data_offsets":[0,1]}})", "x"),
+        {"a 4-bit float", safetensors_file(R"({"a":{"dtype":"F4","shape":[2],"data_offsets":[0,1]}})", "x"),
          "dtype F4 (a float of 4 bits, packed) is not supported", CKPT_EUNSUPPORTED},
-        {"a negative dimension", ckpt::testing::safetensors_file(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", eight),
+        {"a negative dimension", safetensors_file(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", eight),
          "'shape' holds a negative number"},
-        {"a fractional dimension", ckpt::testing::safetensors_file(R"({"a":{"dtype":"F32","shape":[2.0],"data_offsets":[0,8]}})", eight),
+        {"a fractional dimension",
+         safetensors_file(R"({"a":{"dtype":"F32","shape":[2.0],"data_offsets":[0,8]}})", eight),
          "'shape' holds a fractional number"},
         {"a dimension of 2^64",
-         ckpt::testing::safetensors_file(R"({"a":{"dtype":"F32","shape":[18446744073709551616],"data_offsets":[0,8]}})", eight),
+         safetensors_file(R"({"a":{"dtype":"F32","shape":[18446744073709551616],"data_offsets":[0,8]}})", eight),
          "'shape' holds a number of 2^64 or more"},
         {"a dimension over 2^63 - 1",
-         ckpt::testing::safetensors_file(R"({"a":{"dtype":"U8","shape":[0,9223372036854775808],"data_offsets":[0,0]}})"),
+         safetensors_file(R"({"a":{"dtype":"U8","shape":[0,9223372036854775808],"data_offsets":[0,0]}})"),
          "larger than ckpt's arrays allow"},
-        {"65 dimensions", ckpt::testing::safetensors_file(R"({"a":{"dtype":"U8","shape":)" + dims + R"(,"data_offsets":[0,1]}})", "x"),
+        {"65 dimensions", safetensors_file(R"({"a":{"dtype":"U8","shape":)" + dims + R"(,"data_offsets":[0,1]}})", "x"),
          "more than 64 dimensions"},
-        {"a shape that is a string", ckpt::testing::safetensors_file(R"({"a":{"dtype":"F32","shape":"2","data_offsets":[0,8]}})", eight),
+        {"a shape that is a string",
+         safetensors_file(R"({"a":{"dtype":"F32","shape":"2","data_offsets":[0,8]}})", eight),
          "'shape' holds a string"},
-        {"one offset", ckpt::testing::safetensors_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", eight),
+        {"one offset", safetensors_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", eight),
          "'data_offsets' has 1 numbers, not 2"},
-        {"three offsets", ckpt::testing::safetensors_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8,8]}})", eight),
+        {"three offsets", safetensors_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8,8]}})", eight),
          "'data_offsets' has more than 2 numbers"},
-        {"a negative offset", ckpt::testing::safetensors_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[-1,8]}})", eight),
+        {"a negative offset", safetensors_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[-1,8]}})", eight),
          "'data_offsets' holds a negative number"},
-        {"an end before the begin", ckpt::testing::safetensors_file(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", eight),
-         "end before they begin"},
+        {"an end before the begin",
+         safetensors_file(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", eight), "end before they begin"},
         {"a hole before the first tensor",
-         ckpt::testing::safetensors_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", eight + "1234"), "leave a hole"},
+         safetensors_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", eight + "1234"),
+         "leave a hole"},
         {"a hole between tensors",
-         ckpt::testing::safetensors_file(
+         safetensors_file(
              R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
              eight + "1234"),
          "tensor 'b': data_offsets [8, 12) leave a hole"},
         {"overlapping tensors",
-         ckpt::testing::safetensors_file(
+         safetensors_file(
              R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
              eight),
          "overlap the tensor before"},
-        {"a range of the wrong size", ckpt::testing::safetensors_file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", eight),
+        {"a range of the wrong size",
+         safetensors_file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", eight),
          "hold 8 bytes; its dtype and shape need 12"},
         {"a byte size that overflows",
-         ckpt::testing::safetensors_file(R"({"a":{"dtype":"F64","shape":[4611686018427387904,4],"data_offsets":[0,8]}})", eight), "overflows"},
-        {"bytes appended", ckpt::testing::safetensors_file(R"({"a":{)" + f32 + "}}", eight + "z"), "bytes appended"},
-        {"truncated data", ckpt::testing::safetensors_file(R"({"a":{)" + f32 + "}}", "1234567"), "(truncated)"},
+         safetensors_file(R"({"a":{"dtype":"F64","shape":[4611686018427387904,4],"data_offsets":[0,8]}})", eight),
+         "overflows"},
+        {"bytes appended", safetensors_file(R"({"a":{)" + f32 + "}}", eight + "z"), "bytes appended"},
+        {"truncated data", safetensors_file(R"({"a":{)" + f32 + "}}", "1234567"), "(truncated)"},
         {"a truncated JSON text", past, "not valid JSON"},
-        {"an unterminated object", ckpt::testing::safetensors_file(R"({"a":{)" + f32 + "}"), "not valid JSON"},
+        {"an unterminated object", safetensors_file(R"({"a":{)" + f32 + "}"), "not valid JSON"},
     };
 }
 
@@ -391,7 +400,7 @@ TEST_CASE("files of other writers read: any key order, whitespace, null metadata
     std::string data(reinterpret_cast<const char*>(a), 8);
     data += std::string(reinterpret_cast<const char*>(&b), 4) + "\x07";
     const std::string path = tmp.file("other.safetensors");
-    write_file(path, ckpt::testing::safetensors_file(json, data));
+    write_file(path, safetensors_file(json, data));
     Npz npz = open_file(path);
     REQUIRE(ckpt_npz_count(npz.get()) == 4);
     CHECK(ckpt_npz_metadata_count(npz.get()) == 0);
@@ -443,7 +452,7 @@ TEST_CASE("a tensor other writers left unaligned is copied once for a view, neve
     const float f[2] = {0.5f, 2};
     data += std::string(reinterpret_cast<const char*>(f), 8);
     const std::string path = tmp.file("unaligned.safetensors");
-    write_file(path, ckpt::testing::safetensors_file(json, data));
+    write_file(path, safetensors_file(json, data));
     Npz npz = open_file(path);
     size_t i = 0;
     REQUIRE(ckpt_npz_find(npz.get(), "f", &i) == CKPT_OK);

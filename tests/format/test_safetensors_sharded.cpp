@@ -24,6 +24,7 @@ using ckpt::testing::new_vars;
 using ckpt::testing::Npz;
 using ckpt::testing::open_file;
 using ckpt::testing::read_file;
+using ckpt::testing::safetensors_file;
 using ckpt::testing::TempDir;
 using ckpt::testing::Vars;
 using ckpt::testing::write_file;
@@ -85,12 +86,13 @@ void write_layout(const std::string& dir, const std::string& weight_map,
                "{\"metadata\": {\"total_size\": 8}, \"weight_map\": {" + weight_map + "}}");
 }
 
-
-const std::string kShardA = ckpt::testing::safetensors_file(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", "\x01\x01\x01\x01");
-const std::string kShardAC = ckpt::testing::safetensors_file(
+const std::string kShardA =
+    safetensors_file(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", "\x01\x01\x01\x01");
+const std::string kShardAC = safetensors_file(
     R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},"c":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}})",
     "\x01\x01\x03\x03");
-const std::string kShardB = ckpt::testing::safetensors_file(R"({"b":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", "\x02\x02\x02\x02");
+const std::string kShardB =
+    safetensors_file(R"({"b":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", "\x02\x02\x02\x02");
 
 }  // namespace
 
