@@ -431,8 +431,9 @@ CKPT_API uint64_t ckpt_npz_file_size(const ckpt_npz *npz);
  * PLAIN for a safetensors file); 0 for NULL. Since 0.6. */
 CKPT_API uint32_t ckpt_npz_layout(const ckpt_npz *npz);
 /* The format of the open file: CKPT_FORMAT_NPZ or CKPT_FORMAT_SAFETENSORS; 0 for NULL. For a safetensors file the
- * inspection accessors above say: member name = the tensor's name, CKPT_STORE, stored bytes = its bytes, CRC-32 0
- * (the format has no checksums), data offset = where its bytes start in the file, byte order '<' or '|'.
+ * inspection accessors above say: member name = the tensor's name (for an index of shards: the shard file holding
+ * it), CKPT_STORE, stored bytes = its bytes, CRC-32 0 (the format has no checksums), data offset = where its bytes
+ * start in the file (the shard), byte order '<' or '|'.
  * Since 0.10. */
 CKPT_API uint32_t ckpt_npz_format(const ckpt_npz *npz);
 /* The file's metadata, as the ckpt_vars_metadata functions (borrowed until the file is closed); available right

@@ -73,6 +73,7 @@ HfIndexContainer::HfIndexContainer(Storage& storage, const std::string& index_pa
                      index_path, shard.label(), kSaveIdKey, *index.save_id, id != nullptr ? printable(*id) : "none");
         }
     }
+    shard_names_ = std::move(names);
     by_name_.resize(entries_.size());
     std::iota(by_name_.begin(), by_name_.end(), size_t{0});
     std::sort(by_name_.begin(), by_name_.end(), [&](size_t a, size_t b) { return array(a).name < array(b).name; });

@@ -29,7 +29,12 @@ public:
     std::optional<size_t> find(std::string_view name) const override;
     const Metadata& metadata() const override { return metadata_; }
     uint64_t file_size() const override;
-    Placement placement(size_t i) const override { return shards_[entries_[i].shard]->placement(entries_[i].tensor); }
+    // As the shard's, but the member is the shard's file name: the data offset is in that file.
+    Placement placement(size_t i) const override {
+        Placement p = shards_[entries_[i].shard]->placement(entries_[i].tensor);
+        p.member = shard_names_[entries_[i].shard];
+        return p;
+    }
 
     void read_into(size_t i, void* dst) override;
     void read_entries(const std::vector<Job>& jobs) override;
@@ -45,6 +50,7 @@ private:
     };
     std::string label_;
     std::vector<std::unique_ptr<SafetensorsContainer>> shards_;  // by name
+    std::vector<std::string> shard_names_;                        // their file names, as the index gives them
     std::vector<Entry> entries_;
     std::vector<size_t> by_name_;  // entries sorted by name, for find()
     Metadata metadata_;

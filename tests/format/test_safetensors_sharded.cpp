@@ -134,6 +134,9 @@ TEST_CASE("a sharded save splits as huggingface_hub does and writes the index tr
     CHECK(ckpt_npz_name(npz.get(), 1) == std::string("big"));
     size_t i = 0;
     REQUIRE(ckpt_npz_find(npz.get(), "d", &i) == CKPT_OK);
+    // Where d lies: its shard, by the member name, and its offset in that file.
+    CHECK(ckpt_npz_member_name(npz.get(), i) == std::string("model-00004-of-00004.safetensors"));
+    CHECK(read_file(tmp.file("model-00004-of-00004.safetensors"))[ckpt_npz_data_offset(npz.get(), i)] == '\x04');
     const void* view = nullptr;
     REQUIRE(ckpt_npz_map(npz.get(), i, &view) == CKPT_OK);
     CHECK(static_cast<const uint8_t*>(view)[29] == 4);
