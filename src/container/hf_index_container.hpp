@@ -50,7 +50,7 @@ private:
     };
     std::string label_;
     std::vector<std::unique_ptr<SafetensorsContainer>> shards_;  // by name
-    std::vector<std::string> shard_names_;                        // their file names, as the index gives them
+    std::vector<std::string> shard_names_;                       // their file names, as the index gives them
     std::vector<Entry> entries_;
     std::vector<size_t> by_name_;  // entries sorted by name, for find()
     Metadata metadata_;
