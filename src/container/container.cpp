@@ -9,6 +9,7 @@
 #include "safetensors/hf_index.hpp"
 #include "safetensors/safetensors_reader.hpp"
 #include "safetensors/safetensors_writer.hpp"
+#include "storage/head_input.hpp"
 
 #include <exception>
 
@@ -17,7 +18,10 @@ namespace ckpt::core {
 namespace {
 
 constexpr std::string_view kSafetensorsSuffix = ".safetensors";
-constexpr std::string_view kModelFile = "model.safetensors";  // what a model's folder holds, as transformers names it
+constexpr std::string_view kModelFile = "model.safetensors";
+// The first bytes of a file read to tell its format: one read that holds the length and header of most safetensors
+// files (a model of a thousand tensors has a header of about 100 KB).
+constexpr size_t kHeadBytes = size_t{64} << 10;  // what a model's folder holds, as transformers names it
 
 bool ends_with(std::string_view s, std::string_view suffix) {
     return s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -89,17 +93,14 @@ std::unique_ptr<Container> open_container(Storage& storage, const std::string& p
 
 std::unique_ptr<Container> open_container(std::unique_ptr<InputFile> file, std::string label,
                                           const ContainerReadOptions& options) {
-    unsigned char start[kSafetensorsLengthBytes + 1];
-    size_t n = 0;
-    while (n < sizeof start) {
-        const size_t got = file->read_at(n, start + n, sizeof start - n);
-        if (got == 0) break;
-        n += got;
-    }
-    // By content; a file that is neither (truncated, empty, not a checkpoint) is refused by the reader its name asks
-    // for, whose message then says what is wrong with it as that format.
+    // The content tells the format; the bytes read for it serve the reader too (most safetensors headers fit).
+    auto head = std::make_unique<HeadInput>(std::move(file), kHeadBytes);
+    const std::string& start = head->head();
+    const size_t n = start.size();
+    // A file that is neither (truncated, empty, not a checkpoint) is refused by the reader its name asks for, whose
+    // message then says what is wrong with it as that format.
     const bool zip = n >= 2 && start[0] == 'P' && start[1] == 'K';
-    const Format found = looks_like_safetensors(start, n) ? Format::safetensors
+    const Format found = looks_like_safetensors(start.data(), n) ? Format::safetensors
                          : zip                            ? Format::npz
                                                           : format_for_path(label);
     if (options.format != Format::automatic && options.format != found)
@@ -109,10 +110,10 @@ std::unique_ptr<Container> open_container(std::unique_ptr<InputFile> file, std::
         SafetensorsReadOptions st;
         st.max_tensors = options.npz.max_members;
         st.max_total_bytes = options.npz.max_total_bytes;
-        return std::make_unique<SafetensorsContainer>(SafetensorsReader(std::move(file), std::move(label), st),
+        return std::make_unique<SafetensorsContainer>(SafetensorsReader(std::move(head), std::move(label), st),
                                                       options.writable_views, options.npz.progress);
     }
-    return std::make_unique<NpzContainer>(NpzReader(std::move(file), std::move(label), options.npz),
+    return std::make_unique<NpzContainer>(NpzReader(std::move(head), std::move(label), options.npz),
                                           options.verify_views, options.writable_views);
 }
 
