@@ -101,8 +101,8 @@ std::unique_ptr<Container> open_container(std::unique_ptr<InputFile> file, std::
     // message then says what is wrong with it as that format.
     const bool zip = n >= 2 && start[0] == 'P' && start[1] == 'K';
     const Format found = looks_like_safetensors(start.data(), n) ? Format::safetensors
-                         : zip                            ? Format::npz
-                                                          : format_for_path(label);
+                         : zip                                   ? Format::npz
+                                                                 : format_for_path(label);
     if (options.format != Format::automatic && options.format != found)
         fail(Code::format, "{}: not a {} file (its first bytes are those of a {} file)", label,
              format_name(options.format), format_name(found));
