@@ -17,7 +17,6 @@ namespace ckpt::core {
 
 namespace {
 
-constexpr std::string_view kSafetensorsSuffix = ".safetensors";
 constexpr std::string_view kModelFile = "model.safetensors";
 // The first bytes of a file read to tell its format: one read that holds the length and header of most safetensors
 // files (a model of a thousand tensors has a header of about 100 KB).
@@ -38,8 +37,10 @@ const char* format_name(Format f) {
     return "automatic";
 }
 
+std::string_view format_suffix(Format f) { return f == Format::safetensors ? ".safetensors" : ".npz"; }
+
 Format format_for_path(const std::string& path) {
-    return ends_with(base_name(path), kSafetensorsSuffix) ? Format::safetensors : Format::npz;
+    return ends_with(base_name(path), format_suffix(Format::safetensors)) ? Format::safetensors : Format::npz;
 }
 
 VarCollection Container::read_all() {

@@ -31,6 +31,8 @@ enum class Format : uint32_t {
 
 // "npz", "safetensors".
 const char* format_name(Format f);
+// A file name's ending for a format: ".npz", ".safetensors" (format_for_path's reverse; automatic: ".npz").
+std::string_view format_suffix(Format f);
 // The format a new file's name asks for: safetensors for a name ending in ".safetensors", npz for any other.
 Format format_for_path(const std::string& path);
 

@@ -39,15 +39,13 @@ void on_rank_zero_for_all(Comm& comm, const std::function<void()>& work) {
     if (code != 0) throw Error(static_cast<Code>(code), fmt::format("{} (on rank 0 of {})", error, comm.size()));
 }
 
-std::string_view suffix_of(Format format) { return format == Format::safetensors ? ".safetensors" : ".npz"; }
-
 }  // namespace
 
 std::optional<CheckpointFile> checkpoint_file(const std::string& filename) {
     const std::string base = base_name(filename);
     const std::string_view name = base;
     for (const Format format : {Format::npz, Format::safetensors}) {
-        const std::string_view suffix = suffix_of(format);
+        const std::string_view suffix = format_suffix(format);
         if (name.size() <= suffix.size() || name.substr(name.size() - suffix.size()) != suffix) continue;
         const std::optional<int64_t> index = parse_padded_index(name.substr(0, name.size() - suffix.size()));
         if (!index) return std::nullopt;
@@ -62,7 +60,7 @@ std::optional<int64_t> checkpoint_index(const std::string& filename) {
 }
 
 std::string checkpoint_name(int64_t index, Format format) {
-    return padded_index(index) + std::string(suffix_of(format));
+    return padded_index(index) + std::string(format_suffix(format));
 }
 
 namespace {
@@ -761,11 +759,11 @@ void CheckpointManager::committed(int64_t index, double commit_ms) {
     remember_facts(Step{index, false}, std::nullopt);
     // A file of the same index is replaced by the step (the listing shows the step already).
     while_owner(fmt::format("removing the file replaced by step {}", index), [&] {
-        for (const Format format : {Format::npz, Format::safetensors}) {
-            try {
-                options_.storage->remove(join_path(dir_, checkpoint_name(index, format)));
-            } catch (const Error&) {}
+        try {
+            options_.storage->remove(file_path(index));
+        } catch (const Error&) {
         }
+        remove_other_format(index);
     });
     apply_retention(index);
 }
