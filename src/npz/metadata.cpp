@@ -2,7 +2,7 @@
 #include "npz/metadata.hpp"
 
 #include "core/error.hpp"
-#include "core/json_error.hpp"
+#include "core/json_sax.hpp"
 #include "core/utf8.hpp"
 
 #include <nlohmann/json.hpp>

@@ -3,7 +3,7 @@
 
 #include "core/error.hpp"
 #include "core/find_duplicate.hpp"
-#include "core/json_error.hpp"
+#include "core/json_sax.hpp"
 #include "core/utf8.hpp"
 
 #include <nlohmann/json.hpp>
@@ -32,34 +32,34 @@ public:
     bool number_float(number_float_t, const string_t&) override { return scalar("a fractional number"); }
     bool binary(binary_t&) override { return scalar("binary data"); }
     bool number_unsigned(number_unsigned_t value) override {
-        if (skip_ == 0 && depth_ == 2 && section_ == Section::metadata && key_ == "total_size") {
+        if (!skip_.key() && depth_ == 2 && section_ == Section::metadata && key_ == "total_size") {
             index.total_size = value;
             return true;
         }
         return scalar("a number");
     }
     bool string(string_t& value) override {
-        if (skip_ == 0 && depth_ == 2 && section_ == Section::weight_map) {
+        if (!skip_.key() && depth_ == 2 && section_ == Section::weight_map) {
             if (const char* problem = shard_name_problem(value))
                 malformed("tensor '{}': the shard name '{}' {}", printable(key_), printable(value), problem);
             index.weight_map.emplace_back(std::move(key_), std::move(value));
             return true;
         }
-        if (skip_ == 0 && depth_ == 2 && section_ == Section::metadata && key_ == kSaveIdKey) {
+        if (!skip_.key() && depth_ == 2 && section_ == Section::metadata && key_ == kSaveIdKey) {
             index.save_id = std::move(value);
             return true;
         }
         return scalar("a string");
     }
     bool start_object(std::size_t) override {
-        if (opens()) return true;
+        if (skip_.open()) return true;
         ++depth_;
         if (depth_ == 1) return true;
         if (depth_ == 2 && section_ != Section::other) return true;
         malformed("'{}' is an object", printable(key_));
     }
     bool start_array(std::size_t) override {
-        if (opens()) return true;
+        if (skip_.open()) return true;
         if (depth_ == 0) malformed("the text is an array, not a JSON object");
         if (section_ == Section::weight_map)
             malformed("the entry of tensor '{}' is an array, not a file name", printable(key_));
@@ -68,7 +68,7 @@ public:
     bool end_object() override { return closes(); }
     bool end_array() override { return closes(); }
     bool key(string_t& key) override {
-        if (skip_ > 0) return true;
+        if (skip_.key()) return true;
         if (depth_ == 1) {
             section_ = key == "weight_map" ? Section::weight_map
                        : key == "metadata" ? Section::metadata
@@ -77,14 +77,14 @@ public:
                 if (weight_map_seen) malformed("'weight_map' appears twice");
                 weight_map_seen = true;
             }
-            if (section_ == Section::other) skip_next_ = true;
+            if (section_ == Section::other) skip_.next();
             return true;
         }
         if (section_ == Section::weight_map) {
             if (key.empty()) malformed("'weight_map' names a tensor with an empty name");
             if (key.find('\0') != std::string::npos) malformed("the tensor name '{}' contains NUL", printable(key));
         } else if (key != "total_size" && key != kSaveIdKey) {
-            skip_next_ = true;  // another metadata entry, whatever it holds
+            skip_.next();  // another metadata entry, whatever it holds
         }
         key_ = std::move(key);
         return true;
@@ -96,29 +96,12 @@ public:
 private:
     enum class Section { metadata, weight_map, other };
 
-    // An object or array inside a value passed over (or that value itself).
-    bool opens() {
-        if (skip_ > 0 || skip_next_) {
-            skip_next_ = false;
-            ++skip_;
-            return true;
-        }
-        return false;
-    }
     bool closes() {
-        if (skip_ > 0) {
-            --skip_;
-            return true;
-        }
-        --depth_;
+        if (!skip_.close()) --depth_;
         return true;
     }
     bool scalar(const char* what) {
-        if (skip_ > 0) return true;
-        if (skip_next_) {
-            skip_next_ = false;
-            return true;
-        }
+        if (skip_.scalar()) return true;
         if (depth_ == 0) malformed("the text is {}, not a JSON object", what);
         if (depth_ == 1)
             malformed("'{}' is {}, not an object", section_ == Section::metadata ? "metadata" : "weight_map", what);
@@ -128,8 +111,7 @@ private:
     }
 
     int depth_ = 0;
-    int skip_ = 0;
-    bool skip_next_ = false;
+    JsonSkip skip_;  // a value of an unknown key
     Section section_ = Section::other;
     std::string key_;
 };

@@ -3,7 +3,7 @@
 
 #include "core/array.hpp"
 #include "core/error.hpp"
-#include "core/json_error.hpp"
+#include "core/json_sax.hpp"
 #include "core/find_duplicate.hpp"
 #include "core/utf8.hpp"
 
@@ -62,21 +62,21 @@ public:
     SafetensorsHeader header;
 
     bool null() override {
-        if (skipping()) return true;
+        if (skip_.scalar()) return true;
         if (depth_ == 1 && section_ == Section::metadata) return true;  // "__metadata__": null is no metadata
         return unexpected("null");
     }
-    bool boolean(bool) override { return skipping() || unexpected("a boolean"); }
-    bool number_integer(number_integer_t) override { return skipping() || unexpected("a negative number"); }
+    bool boolean(bool) override { return skip_.scalar() || unexpected("a boolean"); }
+    bool number_integer(number_integer_t) override { return skip_.scalar() || unexpected("a negative number"); }
     bool number_float(number_float_t, const string_t& text) override {
-        if (skipping()) return true;
+        if (skip_.scalar()) return true;
         return unexpected(text.find_first_of(".eE") == std::string::npos ? "a number of 2^64 or more"
                                                                          : "a fractional number");
     }
-    bool binary(binary_t&) override { return skipping() || unexpected("binary data"); }
+    bool binary(binary_t&) override { return skip_.scalar() || unexpected("binary data"); }
 
     bool number_unsigned(number_unsigned_t value) override {
-        if (skipping()) return true;
+        if (skip_.scalar()) return true;
         if (depth_ != 3) return unexpected("a number");
         SafetensorsTensor& t = header.tensors.back();
         if (field_ == Field::shape) {
@@ -92,7 +92,7 @@ public:
     }
 
     bool string(string_t& value) override {
-        if (skipping()) return true;
+        if (skip_.scalar()) return true;
         if (depth_ == 2 && section_ == Section::metadata) {
             if (value.find('\0') != std::string::npos)
                 malformed("the value of '{}' in '__metadata__' contains NUL", printable(key_));
@@ -109,7 +109,7 @@ public:
     }
 
     bool start_object(std::size_t) override {
-        if (skip_open()) return true;
+        if (skip_.open()) return true;
         if (depth_ == 0 || (depth_ == 1 && section_ != Section::none)) {
             ++depth_;
             return true;
@@ -117,7 +117,7 @@ public:
         return unexpected("an object");
     }
     bool start_array(std::size_t) override {
-        if (skip_open()) return true;
+        if (skip_.open()) return true;
         if (depth_ == 2 && (field_ == Field::shape || field_ == Field::offsets)) {
             ++depth_;
             return true;
@@ -125,10 +125,7 @@ public:
         return unexpected("an array");
     }
     bool end_array() override {
-        if (skip_depth_ > 0) {
-            --skip_depth_;
-            return true;
-        }
+        if (skip_.close()) return true;
         if (field_ == Field::offsets && offsets_seen_ != 2)
             malformed("tensor '{}': 'data_offsets' has {} numbers, not 2", shown(), offsets_seen_);
         field_ = Field::none;
@@ -136,10 +133,7 @@ public:
         return true;
     }
     bool end_object() override {
-        if (skip_depth_ > 0) {
-            --skip_depth_;
-            return true;
-        }
+        if (skip_.close()) return true;
         if (depth_ == 2 && section_ == Section::tensor) {
             const char* missing = !seen_[0] ? "dtype" : !seen_[1] ? "shape" : !seen_[2] ? "data_offsets" : nullptr;
             if (missing != nullptr) malformed("tensor '{}' has no '{}'", shown(), missing);
@@ -150,7 +144,7 @@ public:
     }
 
     bool key(string_t& key) override {
-        if (skip_depth_ > 0) return true;
+        if (skip_.key()) return true;
         if (depth_ == 1) return top_key(key);
         if (section_ == Section::metadata) {
             if (const char* problem = metadata_key_problem(key)) malformed("a key in '__metadata__' {}", problem);
@@ -161,7 +155,7 @@ public:
         // An entry's field: one of the three, each once, or an unknown one, whose value is skipped.
         const int k = key == "dtype" ? 0 : key == "shape" ? 1 : key == "data_offsets" ? 2 : -1;
         if (k < 0) {
-            skip_next_ = true;
+            skip_.next();
             return true;
         }
         if (seen_[k]) malformed("tensor '{}' gives '{}' twice", shown(), key);
@@ -196,25 +190,6 @@ private:
         return true;
     }
 
-    // A scalar event, or a key, inside the value of an unknown field (or that value itself): passed over.
-    bool skipping() {
-        if (skip_depth_ > 0) return true;
-        if (skip_next_) {
-            skip_next_ = false;
-            return true;
-        }
-        return false;
-    }
-    // An object or array inside the value of an unknown field (or that value itself): passed over up to its end.
-    bool skip_open() {
-        if (skip_depth_ > 0 || skip_next_) {
-            skip_next_ = false;
-            ++skip_depth_;
-            return true;
-        }
-        return false;
-    }
-
     std::string shown() const { return printable(header.tensors.back().name); }
 
     // A value where the format has none of its kind.
@@ -241,8 +216,7 @@ private:
     bool metadata_seen_ = false;
     std::array<bool, 3> seen_{};  // dtype, shape, data_offsets of the current entry
     int offsets_seen_ = 0;
-    bool skip_next_ = false;
-    int skip_depth_ = 0;
+    JsonSkip skip_;  // the value of an unknown field of an entry
     std::string key_;  // the current key of "__metadata__"
 };
 
