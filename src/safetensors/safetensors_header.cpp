@@ -216,7 +216,7 @@ private:
     bool metadata_seen_ = false;
     std::array<bool, 3> seen_{};  // dtype, shape, data_offsets of the current entry
     int offsets_seen_ = 0;
-    JsonSkip skip_;  // the value of an unknown field of an entry
+    JsonSkip skip_;    // the value of an unknown field of an entry
     std::string key_;  // the current key of "__metadata__"
 };
 
