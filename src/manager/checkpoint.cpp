@@ -130,12 +130,11 @@ CheckpointManager::CheckpointManager(std::string dir, Options options)
     if (!options_.storage) options_.storage = posix_storage();
     options_.npz_write.manager_keys = true;  // saves write the "ckpt." keys saved_metadata makes
     Storage& storage = *options_.storage;
-    std::optional<std::vector<Step>> listed;  // the checkpoints on disk, when opening had to list them
     const auto prepare = [&] {
         if (options_.make_dir && !options_.read_only) {
             storage.make_dirs(dir_);
         } else {
-            listed = steps();  // throws not_found for a missing directory
+            steps();  // throws not_found for a missing directory
         }
         // Nothing else: another manager may hold the directory and save meanwhile. The first save locks it.
     };
@@ -157,22 +156,8 @@ CheckpointManager::CheckpointManager(std::string dir, Options options)
             // saves are full ones
         }
     }
-    // Only where the storage tells its free space (not an object store, which it would cost requests).
-    bool knows_free_space = false;
-    try {
-        knows_free_space = !options_.read_only && options_.storage->free_bytes(dir_).has_value();
-    } catch (const Error&) {
-        // a save asks again, and fails with the storage's error
-    }
-    if (knows_free_space) {
-        try {
-            const std::vector<Step> on_disk = listed ? std::move(*listed) : steps();
-            if (!on_disk.empty())
-                warn_if_disk_low(options_.storage->open_read(path_of(on_disk.back()))->size(), on_disk.size());
-        } catch (const Error&) {
-            // the newest file is unreadable: its size says nothing, and restoring will say what is wrong
-        }
-    }
+    // Opening lists nothing more and reads no file: the free space is judged at the first restore or save, which
+    // list the directory and open or write a checkpoint anyway.
 }
 
 namespace {
@@ -275,8 +260,12 @@ void CheckpointManager::remove_other_format(int64_t index) {
 std::string CheckpointManager::step_path(int64_t index) const { return join_path(dir_, step_dir_name(index)); }
 
 std::string CheckpointManager::path(int64_t index) const {
+    {
+        std::lock_guard<std::mutex> lock(restored_mutex_);
+        if (restored_ && restored_->index == index) return path_of(*restored_);
+    }
     const std::optional<Step> step = find_step(index);
-    return path_of(step.value_or(Step{index, false}));
+    return path_of(step.value_or(Step{index, false, options_.format}));
 }
 
 std::string CheckpointManager::path_of(const Step& step) const {
@@ -465,6 +454,7 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
     };
     if (!options_.comm) check_arguments();
     const std::string target = file_path(index);
+    forget_restored();
     {
         ContainerWriteOptions w;  // what the format cannot hold is refused now, not when a background save runs
         w.format = options_.format;
@@ -554,6 +544,7 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
             }
             const std::optional<size_t> left = apply_retention(index);
             try {  // best effort, as retention: the save has succeeded
+                space_told_ = true;
                 if (left || options_.keep <= 0) warn_if_disk_low(*size, left.value_or(0));
             } catch (const std::exception&) {}
         });

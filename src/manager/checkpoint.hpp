@@ -228,7 +228,10 @@ private:
     // Runs `attempt` on checkpoint `index`, or on the newest first and then older ones when index is nullopt and
     // fallback is on, skipping (and logging) those that are corrupt or unreadable.
     int64_t with_checkpoint(std::optional<int64_t> index, const Attempt& attempt);
-    void try_checkpoint(const Step& step, const Attempt& attempt);
+    // Returns the size of the file it read (0 for a sharded step).
+    uint64_t try_checkpoint(const Step& step, const Attempt& attempt);
+    // path() of an index forgets the step last restored, which it answers without listing (a save may replace it).
+    void forget_restored();
     void log_resuming(const Step& step) const;
     void log(int level, const std::string& message) const;
 
@@ -261,6 +264,11 @@ private:
     bool clones_ = false;  // the storage can share blocks in the directory (and options_.incremental)
     mutable std::atomic<bool> other_format_seen_{false};  // a listing showed a checkpoint file of the other format
     int64_t saves_ = 0;                                   // saves made, for full_every
+    // The checkpoint the last restore or read took, until a save: path() of its index needs no listing.
+    mutable std::mutex restored_mutex_;
+    std::optional<Step> restored_;
+    // Whether the free space was judged already: by the first restore or save (not by opening, which reads nothing).
+    std::atomic<bool> space_told_{false};
     ShareBackoff share_backoff_;
     // Sharded: the step whose shard of this rank the next save takes as its base (the last this manager committed;
     // for its first save, the newest step on disk).

@@ -10,19 +10,21 @@
 
 namespace ckpt::core {
 
-// A restore lists the directory once: the steps it found are what it tries, the log line included.
-void CheckpointManager::try_checkpoint(const Step& step, const Attempt& attempt) {
+// A restore lists the directory once and opens the checkpoint it takes once: the steps it found are what it tries,
+// the log line, the free space and path() included.
+uint64_t CheckpointManager::try_checkpoint(const Step& step, const Attempt& attempt) {
     if (step.sharded) {
         ShardedStep sharded(*options_.storage, step_path(step.index), options_.npz_read);
         attempt(nullptr, &sharded);
-    } else {
-        // Every variable is read (a shard may be read only in part, for another world size: not there).
-        ContainerReadOptions read;
-        read.npz = options_.npz_read;
-        read.npz.read_ahead = true;
-        const std::unique_ptr<Container> file = open_container(*options_.storage, path_of(step), read);
-        attempt(file.get(), nullptr);
+        return 0;
     }
+    // Every variable is read (a shard may be read only in part, for another world size: not there).
+    ContainerReadOptions read;
+    read.npz = options_.npz_read;
+    read.npz.read_ahead = true;
+    const std::unique_ptr<Container> file = open_container(*options_.storage, path_of(step), read);
+    attempt(file.get(), nullptr);
+    return file->file_size();
 }
 
 void CheckpointManager::log_resuming(const Step& step) const {
@@ -66,7 +68,8 @@ int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index, const A
         if (candidates.empty()) log(info, fmt::format("No checkpoints found in {}", dir_));
     }
     const bool fallback = !index && options_.fallback;
-    const auto try_one = [&](int64_t i) { try_checkpoint(step_in(listing(), i, options_.format), attempt); };
+    uint64_t size = 0;  // of the file restored
+    const auto try_one = [&](int64_t i) { size = try_checkpoint(step_in(listing(), i, options_.format), attempt); };
     const auto skipped = [&](const std::string& why) {
         log(warning, fmt::format("Skipping unreadable checkpoint: {}", why));
     };
@@ -74,8 +77,27 @@ int64_t CheckpointManager::with_checkpoint(std::optional<int64_t> index, const A
                                     : newest_readable(
                                           candidates, fallback, dir_,
                                           [&](int64_t i) { return attempt_here([&] { try_one(i); }); }, skipped);
-    log_resuming(step_in(listing(), i, options_.format));
+    const Step restored = step_in(listing(), i, options_.format);
+    log_resuming(restored);
+    {
+        std::lock_guard<std::mutex> lock(restored_mutex_);
+        restored_ = restored;
+    }
+    // The first restore of a manager that saves tells whether the disk holds what `keep` will accumulate, at the
+    // size of the checkpoint it resumes from (a save tells it after each save).
+    if (!options_.read_only && !options_.comm && size > 0 && !space_told_.exchange(true)) {
+        try {
+            warn_if_disk_low(size, listing().size());
+        } catch (const Error&) {
+            // a save asks again, and fails with the storage's error
+        }
+    }
     return i;
+}
+
+void CheckpointManager::forget_restored() {
+    std::lock_guard<std::mutex> lock(restored_mutex_);
+    restored_.reset();
 }
 
 int64_t CheckpointManager::restore(VarCollection& vars, std::optional<int64_t> index) {

@@ -489,8 +489,9 @@ public:
         DeferredRelease::release(held);
     }
 
-    std::vector<std::string> list(const std::string& dir) override { return entries(dir, false); }
-    std::vector<std::string> list_dirs(const std::string& dir) override { return entries(dir, true); }
+    std::vector<std::string> list(const std::string& dir) override { return entries(dir).files; }
+    std::vector<std::string> list_dirs(const std::string& dir) override { return entries(dir).dirs; }
+    Entries list_entries(const std::string& dir) override { return entries(dir); }  // one pass over the directory
 
     bool renames_dirs() const override { return true; }
     void rename_dir(const std::string& from, const std::string& to) override {
@@ -505,14 +506,15 @@ public:
     }
 
     void remove_tree(const std::string& dir) override {
-        for (const std::string& name : entries(dir, false)) remove(join_path(dir, name));
-        for (const std::string& name : entries(dir, true)) remove_tree(join_path(dir, name));
+        const Entries inside = entries(dir);
+        for (const std::string& name : inside.files) remove(join_path(dir, name));
+        for (const std::string& name : inside.dirs) remove_tree(join_path(dir, name));
         if (::rmdir(dir.c_str()) != 0) fail_errno(errno, fmt::format("{}: cannot remove directory", dir));
     }
 
 private:
-    // The files (dirs false) or the subdirectories (dirs true) of dir; symbolic links count as files.
-    std::vector<std::string> entries(const std::string& dir, bool dirs) {
+    // The files and the subdirectories of dir; symbolic links count as files.
+    Entries entries(const std::string& dir) {
         DIR* d = ::opendir(dir.c_str());
         if (d == nullptr) {
             if (errno == ENOENT) fail(Code::not_found, "{}: no such directory", dir);
@@ -522,7 +524,7 @@ private:
             void operator()(DIR* dir) const { ::closedir(dir); }
         };
         std::unique_ptr<DIR, CloseDir> owner(d);  // closed also when a name cannot be stored
-        std::vector<std::string> names;
+        Entries names;
         errno = 0;
         while (const dirent* e = ::readdir(d)) {
             const std::string name = e->d_name;
@@ -532,7 +534,7 @@ private:
                 struct stat st;
                 is_dir = ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
             }
-            if (is_dir == dirs) names.push_back(name);
+            (is_dir ? names.dirs : names.files).push_back(name);
         }
         const int err = errno;
         owner.reset();

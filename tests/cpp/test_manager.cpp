@@ -172,6 +172,43 @@ TEST_CASE("Resuming skips a corrupt newest checkpoint, logging it, unless fallba
     }
 }
 
+TEST_CASE("Opening a manager and resuming lists the directory once and opens the newest checkpoint once",
+          "[manager]") {
+    auto storage = std::make_shared<MapStorage>();
+    storage->report_free_space(uint64_t{1} << 40);
+    ckpt::ManagerOptions options;
+    options.storage = storage;
+    options.keep = 5;
+    Trainer t;
+    {
+        ckpt::Manager manager("run", options);
+        for (int64_t s = 1; s <= 3; ++s) {
+            t.train_to(s);
+            manager.save(t.vars, s);
+        }
+    }
+    storage->report_free_space(3000);  // room for one more checkpoint, not for the three more keep = 5 accumulates
+    Log log;
+    options.log = log.sink();
+    const int lists = storage->counters().lists, reads = storage->counters().reads;
+    ckpt::Manager manager("run", options);
+    CHECK(storage->counters().lists == lists);  // opening reads nothing: it makes the directory
+    CHECK(storage->counters().reads == reads);
+    CHECK_FALSE(log.has(ckpt::LogLevel::warning, "free"));
+    Trainer back;
+    CHECK(manager.restore(back.vars) == 3);
+    CHECK(manager.path(3) == "run/ckpt/0000000003.npz");  // the checkpoint just restored: no listing
+    CHECK(storage->counters().lists == lists + 1);
+    CHECK(storage->counters().reads == reads + 1);
+    CHECK(back.step == 3);
+    CHECK(back.w == t.w);
+    // The free space is judged at the first restore, at the size of the checkpoint it read.
+    CHECK(log.has(ckpt::LogLevel::warning, "run/ckpt: 3000 bytes free, less than the"));
+    CHECK(log.has(ckpt::LogLevel::warning, "3 more checkpoint(s)"));
+    CHECK(manager.path(2) == "run/ckpt/0000000002.npz");  // another index is found by listing
+    CHECK(storage->counters().lists == lists + 2);
+}
+
 TEST_CASE("A restore into a collection that does not fit is CKPT_EMISMATCH naming the missing variables",
           "[manager][errors]") {
     TempDir dir;
