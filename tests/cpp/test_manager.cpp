@@ -172,8 +172,7 @@ TEST_CASE("Resuming skips a corrupt newest checkpoint, logging it, unless fallba
     }
 }
 
-TEST_CASE("Opening a manager and resuming lists the directory once and opens the newest checkpoint once",
-          "[manager]") {
+TEST_CASE("Opening a manager and resuming lists the directory once and opens the newest checkpoint once", "[manager]") {
     auto storage = std::make_shared<MapStorage>();
     storage->report_free_space(uint64_t{1} << 40);
     ckpt::ManagerOptions options;
