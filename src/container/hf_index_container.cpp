@@ -74,9 +74,6 @@ HfIndexContainer::HfIndexContainer(Storage& storage, const std::string& index_pa
         }
     }
     shard_names_ = std::move(names);
-    by_name_.resize(entries_.size());
-    std::iota(by_name_.begin(), by_name_.end(), size_t{0});
-    std::sort(by_name_.begin(), by_name_.end(), [&](size_t a, size_t b) { return array(a).name < array(b).name; });
     // The checkpoint's metadata: what its first shard records (ckpt writes the same in every shard), less the save id.
     if (!shards_.empty()) {
         const Metadata& first = shards_.front()->metadata();
@@ -86,10 +83,7 @@ HfIndexContainer::HfIndexContainer(Storage& storage, const std::string& index_pa
 }
 
 std::optional<size_t> HfIndexContainer::find(std::string_view name) const {
-    const auto it = std::lower_bound(by_name_.begin(), by_name_.end(), name,
-                                     [&](size_t i, std::string_view n) { return array(i).name < n; });
-    if (it == by_name_.end() || array(*it).name != name) return std::nullopt;
-    return *it;
+    return names_.find(entries_.size(), name, [this](size_t i) -> const std::string& { return array(i).name; });
 }
 
 uint64_t HfIndexContainer::file_size() const {

@@ -52,7 +52,7 @@ private:
     std::vector<std::unique_ptr<SafetensorsContainer>> shards_;  // by name
     std::vector<std::string> shard_names_;                       // their file names, as the index gives them
     std::vector<Entry> entries_;
-    std::vector<size_t> by_name_;  // entries sorted by name, for find()
+    NameLookup names_;  // for find()
     Metadata metadata_;
     Progress progress_;
 };

@@ -20,18 +20,11 @@ const unsigned char kEmpty[8] = {};
 
 SafetensorsContainer::SafetensorsContainer(SafetensorsReader reader, bool writable_views, Progress progress)
     : reader_(std::move(reader)), writable_views_(writable_views), progress_(progress) {
-    by_name_.resize(reader_.size());
-    std::iota(by_name_.begin(), by_name_.end(), size_t{0});
-    std::sort(by_name_.begin(), by_name_.end(),
-              [&](size_t a, size_t b) { return reader_.tensor(a).name < reader_.tensor(b).name; });
     views_.assign(reader_.size(), nullptr);
 }
 
 std::optional<size_t> SafetensorsContainer::find(std::string_view name) const {
-    const auto it = std::lower_bound(by_name_.begin(), by_name_.end(), name,
-                                     [&](size_t i, std::string_view n) { return reader_.tensor(i).name < n; });
-    if (it == by_name_.end() || reader_.tensor(*it).name != name) return std::nullopt;
-    return *it;
+    return names_.find(reader_.size(), name, [this](size_t i) -> const std::string& { return reader_.tensor(i).name; });
 }
 
 Placement SafetensorsContainer::placement(size_t i) const {

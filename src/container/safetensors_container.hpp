@@ -3,6 +3,7 @@
 #pragma once
 
 #include "container/container.hpp"
+#include "core/name_lookup.hpp"
 #include "core/progress.hpp"
 #include "safetensors/safetensors_reader.hpp"
 
@@ -41,7 +42,7 @@ private:
     SafetensorsReader reader_;
     bool writable_views_;
     Progress progress_;
-    std::vector<size_t> by_name_;  // entries sorted by name, for find()
+    NameLookup names_;  // for find()
     bool map_tried_ = false;
     std::unique_ptr<MappedFile> mapping_;
     std::vector<const void*> views_;   // by entry; nullptr until made

@@ -7,7 +7,7 @@
 // temporaries of interrupted saves. A manager that only lists, reads and restores never locks nor deletes.
 //
 // A checkpoint is a file named by its index, or — saved by a manager with a communicator, by every rank together
-// — a directory named by its index holding one shard per rank and a manifest (dist/sharded_step.hpp). Both kinds
+// — a directory named by its index holding one shard per rank and a manifest (sharded/sharded_step.hpp). Both kinds
 // are listed, retained and restored together.
 #pragma once
 

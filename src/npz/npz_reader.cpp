@@ -37,13 +37,8 @@ std::optional<size_t> objax_index(const std::string& name, uint64_t n) {
 
 }  // namespace
 
-struct NpzReader::NameOrder {
-    std::once_flag sorted;
-    std::vector<size_t> entries;
-};
-
 NpzReader::NpzReader(std::unique_ptr<InputFile> file, std::string label, NpzReadOptions options)
-    : file_(std::move(file)), options_(options), name_order_(std::make_unique<NameOrder>()) {
+    : file_(std::move(file)), options_(options) {
     zip_ = std::make_unique<ZipReader>(*file_, std::move(label), options_.max_members, options_.read_ahead);
     scan();
     MetadataRecord record = take_metadata();
@@ -54,18 +49,7 @@ NpzReader::NpzReader(std::unique_ptr<InputFile> file, std::string label, NpzRead
 }
 
 std::optional<size_t> NpzReader::find(std::string_view name) const {
-    std::call_once(name_order_->sorted, [this] {
-        std::vector<size_t>& order = name_order_->entries;
-        order.resize(entries_.size());
-        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-        std::sort(order.begin(), order.end(),
-                  [this](size_t a, size_t b) { return entries_[a].name < entries_[b].name; });
-    });
-    const std::vector<size_t>& order = name_order_->entries;
-    const auto it = std::lower_bound(order.begin(), order.end(), name,
-                                     [this](size_t i, std::string_view n) { return entries_[i].name < n; });
-    if (it == order.end() || entries_[*it].name != name) return std::nullopt;
-    return *it;
+    return names_.find(entries_.size(), name, [this](size_t i) -> const std::string& { return entries_[i].name; });
 }
 
 NpzReader::NpzReader(NpzReader&&) noexcept = default;

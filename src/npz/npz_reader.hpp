@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/array.hpp"
+#include "core/name_lookup.hpp"
 #include "npz/chunks.hpp"
 #include "npz/metadata.hpp"
 #include "npy/npy.hpp"
@@ -120,8 +121,7 @@ private:
     std::unique_ptr<ZipReader> zip_;
     NpzReadOptions options_;
     std::vector<Entry> entries_;
-    struct NameOrder;  // entries by name, for find()
-    std::unique_ptr<NameOrder> name_order_;
+    NameLookup names_;  // for find()
     Layout layout_ = Layout::plain;
     Metadata metadata_;
     std::string metadata_member_;  // for messages

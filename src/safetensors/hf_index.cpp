@@ -134,7 +134,10 @@ HfIndex parse_hf_index(std::string_view json) {
     const size_t first = json.find_first_not_of(" \t\n\r");
     if (first == std::string_view::npos || json[first] != '{') malformed("the text is not a JSON object");
     Reader reader;
-    nlohmann::json::sax_parse(json.begin(), json.end(), &reader);
+    if (!json_sax_plain(json, reader)) {
+        reader = Reader();
+        nlohmann::json::sax_parse(json.begin(), json.end(), &reader);
+    }
     if (!reader.weight_map_seen) malformed("there is no 'weight_map'");
     HfIndex& index = reader.index;
     const auto name_of = [&](size_t i) -> const std::string& { return index.weight_map[i].first; };

@@ -225,12 +225,18 @@ private:
 void check_ranges(const std::vector<SafetensorsTensor>& tensors, uint64_t buffer_bytes) {
     std::vector<size_t> order(tensors.size());
     std::iota(order.begin(), order.end(), size_t{0});
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const auto before = [&](size_t a, size_t b) {
         return std::tie(tensors[a].begin, tensors[a].end) < std::tie(tensors[b].begin, tensors[b].end);
-    });
+    };
+    if (!std::is_sorted(order.begin(), order.end(), before)) std::sort(order.begin(), order.end(), before);
     uint64_t at = 0;
     for (const size_t i : order) {
         const SafetensorsTensor& t = tensors[i];
+        if (t.end >= t.begin && t.begin == at && t.end - t.begin == checked_nbytes(t.shape.data(), t.shape.size(),
+                                                                                   numeric_size(t.dtype))) {
+            at = t.end;  // the common case, without the name a message would show
+            continue;
+        }
         const std::string name = printable(t.name);
         if (t.end < t.begin)
             malformed("tensor '{}': data_offsets [{}, {}) end before they begin", name, t.begin, t.end);
@@ -289,7 +295,10 @@ SafetensorsHeader parse_safetensors_header(std::string_view json, uint64_t buffe
         malformed("not valid JSON: a NUL byte at byte {} of the header", nul);
     Reader reader;
     try {
-        nlohmann::json::sax_parse(json.begin(), json.end(), &reader);
+        if (!json_sax_plain(json, reader)) {
+            reader = Reader();
+            nlohmann::json::sax_parse(json.begin(), json.end(), &reader);
+        }
     } catch (const Error& e) {
         if (e.code() != Code::invalid) throw;
         malformed("{}", e.what());  // Metadata::set's refusal of a value that is not valid UTF-8
