@@ -232,8 +232,8 @@ void check_ranges(const std::vector<SafetensorsTensor>& tensors, uint64_t buffer
     uint64_t at = 0;
     for (const size_t i : order) {
         const SafetensorsTensor& t = tensors[i];
-        if (t.end >= t.begin && t.begin == at && t.end - t.begin == checked_nbytes(t.shape.data(), t.shape.size(),
-                                                                                   numeric_size(t.dtype))) {
+        if (t.end >= t.begin && t.begin == at &&
+            t.end - t.begin == checked_nbytes(t.shape.data(), t.shape.size(), numeric_size(t.dtype))) {
             at = t.end;  // the common case, without the name a message would show
             continue;
         }

@@ -90,15 +90,17 @@ TEST_CASE("json_sax_plain gives the events nlohmann gives, for what writers prin
 
 TEST_CASE("json_sax_plain leaves to nlohmann what it does not read itself, and text that is not JSON") {
     const std::vector<std::string> others = {
-        R"({"a":"\u00e9"})",          // an escape
-        R"({"a\"b":1})",              // an escape in a key
-        "{\"caf\xC3\xA9\":1}",        // UTF-8 beyond ASCII
-        "{\"a\":\"\x7f\"}",           // DEL
-        R"({"a":1.5})",               // a fraction
-        R"({"a":1e3})",               // an exponent
-        R"({"a":-1})",                // a negative number
+        R"({"a":"\u00e9"})",              // an escape
+        R"({"a\"b":1})",                  // an escape in a key
+        "{\"caf\xC3\xA9\":1}",            // UTF-8 beyond ASCII
+        "{\"a\":\"\x7f\"}",               // DEL
+        R"({"a":1.5})",                   // a fraction
+        R"({"a":1e3})",                   // an exponent
+        R"({"a":-1})",                    // a negative number
         R"({"a":10000000000000000000})",  // 10^19 and more: nlohmann says uint64_t or double
-        R"({"a":true})", R"({"a":false})", R"({"a":null})",
+        R"({"a":true})",
+        R"({"a":false})",
+        R"({"a":null})",
         R"({"a":01})",   // a leading zero
         R"({"a":1,})",   // a trailing comma
         R"({"a" 1})",    // no colon
@@ -106,7 +108,7 @@ TEST_CASE("json_sax_plain leaves to nlohmann what it does not read itself, and t
         R"({"a":1}})",   // text after the value
         R"({"a":1} x)",  // text after the value
         R"({"a":[1 2]})",
-        R"({"a":"b)",    // cut short
+        R"({"a":"b)",        // cut short
         "{\"a\":\"b\nc\"}",  // a raw control character
         "",
         "   ",
