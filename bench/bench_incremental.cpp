@@ -6,7 +6,8 @@
 // costs where nothing can be shared.
 //   all:   every byte changed (the worst case: the hashes are pure cost)
 //   frozen: one array of eight changed (a frozen backbone, a fine-tuned head)
-//   backbone: 1 GiB that never changes and 32 MiB that changes every save (whatever MiB says; needs 4.2 GiB free)
+//   backbone: 1 GiB that never changes and 32 MiB that changes every save (whatever MiB says; needs 4.2 GiB free),
+//             as .npz files and as safetensors checkpoints of a manager
 //   rows:  1% of an embedding table's rows changed, at random, for several chunk sizes
 // Usage: bench_incremental DIR [MiB] [runs] [no-backbone]   (defaults: 512 5). Uses the core's C++ API to vary the
 // chunk size.
@@ -125,32 +126,50 @@ void workload(Bench& b, const char* name, uint32_t chunk, int runs, double mib, 
     report(name, fmt::format("incremental, {} KiB chunks", chunk / 1024).c_str(), inc, raw, mib, against_full);
 }
 
+// Removes the directories of managers the bench made, and what they hold.
+void remove_managed(Bench& b, const std::vector<std::string>& names) {
+    for (const std::string& name : names) {
+        for (const auto& f : b.storage->list(b.dir + "/" + name)) std::remove((b.dir + "/" + name + "/" + f).c_str());
+        std::remove((b.dir + "/" + name + "/.ckpt.lock").c_str());
+        ::rmdir((b.dir + "/" + name).c_str());
+    }
+}
+
+// A manager of b.dir/name (keep 2) saving `format`, with incremental saves on or off.
+std::unique_ptr<CheckpointManager> open_manager(Bench& b, const std::string& name, bool incremental, Format format) {
+    CheckpointManager::Options o;
+    o.storage = b.storage;
+    o.keep = 2;
+    o.incremental = incremental;
+    o.format = format;
+    return std::make_unique<CheckpointManager>(b.dir + "/" + name, o);
+}
+
+// Saves v as checkpoint i with both managers, the incremental one first on even i; returns the seconds each took.
+std::pair<double, double> save_both(CheckpointManager& inc, CheckpointManager& full, const VarCollection& v, int64_t i) {
+    double t_inc = 0, t_full = 0;
+    for (int k = 0; k < 2; ++k) {
+        const bool first_inc = (i % 2 == 0) == (k == 0);
+        const double t0 = now();
+        (first_inc ? inc : full).save(v, i);
+        (first_inc ? t_inc : t_full) = now() - t0;
+    }
+    return {t_inc, t_full};
+}
+
 // A training run whose every weight changes between saves, through two managers side by side: one with incremental
 // saves (the default where the filesystem clones), one with them off; `runs` * 4 saves each, in alternating order.
 // After a save that shares nothing, the incremental manager pauses its hashing (manager/share_backoff.hpp): most of
 // its saves are then plain ones.
 void managers(Bench& b, int runs, double mib) {
-    const auto open = [&](const std::string& name, bool incremental) {
-        CheckpointManager::Options o;
-        o.storage = b.storage;
-        o.keep = 2;
-        o.incremental = incremental;
-        return std::make_unique<CheckpointManager>(b.dir + "/" + name, o);
-    };
-    std::unique_ptr<CheckpointManager> inc = open("managed-incremental", true), full = open("managed-full", false);
+    std::unique_ptr<CheckpointManager> inc = open_manager(b, "managed-incremental", true, Format::npz),
+                                       full = open_manager(b, "managed-full", false, Format::npz);
     Sample s_inc, s_full;
     std::vector<double> ratios;
     for (int64_t i = 0; i < 4 * runs; ++i) {
         for (auto& a : b.arrays)
             for (float& x : a) x += 1.0f;
-        const VarCollection v = b.vars();
-        double t_inc = 0, t_full = 0;
-        for (int k = 0; k < 2; ++k) {
-            const bool first_inc = (i % 2 == 0) == (k == 0);
-            const double t0 = now();
-            (first_inc ? inc : full)->save(v, i);
-            (first_inc ? t_inc : t_full) = now() - t0;
-        }
+        const auto [t_inc, t_full] = save_both(*inc, *full, b.vars(), i);
         s_inc.add(t_inc, mib, 0);
         s_full.add(t_full, mib, 0);
         ratios.push_back(t_full / t_inc);
@@ -163,12 +182,38 @@ void managers(Bench& b, int runs, double mib) {
                 Sample::med(ratios));
     inc.reset();
     full.reset();
-    for (const char* name : {"managed-incremental", "managed-full"}) {
-        auto listing = b.storage->list(b.dir + "/" + name);
-        for (const auto& f : listing) std::remove((b.dir + "/" + name + "/" + f).c_str());
-        std::remove((b.dir + "/" + name + "/.ckpt.lock").c_str());
-        ::rmdir((b.dir + "/" + name).c_str());
+    remove_managed(b, {"managed-incremental", "managed-full"});
+}
+
+// The state of b.arrays through two safetensors managers side by side, incremental on and off, `runs` * 2 saves each
+// after a first one, in alternating order, mutate() before each. A safetensors file records no chunk hashes: a save
+// shares with the checkpoint its manager saved before (its first save is a full one). "MiB shared" is what the
+// filesystem reports shared in the new file (FIEMAP), "MiB written" the rest of it.
+void safetensors_managers(Bench& b, const char* name, int runs, double mib, const std::function<void()>& mutate) {
+    std::unique_ptr<CheckpointManager> inc = open_manager(b, "managed-st-incremental", true, Format::safetensors),
+                                       full = open_manager(b, "managed-st-full", false, Format::safetensors);
+    inc->save(b.vars(), 0);
+    full->save(b.vars(), 0);
+    Sample s_inc, s_full;
+    std::vector<double> ratios;
+    for (int64_t i = 1; i <= 2 * runs; ++i) {
+        mutate();
+        const auto [t_inc, t_full] = save_both(*inc, *full, b.vars(), i);
+        const std::string path = inc->path(i);
+        const double size = static_cast<double>(b.storage->open_read(path)->size()) / (1 << 20);
+        const double shared = static_cast<double>(b.storage->shared_bytes(path).value_or(0)) / (1 << 20);
+        s_inc.add(t_inc, size - shared, shared);
+        s_full.add(t_full, size, 0);
+        ratios.push_back(t_full / t_inc);
     }
+    std::printf("| %s | safetensors, incremental off | %.3f | %.0f | | | 0 | %.1f |\n", name,
+                Sample::med(s_full.seconds), mib / Sample::med(s_full.seconds), Sample::med(s_full.written_mib));
+    std::printf("| %s | safetensors, incremental (the default) | %.3f | %.0f | | %.2f | %.1f | %.1f |\n", name,
+                Sample::med(s_inc.seconds), mib / Sample::med(s_inc.seconds), Sample::med(ratios),
+                Sample::med(s_inc.shared_mib), Sample::med(s_inc.written_mib));
+    inc.reset();
+    full.reset();
+    remove_managed(b, {"managed-st-incremental", "managed-st-full"});
 }
 
 }  // namespace
@@ -178,6 +223,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: bench_incremental DIR [MiB] [runs] [no-backbone]\n");
         return 2;
     }
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each row as it is measured
     Bench b;
     b.dir = argv[1];
     const size_t mib = argc > 2 ? static_cast<size_t>(std::atol(argv[2])) : 512;
@@ -208,18 +254,21 @@ int main(int argc, char** argv) {
         },
         true);
     managers(b, runs, total);
+    safetensors_managers(b, "frozen (1 of 8 arrays changed)", runs, total, [&] {
+        for (float& x : b.arrays[round++ % b.arrays.size()]) x += 1.0f;
+    });
 
     // backbone: 1 GiB (32 arrays of 32 MiB) that never changes and a 32 MiB head trained between saves.
     if (backbone) {
         const size_t n = (size_t{32} << 20) / 4;
         b.arrays.assign(33, std::vector<float>(n));
         for (size_t i = 0; i < b.arrays.size(); ++i) fill(b.arrays[i].data(), n, i << 32, 0);
-        workload(
-            b, "backbone (1 GiB frozen, 32 MiB trained)", kChunkBytes, runs, 33 * 32.0,
-            [&] {
-                for (float& x : b.arrays.back()) x += 1.0f;
-            },
-            true);
+        const auto train_head = [&] {
+            for (float& x : b.arrays.back()) x += 1.0f;
+        };
+        workload(b, "backbone (1 GiB frozen, 32 MiB trained)", kChunkBytes, runs, 33 * 32.0, train_head, true);
+        for (const char* f : {"base.npz", "full.npz", "raw.bin"}) std::remove((b.dir + "/" + f).c_str());  // room
+        safetensors_managers(b, "backbone (1 GiB frozen, 32 MiB trained)", runs, 33 * 32.0, train_head);
     }
 
     // rows: one table of 128-float rows, 1% of them changed per save, for several chunk sizes.

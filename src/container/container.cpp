@@ -150,6 +150,9 @@ uint64_t write_container(OutputFile& out, Format format, const VarCollection& va
     st.progress = options.npz.progress;
     st.before_write = options.npz.before_write;
     st.manager_keys = options.npz.manager_keys;
+    st.record = options.safetensors_record;
+    st.base = options.safetensors_base;
+    st.shared_bytes = options.npz.shared_bytes;
     return write_safetensors(out, vars, st);
 }
 

@@ -9,6 +9,7 @@
 #include "core/metadata.hpp"
 #include "core/restore_match.hpp"
 #include "core/var_collection.hpp"
+#include "incremental/chunk_stream.hpp"
 #include "npz/npz_reader.hpp"
 #include "npz/npz_writer.hpp"
 #include "storage/storage.hpp"
@@ -117,10 +118,13 @@ std::unique_ptr<Container> open_container(std::unique_ptr<InputFile> file, std::
 
 struct ContainerWriteOptions {
     Format format = Format::automatic;  // automatic: format_for_path
-    // For npz files; progress, before_write and manager_keys apply to safetensors files too. Options safetensors has
-    // no use for (deflate, the objax layout) are refused for it (Error(invalid)); chunk hashes and a base are npz's
-    // alone for now: a safetensors save is a full one.
+    // For npz files; progress, before_write, manager_keys and shared_bytes apply to safetensors files too. Options
+    // safetensors has no use for (deflate, the objax layout) are refused for it (Error(invalid)).
     NpzWriteOptions npz;
+    // Incremental safetensors saves (the manager's; SafetensorsWriteOptions): the data's chunk hashes are recorded
+    // in safetensors_record, and the chunks equal to safetensors_base's shared with its file.
+    RegionChunks* safetensors_record = nullptr;
+    RegionBase safetensors_base;
     // safetensors: Hugging Face's sharded layout, with at most this many bytes of tensors per shard (hf_save.hpp);
     // 0 = one file.
     uint64_t max_shard_bytes = 0;

@@ -149,7 +149,7 @@ CheckpointManager::CheckpointManager(std::string dir, Options options)
     writer_ = std::make_unique<Writer>(kind, options_.queue_depth, options_.storage);
     if (options_.async) snapshots_ = SnapshotPool::create(options_.queue_depth, options_.max_staging_bytes);
     last_save_ns_ = now_ns();
-    if (options_.incremental && !options_.read_only && options_.format == Format::npz) {
+    if (options_.incremental && !options_.read_only) {
         try {
             clones_ = options_.storage->clones(dir_);
         } catch (const Error&) {
@@ -510,34 +510,37 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
     npz.before_write = [this, index, target](uint64_t needed) {
         check_disk_space(needed, fmt::format("{}: not enough space for checkpoint {}", target, index));
     };
+    // (a safetensors file records them in this manager only: `recorded`, for the next save)
     npz.chunk_hashes = clones_ && !npz.deflate;
     const bool full = !shares_this_save(npz);
     const int64_t ordinal = saves_;
+    auto recorded = std::make_shared<RegionChunks>();
     writer_->submit(
         target,
-        [this, data, npz, size, shared, index, full, ordinal, bytes](OutputFile& out) {
-            NpzWriteOptions o = npz;
-            int64_t base_index = -1;
-            std::unique_ptr<ChunkBase> base = full ? nullptr : open_base(index, &base_index);
-            o.base = base.get();
-            o.shared_bytes = shared.get();
+        [this, data, npz, size, shared, recorded, index, full, ordinal, bytes](OutputFile& out) {
+            const OpenBase base = full ? OpenBase{} : open_base(index);
             ContainerWriteOptions w;
             w.format = options_.format;
-            w.npz = o;
+            w.npz = npz;
+            w.npz.base = base.npz.get();
+            w.npz.shared_bytes = shared.get();
+            if (npz.chunk_hashes && options_.format == Format::safetensors) w.safetensors_record = recorded.get();
+            w.safetensors_base = RegionBase{base.file.get(), base.region.get()};
             *size = write_container(out, options_.format, *data, w);
             if (*shared > 0)
                 log(info, fmt::format("Checkpoint {} shares {} of its {} with checkpoint {}", index, byte_size(*shared),
-                                      byte_size(*size), base_index));
+                                      byte_size(*size), base.index));
             if (base) saved_against_base(ordinal, *shared, bytes, fmt::format("Checkpoint {}", index));
         },
         false,
-        [this, index, size, saved, saved_facts, npz] {
+        [this, index, size, saved, saved_facts, npz, recorded] {
             remember_facts(saved, saved_facts);
             remove_other_format(index);
             if (npz.chunk_hashes) {  // the next save's base, as it is now
                 base_listed_ = true;
                 try {
-                    base_ = SavedFile{index, options_.storage->stat(file_path(index))};
+                    base_ = SavedFile{index, options_.storage->stat(file_path(index)), nullptr};
+                    if (options_.format == Format::safetensors) base_->region = recorded;
                 } catch (const Error&) {
                     base_.reset();
                 }
@@ -554,25 +557,35 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
     }
 }
 
-std::unique_ptr<ChunkBase> CheckpointManager::open_base(int64_t index, int64_t* base_index) {
+CheckpointManager::OpenBase CheckpointManager::open_base(int64_t index) {
+    OpenBase base;
     try {
         if (!base_listed_) take_newest_as_base(steps());
-        if (!base_) return nullptr;
+        if (!base_) return base;
         const std::string path = file_path(base_->index);
         if (base_->as_saved) {
             const std::optional<FileInfo> now = options_.storage->stat(path);
             if (!now || now->size != base_->as_saved->size || now->modified_ns != base_->as_saved->modified_ns) {
                 log(info, fmt::format("Saving checkpoint {} in full: checkpoint {} changed since it was saved", index,
                                       base_->index));
-                return nullptr;
+                return base;
             }
         }
-        std::unique_ptr<ChunkBase> base = open_chunk_base(path, fmt::format("checkpoint {}", index));
-        if (base) *base_index = base_->index;
+        if (options_.format == Format::npz) {
+            base.npz = open_chunk_base(path, fmt::format("checkpoint {}", index));
+        } else if (!base_->region) {
+            log(info, fmt::format("Saving checkpoint {} in full: checkpoint {} was not saved by this manager (a "
+                                  "safetensors file records no chunk hashes)",
+                                  index, base_->index));
+        } else {
+            base.file = options_.storage->open_read(path);
+            base.region = base_->region;
+        }
+        if (base) base.index = base_->index;
         return base;
     } catch (const Error& e) {
         log(info, fmt::format("Saving checkpoint {} in full: {}", index, e.what()));
-        return nullptr;
+        return OpenBase{};
     }
 }
 
@@ -580,7 +593,7 @@ void CheckpointManager::take_newest_as_base(const std::vector<Step>& on_disk) {
     base_listed_ = true;
     for (auto it = on_disk.rbegin(); it != on_disk.rend(); ++it) {
         if (it->sharded) continue;
-        base_ = SavedFile{it->index, std::nullopt};
+        base_ = SavedFile{it->index, std::nullopt, nullptr};
         return;
     }
 }

@@ -76,7 +76,8 @@ public:
         bool read_only = false;  // no lock, no cleanup, no directory made, no saves: for tools and evaluators
         size_t queue_depth = 1;
         // The format of the checkpoints this manager saves (npz or safetensors: "<index>.npz", "<index>.safetensors").
-        // It lists, restores and retains both. Incremental saves and sharded steps are .npz's alone for now.
+        // It lists, restores and retains both. Sharded steps are .npz's alone for now; a safetensors checkpoint is
+        // saved incrementally against the one this manager saved before (its chunk hashes are kept in memory).
         Format format = Format::npz;
         NpzWriteOptions npz_write;
         NpzReadOptions npz_read;
@@ -203,10 +204,19 @@ private:
     // replaced or deleted).
     void remember_facts(const Step& step, std::optional<CheckpointFacts> facts);
     void save_sharded_step(const VarCollection& vars, int64_t index, int64_t saved_at, const Metrics& metrics);
-    // On the writer's thread: the checkpoint the save of `index` may share chunks with, or nullptr (logging why
-    // not, where there was one): the one this manager saved last, unless it changed since; before this manager's
-    // first save, the newest checkpoint file on disk.
-    std::unique_ptr<ChunkBase> open_base(int64_t index, int64_t* base_index);
+    // The base of one save, open: an npz file's chunk table, or a safetensors file with the chunk hashes this manager
+    // recorded when it saved it.
+    struct OpenBase {
+        int64_t index = -1;
+        std::unique_ptr<ChunkBase> npz;
+        std::unique_ptr<InputFile> file;
+        std::shared_ptr<const RegionChunks> region;
+        explicit operator bool() const { return npz || file; }
+    };
+    // On the writer's thread: the checkpoint the save of `index` may share chunks with, or none (logging why not,
+    // where there was one): the one this manager saved last, unless it changed since; before this manager's first
+    // save, the newest checkpoint file on disk (an npz file: a safetensors file records no chunk hashes).
+    OpenBase open_base(int64_t index);
     // Counts a save, and says whether it may share chunks: it records chunk hashes, is not a full_every-th save, and
     // the save before it recorded them. npz.chunk_hashes is turned off for a save that share_backoff_ pauses.
     bool shares_this_save(NpzWriteOptions& npz);
@@ -258,6 +268,7 @@ private:
     struct SavedFile {
         int64_t index = 0;
         std::optional<FileInfo> as_saved;  // nullopt: found on disk, not saved by this manager
+        std::shared_ptr<const RegionChunks> region;  // a safetensors file's data chunks, as this manager saved them
     };
     std::optional<SavedFile> base_;
     bool base_listed_ = false;

@@ -12,7 +12,7 @@
 #pragma once
 
 #include "core/metadata.hpp"
-#include "npz/hash128.hpp"
+#include "incremental/hash128.hpp"
 
 #include <cstddef>
 #include <cstdint>

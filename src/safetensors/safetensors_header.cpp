@@ -311,7 +311,8 @@ SafetensorsHeader parse_safetensors_header(std::string_view json, uint64_t buffe
     return std::move(h);
 }
 
-std::string format_safetensors_header(const std::vector<SafetensorsTensor>& tensors, const Metadata& metadata) {
+std::string format_safetensors_header(const std::vector<SafetensorsTensor>& tensors, const Metadata& metadata,
+                                      uint64_t alignment) {
     std::string json = "{";
     if (!metadata.empty()) {
         json += "\"__metadata__\":{";
@@ -329,7 +330,9 @@ std::string format_safetensors_header(const std::vector<SafetensorsTensor>& tens
                             fmt::join(t.shape, ","), t.begin, t.end);
     }
     json += "}";
-    json.resize((json.size() + 7) / 8 * 8, ' ');
+    // Spaces up to the alignment, counting the 8 bytes of the length before the text (a multiple of 8 either way).
+    const uint64_t whole = kSafetensorsLengthBytes + json.size();
+    json.resize(json.size() + (alignment - whole % alignment) % alignment, ' ');
     if (json.size() > kMaxSafetensorsHeaderBytes)
         fail(Code::invalid, "the safetensors header would take {} bytes; the format allows at most {}", json.size(),
              kMaxSafetensorsHeaderBytes);

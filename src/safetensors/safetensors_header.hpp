@@ -54,9 +54,10 @@ struct SafetensorsHeader {
 SafetensorsHeader parse_safetensors_header(std::string_view json, uint64_t buffer_bytes);
 
 // The header's bytes as ckpt writes them: the 8-byte length, then the JSON — "__metadata__" first when there is any,
-// then the tensors in the order given, with the offsets given — padded with spaces to a multiple of 8, so that the
-// data buffer starts 8-byte aligned. Throws Error(invalid) for a dtype safetensors has no name for, or a header over
-// kMaxSafetensorsHeaderBytes.
-std::string format_safetensors_header(const std::vector<SafetensorsTensor>& tensors, const Metadata& metadata);
+// then the tensors in the order given, with the offsets given — padded with spaces so that the data buffer starts at
+// a multiple of `alignment` (8, or a multiple of 8). Throws Error(invalid) for a dtype safetensors has no name for,
+// or a header over kMaxSafetensorsHeaderBytes.
+std::string format_safetensors_header(const std::vector<SafetensorsTensor>& tensors, const Metadata& metadata,
+                                      uint64_t alignment = 8);
 
 }  // namespace ckpt::core

@@ -21,14 +21,15 @@ constexpr size_t kCopyBytes = size_t{4} << 20;
 // A write hands the storage at most this much at once, so progress moves on for a large tensor.
 constexpr size_t kWriteBytes = size_t{64} << 20;
 
-// Writes array a's bytes, little-endian.
-void write_array(OutputFile& out, const Array& a, Progress& progress) {
+// Writes array a's bytes, little-endian, with put(data, n).
+template <typename Put>
+void write_array(const Put& put, const Array& a, Progress& progress) {
     const bool copy = a.data() == nullptr || (!kLittleEndianHost && swap_unit(a.dtype()) > 1);
     if (!copy) {
         const auto* p = static_cast<const unsigned char*>(a.data());
         for (size_t at = 0; at < a.nbytes(); at += kWriteBytes) {
             const size_t n = std::min(kWriteBytes, a.nbytes() - at);
-            out.write(p + at, n);
+            put(p + at, n);
             progress.advance(n);
         }
         return;
@@ -40,7 +41,7 @@ void write_array(OutputFile& out, const Array& a, Progress& progress) {
         const size_t n = std::min(piece, a.nbytes() - at);
         a.read(at, buffer.get(), n);
         if (!kLittleEndianHost) byteswap_in_place(a.dtype(), buffer.get(), n);
-        out.write(buffer.get(), n);
+        put(buffer.get(), n);
         progress.advance(n);
     }
 }
@@ -73,14 +74,24 @@ uint64_t write_safetensors(OutputFile& out, const VarCollection& vars, Safetenso
         tensors[i] = SafetensorsTensor{vars.name(i), a.dtype(), a.shape(), at, at + a.nbytes()};
         at += a.nbytes();
     }
-    const std::string header =
-        format_safetensors_header(tensors, written_metadata(vars.metadata(), options.manager_keys));
+    const bool chunked = options.record != nullptr;
+    const std::string header = format_safetensors_header(
+        tensors, written_metadata(vars.metadata(), options.manager_keys), chunked ? kChunkRegionAlignment : 8);
     const uint64_t size = header.size() + at;
     if (options.before_write) options.before_write(size);
     Progress& progress = options.shared_progress != nullptr ? *options.shared_progress : options.progress;
     if (options.shared_progress == nullptr) progress.start(at);
     out.write(header.data(), header.size());
-    for (const size_t i : order) write_array(out, vars.array(i), progress);
+    if (!chunked) {
+        const auto put = [&](const void* data, size_t n) { out.write(data, n); };
+        for (const size_t i : order) write_array(put, vars.array(i), progress);
+        return size;
+    }
+    ChunkStream stream(out, header.size(), kSafetensorsChunkBytes, options.base);
+    const auto put = [&](const void* data, size_t n) { stream.put(data, n); };
+    for (const size_t i : order) write_array(put, vars.array(i), progress);
+    *options.record = stream.finish();
+    if (options.shared_bytes != nullptr) *options.shared_bytes = stream.shared();
     return size;
 }
 

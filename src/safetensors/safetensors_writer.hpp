@@ -6,6 +6,7 @@
 
 #include "core/progress.hpp"
 #include "core/var_collection.hpp"
+#include "incremental/chunk_stream.hpp"
 #include "storage/storage.hpp"  // OutputFile
 
 #include <cstdint>
@@ -22,7 +23,16 @@ struct SafetensorsWriteOptions {
     bool manager_keys = false;
     // A save of several files (the shards of one checkpoint): advanced instead of `progress`, and not started again.
     Progress* shared_progress = nullptr;
+    // Incremental saves (incremental/chunk_stream.hpp): where set, the header is padded so that the data starts at a
+    // multiple of 4096, the data's chunk hashes are recorded here, and each chunk equal to `base`'s at the same place
+    // is shared with the base's file instead of written; *shared_bytes (where set) receives how many bytes were.
+    RegionChunks* record = nullptr;
+    RegionBase base;
+    uint64_t* shared_bytes = nullptr;
 };
+
+// The chunk size of incremental safetensors saves: a multiple of every common filesystem block.
+constexpr uint32_t kSafetensorsChunkBytes = uint32_t{16} << 10;
 
 // Checks that safetensors can hold every array of `vars`, before anything is written: Error(unsupported) naming the
 // array for complex128, strings, bytes and void ("safetensors has no … type").

@@ -13,8 +13,7 @@
 #include "npz/zip_writer.hpp"
 #include "storage/memory_storage.hpp"
 #include "support/files.hpp"
-#include "support/in_child.hpp"
-#include "support/private_image.hpp"
+#include "support/on_cloning_filesystems.hpp"
 #include "support/stored.hpp"
 #include "support/temp_dir.hpp"
 
@@ -496,59 +495,45 @@ TEST_CASE("where the filesystem cannot clone, a save against a base writes every
 }
 
 TEST_CASE("on XFS and btrfs a save against a base shares its unchanged chunks' blocks with it") {
-    for (const std::string type : {"xfs", "btrfs"}) {
-        TempDir dir;
-        const std::string mount_point = dir.file("mnt");
-        ::mkdir(mount_point.c_str(), 0755);
-        const std::string result = ckpt::testing::in_child([&]() -> std::string {
-            const std::string why_not =
-                ckpt::testing::mount_private_image(dir.file(type + ".img"), mount_point, type, "512m");
-            if (!why_not.empty()) return "SKIP: " + why_not;
-            // 48 MiB in 768 chunks, one of which changes.
-            std::vector<float> emb(size_t{12} << 20);
-            for (size_t i = 0; i < emb.size(); ++i) emb[i] = static_cast<float>(i % 100003);
-            const auto vars = [&] {
-                VarCollection v;
-                v.add("emb",
-                      Array::borrow(DType::float32, 4, {static_cast<int64_t>(emb.size() / 256), 256}, emb.data()));
-                return v;
-            };
-            auto storage = posix_storage();
-            const std::string base_path = mount_point + "/0.npz", next_path = mount_point + "/1.npz";
-            save_npz(*storage, base_path, vars(), chunked());
-            emb[size_t{5} << 20] = -1.0f;
-            std::string why;
-            std::unique_ptr<ChunkBase> base = ChunkBase::open(*storage, base_path, &why);
-            if (!base) return "FAIL: base: " + why;
-            struct statvfs before {};
-            ::statvfs(mount_point.c_str(), &before);
-            uint64_t shared = 0;
-            save_npz(*storage, next_path, vars(), chunked(base.get(), &shared));
-            struct statvfs after {};
-            ::statvfs(mount_point.c_str(), &after);
-            base.reset();
-            const uint64_t total = emb.size() * 4;
-            if (shared != total - kChunkBytes)
-                return fmt::format("FAIL: {} bytes shared, {} expected", shared, total - kChunkBytes);
-            const uint64_t used = (before.f_bfree - after.f_bfree) * before.f_frsize;
-            if (used > total / 8)
-                return fmt::format("FAIL: the save took {} bytes of the disk for {} changed", used, kChunkBytes);
-            const uint64_t extents = storage->shared_bytes(next_path).value_or(0);  // FIEMAP's shared extents
-            if (extents < total - 2 * uint64_t{kChunkBytes})
-                return fmt::format("FAIL: the filesystem reports {} bytes shared", extents);
-            save_npz(*storage, mount_point + "/full.npz", vars(), chunked());
-            if (ckpt::testing::read_file(next_path) != ckpt::testing::read_file(mount_point + "/full.npz"))
-                return "FAIL: the incremental file differs from a full save";
-            storage->remove(base_path);  // retention: the next file keeps its bytes
-            VarCollection back = NpzReader::open(*storage, next_path, {}).read_all();
-            if (std::memcmp(back.array(0).data(), emb.data(), total) != 0) return "FAIL: read back differs";
-            return fmt::format("OK: {} MiB shared, {} KiB of the disk used", shared >> 20, used >> 10);
-        });
-        INFO(type << ": " << result);
-        if (result.rfind("SKIP", 0) == 0) {
-            WARN(type << ": " << result);
-            continue;
-        }
-        CHECK(result.rfind("OK", 0) == 0);
-    }
+    ckpt::testing::on_cloning_filesystems([](const std::string& mount_point) -> std::string {
+        // 48 MiB in 768 chunks, one of which changes.
+        std::vector<float> emb(size_t{12} << 20);
+        for (size_t i = 0; i < emb.size(); ++i) emb[i] = static_cast<float>(i % 100003);
+        const auto vars = [&] {
+            VarCollection v;
+            v.add("emb",
+                  Array::borrow(DType::float32, 4, {static_cast<int64_t>(emb.size() / 256), 256}, emb.data()));
+            return v;
+        };
+        auto storage = posix_storage();
+        const std::string base_path = mount_point + "/0.npz", next_path = mount_point + "/1.npz";
+        save_npz(*storage, base_path, vars(), chunked());
+        emb[size_t{5} << 20] = -1.0f;
+        std::string why;
+        std::unique_ptr<ChunkBase> base = ChunkBase::open(*storage, base_path, &why);
+        if (!base) return "FAIL: base: " + why;
+        struct statvfs before {};
+        ::statvfs(mount_point.c_str(), &before);
+        uint64_t shared = 0;
+        save_npz(*storage, next_path, vars(), chunked(base.get(), &shared));
+        struct statvfs after {};
+        ::statvfs(mount_point.c_str(), &after);
+        base.reset();
+        const uint64_t total = emb.size() * 4;
+        if (shared != total - kChunkBytes)
+            return fmt::format("FAIL: {} bytes shared, {} expected", shared, total - kChunkBytes);
+        const uint64_t used = (before.f_bfree - after.f_bfree) * before.f_frsize;
+        if (used > total / 8)
+            return fmt::format("FAIL: the save took {} bytes of the disk for {} changed", used, kChunkBytes);
+        const uint64_t extents = storage->shared_bytes(next_path).value_or(0);  // FIEMAP's shared extents
+        if (extents < total - 2 * uint64_t{kChunkBytes})
+            return fmt::format("FAIL: the filesystem reports {} bytes shared", extents);
+        save_npz(*storage, mount_point + "/full.npz", vars(), chunked());
+        if (ckpt::testing::read_file(next_path) != ckpt::testing::read_file(mount_point + "/full.npz"))
+            return "FAIL: the incremental file differs from a full save";
+        storage->remove(base_path);  // retention: the next file keeps its bytes
+        VarCollection back = NpzReader::open(*storage, next_path, {}).read_all();
+        if (std::memcmp(back.array(0).data(), emb.data(), total) != 0) return "FAIL: read back differs";
+        return fmt::format("OK: {} MiB shared, {} KiB of the disk used", shared >> 20, used >> 10);
+    });
 }

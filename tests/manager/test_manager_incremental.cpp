@@ -6,9 +6,13 @@
 #include "core/error.hpp"
 #include "manager/checkpoint.hpp"
 #include "npz/npz_reader.hpp"
+#include "safetensors/safetensors_writer.hpp"
 #include "storage/memory_storage.hpp"
+#include "support/on_cloning_filesystems.hpp"
 #include "support/stored.hpp"
 #include "support/thread_comm.hpp"
+
+#include <sys/statvfs.h>
 
 #include <catch2/catch.hpp>
 
@@ -27,6 +31,15 @@ namespace {
 
 constexpr size_t kFloats = 8 * kChunkBytes / 4;  // 8 chunks
 
+// The lines of `log` that say what a save shared, or why it shared nothing; clears the log.
+std::vector<std::string> sharing_lines(std::vector<std::string>& log) {
+    std::vector<std::string> out;
+    for (const std::string& line : log)
+        if (line.find("shares") != std::string::npos || line.find("in full") != std::string::npos) out.push_back(line);
+    log.clear();
+    return out;
+}
+
 struct Run {
     std::shared_ptr<MemoryStorage> storage = std::make_shared<MemoryStorage>();
     std::vector<std::string> log;
@@ -44,15 +57,7 @@ struct Run {
         v.add("w", Array::borrow(DType::float32, 4, {static_cast<int64_t>(kFloats)}, w.data()));
         return v;
     }
-    // The log lines since the last call that say what a save shared.
-    std::vector<std::string> shares() {
-        std::vector<std::string> out;
-        for (const std::string& line : log)
-            if (line.find("shares") != std::string::npos || line.find("in full") != std::string::npos)
-                out.push_back(line);
-        log.clear();
-        return out;
-    }
+    std::vector<std::string> shares() { return sharing_lines(log); }
     float restored(CheckpointManager& m, int64_t index) {
         std::vector<float> into(kFloats);
         VarCollection v;
@@ -295,4 +300,160 @@ TEST_CASE("after a restart, each rank's first sharded save takes its shard of th
     const std::vector<std::string> three = shares();
     REQUIRE(three.size() == 3);
     for (const std::string& line : three) CHECK_THAT(line, Contains("in full") && Contains("0000000002/shard-"));
+}
+
+// ---------------------------------------------------------------------------------------- safetensors checkpoints
+
+namespace {
+
+// Three float32 tensors whose sizes are no multiple of a chunk, so that chunks straddle them: 480004 bytes of data,
+// 29 whole chunks and a last one of 4868 bytes.
+struct SafetensorsRun {
+    std::shared_ptr<Storage> storage;
+    std::vector<std::string> log;
+    std::vector<float> a = std::vector<float>(40000, 1.0f), b = std::vector<float>(30001, 2.0f),
+                       c = std::vector<float>(50000, 3.0f);
+
+    explicit SafetensorsRun(std::shared_ptr<Storage> s = std::make_shared<MemoryStorage>()) : storage(std::move(s)) {}
+    CheckpointManager::Options options() {
+        CheckpointManager::Options o;
+        o.storage = storage;
+        o.keep = 2;
+        o.format = Format::safetensors;
+        o.log = [this](int, const std::string& message) { log.push_back(message); };
+        return o;
+    }
+    VarCollection vars(std::vector<float>* into = nullptr) {
+        VarCollection v;
+        std::vector<float>* arrays[] = {&a, &b, &c};
+        const char* names[] = {"a", "b", "c"};
+        for (int i = 0; i < 3; ++i) {
+            std::vector<float>& x = into != nullptr ? into[i] : *arrays[i];
+            v.add(names[i], Array::borrow(DType::float32, 4, {static_cast<int64_t>(x.size())}, x.data()));
+        }
+        return v;
+    }
+    std::vector<std::string> shares() { return sharing_lines(log); }
+    // Checkpoint `index` restored, compared with the arrays now; and where its data starts in the file.
+    bool restores_as_now(CheckpointManager& m, int64_t index) {
+        std::vector<float> into[] = {std::vector<float>(a.size()), std::vector<float>(b.size()),
+                                     std::vector<float>(c.size())};
+        VarCollection v = vars(into);
+        m.restore(v, index);
+        return into[0] == a && into[1] == b && into[2] == c;
+    }
+    uint64_t data_start(const std::string& path) {
+        const std::unique_ptr<InputFile> file = storage->open_read(path);
+        unsigned char length[8];
+        REQUIRE(file->read_at(0, length, 8) == 8);
+        uint64_t n = 0;
+        for (int i = 7; i >= 0; --i) n = n << 8 | length[i];
+        return 8 + n;
+    }
+};
+
+constexpr uint64_t kWholeChunks = 480004 / kSafetensorsChunkBytes;  // 29
+
+}  // namespace
+
+TEST_CASE("a safetensors manager's save shares the chunks that did not change with the checkpoint it saved before") {
+    SafetensorsRun run;
+    auto async = GENERATE(false, true);
+    INFO((async ? "async" : "synchronous"));
+    CheckpointManager::Options o = run.options();
+    o.async = async;
+    CheckpointManager m("/run", o);
+    m.save(run.vars(), 0);
+    m.wait();
+    CHECK(run.shares().empty());  // nothing on disk to share with
+    run.b[0] = -1.0f;             // byte 160000 of the data: one chunk straddling "a" and "b" changes
+    m.save(run.vars(), 1);
+    m.wait();
+    CHECK_THAT(run.shares().at(0),
+               Contains(fmt::format("Checkpoint 1 shares {} bytes of its", (kWholeChunks - 1) * kSafetensorsChunkBytes)) &&
+                   Contains("with checkpoint 0"));
+    run.c.back() = -2.0f;  // the last chunk, never shared (it is not whole)
+    run.a[0] = -3.0f;      // chunk 0
+    m.save(run.vars(), 2);
+    m.wait();
+    CHECK_THAT(run.shares().at(0), Contains(fmt::format("Checkpoint 2 shares {} bytes of its",
+                                                        (kWholeChunks - 1) * kSafetensorsChunkBytes)));
+    CHECK(m.list() == std::vector<int64_t>{1, 2});  // retention removed checkpoint 1's base: 1 is whole
+    CHECK(run.restores_as_now(m, 2));
+    CHECK(run.data_start("/run/0000000002.safetensors") % 4096 == 0);
+    run.a[0] = 1.0f;
+    run.c.back() = 3.0f;
+    CHECK(run.restores_as_now(m, 1));
+}
+
+TEST_CASE("a safetensors manager's first save, and a save after its base changed, are full ones that say why") {
+    SafetensorsRun run;
+    {
+        CheckpointManager first("/run", run.options());
+        first.save(run.vars(), 0);
+    }
+    run.log.clear();
+    CheckpointManager m("/run", run.options());
+    m.save(run.vars(), 1);  // the file on disk records no chunk hashes: only the manager that saved it knows them
+    CHECK(run.shares() == std::vector<std::string>{"Saving checkpoint 1 in full: checkpoint 0 was not saved by this "
+                                                   "manager (a safetensors file records no chunk hashes)"});
+    m.save(run.vars(), 2);
+    CHECK_THAT(run.shares().at(0), Contains("Checkpoint 2 shares") && Contains("with checkpoint 1"));
+    // Another program replaces checkpoint 2: the same tensors, saved again.
+    CheckpointManager::Options other = run.options();
+    other.incremental = false;
+    {
+        CheckpointManager elsewhere("/copy", other);
+        elsewhere.save(run.vars(), 2);
+    }
+    auto* memory = static_cast<MemoryStorage*>(run.storage.get());
+    memory->put("/run/0000000002.safetensors", ckpt::testing::stored(*memory, "/copy/0000000002.safetensors"));
+    run.log.clear();
+    m.save(run.vars(), 3);
+    CHECK(run.shares() ==
+          std::vector<std::string>{"Saving checkpoint 3 in full: checkpoint 2 changed since it was saved"});
+    CHECK(run.restores_as_now(m, 3));
+}
+
+TEST_CASE("on XFS and btrfs a safetensors manager's save shares its unchanged chunks' blocks with the one before") {
+    ckpt::testing::on_cloning_filesystems([](const std::string& mount_point) -> std::string {
+        // A frozen 64 MiB "backbone" and a trained 1 MiB "head".
+        std::vector<float> backbone(size_t{16} << 20), head(size_t{256} << 10);
+        for (size_t i = 0; i < backbone.size(); ++i) backbone[i] = static_cast<float>(i % 100003);
+        VarCollection v;
+        v.add("backbone", Array::borrow(DType::float32, 4, {static_cast<int64_t>(backbone.size())}, backbone.data()));
+        v.add("head", Array::borrow(DType::float32, 4, {static_cast<int64_t>(head.size())}, head.data()));
+        auto storage = posix_storage();
+        std::vector<std::string> log;
+        CheckpointManager::Options o;
+        o.storage = storage;
+        o.format = Format::safetensors;
+        o.log = [&](int, const std::string& message) { log.push_back(message); };
+        CheckpointManager m(mount_point, o);
+        m.save(v, 0);
+        for (float& x : head) x += 1.0f;
+        struct statvfs before {};
+        ::statvfs(mount_point.c_str(), &before);
+        m.save(v, 1);
+        m.wait();
+        struct statvfs after {};
+        ::statvfs(mount_point.c_str(), &after);
+        const uint64_t frozen = backbone.size() * 4, changed = head.size() * 4;
+        const std::string shared_line = fmt::format("Checkpoint 1 shares {:.1f} MiB", frozen / 1048576.0);
+        if (std::none_of(log.begin(), log.end(), [&](const std::string& l) { return l.find(shared_line) == 0; }))
+            return "FAIL: no log line '" + shared_line + "'";
+        const uint64_t used = (before.f_bfree - after.f_bfree) * before.f_frsize;
+        if (used > 2 * changed)
+            return fmt::format("FAIL: the save took {} bytes of the disk for {} changed", used, changed);
+        const std::string path = mount_point + "/0000000001.safetensors";
+        const uint64_t extents = storage->shared_bytes(path).value_or(0);  // FIEMAP's shared extents
+        if (extents < frozen - uint64_t{kSafetensorsChunkBytes})
+            return fmt::format("FAIL: the filesystem reports {} bytes shared", extents);
+        storage->remove(mount_point + "/0000000000.safetensors");  // retention: checkpoint 1 keeps its bytes
+        VarCollection back = m.read(1).first;
+        if (std::memcmp(back.array(0).data(), backbone.data(), frozen) != 0 ||
+            std::memcmp(back.array(1).data(), head.data(), changed) != 0)
+            return "FAIL: read back differs";
+        return fmt::format("OK: {} KiB of the disk used for {} KiB changed", used >> 10, changed >> 10);
+    });
 }

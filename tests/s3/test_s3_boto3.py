@@ -234,15 +234,13 @@ def uploaded(log):
     return sum(e["body_bytes"] for e in log if e["kind"] in ("put", "upload_part"))
 
 
-def test_a_save_that_changed_little_copies_the_rest_on_the_server_and_numpy_loads_every_checkpoint(s3, client):
-    # A frozen backbone (128 MiB) and a small trained part: a manager's saves after the first upload what changed
-    # and have the server copy the unchanged runs from the previous checkpoint (UploadPartCopy), where it can; each
-    # checkpoint is still a whole .npz of its own. s3rver answers NotImplemented: the first copy is refused, and the
-    # saves upload everything, as before; step 2 shares nothing, so the manager pauses its hashing for step 3.
+def saves_of_a_frozen_backbone(s3, prefix, **manager_options):
+    """Three saves of a manager of s3://bucket/prefix: a frozen 128 MiB backbone and a small trained part. Returns
+    each step's state and the requests of its save."""
     rng = np.random.default_rng(5)
     backbone = rng.standard_normal(32 << 20, dtype=np.float32)  # 128 MiB
     states, logs = {}, {}
-    with ckpt.Manager("s3://%s/incremental" % s3.bucket, keep=2) as m:
+    with ckpt.Manager("s3://%s/%s" % (s3.bucket, prefix), keep=2, **manager_options) as m:
         for step in (1, 2, 3):
             states[step] = {"backbone": backbone, "adapter": rng.standard_normal((512, 1024), dtype=np.float32),
                             "step": np.int64(step)}
@@ -250,6 +248,28 @@ def test_a_save_that_changed_little_copies_the_rest_on_the_server_and_numpy_load
             m.save(states[step], step)
             logs[step] = s3.log()
         assert m.list() == [2, 3]
+    assert [e["kind"] for e in logs[1] if e["kind"] == "copy_part"] == []  # nothing to copy from
+    return states, logs
+
+
+def check_copied_on_the_server(step, log, size):
+    """On RGW, the save of `step` copied its unchanged runs on the server (UploadPartCopy) and uploaded at most a
+    tenth of its `size` bytes; s3rver answers NotImplemented to the first copy (step 2's), so the saves upload
+    everything, and step 2 shares nothing, so the manager pauses its hashing for step 3."""
+    copies = [e for e in log if e["kind"] == "copy_part"]
+    sent = uploaded(log)
+    if ON_RGW:
+        assert copies and all(e["status"] == 200 for e in copies), copies
+        assert sent <= size // 10, "step %d uploaded %d of its %d bytes" % (step, sent, size)
+    else:
+        assert [e["status"] for e in copies] == ([501] if step == 2 else []), copies
+        assert sent >= size, "step %d uploaded %d of its %d bytes" % (step, sent, size)
+
+
+def test_a_save_that_changed_little_copies_the_rest_on_the_server_and_numpy_loads_every_checkpoint(s3, client):
+    # After the first, a manager's saves upload what changed and have the server copy the unchanged runs from the
+    # previous checkpoint, where it can; each checkpoint is still a whole .npz of its own.
+    states, logs = saves_of_a_frozen_backbone(s3, "incremental")
     for step in (2, 3):
         key = "incremental/ckpt/%010d.npz" % step
         size = client.head_object(Bucket=s3.bucket, Key=key)["ContentLength"]
@@ -259,12 +279,21 @@ def test_a_save_that_changed_little_copies_the_rest_on_the_server_and_numpy_load
             assert sorted(z.files) == sorted(list(states[step]) + table + ["__ckpt_metadata__"]), step
             for name, a in states[step].items():
                 assert np.array_equal(z[name], a), (step, name)
-        copies = [e for e in logs[step] if e["kind"] == "copy_part"]
-        sent = uploaded(logs[step])
-        if ON_RGW:
-            assert copies and all(e["status"] == 200 for e in copies), copies
-            assert sent <= size // 10, "step %d uploaded %d of its %d bytes" % (step, sent, size)
-        else:
-            assert [e["status"] for e in copies] == ([501] if step == 2 else []), copies
-            assert sent >= size, "step %d uploaded %d of its %d bytes" % (step, sent, size)
-    assert [e["kind"] for e in logs[1] if e["kind"] == "copy_part"] == []  # nothing to copy from
+        check_copied_on_the_server(step, logs[step], size)
+
+
+def test_a_safetensors_managers_save_that_changed_little_copies_the_rest_on_the_server(s3, client, tmp_path):
+    # The same with safetensors checkpoints: a safetensors file records no chunk hashes, so a save shares with the
+    # checkpoint its manager saved before. Each object is a whole safetensors file (read here by ckpt, held to the
+    # reference's rules, from the downloaded bytes).
+    states, logs = saves_of_a_frozen_backbone(s3, "incremental-st", format="safetensors")
+    for step in (2, 3):
+        key = "incremental-st/ckpt/%010d.safetensors" % step
+        size = client.head_object(Bucket=s3.bucket, Key=key)["ContentLength"]
+        path = tmp_path / ("%d.safetensors" % step)
+        path.write_bytes(download(client, s3.bucket, key).getvalue())
+        loaded = ckpt.safetensors.load_file(str(path))
+        assert sorted(loaded) == sorted(states[step])
+        for name, a in states[step].items():
+            assert np.array_equal(loaded[name], a), (step, name)
+        check_copied_on_the_server(step, logs[step], size)

@@ -15,12 +15,13 @@ ALLOWED = {
     "core": set(),
     "storage": {"core"},
     "npy": {"core"},
-    "npz": {"core", "storage", "npy"},
-    "safetensors": {"core", "storage", "npy"},
-    "container": {"core", "storage", "npy", "npz", "safetensors"},
+    "incremental": {"core", "storage"},
+    "npz": {"core", "storage", "npy", "incremental"},
+    "safetensors": {"core", "storage", "npy", "incremental"},
+    "container": {"core", "storage", "npy", "incremental", "npz", "safetensors"},
     "writer": {"core", "storage"},
-    "sharded": {"core", "storage", "npy", "npz"},
-    "manager": {"core", "storage", "npy", "npz", "safetensors", "container", "writer", "sharded"},
+    "sharded": {"core", "storage", "npy", "incremental", "npz"},
+    "manager": {"core", "storage", "npy", "incremental", "npz", "safetensors", "container", "writer", "sharded"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)
 

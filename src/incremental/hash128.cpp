@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "npz/hash128.hpp"
+#include "incremental/hash128.hpp"
 
 #include <cstring>
 #include <stdexcept>
