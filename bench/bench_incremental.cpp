@@ -146,7 +146,8 @@ std::unique_ptr<CheckpointManager> open_manager(Bench& b, const std::string& nam
 }
 
 // Saves v as checkpoint i with both managers, the incremental one first on even i; returns the seconds each took.
-std::pair<double, double> save_both(CheckpointManager& inc, CheckpointManager& full, const VarCollection& v, int64_t i) {
+std::pair<double, double> save_both(CheckpointManager& inc, CheckpointManager& full, const VarCollection& v,
+                                    int64_t i) {
     double t_inc = 0, t_full = 0;
     for (int k = 0; k < 2; ++k) {
         const bool first_inc = (i % 2 == 0) == (k == 0);

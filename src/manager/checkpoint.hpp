@@ -267,7 +267,7 @@ private:
     // used and set on the writer's thread only. Unknown (base_listed_ false) until a save lists the directory.
     struct SavedFile {
         int64_t index = 0;
-        std::optional<FileInfo> as_saved;  // nullopt: found on disk, not saved by this manager
+        std::optional<FileInfo> as_saved;            // nullopt: found on disk, not saved by this manager
         std::shared_ptr<const RegionChunks> region;  // a safetensors file's data chunks, as this manager saved them
     };
     std::optional<SavedFile> base_;

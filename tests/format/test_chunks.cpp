@@ -501,8 +501,7 @@ TEST_CASE("on XFS and btrfs a save against a base shares its unchanged chunks' b
         for (size_t i = 0; i < emb.size(); ++i) emb[i] = static_cast<float>(i % 100003);
         const auto vars = [&] {
             VarCollection v;
-            v.add("emb",
-                  Array::borrow(DType::float32, 4, {static_cast<int64_t>(emb.size() / 256), 256}, emb.data()));
+            v.add("emb", Array::borrow(DType::float32, 4, {static_cast<int64_t>(emb.size() / 256), 256}, emb.data()));
             return v;
         };
         auto storage = posix_storage();

@@ -369,9 +369,9 @@ TEST_CASE("a safetensors manager's save shares the chunks that did not change wi
     run.b[0] = -1.0f;             // byte 160000 of the data: one chunk straddling "a" and "b" changes
     m.save(run.vars(), 1);
     m.wait();
-    CHECK_THAT(run.shares().at(0),
-               Contains(fmt::format("Checkpoint 1 shares {} bytes of its", (kWholeChunks - 1) * kSafetensorsChunkBytes)) &&
-                   Contains("with checkpoint 0"));
+    CHECK_THAT(run.shares().at(0), Contains(fmt::format("Checkpoint 1 shares {} bytes of its",
+                                                        (kWholeChunks - 1) * kSafetensorsChunkBytes)) &&
+                                       Contains("with checkpoint 0"));
     run.c.back() = -2.0f;  // the last chunk, never shared (it is not whole)
     run.a[0] = -3.0f;      // chunk 0
     m.save(run.vars(), 2);
