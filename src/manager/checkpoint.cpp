@@ -149,13 +149,20 @@ CheckpointManager::CheckpointManager(std::string dir, Options options)
     writer_ = std::make_unique<Writer>(kind, options_.queue_depth, options_.storage);
     if (options_.async) snapshots_ = SnapshotPool::create(options_.queue_depth, options_.max_staging_bytes);
     last_save_ns_ = now_ns();
+    bool clones = false;
     if (options_.incremental && !options_.read_only) {
         try {
-            clones_ = options_.storage->clones(dir_);
+            clones = options_.storage->clones(dir_);
         } catch (const Error&) {
             // saves are full ones
         }
     }
+    SaveBases::Env env;
+    env.storage = options_.storage.get();
+    env.file_path = [this](int64_t index) { return file_path(index); };
+    env.list = [this] { return newest(steps()); };
+    env.log = [this](const std::string& line) { log(info, line); };
+    bases_ = std::make_unique<SaveBases>(std::move(env), clones, options_.full_every);
     // Opening lists nothing more and reads no file: the free space is judged at the first restore or save, which
     // list the directory and open or write a checkpoint anyway.
 }
@@ -307,6 +314,15 @@ std::vector<CheckpointManager::Step> CheckpointManager::steps_in(const Storage::
     return out;
 }
 
+SaveBases::Newest CheckpointManager::newest(const std::vector<Step>& steps) {
+    SaveBases::Newest out;
+    for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+        std::optional<int64_t>& slot = it->sharded ? out.step : out.file;
+        if (!slot) slot = it->index;
+    }
+    return out;
+}
+
 std::optional<CheckpointManager::Step> CheckpointManager::find_step(int64_t index) const {
     try {
         for (const Step& step : steps())
@@ -325,7 +341,7 @@ void CheckpointManager::remove_stale_temporaries() {
     // The first save's base, from the same listing: this runs before that save is handed to the writer. The listing
     // also tells whether the directory holds checkpoints of the other format (remove_other_format).
     const std::vector<Step> listed = steps_in(entries);
-    if (clones_ && !base_listed_) take_newest_as_base(listed);
+    bases_->listed(newest(listed));
     remove_temporaries(
         *options_.storage, find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::checkpoints, &entries),
         [this](const StaleTemporary& t) {
@@ -511,14 +527,13 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
         check_disk_space(needed, fmt::format("{}: not enough space for checkpoint {}", target, index));
     };
     // (a safetensors file records them in this manager only: `recorded`, for the next save)
-    npz.chunk_hashes = clones_ && !npz.deflate;
-    const bool full = !shares_this_save(npz);
-    const int64_t ordinal = saves_;
+    const bool full = !bases_->plan(npz);
+    const int64_t ordinal = bases_->saves();
     auto recorded = std::make_shared<RegionChunks>();
     writer_->submit(
         target,
         [this, data, npz, size, shared, recorded, index, full, ordinal, bytes](OutputFile& out) {
-            const OpenBase base = full ? OpenBase{} : open_base(index);
+            const SaveBases::Opened base = full ? SaveBases::Opened{} : bases_->open_file(index, options_.format);
             ContainerWriteOptions w;
             w.format = options_.format;
             w.npz = npz;
@@ -530,21 +545,14 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
             if (*shared > 0)
                 log(info, fmt::format("Checkpoint {} shares {} of its {} with checkpoint {}", index, byte_size(*shared),
                                       byte_size(*size), base.index));
-            if (base) saved_against_base(ordinal, *shared, bytes, fmt::format("Checkpoint {}", index));
+            if (base) bases_->saved_against(ordinal, *shared, bytes, fmt::format("Checkpoint {}", index));
         },
         false,
         [this, index, size, saved, saved_facts, npz, recorded] {
             remember_facts(saved, saved_facts);
             remove_other_format(index);
-            if (npz.chunk_hashes) {  // the next save's base, as it is now
-                base_listed_ = true;
-                try {
-                    base_ = SavedFile{index, options_.storage->stat(file_path(index)), nullptr};
-                    if (options_.format == Format::safetensors) base_->region = recorded;
-                } catch (const Error&) {
-                    base_.reset();
-                }
-            }
+            if (npz.chunk_hashes)  // the next save's base, as it is now
+                bases_->file_saved(index, options_.format == Format::safetensors ? recorded : nullptr);
             const std::optional<size_t> left = apply_retention(index);
             try {  // best effort, as retention: the save has succeeded
                 space_told_ = true;
@@ -555,70 +563,6 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
         data.reset();
         writer_->wait();
     }
-}
-
-CheckpointManager::OpenBase CheckpointManager::open_base(int64_t index) {
-    OpenBase base;
-    try {
-        if (!base_listed_) take_newest_as_base(steps());
-        if (!base_) return base;
-        const std::string path = file_path(base_->index);
-        if (base_->as_saved) {
-            const std::optional<FileInfo> now = options_.storage->stat(path);
-            if (!now || now->size != base_->as_saved->size || now->modified_ns != base_->as_saved->modified_ns) {
-                log(info, fmt::format("Saving checkpoint {} in full: checkpoint {} changed since it was saved", index,
-                                      base_->index));
-                return base;
-            }
-        }
-        if (options_.format == Format::npz) {
-            base.npz = open_chunk_base(path, fmt::format("checkpoint {}", index));
-        } else if (!base_->region) {
-            log(info, fmt::format("Saving checkpoint {} in full: checkpoint {} was not saved by this manager (a "
-                                  "safetensors file records no chunk hashes)",
-                                  index, base_->index));
-        } else {
-            base.file = options_.storage->open_read(path);
-            base.region = base_->region;
-        }
-        if (base) base.index = base_->index;
-        return base;
-    } catch (const Error& e) {
-        log(info, fmt::format("Saving checkpoint {} in full: {}", index, e.what()));
-        return OpenBase{};
-    }
-}
-
-void CheckpointManager::take_newest_as_base(const std::vector<Step>& on_disk) {
-    base_listed_ = true;
-    for (auto it = on_disk.rbegin(); it != on_disk.rend(); ++it) {
-        if (it->sharded) continue;
-        base_ = SavedFile{it->index, std::nullopt, nullptr};
-        return;
-    }
-}
-
-bool CheckpointManager::shares_this_save(NpzWriteOptions& npz) {
-    ++saves_;
-    if (!npz.chunk_hashes) return false;
-    const ShareBackoff::Plan plan = share_backoff_.plan(saves_);
-    npz.chunk_hashes = plan.hash;
-    return plan.base && !(options_.full_every > 0 && saves_ % options_.full_every == 0);
-}
-
-void CheckpointManager::saved_against_base(int64_t ordinal, uint64_t shared, uint64_t bytes, const std::string& what) {
-    const int64_t pause = share_backoff_.saved(ordinal, shared, bytes);
-    if (pause > 0)
-        log(info, fmt::format("{} shares less than a sixteenth of its arrays with its base: the next {} no chunk "
-                              "hashes",
-                              what, pause == 1 ? std::string("save records") : fmt::format("{} saves record", pause)));
-}
-
-std::unique_ptr<ChunkBase> CheckpointManager::open_chunk_base(const std::string& path, const std::string& what) const {
-    std::string why_not;
-    std::unique_ptr<ChunkBase> base = ChunkBase::open(*options_.storage, path, &why_not);
-    if (!base) log(info, fmt::format("Saving {} in full: {}", what, why_not));
-    return base;
 }
 
 void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t index, int64_t saved_at,
@@ -648,28 +592,12 @@ void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t ind
     };
     // Incremental: this rank's shard against its shard of the step this manager committed before (the same world
     // size, since the same communicator), opened where the shard is written.
-    npz.chunk_hashes = clones_ && !npz.deflate;
-    std::string base_path;
-    const bool share = shares_this_save(npz);
-    const int64_t ordinal = saves_;
+    const bool share = bases_->plan(npz);
+    const int64_t ordinal = bases_->saves();
     const std::string shard_what = fmt::format("Rank {}'s shard of step {}", options_.comm->rank(), index);
-    if (share && !shard_base_ && !shard_base_listed_) {
-        // A first save after a restart: this rank's shard of the newest step on disk, if it has one (another world
-        // size names other shards: then the save is a full one, and the log says why).
-        shard_base_listed_ = true;
-        try {
-            const std::vector<Step> on_disk = steps();
-            for (auto it = on_disk.rbegin(); it != on_disk.rend() && !shard_base_; ++it)
-                if (it->sharded) shard_base_ = it->index;
-        } catch (const Error&) {
-            // no base: a full save
-        }
-    }
-    if (share && shard_base_)
-        base_path = join_path(step_path(*shard_base_), shard_name(options_.comm->rank(), options_.comm->size()));
-    const auto open_shard_base = [this, index](const std::string& path) -> std::unique_ptr<ChunkBase> {
-        return path.empty() ? nullptr : open_chunk_base(path, fmt::format("this rank's shard of step {}", index));
-    };
+    const std::string base_path = bases_->shard_base(share, [this](int64_t step) {
+        return join_path(step_path(step), shard_name(options_.comm->rank(), options_.comm->size()));
+    });
     const auto log_shared = [this, index](uint64_t shared, const std::string& base_path) {
         if (shared > 0)
             log(info, fmt::format("Rank {}'s shard of step {} shares {} with {}", options_.comm->rank(), index,
@@ -683,15 +611,15 @@ void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t ind
         log(info, fmt::format("Saving checkpoint {} without a background copy: a rank's part is larger than "
                               "max_staging_bytes ({})", index, byte_size(options_.max_staging_bytes)));
     if (!background) {
-        std::unique_ptr<ChunkBase> base = failed ? nullptr : open_shard_base(base_path);
+        std::unique_ptr<ChunkBase> base = failed ? nullptr : bases_->open_shard(base_path, index);
         uint64_t shared = 0;
         npz.base = base.get();
         npz.shared_bytes = &shared;
         save_sharded(*options_.comm, *options_.storage, dir_, index, view, npz, failed,
                      [this, index](double commit_ms) { committed(index, commit_ms); });
         log_shared(shared, base_path);
-        if (base) saved_against_base(ordinal, shared, bytes, shard_what);
-        shard_base_ = index;
+        if (base) bases_->saved_against(ordinal, shared, bytes, shard_what);
+        bases_->step_saved(index);
         return;
     }
 
@@ -705,15 +633,15 @@ void CheckpointManager::save_sharded_step(const VarCollection& vars, int64_t ind
             std::shared_ptr<const VarCollection> data = snapshots_->copy(view);
             writer_->submit(
                 shard_path(pending.save, *options_.comm),
-                [this, data, npz, base_path, open_shard_base, log_shared, ordinal, bytes, shard_what](OutputFile& out) {
+                [this, data, npz, base_path, index, log_shared, ordinal, bytes, shard_what](OutputFile& out) {
                     NpzWriteOptions o = npz;
-                    const std::unique_ptr<ChunkBase> base = open_shard_base(base_path);
+                    const std::unique_ptr<ChunkBase> base = bases_->open_shard(base_path, index);
                     uint64_t shared = 0;
                     o.base = base.get();
                     o.shared_bytes = &shared;
                     write_npz(out, *data, o);
                     log_shared(shared, base_path);
-                    if (base) saved_against_base(ordinal, shared, bytes, shard_what);
+                    if (base) bases_->saved_against(ordinal, shared, bytes, shard_what);
                 },
                 false);
         } catch (...) {
@@ -753,7 +681,7 @@ void CheckpointManager::finish_pending() {
     const int64_t index = pending.save.index;
     finish_sharded_save(*options_.comm, *options_.storage, pending.save, pending.failed,
                         [this, index](double commit_ms) { committed(index, commit_ms); });
-    shard_base_ = index;  // committed on every rank: this rank's shard is the next save's base
+    bases_->step_saved(index);  // committed on every rank: this rank's shard is the next save's base
 }
 
 void CheckpointManager::committed(int64_t index, double commit_ms) {

@@ -14,9 +14,8 @@
 #include "sharded/comm.hpp"
 #include "sharded/sharded_step.hpp"
 #include "manager/checkpoint_policy.hpp"
-#include "manager/share_backoff.hpp"
+#include "manager/save_bases.hpp"
 #include "manager/temporaries.hpp"
-#include "npz/chunk_base.hpp"
 #include "npz/npz_reader.hpp"
 #include "container/container.hpp"
 #include "npz/npz_writer.hpp"
@@ -204,29 +203,8 @@ private:
     // replaced or deleted).
     void remember_facts(const Step& step, std::optional<CheckpointFacts> facts);
     void save_sharded_step(const VarCollection& vars, int64_t index, int64_t saved_at, const Metrics& metrics);
-    // The base of one save, open: an npz file's chunk table, or a safetensors file with the chunk hashes this manager
-    // recorded when it saved it.
-    struct OpenBase {
-        int64_t index = -1;
-        std::unique_ptr<ChunkBase> npz;
-        std::unique_ptr<InputFile> file;
-        std::shared_ptr<const RegionChunks> region;
-        explicit operator bool() const { return npz || file; }
-    };
-    // On the writer's thread: the checkpoint the save of `index` may share chunks with, or none (logging why not,
-    // where there was one): the one this manager saved last, unless it changed since; before this manager's first
-    // save, the newest checkpoint file on disk (an npz file: a safetensors file records no chunk hashes).
-    OpenBase open_base(int64_t index);
-    // Counts a save, and says whether it may share chunks: it records chunk hashes, is not a full_every-th save, and
-    // the save before it recorded them. npz.chunk_hashes is turned off for a save that share_backoff_ pauses.
-    bool shares_this_save(NpzWriteOptions& npz);
-    // After save `ordinal` (saves_ when it was made) was saved against a base, sharing `shared` of its arrays'
-    // `bytes`: tells share_backoff_, and logs a pause it starts. `what`: "Checkpoint 3", "Rank 1's shard of step 3".
-    void saved_against_base(int64_t ordinal, uint64_t shared, uint64_t bytes, const std::string& what);
-    // The newest checkpoint file of a listing as the next save's base (a first save: what an earlier process saved).
-    void take_newest_as_base(const std::vector<Step>& on_disk);
-    // ChunkBase::open of `path`, or nullptr, logging "Saving <what> in full: <why>".
-    std::unique_ptr<ChunkBase> open_chunk_base(const std::string& path, const std::string& what) const;
+    // The newest checkpoint file and sharded step of a listing: where incremental saves may take their bases.
+    static SaveBases::Newest newest(const std::vector<Step>& steps);
     // Commits the asynchronous sharded step whose shard is being written, if any (collective); throws its error.
     void finish_pending();
     // Every rank runs `check` (its own arguments) and passes its index (-1: the latest): every rank then throws the
@@ -263,28 +241,13 @@ private:
     std::mutex facts_mutex_;
     std::map<std::pair<int64_t, bool>, CheckpointFacts> known_facts_;
     std::atomic<bool> save_requested_{false};
-    // The checkpoint file the next incremental save takes as its base, as it was when saved (its size and time):
-    // used and set on the writer's thread only. Unknown (base_listed_ false) until a save lists the directory.
-    struct SavedFile {
-        int64_t index = 0;
-        std::optional<FileInfo> as_saved;            // nullopt: found on disk, not saved by this manager
-        std::shared_ptr<const RegionChunks> region;  // a safetensors file's data chunks, as this manager saved them
-    };
-    std::optional<SavedFile> base_;
-    bool base_listed_ = false;
-    bool clones_ = false;  // the storage can share blocks in the directory (and options_.incremental)
+    std::unique_ptr<SaveBases> bases_;  // incremental saves: what each save shares with
     mutable std::atomic<bool> other_format_seen_{false};  // a listing showed a checkpoint file of the other format
-    int64_t saves_ = 0;                                   // saves made, for full_every
     // The checkpoint the last restore or read took, until a save: path() of its index needs no listing.
     mutable std::mutex restored_mutex_;
     std::optional<Step> restored_;
     // Whether the free space was judged already: by the first restore or save (not by opening, which reads nothing).
     std::atomic<bool> space_told_{false};
-    ShareBackoff share_backoff_;
-    // Sharded: the step whose shard of this rank the next save takes as its base (the last this manager committed;
-    // for its first save, the newest step on disk).
-    std::optional<int64_t> shard_base_;
-    bool shard_base_listed_ = false;
     int64_t last_save_ns_ = 0;  // should_save's reference for save_every_seconds: opening, then each save
     static_assert(std::atomic<bool>::is_always_lock_free, "request_save must be async-signal-safe");
 };
