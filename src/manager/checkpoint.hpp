@@ -241,7 +241,7 @@ private:
     std::mutex facts_mutex_;
     std::map<std::pair<int64_t, bool>, CheckpointFacts> known_facts_;
     std::atomic<bool> save_requested_{false};
-    std::unique_ptr<SaveBases> bases_;  // incremental saves: what each save shares with
+    std::unique_ptr<SaveBases> bases_;                    // incremental saves: what each save shares with
     mutable std::atomic<bool> other_format_seen_{false};  // a listing showed a checkpoint file of the other format
     // The checkpoint the last restore or read took, until a save: path() of its index needs no listing.
     mutable std::mutex restored_mutex_;

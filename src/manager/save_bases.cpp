@@ -50,9 +50,10 @@ SaveBases::Opened SaveBases::open_file(int64_t index, Format format) {
         if (format == Format::npz) {
             base.npz = open_chunk_base(path, fmt::format("checkpoint {}", index));
         } else if (!file_->region) {
-            env_.log(fmt::format("Saving checkpoint {} in full: checkpoint {} was not saved by this manager (a "
-                                 "safetensors file records no chunk hashes)",
-                                 index, file_->index));
+            env_.log(
+                fmt::format("Saving checkpoint {} in full: checkpoint {} was not saved by this manager (a "
+                            "safetensors file records no chunk hashes)",
+                            index, file_->index));
         } else {
             base.file = env_.storage->open_read(path);
             base.region = file_->region;

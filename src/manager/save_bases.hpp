@@ -37,7 +37,8 @@ public:
         std::function<void(const std::string&)> log;    // an info line
     };
     // clones: the storage can share blocks in the directory, and incremental saves are on.
-    SaveBases(Env env, bool clones, int64_t full_every) : env_(std::move(env)), clones_(clones), full_every_(full_every) {}
+    SaveBases(Env env, bool clones, int64_t full_every)
+        : env_(std::move(env)), clones_(clones), full_every_(full_every) {}
 
     // Counts a save (its ordinal is saves() after) and plans it: npz.chunk_hashes says whether it records chunk hashes
     // (never for a deflated one, nor where the storage cannot share, nor in a pause of share_backoff), and the result
