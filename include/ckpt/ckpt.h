@@ -733,8 +733,9 @@ typedef struct ckpt_manager_options {
     const ckpt_npz_options *npz;   /* NULL = defaults; copied. Its layout is how saves write (reads detect either);
                                       its storage and base fields are ignored (see storage, full_every). Its format
                                       (since 0.10) names the checkpoints: CKPT_FORMAT_SAFETENSORS saves
-                                      "<index>.safetensors" (with no incremental saves, and no communicator), AUTO
-                                      and NPZ "<index>.npz"; every manager lists, restores and retains both */
+                                      "<index>.safetensors" (no communicator; incremental against the checkpoint
+                                      this manager saved before), AUTO and NPZ "<index>.npz"; every manager
+                                      lists, restores and retains both */
     ckpt_log_fn log;
     void *log_payload;
     ckpt_storage *storage;         /* NULL = the local filesystem; the manager keeps its own reference */

@@ -526,7 +526,8 @@ void CheckpointManager::save(const VarCollection& vars, int64_t index, const Met
     npz.before_write = [this, index, target](uint64_t needed) {
         check_disk_space(needed, fmt::format("{}: not enough space for checkpoint {}", target, index));
     };
-    // (a safetensors file records them in this manager only: `recorded`, for the next save)
+    // Whether it records chunk hashes and may share (a safetensors file's hashes are kept here, in `recorded`, for
+    // the next save).
     const bool full = !bases_->plan(npz);
     const int64_t ordinal = bases_->saves();
     auto recorded = std::make_shared<RegionChunks>();
