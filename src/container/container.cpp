@@ -72,22 +72,28 @@ std::unique_ptr<Container> open_container(Storage& storage, const std::string& p
     try {
         file = storage.open_read(path);
     } catch (const Error& e) {
-        // Not a file (a folder: invalid; an object store's prefix: not found). A model's folder is its checkpoint.
+        // Not a file (a folder: invalid; an object store's prefix: not found). A model's folder is its checkpoint:
+        // its model.safetensors, which transformers reads first, else its index. On an object store a folder is only
+        // a prefix, which some servers do not list as one: the files are looked for, not the folder.
         if (e.code() != Code::invalid && e.code() != Code::not_found) throw;
-        const std::exception_ptr no_file = std::current_exception();
         const std::string single = join_path(path, std::string(kModelFile));
-        bool folder = false, has_single = false, has_index = false;
+        const std::string index_path = single + std::string(kIndexSuffix);
+        std::unique_ptr<InputFile> model;
+        bool has_index = false;
         try {
-            const std::optional<FileInfo> info = storage.stat(path);
-            folder = info && info->is_dir;
-            has_single = folder && storage.stat(single).has_value();
-            has_index = folder && !has_single && storage.stat(single + std::string(kIndexSuffix)).has_value();
+            model = storage.open_read(single);
         } catch (const Error&) {
-            // what the path is cannot be told: the error of a path that is no file
+            try {
+                has_index = storage.open_read(index_path) != nullptr;
+            } catch (const Error&) {
+                // neither: the error of a path that is no file
+            }
         }
-        if (has_single) return open_container(storage.open_read(single), single, options);
-        if (has_index) return index(single + std::string(kIndexSuffix));
-        std::rethrow_exception(no_file);  // no model's folder: the error of a path that is no file
+        if (model) return open_container(std::move(model), single, options);
+        if (has_index) return index(index_path);
+        // No model's folder: the error of a path that is no file, met again so that it is also the last thing a
+        // storage's callbacks reported (the bindings add a callback's own words to the error).
+        file = storage.open_read(path);
     }
     return open_container(std::move(file), path, options);
 }
