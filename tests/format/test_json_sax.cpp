@@ -2,64 +2,18 @@
 // json_sax_plain, the fast reader of the safetensors header and Hugging Face's index: wherever it finishes, its handler
 // saw exactly the events nlohmann's sax_parse gives; wherever the text holds more than plain JSON (or is not JSON),
 // it leaves the text to nlohmann.
-#include "core/json_sax.hpp"
+#include "support/json_events.hpp"
 
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 
-#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
-using ckpt::core::json_sax_plain;
-
 namespace {
 
-// Writes down every event; stops (returns false) at event number stop_at, as a handler that refuses a value does.
-class Recorder : public nlohmann::json_sax<nlohmann::json> {
-public:
-    std::vector<std::string> events;
-    size_t stop_at = SIZE_MAX;
-
-    bool null() override { return add("null"); }
-    bool boolean(bool b) override { return add(b ? "true" : "false"); }
-    bool number_integer(number_integer_t v) override { return add("int " + std::to_string(v)); }
-    bool number_unsigned(number_unsigned_t v) override { return add("uint " + std::to_string(v)); }
-    bool number_float(number_float_t, const string_t& text) override { return add("float " + text); }
-    bool string(string_t& s) override { return add("string " + s); }
-    bool binary(binary_t&) override { return add("binary"); }
-    bool start_object(std::size_t) override { return add("{"); }
-    bool end_object() override { return add("}"); }
-    bool start_array(std::size_t) override { return add("["); }
-    bool end_array() override { return add("]"); }
-    bool key(string_t& k) override { return add("key " + k); }
-    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-        events.emplace_back("error");
-        return false;
-    }
-
-private:
-    bool add(std::string e) {
-        events.push_back(std::move(e));
-        return events.size() != stop_at;
-    }
-};
-
-std::vector<std::string> by_nlohmann(const std::string& text, size_t stop_at = SIZE_MAX) {
-    Recorder r;
-    r.stop_at = stop_at;
-    nlohmann::json::sax_parse(text.begin(), text.end(), &r);
-    return r.events;
-}
-
-// The events of json_sax_plain, or nothing when it leaves the text to nlohmann.
-std::optional<std::vector<std::string>> by_plain(const std::string& text, size_t stop_at = SIZE_MAX) {
-    Recorder r;
-    r.stop_at = stop_at;
-    if (!json_sax_plain(text, r)) return std::nullopt;
-    return r.events;
-}
+using ckpt::testing::nlohmann_events;
+using ckpt::testing::plain_events;
 
 const std::string kHeader =
     R"({"__metadata__":{"format":"pt","step":"5"},"a.weight":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
@@ -81,9 +35,9 @@ TEST_CASE("json_sax_plain gives the events nlohmann gives, for what writers prin
     };
     for (const std::string& text : plain) {
         INFO(text);
-        const auto fast = by_plain(text);
+        const auto fast = plain_events(text);
         REQUIRE(fast.has_value());
-        CHECK(*fast == by_nlohmann(text));
+        CHECK(*fast == nlohmann_events(text));
         CHECK(fast->back() != "error");
     }
 }
@@ -116,20 +70,20 @@ TEST_CASE("json_sax_plain leaves to nlohmann what it does not read itself, and t
     };
     for (const std::string& text : others) {
         INFO(text);
-        CHECK_FALSE(by_plain(text).has_value());
+        CHECK_FALSE(plain_events(text).has_value());
     }
     // Nesting up to 32 is its own.
     const std::string deep = std::string(32, '[') + "1" + std::string(32, ']');
-    CHECK(by_plain(deep) == by_nlohmann(deep));
+    CHECK(plain_events(deep) == nlohmann_events(deep));
 }
 
 TEST_CASE("json_sax_plain stops where a handler returns false, as sax_parse does") {
-    const size_t events = by_nlohmann(kHeader).size();
+    const size_t events = nlohmann_events(kHeader).size();
     for (size_t stop = 1; stop <= events; ++stop) {
         INFO("stop at event " << stop);
-        const auto fast = by_plain(kHeader, stop);
+        const auto fast = plain_events(kHeader, stop);
         REQUIRE(fast.has_value());
-        CHECK(*fast == by_nlohmann(kHeader, stop));
+        CHECK(*fast == nlohmann_events(kHeader, stop));
         CHECK(fast->size() == stop);
     }
 }
@@ -153,11 +107,11 @@ TEST_CASE("json_sax_plain agrees with nlohmann on every mutation of a header it 
                     if (at < text.size()) text[at] = c;
             }
         }
-        const auto fast = by_plain(text);
+        const auto fast = plain_events(text);
         if (!fast) continue;
         ++finished;
         INFO(text);
-        const std::vector<std::string> reference = by_nlohmann(text);
+        const std::vector<std::string> reference = nlohmann_events(text);
         REQUIRE(*fast == reference);
         REQUIRE(reference.back() != "error");
     }
