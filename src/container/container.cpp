@@ -11,16 +11,15 @@
 #include "safetensors/safetensors_writer.hpp"
 #include "storage/head_input.hpp"
 
-#include <exception>
 
 namespace ckpt::core {
 
 namespace {
 
-constexpr std::string_view kModelFile = "model.safetensors";
+constexpr std::string_view kModelFile = "model.safetensors";  // what a model's folder holds, as transformers names it
 // The first bytes of a file read to tell its format: one read that holds the length and header of most safetensors
 // files (a model of a thousand tensors has a header of about 100 KB).
-constexpr size_t kHeadBytes = size_t{64} << 10;  // what a model's folder holds, as transformers names it
+constexpr size_t kHeadBytes = size_t{64} << 10;
 
 bool ends_with(std::string_view s, std::string_view suffix) {
     return s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -62,10 +61,11 @@ VarCollection Container::read_all() {
 
 std::unique_ptr<Container> open_container(Storage& storage, const std::string& path,
                                           const ContainerReadOptions& options) {
-    const auto index = [&](const std::string& index_path) -> std::unique_ptr<Container> {
+    const auto index = [&](const std::string& index_path,
+                           std::unique_ptr<InputFile> index_file = nullptr) -> std::unique_ptr<Container> {
         if (options.format == Format::npz)
             fail(Code::format, "{}: not a npz file (an index of safetensors shards)", path);
-        return std::make_unique<HfIndexContainer>(storage, index_path, options);
+        return std::make_unique<HfIndexContainer>(storage, index_path, options, std::move(index_file));
     };
     if (ends_with(path, kIndexSuffix)) return index(path);
     std::unique_ptr<InputFile> file;
@@ -78,19 +78,18 @@ std::unique_ptr<Container> open_container(Storage& storage, const std::string& p
         if (e.code() != Code::invalid && e.code() != Code::not_found) throw;
         const std::string single = join_path(path, std::string(kModelFile));
         const std::string index_path = single + std::string(kIndexSuffix);
-        std::unique_ptr<InputFile> model;
-        bool has_index = false;
+        std::unique_ptr<InputFile> model, index_file;
         try {
             model = storage.open_read(single);
         } catch (const Error&) {
             try {
-                has_index = storage.open_read(index_path) != nullptr;
+                index_file = storage.open_read(index_path);
             } catch (const Error&) {
                 // neither: the error of a path that is no file
             }
         }
         if (model) return open_container(std::move(model), single, options);
-        if (has_index) return index(index_path);
+        if (index_file) return index(index_path, std::move(index_file));
         // No model's folder: the error of a path that is no file, met again so that it is also the last thing a
         // storage's callbacks reported (the bindings add a callback's own words to the error).
         file = storage.open_read(path);

@@ -11,11 +11,13 @@
 
 namespace ckpt::core {
 
-HfIndexContainer::HfIndexContainer(Storage& storage, const std::string& index_path, const ContainerReadOptions& options)
+HfIndexContainer::HfIndexContainer(Storage& storage, const std::string& index_path, const ContainerReadOptions& options,
+                                   std::unique_ptr<InputFile> index_file)
     : label_(index_path), progress_(options.npz.progress) {
     HfIndex index;
     try {
-        index = parse_hf_index(read_small_file(storage, index_path, kMaxIndexBytes, "index"));
+        if (!index_file) index_file = storage.open_read(index_path);
+        index = parse_hf_index(read_small_file(*index_file, index_path, kMaxIndexBytes, "index"));
     } catch (const Error& e) {
         rethrow_naming(e, index_path);
     }

@@ -17,10 +17,11 @@ namespace ckpt::core {
 
 class HfIndexContainer final : public Container {
 public:
-    // Opens the index at `index_path` in `storage`, and the shards beside it. Throws Error(format) naming the index
-    // (or the shard) and the problem, Error(not_found) for the index or a shard that is missing, and each shard's
-    // errors.
-    HfIndexContainer(Storage& storage, const std::string& index_path, const ContainerReadOptions& options);
+    // Opens the index at `index_path` in `storage` (unless `index` is that file, open already), and the shards beside
+    // it. Throws Error(format) naming the index (or the shard) and the problem, Error(not_found) for the index or a
+    // shard that is missing, and each shard's errors.
+    HfIndexContainer(Storage& storage, const std::string& index_path, const ContainerReadOptions& options,
+                     std::unique_ptr<InputFile> index = nullptr);
 
     Format format() const override { return Format::safetensors; }
     const std::string& label() const override { return label_; }

@@ -157,13 +157,16 @@ Storage::Entries Storage::list_entries(const std::string& dir) {
 }
 
 std::string read_small_file(Storage& storage, const std::string& path, uint64_t max_bytes, const char* what) {
-    const std::unique_ptr<InputFile> file = storage.open_read(path);
-    const uint64_t size = file->size();
+    return read_small_file(*storage.open_read(path), path, max_bytes, what);
+}
+
+std::string read_small_file(InputFile& file, const std::string& path, uint64_t max_bytes, const char* what) {
+    const uint64_t size = file.size();
     if (size > max_bytes)
         fail(Code::format, "{}: {}: {} bytes, more than the limit of {}", path, what, size, max_bytes);
     std::string text(static_cast<size_t>(size), '\0');
     for (size_t at = 0; at < text.size();) {
-        const size_t got = file->read_at(at, &text[at], text.size() - at);
+        const size_t got = file.read_at(at, &text[at], text.size() - at);
         if (got == 0) fail(Code::format, "{}: {}: shorter than its size", path, what);
         at += got;
     }

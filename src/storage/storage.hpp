@@ -221,6 +221,8 @@ size_t remove_stale_temporaries_of(Storage& storage, const std::string& path);
 // The whole of a small file that is read at once (a manifest, an index): its bytes. Throws Error(format)
 // "<path>: <what>: …" for a file over max_bytes or one shorter than its size, and what open_read throws.
 std::string read_small_file(Storage& storage, const std::string& path, uint64_t max_bytes, const char* what);
+// The same for a file already open, named `path` in messages.
+std::string read_small_file(InputFile& file, const std::string& path, uint64_t max_bytes, const char* what);
 
 // The default: the local filesystem through POSIX calls.
 std::shared_ptr<Storage> posix_storage();
