@@ -133,14 +133,18 @@ std::string parse_shard_size(const std::string& text, uint64_t& bytes) {
                                                       {"MB", 1000000},
                                                       {"GB", 1000000000},
                                                       {"KIB", 1 << 10},
+                                                      {"TB", uint64_t{1000000000000}},
                                                       {"MIB", 1 << 20},
-                                                      {"GIB", uint64_t{1} << 30}};
+                                                      {"GIB", uint64_t{1} << 30},
+                                                      {"TIB", uint64_t{1} << 40}};
     for (const auto& [name, factor] : units) {
         if (unit != name) continue;
-        bytes = std::stoull(text.substr(0, digits)) * factor;
+        const uint64_t count = std::stoull(text.substr(0, digits));
+        if (count > UINT64_MAX / factor) return "the size '" + text + "' is more bytes than 64 bits count";
+        bytes = count * factor;
         return bytes > 0 ? "" : "the size must be more than 0";
     }
-    return "unknown unit '" + text.substr(digits) + "' (B, kB, MB, GB, KiB, MiB, GiB)";
+    return "unknown unit '" + text.substr(digits) + "' (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)";
 }
 
 // What IN holds, as sources: the arrays and their readers, the metadata, and the defaults for what the options leave

@@ -850,6 +850,9 @@ class Safetensors(unittest.TestCase):
         p = run("convert", path("numeric.npz"), out, "--max-shard-size", "8XB")
         self.assertEqual(p.returncode, 2)
         self.assertIn("unknown unit 'XB'", p.stderr)
+        p = run("convert", path("numeric.npz"), out, "--max-shard-size", "999999999999999TB")  # no wrap-around
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("is more bytes than 64 bits count", p.stderr)
 
     def test_values_that_differ_across_formats_are_a_difference(self):
         st = self.converted("differs.safetensors", "numeric.npz")
