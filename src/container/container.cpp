@@ -11,7 +11,6 @@
 #include "safetensors/safetensors_writer.hpp"
 #include "storage/head_input.hpp"
 
-
 namespace ckpt::core {
 
 namespace {
