@@ -20,10 +20,6 @@ constexpr std::string_view kModelFile = "model.safetensors";  // what a model's 
 // files (a model of a thousand tensors has a header of about 100 KB).
 constexpr size_t kHeadBytes = size_t{64} << 10;
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-    return s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 }  // namespace
 
 const char* format_name(Format f) {
@@ -38,7 +34,9 @@ const char* format_name(Format f) {
 std::string_view format_suffix(Format f) { return f == Format::safetensors ? ".safetensors" : ".npz"; }
 
 Format format_for_path(const std::string& path) {
-    return ends_with(base_name(path), format_suffix(Format::safetensors)) ? Format::safetensors : Format::npz;
+    const std::string name = base_name(path);  // a name that is only the suffix names nothing
+    const std::string_view suffix = format_suffix(Format::safetensors);
+    return name.size() > suffix.size() && ends_with(name, suffix) ? Format::safetensors : Format::npz;
 }
 
 VarCollection Container::read_all() {

@@ -11,10 +11,6 @@ namespace {
 
 constexpr std::string_view kNpzSuffix = ".npz";
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 const char* kind_of(const StaleTemporary& t) { return t.upload ? "unfinished upload of" : t.dir ? "directory" : "file"; }

@@ -32,9 +32,6 @@ std::string signature(const std::string& name, std::string_view random) {
     return {kAlphabet[h % kAlphabetSize], kAlphabet[(h / kAlphabetSize) % kAlphabetSize]};
 }
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 }  // namespace
 
 void OutputFile::patch(uint64_t, const void*, size_t) {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ckpt::core {
@@ -199,6 +200,10 @@ std::string parent_dir(const std::string& path);
 std::string base_name(const std::string& path);
 // "<dir>/<name>", or just name when dir is "" or ".".
 std::string join_path(const std::string& dir, const std::string& name);
+// Whether a name or path ends with `suffix` (".npz", ".index.json").
+inline bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
 // ".<name>.tmp-" + 6 characters from [A-Za-z0-9]: 4 random ones and 2 that sign the name (a hash of the name and
 // the 4), so that ckpt's own temporaries can be told from other programs' files named in the same fashion.
 std::string temp_name_for(const std::string& name);
