@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* One workload of bench/run, ckpt's side: ckpt_npz_save and ckpt_npz_restore against the limits of the machine,
+/* One workload of bench/run, ckpt's side: ckpt_save and ckpt_restore against the limits of the machine,
  * raw write() + fsync + rename + directory fsync of the same bytes, and raw read() into the same buffers.
  * bench/bench_numpy.py measures numpy on the same data; bench/report.py puts the two side by side.
  *
@@ -7,7 +7,7 @@
  *   NAME labels the output; MIB of float32 state in ARRAYS arrays of equal size; --deflate saves once per level
  *   (CKPT_DEFLATE) instead of stored; --no-cold skips the restores from a cold page cache; --bf16 makes the state
  *   CKPT_BFLOAT16 (element k the upper half of the float32 element k), as bench_peers.py --bf16 makes torch's.
- *   Stored files are also opened and mapped (ckpt_npz_map) beside warm read()s of the raw file (op=map).
+ *   Stored files are also opened and mapped (ckpt_reader_map) beside warm read()s of the raw file (op=map).
  * Output: one "result key=value ..." line per measure (medians of N runs after a warm-up); progress on stderr. */
 #define _GNU_SOURCE
 #include "bench_common.h"
@@ -106,14 +106,14 @@ static void measure_free(Measure *m) {
 
 typedef enum { SAVE_CKPT, SAVE_RAW, RESTORE_CKPT, READ_RAW } Kind;
 
-static void run_one(const State *s, Measure *m, Kind kind, const ckpt_npz_options *opts, int run) {
+static void run_one(const State *s, Measure *m, Kind kind, const ckpt_options *opts, int run) {
     if (strcmp(m->cache, "cold") == 0) evict(m->path);
     const int reset_ok = peak_reset();
     const double c0 = cpu_seconds(), t0 = now();
     switch (kind) {
-    case SAVE_CKPT: check(ckpt_npz_save(m->path, s->vars, opts), "ckpt_npz_save"); break;
+    case SAVE_CKPT: check(ckpt_save(m->path, s->vars, opts), "ckpt_save"); break;
     case SAVE_RAW: raw_save(s->dir, m->path, s->arrays, s->count, s->each); break;
-    case RESTORE_CKPT: check(ckpt_npz_restore(m->path, s->vars, NULL), "ckpt_npz_restore"); break;
+    case RESTORE_CKPT: check(ckpt_restore(m->path, s->vars, NULL), "ckpt_restore"); break;
     case READ_RAW: raw_read(s, m->path); break;
     }
     const double wall = now() - t0, cpu = cpu_seconds() - c0;
@@ -145,7 +145,7 @@ static void report(const char *name, const State *s, Measure *m, int runs) {
  * the arrays are zeroed first and compared with the generator afterwards. */
 static void verify_restore(const State *s, const char *path) {
     for (int i = 0; i < s->count; i++) memset(s->arrays[i], 0, s->each);
-    check(ckpt_npz_restore(path, s->vars, NULL), "ckpt_npz_restore");
+    check(ckpt_restore(path, s->vars, NULL), "ckpt_restore");
     float *expect = malloc(s->each);
     if (!expect) die("malloc");
     const size_t n = s->each / (s->bf16 ? 2 : sizeof(float));
@@ -161,22 +161,22 @@ static void verify_restore(const State *s, const char *path) {
 
 /* ---------------------------------------------------------------------------------------------- mapped views */
 
-/* What a consumer of the views pays: open, ckpt_npz_map of every array, then (touch) one byte of each page of
- * each view — every page faulted in — and close. flags: the open options' flags (CKPT_NPZ_MAP_UNVERIFIED). */
+/* What a consumer of the views pays: open, ckpt_reader_map of every array, then (touch) one byte of each page of
+ * each view — every page faulted in — and close. flags: the open options' flags (CKPT_MAP_UNVERIFIED). */
 static void map_all(const char *path, uint32_t flags, int touch) {
-    ckpt_npz_options o = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options o = CKPT_OPTIONS_INIT;
     o.flags = flags;
-    ckpt_npz *npz = NULL;
-    check(ckpt_npz_open(&npz, path, &o), "ckpt_npz_open");
+    ckpt_reader *npz = NULL;
+    check(ckpt_reader_open(&npz, path, &o), "ckpt_reader_open");
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
     unsigned sum = 0;
-    for (size_t i = 0; i < ckpt_npz_count(npz); i++) {
+    for (size_t i = 0; i < ckpt_reader_count(npz); i++) {
         const void *p = NULL;
-        check(ckpt_npz_map(npz, i, &p), "ckpt_npz_map");
-        const size_t n = ckpt_npz_nbytes(npz, i);
+        check(ckpt_reader_map(npz, i, &p), "ckpt_reader_map");
+        const size_t n = ckpt_reader_nbytes(npz, i);
         for (size_t k = 0; touch && k < n; k += page) sum += ((const volatile unsigned char *)p)[k];
     }
-    ckpt_npz_close(npz);
+    ckpt_reader_close(npz);
     if (sum == 1u) fputc(' ', stderr); /* keeps the reads */
 }
 
@@ -188,9 +188,9 @@ static void bench_map(const char *name, const State *s, const char *ckpt_path, c
         uint32_t flags;
         int touch;
     } kinds[] = {
-        {"open + ckpt_npz_map every array + one byte per page", 0, 1},
-        {"the same, CRC skipped (CKPT_NPZ_MAP_UNVERIFIED)", CKPT_NPZ_MAP_UNVERIFIED, 1},
-        {"open + ckpt_npz_map every array, CRC skipped, nothing touched", CKPT_NPZ_MAP_UNVERIFIED, 0},
+        {"open + ckpt_reader_map every array + one byte per page", 0, 1},
+        {"the same, CRC skipped (CKPT_MAP_UNVERIFIED)", CKPT_MAP_UNVERIFIED, 1},
+        {"open + ckpt_reader_map every array, CRC skipped, nothing touched", CKPT_MAP_UNVERIFIED, 0},
     };
     enum { KINDS = sizeof kinds / sizeof kinds[0] };
     double *t = calloc((size_t)runs * KINDS, sizeof *t), *raw = calloc((size_t)runs * KINDS, sizeof *raw);
@@ -284,19 +284,19 @@ int main(int argc, char **argv) {
 
     char raw_path[4096], ckpt_path[MAX_LEVELS + 1][4096];
     snprintf(raw_path, sizeof raw_path, "%s/%s-raw.bin", s.dir, name);
-    ckpt_npz_options opts[MAX_LEVELS + 1];
+    ckpt_options opts[MAX_LEVELS + 1];
     Measure saves[MAX_LEVELS + 1];
     const int nsaves = nlevels ? nlevels : 1;
     for (int l = 0; l < nsaves; l++) {
         char what[64];
-        ckpt_npz_options o = CKPT_NPZ_OPTIONS_INIT;
+        ckpt_options o = CKPT_OPTIONS_INIT;
         if (nlevels) {
             o.compression = CKPT_DEFLATE;
             o.level = levels[l];
-            snprintf(what, sizeof what, "ckpt_npz_save (deflate level %d)", levels[l]);
+            snprintf(what, sizeof what, "ckpt_save (deflate level %d)", levels[l]);
             snprintf(ckpt_path[l], sizeof ckpt_path[l], "%s/%s-ckpt-l%d.npz", s.dir, name, levels[l]);
         } else {
-            snprintf(what, sizeof what, "ckpt_npz_save");
+            snprintf(what, sizeof what, "ckpt_save");
             snprintf(ckpt_path[l], sizeof ckpt_path[l], "%s/%s-ckpt.npz", s.dir, name);
         }
         opts[l] = o;
@@ -308,7 +308,7 @@ int main(int argc, char **argv) {
     const char *caches[2] = {"warm", "cold"};
     Measure restores[2], reads[2];
     for (int c = 0; c < 2; c++) {
-        restores[c] = measure_new("restore", "ckpt", "ckpt_npz_restore (CKPT_BORROW buffers)", caches[c],
+        restores[c] = measure_new("restore", "ckpt", "ckpt_restore (CKPT_BORROW buffers)", caches[c],
                                   ckpt_path[0], runs);
         reads[c] = measure_new("restore", "raw", "read() into the same buffers", caches[c], raw_path, runs);
     }

@@ -6,7 +6,7 @@ Usage: bench_numpy.py NAME MIB ARRAYS [--dir D] [--runs N] [--deflate] [--no-col
 
 Measures, on the same data as bench_npz.c:
   save    np.savez (np.savez_compressed with --deflate) into an open file, then fsync, rename and a directory
-          fsync: the durability ckpt_npz_save gives;
+          fsync: the durability ckpt_save gives;
   restore np.load into the existing arrays (`dst[...] = z[name]`), numpy's fastest way to refill arrays it
           already has; from a warm page cache and, unless --no-cold, from a cold one.
 Each run also measures, back to back with numpy and alternating which goes first, the raw I/O bench_npz.c

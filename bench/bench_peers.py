@@ -5,7 +5,7 @@ python3-h5py), measured as bench_numpy.py measures numpy.
 
 Usage: bench_peers.py NAME MIB ARRAYS --peer torch|h5py [--bf16] [--dir D] [--runs N] [--no-cold]
 
-Measures, on the same data as bench_npz.c (the same arrays, the same names), with the durability ckpt_npz_save
+Measures, on the same data as bench_npz.c (the same arrays, the same names), with the durability ckpt_save
 gives (a temporary file, fsync of the file, rename, fsync of the directory):
   torch  save:    torch.save of a dict of tensors that share the arrays' memory (torch.from_numpy) to the
                   temporary path, then fsync;

@@ -6,7 +6,7 @@
         /usr/bin/python3 bench/bench_python.py [--runs N] [--dir D] [--quick]
 
 For W1 (512 MiB in 64 float32 arrays) and W2 (64 MiB in 8192), measures in one process, runs interleaved:
-  - the C call alone: ckpt_npz_save / ckpt_npz_restore on a collection built once beforehand (the C figure);
+  - the C call alone: ckpt_save / ckpt_restore on a collection built once beforehand (the C figure);
   - the binding: ckpt.save(path, dict) / ckpt.restore(path, dict), which builds the collection every call, and
     ckpt.save/restore(path, ckpt.Collection(dict)) with the collection built once, as the C figure's is;
   - numpy: np.savez (+ fsync, rename, directory fsync, for the same durability) / np.load into the arrays.
@@ -78,11 +78,11 @@ def measure(name, arrays, runs, directory):
     built = ckpt.Collection(arrays)
     built_into = ckpt.Collection(into)
     ops = {
-        "save, C call": lambda: _native.check(lib.ckpt_npz_save(path.encode(), held.handle, ctypes.byref(opts))),
+        "save, C call": lambda: _native.check(lib.ckpt_save(path.encode(), held.handle, ctypes.byref(opts))),
         "save, ckpt.save": lambda: ckpt.save(path, arrays),
         "save, ckpt.save of a Collection": lambda: ckpt.save(path, built),
         "save, np.savez + fsync": lambda: numpy_save(np_path, arrays),
-        "restore, C call": lambda: _native.check(lib.ckpt_npz_restore(path.encode(), held_into.handle,
+        "restore, C call": lambda: _native.check(lib.ckpt_restore(path.encode(), held_into.handle,
                                                                       ctypes.byref(opts))),
         "restore, ckpt.restore": lambda: ckpt.restore(path, into),
         "restore, ckpt.restore of a Collection": lambda: ckpt.restore(path, built_into),

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* safetensors through ckpt against the floor of the same work done by hand, in one run (docs/performance.md,
  * "safetensors"):
- *   save   ckpt_npz_save of a .safetensors path      vs write() of the same bytes + fsync + rename + directory fsync
- *   load   ckpt_npz_read (new arrays), warm cache     vs read() of the same bytes into new arrays
- *   map    open + ckpt_npz_map of one tensor + a byte of each of its pages, warm   vs ckpt_npz_read of all of them
- *   index  ckpt_npz_open of an index of 1000 tensors over 8 shards (every header checked)
+ *   save   ckpt_save of a .safetensors path      vs write() of the same bytes + fsync + rename + directory fsync
+ *   load   ckpt_read (new arrays), warm cache     vs read() of the same bytes into new arrays
+ *   map    open + ckpt_reader_map of one tensor + a byte of each of its pages, warm   vs ckpt_read of all of them
+ *   index  ckpt_reader_open of an index of 1000 tensors over 8 shards (every header checked)
  *                                                      vs open() + read() of the index and of each shard's header
  * Usage: bench_safetensors NAME MIB ARRAYS [--dir D] [--runs N]
  *   MIB of float32 state in ARRAYS tensors of equal size (the index: 1000 tensors of the same MIB over 8 shards).
@@ -60,30 +60,30 @@ static void load_raw(const Work *w) {
 
 static void load_ckpt(const Work *w) {
     ckpt_vars *out = NULL;
-    check(ckpt_npz_read(&out, w->path, NULL), "ckpt_npz_read");
+    check(ckpt_read(&out, w->path, NULL), "ckpt_read");
     ckpt_vars_free(out);
 }
 
 static volatile unsigned char sink;
 
 static void map_one(const Work *w) {
-    ckpt_npz *npz = NULL;
-    check(ckpt_npz_open(&npz, w->path, NULL), "ckpt_npz_open");
+    ckpt_reader *npz = NULL;
+    check(ckpt_reader_open(&npz, w->path, NULL), "ckpt_reader_open");
     size_t i = 0;
-    check(ckpt_npz_find(npz, "t0007", &i), "ckpt_npz_find");
+    check(ckpt_reader_find(npz, "t0007", &i), "ckpt_reader_find");
     const void *p = NULL;
-    check(ckpt_npz_map(npz, i, &p), "ckpt_npz_map");
-    const size_t n = ckpt_npz_nbytes(npz, i);
+    check(ckpt_reader_map(npz, i, &p), "ckpt_reader_map");
+    const size_t n = ckpt_reader_nbytes(npz, i);
     unsigned char acc = 0;
     for (size_t at = 0; at < n; at += 4096) acc ^= ((const unsigned char *)p)[at];
     sink = acc;
-    ckpt_npz_close(npz);
+    ckpt_reader_close(npz);
 }
 
 static void open_index(const Work *w) {
-    ckpt_npz *npz = NULL;
-    check(ckpt_npz_open(&npz, w->path, NULL), "ckpt_npz_open (index)");
-    ckpt_npz_close(npz);
+    ckpt_reader *npz = NULL;
+    check(ckpt_reader_open(&npz, w->path, NULL), "ckpt_reader_open (index)");
+    ckpt_reader_close(npz);
 }
 
 /* The floor of opening an index: read the index, and each shard's length and JSON header, without checking them. */
@@ -111,7 +111,7 @@ static void read_headers(const Work *w) {
 static void run(const Work *w, Kind kind) {
     const State *s = w->s;
     switch (kind) {
-        case SAVE_CKPT: check(ckpt_npz_save(w->path, s->vars, NULL), "ckpt_npz_save"); break;
+        case SAVE_CKPT: check(ckpt_save(w->path, s->vars, NULL), "ckpt_save"); break;
         case SAVE_RAW: raw_save(s->dir, w->raw_path, s->arrays, s->count, s->each); break;
         case LOAD_CKPT: load_ckpt(w); break;
         case LOAD_RAW: load_raw(w); break;
@@ -211,12 +211,12 @@ int main(int argc, char **argv) {
     Work w = {&s, path, raw_path, 0, ""};
 
     fprintf(stderr, "save: %d tensors of %zu bytes\n", count, each);
-    report(name, "save", "ckpt_npz_save vs write + fsync + rename + dir fsync",
+    report(name, "save", "ckpt_save vs write + fsync + rename + dir fsync",
            measure(&w, SAVE_CKPT, &w, SAVE_RAW, runs));
     fprintf(stderr, "load (warm)\n");
-    report(name, "load", "ckpt_npz_read vs read() into new arrays, warm", measure(&w, LOAD_CKPT, &w, LOAD_RAW, runs));
+    report(name, "load", "ckpt_read vs read() into new arrays, warm", measure(&w, LOAD_CKPT, &w, LOAD_RAW, runs));
     fprintf(stderr, "map one tensor\n");
-    report(name, "map", "open + ckpt_npz_map of 1 tensor, pages touched vs ckpt_npz_read of all",
+    report(name, "map", "open + ckpt_reader_map of 1 tensor, pages touched vs ckpt_read of all",
            measure(&w, MAP_ONE, &w, LOAD_CKPT, runs));
     free_state(&s);
     unlink(path);
@@ -227,10 +227,10 @@ int main(int argc, char **argv) {
     snprintf(folder, sizeof folder, "%s/%s-sharded", dir, name);
     if (mkdir(folder, 0755) != 0 && access(folder, F_OK) != 0) die(folder);
     State many = make_state(dir, 1000, total / 1000 / 4 * 4 > 0 ? total / 1000 / 4 * 4 : 4);
-    ckpt_npz_options o = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options o = CKPT_OPTIONS_INIT;
     o.max_shard_bytes = (uint64_t)many.count * many.each / 8;
     snprintf(path, sizeof path, "%s/model.safetensors", folder);
-    check(ckpt_npz_save(path, many.vars, &o), "ckpt_npz_save (sharded)");
+    check(ckpt_save(path, many.vars, &o), "ckpt_save (sharded)");
     Work index = {&many, "", "", 0, ""};
     char index_path[4200];
     snprintf(index_path, sizeof index_path, "%s.index.json", path);
@@ -243,7 +243,7 @@ int main(int argc, char **argv) {
     snprintf(index.shard_fmt, sizeof index.shard_fmt, "%s/model-%%05d-of-%%05d.safetensors", folder);
     fprintf(stderr, "open an index of 1000 tensors over %d shards\n", index.shards);
     char what[128];
-    snprintf(what, sizeof what, "ckpt_npz_open of an index, 1000 tensors in %d shards vs reading the headers",
+    snprintf(what, sizeof what, "ckpt_reader_open of an index, 1000 tensors in %d shards vs reading the headers",
              index.shards);
     report(name, "index", what, measure(&index, OPEN_INDEX, &index, READ_HEADERS, runs));
     for (int k = 1; k <= index.shards; k++) {

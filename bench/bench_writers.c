@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
         for (int k = 0; k < 2; k++) {
             double a = now();
             if ((k == 0) == (r % 2 == 0)) {
-                check(ckpt_npz_save(ckpt_path, vars, NULL), "ckpt_npz_save");
+                check(ckpt_save(ckpt_path, vars, NULL), "ckpt_save");
                 sync_s = now() - a;
             } else {
                 raw_save(dir, raw_path, arrays, count, each);
@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
            mib / m_block, m_block / m_memcpy);
     printf("| background save: until durable | %.3f | %.0f | |\n", m_bg, mib / m_bg);
     printf("| raw write+fsync+rename+dir fsync | %.3f | %.0f | 1.00 |\n", m_raw, mib / m_raw);
-    printf("| ckpt_npz_save (synchronous) | %.3f | %.0f | %.2f x raw throughput (goal >= 0.8) |\n", m_sync,
+    printf("| ckpt_save (synchronous) | %.3f | %.0f | %.2f x raw throughput (goal >= 0.8) |\n", m_sync,
            mib / m_sync, m_raw / m_sync);
 
     check(ckpt_writer_finalize(bg), "ckpt_writer_finalize");

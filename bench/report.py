@@ -186,8 +186,8 @@ def map_table(w):
     if not rows:
         return []
     restore = w.find("restore", "ckpt", "warm")
-    out = [f"Mapped views ({w.name}, warm page cache; ckpt_npz_map, each run beside a warm read() of the raw file):", "",
-           "| operation | seconds | ms per GiB | x raw read() | x ckpt_npz_restore | CPU/wall | peak RSS above state |",
+    out = [f"Mapped views ({w.name}, warm page cache; ckpt_reader_map, each run beside a warm read() of the raw file):", "",
+           "| operation | seconds | ms per GiB | x raw read() | x ckpt_restore | CPU/wall | peak RSS above state |",
            "|---|---|---|---|---|---|---|"]
     for r in rows:
         s = float(r["seconds"])
@@ -203,7 +203,7 @@ def map_goals(wl):
     for name in sorted(wl):
         w = wl[name]
         rows = {r["what"]: r for r in w.rows if r["op"] == "map"}
-        touched = next((r for what, r in rows.items() if what.startswith("open + ckpt_npz_map every array + one")), None)
+        touched = next((r for what, r in rows.items() if what.startswith("open + ckpt_reader_map every array + one")), None)
         alone = next((r for what, r in rows.items() if "nothing touched" in what), None)
         if not touched or not alone:
             continue
@@ -211,7 +211,7 @@ def map_goals(wl):
         ms = float(alone["seconds"]) * 1000
         if name == "W1":
             x = w.ratio(touched, w.find("restore", "ckpt", "warm"))
-            out.append(goal(at_least(x, 1.5), f"W1 open + map + one byte per page >= 1.5x ckpt_npz_restore (warm): "
+            out.append(goal(at_least(x, 1.5), f"W1 open + map + one byte per page >= 1.5x ckpt_restore (warm): "
                                               f"{fmt_ratio(x)}x"))
             x = w.x_raw(touched)
             out.append(goal(at_least(x, 1.5), f"W1 open + map + one byte per page >= 1.5x a read() of the raw file "

@@ -21,7 +21,7 @@ struct ckpt_vars {
     ckpt::core::VarCollection vc;
 };
 
-struct ckpt_npz {
+struct ckpt_reader {
     std::shared_ptr<ckpt::core::Storage> storage;  // kept alive as long as the file read through it
     std::unique_ptr<ckpt::core::Container> file;   // an .npz or safetensors file; destroyed first
 };
@@ -76,14 +76,14 @@ int guard(Body&& body) noexcept {
 // The storage an option names: the caller's, or the local filesystem for NULL.
 std::shared_ptr<Storage> storage_of(const ckpt_storage* s);
 
-// The caller's ckpt_npz_options (NULL = defaults), checked; fields beyond opts->version are defaults.
-ckpt_npz_options checked_npz_options(const ckpt_npz_options* opts, const char* function);
+// The caller's ckpt_options (NULL = defaults), checked; fields beyond opts->version are defaults.
+ckpt_options checked_options(const ckpt_options* opts, const char* function);
 
 // The core's write options, read options and renamer from checked C options.
-ContainerWriteOptions write_options(const ckpt_npz_options& o);
+ContainerWriteOptions write_options(const ckpt_options& o);
 // `reads_all`: the caller reads every member (a restore), so the file's start is read ahead while it opens.
-ContainerReadOptions read_options(const ckpt_npz_options& o, bool reads_all = false);
-Renamer renamer(const ckpt_npz_options& o);
+ContainerReadOptions read_options(const ckpt_options& o, bool reads_all = false);
+Renamer renamer(const ckpt_options& o);
 
 // Borrowed C strings of a Metadata: the value of key (NULL for a NULL or absent key), key i, value i (NULL out of
 // range).

@@ -82,7 +82,7 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
         // NULL is "no best metric"; "" would be a metric without a name.
         if (o.best_metric != nullptr && o.best_metric[0] == '\0')
             ckpt::core::fail(Code::invalid, "ckpt_manager_open: best_metric is empty (NULL means none)");
-        const ckpt_npz_options npz = ckpt::capi::checked_npz_options(o.npz, "ckpt_manager_open");
+        const ckpt_options npz = ckpt::capi::checked_options(o.npz, "ckpt_manager_open");
 
         ckpt::core::CheckpointManager::Options m;
         m.keep = o.keep;
@@ -109,13 +109,13 @@ CKPT_API int ckpt_manager_open(ckpt_manager** out, const char* logdir, const ckp
         if (npz.max_shard_bytes > 0)
             ckpt::core::fail(Code::invalid,
                              "ckpt_manager_open: {}: a manager saves one file per checkpoint; "
-                             "max_shard_bytes is for ckpt_npz_save",
+                             "max_shard_bytes is for ckpt_save",
                              logdir);
         m.npz_write = ckpt::capi::write_options(npz).npz;
         m.npz_read = ckpt::capi::read_options(npz).npz;
         m.npz_read.layout = ckpt::core::Layout::automatic;  // the npz layout says how to write; reading detects either
         m.rename = ckpt::capi::renamer(npz);
-        m.partial = (npz.flags & CKPT_NPZ_PARTIAL) != 0;
+        m.partial = (npz.flags & CKPT_PARTIAL) != 0;
         m.max_staging_bytes = o.max_staging_bytes;
         m.comm = ckpt::capi::comm_of(o.comm);
         ckpt::capi::Located at = ckpt::capi::locate(o.storage, logdir);

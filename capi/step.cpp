@@ -24,12 +24,12 @@ const ckpt::core::ManifestVariable* at(const ckpt_step* s, size_t i) {
 
 extern "C" {
 
-CKPT_API int ckpt_step_open(ckpt_step** out, const char* dir, const ckpt_npz_options* opts) {
+CKPT_API int ckpt_step_open(ckpt_step** out, const char* dir, const ckpt_options* opts) {
     if (out != nullptr) *out = nullptr;
     return guard([&] {
         require(out, "ckpt_step_open", "out");
         require(dir, "ckpt_step_open", "dir");
-        const ckpt_npz_options o = ckpt::capi::checked_npz_options(opts, "ckpt_step_open");
+        const ckpt_options o = ckpt::capi::checked_options(opts, "ckpt_step_open");
         auto handle = std::make_unique<ckpt_step>();
         ckpt::capi::Located at = ckpt::capi::locate(o.storage, dir);
         handle->storage = std::move(at.storage);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The versioned structs of the C API (ckpt_npz_options, ckpt_manager_options, ckpt_writer_options,
+// The versioned structs of the C API (ckpt_options, ckpt_manager_options, ckpt_writer_options,
 // ckpt_storage_ops, ckpt_s3_options): each starts with its version, and a caller built against an older header
 // passes an older, shorter struct. One rule for all of them: only the bytes the caller's version has are read or
 // written, and the fields it lacks take their defaults. Header-only and dependency-free: libckpt_s3 uses it too.

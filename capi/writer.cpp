@@ -69,7 +69,7 @@ Target target(const ckpt_writer* w, const char* out_dir, const char* filename, c
 }
 
 // Where a save's npz base is in the storage the save goes to, or "" when it is in another one (the save is then a
-// full one, as ckpt_npz_save's is). The base is a path as ckpt_npz_save takes it, not one in out_dir: a writer's
+// full one, as ckpt_save's is). The base is a path as ckpt_save takes it, not one in out_dir: a writer's
 // own storage takes it as given; a writer over the local filesystem shares with a local base, or, saving to an
 // s3:// URL, with a base in the same bucket.
 std::string base_path(const ckpt_writer* w, const Target& to, const char* base) {
@@ -141,18 +141,18 @@ CKPT_API int ckpt_writer_save(ckpt_writer* w, const char* out_dir, const char* f
 }
 
 CKPT_API int ckpt_writer_save_vars(ckpt_writer* w, const char* out_dir, const char* filename, const ckpt_vars* vars,
-                                   const ckpt_npz_options* npz, uint32_t flags) {
+                                   const ckpt_options* npz, uint32_t flags) {
     return guard([&] {
         Target to = target(w, out_dir, filename, "ckpt_writer_save_vars");
         require(vars, "ckpt_writer_save_vars", "vars");
         if ((flags & ~CKPT_WRITER_NO_COPY) != 0)
             ckpt::core::fail(Code::invalid, "ckpt_writer_save_vars: unknown flags {}", flags);
-        const ckpt_npz_options o = ckpt::capi::checked_npz_options(npz, "ckpt_writer_save_vars");
+        const ckpt_options o = ckpt::capi::checked_options(npz, "ckpt_writer_save_vars");
         const ckpt::core::ContainerWriteOptions options = ckpt::capi::write_options(o);
         if (options.max_shard_bytes > 0)
             ckpt::core::fail(Code::invalid,
                              "ckpt_writer_save_vars: a writer saves one file; max_shard_bytes is for "
-                             "ckpt_npz_save");
+                             "ckpt_save");
         const ckpt::core::Format format = ckpt::core::format_of_save(to.path, options);
         ckpt::core::check_save(to.path, format, vars->vc, options);  // refused now, not when the save runs
         std::string base =

@@ -113,10 +113,10 @@ int main(int argc, char **argv) {
     }
 
     /* Atomic and durable: `path` holds either the previous file or the complete new one. */
-    if (check(ckpt_npz_save(path, model, NULL), "ckpt_npz_save") != CKPT_OK) goto done;
+    if (check(ckpt_save(path, model, NULL), "ckpt_save") != CKPT_OK) goto done;
     printf("saved %zu variables to %s\n", ckpt_vars_count(model), path);
 
-    if (check(ckpt_npz_read(&loaded, path, NULL), "ckpt_npz_read") != CKPT_OK) goto done;
+    if (check(ckpt_read(&loaded, path, NULL), "ckpt_read") != CKPT_OK) goto done;
     if (ckpt_vars_count(loaded) != ckpt_vars_count(model)) {
         fprintf(stderr, "save_load: wrote %zu variables, read %zu\n", ckpt_vars_count(model),
                 ckpt_vars_count(loaded));

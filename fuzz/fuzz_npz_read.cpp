@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fuzzes the npz reader over bytes in memory, as ckpt_npz_read_memory uses it: opening (zip directory, every npy
+// Fuzzes the npz reader over bytes in memory, as ckpt_read_memory uses it: opening (zip directory, every npy
 // header, objax layout detection), reading everything at once, and the lazy path that reads entries one by one
 // into the caller's buffers; and the same bytes as the base of a save with chunk hashes (their chunk table, whatever
 // it says, must never make the new file wrong). ckpt::core::Error is the expected answer to bad input; any other
@@ -45,7 +45,7 @@ std::vector<std::optional<std::vector<unsigned char>>> read_each(ckpt::core::Npz
     return out;
 }
 
-// The views of ckpt_npz_map over the same bytes (BytesInput maps them in place, so a view that reached past them
+// The views of ckpt_reader_map over the same bytes (BytesInput maps them in place, so a view that reached past them
 // is an out-of-bounds read). Verified, each must exist exactly when its entry read, with the same bytes.
 // Unverified, a mapped one exists even for corrupt data — unless its local header disagrees with its head copy,
 // which is checked either way (and then the read failed too) — and every byte of it is touched. Copy-on-write,

@@ -164,9 +164,9 @@ PathKind path_kind(const std::string& path, bool not_a_file) {
     }
     const bool prefix_only = path.back() == '/' || path.find('/', 5) == std::string::npos;
     if (!prefix_only && !not_a_file) {
-        ckpt_npz* npz = nullptr;
-        const int rc = ckpt_npz_open(&npz, path.c_str(), nullptr);
-        ckpt_npz_close(npz);
+        ckpt_reader* npz = nullptr;
+        const int rc = ckpt_reader_open(&npz, path.c_str(), nullptr);
+        ckpt_reader_close(npz);
         if (rc != CKPT_ENOTFOUND) return PathKind::file;
     }
     if (is_step_dir(path)) return PathKind::step;

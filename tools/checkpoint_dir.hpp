@@ -59,7 +59,7 @@ std::vector<NamedCheckpoint> named_checkpoints(const std::string& dir);
 enum class PathKind { file, step, directory };
 // What a path given to a command names. A local path: what stat says — a directory holding manifest.json is a
 // sharded step, another directory a directory, anything else (a missing path too) a file. An s3:// URL, what the
-// C API finds there: an object (one that ckpt_npz_open opens, or finds broken) is a file; else a manifest.json
+// C API finds there: an object (one that ckpt_reader_open opens, or finds broken) is a file; else a manifest.json
 // under it (ckpt_step_open) a sharded step; else checkpoints under it (as open_checkpoint_dir finds them) a
 // directory; else a file, a missing one. A URL of a bucket's root or ending in '/' is never a file.
 // `not_a_file`: the caller knows already that no object has the URL's key, so it is not asked again.

@@ -129,7 +129,7 @@ unsigned char* buffer_for(const CatOptions& o, Scratch& scratch, size_t n) {
 
 int run_cat(const CatOptions& o) {
     Progress progress;
-    ckpt_npz_options opts = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options opts = CKPT_OPTIONS_INIT;
     progress.attach(opts);
     Scratch scratch;
     ArrayView a;
@@ -165,29 +165,29 @@ int run_cat(const CatOptions& o) {
         a.data = dst;
     } else {
         npz = open_npz(o.file, &opts);
-        ckpt_npz* f = npz.get();
-        const Wanted w = find_array(o, ckpt_npz_count(f), [&](size_t k) { return ckpt_npz_name(f, k); });
+        ckpt_reader* f = npz.get();
+        const Wanted w = find_array(o, ckpt_reader_count(f), [&](size_t k) { return ckpt_reader_name(f, k); });
         const size_t i = w.i;
         name = w.name;
         index = w.index;
-        a.dtype = ckpt_npz_dtype(f, i);
-        a.itemsize = ckpt_npz_itemsize(f, i);
-        const int64_t* shape = ckpt_npz_shape(f, i);
-        a.shape.assign(shape, shape + ckpt_npz_ndim(f, i));
+        a.dtype = ckpt_reader_dtype(f, i);
+        a.itemsize = ckpt_reader_itemsize(f, i);
+        const int64_t* shape = ckpt_reader_shape(f, i);
+        a.shape.assign(shape, shape + ckpt_reader_ndim(f, i));
         plan = plan_for(w, a.shape);
         // Only the rows the index reads, unless the array lies in Fortran order (which ranged reads do not take).
-        if (ckpt_npz_fortran_order(f, i) == 1 && a.shape.size() > 1) {
+        if (ckpt_reader_fortran_order(f, i) == 1 && a.shape.size() > 1) {
             plan.first = 0;
             plan.last = a.shape[0];
         }
         const uint64_t rows = a.shape.empty() ? 1 : static_cast<uint64_t>(a.shape[0]);
-        const size_t row_bytes = rows == 0 ? 0 : ckpt_npz_nbytes(f, i) / rows;
+        const size_t row_bytes = rows == 0 ? 0 : ckpt_reader_nbytes(f, i) / rows;
         const size_t n = static_cast<size_t>(plan.last - plan.first) * row_bytes;
         unsigned char* dst = buffer_for(o, scratch, n);
         progress.start("reading " + o.name, n);
-        const int rc = n == ckpt_npz_nbytes(f, i) ? ckpt_npz_read_into(f, i, dst, n)
+        const int rc = n == ckpt_reader_nbytes(f, i) ? ckpt_reader_read_into(f, i, dst, n)
                        : n == 0                  ? CKPT_OK
-                                                 : ckpt_npz_read_range(f, i, static_cast<uint64_t>(plan.first) * row_bytes, dst, n);
+                                                 : ckpt_reader_read_range(f, i, static_cast<uint64_t>(plan.first) * row_bytes, dst, n);
         progress.clear();
         if (rc != CKPT_OK) fail_ckpt(rc, o.file);
         a.data = dst;

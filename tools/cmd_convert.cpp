@@ -3,7 +3,7 @@
 // (OUT is the old file or the complete new one, whatever happens; IN may be OUT). IN is a file or a sharded step.
 //
 // Memory: nothing is read whole. Each array of IN becomes a source of the save (ckpt_vars_add_source) that reads it
-// a few MiB at a time (ckpt_npz_read_range; a step's rows with ckpt_step_read_rows), so the peak memory does not
+// a few MiB at a time (ckpt_reader_read_range; a step's rows with ckpt_step_read_rows), so the peak memory does not
 // depend on IN's size.
 // Signals: SIGINT, SIGTERM and SIGHUP only set a flag; the next source call sees it and fails the save, the library
 // removes its temporary file, and the program then ends as that signal would have ended it (default action).
@@ -167,14 +167,14 @@ void add_source(Input& input, const std::string& path, const char* name, uint32_
 
 void open_file(Input& input, const std::string& path) {
     input.npz = open_npz(path);
-    ckpt_npz* npz = input.npz.get();
-    input.layout = ckpt_npz_layout(npz);
-    for (size_t i = 0; i < ckpt_npz_count(npz); ++i) {
-        if (ckpt_npz_compression(npz, i) == CKPT_DEFLATE) input.any_deflated = true;
+    ckpt_reader* npz = input.npz.get();
+    input.layout = ckpt_reader_layout(npz);
+    for (size_t i = 0; i < ckpt_reader_count(npz); ++i) {
+        if (ckpt_reader_compression(npz, i) == CKPT_DEFLATE) input.any_deflated = true;
         auto lazy = std::make_unique<Lazy>();
-        lazy->unit = ckpt_npz_itemsize(npz, i);
-        lazy->nbytes = ckpt_npz_nbytes(npz, i);
-        if (ckpt_npz_fortran_order(npz, i) != 0 && ckpt_npz_ndim(npz, i) > 1) {
+        lazy->unit = ckpt_reader_itemsize(npz, i);
+        lazy->nbytes = ckpt_reader_nbytes(npz, i);
+        if (ckpt_reader_fortran_order(npz, i) != 0 && ckpt_reader_ndim(npz, i) > 1) {
             // A Fortran-order array (a transposed one, as np.savez writes it) is not read in ranges: it is read
             // whole, in C order, when the save first asks for it, and its buffer goes once the save has it all.
             auto whole = std::make_shared<std::vector<unsigned char>>();
@@ -182,7 +182,7 @@ void open_file(Input& input, const std::string& path) {
             lazy->read = [npz, i, whole, nbytes](uint64_t offset, void* dst, size_t size) {
                 if (whole->size() != nbytes) {
                     whole->resize(static_cast<size_t>(nbytes));
-                    const int rc = ckpt_npz_read_into(npz, i, whole->data(), whole->size());
+                    const int rc = ckpt_reader_read_into(npz, i, whole->data(), whole->size());
                     if (rc != CKPT_OK) {
                         whole->clear();
                         return rc;
@@ -194,15 +194,15 @@ void open_file(Input& input, const std::string& path) {
             };
         } else {
             lazy->read = [npz, i](uint64_t offset, void* dst, size_t size) {
-                return ckpt_npz_read_range(npz, i, offset, dst, size);
+                return ckpt_reader_read_range(npz, i, offset, dst, size);
             };
         }
-        add_source(input, path, ckpt_npz_name(npz, i), ckpt_npz_dtype(npz, i), ckpt_npz_itemsize(npz, i),
-                   ckpt_npz_ndim(npz, i), ckpt_npz_shape(npz, i), std::move(lazy));
+        add_source(input, path, ckpt_reader_name(npz, i), ckpt_reader_dtype(npz, i), ckpt_reader_itemsize(npz, i),
+                   ckpt_reader_ndim(npz, i), ckpt_reader_shape(npz, i), std::move(lazy));
     }
-    for (size_t k = 0; k < ckpt_npz_metadata_count(npz); ++k) {
-        const int rc = ckpt_vars_set_metadata(input.vars.get(), ckpt_npz_metadata_key(npz, k),
-                                              ckpt_npz_metadata_value(npz, k));
+    for (size_t k = 0; k < ckpt_reader_metadata_count(npz); ++k) {
+        const int rc = ckpt_vars_set_metadata(input.vars.get(), ckpt_reader_metadata_key(npz, k),
+                                              ckpt_reader_metadata_value(npz, k));
         if (rc != CKPT_OK) fail_ckpt(rc, path);
     }
 }
@@ -235,7 +235,7 @@ void open_step(Input& input, const std::string& path) {
     }
 }
 
-// The library writes safetensors for OUT ending in ".safetensors" (ckpt_npz_save's rule).
+// The library writes safetensors for OUT ending in ".safetensors" (ckpt_save's rule).
 bool is_safetensors_name(const std::string& out) {
     constexpr std::string_view kSuffix = ".safetensors";
     return out.size() > kSuffix.size() && out.compare(out.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
@@ -267,7 +267,7 @@ int run_convert(const ConvertOptions& o) {
         open_file(input, o.in);
     if (g_signal != 0) die_of_signal(o.out);
 
-    ckpt_npz_options save_opts = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options save_opts = CKPT_OPTIONS_INIT;
     progress.attach(save_opts);
     // Into safetensors IN's layout and compression do not carry over: the format has neither.
     const uint32_t kept_layout = safetensors ? CKPT_LAYOUT_PLAIN : input.layout;
@@ -275,12 +275,12 @@ int run_convert(const ConvertOptions& o) {
     const bool deflate = !o.deflate.empty() || (!o.store && input.any_deflated && !safetensors);
     save_opts.compression = deflate ? CKPT_DEFLATE : CKPT_STORE;
     save_opts.level = o.deflate.empty() || o.deflate == "true" ? 0 : std::stoi(o.deflate);
-    save_opts.flags = CKPT_NPZ_KEEP_MANAGER_KEYS;  // a copy of a checkpoint keeps what its manager recorded
+    save_opts.flags = CKPT_KEEP_MANAGER_KEYS;  // a copy of a checkpoint keeps what its manager recorded
     if (o.chunk_hashes) save_opts.flags |= CKPT_NPZ_CHUNK_HASHES;
     if (!o.base.empty()) save_opts.base = o.base.c_str();
     save_opts.max_shard_bytes = o.max_shard_bytes;
     progress.start("writing " + o.out, 0);
-    const int rc = ckpt_npz_save(o.out.c_str(), input.vars.get(), &save_opts);
+    const int rc = ckpt_save(o.out.c_str(), input.vars.get(), &save_opts);
     progress.clear();
     if (g_signal != 0) die_of_signal(o.out);
     if (rc != CKPT_OK) fail_ckpt(rc, o.out);

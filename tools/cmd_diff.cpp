@@ -87,7 +87,7 @@ struct Side {
 // One side of the comparison: a .npz file, or a sharded step (its variables gathered from the shards).
 class Input {
 public:
-    Input(const std::string& path, ckpt_npz_options& opts) : path_(path) {
+    Input(const std::string& path, ckpt_options& opts) : path_(path) {
         if (!is_step_dir(path)) {
             npz_ = open_npz(path, &opts);
             return;
@@ -98,43 +98,43 @@ public:
         if (rc != CKPT_OK) fail_ckpt(rc, path);
     }
     const std::string& path() const { return path_; }
-    size_t count() const { return npz_ ? ckpt_npz_count(f()) : ckpt_step_count(s()); }
-    const char* name(size_t i) const { return npz_ ? ckpt_npz_name(f(), i) : ckpt_step_name(s(), i); }
-    uint64_t nbytes(size_t i) const { return npz_ ? ckpt_npz_nbytes(f(), i) : ckpt_step_nbytes(s(), i); }
+    size_t count() const { return npz_ ? ckpt_reader_count(f()) : ckpt_step_count(s()); }
+    const char* name(size_t i) const { return npz_ ? ckpt_reader_name(f(), i) : ckpt_step_name(s(), i); }
+    uint64_t nbytes(size_t i) const { return npz_ ? ckpt_reader_nbytes(f(), i) : ckpt_step_nbytes(s(), i); }
     Side side(size_t i) const {
-        const int64_t* shape = npz_ ? ckpt_npz_shape(f(), i) : ckpt_step_shape(s(), i);
-        const uint32_t ndim = npz_ ? ckpt_npz_ndim(f(), i) : ckpt_step_ndim(s(), i);
-        return {npz_ ? ckpt_npz_dtype(f(), i) : ckpt_step_dtype(s(), i),
-                npz_ ? ckpt_npz_itemsize(f(), i) : ckpt_step_itemsize(s(), i),
+        const int64_t* shape = npz_ ? ckpt_reader_shape(f(), i) : ckpt_step_shape(s(), i);
+        const uint32_t ndim = npz_ ? ckpt_reader_ndim(f(), i) : ckpt_step_ndim(s(), i);
+        return {npz_ ? ckpt_reader_dtype(f(), i) : ckpt_step_dtype(s(), i),
+                npz_ ? ckpt_reader_itemsize(f(), i) : ckpt_step_itemsize(s(), i),
                 std::vector<int64_t>(shape, shape + ndim)};
     }
     // The whole array.
     int read(size_t i, void* dst, size_t n) {
-        if (npz_) return ckpt_npz_read_into(f(), i, dst, n);
+        if (npz_) return ckpt_reader_read_into(f(), i, dst, n);
         const std::vector<int64_t> shape = side(i).shape;
         return ckpt_step_read_rows(s(), i, 0, shape.empty() ? 1 : shape[0], dst, n);
     }
     // Bytes [at, at + n): whole rows of a step's variable (the caller's pieces are whole rows).
     int read_range(size_t i, uint64_t at, void* dst, size_t n) {
-        if (npz_) return ckpt_npz_read_range(f(), i, at, dst, n);
+        if (npz_) return ckpt_reader_read_range(f(), i, at, dst, n);
         const std::vector<int64_t> shape = side(i).shape;
         if (shape.empty()) return ckpt_step_read_rows(s(), i, 0, 1, dst, n);
         const uint64_t row = shape[0] == 0 ? 1 : nbytes(i) / static_cast<uint64_t>(shape[0]);
         return ckpt_step_read_rows(s(), i, static_cast<int64_t>(at / row), static_cast<int64_t>(n / row), dst, n);
     }
-    size_t metadata_count() const { return npz_ ? ckpt_npz_metadata_count(f()) : ckpt_step_metadata_count(s()); }
+    size_t metadata_count() const { return npz_ ? ckpt_reader_metadata_count(f()) : ckpt_step_metadata_count(s()); }
     const char* metadata_key(size_t k) const {
-        return npz_ ? ckpt_npz_metadata_key(f(), k) : ckpt_step_metadata_key(s(), k);
+        return npz_ ? ckpt_reader_metadata_key(f(), k) : ckpt_step_metadata_key(s(), k);
     }
     const char* metadata_value(size_t k) const {
-        return npz_ ? ckpt_npz_metadata_value(f(), k) : ckpt_step_metadata_value(s(), k);
+        return npz_ ? ckpt_reader_metadata_value(f(), k) : ckpt_step_metadata_value(s(), k);
     }
     const char* metadata(const std::string& key) const {
-        return npz_ ? ckpt_npz_metadata(f(), key.c_str()) : ckpt_step_metadata(s(), key.c_str());
+        return npz_ ? ckpt_reader_metadata(f(), key.c_str()) : ckpt_step_metadata(s(), key.c_str());
     }
 
 private:
-    ckpt_npz* f() const { return npz_.get(); }
+    ckpt_reader* f() const { return npz_.get(); }
     ckpt_step* s() const { return step_.get(); }
     std::string path_;
     Npz npz_;
@@ -228,7 +228,7 @@ void merge(Comparison& into, const Comparison& piece, uint64_t first) {
 }
 
 // Compares array i of a with array j of b (same dtype and shape) in pieces of about kPieceBytes of whole rows read
-// in order with ckpt_npz_read_range (so a file's CRC-32 is checked at its last piece) or ckpt_step_read_rows, in
+// in order with ckpt_reader_read_range (so a file's CRC-32 is checked at its last piece) or ckpt_step_read_rows, in
 // bounded memory; a Fortran-order array, which is not read in ranges, is read whole. Without --count it stops after the first piece that differs
 // (`stopped`; the counts then cover only the pieces read). Throws a Failure naming the file for a read that fails.
 Comparison compare_arrays(Input& a, size_t i, Input& b, size_t j, Scratch& scratch_a, Scratch& scratch_b,
@@ -484,7 +484,7 @@ void print_diff_text(const DiffOptions& o, const FilesDiff& d) {
 
 int compare_files(const DiffOptions& o) {
     Progress progress;
-    ckpt_npz_options opts = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options opts = CKPT_OPTIONS_INIT;
     progress.attach(opts);
     Input a(o.a, opts), b(o.b, opts);
     FilesDiff d;

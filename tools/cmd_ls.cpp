@@ -152,7 +152,7 @@ std::string saved_text(const Entry& e) {
     return "-";
 }
 
-// What an open checkpoint — a file's ckpt_npz or a step's ckpt_step — says of itself: its arrays and metadata.
+// What an open checkpoint — a file's ckpt_reader or a step's ckpt_step — says of itself: its arrays and metadata.
 template <typename Handle>
 void describe(Entry& e, const Handle* raw, size_t (*count)(const Handle*), size_t (*metadata_count)(const Handle*),
               const char* (*key)(const Handle*, size_t), const char* (*value)(const Handle*, size_t)) {
@@ -196,12 +196,12 @@ Entry inspect(const std::string& path, std::optional<int64_t> index, bool sharde
         if (rc == CKPT_OK)
             describe(e, raw, ckpt_step_count, ckpt_step_metadata_count, ckpt_step_metadata_key, ckpt_step_metadata_value);
     } else {
-        ckpt_npz* raw = nullptr;
-        rc = ckpt_npz_open(&raw, e.path.c_str(), nullptr);
+        ckpt_reader* raw = nullptr;
+        rc = ckpt_reader_open(&raw, e.path.c_str(), nullptr);
         const Npz npz(raw);
         if (rc == CKPT_OK) {
-            describe(e, raw, ckpt_npz_count, ckpt_npz_metadata_count, ckpt_npz_metadata_key, ckpt_npz_metadata_value);
-            if (!e.size) e.size = ckpt_npz_file_size(raw);  // an object on S3, which no stat reaches
+            describe(e, raw, ckpt_reader_count, ckpt_reader_metadata_count, ckpt_reader_metadata_key, ckpt_reader_metadata_value);
+            if (!e.size) e.size = ckpt_reader_file_size(raw);  // an object on S3, which no stat reaches
         }
     }
     if (rc != CKPT_OK) {

@@ -49,11 +49,11 @@ std::optional<uint64_t> shared_bytes_of(const std::string& file) {
 int run_show(const ShowOptions& o) {
     if (is_step_dir(o.file)) return show_step(o.file, o.json, o.bytes);
     const Npz npz = open_npz(o.file);
-    ckpt_npz* f = npz.get();
-    const std::optional<uint64_t> size = ckpt_npz_file_size(f);
-    const size_t count = ckpt_npz_count(f);
-    const uint32_t layout = ckpt_npz_layout(f);
-    const bool safetensors = ckpt_npz_format(f) == CKPT_FORMAT_SAFETENSORS;  // no layouts, no CRCs
+    ckpt_reader* f = npz.get();
+    const std::optional<uint64_t> size = ckpt_reader_file_size(f);
+    const size_t count = ckpt_reader_count(f);
+    const uint32_t layout = ckpt_reader_layout(f);
+    const bool safetensors = ckpt_reader_format(f) == CKPT_FORMAT_SAFETENSORS;  // no layouts, no CRCs
     const std::optional<uint64_t> shared = shared_bytes_of(o.file);
 
     if (o.json) {
@@ -65,29 +65,29 @@ int run_show(const ShowOptions& o) {
         out["shared_bytes"] = shared ? Json(*shared) : Json(nullptr);
         Json arrays = Json::array();
         for (size_t i = 0; i < count; ++i) {
-            const bool stored = ckpt_npz_compression(f, i) == CKPT_STORE;
-            const uint64_t offset = ckpt_npz_data_offset(f, i);
-            const int64_t* shape = ckpt_npz_shape(f, i);
+            const bool stored = ckpt_reader_compression(f, i) == CKPT_STORE;
+            const uint64_t offset = ckpt_reader_data_offset(f, i);
+            const int64_t* shape = ckpt_reader_shape(f, i);
             Json a;
-            a["name"] = ckpt_npz_name(f, i);
-            a["member"] = ckpt_npz_member_name(f, i);
-            a["dtype"] = ckpt_dtype_name(ckpt_npz_dtype(f, i));
-            a["itemsize"] = ckpt_npz_itemsize(f, i);
-            a["shape"] = std::vector<int64_t>(shape, shape + ckpt_npz_ndim(f, i));
-            a["byte_order"] = std::string(1, static_cast<char>(ckpt_npz_byte_order(f, i)));
-            a["fortran_order"] = ckpt_npz_fortran_order(f, i) == 1;
-            a["bytes"] = ckpt_npz_nbytes(f, i);
-            a["stored_bytes"] = ckpt_npz_stored_bytes(f, i);
-            a["compression"] = compression_name(ckpt_npz_compression(f, i));
-            a["crc32"] = safetensors ? Json(nullptr) : Json(ckpt_npz_crc32(f, i));
+            a["name"] = ckpt_reader_name(f, i);
+            a["member"] = ckpt_reader_member_name(f, i);
+            a["dtype"] = ckpt_dtype_name(ckpt_reader_dtype(f, i));
+            a["itemsize"] = ckpt_reader_itemsize(f, i);
+            a["shape"] = std::vector<int64_t>(shape, shape + ckpt_reader_ndim(f, i));
+            a["byte_order"] = std::string(1, static_cast<char>(ckpt_reader_byte_order(f, i)));
+            a["fortran_order"] = ckpt_reader_fortran_order(f, i) == 1;
+            a["bytes"] = ckpt_reader_nbytes(f, i);
+            a["stored_bytes"] = ckpt_reader_stored_bytes(f, i);
+            a["compression"] = compression_name(ckpt_reader_compression(f, i));
+            a["crc32"] = safetensors ? Json(nullptr) : Json(ckpt_reader_crc32(f, i));
             a["data_offset"] = stored ? Json(offset) : Json(nullptr);
             a["alignment"] = stored ? Json(alignment_of(offset)) : Json(nullptr);
             arrays.push_back(a);
         }
         out["arrays"] = arrays;
         Json meta = Json::object();
-        for (size_t k = 0; k < ckpt_npz_metadata_count(f); ++k)
-            meta[ckpt_npz_metadata_key(f, k)] = ckpt_npz_metadata_value(f, k);
+        for (size_t k = 0; k < ckpt_reader_metadata_count(f); ++k)
+            meta[ckpt_reader_metadata_key(f, k)] = ckpt_reader_metadata_value(f, k);
         out["metadata"] = meta;
         print_json(out);
         return kExitOk;
@@ -110,33 +110,33 @@ int run_show(const ShowOptions& o) {
     }
     Table table(header, right);
     for (size_t i = 0; i < count; ++i) {
-        const bool stored = ckpt_npz_compression(f, i) == CKPT_STORE;
-        const uint64_t offset = ckpt_npz_data_offset(f, i);
-        const int64_t* shape = ckpt_npz_shape(f, i);
+        const bool stored = ckpt_reader_compression(f, i) == CKPT_STORE;
+        const uint64_t offset = ckpt_reader_data_offset(f, i);
+        const int64_t* shape = ckpt_reader_shape(f, i);
         std::vector<std::string> row = {
-            ckpt_npz_name(f, i),
-            dtype_label(ckpt_npz_dtype(f, i), ckpt_npz_itemsize(f, i)),
-            shape_text(std::vector<int64_t>(shape, shape + ckpt_npz_ndim(f, i))),
-            endian_name(ckpt_npz_byte_order(f, i)),
-            ckpt_npz_fortran_order(f, i) == 1 ? "Fortran" : "C",
-            human_size(ckpt_npz_nbytes(f, i), o.bytes),
-            human_size(ckpt_npz_stored_bytes(f, i), o.bytes),
-            compression_name(ckpt_npz_compression(f, i)),
-            safetensors ? "-" : fmt::format("{:08x}", ckpt_npz_crc32(f, i)),
+            ckpt_reader_name(f, i),
+            dtype_label(ckpt_reader_dtype(f, i), ckpt_reader_itemsize(f, i)),
+            shape_text(std::vector<int64_t>(shape, shape + ckpt_reader_ndim(f, i))),
+            endian_name(ckpt_reader_byte_order(f, i)),
+            ckpt_reader_fortran_order(f, i) == 1 ? "Fortran" : "C",
+            human_size(ckpt_reader_nbytes(f, i), o.bytes),
+            human_size(ckpt_reader_stored_bytes(f, i), o.bytes),
+            compression_name(ckpt_reader_compression(f, i)),
+            safetensors ? "-" : fmt::format("{:08x}", ckpt_reader_crc32(f, i)),
             stored ? fmt::format("{}", offset) : "-",
             stored ? fmt::format("{}", alignment_of(offset)) : "-",
         };
-        if (objax) row.insert(row.begin() + 1, ckpt_npz_member_name(f, i));
+        if (objax) row.insert(row.begin() + 1, ckpt_reader_member_name(f, i));
         table.add(row);
     }
     if (count > 0) std::cout << table.render();
-    const size_t meta = ckpt_npz_metadata_count(f);
+    const size_t meta = ckpt_reader_metadata_count(f);
     if (meta == 0) {
         std::cout << "metadata: none\n";
     } else {
         std::cout << "metadata:\n";
         for (size_t k = 0; k < meta; ++k)
-            std::cout << "  " << ckpt_npz_metadata_key(f, k) << " = " << ckpt_npz_metadata_value(f, k) << '\n';
+            std::cout << "  " << ckpt_reader_metadata_key(f, k) << " = " << ckpt_reader_metadata_value(f, k) << '\n';
     }
     return kExitOk;
 }

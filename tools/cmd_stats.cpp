@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // ckpt stats FILE [NAME...]: per array its minimum, maximum, mean and standard deviation over the finite elements,
 // and how many are NaN, +inf, -inf and zero — what a look for diverged or dead weights needs. Arrays are read in
-// pieces (ckpt_npz_read_range), so memory does not grow with their size; the CRC-32 of each is checked on the way.
+// pieces (ckpt_reader_read_range), so memory does not grow with their size; the CRC-32 of each is checked on the way.
 #include "commands.hpp"
 #include "text.hpp"
 
@@ -97,13 +97,13 @@ struct Stats {
 
 // Reads array i of `npz` in pieces of about kPieceBytes (whole items), in order, folding each into the statistics;
 // a Fortran-order array, which is not read in ranges, is read whole. Throws a Failure naming the file.
-Stats array_stats(ckpt_npz* npz, size_t i, const std::string& path, Scratch& scratch, Progress& progress) {
+Stats array_stats(ckpt_reader* npz, size_t i, const std::string& path, Scratch& scratch, Progress& progress) {
     Stats st;
     ArrayView v;
-    v.dtype = ckpt_npz_dtype(npz, i);
-    v.itemsize = ckpt_npz_itemsize(npz, i);
+    v.dtype = ckpt_reader_dtype(npz, i);
+    v.itemsize = ckpt_reader_itemsize(npz, i);
     st.kind = kind_of(v.dtype);
-    const uint64_t n = ckpt_npz_nbytes(npz, i);
+    const uint64_t n = ckpt_reader_nbytes(npz, i);
     const size_t item = std::max<size_t>(v.itemsize, 1);
     const size_t piece = std::max(kPieceBytes / item, size_t{1}) * item;
     const auto buffer = [&](size_t k) {
@@ -111,17 +111,17 @@ Stats array_stats(ckpt_npz* npz, size_t i, const std::string& path, Scratch& scr
             return scratch.get(k);
         } catch (const std::bad_alloc&) {
             throw Failure(kExitInternal, fmt::format("{}: array '{}': cannot allocate {} bytes to read it into", path,
-                                                     ckpt_npz_name(npz, i), k), CKPT_ENOMEM);
+                                                     ckpt_reader_name(npz, i), k), CKPT_ENOMEM);
         }
     };
     uint64_t at = 0;
     do {  // to the last byte in order: the CRC-32 is checked at the last piece (an empty array: at once)
         const size_t k = static_cast<size_t>(std::min<uint64_t>(piece, n - at));
         unsigned char* dst = k == 0 ? nullptr : buffer(k);
-        const int rc = ckpt_npz_read_range(npz, i, at, dst, k);
-        if (rc == CKPT_EUNSUPPORTED && at == 0 && ckpt_npz_fortran_order(npz, i) != 0) {
+        const int rc = ckpt_reader_read_range(npz, i, at, dst, k);
+        if (rc == CKPT_EUNSUPPORTED && at == 0 && ckpt_reader_fortran_order(npz, i) != 0) {
             unsigned char* whole = buffer(static_cast<size_t>(n));
-            const int read = ckpt_npz_read_into(npz, i, whole, static_cast<size_t>(n));
+            const int read = ckpt_reader_read_into(npz, i, whole, static_cast<size_t>(n));
             if (read != CKPT_OK) fail_ckpt(read, path);
             v.data = whole;
             v.shape = {static_cast<int64_t>(n / item)};
@@ -143,18 +143,18 @@ std::string count_text(uint64_t n) { return fmt::format("{}", n); }
 
 int run_stats(const StatsOptions& o) {
     Progress progress;
-    ckpt_npz_options opts = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options opts = CKPT_OPTIONS_INIT;
     const Npz npz = open_npz(o.file, &opts);
-    ckpt_npz* raw = npz.get();
-    const size_t count = ckpt_npz_count(raw);
+    ckpt_reader* raw = npz.get();
+    const size_t count = ckpt_reader_count(raw);
     std::vector<size_t> chosen;
     for (const std::string& name : o.names) {
         size_t k = 0;
-        while (k < count && name != ckpt_npz_name(raw, k)) ++k;
+        while (k < count && name != ckpt_reader_name(raw, k)) ++k;
         if (k == count) {
             std::string names;
             for (size_t j = 0; j < count && j < 20; ++j)
-                names += (j == 0 ? "" : ", ") + std::string(ckpt_npz_name(raw, j));
+                names += (j == 0 ? "" : ", ") + std::string(ckpt_reader_name(raw, j));
             throw Failure(kExitIo, fmt::format("{}: no array '{}' (the file has {})", o.file, name,
                                                count == 0 ? std::string("none") : names), CKPT_ENOTFOUND);
         }
@@ -163,7 +163,7 @@ int run_stats(const StatsOptions& o) {
     if (o.names.empty())
         for (size_t k = 0; k < count; ++k) chosen.push_back(k);
     uint64_t total = 0;
-    for (size_t k : chosen) total += ckpt_npz_nbytes(raw, k);
+    for (size_t k : chosen) total += ckpt_reader_nbytes(raw, k);
     progress.start("reading " + o.file, total);
 
     Scratch scratch;
@@ -172,14 +172,14 @@ int run_stats(const StatsOptions& o) {
                 {false, false, false, true, true, true, true, true, true, true, true});
     for (size_t k : chosen) {
         const Stats st = array_stats(raw, k, o.file, scratch, progress);
-        const char* name = ckpt_npz_name(raw, k);
-        const int64_t* shape = ckpt_npz_shape(raw, k);
-        const std::vector<int64_t> dims(shape, shape + ckpt_npz_ndim(raw, k));
-        const std::string dtype = dtype_label(ckpt_npz_dtype(raw, k), ckpt_npz_itemsize(raw, k));
+        const char* name = ckpt_reader_name(raw, k);
+        const int64_t* shape = ckpt_reader_shape(raw, k);
+        const std::vector<int64_t> dims(shape, shape + ckpt_reader_ndim(raw, k));
+        const std::string dtype = dtype_label(ckpt_reader_dtype(raw, k), ckpt_reader_itemsize(raw, k));
         const bool have = st.numeric() && st.finite != 0;
         Json j;
         j["name"] = name;
-        j["dtype"] = ckpt_dtype_name(ckpt_npz_dtype(raw, k));
+        j["dtype"] = ckpt_dtype_name(ckpt_reader_dtype(raw, k));
         j["shape"] = dims;
         j["elements"] = st.elements;
         j["finite"] = st.numeric() ? Json(st.finite) : Json(nullptr);

@@ -84,23 +84,23 @@ void verify_arrays(Verdict& v, const ArrayReader& arrays, Progress& progress, Sc
 Verdict verify_file(const std::string& path, Progress& progress, Scratch& scratch) {
     Verdict v;
     v.path = path;
-    ckpt_npz_options opts = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options opts = CKPT_OPTIONS_INIT;
     progress.attach(opts);
-    ckpt_npz* raw = nullptr;
-    const int rc = ckpt_npz_open(&raw, path.c_str(), &opts);
+    ckpt_reader* raw = nullptr;
+    const int rc = ckpt_reader_open(&raw, path.c_str(), &opts);
     if (rc != CKPT_OK) {
         set_failure(v, rc, true);
         return v;
     }
     const Npz npz(raw);
     v.opened = true;
-    v.arrays = ckpt_npz_count(raw);
-    v.bytes = ckpt_npz_file_size(raw);
+    v.arrays = ckpt_reader_count(raw);
+    v.bytes = ckpt_reader_file_size(raw);
     verify_arrays(v,
-                  {[&](size_t i) { return ckpt_npz_nbytes(raw, i); }, [&](size_t i) { return ckpt_npz_name(raw, i); },
-                   [&](size_t i, void* dst, size_t n) { return ckpt_npz_read_into(raw, i, dst, n); },
-                   [&](size_t i, uint64_t at, void* dst, size_t n) { return ckpt_npz_read_range(raw, i, at, dst, n); },
-                   [&](size_t i) { return ckpt_npz_itemsize(raw, i); }},
+                  {[&](size_t i) { return ckpt_reader_nbytes(raw, i); }, [&](size_t i) { return ckpt_reader_name(raw, i); },
+                   [&](size_t i, void* dst, size_t n) { return ckpt_reader_read_into(raw, i, dst, n); },
+                   [&](size_t i, uint64_t at, void* dst, size_t n) { return ckpt_reader_read_range(raw, i, at, dst, n); },
+                   [&](size_t i) { return ckpt_reader_itemsize(raw, i); }},
                   progress, scratch);
     return v;
 }

@@ -39,7 +39,7 @@ struct Verdict {
     int rc = CKPT_OK;     // the failed call's code
     bool opened = false;
     uint64_t arrays = 0;
-    std::optional<uint64_t> bytes;  // a file's size, once opened (ckpt_npz_file_size: S3 objects' too)
+    std::optional<uint64_t> bytes;  // a file's size, once opened (ckpt_reader_file_size: S3 objects' too)
 };
 Verdict verify_file(const std::string& path, Progress& progress, Scratch& scratch);
 // How verify_arrays reaches the arrays of an open file or step.
@@ -47,7 +47,7 @@ struct ArrayReader {
     std::function<size_t(size_t)> nbytes;
     std::function<const char*(size_t)> name;
     std::function<int(size_t, void*, size_t)> read;  // a CKPT_* code
-    // When set: reads bytes [offset, offset + size) (ckpt_npz_read_range), so arrays are read in pieces of
+    // When set: reads bytes [offset, offset + size) (ckpt_reader_read_range), so arrays are read in pieces of
     // kPieceBytes whatever their size; CKPT_EUNSUPPORTED (Fortran order) falls back to `read`.
     std::function<int(size_t, uint64_t, void*, size_t)> read_range;
     std::function<size_t(size_t)> itemsize;

@@ -122,7 +122,7 @@ int open_exit_code(int ckpt_code, const std::string& message) {
 
 namespace {
 
-// The Failure of ckpt_npz_open's `rc` for `path`, made right after the call: a directory gets a hint at ls and
+// The Failure of ckpt_reader_open's `rc` for `path`, made right after the call: a directory gets a hint at ls and
 // verify.
 [[noreturn]] void fail_open(int rc, const std::string& path) {
     const std::string message = ckpt_message(rc, path);
@@ -137,9 +137,9 @@ namespace {
 
 }  // namespace
 
-Npz open_npz(const std::string& path, const ckpt_npz_options* opts) {
-    ckpt_npz* npz = nullptr;
-    const int rc = ckpt_npz_open(&npz, path.c_str(), opts);
+Npz open_npz(const std::string& path, const ckpt_options* opts) {
+    ckpt_reader* npz = nullptr;
+    const int rc = ckpt_reader_open(&npz, path.c_str(), opts);
     if (rc != CKPT_OK) fail_open(rc, path);
     return Npz(npz);
 }

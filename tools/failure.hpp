@@ -67,7 +67,7 @@ std::string without_path(const std::string& full, const std::string& path);
 
 // Owners of the C API's handles.
 struct NpzCloser {
-    void operator()(ckpt_npz* npz) const { ckpt_npz_close(npz); }
+    void operator()(ckpt_reader* npz) const { ckpt_reader_close(npz); }
 };
 struct VarsFreer {
     void operator()(ckpt_vars* vars) const { ckpt_vars_free(vars); }
@@ -75,7 +75,7 @@ struct VarsFreer {
 struct ManagerCloser {
     void operator()(ckpt_manager* m) const { ckpt_manager_close(m); }
 };
-using Npz = std::unique_ptr<ckpt_npz, NpzCloser>;
+using Npz = std::unique_ptr<ckpt_reader, NpzCloser>;
 using Vars = std::unique_ptr<ckpt_vars, VarsFreer>;
 using Manager = std::unique_ptr<ckpt_manager, ManagerCloser>;
 
@@ -83,8 +83,8 @@ using Manager = std::unique_ptr<ckpt_manager, ManagerCloser>;
 // except that the library's CKPT_EINVAL can only be about the path there (not a regular file), which is the
 // storage's kind of failure.
 int open_exit_code(int ckpt_code, const std::string& message);
-// Opens an .npz for reading (ckpt_npz_open); throws on failure (a directory gets a hint at ls and verify).
-Npz open_npz(const std::string& path, const ckpt_npz_options* opts = nullptr);
+// Opens an .npz for reading (ckpt_reader_open); throws on failure (a directory gets a hint at ls and verify).
+Npz open_npz(const std::string& path, const ckpt_options* opts = nullptr);
 
 // An uninitialised byte buffer that only grows (reading an array needs no zeroing first).
 class Scratch {

@@ -51,7 +51,7 @@ void Progress::start(std::string label, uint64_t total) {
     base_ = 0;
 }
 
-void Progress::attach(ckpt_npz_options& opts) {
+void Progress::attach(ckpt_options& opts) {
     opts.progress = &Progress::report;
     opts.progress_payload = this;
 }

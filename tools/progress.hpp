@@ -29,7 +29,7 @@ public:
         update(0, total_);
     }
     // Sends the library's progress reports for reads and saves with `opts` here.
-    void attach(ckpt_npz_options& opts);
+    void attach(ckpt_options& opts);
     // Reports `done` of the stretch's total (work the program does itself, such as writing values out).
     void reach(uint64_t done) { update(done, total_); }
     // Removes the bar from the terminal (before writing to stdout); the next report draws it again.

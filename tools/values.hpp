@@ -18,7 +18,7 @@ using Json = nlohmann::ordered_json;
 enum class Kind { boolean, signed_integer, unsigned_integer, real, complex, text };
 Kind kind_of(uint32_t dtype);
 
-// One array's bytes as ckpt_npz_read_into leaves them: native byte order, C order.
+// One array's bytes as ckpt_reader_read_into leaves them: native byte order, C order.
 struct ArrayView {
     uint32_t dtype = 0;
     size_t itemsize = 0;

@@ -7,7 +7,7 @@
  *  - Every fallible function returns CKPT_OK (0) or a negative CKPT_E* code. On failure,
  *    ckpt_error_message() returns a message for the calling thread naming the file, the member and the problem.
  *  - Handles are opaque. A constructor takes its out-parameter first and sets it to NULL on failure; the
- *    matching _free/_close accepts NULL. `_close` ends a handle over something opened — a file (ckpt_npz,
+ *    matching _free/_close accepts NULL. `_close` ends a handle over something opened — a file (ckpt_reader,
  *    ckpt_file), a sharded step (ckpt_step), a checkpoint directory (ckpt_manager, whose close returns the error
  *    of its last background save); `_free` releases an object of memory, or the caller's reference to a shared
  *    one (ckpt_vars, ckpt_storage, ckpt_comm, ckpt_writer). Either way the handle is gone afterwards. Results
@@ -36,6 +36,9 @@
 #else
 #define CKPT_API
 #endif
+/* Marks a declaration of a function under its name before 0.11 ("Names before 0.11" below): the same function as
+ * the one named, exported under both names. */
+#define CKPT_SAME_AS(name)
 
 #ifdef __cplusplus
 extern "C" {
@@ -192,8 +195,8 @@ CKPT_API size_t ckpt_vars_nbytes(const ckpt_vars *vars, size_t i);
 /* The array's bytes, C order, native byte order: the collection's copy, or the caller's borrowed pointer.
  * Writable: restores fill it. May be NULL when nbytes is 0; NULL for a source (ckpt_vars_add_source). Since 0.6. */
 CKPT_API void *ckpt_vars_data(const ckpt_vars *vars, size_t i);
-/* 1 if the latest restore into the collection (ckpt_npz_restore, ckpt_manager_restore) filled variable i, 0 if it
- * did not: one not in the file under CKPT_NPZ_PARTIAL, every variable after a failed restore, and every variable
+/* 1 if the latest restore into the collection (ckpt_restore, ckpt_manager_restore) filled variable i, 0 if it
+ * did not: one not in the file under CKPT_PARTIAL, every variable after a failed restore, and every variable
  * before any restore. A variable added after the restore reads 0. Out of range (or NULL vars): 0. Since 0.6. */
 CKPT_API int ckpt_vars_restored(const ckpt_vars *vars, size_t i);
 
@@ -212,12 +215,12 @@ CKPT_API int ckpt_vars_set_rows(ckpt_vars *vars, size_t i, int64_t row_begin, in
 CKPT_API int ckpt_vars_rows(const ckpt_vars *vars, size_t i, int64_t *row_begin, int64_t *global_rows);
 
 /* The collection's metadata: string key/values about the checkpoint (step, time, loss, notes), saved with it in
- * the file's metadata member and read back with it (ckpt_npz_read and ckpt_manager_read fill a new collection's;
+ * the file's metadata member and read back with it (ckpt_read and ckpt_manager_read fill a new collection's;
  * a successful restore replaces the collection's with the file's). Keys are non-empty; keys and values are UTF-8;
  * insertion order is kept, and replacing a value keeps its key's place. Keys beginning "ckpt." are the checkpoint
  * manager's (the index, time, version and metrics a manager save records): a collection may hold them (a restore
  * brings them in) but they are never written as such: a manager save replaces them with its own, and every other
- * save (ckpt_npz_save, ckpt_writer_save_vars, the bindings' saves) leaves them out. */
+ * save (ckpt_save, ckpt_writer_save_vars, the bindings' saves) leaves them out. */
 /* Sets key to value (both copied), replacing any value it had; a NULL value removes the key (CKPT_OK if it was
  * absent). Returns CKPT_OK; CKPT_EINVAL (NULL vars or key, empty key, key or value not valid UTF-8); CKPT_ENOMEM.
  * Since 0.6. */
@@ -231,7 +234,11 @@ CKPT_API size_t ckpt_vars_metadata_count(const ckpt_vars *vars);
 CKPT_API const char *ckpt_vars_metadata_key(const ckpt_vars *vars, size_t i);
 CKPT_API const char *ckpt_vars_metadata_value(const ckpt_vars *vars, size_t i);
 
-/* ------------------------------------------------------------------------------------------------ npz files */
+/* --------------------------------------------------------------------------------------- checkpoint files */
+/* Saves, reads and restores of one checkpoint file, and lazy access to it (ckpt_reader): an .npz, a safetensors
+ * file, or a Hugging Face index of safetensors shards, told apart by their content. Before 0.11 these functions
+ * were named ckpt_npz_* (from the time ckpt wrote .npz only); the old names stay exported as the same functions
+ * ("Names before 0.11", at the end of this part). "Since" below is when a function came, under either name. */
 #define CKPT_LAYOUT_AUTO 0u  /* reading: detect; writing: plain */
 #define CKPT_LAYOUT_PLAIN 1u /* "<name>.npy" per variable, as np.savez(**vars) */
 #define CKPT_LAYOUT_OBJAX 2u /* "names.npy" ('<U' array) + "0.npy", "1.npy", ... as objax.io */
@@ -250,8 +257,8 @@ typedef void (*ckpt_progress_fn)(uint64_t done_bytes, uint64_t total_bytes, void
 
 typedef struct ckpt_storage ckpt_storage; /* see "storage" below */
 
-typedef struct ckpt_npz_options {
-    uint32_t version;          /* CKPT_NPZ_OPTIONS_VERSION */
+typedef struct ckpt_options {
+    uint32_t version;          /* CKPT_OPTIONS_VERSION */
     uint32_t layout;           /* CKPT_LAYOUT_*; default AUTO */
     uint32_t compression;      /* CKPT_STORE (default) or CKPT_DEFLATE; writing only */
     int32_t level;             /* deflate level 1..9; 0 = zlib's default */
@@ -267,8 +274,8 @@ typedef struct ckpt_npz_options {
     uint64_t max_members;      /* zip members per file; 0 = 16777216 */
     uint64_t max_total_bytes;  /* array bytes per file, all arrays together; 0 = no limit */
     /* version 4 */
-    uint32_t flags;            /* CKPT_NPZ_* */
-    /* version 5: for ckpt_npz_save, an earlier file (a path in the same storage) whose unchanged chunks this save
+    uint32_t flags;            /* CKPT_PARTIAL, CKPT_MAP_*, CKPT_KEEP_MANAGER_KEYS, CKPT_NPZ_CHUNK_HASHES */
+    /* version 5: for ckpt_save, an earlier file (a path in the same storage) whose unchanged chunks this save
      * shares instead of writing them (implies CKPT_NPZ_CHUNK_HASHES; stored saves only). A base without a chunk
      * table, or whose table does not describe its members, is not used: the save is then a full one. NULL = none */
     const char *base;
@@ -276,45 +283,45 @@ typedef struct ckpt_npz_options {
      * path whose name ends in ".safetensors" and .npz for any other. Reads: CKPT_FORMAT_AUTO tells the format by the
      * file's first bytes; another value refuses a file of the other format (CKPT_EFORMAT). Since 0.10. */
     uint32_t format;
-    /* version 6: ckpt_npz_save of a safetensors path "DIR/model.safetensors": Hugging Face's sharded layout, with at
+    /* version 6: ckpt_save of a safetensors path "DIR/model.safetensors": Hugging Face's sharded layout, with at
      * most this many bytes of tensors per shard — "DIR/model-00001-of-0000N.safetensors" … and
      * "DIR/model.safetensors.index.json", or "DIR/model.safetensors" alone when everything fits one shard
      * (docs/format.md, "Sharded safetensors"). 0 = one file. Since 0.10. */
     uint64_t max_shard_bytes;
-} ckpt_npz_options;
-/* File formats: the opts->format of ckpt_npz_options, and what ckpt_npz_format tells of an open file. */
+} ckpt_options;
+/* File formats: the opts->format of ckpt_options, and what ckpt_reader_format tells of an open file. */
 #define CKPT_FORMAT_AUTO 0u
 #define CKPT_FORMAT_NPZ 1u         /* a zip of .npy members, as numpy.savez writes */
 #define CKPT_FORMAT_SAFETENSORS 2u /* an 8-byte length, a JSON header, the tensors' bytes (docs/format.md) */
-/* Restores (ckpt_npz_restore, ckpt_manager_restore): a variable the file does not have is left untouched instead
+/* Restores (ckpt_restore, ckpt_manager_restore): a variable the file does not have is left untouched instead
  * of failing the restore; ckpt_vars_restored tells which were filled. A variable found with another dtype or
  * shape still fails the restore (CKPT_EMISMATCH). */
-#define CKPT_NPZ_PARTIAL 1u
-/* ckpt_npz_open: ckpt_npz_map skips the CRC-32 check of mapped members, trading integrity for latency (see there). */
-#define CKPT_NPZ_MAP_UNVERIFIED 2u
-/* ckpt_npz_open: the mapping of ckpt_npz_map is copy-on-write (mmap PROT_READ | PROT_WRITE, MAP_PRIVATE) instead of
+#define CKPT_PARTIAL 1u
+/* ckpt_reader_open: ckpt_reader_map skips the CRC-32 check of mapped members, trading integrity for latency (see there). */
+#define CKPT_MAP_UNVERIFIED 2u
+/* ckpt_reader_open: the mapping of ckpt_reader_map is copy-on-write (mmap PROT_READ | PROT_WRITE, MAP_PRIVATE) instead of
  * read-only, so the caller may write into the arrays it gives (the pages written are copied into the process's
  * memory; the file never changes) — to train from mapped weights, say. */
-#define CKPT_NPZ_MAP_WRITABLE 4u
-/* Saves (ckpt_npz_save, the writers): the collection's "ckpt."-prefixed metadata keys — what a checkpoint manager
+#define CKPT_MAP_WRITABLE 4u
+/* Saves (ckpt_save, the writers): the collection's "ckpt."-prefixed metadata keys — what a checkpoint manager
  * recorded of a checkpoint: its index, time, version, metrics — are written too. Without it a save leaves them out,
  * so keys a restore brought in never describe another file; with it, a copy of a checkpoint (ckpt convert) keeps
  * what its manager recorded, for ls, retention and best-by-metric. The manager's own saves ignore it. */
-#define CKPT_NPZ_KEEP_MANAGER_KEYS 8u
-/* Saves (ckpt_npz_save): each stored array of 64 KiB or more starts on a 4096-byte boundary of the file and the
+#define CKPT_KEEP_MANAGER_KEYS 8u
+/* Saves (ckpt_save): each stored array of 64 KiB or more starts on a 4096-byte boundary of the file and the
  * hashes of its 16 KiB chunks go into one more member, "__ckpt_chunks__.npy" (docs/format.md, "Chunk hashes"), so that
  * a later save can share the chunks that did not change (the base field, a manager's incremental saves). Since 0.9. */
 #define CKPT_NPZ_CHUNK_HASHES 16u
-#define CKPT_NPZ_OPTIONS_VERSION 6
+#define CKPT_OPTIONS_VERSION 6
 /* Every field spelled out, so -Wmissing-field-initializers stays quiet. */
 /* clang-format off */
-#define CKPT_NPZ_OPTIONS_INIT {CKPT_NPZ_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0, NULL, 0, 0}
+#define CKPT_OPTIONS_INIT {CKPT_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0, NULL, 0, 0}
 /* clang-format on */
 
-/* Fills *opts with the defaults of struct version `version` (pass CKPT_NPZ_OPTIONS_VERSION), writing only the
+/* Fills *opts with the defaults of struct version `version` (pass CKPT_OPTIONS_VERSION), writing only the
  * fields that version has. Returns CKPT_OK, CKPT_EINVAL (NULL opts, or a version this library does not know).
  * Since 0.6. */
-CKPT_API int ckpt_npz_options_init(ckpt_npz_options *opts, uint32_t version);
+CKPT_API int ckpt_options_init(ckpt_options *opts, uint32_t version);
 
 /* Saves `vars` to `path` as an .npz that numpy.load reads, atomically and durably: a temporary file beside `path`
  * (".<name>.tmp-XXXXXX") is written, fsynced and renamed over `path`, and the directory fsynced; stale temporaries
@@ -322,7 +329,7 @@ CKPT_API int ckpt_npz_options_init(ckpt_npz_options *opts, uint32_t version);
  * keeps its previous content — except when only the final directory fsync fails (CKPT_EIO; the new file is in place
  * but may not survive a power loss). Arrays go in collection order. Metadata, and types numpy cannot name (bfloat16,
  * float8), go into one more member, "__ckpt_metadata__.npy" (docs/format.md); otherwise every member is what
- * np.savez writes. Metadata keys beginning "ckpt." are left out unless opts->flags has CKPT_NPZ_KEEP_MANAGER_KEYS.
+ * np.savez writes. Metadata keys beginning "ckpt." are left out unless opts->flags has CKPT_KEEP_MANAGER_KEYS.
  * A path ending in ".safetensors" (or opts->format CKPT_FORMAT_SAFETENSORS) is saved as safetensors instead, with
  * the same atomic sequence: the metadata becomes the header's "__metadata__" map, each array is little-endian and
  * aligned to its element size; complex128, string, bytes and void arrays are refused before anything is written
@@ -330,7 +337,7 @@ CKPT_API int ckpt_npz_options_init(ckpt_npz_options *opts, uint32_t version);
  * Returns CKPT_OK; CKPT_EINVAL (NULL argument, bad options, a name that cannot be a member name: containing NUL
  * or, for the plain layout, empty); CKPT_EUNSUPPORTED (a dtype the format cannot hold); CKPT_ENOTFOUND (no such
  * directory); CKPT_EIO (the message names the path and the OS error); CKPT_ENOMEM. Since 0.6. */
-CKPT_API int ckpt_npz_save(const char *path, const ckpt_vars *vars, const ckpt_npz_options *opts);
+CKPT_API int ckpt_save(const char *path, const ckpt_vars *vars, const ckpt_options *opts);
 
 /* Reads every array of the .npz or safetensors file at `path` into a new collection (*out, owned by the caller), in
  * member order (a safetensors file's: its header's), with the file's metadata. The format is told by the content
@@ -347,10 +354,10 @@ CKPT_API int ckpt_npz_save(const char *path, const ckpt_vars *vars, const ckpt_n
  * size) is CKPT_EFORMAT. Returns CKPT_OK; CKPT_EINVAL; CKPT_ENOTFOUND (no file at path); CKPT_EIO; CKPT_EFORMAT
  * (malformed or corrupt); CKPT_EUNSUPPORTED (object, structured or other dtypes ckpt does not handle); CKPT_ENOMEM.
  * Since 0.6. */
-CKPT_API int ckpt_npz_read(ckpt_vars **out, const char *path, const ckpt_npz_options *opts);
-/* As ckpt_npz_read for an .npz held in memory (`bytes` is not retained). Messages name the file "<memory>".
+CKPT_API int ckpt_read(ckpt_vars **out, const char *path, const ckpt_options *opts);
+/* As ckpt_read for a file held in memory (`bytes` is not retained). Messages name the file "<memory>".
  * Since 0.6. */
-CKPT_API int ckpt_npz_read_memory(ckpt_vars **out, const void *bytes, size_t size, const ckpt_npz_options *opts);
+CKPT_API int ckpt_read_memory(ckpt_vars **out, const void *bytes, size_t size, const ckpt_options *opts);
 
 /* Restores the arrays of an existing collection from the .npz or safetensors file at `path`, in place (objax's
  * load_var_collection): each variable of `vars` must be found on disk, after opts->rename is applied to the
@@ -360,107 +367,152 @@ CKPT_API int ckpt_npz_read_memory(ckpt_vars **out, const void *bytes, size_t siz
  * Every header is checked before any data is written, so CKPT_EMISMATCH leaves `vars` unchanged; its message
  * lists every missing variable and every on-disk name that went unused. A file found corrupt while its data is
  * read (CKPT_EFORMAT, CKPT_EIO) may leave the variables read so far updated.
- * Returns the codes of ckpt_npz_read, plus CKPT_EMISMATCH, CKPT_EBUFS (renamer overflow) and any negative code a
+ * Returns the codes of ckpt_read, plus CKPT_EMISMATCH, CKPT_EBUFS (renamer overflow) and any negative code a
  * renamer returned. Since 0.6. */
-CKPT_API int ckpt_npz_restore(const char *path, ckpt_vars *vars, const ckpt_npz_options *opts);
+CKPT_API int ckpt_restore(const char *path, ckpt_vars *vars, const ckpt_options *opts);
 
 /* Lazy access to one file's arrays, for partial loads and inspection. Opening reads the zip directory and every
- * npy header (all validated); array data is read only by ckpt_npz_read_into. In a file ckpt wrote, the zip
+ * npy header (all validated); array data is read only by ckpt_reader_read_into. In a file ckpt wrote, the zip
  * directory holds a copy of every stored member's npy header (docs/format.md, "head copy"), so opening reads only
  * the end of the file, and each member's local header is checked against it when the member's data is first read
  * (a disagreement is then CKPT_EFORMAT from that read). A safetensors file is the same handle: opening reads its
- * length and JSON header, and every function below works on it (ckpt_npz_format tells which it is). */
-typedef struct ckpt_npz ckpt_npz;
-/* Opens `path` (and reads its metadata). Returns the codes of ckpt_npz_read. Since 0.6. */
-CKPT_API int ckpt_npz_open(ckpt_npz **out, const char *path, const ckpt_npz_options *opts);
+ * length and JSON header, and every function below works on it (ckpt_reader_format tells which it is). */
+typedef struct ckpt_reader ckpt_reader;
+/* Opens `path` (and reads its metadata). Returns the codes of ckpt_read. Since 0.6. */
+CKPT_API int ckpt_reader_open(ckpt_reader **out, const char *path, const ckpt_options *opts);
 /* Closes the file. NULL is fine. Since 0.6. */
-CKPT_API void ckpt_npz_close(ckpt_npz *npz);
+CKPT_API void ckpt_reader_close(ckpt_reader *reader);
 /* Number of arrays (not counting the metadata member, nor "names.npy" of the objax layout). Since 0.6. */
-CKPT_API size_t ckpt_npz_count(const ckpt_npz *npz);
+CKPT_API size_t ckpt_reader_count(const ckpt_reader *reader);
 /* Variable name of array i: the member name without ".npy", or the objax name (borrowed); NULL if out of range.
  * Since 0.6. */
-CKPT_API const char *ckpt_npz_name(const ckpt_npz *npz, size_t i);
-/* Sets *out_index to the position of the array named `name` (as ckpt_npz_name gives it): a binary search, after
+CKPT_API const char *ckpt_reader_name(const ckpt_reader *reader, size_t i);
+/* Sets *out_index to the position of the array named `name` (as ckpt_reader_name gives it): a binary search, after
  * the names are sorted once on the first call. Safe to call from several threads at once.
  * Returns CKPT_OK, CKPT_ENOTFOUND (no such array; *out_index unchanged), CKPT_EINVAL (NULL argument). Since 0.8. */
-CKPT_API int ckpt_npz_find(const ckpt_npz *npz, const char *name, size_t *out_index);
+CKPT_API int ckpt_reader_find(const ckpt_reader *reader, const char *name, size_t *out_index);
 /* Accessors of array i, as the ckpt_vars ones; out of range gives 0 or NULL. Since 0.6. */
-CKPT_API uint32_t ckpt_npz_dtype(const ckpt_npz *npz, size_t i);
-CKPT_API size_t ckpt_npz_itemsize(const ckpt_npz *npz, size_t i);
-CKPT_API uint32_t ckpt_npz_ndim(const ckpt_npz *npz, size_t i);
-CKPT_API const int64_t *ckpt_npz_shape(const ckpt_npz *npz, size_t i);
-CKPT_API size_t ckpt_npz_nbytes(const ckpt_npz *npz, size_t i);
+CKPT_API uint32_t ckpt_reader_dtype(const ckpt_reader *reader, size_t i);
+CKPT_API size_t ckpt_reader_itemsize(const ckpt_reader *reader, size_t i);
+CKPT_API uint32_t ckpt_reader_ndim(const ckpt_reader *reader, size_t i);
+CKPT_API const int64_t *ckpt_reader_shape(const ckpt_reader *reader, size_t i);
+CKPT_API size_t ckpt_reader_nbytes(const ckpt_reader *reader, size_t i);
 /* Reads array i into dst (native byte order, C order), verifying its CRC-32. dst_size must be at least
- * ckpt_npz_nbytes(npz, i). On CKPT_EFORMAT or CKPT_EIO the contents of dst are unspecified.
- * Returns CKPT_OK; CKPT_EINVAL (NULL npz, NULL dst with a non-empty array); CKPT_ENOTFOUND (i out of range);
+ * ckpt_reader_nbytes(reader, i). On CKPT_EFORMAT or CKPT_EIO the contents of dst are unspecified.
+ * Returns CKPT_OK; CKPT_EINVAL (NULL reader, NULL dst with a non-empty array); CKPT_ENOTFOUND (i out of range);
  * CKPT_EBUFS (dst_size too small); CKPT_EFORMAT (corrupt data, CRC mismatch); CKPT_EIO; CKPT_ENOMEM. Since 0.6. */
-CKPT_API int ckpt_npz_read_into(ckpt_npz *npz, size_t i, void *dst, size_t dst_size);
-/* Reads bytes [offset, offset + size) of array i into dst, as ckpt_npz_read_into would deliver them (native byte
+CKPT_API int ckpt_reader_read_into(ckpt_reader *reader, size_t i, void *dst, size_t dst_size);
+/* Reads bytes [offset, offset + size) of array i into dst, as ckpt_reader_read_into would deliver them (native byte
  * order, C order), in bounded memory whatever the array's size. offset and size must be multiples of
- * ckpt_npz_itemsize(npz, i) and the range must lie within ckpt_npz_nbytes(npz, i); size 0 reads nothing (dst may
+ * ckpt_reader_itemsize(reader, i) and the range must lie within ckpt_reader_nbytes(reader, i); size 0 reads nothing (dst may
  * then be NULL). Ranges of a deflated member read in order cost one pass over it in all. A member read range after
  * range in order from byte 0 to its end has its CRC-32 checked at the last range; other patterns are not checked.
  * Fortran-order arrays of more than one dimension are not read in ranges. Details: docs/guide.md, section 10.
- * Returns CKPT_OK; CKPT_EINVAL (NULL npz, NULL dst with size > 0, an offset or size that is not a multiple of the
+ * Returns CKPT_OK; CKPT_EINVAL (NULL reader, NULL dst with size > 0, an offset or size that is not a multiple of the
  * itemsize, a range reaching past the array's end); CKPT_ENOTFOUND (i out of range); CKPT_EUNSUPPORTED (Fortran
  * order); CKPT_EFORMAT (corrupt data, CRC-32 mismatch); CKPT_EIO; CKPT_ENOMEM. On CKPT_EFORMAT or CKPT_EIO the
  * contents of dst are unspecified, and the next range starts the member afresh. Since 0.7. */
-CKPT_API int ckpt_npz_read_range(ckpt_npz *npz, size_t i, uint64_t offset, void *dst, size_t size);
+CKPT_API int ckpt_reader_read_range(ckpt_reader *reader, size_t i, uint64_t offset, void *dst, size_t size);
 /* How the file holds array i, for inspection tools: its zip member's name ("w.npy", "0.npy"; borrowed),
  * CKPT_STORE or CKPT_DEFLATE, its bytes in the file (compressed, with its npy header), its CRC-32 (over the npy
  * header and data, as the zip directory records it), and the file offset of its first data byte when it is stored
  * (0 when deflated: its bytes are not in the file as they are; for a member with a head copy, as the zip directory
  * gives it until the array is read). Out of range gives NULL or 0. Since 0.6. */
-CKPT_API const char *ckpt_npz_member_name(const ckpt_npz *npz, size_t i);
-CKPT_API uint32_t ckpt_npz_compression(const ckpt_npz *npz, size_t i);
-CKPT_API uint64_t ckpt_npz_stored_bytes(const ckpt_npz *npz, size_t i);
-CKPT_API uint32_t ckpt_npz_crc32(const ckpt_npz *npz, size_t i);
-CKPT_API uint64_t ckpt_npz_data_offset(const ckpt_npz *npz, size_t i);
+CKPT_API const char *ckpt_reader_member_name(const ckpt_reader *reader, size_t i);
+CKPT_API uint32_t ckpt_reader_compression(const ckpt_reader *reader, size_t i);
+CKPT_API uint64_t ckpt_reader_stored_bytes(const ckpt_reader *reader, size_t i);
+CKPT_API uint32_t ckpt_reader_crc32(const ckpt_reader *reader, size_t i);
+CKPT_API uint64_t ckpt_reader_data_offset(const ckpt_reader *reader, size_t i);
 /* How array i's data lies in its member, as its npy header says — reads deliver native byte order and C order
- * whatever it is, so this is for inspection tools. ckpt_npz_byte_order: '<' (little-endian), '>' (big-endian, as
+ * whatever it is, so this is for inspection tools. ckpt_reader_byte_order: '<' (little-endian), '>' (big-endian, as
  * numpy writes a '>f8' array), or '|' where byte order does not apply (items of single bytes: bool, int8, uint8,
- * float8, bytes, void); 0 out of range. ckpt_npz_fortran_order: 1 for Fortran (column-major) order, 0 for C order or
+ * float8, bytes, void); 0 out of range. ckpt_reader_fortran_order: 1 for Fortran (column-major) order, 0 for C order or
  * out of range. Since 0.7. */
-CKPT_API int ckpt_npz_byte_order(const ckpt_npz *npz, size_t i);
-CKPT_API int ckpt_npz_fortran_order(const ckpt_npz *npz, size_t i);
+CKPT_API int ckpt_reader_byte_order(const ckpt_reader *reader, size_t i);
+CKPT_API int ckpt_reader_fortran_order(const ckpt_reader *reader, size_t i);
 /* The size in bytes of the file (or S3 object, or storage file) the handle was opened on, as it was then: what
  * stat would say of a local file, and the only way to learn an object's size through the C API. 0 for NULL.
  * Since 0.7. */
-CKPT_API uint64_t ckpt_npz_file_size(const ckpt_npz *npz);
+CKPT_API uint64_t ckpt_reader_file_size(const ckpt_reader *reader);
 /* The layout the file was read in: CKPT_LAYOUT_PLAIN or CKPT_LAYOUT_OBJAX (detected, or as the options asked;
  * PLAIN for a safetensors file); 0 for NULL. Since 0.6. */
-CKPT_API uint32_t ckpt_npz_layout(const ckpt_npz *npz);
+CKPT_API uint32_t ckpt_reader_layout(const ckpt_reader *reader);
 /* The format of the open file: CKPT_FORMAT_NPZ or CKPT_FORMAT_SAFETENSORS; 0 for NULL. For a safetensors file the
  * inspection accessors above say: member name = the tensor's name (for an index of shards: the shard file holding
  * it), CKPT_STORE, stored bytes = its bytes, CRC-32 0 (the format has no checksums), data offset = where its bytes
  * start in the file (the shard), byte order '<' or '|'.
  * Since 0.10. */
-CKPT_API uint32_t ckpt_npz_format(const ckpt_npz *npz);
+CKPT_API uint32_t ckpt_reader_format(const ckpt_reader *reader);
 /* The file's metadata, as the ckpt_vars_metadata functions (borrowed until the file is closed); available right
- * after ckpt_npz_open, before any array is read. Since 0.6. */
-CKPT_API const char *ckpt_npz_metadata(const ckpt_npz *npz, const char *key);
-CKPT_API size_t ckpt_npz_metadata_count(const ckpt_npz *npz);
-CKPT_API const char *ckpt_npz_metadata_key(const ckpt_npz *npz, size_t i);
-CKPT_API const char *ckpt_npz_metadata_value(const ckpt_npz *npz, size_t i);
+ * after ckpt_reader_open, before any array is read. Since 0.6. */
+CKPT_API const char *ckpt_reader_metadata(const ckpt_reader *reader, const char *key);
+CKPT_API size_t ckpt_reader_metadata_count(const ckpt_reader *reader);
+CKPT_API const char *ckpt_reader_metadata_key(const ckpt_reader *reader, size_t i);
+CKPT_API const char *ckpt_reader_metadata_value(const ckpt_reader *reader, size_t i);
 
-/* Array i's bytes without a copy: *out_data points at ckpt_npz_nbytes(npz, i) bytes in native byte order and C
- * order, read-only (copy-on-write under CKPT_NPZ_MAP_WRITABLE), valid until ckpt_npz_close(npz); every call for the
+/* Array i's bytes without a copy: *out_data points at ckpt_reader_nbytes(reader, i) bytes in native byte order and C
+ * order, read-only (copy-on-write under CKPT_MAP_WRITABLE), valid until ckpt_reader_close(reader); every call for the
  * same i gives the same pointer (an empty array's is not NULL and must not be read). Members ckpt writes are
  * pointers into one private mapping of the file; others, and those of storages that cannot map, are decoded once.
- * The first call for i checks the CRC-32 (not for mapped members under CKPT_NPZ_MAP_UNVERIFIED). A file truncated
+ * The first call for i checks the CRC-32 (not for mapped members under CKPT_MAP_UNVERIFIED). A file truncated
  * while mapped raises SIGBUS where its lost pages are touched: docs/guide.md ("Arrays without a copy").
- * Returns CKPT_OK; CKPT_EINVAL (NULL npz or out_data); CKPT_ENOTFOUND (i out of range); CKPT_EFORMAT (corrupt data,
+ * Returns CKPT_OK; CKPT_EINVAL (NULL reader or out_data); CKPT_ENOTFOUND (i out of range); CKPT_EFORMAT (corrupt data,
  * CRC-32 mismatch); CKPT_EIO (also a file that shrank before the first call); CKPT_ENOMEM. On failure *out_data is
  * NULL. Since 0.6. */
-CKPT_API int ckpt_npz_map(ckpt_npz *npz, size_t i, const void **out_data);
-/* A restore without copies: *out is a new collection of every array of the file, in ckpt_npz_name's order, each
- * borrowing what ckpt_npz_map gives for it (so every member is mapped, and checked as ckpt_npz_map checks it),
- * with the file's metadata. The collection must not be used after ckpt_npz_close(npz) (free it before, or with,
+CKPT_API int ckpt_reader_map(ckpt_reader *reader, size_t i, const void **out_data);
+/* A restore without copies: *out is a new collection of every array of the file, in ckpt_reader_name's order, each
+ * borrowing what ckpt_reader_map gives for it (so every member is mapped, and checked as ckpt_reader_map checks it),
+ * with the file's metadata. The collection must not be used after ckpt_reader_close(reader) (free it before, or with,
  * the handle).
- * Writing into its arrays is allowed when the file was opened with CKPT_NPZ_MAP_WRITABLE (copy-on-write), and
+ * Writing into its arrays is allowed when the file was opened with CKPT_MAP_WRITABLE (copy-on-write), and
  * faults (SIGSEGV) otherwise for mapped members. Returns CKPT_OK; CKPT_EINVAL (NULL argument); CKPT_EFORMAT (a
  * corrupt member, the message naming it); CKPT_EIO; CKPT_ENOMEM. On failure *out is NULL. Since 0.6. */
-CKPT_API int ckpt_npz_map_vars(ckpt_npz *npz, ckpt_vars **out);
+CKPT_API int ckpt_reader_map_vars(ckpt_reader *reader, ckpt_vars **out);
+
+/* Names before 0.11: each function, type and flag under the name it had while ckpt wrote .npz only, for programs
+ * written then; the same function (one symbol of the library, two names), type and value as the one named. New code
+ * uses the new names. */
+typedef ckpt_options ckpt_npz_options;
+typedef ckpt_reader ckpt_npz;
+#define CKPT_NPZ_OPTIONS_VERSION CKPT_OPTIONS_VERSION
+#define CKPT_NPZ_OPTIONS_INIT CKPT_OPTIONS_INIT
+#define CKPT_NPZ_PARTIAL CKPT_PARTIAL
+#define CKPT_NPZ_MAP_UNVERIFIED CKPT_MAP_UNVERIFIED
+#define CKPT_NPZ_MAP_WRITABLE CKPT_MAP_WRITABLE
+#define CKPT_NPZ_KEEP_MANAGER_KEYS CKPT_KEEP_MANAGER_KEYS
+CKPT_API int ckpt_npz_options_init(ckpt_npz_options *opts, uint32_t version) CKPT_SAME_AS(ckpt_options_init);
+CKPT_API int ckpt_npz_save(const char *path, const ckpt_vars *vars, const ckpt_npz_options *opts) CKPT_SAME_AS(ckpt_save);
+CKPT_API int ckpt_npz_read(ckpt_vars **out, const char *path, const ckpt_npz_options *opts) CKPT_SAME_AS(ckpt_read);
+CKPT_API int ckpt_npz_read_memory(ckpt_vars **out, const void *bytes, size_t size, const ckpt_npz_options *opts) CKPT_SAME_AS(ckpt_read_memory);
+CKPT_API int ckpt_npz_restore(const char *path, ckpt_vars *vars, const ckpt_npz_options *opts) CKPT_SAME_AS(ckpt_restore);
+CKPT_API int ckpt_npz_open(ckpt_npz **out, const char *path, const ckpt_npz_options *opts) CKPT_SAME_AS(ckpt_reader_open);
+CKPT_API void ckpt_npz_close(ckpt_npz *npz) CKPT_SAME_AS(ckpt_reader_close);
+CKPT_API size_t ckpt_npz_count(const ckpt_npz *npz) CKPT_SAME_AS(ckpt_reader_count);
+CKPT_API const char *ckpt_npz_name(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_name);
+CKPT_API int ckpt_npz_find(const ckpt_npz *npz, const char *name, size_t *out_index) CKPT_SAME_AS(ckpt_reader_find);
+CKPT_API uint32_t ckpt_npz_dtype(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_dtype);
+CKPT_API size_t ckpt_npz_itemsize(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_itemsize);
+CKPT_API uint32_t ckpt_npz_ndim(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_ndim);
+CKPT_API const int64_t *ckpt_npz_shape(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_shape);
+CKPT_API size_t ckpt_npz_nbytes(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_nbytes);
+CKPT_API int ckpt_npz_read_into(ckpt_npz *npz, size_t i, void *dst, size_t dst_size) CKPT_SAME_AS(ckpt_reader_read_into);
+CKPT_API int ckpt_npz_read_range(ckpt_npz *npz, size_t i, uint64_t offset, void *dst, size_t size) CKPT_SAME_AS(ckpt_reader_read_range);
+CKPT_API const char *ckpt_npz_member_name(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_member_name);
+CKPT_API uint32_t ckpt_npz_compression(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_compression);
+CKPT_API uint64_t ckpt_npz_stored_bytes(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_stored_bytes);
+CKPT_API uint32_t ckpt_npz_crc32(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_crc32);
+CKPT_API uint64_t ckpt_npz_data_offset(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_data_offset);
+CKPT_API int ckpt_npz_byte_order(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_byte_order);
+CKPT_API int ckpt_npz_fortran_order(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_fortran_order);
+CKPT_API uint64_t ckpt_npz_file_size(const ckpt_npz *npz) CKPT_SAME_AS(ckpt_reader_file_size);
+CKPT_API uint32_t ckpt_npz_layout(const ckpt_npz *npz) CKPT_SAME_AS(ckpt_reader_layout);
+CKPT_API uint32_t ckpt_npz_format(const ckpt_npz *npz) CKPT_SAME_AS(ckpt_reader_format);
+CKPT_API const char *ckpt_npz_metadata(const ckpt_npz *npz, const char *key) CKPT_SAME_AS(ckpt_reader_metadata);
+CKPT_API size_t ckpt_npz_metadata_count(const ckpt_npz *npz) CKPT_SAME_AS(ckpt_reader_metadata_count);
+CKPT_API const char *ckpt_npz_metadata_key(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_metadata_key);
+CKPT_API const char *ckpt_npz_metadata_value(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_metadata_value);
+CKPT_API int ckpt_npz_map(ckpt_npz *npz, size_t i, const void **out_data) CKPT_SAME_AS(ckpt_reader_map);
+CKPT_API int ckpt_npz_map_vars(ckpt_npz *npz, ckpt_vars **out) CKPT_SAME_AS(ckpt_reader_map_vars);
 
 /* -------------------------------------------------------------------------------------------------- storage */
 /* Where checkpoints live: the local filesystem by default (a NULL storage), an "s3://bucket/key" path's S3 storage,
@@ -514,7 +566,7 @@ CKPT_API int ckpt_storage_make_dirs(ckpt_storage *storage, const char *dir);
  * directory that is not empty, without the flag); CKPT_EIO. Since 0.8. */
 CKPT_API int ckpt_storage_remove(ckpt_storage *storage, const char *path, uint32_t flags);
 
-/* A file of a storage opened for reading (any file, not only checkpoints: ckpt_npz reads those). One thread at a
+/* A file of a storage opened for reading (any file, not only checkpoints: ckpt_reader reads those). One thread at a
  * time may use a handle. */
 typedef struct ckpt_file ckpt_file;
 /* Opens the regular file at path; *size (may be NULL) gets its size. The handle keeps its own reference to the
@@ -579,7 +631,7 @@ typedef int (*ckpt_save_fn)(ckpt_sink *sink, void *payload);
 CKPT_API int ckpt_writer_new(ckpt_writer **out, const ckpt_writer_options *opts);
 /* Saves what fn writes to <out_dir>/<filename> (out_dir NULL: the writer's). Atomic and durable unless flags has
  * CKPT_WRITER_APPEND; an atomic save then removes the stale temporaries of <filename> that killed saves left, as
- * ckpt_npz_save does. For background kinds fn runs later on the writer's thread: payload must stay valid until then
+ * ckpt_save does. For background kinds fn runs later on the writer's thread: payload must stay valid until then
  * (ckpt_writer_wait). Blocks while the writer's queue is full.
  * If a ckpt_sink_write fails, the save fails with that error whatever fn returns (the target is left alone).
  * Returns CKPT_OK (for background kinds: queued); the error of an earlier background save, in which case this save
@@ -588,13 +640,13 @@ CKPT_API int ckpt_writer_new(ckpt_writer **out, const ckpt_writer_options *opts)
  * errors: CKPT_ENOTFOUND (no such directory), CKPT_EIO, fn's code, the after_save callback's code. Since 0.6. */
 CKPT_API int ckpt_writer_save(ckpt_writer *w, const char *out_dir, const char *filename, ckpt_save_fn fn,
                               void *payload, uint32_t flags);
-/* Saves a collection as .npz (ckpt_npz_save's format and options; npz->storage is ignored: the writer's storage
+/* Saves a collection as .npz (ckpt_save's format and options; npz->storage is ignored: the writer's storage
  * is used). Background kinds copy every array before returning, so training may change them at once — unless
- * flags has CKPT_WRITER_NO_COPY. npz->base (0.9) is a path in the save's storage as ckpt_npz_save takes it (not
+ * flags has CKPT_WRITER_NO_COPY. npz->base (0.9) is a path in the save's storage as ckpt_save takes it (not
  * one in out_dir), opened when the save runs: a queued save shares with the save queued before it. Returns the
  * codes of ckpt_writer_save, plus CKPT_ENOMEM for the copy. Since 0.6. */
 CKPT_API int ckpt_writer_save_vars(ckpt_writer *w, const char *out_dir, const char *filename, const ckpt_vars *vars,
-                                   const ckpt_npz_options *npz, uint32_t flags);
+                                   const ckpt_options *npz, uint32_t flags);
 /* Appends size bytes to the file being saved. Returns CKPT_OK, CKPT_EINVAL, CKPT_EIO (the storage failed; every
  * later write to this sink fails the same way). Since 0.6. */
 CKPT_API int ckpt_sink_write(ckpt_sink *sink, const void *data, size_t size);
@@ -663,7 +715,7 @@ typedef struct ckpt_step ckpt_step;
  * CKPT_EINVAL (NULL out or dir, bad options); CKPT_ENOTFOUND (no manifest.json in dir); CKPT_EFORMAT (a malformed
  * manifest, the message naming the problem); CKPT_EUNSUPPORTED (a newer manifest version); CKPT_EIO; CKPT_ENOMEM.
  * Since 0.6. */
-CKPT_API int ckpt_step_open(ckpt_step **out, const char *dir, const ckpt_npz_options *opts);
+CKPT_API int ckpt_step_open(ckpt_step **out, const char *dir, const ckpt_options *opts);
 /* Closes the step. NULL is fine. Since 0.6. */
 CKPT_API void ckpt_step_close(ckpt_step *step);
 /* The step's index (-1 for NULL) and the number of ranks that saved it (0 for NULL). Since 0.6. */
@@ -672,7 +724,7 @@ CKPT_API int32_t ckpt_step_world_size(const ckpt_step *step);
 /* The file name of rank's shard in the step directory ("shard-00003-of-00008.npz", borrowed); NULL out of range.
  * Since 0.6. */
 CKPT_API const char *ckpt_step_shard(const ckpt_step *step, int32_t rank);
-/* Number of variables; their names and accessors, as the ckpt_npz ones — the shape is the global one for a
+/* Number of variables; their names and accessors, as the ckpt_reader ones — the shape is the global one for a
  * row-split variable (borrowed). Out of range gives 0 or NULL. Since 0.6. */
 CKPT_API size_t ckpt_step_count(const ckpt_step *step);
 CKPT_API const char *ckpt_step_name(const ckpt_step *step, size_t i);
@@ -691,7 +743,7 @@ CKPT_API size_t ckpt_step_pieces(const ckpt_step *step, size_t i);
  * CKPT_ENOTFOUND (i out of range); CKPT_EBUFS (dst_size too small); CKPT_EFORMAT (a shard is corrupt, or does not
  * hold what the manifest says); CKPT_EIO; CKPT_ENOMEM. Since 0.6. */
 CKPT_API int ckpt_step_read_rows(ckpt_step *step, size_t i, int64_t first, int64_t count, void *dst, size_t dst_size);
-/* The step's metadata (the manifest's), as the ckpt_npz_metadata functions (borrowed until the step is closed).
+/* The step's metadata (the manifest's), as the ckpt_reader_metadata functions (borrowed until the step is closed).
  * Since 0.6. */
 CKPT_API const char *ckpt_step_metadata(const ckpt_step *step, const char *key);
 CKPT_API size_t ckpt_step_metadata_count(const ckpt_step *step);
@@ -730,7 +782,7 @@ typedef struct ckpt_manager_options {
     uint32_t queue_depth;          /* async: saves in flight before save() blocks; 0 = 1. With a communicator,
                                       one: the next save commits the step before it */
     const char *subdir;            /* NULL = "ckpt" (objax DIR_NAME); "" = the logdir itself; copied */
-    const ckpt_npz_options *npz;   /* NULL = defaults; copied. Its layout is how saves write (reads detect either);
+    const ckpt_options *npz;   /* NULL = defaults; copied. Its layout is how saves write (reads detect either);
                                       its storage and base fields are ignored (see storage, full_every). Its format
                                       (since 0.10) names the checkpoints: CKPT_FORMAT_SAFETENSORS saves
                                       "<index>.safetensors" (no communicator; incremental against the checkpoint
@@ -827,7 +879,7 @@ CKPT_API int ckpt_manager_should_save(ckpt_manager *m, int64_t step);
 /* Makes the next ckpt_manager_should_save return 1: for a SIGTERM handler before preemption. Async-signal-safe
  * (one lock-free atomic store; it neither allocates nor locks); NULL is ignored. Since 0.6. */
 CKPT_API void ckpt_manager_request_save(ckpt_manager *m);
-/* Restores `vars` in place (ckpt_npz_restore's rules) from checkpoint idx, or from the newest readable one for
+/* Restores `vars` in place (ckpt_restore's rules) from checkpoint idx, or from the newest readable one for
  * CKPT_LATEST: corrupt or unreadable files are skipped newest-first, each reported through the log (unless
  * CKPT_MANAGER_NO_FALLBACK). Waits for background saves first. *restored_idx (may be NULL) gets the index used.
  * Sharded steps are restored by any manager, a row split getting its rows of the global array whatever the world

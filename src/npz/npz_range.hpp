@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Ranged reads of one open file's arrays (ckpt_npz_read_range): bytes [offset, offset + size) of an array's data
+// Ranged reads of one open file's arrays (ckpt_reader_read_range): bytes [offset, offset + size) of an array's data
 // as NpzReader::read_into would deliver them, in bounded memory. A stored member is a ranged read of the file; a
 // deflated one is inflated as a stream whose state is kept between calls, so ranges taken in order cost one pass
 // over the member (a range before the last one's end starts the member again).

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Views of an open file's arrays without a copy (ckpt_npz_map). A member that lies in the file exactly as it is
+// Views of an open file's arrays without a copy (ckpt_reader_map). A member that lies in the file exactly as it is
 // used — stored, native byte order, C order, aligned for its dtype, as every member ckpt writes — is a pointer
 // into one private mapping of the whole file (read-only, or copy-on-write), made at the first view; any other
 // member (deflated, byte-swapped, Fortran order, unaligned, or a storage that cannot map) is decoded once into

@@ -11,7 +11,7 @@
 
 namespace ckpt::core {
 
-// An InputFile over bytes someone else owns (ckpt_npz_read_memory).
+// An InputFile over bytes someone else owns (ckpt_read_memory).
 class BytesInput final : public InputFile {
 public:
     BytesInput(const void* data, size_t size) : data_(static_cast<const char*>(data)), size_(size) {}

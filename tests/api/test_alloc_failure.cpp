@@ -178,7 +178,7 @@ int open_fds() {
 // "<unreadable>" when the file does not read.
 std::string checkpoint_content(const std::string& path) {
     ckpt_vars* v = nullptr;
-    if (ckpt_npz_read(&v, path.c_str(), nullptr) != CKPT_OK) return "<unreadable>";
+    if (ckpt_read(&v, path.c_str(), nullptr) != CKPT_OK) return "<unreadable>";
     std::string out;
     for (size_t i = 0; i < ckpt_vars_count(v); ++i) {
         out += ckpt_vars_name(v, i);
@@ -262,8 +262,8 @@ bool same_vars(const ckpt_vars* a, const ckpt_vars* b) {
     return true;
 }
 
-ckpt_npz_options npz_options(uint32_t layout, uint32_t compression, ckpt_storage* storage = nullptr) {
-    ckpt_npz_options o = CKPT_NPZ_OPTIONS_INIT;
+ckpt_options npz_options(uint32_t layout, uint32_t compression, ckpt_storage* storage = nullptr) {
+    ckpt_options o = CKPT_OPTIONS_INIT;
     o.layout = layout;
     o.compression = compression;
     o.storage = storage;
@@ -279,7 +279,7 @@ const char* describe(uint32_t layout, uint32_t compression) {
 // instead of growing it (a first long message would otherwise look like a leak of one allocation).
 void prime_error_message() {
     ckpt_vars* out = nullptr;
-    ckpt_npz_read(&out, "/nonexistent/directory/of/a/path/long/enough/to/need/the/heap.npz", nullptr);
+    ckpt_read(&out, "/nonexistent/directory/of/a/path/long/enough/to/need/the/heap.npz", nullptr);
 }
 
 // What a sweep checks, beyond CKPT_ENOMEM, a message, and no leak of memory or descriptors.
@@ -372,8 +372,8 @@ std::string fresh_dir(const std::string& name) {
 // The bytes of `vars` saved with the given options (through a throwaway file).
 std::string saved_bytes(const ckpt_vars* vars, uint32_t layout, uint32_t compression) {
     const std::string path = temp().file("saved_bytes.npz");
-    const ckpt_npz_options o = npz_options(layout, compression);
-    REQUIRE(ckpt_npz_save(path.c_str(), vars, &o) == CKPT_OK);
+    const ckpt_options o = npz_options(layout, compression);
+    REQUIRE(ckpt_save(path.c_str(), vars, &o) == CKPT_OK);
     std::string bytes = read_file(path);
     std::filesystem::remove(path);
     return bytes;
@@ -390,20 +390,20 @@ TEST_CASE("operator new replaced in the executable serves libckpt.so") {
     VarsPtr vars = make_vars(1);
     const std::string path = temp().file("interposition.npz");
     inject::arm(0, Mode::transient);
-    const int rc = ckpt_npz_save(path.c_str(), vars.get(), nullptr);
+    const int rc = ckpt_save(path.c_str(), vars.get(), nullptr);
     const uint64_t seen = inject::disarm();
     REQUIRE(rc == CKPT_OK);
-    INFO("allocations during ckpt_npz_save: " << seen);
+    INFO("allocations during ckpt_save: " << seen);
     CHECK(seen > 10);  // member names, npy headers, the zip writer's buffer, the path of the temporary, ...
 
     // And a failure injected there reaches the library: the very first allocation of a save fails it.
     inject::arm(1, Mode::transient);
-    const int failing = ckpt_npz_save(path.c_str(), vars.get(), nullptr);
+    const int failing = ckpt_save(path.c_str(), vars.get(), nullptr);
     inject::disarm();
     CHECK(failing == CKPT_ENOMEM);
 }
 
-TEST_CASE("allocation failure in ckpt_npz_save to a file") {
+TEST_CASE("allocation failure in ckpt_save to a file") {
     for (uint32_t layout : kLayouts) {
         for (uint32_t compression : kCompressions) {
             DYNAMIC_SECTION(describe(layout, compression)) {
@@ -413,11 +413,11 @@ TEST_CASE("allocation failure in ckpt_npz_save to a file") {
                 const std::string previous = saved_bytes(old_vars.get(), layout, compression);
                 const std::string next = saved_bytes(new_vars.get(), layout, compression);
                 REQUIRE(previous != next);
-                const ckpt_npz_options o = npz_options(layout, compression);
+                const ckpt_options o = npz_options(layout, compression);
 
                 Sweep s;
                 s.reset = [&] { write_file(path, previous); };
-                s.op = [&] { return ckpt_npz_save(path.c_str(), new_vars.get(), &o); };
+                s.op = [&] { return ckpt_save(path.c_str(), new_vars.get(), &o); };
                 s.verify = [&](int rc, uint64_t) {
                     CHECK(TempDir::list(dir) == std::vector<std::string>{"model.npz"});  // no temporary left
                     CHECK(read_file(path) == (rc == CKPT_OK ? next : previous));
@@ -427,7 +427,7 @@ TEST_CASE("allocation failure in ckpt_npz_save to a file") {
                 // there, the save has still succeeded — with the new content, which verify checks.
                 s.also_allowed = [](int rc) { return rc == CKPT_OK; };
                 const SweepResult r = sweep(s);
-                std::printf("ckpt_npz_save to a file (%s): K = %llu, %llu failing runs succeeded (cleanup)\n",
+                std::printf("ckpt_save to a file (%s): K = %llu, %llu failing runs succeeded (cleanup)\n",
                             describe(layout, compression), static_cast<unsigned long long>(r.allocations),
                             static_cast<unsigned long long>(r.recovered));
                 CHECK(r.recovered < 8);  // only the cleanup's few allocations, after the commit
@@ -436,7 +436,7 @@ TEST_CASE("allocation failure in ckpt_npz_save to a file") {
     }
 }
 
-TEST_CASE("allocation failure in ckpt_npz_save to a memory storage") {
+TEST_CASE("allocation failure in ckpt_save to a memory storage") {
     for (uint32_t layout : kLayouts) {
         for (uint32_t compression : kCompressions) {
             DYNAMIC_SECTION(describe(layout, compression)) {
@@ -449,17 +449,17 @@ TEST_CASE("allocation failure in ckpt_npz_save to a memory storage") {
                     ckpt_storage* m = nullptr;
                     REQUIRE(ckpt_storage_new_memory(&m) == CKPT_OK);
                     storage.reset(m);
-                    const ckpt_npz_options o = npz_options(layout, compression, m);
-                    REQUIRE(ckpt_npz_save(path.c_str(), old_vars.get(), &o) == CKPT_OK);
+                    const ckpt_options o = npz_options(layout, compression, m);
+                    REQUIRE(ckpt_save(path.c_str(), old_vars.get(), &o) == CKPT_OK);
                 };
                 s.op = [&] {
-                    const ckpt_npz_options o = npz_options(layout, compression, storage.get());
-                    return ckpt_npz_save(path.c_str(), new_vars.get(), &o);
+                    const ckpt_options o = npz_options(layout, compression, storage.get());
+                    return ckpt_save(path.c_str(), new_vars.get(), &o);
                 };
                 s.verify = [&](int rc, uint64_t) {
-                    const ckpt_npz_options o = npz_options(CKPT_LAYOUT_AUTO, CKPT_STORE, storage.get());
+                    const ckpt_options o = npz_options(CKPT_LAYOUT_AUTO, CKPT_STORE, storage.get());
                     ckpt_vars* back = nullptr;
-                    REQUIRE(ckpt_npz_read(&back, path.c_str(), &o) == CKPT_OK);
+                    REQUIRE(ckpt_read(&back, path.c_str(), &o) == CKPT_OK);
                     VarsPtr got(back);
                     CHECK(same_vars(got.get(), rc == CKPT_OK ? new_vars.get() : old_vars.get()));
                     // A manager opened on the directory removes (and reports) temporaries of checkpoints.
@@ -480,14 +480,14 @@ TEST_CASE("allocation failure in ckpt_npz_save to a memory storage") {
                 s.live_neutral_on_success = false;  // the storage now holds the new file's bytes
                 const SweepResult r = sweep(s);
                 storage.reset();
-                std::printf("ckpt_npz_save to a memory storage (%s): K = %llu\n", describe(layout, compression),
+                std::printf("ckpt_save to a memory storage (%s): K = %llu\n", describe(layout, compression),
                             static_cast<unsigned long long>(r.allocations));
             }
         }
     }
 }
 
-TEST_CASE("allocation failure in ckpt_npz_read, ckpt_npz_read_memory and ckpt_npz_open + ckpt_npz_read_into") {
+TEST_CASE("allocation failure in ckpt_read, ckpt_read_memory and ckpt_reader_open + ckpt_reader_read_into") {
     for (uint32_t layout : kLayouts) {
         for (uint32_t compression : kCompressions) {
             DYNAMIC_SECTION(describe(layout, compression)) {
@@ -500,7 +500,7 @@ TEST_CASE("allocation failure in ckpt_npz_read, ckpt_npz_read_memory and ckpt_np
                 Sweep read;
                 read.reset = [&] { out = nullptr; };
                 read.op = [&] {
-                    const int rc = ckpt_npz_read(&out, path.c_str(), nullptr);
+                    const int rc = ckpt_read(&out, path.c_str(), nullptr);
                     ckpt_vars* got = out;
                     if (rc == CKPT_OK && !same_vars(got, vars.get())) return CKPT_ERROR - 100;
                     ckpt_vars_free(got);
@@ -513,7 +513,7 @@ TEST_CASE("allocation failure in ckpt_npz_read, ckpt_npz_read_memory and ckpt_np
 
                 Sweep memory = read;
                 memory.op = [&] {
-                    const int rc = ckpt_npz_read_memory(&out, bytes.data(), bytes.size(), nullptr);
+                    const int rc = ckpt_read_memory(&out, bytes.data(), bytes.size(), nullptr);
                     ckpt_vars* got = out;
                     if (rc == CKPT_OK && !same_vars(got, vars.get())) return CKPT_ERROR - 100;
                     ckpt_vars_free(got);
@@ -521,19 +521,19 @@ TEST_CASE("allocation failure in ckpt_npz_read, ckpt_npz_read_memory and ckpt_np
                 };
                 const SweepResult r2 = sweep(memory);
 
-                // Buffers for ckpt_npz_read_into, allocated before arming.
+                // Buffers for ckpt_reader_read_into, allocated before arming.
                 std::vector<std::vector<char>> buffers;
                 for (size_t i = 0; i < ckpt_vars_count(vars.get()); ++i)
                     buffers.emplace_back(ckpt_vars_nbytes(vars.get(), i));
                 Sweep lazy;
                 lazy.reset = [] {};
                 lazy.op = [&] {
-                    ckpt_npz* npz = nullptr;
-                    int rc = ckpt_npz_open(&npz, path.c_str(), nullptr);
+                    ckpt_reader* npz = nullptr;
+                    int rc = ckpt_reader_open(&npz, path.c_str(), nullptr);
                     if (rc != CKPT_OK) return npz == nullptr ? rc : CKPT_ERROR - 101;
-                    for (size_t i = 0; rc == CKPT_OK && i < ckpt_npz_count(npz); ++i)
-                        rc = ckpt_npz_read_into(npz, i, buffers[i].data(), buffers[i].size());
-                    ckpt_npz_close(npz);
+                    for (size_t i = 0; rc == CKPT_OK && i < ckpt_reader_count(npz); ++i)
+                        rc = ckpt_reader_read_into(npz, i, buffers[i].data(), buffers[i].size());
+                    ckpt_reader_close(npz);
                     return rc;
                 };
                 lazy.verify = [&](int rc, uint64_t) {
@@ -542,8 +542,8 @@ TEST_CASE("allocation failure in ckpt_npz_read, ckpt_npz_read_memory and ckpt_np
                         CHECK(std::string(buffers[i].begin(), buffers[i].end()) == bytes_of(vars.get(), i));
                 };
                 const SweepResult r3 = sweep(lazy);
-                std::printf("reads (%s): ckpt_npz_read K = %llu, ckpt_npz_read_memory K = %llu, "
-                            "ckpt_npz_open + ckpt_npz_read_into K = %llu\n",
+                std::printf("reads (%s): ckpt_read K = %llu, ckpt_read_memory K = %llu, "
+                            "ckpt_reader_open + ckpt_reader_read_into K = %llu\n",
                             describe(layout, compression), static_cast<unsigned long long>(r1.allocations),
                             static_cast<unsigned long long>(r2.allocations),
                             static_cast<unsigned long long>(r3.allocations));
@@ -562,7 +562,7 @@ int keep_name(const char*, char*, size_t, void*) {
 }
 }  // namespace
 
-TEST_CASE("allocation failure in ckpt_npz_restore") {
+TEST_CASE("allocation failure in ckpt_restore") {
     for (uint32_t layout : kLayouts) {
         for (uint32_t compression : kCompressions) {
             DYNAMIC_SECTION(describe(layout, compression)) {
@@ -570,7 +570,7 @@ TEST_CASE("allocation failure in ckpt_npz_restore") {
                 const std::string path = temp().file("restore.npz");
                 write_file(path, saved_bytes(source.get(), layout, compression));
                 VarsPtr target = make_zero_vars();
-                ckpt_npz_options o = npz_options(CKPT_LAYOUT_AUTO, CKPT_STORE);
+                ckpt_options o = npz_options(CKPT_LAYOUT_AUTO, CKPT_STORE);
                 o.rename = keep_name;
                 uint64_t checked_by = 0;  // g_renamed_at of the counting run
 
@@ -580,7 +580,7 @@ TEST_CASE("allocation failure in ckpt_npz_restore") {
                         std::memset(ckpt_vars_data(target.get(), i), 0, ckpt_vars_nbytes(target.get(), i));
                     g_renamed_at.store(0);
                 };
-                s.op = [&] { return ckpt_npz_restore(path.c_str(), target.get(), &o); };
+                s.op = [&] { return ckpt_restore(path.c_str(), target.get(), &o); };
                 s.verify = [&](int rc, uint64_t n) {
                     if (n == 0) checked_by = g_renamed_at.load();
                     // Variables are restored in collection order, each completely: the ones before the failure are
@@ -597,7 +597,7 @@ TEST_CASE("allocation failure in ckpt_npz_restore") {
                     if (n != 0 && n <= checked_by) CHECK(restored == 0);
                 };
                 const SweepResult r = sweep(s);
-                std::printf("ckpt_npz_restore (%s): K = %llu, of which %llu before any data is written\n",
+                std::printf("ckpt_restore (%s): K = %llu, of which %llu before any data is written\n",
                             describe(layout, compression), static_cast<unsigned long long>(r.allocations),
                             static_cast<unsigned long long>(checked_by));
             }
@@ -784,7 +784,7 @@ TEST_CASE("allocation failure in ckpt_manager_open + ckpt_manager_restore + ckpt
     int64_t restored_idx = -1;
     // A restore replaces the collection's metadata with the file's (every manager save records its index and
     // time): give the target that metadata once, so that a restore replaces it with as many allocations as it frees.
-    REQUIRE(ckpt_npz_restore(f.file(2).c_str(), target.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_restore(f.file(2).c_str(), target.get(), nullptr) == CKPT_OK);
 
     Sweep s;
     s.reset = [&] {
@@ -844,7 +844,7 @@ TEST_CASE("allocation failure in background writer saves") {
                 VarsPtr old_vars = make_vars(1), new_vars = make_vars(2);
                 const std::string previous = saved_bytes(old_vars.get(), CKPT_LAYOUT_PLAIN, compression);
                 const std::string next = saved_bytes(new_vars.get(), CKPT_LAYOUT_PLAIN, compression);
-                const ckpt_npz_options o = npz_options(CKPT_LAYOUT_PLAIN, compression);
+                const ckpt_options o = npz_options(CKPT_LAYOUT_PLAIN, compression);
                 int codes[5];  // new, save_vars, wait, finalize, a second wait
                 int failures = 0;
 

@@ -130,18 +130,18 @@ static void test_version_and_codes(void) {
 
 static void test_options(void) {
     /* Compiled with -Wextra -Werror: the macro must spell out every field (-Wmissing-field-initializers). */
-    ckpt_npz_options from_macro = CKPT_NPZ_OPTIONS_INIT;
-    ckpt_npz_options from_function;
-    CHECK_RC(ckpt_npz_options_init(&from_function, CKPT_NPZ_OPTIONS_VERSION), CKPT_OK);
-    CHECK(from_macro.version == CKPT_NPZ_OPTIONS_VERSION);
-    CHECK(from_function.version == CKPT_NPZ_OPTIONS_VERSION);
+    ckpt_options from_macro = CKPT_OPTIONS_INIT;
+    ckpt_options from_function;
+    CHECK_RC(ckpt_options_init(&from_function, CKPT_OPTIONS_VERSION), CKPT_OK);
+    CHECK(from_macro.version == CKPT_OPTIONS_VERSION);
+    CHECK(from_function.version == CKPT_OPTIONS_VERSION);
     CHECK(from_macro.layout == CKPT_LAYOUT_AUTO && from_function.layout == CKPT_LAYOUT_AUTO);
     CHECK(from_macro.compression == CKPT_STORE && from_function.compression == CKPT_STORE);
     CHECK(from_macro.rename == NULL && from_function.rename == NULL);
     CHECK(from_macro.progress == NULL && from_function.progress == NULL);
-    CHECK_RC(ckpt_npz_options_init(&from_function, 0), CKPT_EINVAL);
-    CHECK_RC(ckpt_npz_options_init(&from_function, CKPT_NPZ_OPTIONS_VERSION + 1), CKPT_EINVAL);
-    CHECK_RC(ckpt_npz_options_init(NULL, CKPT_NPZ_OPTIONS_VERSION), CKPT_EINVAL);
+    CHECK_RC(ckpt_options_init(&from_function, 0), CKPT_EINVAL);
+    CHECK_RC(ckpt_options_init(&from_function, CKPT_OPTIONS_VERSION + 1), CKPT_EINVAL);
+    CHECK_RC(ckpt_options_init(NULL, CKPT_OPTIONS_VERSION), CKPT_EINVAL);
 }
 
 static void test_core_flow(void) {
@@ -151,9 +151,9 @@ static void test_core_flow(void) {
     const int64_t shape23[2] = {2, 3};
     const int64_t shape2[1] = {2};
     int64_t step = 1234;
-    ckpt_npz_options opts;
+    ckpt_options opts;
     ckpt_vars *vars = NULL, *back = NULL, *prefixed = NULL, *target = NULL;
-    ckpt_npz *npz = NULL;
+    ckpt_reader *npz = NULL;
     size_t index = 0, i;
     struct rename_state renames = {0, 0};
     struct progress_state progress = {0, 0, 0, 0};
@@ -190,24 +190,24 @@ static void test_core_flow(void) {
     CHECK(ckpt_vars_count(vars) == 4);
 
     /* Save (plain, stored) with progress, read back. */
-    CHECK_RC(ckpt_npz_options_init(&opts, CKPT_NPZ_OPTIONS_VERSION), CKPT_OK);
+    CHECK_RC(ckpt_options_init(&opts, CKPT_OPTIONS_VERSION), CKPT_OK);
     opts.progress = on_progress;
     opts.progress_payload = &progress;
-    CHECK_RC(ckpt_npz_save(path_plain, vars, &opts), CKPT_OK);
+    CHECK_RC(ckpt_save(path_plain, vars, &opts), CKPT_OK);
     CHECK(progress.calls > 0 && !progress.decreasing);
     CHECK(progress.last_done == 24 + 8 + 16 + 6 && progress.last_total == 24 + 8 + 16 + 6);
-    CHECK_RC(ckpt_npz_read(&back, path_plain, NULL), CKPT_OK);
+    CHECK_RC(ckpt_read(&back, path_plain, NULL), CKPT_OK);
     CHECK(back != NULL && same_collection(vars, back));
     ckpt_vars_free(back);
     back = NULL;
 
     /* Save (objax, deflate), read back with layout detection. */
-    CHECK_RC(ckpt_npz_options_init(&opts, CKPT_NPZ_OPTIONS_VERSION), CKPT_OK);
+    CHECK_RC(ckpt_options_init(&opts, CKPT_OPTIONS_VERSION), CKPT_OK);
     opts.layout = CKPT_LAYOUT_OBJAX;
     opts.compression = CKPT_DEFLATE;
     opts.level = 6;
-    CHECK_RC(ckpt_npz_save(path_objax, vars, &opts), CKPT_OK);
-    CHECK_RC(ckpt_npz_read(&back, path_objax, NULL), CKPT_OK);
+    CHECK_RC(ckpt_save(path_objax, vars, &opts), CKPT_OK);
+    CHECK_RC(ckpt_read(&back, path_objax, NULL), CKPT_OK);
     CHECK(back != NULL && same_collection(vars, back));
     ckpt_vars_free(back);
     back = NULL;
@@ -217,58 +217,58 @@ static void test_core_flow(void) {
     CHECK_RC(ckpt_vars_add(prefixed, "net.w", CKPT_FLOAT32, 2, shape23, weights, CKPT_COPY), CKPT_OK);
     CHECK_RC(ckpt_vars_add(prefixed, "net.step", CKPT_INT64, 0, NULL, &step, CKPT_COPY), CKPT_OK);
     CHECK_RC(ckpt_vars_add(prefixed, "unrelated", CKPT_UINT8, 0, NULL, NULL, CKPT_COPY), CKPT_OK);
-    CHECK_RC(ckpt_npz_save(path_prefixed, prefixed, NULL), CKPT_OK);
+    CHECK_RC(ckpt_save(path_prefixed, prefixed, NULL), CKPT_OK);
     CHECK_RC(ckpt_vars_new(&target), CKPT_OK);
     CHECK_RC(ckpt_vars_add(target, "w", CKPT_FLOAT32, 2, shape23, restored_w, CKPT_BORROW), CKPT_OK);
     CHECK_RC(ckpt_vars_add(target, "step", CKPT_INT64, 0, NULL, &restored_step, CKPT_BORROW), CKPT_OK);
 
-    CHECK_RC(ckpt_npz_restore(path_prefixed, target, NULL), CKPT_EMISMATCH);
+    CHECK_RC(ckpt_restore(path_prefixed, target, NULL), CKPT_EMISMATCH);
     CHECK_MESSAGE_HAS("'w'");
     CHECK_MESSAGE_HAS("'net.w'");
     CHECK(restored_step == 0);
 
-    CHECK_RC(ckpt_npz_options_init(&opts, CKPT_NPZ_OPTIONS_VERSION), CKPT_OK);
+    CHECK_RC(ckpt_options_init(&opts, CKPT_OPTIONS_VERSION), CKPT_OK);
     opts.rename = strip_net;
     opts.rename_payload = &renames;
     renames.fail_with = CKPT_EBUSY;
-    CHECK_RC(ckpt_npz_restore(path_prefixed, target, &opts), CKPT_EBUSY);
+    CHECK_RC(ckpt_restore(path_prefixed, target, &opts), CKPT_EBUSY);
     CHECK(restored_step == 0);
     renames.fail_with = 0;
     renames.calls = 0;
-    CHECK_RC(ckpt_npz_restore(path_prefixed, target, &opts), CKPT_OK);
+    CHECK_RC(ckpt_restore(path_prefixed, target, &opts), CKPT_OK);
     CHECK(renames.calls == 3);
     CHECK(restored_step == 1234);
     CHECK(memcmp(restored_w, weights, sizeof weights) == 0);
 
     /* Lazy access. */
-    CHECK_RC(ckpt_npz_open(&npz, path_objax, NULL), CKPT_OK);
-    CHECK(ckpt_npz_count(npz) == 4);
-    for (i = 0; i < ckpt_npz_count(npz) && i < 4; ++i) {
-        CHECK(strcmp(ckpt_npz_name(npz, i), ckpt_vars_name(vars, i)) == 0);
-        CHECK(ckpt_npz_dtype(npz, i) == ckpt_vars_dtype(vars, i));
-        CHECK(ckpt_npz_itemsize(npz, i) == ckpt_vars_itemsize(vars, i));
-        CHECK(ckpt_npz_ndim(npz, i) == ckpt_vars_ndim(vars, i));
-        CHECK(ckpt_npz_shape(npz, i) != NULL);
-        CHECK(ckpt_npz_nbytes(npz, i) == ckpt_vars_nbytes(vars, i));
+    CHECK_RC(ckpt_reader_open(&npz, path_objax, NULL), CKPT_OK);
+    CHECK(ckpt_reader_count(npz) == 4);
+    for (i = 0; i < ckpt_reader_count(npz) && i < 4; ++i) {
+        CHECK(strcmp(ckpt_reader_name(npz, i), ckpt_vars_name(vars, i)) == 0);
+        CHECK(ckpt_reader_dtype(npz, i) == ckpt_vars_dtype(vars, i));
+        CHECK(ckpt_reader_itemsize(npz, i) == ckpt_vars_itemsize(vars, i));
+        CHECK(ckpt_reader_ndim(npz, i) == ckpt_vars_ndim(vars, i));
+        CHECK(ckpt_reader_shape(npz, i) != NULL);
+        CHECK(ckpt_reader_nbytes(npz, i) == ckpt_vars_nbytes(vars, i));
         memset(buf, 0xEE, sizeof buf);
-        CHECK_RC(ckpt_npz_read_into(npz, i, buf, sizeof buf), CKPT_OK);
+        CHECK_RC(ckpt_reader_read_into(npz, i, buf, sizeof buf), CKPT_OK);
         CHECK(memcmp(buf, ckpt_vars_data(vars, i), ckpt_vars_nbytes(vars, i)) == 0);
     }
-    CHECK_RC(ckpt_npz_read_into(npz, 0, buf, 23), CKPT_EBUFS);
+    CHECK_RC(ckpt_reader_read_into(npz, 0, buf, 23), CKPT_EBUFS);
     CHECK_MESSAGE_HAS("dense/w");
-    CHECK_RC(ckpt_npz_read_into(npz, 4, buf, sizeof buf), CKPT_ENOTFOUND);
-    CHECK_RC(ckpt_npz_read_into(npz, 0, NULL, sizeof buf), CKPT_EINVAL);
-    CHECK(ckpt_npz_name(npz, 4) == NULL);
-    ckpt_npz_close(npz);
-    ckpt_npz_close(NULL);
+    CHECK_RC(ckpt_reader_read_into(npz, 4, buf, sizeof buf), CKPT_ENOTFOUND);
+    CHECK_RC(ckpt_reader_read_into(npz, 0, NULL, sizeof buf), CKPT_EINVAL);
+    CHECK(ckpt_reader_name(npz, 4) == NULL);
+    ckpt_reader_close(npz);
+    ckpt_reader_close(NULL);
 
     /* A missing file: CKPT_ENOTFOUND naming the path, *out NULL. */
     back = (ckpt_vars *)&renames;
-    CHECK_RC(ckpt_npz_read(&back, path_missing, NULL), CKPT_ENOTFOUND);
+    CHECK_RC(ckpt_read(&back, path_missing, NULL), CKPT_ENOTFOUND);
     CHECK(back == NULL);
     CHECK_MESSAGE_HAS(path_missing);
-    npz = (ckpt_npz *)&renames;
-    CHECK_RC(ckpt_npz_open(&npz, path_missing, NULL), CKPT_ENOTFOUND);
+    npz = (ckpt_reader *)&renames;
+    CHECK_RC(ckpt_reader_open(&npz, path_missing, NULL), CKPT_ENOTFOUND);
     CHECK(npz == NULL);
 
     ckpt_vars_free(target);

@@ -125,10 +125,10 @@ TEST_CASE("A renamer's words say why it refused a name", "[capi][errors][npz]") 
     const int64_t shape[1] = {2};
     const float w[2] = {1, 2};
     REQUIRE(ckpt_vars_add(vars.get(), "w", CKPT_FLOAT32, 1, shape, w, CKPT_COPY) == CKPT_OK);
-    REQUIRE(ckpt_npz_save(path.c_str(), vars.get(), nullptr) == CKPT_OK);
-    ckpt_npz_options o;
-    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+    REQUIRE(ckpt_save(path.c_str(), vars.get(), nullptr) == CKPT_OK);
+    ckpt_options o;
+    REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
     o.rename = refuse_with_words;
-    REQUIRE(ckpt_npz_restore(path.c_str(), vars.get(), &o) == CKPT_EINVAL);
+    REQUIRE(ckpt_restore(path.c_str(), vars.get(), &o) == CKPT_EINVAL);
     CHECK_THAT(ckpt_error_message(), Contains("the renamer refused 'w': no rule maps w"));
 }

@@ -44,33 +44,33 @@ using ckpt::testing::new_vars;
 using ckpt::testing::Npz;
 using ckpt::testing::Vars;
 
-Vars read_npz(const std::string& path, const ckpt_npz_options* opts = nullptr) {
+Vars read_npz(const std::string& path, const ckpt_options* opts = nullptr) {
     ckpt_vars* v = nullptr;
-    const int rc = ckpt_npz_read(&v, path.c_str(), opts);
+    const int rc = ckpt_read(&v, path.c_str(), opts);
     INFO(ckpt_error_message());
     REQUIRE(rc == CKPT_OK);
     REQUIRE(v != nullptr);
     return Vars(v);
 }
 
-Npz open_npz(const std::string& path, const ckpt_npz_options* opts = nullptr) {
-    ckpt_npz* n = nullptr;
-    const int rc = ckpt_npz_open(&n, path.c_str(), opts);
+Npz open_npz(const std::string& path, const ckpt_options* opts = nullptr) {
+    ckpt_reader* n = nullptr;
+    const int rc = ckpt_reader_open(&n, path.c_str(), opts);
     INFO(ckpt_error_message());
     REQUIRE(rc == CKPT_OK);
     REQUIRE(n != nullptr);
     return Npz(n);
 }
 
-void save_npz(const std::string& path, const ckpt_vars* vars, const ckpt_npz_options* opts = nullptr) {
-    const int rc = ckpt_npz_save(path.c_str(), vars, opts);
+void save_npz(const std::string& path, const ckpt_vars* vars, const ckpt_options* opts = nullptr) {
+    const int rc = ckpt_save(path.c_str(), vars, opts);
     INFO(ckpt_error_message());
     REQUIRE(rc == CKPT_OK);
 }
 
-ckpt_npz_options options(uint32_t layout = CKPT_LAYOUT_AUTO, uint32_t compression = CKPT_STORE) {
-    ckpt_npz_options o;
-    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+ckpt_options options(uint32_t layout = CKPT_LAYOUT_AUTO, uint32_t compression = CKPT_STORE) {
+    ckpt_options o;
+    REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
     o.layout = layout;
     o.compression = compression;
     return o;
@@ -270,14 +270,14 @@ TEST_CASE("ckpt_error_message is empty on a thread where no call has failed", "[
 TEST_CASE("ckpt_error_message is per thread", "[capi][errors]") {
     REQUIRE(ckpt_vars_new(nullptr) == CKPT_EINVAL);
     const std::string mine = message();
-    std::thread([] { (void)ckpt_npz_read(nullptr, "x", nullptr); }).join();  // fails on another thread
+    std::thread([] { (void)ckpt_read(nullptr, "x", nullptr); }).join();  // fails on another thread
     CHECK(message() == mine);
 }
 
 TEST_CASE("Successful calls leave ckpt_error_message unchanged", "[capi][errors]") {
     TempDir dir;
     ckpt_vars* none = nullptr;
-    REQUIRE(ckpt_npz_read(&none, dir.file("absent.npz").c_str(), nullptr) == CKPT_ENOTFOUND);
+    REQUIRE(ckpt_read(&none, dir.file("absent.npz").c_str(), nullptr) == CKPT_ENOTFOUND);
     const std::string before = message();
     REQUIRE_THAT(before, Contains("absent.npz"));
 
@@ -287,14 +287,14 @@ TEST_CASE("Successful calls leave ckpt_error_message unchanged", "[capi][errors]
     REQUIRE(ckpt_vars_add(vars.get(), "x", CKPT_FLOAT32, 1, shape, x, CKPT_COPY) == CKPT_OK);
     size_t index = 99;
     REQUIRE(ckpt_vars_find(vars.get(), "x", &index) == CKPT_OK);
-    ckpt_npz_options o;
-    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+    ckpt_options o;
+    REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
     save_npz(dir.file("a.npz"), vars.get(), &o);
     Vars back = read_npz(dir.file("a.npz"));
-    REQUIRE(ckpt_npz_restore(dir.file("a.npz").c_str(), vars.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_restore(dir.file("a.npz").c_str(), vars.get(), nullptr) == CKPT_OK);
     Npz npz = open_npz(dir.file("a.npz"));
     float y[2];
-    REQUIRE(ckpt_npz_read_into(npz.get(), 0, y, sizeof y) == CKPT_OK);
+    REQUIRE(ckpt_reader_read_into(npz.get(), 0, y, sizeof y) == CKPT_OK);
 
     CHECK(message() == before);
 }
@@ -493,7 +493,7 @@ TEST_CASE("ckpt_vars_find gives the position of a name", "[capi][vars]") {
     }
 }
 
-TEST_CASE("ckpt_npz_find gives the position of a name in an open file, of either layout", "[capi][npz]") {
+TEST_CASE("ckpt_reader_find gives the position of a name in an open file, of either layout", "[capi][npz]") {
     TempDir dir;
     Vars vars = new_vars();
     // More names than a guess would cover, in an order that is not sorted.
@@ -502,20 +502,20 @@ TEST_CASE("ckpt_npz_find gives the position of a name in an open file, of either
     for (const std::string& name : names)
         REQUIRE(ckpt_vars_add(vars.get(), name.c_str(), CKPT_INT8, 0, nullptr, nullptr, CKPT_COPY) == CKPT_OK);
     const uint32_t layout = GENERATE(CKPT_LAYOUT_PLAIN, CKPT_LAYOUT_OBJAX);
-    const ckpt_npz_options o = options(layout);
+    const ckpt_options o = options(layout);
     save_npz(dir.file("f.npz"), vars.get(), &o);
     Npz npz = open_npz(dir.file("f.npz"));
     size_t index = 99;
 
-    SECTION("every name gives the position ckpt_npz_name has it at, also from several threads at once") {
+    SECTION("every name gives the position ckpt_reader_name has it at, also from several threads at once") {
         std::vector<std::thread> threads;
         std::atomic<int> wrong{0};
         for (int t = 0; t < 4; ++t) {
             threads.emplace_back([&] {
                 for (size_t i = 0; i < names.size(); ++i) {
                     size_t at = 0;
-                    if (ckpt_npz_find(npz.get(), names[i].c_str(), &at) != CKPT_OK ||
-                        names[i] != ckpt_npz_name(npz.get(), at))
+                    if (ckpt_reader_find(npz.get(), names[i].c_str(), &at) != CKPT_OK ||
+                        names[i] != ckpt_reader_name(npz.get(), at))
                         ++wrong;
                 }
             });
@@ -524,16 +524,16 @@ TEST_CASE("ckpt_npz_find gives the position of a name in an open file, of either
         CHECK(wrong == 0);
     }
     SECTION("an absent name is CKPT_ENOTFOUND naming it and the file, and leaves *out_index alone") {
-        CHECK(ckpt_npz_find(npz.get(), "v1001", &index) == CKPT_ENOTFOUND);
+        CHECK(ckpt_reader_find(npz.get(), "v1001", &index) == CKPT_ENOTFOUND);
         CHECK_THAT(message(), Contains("f.npz: no array 'v1001'"));
         CHECK(index == 99);
-        CHECK(ckpt_npz_find(npz.get(), "", &index) == CKPT_ENOTFOUND);
-        CHECK(ckpt_npz_find(npz.get(), "names", &index) == CKPT_ENOTFOUND);  // objax's list of names is no array
+        CHECK(ckpt_reader_find(npz.get(), "", &index) == CKPT_ENOTFOUND);
+        CHECK(ckpt_reader_find(npz.get(), "names", &index) == CKPT_ENOTFOUND);  // objax's list of names is no array
     }
     SECTION("NULL arguments are CKPT_EINVAL") {
-        CHECK(ckpt_npz_find(nullptr, "v0", &index) == CKPT_EINVAL);
-        CHECK(ckpt_npz_find(npz.get(), nullptr, &index) == CKPT_EINVAL);
-        CHECK(ckpt_npz_find(npz.get(), "v0", nullptr) == CKPT_EINVAL);
+        CHECK(ckpt_reader_find(nullptr, "v0", &index) == CKPT_EINVAL);
+        CHECK(ckpt_reader_find(npz.get(), nullptr, &index) == CKPT_EINVAL);
+        CHECK(ckpt_reader_find(npz.get(), "v0", nullptr) == CKPT_EINVAL);
     }
 }
 
@@ -657,39 +657,39 @@ TEST_CASE("ckpt_vars_add refuses bad arguments with an exact code and a message 
 
 TEST_CASE("Failed constructors set *out to NULL", "[capi][vars][npz]") {
     TempDir dir;
-    SECTION("ckpt_npz_read") {
+    SECTION("ckpt_read") {
         ckpt_vars* out = reinterpret_cast<ckpt_vars*>(&dir);
-        CHECK(ckpt_npz_read(&out, dir.file("missing.npz").c_str(), nullptr) == CKPT_ENOTFOUND);
+        CHECK(ckpt_read(&out, dir.file("missing.npz").c_str(), nullptr) == CKPT_ENOTFOUND);
         CHECK(out == nullptr);
     }
-    SECTION("ckpt_npz_read_memory") {
+    SECTION("ckpt_read_memory") {
         ckpt_vars* out = reinterpret_cast<ckpt_vars*>(&dir);
         const char junk[] = "this is not a zip archive at all, not even close";
-        CHECK(ckpt_npz_read_memory(&out, junk, sizeof junk, nullptr) == CKPT_EFORMAT);
+        CHECK(ckpt_read_memory(&out, junk, sizeof junk, nullptr) == CKPT_EFORMAT);
         CHECK(out == nullptr);
     }
-    SECTION("ckpt_npz_open") {
-        ckpt_npz* out = reinterpret_cast<ckpt_npz*>(&dir);
-        CHECK(ckpt_npz_open(&out, dir.file("missing.npz").c_str(), nullptr) == CKPT_ENOTFOUND);
+    SECTION("ckpt_reader_open") {
+        ckpt_reader* out = reinterpret_cast<ckpt_reader*>(&dir);
+        CHECK(ckpt_reader_open(&out, dir.file("missing.npz").c_str(), nullptr) == CKPT_ENOTFOUND);
         CHECK(out == nullptr);
     }
     SECTION("a constructor with bad options") {
         Vars vars = new_vars();
         save_npz(dir.file("ok.npz"), vars.get());
-        ckpt_npz_options o = options(7);
+        ckpt_options o = options(7);
         ckpt_vars* out = reinterpret_cast<ckpt_vars*>(&dir);
-        CHECK(ckpt_npz_read(&out, dir.file("ok.npz").c_str(), &o) == CKPT_EINVAL);
+        CHECK(ckpt_read(&out, dir.file("ok.npz").c_str(), &o) == CKPT_EINVAL);
         CHECK(out == nullptr);
     }
 }
 
 // ------------------------------------------------------------------------------------------------ options
 
-TEST_CASE("ckpt_npz_options_init fills the current version's defaults", "[capi][options]") {
-    ckpt_npz_options o;
+TEST_CASE("ckpt_options_init fills the current version's defaults", "[capi][options]") {
+    ckpt_options o;
     std::memset(&o, 0xAB, sizeof o);
-    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
-    CHECK(o.version == CKPT_NPZ_OPTIONS_VERSION);
+    REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
+    CHECK(o.version == CKPT_OPTIONS_VERSION);
     CHECK(o.storage == nullptr);
     CHECK(o.layout == CKPT_LAYOUT_AUTO);
     CHECK(o.compression == CKPT_STORE);
@@ -702,9 +702,9 @@ TEST_CASE("ckpt_npz_options_init fills the current version's defaults", "[capi][
 }
 
 TEST_CASE("A version 1 options struct (built against an older header) is filled and accepted", "[capi][options]") {
-    ckpt_npz_options o;
+    ckpt_options o;
     std::memset(&o, 0xAB, sizeof o);
-    REQUIRE(ckpt_npz_options_init(&o, 1) == CKPT_OK);
+    REQUIRE(ckpt_options_init(&o, 1) == CKPT_OK);
     CHECK(o.version == 1);
     CHECK(o.progress_payload == nullptr);
     // Fields of later versions are not the caller's memory in a version 1 struct: left untouched, and ignored.
@@ -715,14 +715,14 @@ TEST_CASE("A version 1 options struct (built against an older header) is filled 
     Vars vars = new_vars();
     const int64_t shape[1] = {2};
     REQUIRE(ckpt_vars_add(vars.get(), "a", CKPT_INT16, 1, shape, nullptr, CKPT_COPY) == CKPT_OK);
-    CHECK(ckpt_npz_save(dir.file("v1.npz").c_str(), vars.get(), &o) == CKPT_OK);
+    CHECK(ckpt_save(dir.file("v1.npz").c_str(), vars.get(), &o) == CKPT_OK);
     CHECK(dir.entries() == std::vector<std::string>{"v1.npz"});
 }
 
 TEST_CASE("A version 2 options struct is accepted and its missing limits are the defaults", "[capi][options]") {
-    ckpt_npz_options o;
+    ckpt_options o;
     std::memset(&o, 0xAB, sizeof o);
-    REQUIRE(ckpt_npz_options_init(&o, 2) == CKPT_OK);
+    REQUIRE(ckpt_options_init(&o, 2) == CKPT_OK);
     CHECK(o.version == 2);
     CHECK(o.storage == nullptr);
     unsigned char limit_bytes[sizeof o.max_members];
@@ -732,9 +732,9 @@ TEST_CASE("A version 2 options struct is accepted and its missing limits are the
     Vars vars = new_vars();
     const int64_t shape[1] = {2};
     REQUIRE(ckpt_vars_add(vars.get(), "a", CKPT_INT16, 1, shape, nullptr, CKPT_COPY) == CKPT_OK);
-    CHECK(ckpt_npz_save(dir.file("v2.npz").c_str(), vars.get(), &o) == CKPT_OK);
+    CHECK(ckpt_save(dir.file("v2.npz").c_str(), vars.get(), &o) == CKPT_OK);
     ckpt_vars* out = nullptr;
-    CHECK(ckpt_npz_read(&out, dir.file("v2.npz").c_str(), &o) == CKPT_OK);
+    CHECK(ckpt_read(&out, dir.file("v2.npz").c_str(), &o) == CKPT_OK);
     ckpt_vars_free(out);
 }
 
@@ -746,37 +746,37 @@ TEST_CASE("Reading limits: member count, total array bytes and header bytes are 
         REQUIRE(ckpt_vars_add(vars.get(), name, CKPT_FLOAT64, 1, shape, nullptr, CKPT_COPY) == CKPT_OK);
     const std::string path = dir.file("three.npz");
     save_npz(path, vars.get());
-    ckpt_npz_options o = options();
+    ckpt_options o = options();
     ckpt_vars* out = nullptr;
 
     o.max_members = 3;
     o.max_total_bytes = 2400;
-    REQUIRE(ckpt_npz_read(&out, path.c_str(), &o) == CKPT_OK);  // limits are inclusive
+    REQUIRE(ckpt_read(&out, path.c_str(), &o) == CKPT_OK);  // limits are inclusive
     ckpt_vars_free(out);
     out = nullptr;
 
     SECTION("max_members") {
         o.max_members = 2;
-        CHECK(ckpt_npz_read(&out, path.c_str(), &o) == CKPT_EFORMAT);
+        CHECK(ckpt_read(&out, path.c_str(), &o) == CKPT_EFORMAT);
         CHECK_THAT(message(), Contains(path) && Contains("lists 3 members") && Contains("max_members"));
     }
     SECTION("max_total_bytes") {
         o.max_total_bytes = 2399;
-        CHECK(ckpt_npz_restore(path.c_str(), vars.get(), &o) == CKPT_EFORMAT);
+        CHECK(ckpt_restore(path.c_str(), vars.get(), &o) == CKPT_EFORMAT);
         CHECK_THAT(message(), Contains(path) && Contains("2400 bytes") && Contains("max_total_bytes"));
     }
     SECTION("max_header_bytes") {
         o.max_header_bytes = 100;  // numpy's headers here are 118 bytes after the preamble
-        CHECK(ckpt_npz_read(&out, path.c_str(), &o) == CKPT_EFORMAT);
+        CHECK(ckpt_read(&out, path.c_str(), &o) == CKPT_EFORMAT);
         CHECK_THAT(message(), Contains(path) && Contains("max_header_bytes"));
     }
     CHECK(out == nullptr);
 }
 
-TEST_CASE("CKPT_NPZ_OPTIONS_INIT gives the same defaults as ckpt_npz_options_init", "[capi][options]") {
+TEST_CASE("CKPT_OPTIONS_INIT gives the same defaults as ckpt_options_init", "[capi][options]") {
     // Compiled with -Wall -Wextra -Werror: the macro must spell out every field (-Wmissing-field-initializers).
-    const ckpt_npz_options m = CKPT_NPZ_OPTIONS_INIT;
-    const ckpt_npz_options f = options();
+    const ckpt_options m = CKPT_OPTIONS_INIT;
+    const ckpt_options f = options();
     CHECK(m.version == f.version);
     CHECK(m.layout == f.layout);
     CHECK(m.compression == f.compression);
@@ -786,13 +786,13 @@ TEST_CASE("CKPT_NPZ_OPTIONS_INIT gives the same defaults as ckpt_npz_options_ini
     CHECK(m.progress == f.progress);
 }
 
-TEST_CASE("ckpt_npz_options_init refuses unknown versions and NULL", "[capi][options]") {
-    ckpt_npz_options o;
-    CHECK(ckpt_npz_options_init(&o, 0) == CKPT_EINVAL);
+TEST_CASE("ckpt_options_init refuses unknown versions and NULL", "[capi][options]") {
+    ckpt_options o;
+    CHECK(ckpt_options_init(&o, 0) == CKPT_EINVAL);
     CHECK_THAT(message(), Contains("0"));
-    CHECK(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION + 1) == CKPT_EINVAL);
-    CHECK_THAT(message(), Contains(std::to_string(CKPT_NPZ_OPTIONS_VERSION + 1)));
-    CHECK(ckpt_npz_options_init(nullptr, CKPT_NPZ_OPTIONS_VERSION) == CKPT_EINVAL);
+    CHECK(ckpt_options_init(&o, CKPT_OPTIONS_VERSION + 1) == CKPT_EINVAL);
+    CHECK_THAT(message(), Contains(std::to_string(CKPT_OPTIONS_VERSION + 1)));
+    CHECK(ckpt_options_init(nullptr, CKPT_OPTIONS_VERSION) == CKPT_EINVAL);
 }
 
 TEST_CASE("Options with a bad version, layout, compression or level are CKPT_EINVAL", "[capi][options]") {
@@ -801,10 +801,10 @@ TEST_CASE("Options with a bad version, layout, compression or level are CKPT_EIN
     const int64_t shape[1] = {2};
     REQUIRE(ckpt_vars_add(vars.get(), "a", CKPT_INT16, 1, shape, nullptr, CKPT_COPY) == CKPT_OK);
     save_npz(dir.file("existing.npz"), vars.get());
-    ckpt_npz_options o = options();
+    ckpt_options o = options();
 
     SECTION("version 0") { o.version = 0; }
-    SECTION("a version newer than the library's") { o.version = CKPT_NPZ_OPTIONS_VERSION + 1; }
+    SECTION("a version newer than the library's") { o.version = CKPT_OPTIONS_VERSION + 1; }
     SECTION("layout 3") { o.layout = 3; }
     SECTION("compression 2") { o.compression = 2; }
     SECTION("level 10") {
@@ -816,14 +816,14 @@ TEST_CASE("Options with a bad version, layout, compression or level are CKPT_EIN
         o.level = -1;
     }
 
-    CHECK(ckpt_npz_save(dir.file("new.npz").c_str(), vars.get(), &o) == CKPT_EINVAL);
+    CHECK(ckpt_save(dir.file("new.npz").c_str(), vars.get(), &o) == CKPT_EINVAL);
     CHECK(dir.entries() == std::vector<std::string>{"existing.npz"});
     ckpt_vars* out = nullptr;
-    CHECK(ckpt_npz_read(&out, dir.file("existing.npz").c_str(), &o) == CKPT_EINVAL);
+    CHECK(ckpt_read(&out, dir.file("existing.npz").c_str(), &o) == CKPT_EINVAL);
     CHECK(out == nullptr);
-    CHECK(ckpt_npz_restore(dir.file("existing.npz").c_str(), vars.get(), &o) == CKPT_EINVAL);
-    ckpt_npz* npz = nullptr;
-    CHECK(ckpt_npz_open(&npz, dir.file("existing.npz").c_str(), &o) == CKPT_EINVAL);
+    CHECK(ckpt_restore(dir.file("existing.npz").c_str(), vars.get(), &o) == CKPT_EINVAL);
+    ckpt_reader* npz = nullptr;
+    CHECK(ckpt_reader_open(&npz, dir.file("existing.npz").c_str(), &o) == CKPT_EINVAL);
     CHECK(npz == nullptr);
 }
 
@@ -833,7 +833,7 @@ TEST_CASE("Deflate levels 1 to 9 and 0 (zlib's default) are accepted", "[capi][o
     add_every_dtype(vars.get());
     for (int32_t level = 0; level <= 9; ++level) {
         CAPTURE(level);
-        ckpt_npz_options o = options(CKPT_LAYOUT_AUTO, CKPT_DEFLATE);
+        ckpt_options o = options(CKPT_LAYOUT_AUTO, CKPT_DEFLATE);
         o.level = level;
         save_npz(dir.file("l.npz"), vars.get(), &o);
         require_same(vars.get(), read_npz(dir.file("l.npz")).get());
@@ -845,30 +845,30 @@ TEST_CASE("NULL arguments to the npz functions are CKPT_EINVAL", "[capi][npz]") 
     Vars vars = new_vars();
     save_npz(dir.file("e.npz"), vars.get());
     ckpt_vars* out = nullptr;
-    ckpt_npz* npz = nullptr;
-    CHECK(ckpt_npz_save(nullptr, vars.get(), nullptr) == CKPT_EINVAL);
-    CHECK(ckpt_npz_save(dir.file("x.npz").c_str(), nullptr, nullptr) == CKPT_EINVAL);
-    CHECK(ckpt_npz_read(nullptr, dir.file("e.npz").c_str(), nullptr) == CKPT_EINVAL);
-    CHECK(ckpt_npz_read(&out, nullptr, nullptr) == CKPT_EINVAL);
-    CHECK(ckpt_npz_read_memory(nullptr, "x", 1, nullptr) == CKPT_EINVAL);
-    CHECK(ckpt_npz_read_memory(&out, nullptr, 10, nullptr) == CKPT_EINVAL);
-    CHECK(ckpt_npz_restore(nullptr, vars.get(), nullptr) == CKPT_EINVAL);
-    CHECK(ckpt_npz_restore(dir.file("e.npz").c_str(), nullptr, nullptr) == CKPT_EINVAL);
-    CHECK(ckpt_npz_open(nullptr, dir.file("e.npz").c_str(), nullptr) == CKPT_EINVAL);
-    CHECK(ckpt_npz_open(&npz, nullptr, nullptr) == CKPT_EINVAL);
+    ckpt_reader* npz = nullptr;
+    CHECK(ckpt_save(nullptr, vars.get(), nullptr) == CKPT_EINVAL);
+    CHECK(ckpt_save(dir.file("x.npz").c_str(), nullptr, nullptr) == CKPT_EINVAL);
+    CHECK(ckpt_read(nullptr, dir.file("e.npz").c_str(), nullptr) == CKPT_EINVAL);
+    CHECK(ckpt_read(&out, nullptr, nullptr) == CKPT_EINVAL);
+    CHECK(ckpt_read_memory(nullptr, "x", 1, nullptr) == CKPT_EINVAL);
+    CHECK(ckpt_read_memory(&out, nullptr, 10, nullptr) == CKPT_EINVAL);
+    CHECK(ckpt_restore(nullptr, vars.get(), nullptr) == CKPT_EINVAL);
+    CHECK(ckpt_restore(dir.file("e.npz").c_str(), nullptr, nullptr) == CKPT_EINVAL);
+    CHECK(ckpt_reader_open(nullptr, dir.file("e.npz").c_str(), nullptr) == CKPT_EINVAL);
+    CHECK(ckpt_reader_open(&npz, nullptr, nullptr) == CKPT_EINVAL);
     CHECK(dir.entries() == std::vector<std::string>{"e.npz"});
 }
 
 // ------------------------------------------------------------------------------------------- round trips
 
-TEST_CASE("Every dtype survives ckpt_npz_save and ckpt_npz_read", "[capi][npz]") {
+TEST_CASE("Every dtype survives ckpt_save and ckpt_read", "[capi][npz]") {
     const uint32_t layout = GENERATE(CKPT_LAYOUT_AUTO, CKPT_LAYOUT_PLAIN, CKPT_LAYOUT_OBJAX);
     const uint32_t compression = GENERATE(CKPT_STORE, CKPT_DEFLATE);
     CAPTURE(layout, compression);
     TempDir dir;
     Vars vars = new_vars();
     add_every_dtype(vars.get());
-    const ckpt_npz_options o = options(layout, compression);
+    const ckpt_options o = options(layout, compression);
 
     save_npz(dir.file("all.npz"), vars.get(), &o);
 
@@ -890,7 +890,7 @@ TEST_CASE("0-d and empty arrays survive a save and read", "[capi][npz]") {
     REQUIRE(ckpt_vars_add(vars.get(), "empty3", CKPT_COMPLEX128, 3, empty3, nullptr, CKPT_BORROW) == CKPT_OK);
     REQUIRE(ckpt_vars_add_strings(vars.get(), "noword", CKPT_UNICODE, 8, 1, empty1, nullptr, CKPT_COPY) == CKPT_OK);
     REQUIRE(ckpt_vars_add_strings(vars.get(), "word", CKPT_BYTES, 4, 0, nullptr, letter, CKPT_COPY) == CKPT_OK);
-    const ckpt_npz_options o = options(layout, compression);
+    const ckpt_options o = options(layout, compression);
 
     save_npz(dir.file("edge.npz"), vars.get(), &o);
 
@@ -905,12 +905,12 @@ TEST_CASE("An empty collection saves as a valid empty archive", "[capi][npz]") {
     CAPTURE(layout);
     TempDir dir;
     Vars vars = new_vars();
-    const ckpt_npz_options o = options(layout);
+    const ckpt_options o = options(layout);
 
     save_npz(dir.file("empty.npz"), vars.get(), &o);
 
     CHECK(ckpt_vars_count(read_npz(dir.file("empty.npz")).get()) == 0);
-    CHECK(ckpt_npz_count(open_npz(dir.file("empty.npz")).get()) == 0);
+    CHECK(ckpt_reader_count(open_npz(dir.file("empty.npz")).get()) == 0);
 }
 
 TEST_CASE("Unicode names and names containing '/' survive a save and read", "[capi][npz]") {
@@ -927,7 +927,7 @@ TEST_CASE("Unicode names and names containing '/' survive a save and read", "[ca
         const int64_t shape[1] = {3};
         REQUIRE(ckpt_vars_add(vars.get(), name, CKPT_UINT32, 1, shape, data.data(), CKPT_COPY) == CKPT_OK);
     }
-    const ckpt_npz_options o = options(layout, compression);
+    const ckpt_options o = options(layout, compression);
 
     save_npz(dir.file("names.npz"), vars.get(), &o);
 
@@ -948,7 +948,7 @@ TEST_CASE("1000 small arrays survive in insertion order", "[capi][npz]") {
         REQUIRE(ckpt_vars_add(vars.get(), expected.back().c_str(), CKPT_INT16, 1, shape, data.data(), CKPT_COPY) ==
                 CKPT_OK);
     }
-    const ckpt_npz_options o = options(layout);
+    const ckpt_options o = options(layout);
 
     save_npz(dir.file("many.npz"), vars.get(), &o);
 
@@ -965,7 +965,7 @@ TEST_CASE("Reading detects or obeys the layout", "[capi][npz]") {
     REQUIRE(ckpt_vars_add(vars.get(), "zeta", CKPT_INT32, 1, shape, a, CKPT_COPY) == CKPT_OK);
     REQUIRE(ckpt_vars_add(vars.get(), "alpha/\xc3\xa9", CKPT_INT32, 1, shape, b, CKPT_COPY) == CKPT_OK);
     REQUIRE(ckpt_vars_add(vars.get(), "mid", CKPT_INT32, 1, shape, c, CKPT_COPY) == CKPT_OK);
-    const ckpt_npz_options objax = options(CKPT_LAYOUT_OBJAX);
+    const ckpt_options objax = options(CKPT_LAYOUT_OBJAX);
     save_npz(dir.file("objax.npz"), vars.get(), &objax);
     save_npz(dir.file("plain.npz"), vars.get());
 
@@ -976,7 +976,7 @@ TEST_CASE("Reading detects or obeys the layout", "[capi][npz]") {
         require_same(vars.get(), read_npz(dir.file("plain.npz")).get());
     }
     SECTION("PLAIN on an objax file gives 'names', '0', '1', ... as stored") {
-        const ckpt_npz_options plain = options(CKPT_LAYOUT_PLAIN);
+        const ckpt_options plain = options(CKPT_LAYOUT_PLAIN);
         Vars back = read_npz(dir.file("objax.npz"), &plain);
         CHECK(names_of(back.get()) == std::vector<std::string>{"names", "0", "1", "2"});
         CHECK(ckpt_vars_dtype(back.get(), 0) == CKPT_UNICODE);
@@ -990,7 +990,7 @@ TEST_CASE("Reading detects or obeys the layout", "[capi][npz]") {
     }
     SECTION("OBJAX on a plain file is CKPT_EFORMAT naming the file") {
         ckpt_vars* out = nullptr;
-        CHECK(ckpt_npz_read(&out, dir.file("plain.npz").c_str(), &objax) == CKPT_EFORMAT);
+        CHECK(ckpt_read(&out, dir.file("plain.npz").c_str(), &objax) == CKPT_EFORMAT);
         CHECK(out == nullptr);
         CHECK_THAT(message(), Contains("plain.npz"));
     }
@@ -999,19 +999,19 @@ TEST_CASE("Reading detects or obeys the layout", "[capi][npz]") {
     }
 }
 
-TEST_CASE("ckpt_npz_read_memory reads a saved file's bytes as ckpt_npz_read reads the file", "[capi][npz]") {
+TEST_CASE("ckpt_read_memory reads a saved file's bytes as ckpt_read reads the file", "[capi][npz]") {
     const uint32_t layout = GENERATE(CKPT_LAYOUT_PLAIN, CKPT_LAYOUT_OBJAX);
     const uint32_t compression = GENERATE(CKPT_STORE, CKPT_DEFLATE);
     CAPTURE(layout, compression);
     TempDir dir;
     Vars vars = new_vars();
     add_every_dtype(vars.get());
-    const ckpt_npz_options o = options(layout, compression);
+    const ckpt_options o = options(layout, compression);
     save_npz(dir.file("m.npz"), vars.get(), &o);
     std::vector<unsigned char> bytes = file_bytes(dir.file("m.npz"));
 
     ckpt_vars* out = nullptr;
-    REQUIRE(ckpt_npz_read_memory(&out, bytes.data(), bytes.size(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_read_memory(&out, bytes.data(), bytes.size(), nullptr) == CKPT_OK);
     Vars from_memory(out);
     std::fill(bytes.begin(), bytes.end(), 0);  // `bytes` is not retained
 
@@ -1019,12 +1019,12 @@ TEST_CASE("ckpt_npz_read_memory reads a saved file's bytes as ckpt_npz_read read
     require_same(vars.get(), from_memory.get());
 }
 
-TEST_CASE("ckpt_npz_read_memory names the data '<memory>' in messages", "[capi][npz]") {
+TEST_CASE("ckpt_read_memory names the data '<memory>' in messages", "[capi][npz]") {
     const char junk[64] = "PK not really";
     ckpt_vars* out = nullptr;
-    CHECK(ckpt_npz_read_memory(&out, junk, sizeof junk, nullptr) == CKPT_EFORMAT);
+    CHECK(ckpt_read_memory(&out, junk, sizeof junk, nullptr) == CKPT_EFORMAT);
     CHECK_THAT(message(), Contains("<memory>"));
-    CHECK(ckpt_npz_read_memory(&out, junk, 0, nullptr) == CKPT_EFORMAT);
+    CHECK(ckpt_read_memory(&out, junk, 0, nullptr) == CKPT_EFORMAT);
     CHECK(out == nullptr);
 }
 
@@ -1033,11 +1033,11 @@ TEST_CASE("max_header_bytes below a member's npy header is CKPT_EFORMAT naming t
     Vars vars = new_vars();
     REQUIRE(ckpt_vars_add(vars.get(), "w", CKPT_FLOAT32, 0, nullptr, nullptr, CKPT_COPY) == CKPT_OK);
     save_npz(dir.file("h.npz"), vars.get());
-    ckpt_npz_options o = options();
+    ckpt_options o = options();
 
     o.max_header_bytes = 16;
     ckpt_vars* out = nullptr;
-    CHECK(ckpt_npz_read(&out, dir.file("h.npz").c_str(), &o) == CKPT_EFORMAT);
+    CHECK(ckpt_read(&out, dir.file("h.npz").c_str(), &o) == CKPT_EFORMAT);
     CHECK_THAT(message(), Contains("h.npz") && Contains("w.npy"));
     CHECK(out == nullptr);
 
@@ -1058,14 +1058,14 @@ TEST_CASE("Different handles may be used from different threads at once", "[capi
                 ckpt_vars* back = nullptr;
                 const std::vector<unsigned char> data = pattern(4096, static_cast<unsigned>(t * 100 + round));
                 const int64_t shape[1] = {1024};
-                ckpt_npz_options o;
-                ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION);
+                ckpt_options o;
+                ckpt_options_init(&o, CKPT_OPTIONS_VERSION);
                 o.layout = round % 2 == 0 ? CKPT_LAYOUT_PLAIN : CKPT_LAYOUT_OBJAX;
                 o.compression = round % 3 == 0 ? CKPT_DEFLATE : CKPT_STORE;
                 if (ckpt_vars_new(&vars) != CKPT_OK ||
                     ckpt_vars_add(vars, "x", CKPT_FLOAT32, 1, shape, data.data(), CKPT_COPY) != CKPT_OK ||
-                    ckpt_npz_save(path.c_str(), vars, &o) != CKPT_OK ||
-                    ckpt_npz_read(&back, path.c_str(), nullptr) != CKPT_OK || ckpt_vars_nbytes(back, 0) != 4096 ||
+                    ckpt_save(path.c_str(), vars, &o) != CKPT_OK ||
+                    ckpt_read(&back, path.c_str(), nullptr) != CKPT_OK || ckpt_vars_nbytes(back, 0) != 4096 ||
                     std::memcmp(ckpt_vars_data(back, 0), data.data(), 4096) != 0)
                     ++failures[static_cast<size_t>(t)];
                 // A failure on this thread leaves its own message.
@@ -1084,7 +1084,7 @@ TEST_CASE("Different handles may be used from different threads at once", "[capi
 
 // ------------------------------------------------------------------------------------------- atomic save
 
-TEST_CASE("ckpt_npz_save replaces the target atomically", "[capi][npz][atomic]") {
+TEST_CASE("ckpt_save replaces the target atomically", "[capi][npz][atomic]") {
     TempDir dir;
     Vars first = new_vars();
     Vars second = new_vars();
@@ -1107,14 +1107,14 @@ TEST_CASE("ckpt_npz_save replaces the target atomically", "[capi][npz][atomic]")
     }
     SECTION("saving into a missing directory is CKPT_ENOTFOUND and creates nothing") {
         const std::string missing = dir.file("no/such/dir/model.npz");
-        CHECK(ckpt_npz_save(missing.c_str(), first.get(), nullptr) == CKPT_ENOTFOUND);
+        CHECK(ckpt_save(missing.c_str(), first.get(), nullptr) == CKPT_ENOTFOUND);
         CHECK_THAT(message(), Contains(missing));
         CHECK(dir.entries().empty());
     }
     SECTION("saving where the target is a directory fails and leaves the directory untouched") {
         fs::create_directory(path);
         { std::ofstream(path + "/inside.txt") << "keep me"; }
-        CHECK(ckpt_npz_save(path.c_str(), first.get(), nullptr) == CKPT_EIO);
+        CHECK(ckpt_save(path.c_str(), first.get(), nullptr) == CKPT_EIO);
         CHECK_THAT(message(), Contains(path));
         CHECK(fs::is_directory(path));
         CHECK(TempDir::list(path) == std::vector<std::string>{"inside.txt"});
@@ -1128,7 +1128,7 @@ TEST_CASE("ckpt_npz_save replaces the target atomically", "[capi][npz][atomic]")
         const std::string result = ckpt::testing::in_child([&]() -> std::string {
             if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0))
                 return std::string("FAIL: cannot give up root: ") + std::strerror(errno);
-            const int rc = ckpt_npz_save(path.c_str(), second.get(), nullptr);
+            const int rc = ckpt_save(path.c_str(), second.get(), nullptr);
             if (rc != CKPT_EIO) return "FAIL: code " + std::to_string(rc) + ": " + message();
             if (message().find(path) == std::string::npos)
                 return "FAIL: the message does not name the file: " + message();
@@ -1142,44 +1142,44 @@ TEST_CASE("ckpt_npz_save replaces the target atomically", "[capi][npz][atomic]")
     SECTION("a failed save with bad options leaves the previous file") {
         save_npz(path, first.get());
         const std::vector<unsigned char> before = file_bytes(path);
-        ckpt_npz_options o = options();
+        ckpt_options o = options();
         o.level = 42;
-        CHECK(ckpt_npz_save(path.c_str(), second.get(), &o) == CKPT_EINVAL);
+        CHECK(ckpt_save(path.c_str(), second.get(), &o) == CKPT_EINVAL);
         CHECK(file_bytes(path) == before);
         CHECK(dir.entries() == std::vector<std::string>{"model.npz"});
     }
 }
 
-TEST_CASE("ckpt_npz_read of a missing file is CKPT_ENOTFOUND naming the path", "[capi][npz]") {
+TEST_CASE("ckpt_read of a missing file is CKPT_ENOTFOUND naming the path", "[capi][npz]") {
     TempDir dir;
     const std::string path = dir.file("nothing-here.npz");
     ckpt_vars* out = nullptr;
-    CHECK(ckpt_npz_read(&out, path.c_str(), nullptr) == CKPT_ENOTFOUND);
+    CHECK(ckpt_read(&out, path.c_str(), nullptr) == CKPT_ENOTFOUND);
     CHECK_THAT(message(), Contains(path));
     Vars vars = new_vars();
-    CHECK(ckpt_npz_restore(path.c_str(), vars.get(), nullptr) == CKPT_ENOTFOUND);
+    CHECK(ckpt_restore(path.c_str(), vars.get(), nullptr) == CKPT_ENOTFOUND);
     CHECK_THAT(message(), Contains(path));
-    ckpt_npz* npz = nullptr;
-    CHECK(ckpt_npz_open(&npz, path.c_str(), nullptr) == CKPT_ENOTFOUND);
+    ckpt_reader* npz = nullptr;
+    CHECK(ckpt_reader_open(&npz, path.c_str(), nullptr) == CKPT_ENOTFOUND);
     CHECK_THAT(message(), Contains(path));
 }
 
-TEST_CASE("ckpt_npz_read of a directory is CKPT_EINVAL naming the path", "[capi][npz]") {
+TEST_CASE("ckpt_read of a directory is CKPT_EINVAL naming the path", "[capi][npz]") {
     TempDir dir;
     ckpt_vars* out = nullptr;
-    CHECK(ckpt_npz_read(&out, dir.path().c_str(), nullptr) == CKPT_EINVAL);
+    CHECK(ckpt_read(&out, dir.path().c_str(), nullptr) == CKPT_EINVAL);
     CHECK_THAT(message(), Contains(dir.path()));
     CHECK(out == nullptr);
 }
 
-TEST_CASE("ckpt_npz_read of an empty or non-zip file is CKPT_EFORMAT", "[capi][npz]") {
+TEST_CASE("ckpt_read of an empty or non-zip file is CKPT_EFORMAT", "[capi][npz]") {
     TempDir dir;
     { std::ofstream(dir.file("empty.npz")); }
     { std::ofstream(dir.file("text.npz")) << "hello, this is not a zip file at all\n"; }
     ckpt_vars* out = nullptr;
-    CHECK(ckpt_npz_read(&out, dir.file("empty.npz").c_str(), nullptr) == CKPT_EFORMAT);
+    CHECK(ckpt_read(&out, dir.file("empty.npz").c_str(), nullptr) == CKPT_EFORMAT);
     CHECK_THAT(message(), Contains("empty.npz"));
-    CHECK(ckpt_npz_read(&out, dir.file("text.npz").c_str(), nullptr) == CKPT_EFORMAT);
+    CHECK(ckpt_read(&out, dir.file("text.npz").c_str(), nullptr) == CKPT_EFORMAT);
     CHECK_THAT(message(), Contains("text.npz"));
 }
 
@@ -1204,14 +1204,14 @@ struct RestoreFixture {
         REQUIRE(ckpt_vars_add(disk.get(), (p + "b").c_str(), CKPT_INT64, 1, sb, b, CKPT_COPY) == CKPT_OK);
         REQUIRE(ckpt_vars_add_strings(disk.get(), (p + "s").c_str(), CKPT_UNICODE, 8, 1, ss, s, CKPT_COPY) == CKPT_OK);
         REQUIRE(ckpt_vars_add(disk.get(), (p + "extra").c_str(), CKPT_UINT8, 1, se, extra, CKPT_COPY) == CKPT_OK);
-        const ckpt_npz_options o = options(layout);
+        const ckpt_options o = options(layout);
         save_npz(path, disk.get(), &o);
     }
 };
 
 }  // namespace
 
-TEST_CASE("ckpt_npz_restore fills an existing collection from the file", "[capi][restore]") {
+TEST_CASE("ckpt_restore fills an existing collection from the file", "[capi][restore]") {
     RestoreFixture f;
     const uint32_t layout = GENERATE(CKPT_LAYOUT_PLAIN, CKPT_LAYOUT_OBJAX);
     CAPTURE(layout);
@@ -1223,7 +1223,7 @@ TEST_CASE("ckpt_npz_restore fills an existing collection from the file", "[capi]
     REQUIRE(ckpt_vars_add(vars.get(), "w", CKPT_FLOAT32, 2, sw, w, CKPT_BORROW) == CKPT_OK);
     REQUIRE(ckpt_vars_add_strings(vars.get(), "s", CKPT_UNICODE, 8, 1, ss, nullptr, CKPT_COPY) == CKPT_OK);
 
-    const int rc = ckpt_npz_restore(f.path.c_str(), vars.get(), nullptr);
+    const int rc = ckpt_restore(f.path.c_str(), vars.get(), nullptr);
     INFO(message());
     REQUIRE(rc == CKPT_OK);
 
@@ -1242,7 +1242,7 @@ TEST_CASE("ckpt_npz_restore fills an existing collection from the file", "[capi]
     }
 }
 
-TEST_CASE("ckpt_npz_restore fills 0-d and empty variables", "[capi][restore]") {
+TEST_CASE("ckpt_restore fills 0-d and empty variables", "[capi][restore]") {
     TempDir dir;
     Vars disk = new_vars();
     const int64_t empty[2] = {0, 5};
@@ -1255,20 +1255,20 @@ TEST_CASE("ckpt_npz_restore fills 0-d and empty variables", "[capi][restore]") {
     REQUIRE(ckpt_vars_add(vars.get(), "e", CKPT_FLOAT32, 2, empty, nullptr, CKPT_BORROW) == CKPT_OK);
     REQUIRE(ckpt_vars_add(vars.get(), "s", CKPT_UINT16, 0, nullptr, &target, CKPT_BORROW) == CKPT_OK);
 
-    CHECK(ckpt_npz_restore(dir.file("r.npz").c_str(), vars.get(), nullptr) == CKPT_OK);
+    CHECK(ckpt_restore(dir.file("r.npz").c_str(), vars.get(), nullptr) == CKPT_OK);
 
     CHECK(target == 65535);
 }
 
-TEST_CASE("ckpt_npz_restore of an empty collection succeeds and reads nothing", "[capi][restore]") {
+TEST_CASE("ckpt_restore of an empty collection succeeds and reads nothing", "[capi][restore]") {
     RestoreFixture f;
     f.save();
     Vars vars = new_vars();
-    CHECK(ckpt_npz_restore(f.path.c_str(), vars.get(), nullptr) == CKPT_OK);
+    CHECK(ckpt_restore(f.path.c_str(), vars.get(), nullptr) == CKPT_OK);
     CHECK(ckpt_vars_count(vars.get()) == 0);
 }
 
-TEST_CASE("ckpt_npz_restore reports every mismatch in one message and changes nothing", "[capi][restore]") {
+TEST_CASE("ckpt_restore reports every mismatch in one message and changes nothing", "[capi][restore]") {
     RestoreFixture f;
     f.save();
     Vars vars = new_vars();
@@ -1279,7 +1279,7 @@ TEST_CASE("ckpt_npz_restore reports every mismatch in one message and changes no
     REQUIRE(ckpt_vars_add(vars.get(), "missing_one", CKPT_INT8, 0, nullptr, nullptr, CKPT_COPY) == CKPT_OK);
 
     SECTION("a missing variable is named, and so is every unused name on disk") {
-        CHECK(ckpt_npz_restore(f.path.c_str(), vars.get(), nullptr) == CKPT_EMISMATCH);
+        CHECK(ckpt_restore(f.path.c_str(), vars.get(), nullptr) == CKPT_EMISMATCH);
         const std::string m = message();
         CHECK_THAT(m, Contains(f.path));
         CHECK_THAT(m, Contains("'missing_one'"));
@@ -1289,17 +1289,17 @@ TEST_CASE("ckpt_npz_restore reports every mismatch in one message and changes no
     }
     SECTION("a dtype difference is reported with both dtypes") {
         REQUIRE(ckpt_vars_add(vars.get(), "w", CKPT_FLOAT64, 2, s23, nullptr, CKPT_COPY) == CKPT_OK);
-        CHECK(ckpt_npz_restore(f.path.c_str(), vars.get(), nullptr) == CKPT_EMISMATCH);
+        CHECK(ckpt_restore(f.path.c_str(), vars.get(), nullptr) == CKPT_EMISMATCH);
         CHECK_THAT(message(), Contains("'w'") && Contains("float64") && Contains("float32"));
     }
     SECTION("a shape difference is reported with both shapes") {
         REQUIRE(ckpt_vars_add(vars.get(), "w", CKPT_FLOAT32, 2, s32, untouched, CKPT_BORROW) == CKPT_OK);
-        CHECK(ckpt_npz_restore(f.path.c_str(), vars.get(), nullptr) == CKPT_EMISMATCH);
+        CHECK(ckpt_restore(f.path.c_str(), vars.get(), nullptr) == CKPT_EMISMATCH);
         CHECK_THAT(message(), Contains("'w'") && Contains("(3, 2)") && Contains("(2, 3)"));
     }
     SECTION("a string itemsize difference is a mismatch") {
         REQUIRE(ckpt_vars_add_strings(vars.get(), "s", CKPT_UNICODE, 12, 1, s2, nullptr, CKPT_COPY) == CKPT_OK);
-        CHECK(ckpt_npz_restore(f.path.c_str(), vars.get(), nullptr) == CKPT_EMISMATCH);
+        CHECK(ckpt_restore(f.path.c_str(), vars.get(), nullptr) == CKPT_EMISMATCH);
         CHECK_THAT(message(), Contains("'s'"));
     }
     SECTION("all problems at once are in the one message") {
@@ -1307,7 +1307,7 @@ TEST_CASE("ckpt_npz_restore reports every mismatch in one message and changes no
         REQUIRE(ckpt_vars_add(vars.get(), "s", CKPT_BYTES, 1, s2, nullptr, CKPT_COPY) == CKPT_EINVAL);
         REQUIRE(ckpt_vars_add_strings(vars.get(), "s", CKPT_BYTES, 8, 1, s2, nullptr, CKPT_COPY) == CKPT_OK);
         REQUIRE(ckpt_vars_add(vars.get(), "missing_two", CKPT_INT8, 0, nullptr, nullptr, CKPT_COPY) == CKPT_OK);
-        CHECK(ckpt_npz_restore(f.path.c_str(), vars.get(), nullptr) == CKPT_EMISMATCH);
+        CHECK(ckpt_restore(f.path.c_str(), vars.get(), nullptr) == CKPT_EMISMATCH);
         const std::string m = message();
         CHECK_THAT(m, Contains("'missing_one'") && Contains("'missing_two'"));
         CHECK_THAT(m, Contains("'w'") && Contains("(3, 2)") && Contains("(2, 3)"));
@@ -1363,54 +1363,54 @@ TEST_CASE("The renamer maps names on disk before they are matched", "[capi][rest
     int64_t b[4] = {};
     REQUIRE(ckpt_vars_add(vars.get(), "b", CKPT_INT64, 1, s4, b, CKPT_BORROW) == CKPT_OK);
     RenameLog log;
-    ckpt_npz_options o = options();
+    ckpt_options o = options();
     o.rename = log_rename;
     o.rename_payload = &log;
 
     SECTION("the renamed names are matched against the collection") {
         log.strip = "model/";
-        REQUIRE(ckpt_npz_restore(f.path.c_str(), vars.get(), &o) == CKPT_OK);
+        REQUIRE(ckpt_restore(f.path.c_str(), vars.get(), &o) == CKPT_OK);
         CHECK(std::vector<int64_t>(b, b + 4) == std::vector<int64_t>{10, -20, 30, -40});
         CHECK(log.names == std::vector<std::string>{"model/w", "model/b", "model/s", "model/extra"});
     }
     SECTION("returning 0 keeps the name on disk") {
         Vars exact = new_vars();
         REQUIRE(ckpt_vars_add(exact.get(), "model/b", CKPT_INT64, 1, s4, b, CKPT_BORROW) == CKPT_OK);
-        REQUIRE(ckpt_npz_restore(f.path.c_str(), exact.get(), &o) == CKPT_OK);
+        REQUIRE(ckpt_restore(f.path.c_str(), exact.get(), &o) == CKPT_OK);
         CHECK(log.names.size() == 4);
         CHECK(b[3] == -40);
     }
     SECTION("the payload and a buffer reach the renamer") {
         log.strip = "model/";
-        REQUIRE(ckpt_npz_restore(f.path.c_str(), vars.get(), &o) == CKPT_OK);
+        REQUIRE(ckpt_restore(f.path.c_str(), vars.get(), &o) == CKPT_OK);
         REQUIRE_FALSE(log.sizes.empty());
         CHECK(*std::min_element(log.sizes.begin(), log.sizes.end()) > 0);
     }
     SECTION("without the renamer the prefixed names do not match") {
-        CHECK(ckpt_npz_restore(f.path.c_str(), vars.get(), nullptr) == CKPT_EMISMATCH);
+        CHECK(ckpt_restore(f.path.c_str(), vars.get(), nullptr) == CKPT_EMISMATCH);
         CHECK_THAT(message(), Contains("'b'") && Contains("'model/b'"));
     }
     SECTION("unused names in the mismatch message are the renamed ones") {
         log.strip = "model/";
         REQUIRE(ckpt_vars_add(vars.get(), "absent", CKPT_INT8, 0, nullptr, nullptr, CKPT_COPY) == CKPT_OK);
-        CHECK(ckpt_npz_restore(f.path.c_str(), vars.get(), &o) == CKPT_EMISMATCH);
+        CHECK(ckpt_restore(f.path.c_str(), vars.get(), &o) == CKPT_EMISMATCH);
         CHECK_THAT(message(), Contains("'absent'") && Contains("'extra'"));
     }
     SECTION("a negative return aborts the restore with that code, changing nothing") {
         log.code = CKPT_EBUSY;
-        CHECK(ckpt_npz_restore(f.path.c_str(), vars.get(), &o) == CKPT_EBUSY);
+        CHECK(ckpt_restore(f.path.c_str(), vars.get(), &o) == CKPT_EBUSY);
         CHECK(log.names.size() == 1);
         CHECK(std::vector<int64_t>(b, b + 4) == std::vector<int64_t>(4, 0));
     }
     SECTION("two names on disk renamed to the same name is CKPT_EINVAL naming both") {
         log.to = "b";
-        CHECK(ckpt_npz_restore(f.path.c_str(), vars.get(), &o) == CKPT_EINVAL);
+        CHECK(ckpt_restore(f.path.c_str(), vars.get(), &o) == CKPT_EINVAL);
         CHECK_THAT(message(), Contains("'model/w'") && Contains("'model/b'"));
         CHECK(std::vector<int64_t>(b, b + 4) == std::vector<int64_t>(4, 0));
     }
     SECTION("a renamer that keeps asking for more room is CKPT_EBUFS") {
         log.always_more = true;
-        CHECK(ckpt_npz_restore(f.path.c_str(), vars.get(), &o) == CKPT_EBUFS);
+        CHECK(ckpt_restore(f.path.c_str(), vars.get(), &o) == CKPT_EBUFS);
         CHECK_THAT(message(), Contains("model/w"));
     }
 }
@@ -1427,11 +1427,11 @@ TEST_CASE("A renamer asking for a larger buffer is called again with one that la
     REQUIRE(ckpt_vars_add(vars.get(), long_name.c_str(), CKPT_INT32, 0, nullptr, &target, CKPT_BORROW) == CKPT_OK);
     RenameLog log;
     log.long_name = long_name.size();
-    ckpt_npz_options o = options();
+    ckpt_options o = options();
     o.rename = log_rename;
     o.rename_payload = &log;
 
-    const int rc = ckpt_npz_restore(dir.file("x.npz").c_str(), vars.get(), &o);
+    const int rc = ckpt_restore(dir.file("x.npz").c_str(), vars.get(), &o);
     INFO(message());
     REQUIRE(rc == CKPT_OK);
 
@@ -1444,7 +1444,7 @@ TEST_CASE("A renamer asking for a larger buffer is called again with one that la
 
 // ------------------------------------------------------------------------------------------- lazy access
 
-TEST_CASE("ckpt_npz_open gives lazy access to each array", "[capi][open]") {
+TEST_CASE("ckpt_reader_open gives lazy access to each array", "[capi][open]") {
     const uint32_t layout = GENERATE(CKPT_LAYOUT_PLAIN, CKPT_LAYOUT_OBJAX);
     const uint32_t compression = GENERATE(CKPT_STORE, CKPT_DEFLATE);
     CAPTURE(layout, compression);
@@ -1455,101 +1455,101 @@ TEST_CASE("ckpt_npz_open gives lazy access to each array", "[capi][open]") {
     const int64_t empty[2] = {3, 0};
     REQUIRE(ckpt_vars_add(vars.get(), "scalar", CKPT_FLOAT64, 0, nullptr, &scalar, CKPT_COPY) == CKPT_OK);
     REQUIRE(ckpt_vars_add(vars.get(), "empty", CKPT_FLOAT32, 2, empty, nullptr, CKPT_COPY) == CKPT_OK);
-    const ckpt_npz_options o = options(layout, compression);
+    const ckpt_options o = options(layout, compression);
     save_npz(dir.file("lazy.npz"), vars.get(), &o);
     Npz npz = open_npz(dir.file("lazy.npz"));
     const size_t n = ckpt_vars_count(vars.get());
 
     SECTION("count, names, dtypes, itemsizes, shapes and sizes match the saved collection") {
-        REQUIRE(ckpt_npz_count(npz.get()) == n);  // for objax, 'names' is not counted
+        REQUIRE(ckpt_reader_count(npz.get()) == n);  // for objax, 'names' is not counted
         for (size_t i = 0; i < n; ++i) {
             CAPTURE(i);
-            CHECK(std::string(ckpt_npz_name(npz.get(), i)) == ckpt_vars_name(vars.get(), i));
-            CHECK(ckpt_npz_dtype(npz.get(), i) == ckpt_vars_dtype(vars.get(), i));
-            CHECK(ckpt_npz_itemsize(npz.get(), i) == ckpt_vars_itemsize(vars.get(), i));
-            REQUIRE(ckpt_npz_ndim(npz.get(), i) == ckpt_vars_ndim(vars.get(), i));
-            const int64_t* shape = ckpt_npz_shape(npz.get(), i);
+            CHECK(std::string(ckpt_reader_name(npz.get(), i)) == ckpt_vars_name(vars.get(), i));
+            CHECK(ckpt_reader_dtype(npz.get(), i) == ckpt_vars_dtype(vars.get(), i));
+            CHECK(ckpt_reader_itemsize(npz.get(), i) == ckpt_vars_itemsize(vars.get(), i));
+            REQUIRE(ckpt_reader_ndim(npz.get(), i) == ckpt_vars_ndim(vars.get(), i));
+            const int64_t* shape = ckpt_reader_shape(npz.get(), i);
             REQUIRE(shape != nullptr);
-            CHECK(std::vector<int64_t>(shape, shape + ckpt_npz_ndim(npz.get(), i)) == shape_of(vars.get(), i));
-            CHECK(ckpt_npz_nbytes(npz.get(), i) == ckpt_vars_nbytes(vars.get(), i));
+            CHECK(std::vector<int64_t>(shape, shape + ckpt_reader_ndim(npz.get(), i)) == shape_of(vars.get(), i));
+            CHECK(ckpt_reader_nbytes(npz.get(), i) == ckpt_vars_nbytes(vars.get(), i));
         }
     }
     SECTION("read_into gives each array's bytes") {
         for (size_t i = 0; i < n; ++i) {
             CAPTURE(i);
-            std::vector<unsigned char> buf(ckpt_npz_nbytes(npz.get(), i) + 1, 0xEE);
-            REQUIRE(ckpt_npz_read_into(npz.get(), i, buf.data(), buf.size()) == CKPT_OK);
+            std::vector<unsigned char> buf(ckpt_reader_nbytes(npz.get(), i) + 1, 0xEE);
+            REQUIRE(ckpt_reader_read_into(npz.get(), i, buf.data(), buf.size()) == CKPT_OK);
             CHECK(buf.back() == 0xEE);  // nothing past nbytes
             buf.pop_back();
             CHECK(buf == bytes_of(vars.get(), i));
         }
     }
     SECTION("the same array can be read twice") {
-        std::vector<unsigned char> one(ckpt_npz_nbytes(npz.get(), 1)), two(one.size());
-        std::vector<unsigned char> other(ckpt_npz_nbytes(npz.get(), 0));
-        REQUIRE(ckpt_npz_read_into(npz.get(), 1, one.data(), one.size()) == CKPT_OK);
-        REQUIRE(ckpt_npz_read_into(npz.get(), 0, other.data(), other.size()) == CKPT_OK);
-        REQUIRE(ckpt_npz_read_into(npz.get(), 1, two.data(), two.size()) == CKPT_OK);
+        std::vector<unsigned char> one(ckpt_reader_nbytes(npz.get(), 1)), two(one.size());
+        std::vector<unsigned char> other(ckpt_reader_nbytes(npz.get(), 0));
+        REQUIRE(ckpt_reader_read_into(npz.get(), 1, one.data(), one.size()) == CKPT_OK);
+        REQUIRE(ckpt_reader_read_into(npz.get(), 0, other.data(), other.size()) == CKPT_OK);
+        REQUIRE(ckpt_reader_read_into(npz.get(), 1, two.data(), two.size()) == CKPT_OK);
         CHECK(one == two);
         CHECK(one == bytes_of(vars.get(), 1));
     }
     SECTION("a buffer one byte too small is CKPT_EBUFS naming the array") {
-        std::vector<unsigned char> buf(ckpt_npz_nbytes(npz.get(), 3));
-        CHECK(ckpt_npz_read_into(npz.get(), 3, buf.data(), buf.size() - 1) == CKPT_EBUFS);
-        CHECK_THAT(message(), Contains(ckpt_npz_name(npz.get(), 3)));
+        std::vector<unsigned char> buf(ckpt_reader_nbytes(npz.get(), 3));
+        CHECK(ckpt_reader_read_into(npz.get(), 3, buf.data(), buf.size() - 1) == CKPT_EBUFS);
+        CHECK_THAT(message(), Contains(ckpt_reader_name(npz.get(), 3)));
     }
     SECTION("an index out of range is CKPT_ENOTFOUND, and its accessors give 0 or NULL") {
         unsigned char buf[16];
-        CHECK(ckpt_npz_read_into(npz.get(), n, buf, sizeof buf) == CKPT_ENOTFOUND);
-        CHECK(ckpt_npz_read_into(npz.get(), SIZE_MAX, buf, sizeof buf) == CKPT_ENOTFOUND);
-        CHECK(ckpt_npz_name(npz.get(), n) == nullptr);
-        CHECK(ckpt_npz_dtype(npz.get(), n) == 0);
-        CHECK(ckpt_npz_itemsize(npz.get(), n) == 0);
-        CHECK(ckpt_npz_ndim(npz.get(), n) == 0);
-        CHECK(ckpt_npz_shape(npz.get(), n) == nullptr);
-        CHECK(ckpt_npz_nbytes(npz.get(), n) == 0);
+        CHECK(ckpt_reader_read_into(npz.get(), n, buf, sizeof buf) == CKPT_ENOTFOUND);
+        CHECK(ckpt_reader_read_into(npz.get(), SIZE_MAX, buf, sizeof buf) == CKPT_ENOTFOUND);
+        CHECK(ckpt_reader_name(npz.get(), n) == nullptr);
+        CHECK(ckpt_reader_dtype(npz.get(), n) == 0);
+        CHECK(ckpt_reader_itemsize(npz.get(), n) == 0);
+        CHECK(ckpt_reader_ndim(npz.get(), n) == 0);
+        CHECK(ckpt_reader_shape(npz.get(), n) == nullptr);
+        CHECK(ckpt_reader_nbytes(npz.get(), n) == 0);
     }
     SECTION("NULL dst for a non-empty array is CKPT_EINVAL") {
-        CHECK(ckpt_npz_read_into(npz.get(), 0, nullptr, ckpt_npz_nbytes(npz.get(), 0)) == CKPT_EINVAL);
+        CHECK(ckpt_reader_read_into(npz.get(), 0, nullptr, ckpt_reader_nbytes(npz.get(), 0)) == CKPT_EINVAL);
     }
     SECTION("NULL dst for an empty array is fine") {
-        CHECK(ckpt_npz_read_into(npz.get(), n - 1, nullptr, 0) == CKPT_OK);
+        CHECK(ckpt_reader_read_into(npz.get(), n - 1, nullptr, 0) == CKPT_OK);
     }
     SECTION("a 0-d array has a non-NULL shape pointer") {
-        CHECK(ckpt_npz_ndim(npz.get(), n - 2) == 0);
-        CHECK(ckpt_npz_shape(npz.get(), n - 2) != nullptr);
+        CHECK(ckpt_reader_ndim(npz.get(), n - 2) == 0);
+        CHECK(ckpt_reader_shape(npz.get(), n - 2) != nullptr);
         double back = 0;
-        REQUIRE(ckpt_npz_read_into(npz.get(), n - 2, &back, sizeof back) == CKPT_OK);
+        REQUIRE(ckpt_reader_read_into(npz.get(), n - 2, &back, sizeof back) == CKPT_OK);
         CHECK(back == 2.5);
     }
 }
 
 TEST_CASE("The lazy accessors accept a NULL handle", "[capi][open]") {
-    ckpt_npz_close(nullptr);
-    CHECK(ckpt_npz_count(nullptr) == 0);
-    CHECK(ckpt_npz_name(nullptr, 0) == nullptr);
-    CHECK(ckpt_npz_dtype(nullptr, 0) == 0);
-    CHECK(ckpt_npz_itemsize(nullptr, 0) == 0);
-    CHECK(ckpt_npz_ndim(nullptr, 0) == 0);
-    CHECK(ckpt_npz_shape(nullptr, 0) == nullptr);
-    CHECK(ckpt_npz_nbytes(nullptr, 0) == 0);
+    ckpt_reader_close(nullptr);
+    CHECK(ckpt_reader_count(nullptr) == 0);
+    CHECK(ckpt_reader_name(nullptr, 0) == nullptr);
+    CHECK(ckpt_reader_dtype(nullptr, 0) == 0);
+    CHECK(ckpt_reader_itemsize(nullptr, 0) == 0);
+    CHECK(ckpt_reader_ndim(nullptr, 0) == 0);
+    CHECK(ckpt_reader_shape(nullptr, 0) == nullptr);
+    CHECK(ckpt_reader_nbytes(nullptr, 0) == 0);
     char buf[1];
-    CHECK(ckpt_npz_read_into(nullptr, 0, buf, 1) == CKPT_EINVAL);
+    CHECK(ckpt_reader_read_into(nullptr, 0, buf, 1) == CKPT_EINVAL);
 }
 
 TEST_CASE("An objax file opened as PLAIN counts 'names' as an array", "[capi][open]") {
     TempDir dir;
     Vars vars = new_vars();
     REQUIRE(ckpt_vars_add(vars.get(), "only", CKPT_INT8, 0, nullptr, nullptr, CKPT_COPY) == CKPT_OK);
-    const ckpt_npz_options objax = options(CKPT_LAYOUT_OBJAX);
+    const ckpt_options objax = options(CKPT_LAYOUT_OBJAX);
     save_npz(dir.file("o.npz"), vars.get(), &objax);
-    const ckpt_npz_options plain = options(CKPT_LAYOUT_PLAIN);
+    const ckpt_options plain = options(CKPT_LAYOUT_PLAIN);
 
-    CHECK(ckpt_npz_count(open_npz(dir.file("o.npz")).get()) == 1);
+    CHECK(ckpt_reader_count(open_npz(dir.file("o.npz")).get()) == 1);
     Npz as_plain = open_npz(dir.file("o.npz"), &plain);
-    REQUIRE(ckpt_npz_count(as_plain.get()) == 2);
-    CHECK(std::string(ckpt_npz_name(as_plain.get(), 0)) == "names");
-    CHECK(std::string(ckpt_npz_name(as_plain.get(), 1)) == "0");
+    REQUIRE(ckpt_reader_count(as_plain.get()) == 2);
+    CHECK(std::string(ckpt_reader_name(as_plain.get(), 0)) == "names");
+    CHECK(std::string(ckpt_reader_name(as_plain.get(), 1)) == "0");
 }
 
 // ---------------------------------------------------------------------------------------------- progress
@@ -1567,7 +1567,7 @@ TEST_CASE("Progress reports increasing byte counts that end at the total", "[cap
     const uint64_t total = total_nbytes(vars.get());
     REQUIRE(total == 800000 + 42 + 4);
     ProgressLog log;
-    ckpt_npz_options o = options(layout, compression);
+    ckpt_options o = options(layout, compression);
     o.progress = ProgressLog::record;
     o.progress_payload = &log;
 
@@ -1576,17 +1576,17 @@ TEST_CASE("Progress reports increasing byte counts that end at the total", "[cap
         require_progress_to(log, total);
     }
     SECTION("while reading") {
-        const ckpt_npz_options saved = options(layout, compression);
+        const ckpt_options saved = options(layout, compression);
         save_npz(dir.file("p.npz"), vars.get(), &saved);
         o.layout = CKPT_LAYOUT_AUTO;
         read_npz(dir.file("p.npz"), &o);
         require_progress_to(log, total);
     }
     SECTION("while restoring") {
-        const ckpt_npz_options saved = options(layout, compression);
+        const ckpt_options saved = options(layout, compression);
         save_npz(dir.file("p.npz"), vars.get(), &saved);
         o.layout = CKPT_LAYOUT_AUTO;
-        REQUIRE(ckpt_npz_restore(dir.file("p.npz").c_str(), vars.get(), &o) == CKPT_OK);
+        REQUIRE(ckpt_restore(dir.file("p.npz").c_str(), vars.get(), &o) == CKPT_OK);
         require_progress_to(log, total);
     }
 }

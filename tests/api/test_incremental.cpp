@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Incremental saves through the C API: ckpt_npz_save with CKPT_NPZ_CHUNK_HASHES and a base, and the manager's
+// Incremental saves through the C API: ckpt_save with CKPT_NPZ_CHUNK_HASHES and a base, and the manager's
 // CKPT_MANAGER_FULL_SAVES and full_every (version 5 of both option structs).
 #include <catch2/catch.hpp>
 
@@ -39,48 +39,48 @@ std::vector<std::string> keys(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("ckpt_npz_save with a base writes the file a full save writes; a base that cannot serve makes a full save") {
+TEST_CASE("ckpt_save with a base writes the file a full save writes; a base that cannot serve makes a full save") {
     TempDir dir;
     std::vector<float> w(kFloats, 1.0f);
     ckpt::testing::Vars v = state(w);
-    ckpt_npz_options o;
-    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+    ckpt_options o;
+    REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
     CHECK(o.base == nullptr);
     o.flags = CKPT_NPZ_CHUNK_HASHES;
     const std::string a = dir.file("a.npz"), b = dir.file("b.npz"), full = dir.file("full.npz");
-    REQUIRE(ckpt_npz_save(a.c_str(), v.get(), &o) == CKPT_OK);
+    REQUIRE(ckpt_save(a.c_str(), v.get(), &o) == CKPT_OK);
     CHECK(keys(a) == std::vector<std::string>{"w.npy", "__ckpt_chunks__.npy"});
     ckpt::testing::Npz back = ckpt::testing::open_file(a);
-    CHECK(ckpt_npz_count(back.get()) == 1);  // ckpt's reader sets the table aside
+    CHECK(ckpt_reader_count(back.get()) == 1);  // ckpt's reader sets the table aside
 
     w[3] = 5.0f;
     o.base = a.c_str();
     o.flags = 0;  // a base implies chunk hashes
-    REQUIRE(ckpt_npz_save(b.c_str(), v.get(), &o) == CKPT_OK);
+    REQUIRE(ckpt_save(b.c_str(), v.get(), &o) == CKPT_OK);
     o.base = nullptr;
     o.flags = CKPT_NPZ_CHUNK_HASHES;
-    REQUIRE(ckpt_npz_save(full.c_str(), v.get(), &o) == CKPT_OK);
+    REQUIRE(ckpt_save(full.c_str(), v.get(), &o) == CKPT_OK);
     CHECK(ckpt::testing::read_file(b) == ckpt::testing::read_file(full));
 
     SECTION("a base that is missing, or holds no chunk table") {
         for (const std::string& base : {dir.file("missing.npz"), dir.file("plain.npz")}) {
-            ckpt_npz_options plain;
-            REQUIRE(ckpt_npz_options_init(&plain, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
-            REQUIRE(ckpt_npz_save(dir.file("plain.npz").c_str(), v.get(), &plain) == CKPT_OK);
+            ckpt_options plain;
+            REQUIRE(ckpt_options_init(&plain, CKPT_OPTIONS_VERSION) == CKPT_OK);
+            REQUIRE(ckpt_save(dir.file("plain.npz").c_str(), v.get(), &plain) == CKPT_OK);
             o.base = base.c_str();
-            REQUIRE(ckpt_npz_save(b.c_str(), v.get(), &o) == CKPT_OK);
+            REQUIRE(ckpt_save(b.c_str(), v.get(), &o) == CKPT_OK);
             CHECK(ckpt::testing::read_file(b) == ckpt::testing::read_file(full));
         }
     }
     SECTION("deflated saves record no chunk hashes") {
         o.compression = CKPT_DEFLATE;
         o.base = a.c_str();
-        REQUIRE(ckpt_npz_save(b.c_str(), v.get(), &o) == CKPT_OK);
+        REQUIRE(ckpt_save(b.c_str(), v.get(), &o) == CKPT_OK);
         CHECK(keys(b) == std::vector<std::string>{"w.npy"});
     }
     SECTION("an unknown flag is refused") {
         o.flags = 32;
-        CHECK(ckpt_npz_save(b.c_str(), v.get(), &o) == CKPT_EINVAL);
+        CHECK(ckpt_save(b.c_str(), v.get(), &o) == CKPT_EINVAL);
         CHECK_THAT(message(), Contains("unknown flags"));
     }
 }

@@ -616,18 +616,18 @@ static ckpt_vars *big_vars(unsigned seed) {
     return v;
 }
 
-static ckpt_npz_options npz_options(ckpt_storage *storage) {
-    ckpt_npz_options o = CKPT_NPZ_OPTIONS_INIT;
+static ckpt_options npz_options(ckpt_storage *storage) {
+    ckpt_options o = CKPT_OPTIONS_INIT;
     o.storage = storage;
     return o;
 }
 
 /* 1 when the npz at path (read through storage) equals expected. */
 static int reads_back(ckpt_storage *storage, const char *path, const ckpt_vars *expected) {
-    const ckpt_npz_options o = npz_options(storage);
+    const ckpt_options o = npz_options(storage);
     ckpt_vars *back = NULL;
     int same;
-    if (ckpt_npz_read(&back, path, &o) != CKPT_OK) {
+    if (ckpt_read(&back, path, &o) != CKPT_OK) {
         fprintf(stderr, "reading %s: %s\n", path, ckpt_error_message());
         return 0;
     }
@@ -682,7 +682,7 @@ static void test_npz_round_trip_through_c_storage(void) {
     mem_store st;
     ckpt_storage *storage;
     ckpt_vars *vars;
-    ckpt_npz_options o;
+    ckpt_options o;
     sample s;
     ckpt_vars *on_disk = NULL;
 
@@ -693,21 +693,21 @@ static void test_npz_round_trip_through_c_storage(void) {
     vars = sample_vars(&s);
 
     o = npz_options(storage);
-    CHECK(ckpt_npz_save("run/ckpt/stored.npz", vars, &o) == CKPT_OK);
+    CHECK(ckpt_save("run/ckpt/stored.npz", vars, &o) == CKPT_OK);
     CHECK(reads_back(storage, "run/ckpt/stored.npz", vars));
 
     o.compression = CKPT_DEFLATE;
-    CHECK(ckpt_npz_save("run/ckpt/deflated.npz", vars, &o) == CKPT_OK);
+    CHECK(ckpt_save("run/ckpt/deflated.npz", vars, &o) == CKPT_OK);
     CHECK(reads_back(storage, "run/ckpt/deflated.npz", vars));
 
     o.compression = CKPT_STORE;
     o.layout = CKPT_LAYOUT_OBJAX;
-    CHECK(ckpt_npz_save("run/ckpt/objax.npz", vars, &o) == CKPT_OK);
+    CHECK(ckpt_save("run/ckpt/objax.npz", vars, &o) == CKPT_OK);
     CHECK(reads_back(storage, "run/ckpt/objax.npz", vars));
 
     /* The files live in the C table, not on the local filesystem; nothing temporary is left. */
     CHECK(store_has(&st, "run/ckpt/stored.npz"));
-    CHECK(ckpt_npz_read(&on_disk, "run/ckpt/stored.npz", NULL) == CKPT_ENOTFOUND);
+    CHECK(ckpt_read(&on_disk, "run/ckpt/stored.npz", NULL) == CKPT_ENOTFOUND);
     CHECK(on_disk == NULL);
     CHECK(store_temporaries(&st) == 0);
     /* The atomic sequence ran through the callbacks: each file created, synced, closed once, renamed,
@@ -722,7 +722,7 @@ static void test_npz_round_trip_through_c_storage(void) {
 
     /* A save into a directory the storage does not have fails with the callback's code. */
     o.layout = CKPT_LAYOUT_AUTO;
-    CHECK(ckpt_npz_save("nowhere/model.npz", vars, &o) == CKPT_ENOTFOUND);
+    CHECK(ckpt_save("nowhere/model.npz", vars, &o) == CKPT_ENOTFOUND);
     CHECK(contains(ckpt_error_message(), "nowhere"));
 
     ckpt_vars_free(vars);
@@ -871,7 +871,7 @@ static void test_failing_write_callback(void) {
     ckpt_storage *storage;
     ckpt_writer *w;
     ckpt_vars *v1, *v2;
-    ckpt_npz_options o;
+    ckpt_options o;
     sample s;
     size_t before_size = 0, after_size = 0;
     unsigned char *before, *after;
@@ -885,14 +885,14 @@ static void test_failing_write_callback(void) {
     sample_fill(&s, 2);
     v2 = sample_vars(&s);
     o = npz_options(storage);
-    CHECK(ckpt_npz_save("ck/model.npz", v1, &o) == CKPT_OK);
+    CHECK(ckpt_save("ck/model.npz", v1, &o) == CKPT_OK);
     before = store_bytes(&st, "ck/model.npz", &before_size);
     CHECK(before != NULL);
 
-    /* ckpt_npz_save. */
+    /* ckpt_save. */
     store_set_fail_write(&st, 1);
     removes = counter(&st, &st.removes);
-    CHECK(ckpt_npz_save("ck/model.npz", v2, &o) == CKPT_EIO);
+    CHECK(ckpt_save("ck/model.npz", v2, &o) == CKPT_EIO);
     CHECK(contains(ckpt_error_message(), "'write'"));
     CHECK(contains(ckpt_error_message(), "ck/model.npz"));
     after = store_bytes(&st, "ck/model.npz", &after_size);
@@ -945,12 +945,12 @@ static void test_failing_write_callback(void) {
 
     /* A save large enough to compute its CRC-32s on a second thread fails just the same, without hanging. */
     store_set_fail_write(&st, 0);
-    CHECK(ckpt_npz_save("ck/model.npz", v1, &o) == CKPT_OK); /* in case the careless save above replaced it */
+    CHECK(ckpt_save("ck/model.npz", v1, &o) == CKPT_OK); /* in case the careless save above replaced it */
     store_set_fail_write(&st, 1);
     {
         ckpt_vars *big = big_vars(7);
         removes = counter(&st, &st.removes);
-        CHECK(ckpt_npz_save("ck/model.npz", big, &o) == CKPT_EIO);
+        CHECK(ckpt_save("ck/model.npz", big, &o) == CKPT_EIO);
         CHECK(contains(ckpt_error_message(), "'write'"));
         CHECK(ckpt_writer_save_vars(w, NULL, "model.npz", big, NULL, 0) == CKPT_OK);
         CHECK(ckpt_writer_wait(w) == CKPT_EIO);
@@ -1058,9 +1058,9 @@ static void test_destroy_runs_once_when_the_last_user_goes(void) {
     ckpt_storage *storage;
     ckpt_writer *queue, *simple;
     ckpt_writer_options o = CKPT_WRITER_OPTIONS_INIT;
-    ckpt_npz *npz = NULL;
+    ckpt_reader *npz = NULL;
     ckpt_vars *v;
-    ckpt_npz_options npz_o;
+    ckpt_options npz_o;
     sample s;
 
     /* No other user: the storage goes with the caller's reference. */
@@ -1077,8 +1077,8 @@ static void test_destroy_runs_once_when_the_last_user_goes(void) {
     sample_fill(&s, 3);
     v = sample_vars(&s);
     npz_o = npz_options(storage);
-    CHECK(ckpt_npz_save("model.npz", v, &npz_o) == CKPT_OK);
-    CHECK(ckpt_npz_open(&npz, "model.npz", &npz_o) == CKPT_OK);
+    CHECK(ckpt_save("model.npz", v, &npz_o) == CKPT_OK);
+    CHECK(ckpt_reader_open(&npz, "model.npz", &npz_o) == CKPT_OK);
     queue = queue_writer(storage, NULL, 1);
     o.kind = CKPT_WRITER_SIMPLE;
     o.storage = storage;
@@ -1097,8 +1097,8 @@ static void test_destroy_runs_once_when_the_last_user_goes(void) {
     CHECK(counter(&st, &st.destroyed) == 0);
     ckpt_writer_free(simple);
     CHECK(counter(&st, &st.destroyed) == 0);
-    CHECK(ckpt_npz_count(npz) == ckpt_vars_count(v));
-    ckpt_npz_close(npz);
+    CHECK(ckpt_reader_count(npz) == ckpt_vars_count(v));
+    ckpt_reader_close(npz);
     CHECK(counter(&st, &st.destroyed) == 1);
     ckpt_vars_free(v);
     store_clear(&st);
@@ -1322,7 +1322,7 @@ static void test_clone_range_gets_the_unchanged_runs_of_a_save_against_a_base(vo
     ckpt_storage_ops ops;
     ckpt_storage *storage = NULL, *plain;
     ckpt_vars *v = NULL;
-    ckpt_npz_options o;
+    ckpt_options o;
     float *w = (float *)malloc(n * sizeof *w);
     unsigned char *full, *got;
     size_t i, full_size = 0, size = 0;
@@ -1339,9 +1339,9 @@ static void test_clone_range_gets_the_unchanged_runs_of_a_save_against_a_base(vo
     CHECK(ckpt_vars_add(v, "w", CKPT_FLOAT32, 1, shape, w, CKPT_VARS_BORROW) == CKPT_OK);
     o = npz_options(storage);
     o.flags = CKPT_NPZ_CHUNK_HASHES;
-    CHECK(ckpt_npz_save("ck/a.npz", v, &o) == CKPT_OK);
+    CHECK(ckpt_save("ck/a.npz", v, &o) == CKPT_OK);
     w[10 * 4096 + 7] = -1.0f; /* in chunk 10 */
-    CHECK(ckpt_npz_save("ck/full.npz", v, &o) == CKPT_OK);
+    CHECK(ckpt_save("ck/full.npz", v, &o) == CKPT_OK);
     CHECK(st.clones == 0); /* neither had a base */
     full = store_bytes(&st, "ck/full.npz", &full_size);
     CHECK(full != NULL);
@@ -1351,7 +1351,7 @@ static void test_clone_range_gets_the_unchanged_runs_of_a_save_against_a_base(vo
         st.clone_mode = mode;
         st.clones = 0;
         st.cloned = st.shared = 0;
-        CHECK(ckpt_npz_save("ck/b.npz", v, &o) == CKPT_OK);
+        CHECK(ckpt_save("ck/b.npz", v, &o) == CKPT_OK);
         got = store_bytes(&st, "ck/b.npz", &size);
         CHECK(got != NULL && full != NULL && size == full_size && memcmp(got, full, size) == 0);
         free(got);
@@ -1362,7 +1362,7 @@ static void test_clone_range_gets_the_unchanged_runs_of_a_save_against_a_base(vo
     }
 
     st.clone_mode = 2;
-    CHECK(ckpt_npz_save("ck/c.npz", v, &o) == CKPT_EIO);
+    CHECK(ckpt_save("ck/c.npz", v, &o) == CKPT_EIO);
     CHECK(contains(ckpt_error_message(), "clone_range") && contains(ckpt_error_message(), "ck/"));
     CHECK(!store_has(&st, "ck/c.npz"));
     CHECK(store_temporaries(&st) == 0);
@@ -1371,7 +1371,7 @@ static void test_clone_range_gets_the_unchanged_runs_of_a_save_against_a_base(vo
     plain = store_storage(&st);
     o.storage = plain;
     opens = counter(&st, &st.read_opens);
-    CHECK(ckpt_npz_save("ck/d.npz", v, &o) == CKPT_OK);
+    CHECK(ckpt_save("ck/d.npz", v, &o) == CKPT_OK);
     CHECK(counter(&st, &st.read_opens) == opens);
     got = store_bytes(&st, "ck/d.npz", &size);
     CHECK(got != NULL && full != NULL && size == full_size && memcmp(got, full, size) == 0);
@@ -1395,7 +1395,7 @@ static void test_a_queued_writer_save_shares_with_the_save_before_it(void) {
     ckpt_storage *storage = NULL;
     ckpt_writer *w;
     ckpt_vars *v = NULL;
-    ckpt_npz_options o;
+    ckpt_options o;
     float *data = (float *)malloc(n * sizeof *data);
     unsigned char *full, *got;
     size_t i, full_size = 0, size = 0;
@@ -1414,7 +1414,7 @@ static void test_a_queued_writer_save_shares_with_the_save_before_it(void) {
     w = queue_writer(storage, "run", 2);
     CHECK(ckpt_writer_save_vars(w, NULL, "1.npz", v, &o, 0) == CKPT_OK);
     data[10 * 4096 + 7] = -1.0f; /* in chunk 10; the writer copied the array */
-    o.base = "run/1.npz";        /* a path in the storage, as ckpt_npz_save takes it */
+    o.base = "run/1.npz";        /* a path in the storage, as ckpt_save takes it */
     CHECK(ckpt_writer_save_vars(w, NULL, "2.npz", v, &o, 0) == CKPT_OK);
     CHECK(ckpt_writer_wait(w) == CKPT_OK);
     CHECK(st.clones == 2); /* chunks 0-9, and 11-63 */

@@ -57,25 +57,25 @@ struct Vars {
 
 }  // namespace
 
-TEST_CASE("ckpt_npz_options of every older version: init, save and read touch only its bytes") {
-    const size_t sizes[] = {offsetof(ckpt_npz_options, storage), offsetof(ckpt_npz_options, max_members),
-                            offsetof(ckpt_npz_options, flags), offsetof(ckpt_npz_options, base),
-                            offsetof(ckpt_npz_options, format)};  // version 6: format and max_shard_bytes
-    static_assert(sizeof sizes / sizeof sizes[0] == CKPT_NPZ_OPTIONS_VERSION - 1, "a size per older version");
+TEST_CASE("ckpt_options of every older version: init, save and read touch only its bytes") {
+    const size_t sizes[] = {offsetof(ckpt_options, storage), offsetof(ckpt_options, max_members),
+                            offsetof(ckpt_options, flags), offsetof(ckpt_options, base),
+                            offsetof(ckpt_options, format)};  // version 6: format and max_shard_bytes
+    static_assert(sizeof sizes / sizeof sizes[0] == CKPT_OPTIONS_VERSION - 1, "a size per older version");
     TempDir tmp;
     Vars vars;
     GuardedPage guard;
-    for (uint32_t version = 1; version < CKPT_NPZ_OPTIONS_VERSION; ++version) {
+    for (uint32_t version = 1; version < CKPT_OPTIONS_VERSION; ++version) {
         INFO("version " << version);
-        auto* o = guard.at<ckpt_npz_options>(sizes[version - 1]);
-        REQUIRE(ckpt_npz_options_init(o, version) == CKPT_OK);
+        auto* o = guard.at<ckpt_options>(sizes[version - 1]);
+        REQUIRE(ckpt_options_init(o, version) == CKPT_OK);
         CHECK(o->version == version);
         o->compression = CKPT_DEFLATE;
         const std::string path = tmp.file("v" + std::to_string(version) + ".npz");
         INFO(ckpt_error_message());
-        REQUIRE(ckpt_npz_save(path.c_str(), vars.v, o) == CKPT_OK);
+        REQUIRE(ckpt_save(path.c_str(), vars.v, o) == CKPT_OK);
         ckpt_vars* back = nullptr;
-        REQUIRE(ckpt_npz_read(&back, path.c_str(), o) == CKPT_OK);
+        REQUIRE(ckpt_read(&back, path.c_str(), o) == CKPT_OK);
         CHECK(std::memcmp(ckpt_vars_data(back, 0), vars.data, sizeof vars.data) == 0);
         ckpt_vars_free(back);
     }

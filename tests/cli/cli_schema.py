@@ -65,7 +65,7 @@ VERDICTS = ("ok", "corrupt", "unsupported", "unreadable", "not-npz")
 
 
 def size_check(t, doc, local_check):
-    """A size: what local_check checks; on S3 an opened file's size (ckpt_npz_file_size), null for a sharded step's
+    """A size: what local_check checks; on S3 an opened file's size (ckpt_reader_file_size), null for a sharded step's
     objects and for what could not be opened."""
     path = doc.get("path", "") if isinstance(doc, dict) else ""
     if path.startswith("s3://"):

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Peak memory of `ckpt verify` and `ckpt diff` on large arrays: arrays are read in pieces (ckpt_npz_read_range), so the
+"""Peak memory of `ckpt verify` and `ckpt diff` on large arrays: arrays are read in pieces (ckpt_reader_read_range), so the
 program's peak RSS stays within 64 MiB of what `ckpt verify` of a tiny file takes, stored and deflated alike.
 
 The inputs (one 512 MiB stored array, one 256 MiB deflated array of compressible data) are made with numpy in a

@@ -158,7 +158,7 @@ class Show(unittest.TestCase):
         for remote, local in pairs:
             got, expected = run_json("show", remote), run_json("show", local)
             check_show(self, got)
-            self.assertEqual((got["path"], got["bytes"]), (remote, expected["bytes"]))  # ckpt_npz_file_size
+            self.assertEqual((got["path"], got["bytes"]), (remote, expected["bytes"]))  # ckpt_reader_file_size
             self.assertIsNone(got["shared_bytes"])  # S3 cannot tell which bytes objects share
             self.assertEqual(without(got, "path", "bytes", "shared_bytes"),
                              without(expected, "path", "bytes", "shared_bytes"), remote)
@@ -241,7 +241,7 @@ class Verify(unittest.TestCase):
         self.assertEqual(got["summary"], expected["summary"])
         self.assertEqual(got["summary"]["ok"], len(FILES) + 1)
         for g, e, r, l in zip(got["files"], expected["files"], remote, local):
-            # The object's size once opened (ckpt_npz_file_size); none for one that did not open.
+            # The object's size once opened (ckpt_reader_file_size); none for one that did not open.
             self.assertEqual((g["path"], g["bytes"]), (r, e["bytes"] if g["arrays"] is not None else None))
             self.assertEqual((g["verdict"], g["arrays"]), (e["verdict"], e["arrays"]), r)
             self.assertEqual(g["error"] and g["error"].replace(r, "FILE"), e["error"] and e["error"].replace(l, "FILE"))
@@ -303,7 +303,7 @@ class ManagerDirectory(unittest.TestCase):
         for c in got["checkpoints"]:
             self.assertEqual(c["path"], "%s/ckpt/%010d.npz" % (self.logdir, c["index"]))
             self.assertEqual((c["mtime"], c["sharded"]), (None, False))
-            self.assertIsInstance(c["bytes"], int)  # the object's size, from ckpt_npz_file_size
+            self.assertIsInstance(c["bytes"], int)  # the object's size, from ckpt_reader_file_size
             # The manager's record of the save, as on disk (where it comes before the user's time and the mtime).
             self.assertEqual((c["saved_at"], c["saved_at_source"]),
                              (c["metadata"]["ckpt.saved_at"], "metadata:ckpt.saved_at"))

@@ -85,7 +85,7 @@ static ckpt_manager *open_manager(const char *logdir) {
 int main(int argc, char **argv) {
     const char *cmd = argc > 1 ? argv[1] : "";
     if (argc == 4 && strcmp(cmd, "write") == 0) {
-        ckpt_npz_options o = CKPT_NPZ_OPTIONS_INIT;
+        ckpt_options o = CKPT_OPTIONS_INIT;
         ckpt_vars *v = make_vars(1);
         if (strcmp(argv[3], "plain") == 0) {
             o.layout = CKPT_LAYOUT_PLAIN;
@@ -95,13 +95,13 @@ int main(int argc, char **argv) {
             fprintf(stderr, "cross_c: layout must be plain or objax\n");
             return 2;
         }
-        CALL(ckpt_npz_save(argv[2], v, &o));
+        CALL(ckpt_save(argv[2], v, &o));
         ckpt_vars_free(v);
         return 0;
     }
     if (argc == 3 && strcmp(cmd, "check") == 0) {
         ckpt_vars *v = NULL;
-        CALL(ckpt_npz_read(&v, argv[2], NULL));
+        CALL(ckpt_read(&v, argv[2], NULL));
         check(v);
         ckpt_vars_free(v);
         return 0;

@@ -4,8 +4,8 @@
 // CKPT_EUNSUPPORTED for valid numpy content ckpt does not handle), leave a message naming the file (or
 // "<memory>"), the member and the problem, never crash, and never allocate more than the input justifies.
 //
-// Each input is read three ways: ckpt_npz_read_memory, ckpt_npz_read on a file, and ckpt_npz_open followed by
-// ckpt_npz_read_into of every array (errors in array data only show at that point).
+// Each input is read three ways: ckpt_read_memory, ckpt_read on a file, and ckpt_reader_open followed by
+// ckpt_reader_read_into of every array (errors in array data only show at that point).
 //
 // The binary replaces the global operator new/delete (every variant) with a probe that records the largest
 // single request and refuses (std::bad_alloc) any request above a cap: 256 MiB always, tighter where a case says
@@ -162,13 +162,13 @@ struct Run {
     size_t refused = 0;  // requests the probe refused
 };
 
-Run run_memory(const std::string& bytes, const ckpt_npz_options* opts, size_t cap, VarsPtr* keep = nullptr) {
+Run run_memory(const std::string& bytes, const ckpt_options* opts, size_t cap, VarsPtr* keep = nullptr) {
     Run r;
-    r.via = "ckpt_npz_read_memory";
+    r.via = "ckpt_read_memory";
     ckpt_vars* out = nullptr;
     {
         probe::Window w(cap);
-        r.rc = ckpt_npz_read_memory(&out, bytes.empty() ? nullptr : bytes.data(), bytes.size(), opts);
+        r.rc = ckpt_read_memory(&out, bytes.empty() ? nullptr : bytes.data(), bytes.size(), opts);
         r.largest = w.largest();
         r.refused = w.refused();
     }
@@ -178,13 +178,13 @@ Run run_memory(const std::string& bytes, const ckpt_npz_options* opts, size_t ca
     return r;
 }
 
-Run run_read_file(const std::string& path, const ckpt_npz_options* opts, size_t cap, VarsPtr* keep = nullptr) {
+Run run_read_file(const std::string& path, const ckpt_options* opts, size_t cap, VarsPtr* keep = nullptr) {
     Run r;
-    r.via = "ckpt_npz_read";
+    r.via = "ckpt_read";
     ckpt_vars* out = nullptr;
     {
         probe::Window w(cap);
-        r.rc = ckpt_npz_read(&out, path.c_str(), opts);
+        r.rc = ckpt_read(&out, path.c_str(), opts);
         r.largest = w.largest();
         r.refused = w.refused();
     }
@@ -194,39 +194,39 @@ Run run_read_file(const std::string& path, const ckpt_npz_options* opts, size_t 
     return r;
 }
 
-// ckpt_npz_open, then ckpt_npz_read_into of every array — or, with `map`, ckpt_npz_map of every array and a read of
+// ckpt_reader_open, then ckpt_reader_read_into of every array — or, with `map`, ckpt_reader_map of every array and a read of
 // each view's every byte (a view reaching past the file would fault or trip the sanitizers); the first failure is
 // the result. Destination buffers come from malloc, which the probe does not see; decoded views are the library's.
-Run run_open_file(const std::string& path, const ckpt_npz_options* opts, size_t cap, bool map = false) {
+Run run_open_file(const std::string& path, const ckpt_options* opts, size_t cap, bool map = false) {
     Run r;
-    r.via = map ? "ckpt_npz_open + ckpt_npz_map" : "ckpt_npz_open + ckpt_npz_read_into";
-    ckpt_npz* npz = nullptr;
+    r.via = map ? "ckpt_reader_open + ckpt_reader_map" : "ckpt_reader_open + ckpt_reader_read_into";
+    ckpt_reader* npz = nullptr;
     probe::Window w(cap);
-    r.rc = ckpt_npz_open(&npz, path.c_str(), opts);
-    for (size_t i = 0; r.rc == CKPT_OK && i < ckpt_npz_count(npz); ++i) {
-        const size_t n = ckpt_npz_nbytes(npz, i);
+    r.rc = ckpt_reader_open(&npz, path.c_str(), opts);
+    for (size_t i = 0; r.rc == CKPT_OK && i < ckpt_reader_count(npz); ++i) {
+        const size_t n = ckpt_reader_nbytes(npz, i);
         if (n > cap) {  // open accepted an array larger than the case allows: report it as a failure
             r.rc = CKPT_ERROR;
-            r.message = "test: ckpt_npz_open accepted array #" + std::to_string(i) + " of " + std::to_string(n) +
+            r.message = "test: ckpt_reader_open accepted array #" + std::to_string(i) + " of " + std::to_string(n) +
                         " bytes";
             break;
         }
         if (map) {
             const void* p = nullptr;
-            r.rc = ckpt_npz_map(npz, i, &p);
+            r.rc = ckpt_reader_map(npz, i, &p);
             volatile unsigned char last = 0;
             for (size_t k = 0; r.rc == CKPT_OK && k < n; ++k) last = static_cast<const unsigned char*>(p)[k];
             (void)last;
             continue;
         }
         void* dst = std::malloc(n != 0 ? n : 1);
-        r.rc = ckpt_npz_read_into(npz, i, dst, n);
+        r.rc = ckpt_reader_read_into(npz, i, dst, n);
         std::free(dst);
     }
     r.largest = w.largest();
     r.refused = w.refused();
     if (r.rc != CKPT_OK && r.message.empty()) r.message = ckpt_error_message();
-    ckpt_npz_close(npz);
+    ckpt_reader_close(npz);
     return r;
 }
 
@@ -246,7 +246,7 @@ void check_failed(const Run& r, int code, const std::string& label, const std::v
 // The case `bytes` must fail with `code` whichever way it is read; the file is written as `file_name` in the
 // temporary directory. Every allocation request must stay within `bound`; requests above `cap` are refused.
 void expect_failure(const std::string& file_name, const std::string& bytes, int code,
-                    const std::vector<std::string>& phrases, const ckpt_npz_options* opts = nullptr,
+                    const std::vector<std::string>& phrases, const ckpt_options* opts = nullptr,
                     size_t bound = kSmallBound, size_t cap = probe::kDefaultCap) {
     check_failed(run_memory(bytes, opts, cap), code, "<memory>", phrases, bound);
     const std::string path = temp().file(file_name);
@@ -256,23 +256,23 @@ void expect_failure(const std::string& file_name, const std::string& bytes, int 
     check_failed(run_open_file(path, opts, cap, true), code, path, phrases, bound);
 }
 
-// The case must read successfully every way; returns what ckpt_npz_read_memory read.
-VarsPtr expect_ok(const std::string& file_name, const std::string& bytes, const ckpt_npz_options* opts = nullptr) {
+// The case must read successfully every way; returns what ckpt_read_memory read.
+VarsPtr expect_ok(const std::string& file_name, const std::string& bytes, const ckpt_options* opts = nullptr) {
     VarsPtr vars;
     const Run m = run_memory(bytes, opts, probe::kDefaultCap, &vars);
-    INFO("ckpt_npz_read_memory: " << m.message);
+    INFO("ckpt_read_memory: " << m.message);
     REQUIRE(m.rc == CKPT_OK);
     const std::string path = temp().file(file_name);
     write_file(path, bytes);
     VarsPtr from_file;
     const Run f = run_read_file(path, opts, probe::kDefaultCap, &from_file);
-    INFO("ckpt_npz_read: " << f.message);
+    INFO("ckpt_read: " << f.message);
     REQUIRE(f.rc == CKPT_OK);
     const Run o = run_open_file(path, opts, probe::kDefaultCap);
-    INFO("ckpt_npz_open: " << o.message);
+    INFO("ckpt_reader_open: " << o.message);
     REQUIRE(o.rc == CKPT_OK);
     const Run v = run_open_file(path, opts, probe::kDefaultCap, true);
-    INFO("ckpt_npz_map: " << v.message);
+    INFO("ckpt_reader_map: " << v.message);
     REQUIRE(v.rc == CKPT_OK);
     return vars;
 }
@@ -295,9 +295,9 @@ bool same_values(const ckpt_vars* a, const ckpt_vars* b) {
 
 // ----------------------------------------------------------------------------------------------- fixtures
 
-ckpt_npz_options default_options() {
-    ckpt_npz_options o;
-    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+ckpt_options default_options() {
+    ckpt_options o;
+    REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
     return o;
 }
 
@@ -322,16 +322,16 @@ VarsPtr fixture_vars() {
 // a data descriptor on the deflated member. Holds w and b.
 const std::string& numpy_style_fixture();
 
-// The fixture saved by ckpt_npz_save (stored or deflated), as bytes.
+// The fixture saved by ckpt_save (stored or deflated), as bytes.
 const std::string& saved_fixture(bool deflate) {
     static std::string cache[2];
     std::string& bytes = cache[deflate ? 1 : 0];
     if (bytes.empty()) {
         VarsPtr vars = fixture_vars();
-        ckpt_npz_options o = default_options();
+        ckpt_options o = default_options();
         o.compression = deflate ? CKPT_DEFLATE : CKPT_STORE;
         const std::string path = temp().file(deflate ? "fixture-deflate.npz" : "fixture-stored.npz");
-        REQUIRE(ckpt_npz_save(path.c_str(), vars.get(), &o) == CKPT_OK);
+        REQUIRE(ckpt_save(path.c_str(), vars.get(), &o) == CKPT_OK);
         bytes = read_file(path);
         REQUIRE(!bytes.empty());
     }
@@ -348,7 +348,7 @@ const std::string& saved_fixture_with_metadata() {
         REQUIRE(ckpt_vars_add(vars.get(), "bf", CKPT_BFLOAT16, 1, shape, bf16, CKPT_COPY) == CKPT_OK);
         REQUIRE(ckpt_vars_set_metadata(vars.get(), "step", "1200") == CKPT_OK);
         const std::string path = temp().file("fixture-metadata.npz");
-        REQUIRE(ckpt_npz_save(path.c_str(), vars.get(), nullptr) == CKPT_OK);
+        REQUIRE(ckpt_save(path.c_str(), vars.get(), nullptr) == CKPT_OK);
         bytes = read_file(path);
         REQUIRE(bytes.find("__ckpt_metadata__.npy") != std::string::npos);
     }
@@ -364,9 +364,9 @@ struct Fixture {
     const std::string* bytes;
 };
 std::vector<Fixture> small_fixtures() {
-    return {{"ckpt_npz_save stored", &saved_fixture(false)},
-            {"ckpt_npz_save deflate", &saved_fixture(true)},
-            {"ckpt_npz_save with a metadata member", &saved_fixture_with_metadata()},
+    return {{"ckpt_save stored", &saved_fixture(false)},
+            {"ckpt_save deflate", &saved_fixture(true)},
+            {"ckpt_save with a metadata member", &saved_fixture_with_metadata()},
             {"numpy-style zip64 with a data descriptor", &numpy_style_fixture()}};
 }
 
@@ -426,7 +426,7 @@ TEST_CASE("the allocation probe sees and can refuse the library's allocations", 
         CHECK(w.refused() > 0);
     }
     const std::string path = temp().file("probe.npz");
-    REQUIRE(ckpt_npz_save(path.c_str(), vars.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_save(path.c_str(), vars.get(), nullptr) == CKPT_OK);
     const std::string bytes = read_file(path);
     const Run ok = run_memory(bytes, nullptr, probe::kDefaultCap);
     CHECK(ok.rc == CKPT_OK);
@@ -465,7 +465,7 @@ TEST_CASE("valid archives from the test builder read back (positive controls)", 
         b.descriptor_signature = false;
         check_w(expect_ok("ok-descriptor.npz", archive({w, b})));
     }
-    SECTION("the fixtures ckpt_npz_save wrote") {
+    SECTION("the fixtures ckpt_save wrote") {
         const VarsPtr want = fixture_vars();
         for (bool deflate : {false, true}) {
             const VarsPtr got = expect_ok(deflate ? "ok-fixture-d.npz" : "ok-fixture-s.npz", saved_fixture(deflate));
@@ -610,13 +610,13 @@ TEST_CASE("every single-byte flip of a small valid file", "[malformed][flips]") 
 }
 
 TEST_CASE("a CRC mismatch is caught", "[malformed][crc]") {
-    SECTION("a flipped data byte of a stored member written by ckpt_npz_save") {
+    SECTION("a flipped data byte of a stored member written by ckpt_save") {
         zipb::Layout lay;
         std::string bytes = archive({member("w.npy", npy_w())}, false, &lay);
         bytes[lay.data_offsets[0] + lay.data_sizes[0] - 1] ^= 0x40;  // the last byte of w's data
         expect_failure("crc-flip.npz", bytes, CKPT_EFORMAT, {kW_member, "CRC"});
     }
-    SECTION("a flipped data byte in the fixture saved by ckpt_npz_save (stored)") {
+    SECTION("a flipped data byte in the fixture saved by ckpt_save (stored)") {
         std::string bytes = saved_fixture(false);
         const std::string needle("\x93NUMPY", 6);  // the first member is w; its data follows its 128-byte header
         const size_t npy_at = bytes.find(needle);
@@ -765,7 +765,7 @@ TEST_CASE("a data descriptor that disagrees with the central directory is refuse
                            {kW_member, disagrees + "CRC-32 " + hex8(crc + 1)});
         }
     }
-    SECTION("a flipped CRC-32 byte in a descriptor ckpt_npz_save wrote") {
+    SECTION("a flipped CRC-32 byte in a descriptor ckpt_save wrote") {
         std::string bytes = saved_fixture(true);
         const size_t at = bytes.find("PK\x07\x08");  // the first member, w, has the first descriptor
         REQUIRE(at != std::string::npos);
@@ -895,7 +895,7 @@ TEST_CASE("malformed npy headers", "[malformed][npy]") {
     SECTION("header longer than the limit; the same file reads with max_header_bytes raised") {
         const std::string bytes = with_npy(zipb::npy_raw(good + std::string(10100, ' '), w_data));
         expect_failure("long-header.npz", bytes, CKPT_EFORMAT, {kW_member, "exceeds the limit of 10000"});
-        ckpt_npz_options o = default_options();
+        ckpt_options o = default_options();
         o.max_header_bytes = 20000;
         const VarsPtr vars = expect_ok("long-header-raised.npz", bytes, &o);
         REQUIRE(ckpt_vars_nbytes(vars.get(), 0) == w_data.size());
@@ -906,7 +906,7 @@ TEST_CASE("malformed npy headers", "[malformed][npy]") {
         zipb::patch(npy, 8, 0xffffffffu, 4);
         expect_failure("huge-header-len.npz", with_npy(npy), CKPT_EFORMAT, {kW_member, "exceeds the limit"},
                        nullptr, kSmallBound, kBombCap);
-        ckpt_npz_options o = default_options();
+        ckpt_options o = default_options();
         o.max_header_bytes = uint64_t{1} << 40;  // the caller allows it; the member still cannot hold it
         expect_failure("huge-header-len-raised.npz", with_npy(npy), CKPT_EFORMAT, {kW_member, "truncated"}, &o,
                        kSmallBound, kBombCap);
@@ -971,7 +971,7 @@ TEST_CASE("malformed npy headers", "[malformed][npy]") {
         };
         expect_failure("deep-descr.npz", with_npy(zipb::npy_raw(nested(4000), raw_bytes(kW))), CKPT_EFORMAT,
                        {kW_member, "nested more than"});
-        ckpt_npz_options o = default_options();  // 400000 levels in a format 2.0 header the caller allows
+        ckpt_options o = default_options();  // 400000 levels in a format 2.0 header the caller allows
         o.max_header_bytes = size_t{1} << 20;
         expect_failure("deep-descr-raised.npz", with_npy(zipb::npy_raw(nested(400000), raw_bytes(kW), 2, 0)),
                        CKPT_EFORMAT, {kW_member, "nested more than"}, &o, 2 * kSmallBound);

@@ -30,8 +30,8 @@ using ckpt::testing::new_vars;
 using ckpt::testing::Npz;
 using ckpt::testing::Vars;
 
-ckpt_npz_options options(uint32_t layout, uint32_t compression) {
-    ckpt_npz_options o = CKPT_NPZ_OPTIONS_INIT;
+ckpt_options options(uint32_t layout, uint32_t compression) {
+    ckpt_options o = CKPT_OPTIONS_INIT;
     o.layout = layout;
     o.compression = compression;
     return o;
@@ -177,30 +177,30 @@ TEST_CASE("bfloat16, float8 and void arrays round-trip through every read path",
     for (const uint32_t layout : {CKPT_LAYOUT_PLAIN, CKPT_LAYOUT_OBJAX}) {
         for (const uint32_t compression : {CKPT_STORE, CKPT_DEFLATE}) {
             DYNAMIC_SECTION("layout " << layout << ", compression " << compression) {
-                const ckpt_npz_options o = options(layout, compression);
+                const ckpt_options o = options(layout, compression);
                 const std::string path = dir.file("new-dtypes.npz");
-                REQUIRE(ckpt_npz_save(path.c_str(), vars.get(), &o) == CKPT_OK);
+                REQUIRE(ckpt_save(path.c_str(), vars.get(), &o) == CKPT_OK);
 
                 ckpt_vars* read = nullptr;
-                REQUIRE(ckpt_npz_read(&read, path.c_str(), nullptr) == CKPT_OK);
+                REQUIRE(ckpt_read(&read, path.c_str(), nullptr) == CKPT_OK);
                 check_vars(Vars(read).get(), data);
 
                 const std::string bytes = read_file(path);
                 ckpt_vars* from_memory = nullptr;
-                REQUIRE(ckpt_npz_read_memory(&from_memory, bytes.data(), bytes.size(), nullptr) == CKPT_OK);
+                REQUIRE(ckpt_read_memory(&from_memory, bytes.data(), bytes.size(), nullptr) == CKPT_OK);
                 check_vars(Vars(from_memory).get(), data);
 
-                ckpt_npz* n = nullptr;
-                REQUIRE(ckpt_npz_open(&n, path.c_str(), nullptr) == CKPT_OK);
+                ckpt_reader* n = nullptr;
+                REQUIRE(ckpt_reader_open(&n, path.c_str(), nullptr) == CKPT_OK);
                 Npz npz(n);
-                REQUIRE(ckpt_npz_count(n) == specs().size());
+                REQUIRE(ckpt_reader_count(n) == specs().size());
                 for (size_t i = 0; i < specs().size(); ++i) {
-                    CHECK(std::string(ckpt_npz_name(n, i)) == specs()[i].name);
+                    CHECK(std::string(ckpt_reader_name(n, i)) == specs()[i].name);
                     check_header(
-                        i, [&](size_t k) { return ckpt_npz_dtype(n, k); }, [&](size_t k) { return ckpt_npz_itemsize(n, k); },
-                        [&](size_t k) { return ckpt_npz_ndim(n, k); }, [&](size_t k) { return ckpt_npz_shape(n, k); });
+                        i, [&](size_t k) { return ckpt_reader_dtype(n, k); }, [&](size_t k) { return ckpt_reader_itemsize(n, k); },
+                        [&](size_t k) { return ckpt_reader_ndim(n, k); }, [&](size_t k) { return ckpt_reader_shape(n, k); });
                     std::vector<unsigned char> out(data[i].size() + 1, 0xEE);
-                    REQUIRE(ckpt_npz_read_into(n, i, out.data(), out.size()) == CKPT_OK);
+                    REQUIRE(ckpt_reader_read_into(n, i, out.data(), out.size()) == CKPT_OK);
                     CHECK(std::equal(data[i].begin(), data[i].end(), out.begin()));
                 }
 
@@ -208,7 +208,7 @@ TEST_CASE("bfloat16, float8 and void arrays round-trip through every read path",
                 Vars target = spec_vars(zeros);
                 for (size_t i = 0; i < specs().size(); ++i)
                     if (!zeros[i].empty()) std::memset(ckpt_vars_data(target.get(), i), 0, zeros[i].size());
-                REQUIRE(ckpt_npz_restore(path.c_str(), target.get(), nullptr) == CKPT_OK);
+                REQUIRE(ckpt_restore(path.c_str(), target.get(), nullptr) == CKPT_OK);
                 check_vars(target.get(), data);
             }
         }
@@ -221,9 +221,9 @@ TEST_CASE("the members are raw bytes numpy loads, with the real types recorded b
     std::vector<std::vector<unsigned char>> data;
     Vars vars = spec_vars(data);
     const std::string plain = dir.file("plain.npz"), objax = dir.file("objax.npz");
-    const ckpt_npz_options p = options(CKPT_LAYOUT_PLAIN, CKPT_STORE), o = options(CKPT_LAYOUT_OBJAX, CKPT_STORE);
-    REQUIRE(ckpt_npz_save(plain.c_str(), vars.get(), &p) == CKPT_OK);
-    REQUIRE(ckpt_npz_save(objax.c_str(), vars.get(), &o) == CKPT_OK);
+    const ckpt_options p = options(CKPT_LAYOUT_PLAIN, CKPT_STORE), o = options(CKPT_LAYOUT_OBJAX, CKPT_STORE);
+    REQUIRE(ckpt_save(plain.c_str(), vars.get(), &p) == CKPT_OK);
+    REQUIRE(ckpt_save(objax.c_str(), vars.get(), &o) == CKPT_OK);
 
     const std::string bytes = read_file(plain);
     CHECK_THAT(bytes, Contains("{'descr': '<V2', 'fortran_order': False, 'shape': (3, 4), }"));
@@ -253,13 +253,13 @@ TEST_CASE("a collection of numpy's own dtypes without metadata gets no metadata 
     REQUIRE(ckpt_vars_add(vars.get(), "w", CKPT_FLOAT32, 1, shape, w, CKPT_COPY) == CKPT_OK);
     REQUIRE(ckpt_vars_add_strings(vars.get(), "v4", CKPT_VOID, 4, 1, one, raw, CKPT_COPY) == CKPT_OK);
     const std::string path = dir.file("plain.npz");
-    REQUIRE(ckpt_npz_save(path.c_str(), vars.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_save(path.c_str(), vars.get(), nullptr) == CKPT_OK);
     CHECK(member_names(read_file(path)) == std::vector<std::string>{"w.npy", "v4.npy"});
 
     // Setting and then removing the only key leaves nothing to record either.
     REQUIRE(ckpt_vars_set_metadata(vars.get(), "k", "v") == CKPT_OK);
     REQUIRE(ckpt_vars_set_metadata(vars.get(), "k", nullptr) == CKPT_OK);
-    REQUIRE(ckpt_npz_save(path.c_str(), vars.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_save(path.c_str(), vars.get(), nullptr) == CKPT_OK);
     CHECK(member_names(read_file(path)).size() == 2);
 }
 
@@ -272,30 +272,30 @@ TEST_CASE("a typed variable restores from raw void bytes of its item size; other
         Vars raw = new_vars();
         const int64_t shape[] = {2};
         REQUIRE(ckpt_vars_add_strings(raw.get(), "w", CKPT_VOID, 4, 1, shape, words, CKPT_COPY) == CKPT_OK);
-        REQUIRE(ckpt_npz_save(path.c_str(), raw.get(), nullptr) == CKPT_OK);
+        REQUIRE(ckpt_save(path.c_str(), raw.get(), nullptr) == CKPT_OK);
     }
     float w[2] = {0, 0};
     const int64_t shape[] = {2};
     Vars vars = new_vars();
     REQUIRE(ckpt_vars_add(vars.get(), "w", CKPT_FLOAT32, 1, shape, w, CKPT_BORROW) == CKPT_OK);
-    REQUIRE(ckpt_npz_restore(path.c_str(), vars.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_restore(path.c_str(), vars.get(), nullptr) == CKPT_OK);
     CHECK(w[0] == 1.0f);
     CHECK(w[1] == 2.0f);
 
     SECTION("another item size is a mismatch") {
         Vars wide = new_vars();
         REQUIRE(ckpt_vars_add(wide.get(), "w", CKPT_FLOAT64, 1, shape, nullptr, CKPT_COPY) == CKPT_OK);
-        CHECK(ckpt_npz_restore(path.c_str(), wide.get(), nullptr) == CKPT_EMISMATCH);
+        CHECK(ckpt_restore(path.c_str(), wide.get(), nullptr) == CKPT_EMISMATCH);
         CHECK_THAT(message(), Contains("'w' is float64 (2) in the collection but void4 (2) in the file"));
     }
     SECTION("a recorded bfloat16 does not fill a float16 variable") {
         Vars bf = new_vars();
         const uint16_t bits[2] = {0x3f80, 0x4000};
         REQUIRE(ckpt_vars_add(bf.get(), "w", CKPT_BFLOAT16, 1, shape, bits, CKPT_COPY) == CKPT_OK);
-        REQUIRE(ckpt_npz_save(path.c_str(), bf.get(), nullptr) == CKPT_OK);
+        REQUIRE(ckpt_save(path.c_str(), bf.get(), nullptr) == CKPT_OK);
         Vars half = new_vars();
         REQUIRE(ckpt_vars_add(half.get(), "w", CKPT_FLOAT16, 1, shape, nullptr, CKPT_COPY) == CKPT_OK);
-        CHECK(ckpt_npz_restore(path.c_str(), half.get(), nullptr) == CKPT_EMISMATCH);
+        CHECK(ckpt_restore(path.c_str(), half.get(), nullptr) == CKPT_EMISMATCH);
         CHECK_THAT(message(), Contains("'w' is float16 (2) in the collection but bfloat16 (2) in the file"));
     }
 }
@@ -385,12 +385,12 @@ TEST_CASE("metadata round-trips with unicode, empty values and a thousand keys, 
     for (const uint32_t layout : {CKPT_LAYOUT_PLAIN, CKPT_LAYOUT_OBJAX}) {
         for (const uint32_t compression : {CKPT_STORE, CKPT_DEFLATE}) {
             DYNAMIC_SECTION("layout " << layout << ", compression " << compression) {
-                const ckpt_npz_options o = options(layout, compression);
+                const ckpt_options o = options(layout, compression);
                 const std::string path = dir.file("meta.npz");
-                REQUIRE(ckpt_npz_save(path.c_str(), vars.get(), &o) == CKPT_OK);
+                REQUIRE(ckpt_save(path.c_str(), vars.get(), &o) == CKPT_OK);
 
                 ckpt_vars* r = nullptr;
-                REQUIRE(ckpt_npz_read(&r, path.c_str(), nullptr) == CKPT_OK);
+                REQUIRE(ckpt_read(&r, path.c_str(), nullptr) == CKPT_OK);
                 Vars read(r);
                 CHECK(ckpt_vars_count(r) == 1);
                 check(
@@ -398,22 +398,22 @@ TEST_CASE("metadata round-trips with unicode, empty values and a thousand keys, 
                     [&](size_t i) { return std::string(ckpt_vars_metadata_value(r, i)); },
                     [&](const char* k) { return ckpt_vars_metadata(r, k); });
 
-                ckpt_npz* n = nullptr;
-                REQUIRE(ckpt_npz_open(&n, path.c_str(), nullptr) == CKPT_OK);
+                ckpt_reader* n = nullptr;
+                REQUIRE(ckpt_reader_open(&n, path.c_str(), nullptr) == CKPT_OK);
                 Npz npz(n);
-                CHECK(ckpt_npz_count(n) == 1);  // the metadata member is not an array
+                CHECK(ckpt_reader_count(n) == 1);  // the metadata member is not an array
                 check(
-                    ckpt_npz_metadata_count(n), [&](size_t i) { return std::string(ckpt_npz_metadata_key(n, i)); },
-                    [&](size_t i) { return std::string(ckpt_npz_metadata_value(n, i)); },
-                    [&](const char* k) { return ckpt_npz_metadata(n, k); });
-                CHECK(ckpt_npz_metadata(n, "absent") == nullptr);
-                CHECK(ckpt_npz_metadata_key(n, 5000) == nullptr);
+                    ckpt_reader_metadata_count(n), [&](size_t i) { return std::string(ckpt_reader_metadata_key(n, i)); },
+                    [&](size_t i) { return std::string(ckpt_reader_metadata_value(n, i)); },
+                    [&](const char* k) { return ckpt_reader_metadata(n, k); });
+                CHECK(ckpt_reader_metadata(n, "absent") == nullptr);
+                CHECK(ckpt_reader_metadata_key(n, 5000) == nullptr);
 
                 // A restore replaces the collection's metadata with the file's.
                 Vars target = new_vars();
                 REQUIRE(ckpt_vars_add(target.get(), "w", CKPT_FLOAT32, 1, shape, nullptr, CKPT_COPY) == CKPT_OK);
                 REQUIRE(ckpt_vars_set_metadata(target.get(), "stale", "yes") == CKPT_OK);
-                REQUIRE(ckpt_npz_restore(path.c_str(), target.get(), nullptr) == CKPT_OK);
+                REQUIRE(ckpt_restore(path.c_str(), target.get(), nullptr) == CKPT_OK);
                 CHECK(ckpt_vars_metadata(target.get(), "stale") == nullptr);
                 CHECK(ckpt_vars_metadata_count(target.get()) == special.size() + 1000);
                 CHECK(std::memcmp(ckpt_vars_data(target.get(), 0), w, sizeof w) == 0);
@@ -430,18 +430,18 @@ TEST_CASE("a failed restore leaves the collection's metadata as it was; a file w
     const int64_t shape[] = {2}, other[] = {3};
     Vars saved = new_vars();
     REQUIRE(ckpt_vars_add(saved.get(), "w", CKPT_FLOAT32, 1, shape, w, CKPT_COPY) == CKPT_OK);
-    REQUIRE(ckpt_npz_save(path.c_str(), saved.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_save(path.c_str(), saved.get(), nullptr) == CKPT_OK);
 
     Vars mismatched = new_vars();
     REQUIRE(ckpt_vars_add(mismatched.get(), "w", CKPT_FLOAT32, 1, other, nullptr, CKPT_COPY) == CKPT_OK);
     REQUIRE(ckpt_vars_set_metadata(mismatched.get(), "mine", "1") == CKPT_OK);
-    CHECK(ckpt_npz_restore(path.c_str(), mismatched.get(), nullptr) == CKPT_EMISMATCH);
+    CHECK(ckpt_restore(path.c_str(), mismatched.get(), nullptr) == CKPT_EMISMATCH);
     CHECK(std::string(ckpt_vars_metadata(mismatched.get(), "mine")) == "1");
 
     Vars matching = new_vars();
     REQUIRE(ckpt_vars_add(matching.get(), "w", CKPT_FLOAT32, 1, shape, nullptr, CKPT_COPY) == CKPT_OK);
     REQUIRE(ckpt_vars_set_metadata(matching.get(), "mine", "1") == CKPT_OK);
-    REQUIRE(ckpt_npz_restore(path.c_str(), matching.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_restore(path.c_str(), matching.get(), nullptr) == CKPT_OK);
     CHECK(ckpt_vars_metadata_count(matching.get()) == 0);
 }
 
@@ -520,19 +520,19 @@ struct Result {
     Vars vars;
 };
 
-Result read_bytes(const TempDir& dir, const std::string& bytes, const ckpt_npz_options* o = nullptr) {
+Result read_bytes(const TempDir& dir, const std::string& bytes, const ckpt_options* o = nullptr) {
     const std::string path = dir.file("given.npz");
     write_file(path, bytes);
     ckpt_vars* v = nullptr;
-    const int rc = ckpt_npz_read(&v, path.c_str(), o);
+    const int rc = ckpt_read(&v, path.c_str(), o);
     Result r{rc, rc == CKPT_OK ? "" : message(), Vars(v)};
     if (rc == CKPT_OK) {  // the lazy path must agree with the whole read
-        ckpt_npz* n = nullptr;
-        CHECK(ckpt_npz_open(&n, path.c_str(), o) == CKPT_OK);
-        ckpt_npz_close(n);
+        ckpt_reader* n = nullptr;
+        CHECK(ckpt_reader_open(&n, path.c_str(), o) == CKPT_OK);
+        ckpt_reader_close(n);
     } else {
-        ckpt_npz* n = nullptr;
-        CHECK(ckpt_npz_open(&n, path.c_str(), o) == rc);
+        ckpt_reader* n = nullptr;
+        CHECK(ckpt_reader_open(&n, path.c_str(), o) == rc);
         CHECK(n == nullptr);
     }
     return r;

@@ -30,11 +30,11 @@ std::string save(const TempDir& dir, uint32_t layout, uint32_t compression) {
     const double s = 2.5;
     REQUIRE(ckpt_vars_add(v, "w", CKPT_FLOAT32, 2, shape, w, CKPT_COPY) == CKPT_OK);
     REQUIRE(ckpt_vars_add(v, "s", CKPT_FLOAT64, 0, nullptr, &s, CKPT_COPY) == CKPT_OK);
-    ckpt_npz_options o = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options o = CKPT_OPTIONS_INIT;
     o.layout = layout;
     o.compression = compression;
     const std::string path = dir.file("inspect.npz");
-    REQUIRE(ckpt_npz_save(path.c_str(), v, &o) == CKPT_OK);
+    REQUIRE(ckpt_save(path.c_str(), v, &o) == CKPT_OK);
     return path;
 }
 
@@ -47,17 +47,17 @@ TEST_CASE("each array's member, compression, stored bytes, CRC-32 and data offse
             DYNAMIC_SECTION("layout " << layout << ", compression " << compression) {
                 const std::string path = save(dir, layout, compression);
                 const std::string bytes = read_file(path);
-                ckpt_npz* n = nullptr;
-                REQUIRE(ckpt_npz_open(&n, path.c_str(), nullptr) == CKPT_OK);
+                ckpt_reader* n = nullptr;
+                REQUIRE(ckpt_reader_open(&n, path.c_str(), nullptr) == CKPT_OK);
                 const ckpt::testing::Npz npz(n);
-                CHECK(ckpt_npz_layout(n) == layout);
-                REQUIRE(ckpt_npz_count(n) == 2);
+                CHECK(ckpt_reader_layout(n) == layout);
+                REQUIRE(ckpt_reader_count(n) == 2);
                 const char* members[] = {layout == CKPT_LAYOUT_OBJAX ? "0.npy" : "w.npy",
                                          layout == CKPT_LAYOUT_OBJAX ? "1.npy" : "s.npy"};
                 for (size_t i = 0; i < 2; ++i) {
                     INFO("array " << i);
-                    CHECK(std::string(ckpt_npz_member_name(n, i)) == members[i]);
-                    CHECK(ckpt_npz_compression(n, i) == compression);
+                    CHECK(std::string(ckpt_reader_member_name(n, i)) == members[i]);
+                    CHECK(ckpt_reader_compression(n, i) == compression);
                     // The central directory's CRC-32 and compressed size, and the local header's length, read from
                     // the bytes by the test itself.
                     size_t central = 0;
@@ -66,32 +66,32 @@ TEST_CASE("each array's member, compression, stored bytes, CRC-32 and data offse
                         REQUIRE(central != std::string::npos);
                         if (bytes.compare(central + 46, zipb::get(bytes, central + 28, 2), members[i]) == 0) break;
                     }
-                    CHECK(ckpt_npz_crc32(n, i) == zipb::get(bytes, central + 16, 4));
-                    const uint64_t stored = ckpt_npz_stored_bytes(n, i);
+                    CHECK(ckpt_reader_crc32(n, i) == zipb::get(bytes, central + 16, 4));
+                    const uint64_t stored = ckpt_reader_stored_bytes(n, i);
                     CHECK(stored == zipb::get(bytes, central + 20, 4));
                     const size_t at = zipb::get(bytes, central + 42, 4);  // the local header
                     const size_t data_at = at + 30 + zipb::get(bytes, at + 26, 2) + zipb::get(bytes, at + 28, 2);
                     if (compression == CKPT_STORE) {
-                        CHECK(stored == ckpt_npz_nbytes(n, i) + (ckpt_npz_data_offset(n, i) - data_at));
-                        const uint64_t off = ckpt_npz_data_offset(n, i);
+                        CHECK(stored == ckpt_reader_nbytes(n, i) + (ckpt_reader_data_offset(n, i) - data_at));
+                        const uint64_t off = ckpt_reader_data_offset(n, i);
                         CHECK(off % 64 == 0);  // ckpt aligns stored data for mapping
-                        REQUIRE(off + ckpt_npz_nbytes(n, i) <= bytes.size());
-                        std::string data(ckpt_npz_nbytes(n, i), '\0');
-                        REQUIRE(ckpt_npz_read_into(n, i, &data[0], data.size()) == CKPT_OK);
+                        REQUIRE(off + ckpt_reader_nbytes(n, i) <= bytes.size());
+                        std::string data(ckpt_reader_nbytes(n, i), '\0');
+                        REQUIRE(ckpt_reader_read_into(n, i, &data[0], data.size()) == CKPT_OK);
                         CHECK(bytes.compare(off, data.size(), data) == 0);  // the bytes at the offset are the array
                     } else {
-                        CHECK(ckpt_npz_data_offset(n, i) == 0);
-                        CHECK(stored < 30 + ckpt_npz_nbytes(n, i) + 128);
+                        CHECK(ckpt_reader_data_offset(n, i) == 0);
+                        CHECK(stored < 30 + ckpt_reader_nbytes(n, i) + 128);
                     }
                 }
-                CHECK(ckpt_npz_member_name(n, 2) == nullptr);
-                CHECK(ckpt_npz_stored_bytes(n, 2) == 0);
-                CHECK(ckpt_npz_crc32(n, 2) == 0);
-                CHECK(ckpt_npz_data_offset(n, 2) == 0);
+                CHECK(ckpt_reader_member_name(n, 2) == nullptr);
+                CHECK(ckpt_reader_stored_bytes(n, 2) == 0);
+                CHECK(ckpt_reader_crc32(n, 2) == 0);
+                CHECK(ckpt_reader_data_offset(n, 2) == 0);
             }
         }
     }
-    CHECK(ckpt_npz_layout(nullptr) == 0);
-    CHECK(ckpt_npz_member_name(nullptr, 0) == nullptr);
-    CHECK(ckpt_npz_compression(nullptr, 0) == CKPT_STORE);
+    CHECK(ckpt_reader_layout(nullptr) == 0);
+    CHECK(ckpt_reader_member_name(nullptr, 0) == nullptr);
+    CHECK(ckpt_reader_compression(nullptr, 0) == CKPT_STORE);
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ckpt_npz_map: views of an open file's arrays, mapped in place or decoded once, against what ckpt_npz_read_into
+// ckpt_reader_map: views of an open file's arrays, mapped in place or decoded once, against what ckpt_reader_read_into
 // reads; CRC-32 checks at the first view; files that shrink, lie or are corrupt.
 #include <catch2/catch.hpp>
 
@@ -30,26 +30,26 @@ using ckpt::testing::write_file;
 namespace {
 
 
-const unsigned char* map_array(ckpt_npz* npz, size_t i) {
+const unsigned char* map_array(ckpt_reader* npz, size_t i) {
     const void* p = nullptr;
-    const int rc = ckpt_npz_map(npz, i, &p);
+    const int rc = ckpt_reader_map(npz, i, &p);
     INFO(ckpt_error_message());
     REQUIRE(rc == CKPT_OK);
     REQUIRE(p != nullptr);
     return static_cast<const unsigned char*>(p);
 }
 
-std::vector<unsigned char> read_array(ckpt_npz* npz, size_t i) {
-    std::vector<unsigned char> out(ckpt_npz_nbytes(npz, i) + 1);  // +1: never a NULL data() for an empty array
-    REQUIRE(ckpt_npz_read_into(npz, i, out.data(), out.size()) == CKPT_OK);
+std::vector<unsigned char> read_array(ckpt_reader* npz, size_t i) {
+    std::vector<unsigned char> out(ckpt_reader_nbytes(npz, i) + 1);  // +1: never a NULL data() for an empty array
+    REQUIRE(ckpt_reader_read_into(npz, i, out.data(), out.size()) == CKPT_OK);
     out.pop_back();
     return out;
 }
 
-// Every array's view holds what ckpt_npz_read_into reads, and a second call gives the same pointer.
-void require_views_match_reads(ckpt_npz* npz) {
-    for (size_t i = 0; i < ckpt_npz_count(npz); ++i) {
-        CAPTURE(i, ckpt_npz_name(npz, i));
+// Every array's view holds what ckpt_reader_read_into reads, and a second call gives the same pointer.
+void require_views_match_reads(ckpt_reader* npz) {
+    for (size_t i = 0; i < ckpt_reader_count(npz); ++i) {
+        CAPTURE(i, ckpt_reader_name(npz, i));
         const unsigned char* p = map_array(npz, i);
         const std::vector<unsigned char> expected = read_array(npz, i);
         REQUIRE(std::vector<unsigned char>(p, p + expected.size()) == expected);
@@ -58,14 +58,14 @@ void require_views_match_reads(ckpt_npz* npz) {
 }
 
 // Stored arrays lie in one mapping of the file: their views are as far apart as their data in the file.
-void require_one_mapping(ckpt_npz* npz) {
+void require_one_mapping(ckpt_reader* npz) {
     const unsigned char* first = map_array(npz, 0);
-    for (size_t i = 1; i < ckpt_npz_count(npz); ++i) {
+    for (size_t i = 1; i < ckpt_reader_count(npz); ++i) {
         CAPTURE(i);
-        if (ckpt_npz_nbytes(npz, i) == 0) continue;
-        REQUIRE(ckpt_npz_compression(npz, i) == CKPT_STORE);
+        if (ckpt_reader_nbytes(npz, i) == 0) continue;
+        REQUIRE(ckpt_reader_compression(npz, i) == CKPT_STORE);
         CHECK(map_array(npz, i) - first ==
-              static_cast<ptrdiff_t>(ckpt_npz_data_offset(npz, i) - ckpt_npz_data_offset(npz, 0)));
+              static_cast<ptrdiff_t>(ckpt_reader_data_offset(npz, i) - ckpt_reader_data_offset(npz, 0)));
     }
 }
 
@@ -74,7 +74,7 @@ uint64_t flip_data_byte(const std::string& path, size_t i, uint64_t from_end, un
     uint64_t at;
     {
         Npz npz = open_file(path);
-        at = ckpt_npz_data_offset(npz.get(), i) + ckpt_npz_nbytes(npz.get(), i) - from_end;
+        at = ckpt_reader_data_offset(npz.get(), i) + ckpt_reader_nbytes(npz.get(), i) - from_end;
     }
     std::string bytes = read_file(path);
     bytes[at] = static_cast<char>(bytes[at] ^ mask);
@@ -105,11 +105,11 @@ Vars every_dtype() {
 
 void save(const std::string& path, const ckpt_vars* vars, uint32_t layout = CKPT_LAYOUT_PLAIN,
           uint32_t compression = CKPT_STORE) {
-    ckpt_npz_options o;
-    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+    ckpt_options o;
+    REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
     o.layout = layout;
     o.compression = compression;
-    REQUIRE(ckpt_npz_save(path.c_str(), vars, &o) == CKPT_OK);
+    REQUIRE(ckpt_save(path.c_str(), vars, &o) == CKPT_OK);
 }
 
 std::string floats(std::initializer_list<float> values) {
@@ -151,7 +151,7 @@ TEST_CASE("Mapped views hold the bytes reads give, for every dtype, both layouts
     save(dir.file("all.npz"), vars.get(), layout, compression);
 
     Npz npz = open_file(dir.file("all.npz"));
-    REQUIRE(ckpt_npz_count(npz.get()) == ckpt_vars_count(vars.get()));
+    REQUIRE(ckpt_reader_count(npz.get()) == ckpt_vars_count(vars.get()));
     require_views_match_reads(npz.get());
     for (size_t i = 0; i < ckpt_vars_count(vars.get()); ++i) {
         CAPTURE(i);
@@ -196,7 +196,7 @@ TEST_CASE("Big-endian, Fortran-order and unaligned members are decoded to native
     CHECK(as_floats(0, 3) == std::vector<float>{1.5f, -2.0f, 3.25f});
     CHECK(as_floats(1, 6) == std::vector<float>{1, 2, 3, 4, 5, 6});
     CHECK(as_floats(2, 2) == std::vector<float>{7, 8});
-    CHECK(ckpt_npz_data_offset(npz.get(), 2) % 4 != 0);
+    CHECK(ckpt_reader_data_offset(npz.get(), 2) % 4 != 0);
     require_views_match_reads(npz.get());
 }
 
@@ -217,7 +217,7 @@ TEST_CASE("zip64 members map in place", "[map][zip64]") {
     const float* second = reinterpret_cast<const float*>(map_array(npz.get(), 1));
     CHECK(second[15] == 16.0f);
     CHECK(reinterpret_cast<const unsigned char*>(second) - map_array(npz.get(), 0) ==
-          static_cast<ptrdiff_t>(ckpt_npz_data_offset(npz.get(), 1) - ckpt_npz_data_offset(npz.get(), 0)));
+          static_cast<ptrdiff_t>(ckpt_reader_data_offset(npz.get(), 1) - ckpt_reader_data_offset(npz.get(), 0)));
     require_views_match_reads(npz.get());
 }
 
@@ -235,32 +235,32 @@ TEST_CASE("A member corrupted on disk fails its first map with CKPT_EFORMAT nami
 
     Npz npz = open_file(path);
     const void* p = &at;
-    CHECK(ckpt_npz_map(npz.get(), 0, &p) == CKPT_EFORMAT);
+    CHECK(ckpt_reader_map(npz.get(), 0, &p) == CKPT_EFORMAT);
     CHECK(p == nullptr);
     CHECK_THAT(ckpt_error_message(), Contains(path) && Contains("member 'big.npy'") && Contains("CRC-32 mismatch"));
-    CHECK(ckpt_npz_map(npz.get(), 0, &p) == CKPT_EFORMAT);  // asked again, checked again
+    CHECK(ckpt_reader_map(npz.get(), 0, &p) == CKPT_EFORMAT);  // asked again, checked again
     CHECK(map_array(npz.get(), 1) != nullptr);               // the other members are fine
 
-    SECTION("unless the file was opened with CKPT_NPZ_MAP_UNVERIFIED: the corrupt bytes are handed over") {
-        ckpt_npz_options o;
-        REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
-        o.flags = CKPT_NPZ_MAP_UNVERIFIED;
+    SECTION("unless the file was opened with CKPT_MAP_UNVERIFIED: the corrupt bytes are handed over") {
+        ckpt_options o;
+        REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
+        o.flags = CKPT_MAP_UNVERIFIED;
         Npz unverified = open_file(path, &o);
         const unsigned char* view = map_array(unverified.get(), 0);
-        CHECK(view[ckpt_npz_nbytes(unverified.get(), 0) - 3] == 0x40);  // 0.0f's bytes, one flipped
-        CHECK(ckpt_npz_read_into(unverified.get(), 0, nullptr, 0) == CKPT_EBUFS);
-        std::vector<unsigned char> copy(ckpt_npz_nbytes(unverified.get(), 0));
-        CHECK(ckpt_npz_read_into(unverified.get(), 0, copy.data(), copy.size()) == CKPT_EFORMAT);  // reads still check
+        CHECK(view[ckpt_reader_nbytes(unverified.get(), 0) - 3] == 0x40);  // 0.0f's bytes, one flipped
+        CHECK(ckpt_reader_read_into(unverified.get(), 0, nullptr, 0) == CKPT_EBUFS);
+        std::vector<unsigned char> copy(ckpt_reader_nbytes(unverified.get(), 0));
+        CHECK(ckpt_reader_read_into(unverified.get(), 0, copy.data(), copy.size()) == CKPT_EFORMAT);  // reads still check
     }
 }
 
-TEST_CASE("CKPT_NPZ_MAP_UNVERIFIED still decodes and checks members that cannot be mapped", "[map][crc]") {
+TEST_CASE("CKPT_MAP_UNVERIFIED still decodes and checks members that cannot be mapped", "[map][crc]") {
     TempDir dir;
     Vars vars = every_dtype();
     save(dir.file("d.npz"), vars.get(), CKPT_LAYOUT_PLAIN, CKPT_DEFLATE);
-    ckpt_npz_options o;
-    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
-    o.flags = CKPT_NPZ_MAP_UNVERIFIED | CKPT_NPZ_PARTIAL;
+    ckpt_options o;
+    REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
+    o.flags = CKPT_MAP_UNVERIFIED | CKPT_PARTIAL;
     Npz npz = open_file(dir.file("d.npz"), &o);
     require_views_match_reads(npz.get());
 }
@@ -275,7 +275,7 @@ TEST_CASE("A file that shrank after opening is CKPT_EIO at its first map, not a 
     Npz npz = open_file(path);
     REQUIRE(::truncate(path.c_str(), 100) == 0);
     const void* p = nullptr;
-    CHECK(ckpt_npz_map(npz.get(), 0, &p) == CKPT_EIO);
+    CHECK(ckpt_reader_map(npz.get(), 0, &p) == CKPT_EIO);
     CHECK_THAT(ckpt_error_message(), Contains(path) && Contains("shrank"));
 }
 
@@ -300,25 +300,25 @@ TEST_CASE("Storages that cannot map give decoded views", "[map][storage]") {
     ckpt_storage* s = nullptr;
     REQUIRE(ckpt_storage_new_memory(&s) == CKPT_OK);
     std::unique_ptr<ckpt_storage, void (*)(ckpt_storage*)> storage(s, ckpt_storage_free);
-    ckpt_npz_options o;
-    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+    ckpt_options o;
+    REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
     o.storage = s;
     Vars vars = every_dtype();
-    REQUIRE(ckpt_npz_save("m.npz", vars.get(), &o) == CKPT_OK);
+    REQUIRE(ckpt_save("m.npz", vars.get(), &o) == CKPT_OK);
     Npz npz = open_file("m.npz", &o);
     require_views_match_reads(npz.get());
 }
 
-TEST_CASE("ckpt_npz_map refuses NULL arguments and indices out of range", "[map]") {
+TEST_CASE("ckpt_reader_map refuses NULL arguments and indices out of range", "[map]") {
     TempDir dir;
     Vars vars = every_dtype();
     save(dir.file("a.npz"), vars.get());
     Npz npz = open_file(dir.file("a.npz"));
     const void* p = &p;
-    CHECK(ckpt_npz_map(nullptr, 0, &p) == CKPT_EINVAL);
+    CHECK(ckpt_reader_map(nullptr, 0, &p) == CKPT_EINVAL);
     CHECK(p == nullptr);
-    CHECK(ckpt_npz_map(npz.get(), 0, nullptr) == CKPT_EINVAL);
-    CHECK(ckpt_npz_map(npz.get(), ckpt_npz_count(npz.get()), &p) == CKPT_ENOTFOUND);
+    CHECK(ckpt_reader_map(npz.get(), 0, nullptr) == CKPT_EINVAL);
+    CHECK(ckpt_reader_map(npz.get(), ckpt_reader_count(npz.get()), &p) == CKPT_ENOTFOUND);
     CHECK_THAT(ckpt_error_message(), Contains("no array #"));
 }
 
@@ -333,8 +333,8 @@ TEST_CASE("A member whose declared offset or size points past the file is refuse
         const std::string path = dir.file(std::string(what) + ".npz");
         write_file(path, zipb::build(a));
         CAPTURE(what);
-        ckpt_npz* npz = nullptr;
-        CHECK(ckpt_npz_open(&npz, path.c_str(), nullptr) == CKPT_EFORMAT);
+        ckpt_reader* npz = nullptr;
+        CHECK(ckpt_reader_open(&npz, path.c_str(), nullptr) == CKPT_EFORMAT);
         CHECK_THAT(ckpt_error_message(), Contains(path));
         CHECK(npz == nullptr);
     };
@@ -343,7 +343,7 @@ TEST_CASE("A member whose declared offset or size points past the file is refuse
     lie("shape-past-the-member", [&](zipb::Member& m) { m.data = zipb::npy_member("<f8", "(1000000,)", std::string(32, '\x01')); });
 }
 
-TEST_CASE("ckpt_npz_map_vars restores every array without a copy; with CKPT_NPZ_MAP_WRITABLE it may be written",
+TEST_CASE("ckpt_reader_map_vars restores every array without a copy; with CKPT_MAP_WRITABLE it may be written",
           "[map]") {
     TempDir dir;
     Vars vars = every_dtype();
@@ -353,12 +353,12 @@ TEST_CASE("ckpt_npz_map_vars restores every array without a copy; with CKPT_NPZ_
     const std::string before = read_file(path);
     const bool writable = GENERATE(false, true);
     CAPTURE(writable);
-    ckpt_npz_options o;
-    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
-    o.flags = writable ? CKPT_NPZ_MAP_WRITABLE : 0;
+    ckpt_options o;
+    REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
+    o.flags = writable ? CKPT_MAP_WRITABLE : 0;
     Npz npz = open_file(path, &o);
     ckpt_vars* raw = nullptr;
-    REQUIRE(ckpt_npz_map_vars(npz.get(), &raw) == CKPT_OK);
+    REQUIRE(ckpt_reader_map_vars(npz.get(), &raw) == CKPT_OK);
     Vars mapped(raw);
     REQUIRE(ckpt_vars_count(mapped.get()) == ckpt_vars_count(vars.get()));
     for (size_t i = 0; i < ckpt_vars_count(vars.get()); ++i) {
@@ -381,11 +381,11 @@ TEST_CASE("ckpt_npz_map_vars restores every array without a copy; with CKPT_NPZ_
         Npz again = open_file(path);
         CHECK(map_array(again.get(), 1)[0] != p[0]);
     }
-    CHECK(ckpt_npz_map_vars(nullptr, &raw) == CKPT_EINVAL);
-    CHECK(ckpt_npz_map_vars(npz.get(), nullptr) == CKPT_EINVAL);
+    CHECK(ckpt_reader_map_vars(nullptr, &raw) == CKPT_EINVAL);
+    CHECK(ckpt_reader_map_vars(npz.get(), nullptr) == CKPT_EINVAL);
 }
 
-TEST_CASE("ckpt_npz_map_vars fails on a corrupt member, naming it, and returns no collection", "[map][crc]") {
+TEST_CASE("ckpt_reader_map_vars fails on a corrupt member, naming it, and returns no collection", "[map][crc]") {
     TempDir dir;
     Vars vars = new_vars();
     const int64_t four[1] = {4};
@@ -393,10 +393,10 @@ TEST_CASE("ckpt_npz_map_vars fails on a corrupt member, naming it, and returns n
     REQUIRE(ckpt_vars_add(vars.get(), "b", CKPT_FLOAT32, 1, four, nullptr, CKPT_COPY) == CKPT_OK);
     const std::string path = dir.file("bad.npz");
     save(path, vars.get());
-    uint64_t at = flip_data_byte(path, 1, ckpt_npz_nbytes(open_file(path).get(), 1), 0x01);  // its first byte
+    uint64_t at = flip_data_byte(path, 1, ckpt_reader_nbytes(open_file(path).get(), 1), 0x01);  // its first byte
     Npz npz = open_file(path);
     ckpt_vars* raw = reinterpret_cast<ckpt_vars*>(&at);
-    CHECK(ckpt_npz_map_vars(npz.get(), &raw) == CKPT_EFORMAT);
+    CHECK(ckpt_reader_map_vars(npz.get(), &raw) == CKPT_EFORMAT);
     CHECK(raw == nullptr);
     CHECK_THAT(ckpt_error_message(), Contains("member 'b.npy'") && Contains("CRC-32 mismatch"));
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ckpt_npz_read_range: ranges of an array's data equal the same bytes of what ckpt_npz_read_into reads, for stored,
+// ckpt_reader_read_range: ranges of an array's data equal the same bytes of what ckpt_reader_read_into reads, for stored,
 // deflated and big-endian members, in any order; the CRC-32 check at the last in-order range; bad ranges.
 #include <catch2/catch.hpp>
 
@@ -30,18 +30,18 @@ using ckpt::testing::write_file;
 namespace {
 
 
-std::vector<unsigned char> read_whole(ckpt_npz* npz, size_t i) {
-    std::vector<unsigned char> out(ckpt_npz_nbytes(npz, i) + 1);
-    const int rc = ckpt_npz_read_into(npz, i, out.data(), out.size());
+std::vector<unsigned char> read_whole(ckpt_reader* npz, size_t i) {
+    std::vector<unsigned char> out(ckpt_reader_nbytes(npz, i) + 1);
+    const int rc = ckpt_reader_read_into(npz, i, out.data(), out.size());
     INFO(ckpt_error_message());
     REQUIRE(rc == CKPT_OK);
     out.pop_back();
     return out;
 }
 
-std::vector<unsigned char> read_range(ckpt_npz* npz, size_t i, uint64_t offset, size_t size) {
+std::vector<unsigned char> read_range(ckpt_reader* npz, size_t i, uint64_t offset, size_t size) {
     std::vector<unsigned char> out(size + 1);
-    const int rc = ckpt_npz_read_range(npz, i, offset, out.data(), size);
+    const int rc = ckpt_reader_read_range(npz, i, offset, out.data(), size);
     INFO(ckpt_error_message());
     REQUIRE(rc == CKPT_OK);
     out.pop_back();
@@ -49,9 +49,9 @@ std::vector<unsigned char> read_range(ckpt_npz* npz, size_t i, uint64_t offset, 
 }
 
 // Reads array i in pieces of `piece` items, in order, and checks the pieces against a whole read.
-void require_pieces_match(ckpt_npz* npz, size_t i, size_t piece_items) {
+void require_pieces_match(ckpt_reader* npz, size_t i, size_t piece_items) {
     const std::vector<unsigned char> whole = read_whole(npz, i);
-    const size_t step = piece_items * ckpt_npz_itemsize(npz, i);
+    const size_t step = piece_items * ckpt_reader_itemsize(npz, i);
     std::vector<unsigned char> joined;
     for (uint64_t at = 0; at < whole.size(); at += step) {
         const size_t n = static_cast<size_t>(std::min<uint64_t>(step, whole.size() - at));
@@ -62,11 +62,11 @@ void require_pieces_match(ckpt_npz* npz, size_t i, size_t piece_items) {
 }
 
 void save(const std::string& path, const ckpt_vars* vars, uint32_t compression, ckpt_storage* storage = nullptr) {
-    ckpt_npz_options o;
-    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+    ckpt_options o;
+    REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
     o.compression = compression;
     o.storage = storage;
-    REQUIRE(ckpt_npz_save(path.c_str(), vars, &o) == CKPT_OK);
+    REQUIRE(ckpt_save(path.c_str(), vars, &o) == CKPT_OK);
 }
 
 // "a": 3 MiB of float32 counting up (several inflate chunks when deflated); "b": (7, 3) int64; "s": a scalar.
@@ -107,7 +107,7 @@ TEST_CASE("Ranges read in order equal a whole read, stored and deflated", "[rang
     Vars vars = sample();
     save(dir.file("s.npz"), vars.get(), compression);
     Npz npz = open_file(dir.file("s.npz"));
-    for (size_t i = 0; i < ckpt_npz_count(npz.get()); ++i) {
+    for (size_t i = 0; i < ckpt_reader_count(npz.get()); ++i) {
         CAPTURE(i);
         REQUIRE(read_whole(npz.get(), i) ==
                 std::vector<unsigned char>(static_cast<const unsigned char*>(ckpt_vars_data(vars.get(), i)),
@@ -125,11 +125,11 @@ TEST_CASE("Random ranges in any order equal the same bytes of a whole read", "[r
     save(dir.file("r.npz"), vars.get(), compression);
     Npz npz = open_file(dir.file("r.npz"));
     std::vector<std::vector<unsigned char>> whole;
-    for (size_t i = 0; i < ckpt_npz_count(npz.get()); ++i) whole.push_back(read_whole(npz.get(), i));
+    for (size_t i = 0; i < ckpt_reader_count(npz.get()); ++i) whole.push_back(read_whole(npz.get(), i));
     std::mt19937_64 rng(7);
     for (int round = 0; round < 200; ++round) {
         const size_t i = rng() % 3;
-        const size_t item = ckpt_npz_itemsize(npz.get(), i);
+        const size_t item = ckpt_reader_itemsize(npz.get(), i);
         const uint64_t items = whole[i].size() / item;
         const uint64_t first = rng() % (items + 1);
         const uint64_t count = rng() % (std::min<uint64_t>(items - first, 50000) + 1);
@@ -158,7 +158,7 @@ TEST_CASE("Big-endian members are byte-swapped in ranges; Fortran order is refus
     require_pieces_match(npz.get(), 2, 2);  // one dimension: Fortran order is C order
 
     float out[6];
-    CHECK(ckpt_npz_read_range(npz.get(), 1, 0, out, sizeof out) == CKPT_EUNSUPPORTED);
+    CHECK(ckpt_reader_read_range(npz.get(), 1, 0, out, sizeof out) == CKPT_EUNSUPPORTED);
     CHECK_THAT(ckpt_error_message(), Contains("member 'fortran.npy'") && Contains("Fortran order"));
 }
 
@@ -170,8 +170,8 @@ TEST_CASE("A corrupt byte is caught at the last of the ranges read in order from
     uint64_t at, nbytes;
     {
         Npz npz = open_file(path);
-        nbytes = ckpt_npz_nbytes(npz.get(), 0);
-        at = ckpt_npz_data_offset(npz.get(), 0) + 1000;  // in the first range
+        nbytes = ckpt_reader_nbytes(npz.get(), 0);
+        at = ckpt_reader_data_offset(npz.get(), 0) + 1000;  // in the first range
     }
     std::string bytes = read_file(path);
     bytes[at] = static_cast<char>(bytes[at] ^ 0x10);
@@ -181,14 +181,14 @@ TEST_CASE("A corrupt byte is caught at the last of the ranges read in order from
     const size_t piece = size_t{1} << 20;
     std::vector<unsigned char> buf(piece);
     for (uint64_t off = 0; off + piece < nbytes; off += piece)
-        REQUIRE(ckpt_npz_read_range(npz.get(), 0, off, buf.data(), piece) == CKPT_OK);
+        REQUIRE(ckpt_reader_read_range(npz.get(), 0, off, buf.data(), piece) == CKPT_OK);
     const uint64_t last = (nbytes - 1) / piece * piece;
-    CHECK(ckpt_npz_read_range(npz.get(), 0, last, buf.data(), static_cast<size_t>(nbytes - last)) == CKPT_EFORMAT);
+    CHECK(ckpt_reader_read_range(npz.get(), 0, last, buf.data(), static_cast<size_t>(nbytes - last)) == CKPT_EFORMAT);
     CHECK_THAT(ckpt_error_message(), Contains(path) && Contains("member 'a.npy'") && Contains("CRC-32 mismatch"));
 
     // Not in order from byte 0: no check (the doc says so), and the corrupt byte is handed over.
-    CHECK(ckpt_npz_read_range(npz.get(), 0, last, buf.data(), static_cast<size_t>(nbytes - last)) == CKPT_OK);
-    CHECK(ckpt_npz_read_range(npz.get(), 0, 996, buf.data(), 8) == CKPT_OK);
+    CHECK(ckpt_reader_read_range(npz.get(), 0, last, buf.data(), static_cast<size_t>(nbytes - last)) == CKPT_OK);
+    CHECK(ckpt_reader_read_range(npz.get(), 0, 996, buf.data(), 8) == CKPT_OK);
     float flipped, good;
     std::memcpy(&flipped, buf.data() + 4, 4);
     std::memcpy(&good, static_cast<const char*>(ckpt_vars_data(vars.get(), 0)) + 1000, 4);
@@ -216,8 +216,8 @@ TEST_CASE("A corrupt deflated member fails at the range that reaches its end, or
     const size_t piece = size_t{256} << 10;
     std::vector<unsigned char> buf(piece);
     int rc = CKPT_OK;
-    for (uint64_t off = 0; off < ckpt_npz_nbytes(npz.get(), 0) && rc == CKPT_OK; off += piece)
-        rc = ckpt_npz_read_range(npz.get(), 0, off, buf.data(), piece);
+    for (uint64_t off = 0; off < ckpt_reader_nbytes(npz.get(), 0) && rc == CKPT_OK; off += piece)
+        rc = ckpt_reader_read_range(npz.get(), 0, off, buf.data(), piece);
     CHECK(rc == CKPT_EFORMAT);
     CHECK_THAT(ckpt_error_message(), Contains(path) && Contains("member 'd.npy'"));
 }
@@ -228,19 +228,19 @@ TEST_CASE("Ranges that are not whole items, reach past the end, or name no array
     save(dir.file("a.npz"), vars.get(), CKPT_STORE);
     Npz npz = open_file(dir.file("a.npz"));
     unsigned char buf[64];
-    const uint64_t nb = ckpt_npz_nbytes(npz.get(), 1);  // int64 (7, 3): 168 bytes
-    CHECK(ckpt_npz_read_range(npz.get(), 1, 4, buf, 8) == CKPT_EINVAL);
+    const uint64_t nb = ckpt_reader_nbytes(npz.get(), 1);  // int64 (7, 3): 168 bytes
+    CHECK(ckpt_reader_read_range(npz.get(), 1, 4, buf, 8) == CKPT_EINVAL);
     CHECK_THAT(ckpt_error_message(), Contains("whole items of 8 bytes"));
-    CHECK(ckpt_npz_read_range(npz.get(), 1, 0, buf, 12) == CKPT_EINVAL);
-    CHECK(ckpt_npz_read_range(npz.get(), 1, nb - 8, buf, 16) == CKPT_EINVAL);
+    CHECK(ckpt_reader_read_range(npz.get(), 1, 0, buf, 12) == CKPT_EINVAL);
+    CHECK(ckpt_reader_read_range(npz.get(), 1, nb - 8, buf, 16) == CKPT_EINVAL);
     CHECK_THAT(ckpt_error_message(), Contains("past the end of array 'b'"));
-    CHECK(ckpt_npz_read_range(npz.get(), 1, nb + 8, buf, 0) == CKPT_EINVAL);
-    CHECK(ckpt_npz_read_range(npz.get(), 1, UINT64_MAX - 7, buf, 8) == CKPT_EINVAL);
-    CHECK(ckpt_npz_read_range(npz.get(), 1, nb, nullptr, 0) == CKPT_OK);
-    CHECK(ckpt_npz_read_range(npz.get(), 1, 0, nullptr, 8) == CKPT_EINVAL);
-    CHECK(ckpt_npz_read_range(npz.get(), 3, 0, buf, 8) == CKPT_ENOTFOUND);
+    CHECK(ckpt_reader_read_range(npz.get(), 1, nb + 8, buf, 0) == CKPT_EINVAL);
+    CHECK(ckpt_reader_read_range(npz.get(), 1, UINT64_MAX - 7, buf, 8) == CKPT_EINVAL);
+    CHECK(ckpt_reader_read_range(npz.get(), 1, nb, nullptr, 0) == CKPT_OK);
+    CHECK(ckpt_reader_read_range(npz.get(), 1, 0, nullptr, 8) == CKPT_EINVAL);
+    CHECK(ckpt_reader_read_range(npz.get(), 3, 0, buf, 8) == CKPT_ENOTFOUND);
     CHECK_THAT(ckpt_error_message(), Contains("no array #3"));
-    CHECK(ckpt_npz_read_range(nullptr, 0, 0, buf, 8) == CKPT_EINVAL);
+    CHECK(ckpt_reader_read_range(nullptr, 0, 0, buf, 8) == CKPT_EINVAL);
     // After refusals, ranges still read right.
     require_pieces_match(npz.get(), 1, 4);
 }
@@ -252,9 +252,9 @@ TEST_CASE("Ranges read through the memory storage", "[range][storage]") {
     const uint32_t compression = GENERATE(CKPT_STORE, CKPT_DEFLATE);
     Vars vars = sample();
     save("m.npz", vars.get(), compression, s);
-    ckpt_npz_options o;
-    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+    ckpt_options o;
+    REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
     o.storage = s;
     Npz npz = open_file("m.npz", &o);
-    for (size_t i = 0; i < ckpt_npz_count(npz.get()); ++i) require_pieces_match(npz.get(), i, 40000);
+    for (size_t i = 0; i < ckpt_reader_count(npz.get()); ++i) require_pieces_match(npz.get(), i, 40000);
 }

@@ -37,9 +37,9 @@ uint64_t length_of(const std::string& file) {
     return n;
 }
 
-std::vector<unsigned char> read_array(ckpt_npz* npz, size_t i) {
-    std::vector<unsigned char> out(ckpt_npz_nbytes(npz, i) + 1);  // +1: never a NULL data() for an empty array
-    const int rc = ckpt_npz_read_into(npz, i, out.data(), out.size());
+std::vector<unsigned char> read_array(ckpt_reader* npz, size_t i) {
+    std::vector<unsigned char> out(ckpt_reader_nbytes(npz, i) + 1);  // +1: never a NULL data() for an empty array
+    const int rc = ckpt_reader_read_into(npz, i, out.data(), out.size());
     INFO(ckpt_error_message());
     REQUIRE(rc == CKPT_OK);
     out.pop_back();
@@ -51,7 +51,7 @@ int read_as(const TempDir& dir, const std::string& name, const std::string& byte
     const std::string path = dir.file(name);
     write_file(path, bytes);
     ckpt_vars* out = nullptr;
-    const int rc = ckpt_npz_read(&out, path.c_str(), nullptr);
+    const int rc = ckpt_read(&out, path.c_str(), nullptr);
     ckpt_vars_free(out);
     return rc;
 }
@@ -213,19 +213,19 @@ TEST_CASE("every dtype safetensors names round-trips bit for bit, under its safe
         REQUIRE(ckpt_vars_add(vars.get(), t.st_name, t.dtype, 1, shape, t.bytes.data(), CKPT_COPY) == CKPT_OK);
     }
     INFO(ckpt_error_message());
-    REQUIRE(ckpt_npz_save(path.c_str(), vars.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_save(path.c_str(), vars.get(), nullptr) == CKPT_OK);
     const std::string file = read_file(path);
     for (const TypedBytes& t : types)
         CHECK_THAT(file, Contains(std::string("\"") + t.st_name + "\":{\"dtype\":\"" + t.st_name + "\""));
 
     Npz npz = open_file(path);
-    CHECK(ckpt_npz_format(npz.get()) == CKPT_FORMAT_SAFETENSORS);
-    REQUIRE(ckpt_npz_count(npz.get()) == types.size());
+    CHECK(ckpt_reader_format(npz.get()) == CKPT_FORMAT_SAFETENSORS);
+    REQUIRE(ckpt_reader_count(npz.get()) == types.size());
     for (size_t i = 0; i < types.size(); ++i) {
         INFO(types[i].st_name);
-        CHECK(ckpt_npz_name(npz.get(), i) == std::string(types[i].st_name));  // the header's order: the collection's
-        CHECK(ckpt_npz_dtype(npz.get(), i) == types[i].dtype);
-        CHECK(ckpt_npz_itemsize(npz.get(), i) == types[i].itemsize);
+        CHECK(ckpt_reader_name(npz.get(), i) == std::string(types[i].st_name));  // the header's order: the collection's
+        CHECK(ckpt_reader_dtype(npz.get(), i) == types[i].dtype);
+        CHECK(ckpt_reader_itemsize(npz.get(), i) == types[i].itemsize);
         CHECK(read_array(npz.get(), i) == types[i].bytes);
     }
 }
@@ -249,7 +249,7 @@ TEST_CASE("a safetensors header as ckpt writes it: '{' first, spaces to a multip
     REQUIRE(ckpt_vars_add(vars.get(), "d", CKPT_FLOAT64, 1, two, d, CKPT_COPY) == CKPT_OK);
     REQUIRE(ckpt_vars_set_metadata(vars.get(), "step", "5") == CKPT_OK);
     REQUIRE(ckpt_vars_set_metadata(vars.get(), "format", "pt") == CKPT_OK);
-    REQUIRE(ckpt_npz_save(path.c_str(), vars.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_save(path.c_str(), vars.get(), nullptr) == CKPT_OK);
 
     const std::string file = read_file(path);
     const uint64_t n = length_of(file);
@@ -263,21 +263,21 @@ TEST_CASE("a safetensors header as ckpt writes it: '{' first, spaces to a multip
     CHECK(file.size() == 8 + n + 3 + 2 + 16 + 16);
 
     Npz npz = open_file(path);
-    CHECK(std::string(ckpt_npz_metadata(npz.get(), "step")) == "5");
-    CHECK(std::string(ckpt_npz_metadata(npz.get(), "format")) == "pt");
-    for (size_t i = 0; i < ckpt_npz_count(npz.get()); ++i) {
-        INFO(ckpt_npz_name(npz.get(), i));
-        const uint64_t offset = ckpt_npz_data_offset(npz.get(), i);
-        CHECK(offset % ckpt_npz_itemsize(npz.get(), i) == 0);
-        CHECK(ckpt_npz_stored_bytes(npz.get(), i) == ckpt_npz_nbytes(npz.get(), i));
-        CHECK(ckpt_npz_compression(npz.get(), i) == CKPT_STORE);
-        CHECK(ckpt_npz_crc32(npz.get(), i) == 0u);
-        CHECK(std::memcmp(file.data() + offset, read_array(npz.get(), i).data(), ckpt_npz_nbytes(npz.get(), i)) == 0);
+    CHECK(std::string(ckpt_reader_metadata(npz.get(), "step")) == "5");
+    CHECK(std::string(ckpt_reader_metadata(npz.get(), "format")) == "pt");
+    for (size_t i = 0; i < ckpt_reader_count(npz.get()); ++i) {
+        INFO(ckpt_reader_name(npz.get(), i));
+        const uint64_t offset = ckpt_reader_data_offset(npz.get(), i);
+        CHECK(offset % ckpt_reader_itemsize(npz.get(), i) == 0);
+        CHECK(ckpt_reader_stored_bytes(npz.get(), i) == ckpt_reader_nbytes(npz.get(), i));
+        CHECK(ckpt_reader_compression(npz.get(), i) == CKPT_STORE);
+        CHECK(ckpt_reader_crc32(npz.get(), i) == 0u);
+        CHECK(std::memcmp(file.data() + offset, read_array(npz.get(), i).data(), ckpt_reader_nbytes(npz.get(), i)) == 0);
     }
-    CHECK(ckpt_npz_byte_order(npz.get(), 0) == '|');
-    CHECK(ckpt_npz_byte_order(npz.get(), 2) == '<');
-    CHECK(ckpt_npz_layout(npz.get()) == CKPT_LAYOUT_PLAIN);
-    CHECK(ckpt_npz_file_size(npz.get()) == file.size());
+    CHECK(ckpt_reader_byte_order(npz.get(), 0) == '|');
+    CHECK(ckpt_reader_byte_order(npz.get(), 2) == '<');
+    CHECK(ckpt_reader_layout(npz.get()) == CKPT_LAYOUT_PLAIN);
+    CHECK(ckpt_reader_file_size(npz.get()) == file.size());
 }
 
 TEST_CASE("types safetensors has none for are refused before anything is written, naming the array") {
@@ -288,7 +288,7 @@ TEST_CASE("types safetensors has none for are refused before anything is written
         Vars vars = new_vars();
         const double z[2] = {1, 2};
         REQUIRE(ckpt_vars_add(vars.get(), "z", CKPT_COMPLEX128, 1, one, z, CKPT_COPY) == CKPT_OK);
-        CHECK(ckpt_npz_save(path.c_str(), vars.get(), nullptr) == CKPT_EUNSUPPORTED);
+        CHECK(ckpt_save(path.c_str(), vars.get(), nullptr) == CKPT_EUNSUPPORTED);
         CHECK_THAT(ckpt_error_message(), Contains("bad.safetensors: array 'z': safetensors has no complex128 type"));
     }
     SECTION("strings, bytes and void") {
@@ -296,7 +296,7 @@ TEST_CASE("types safetensors has none for are refused before anything is written
             Vars vars = new_vars();
             const char text[8] = "abcdefg";
             REQUIRE(ckpt_vars_add_strings(vars.get(), "s", dtype, 4, 1, one, text, CKPT_COPY) == CKPT_OK);
-            CHECK(ckpt_npz_save(path.c_str(), vars.get(), nullptr) == CKPT_EUNSUPPORTED);
+            CHECK(ckpt_save(path.c_str(), vars.get(), nullptr) == CKPT_EUNSUPPORTED);
             CHECK_THAT(ckpt_error_message(), Contains("array 's': safetensors has no"));
         }
     }
@@ -304,13 +304,13 @@ TEST_CASE("types safetensors has none for are refused before anything is written
         Vars vars = new_vars();
         const float x = 1;
         REQUIRE(ckpt_vars_add(vars.get(), "x", CKPT_FLOAT32, 0, nullptr, &x, CKPT_COPY) == CKPT_OK);
-        ckpt_npz_options o = CKPT_NPZ_OPTIONS_INIT;
+        ckpt_options o = CKPT_OPTIONS_INIT;
         o.compression = CKPT_DEFLATE;
-        CHECK(ckpt_npz_save(path.c_str(), vars.get(), &o) == CKPT_EINVAL);
+        CHECK(ckpt_save(path.c_str(), vars.get(), &o) == CKPT_EINVAL);
         CHECK_THAT(ckpt_error_message(), Contains("safetensors files are not compressed"));
-        o = CKPT_NPZ_OPTIONS_INIT;
+        o = CKPT_OPTIONS_INIT;
         o.layout = CKPT_LAYOUT_OBJAX;
-        CHECK(ckpt_npz_save(path.c_str(), vars.get(), &o) == CKPT_EINVAL);
+        CHECK(ckpt_save(path.c_str(), vars.get(), &o) == CKPT_EINVAL);
         CHECK_THAT(ckpt_error_message(), Contains("no objax layout"));
     }
     // Nothing was left behind: no file, no temporary.
@@ -325,23 +325,23 @@ TEST_CASE("a save replaces a safetensors file atomically, and the format follows
     REQUIRE(ckpt_vars_add(vars.get(), "v", CKPT_INT32, 1, two, v, CKPT_COPY) == CKPT_OK);
     const std::string st = tmp.file("a.safetensors");
     write_file(st, "old");
-    REQUIRE(ckpt_npz_save(st.c_str(), vars.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_save(st.c_str(), vars.get(), nullptr) == CKPT_OK);
     CHECK(read_file(st).substr(8, 1) == "{");
     // An .npz name writes a zip; the option overrides the name either way.
     const std::string npz = tmp.file("b.npz");
-    REQUIRE(ckpt_npz_save(npz.c_str(), vars.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_save(npz.c_str(), vars.get(), nullptr) == CKPT_OK);
     CHECK(read_file(npz).substr(0, 2) == "PK");
-    ckpt_npz_options o = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options o = CKPT_OPTIONS_INIT;
     o.format = CKPT_FORMAT_SAFETENSORS;
     const std::string forced = tmp.file("c.bin");
-    REQUIRE(ckpt_npz_save(forced.c_str(), vars.get(), &o) == CKPT_OK);
+    REQUIRE(ckpt_save(forced.c_str(), vars.get(), &o) == CKPT_OK);
     CHECK(read_file(forced).substr(8, 1) == "{");
     o.format = CKPT_FORMAT_NPZ;
     const std::string zip = tmp.file("d.safetensors");
-    REQUIRE(ckpt_npz_save(zip.c_str(), vars.get(), &o) == CKPT_OK);
+    REQUIRE(ckpt_save(zip.c_str(), vars.get(), &o) == CKPT_OK);
     CHECK(read_file(zip).substr(0, 2) == "PK");
     o.format = 3;
-    CHECK(ckpt_npz_save(zip.c_str(), vars.get(), &o) == CKPT_EINVAL);
+    CHECK(ckpt_save(zip.c_str(), vars.get(), &o) == CKPT_EINVAL);
     CHECK_THAT(ckpt_error_message(), Contains("unknown format 3"));
 
     // Reading tells the format by content, whatever the name; an explicit format refuses the other.
@@ -351,8 +351,8 @@ TEST_CASE("a save replaces a safetensors file atomically, and the format follows
         CHECK(read_array(f.get(), 0) == std::vector<unsigned char>({7, 0, 0, 0, 8, 0, 0, 0}));
     }
     o.format = CKPT_FORMAT_NPZ;
-    ckpt_npz* f = nullptr;
-    CHECK(ckpt_npz_open(&f, st.c_str(), &o) == CKPT_EFORMAT);
+    ckpt_reader* f = nullptr;
+    CHECK(ckpt_reader_open(&f, st.c_str(), &o) == CKPT_EFORMAT);
     CHECK_THAT(ckpt_error_message(), Contains("a.safetensors: not a npz file"));
 }
 
@@ -366,18 +366,18 @@ TEST_CASE("metadata goes npz -> safetensors -> npz unchanged, each entry a key o
     REQUIRE(ckpt_vars_set_metadata(vars.get(), "loss", "0.25") == CKPT_OK);
     REQUIRE(ckpt_vars_set_metadata(vars.get(), "note", "caf\xc3\xa9 \"quoted\"\n") == CKPT_OK);
     const std::string a = tmp.file("a.npz"), b = tmp.file("b.safetensors"), c = tmp.file("c.npz");
-    REQUIRE(ckpt_npz_save(a.c_str(), vars.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_save(a.c_str(), vars.get(), nullptr) == CKPT_OK);
     ckpt_vars* first = nullptr;
-    REQUIRE(ckpt_npz_read(&first, a.c_str(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_read(&first, a.c_str(), nullptr) == CKPT_OK);
     Vars one(first);
-    REQUIRE(ckpt_npz_save(b.c_str(), one.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_save(b.c_str(), one.get(), nullptr) == CKPT_OK);
     CHECK_THAT(read_file(b), Contains(R"("__metadata__":{"step":"5","loss":"0.25","note":"café \"quoted\"\n"})"));
     ckpt_vars* second = nullptr;
-    REQUIRE(ckpt_npz_read(&second, b.c_str(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_read(&second, b.c_str(), nullptr) == CKPT_OK);
     Vars two_(second);
-    REQUIRE(ckpt_npz_save(c.c_str(), two_.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_save(c.c_str(), two_.get(), nullptr) == CKPT_OK);
     ckpt_vars* third = nullptr;
-    REQUIRE(ckpt_npz_read(&third, c.c_str(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_read(&third, c.c_str(), nullptr) == CKPT_OK);
     Vars back(third);
     REQUIRE(ckpt_vars_metadata_count(back.get()) == 3);
     CHECK(std::string(ckpt_vars_metadata(back.get(), "step")) == "5");
@@ -402,27 +402,27 @@ TEST_CASE("files of other writers read: any key order, whitespace, null metadata
     const std::string path = tmp.file("other.safetensors");
     write_file(path, safetensors_file(json, data));
     Npz npz = open_file(path);
-    REQUIRE(ckpt_npz_count(npz.get()) == 4);
-    CHECK(ckpt_npz_metadata_count(npz.get()) == 0);
+    REQUIRE(ckpt_reader_count(npz.get()) == 4);
+    CHECK(ckpt_reader_metadata_count(npz.get()) == 0);
     // In the header's order.
-    CHECK(ckpt_npz_name(npz.get(), 0) == std::string("b"));
-    CHECK(ckpt_npz_name(npz.get(), 1) == std::string("a"));
+    CHECK(ckpt_reader_name(npz.get(), 0) == std::string("b"));
+    CHECK(ckpt_reader_name(npz.get(), 1) == std::string("a"));
     size_t at = 0;
-    REQUIRE(ckpt_npz_find(npz.get(), "a", &at) == CKPT_OK);
+    REQUIRE(ckpt_reader_find(npz.get(), "a", &at) == CKPT_OK);
     CHECK(at == 1);
-    CHECK(ckpt_npz_find(npz.get(), "nope", &at) == CKPT_ENOTFOUND);
+    CHECK(ckpt_reader_find(npz.get(), "nope", &at) == CKPT_ENOTFOUND);
     std::vector<unsigned char> got = read_array(npz.get(), 1);
     CHECK(std::memcmp(got.data(), a, 8) == 0);
     got = read_array(npz.get(), 0);
     CHECK(std::memcmp(got.data(), &b, 4) == 0);
-    CHECK(ckpt_npz_nbytes(npz.get(), 2) == 0);
-    CHECK(ckpt_npz_ndim(npz.get(), 2) == 2);
-    CHECK(ckpt_npz_ndim(npz.get(), 3) == 0);
+    CHECK(ckpt_reader_nbytes(npz.get(), 2) == 0);
+    CHECK(ckpt_reader_ndim(npz.get(), 2) == 2);
+    CHECK(ckpt_reader_ndim(npz.get(), 3) == 0);
     CHECK(read_array(npz.get(), 3) == std::vector<unsigned char>{7});
     // The same bytes read from memory.
     const std::string bytes = read_file(path);
     ckpt_vars* out = nullptr;
-    REQUIRE(ckpt_npz_read_memory(&out, bytes.data(), bytes.size(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_read_memory(&out, bytes.data(), bytes.size(), nullptr) == CKPT_OK);
     Vars vars(out);
     CHECK(ckpt_vars_count(vars.get()) == 4);
 }
@@ -455,14 +455,14 @@ TEST_CASE("a tensor other writers left unaligned is copied once for a view, neve
     write_file(path, safetensors_file(json, data));
     Npz npz = open_file(path);
     size_t i = 0;
-    REQUIRE(ckpt_npz_find(npz.get(), "f", &i) == CKPT_OK);
-    CHECK(ckpt_npz_data_offset(npz.get(), i) % 4 != 0);
+    REQUIRE(ckpt_reader_find(npz.get(), "f", &i) == CKPT_OK);
+    CHECK(ckpt_reader_data_offset(npz.get(), i) % 4 != 0);
     const void* view = nullptr;
-    REQUIRE(ckpt_npz_map(npz.get(), i, &view) == CKPT_OK);
+    REQUIRE(ckpt_reader_map(npz.get(), i, &view) == CKPT_OK);
     CHECK(reinterpret_cast<uintptr_t>(view) % alignof(float) == 0);
     CHECK(std::memcmp(view, f, 8) == 0);
     const void* again = nullptr;
-    REQUIRE(ckpt_npz_map(npz.get(), i, &again) == CKPT_OK);
+    REQUIRE(ckpt_reader_map(npz.get(), i, &again) == CKPT_OK);
     CHECK(again == view);
 }
 
@@ -474,22 +474,22 @@ TEST_CASE("an aligned tensor's view points into the file's mapping; ranges read 
     const int64_t shape[2] = {10, 100};
     REQUIRE(ckpt_vars_add(vars.get(), "w", CKPT_FLOAT32, 2, shape, w.data(), CKPT_COPY) == CKPT_OK);
     const std::string path = tmp.file("w.safetensors");
-    REQUIRE(ckpt_npz_save(path.c_str(), vars.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_save(path.c_str(), vars.get(), nullptr) == CKPT_OK);
     Npz npz = open_file(path);
     const void* view = nullptr;
-    REQUIRE(ckpt_npz_map(npz.get(), 0, &view) == CKPT_OK);
+    REQUIRE(ckpt_reader_map(npz.get(), 0, &view) == CKPT_OK);
     CHECK(std::memcmp(view, w.data(), 4000) == 0);
     float part[3] = {};
-    REQUIRE(ckpt_npz_read_range(npz.get(), 0, 4 * 500, part, sizeof part) == CKPT_OK);
+    REQUIRE(ckpt_reader_read_range(npz.get(), 0, 4 * 500, part, sizeof part) == CKPT_OK);
     CHECK(part[0] == 250.0f);
     CHECK(part[2] == 251.0f);
-    CHECK(ckpt_npz_read_range(npz.get(), 0, 2, part, 4) == CKPT_EINVAL);
+    CHECK(ckpt_reader_read_range(npz.get(), 0, 2, part, 4) == CKPT_EINVAL);
     CHECK_THAT(ckpt_error_message(), Contains("not whole items"));
-    CHECK(ckpt_npz_read_range(npz.get(), 0, 3996, part, 8) == CKPT_EINVAL);
+    CHECK(ckpt_reader_read_range(npz.get(), 0, 3996, part, 8) == CKPT_EINVAL);
     CHECK_THAT(ckpt_error_message(), Contains("reaches past"));
-    // ckpt_npz_map_vars: every array as a view, with the metadata.
+    // ckpt_reader_map_vars: every array as a view, with the metadata.
     ckpt_vars* mapped = nullptr;
-    REQUIRE(ckpt_npz_map_vars(npz.get(), &mapped) == CKPT_OK);
+    REQUIRE(ckpt_reader_map_vars(npz.get(), &mapped) == CKPT_OK);
     Vars m(mapped);
     CHECK(ckpt_vars_data(m.get(), 0) == view);
 }
@@ -501,25 +501,25 @@ TEST_CASE("a restore from a safetensors file goes through the one matcher: renam
     const int64_t two[1] = {2};
     REQUIRE(ckpt_vars_add(saved.get(), "layer.a", CKPT_FLOAT32, 1, two, a, CKPT_COPY) == CKPT_OK);
     const std::string path = tmp.file("r.safetensors");
-    REQUIRE(ckpt_npz_save(path.c_str(), saved.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_save(path.c_str(), saved.get(), nullptr) == CKPT_OK);
 
     float into[2] = {0, 0};
     float other[2] = {9, 9};
     Vars target = new_vars();
     REQUIRE(ckpt_vars_add(target.get(), "a", CKPT_FLOAT32, 1, two, into, CKPT_BORROW) == CKPT_OK);
     REQUIRE(ckpt_vars_add(target.get(), "missing", CKPT_FLOAT32, 1, two, other, CKPT_BORROW) == CKPT_OK);
-    ckpt_npz_options o = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options o = CKPT_OPTIONS_INIT;
     o.rename = [](const char* name, char* buf, size_t size, void*) -> int {
         const std::string n(name);
         const std::string out = n.rfind("layer.", 0) == 0 ? n.substr(6) : n;
         if (out.size() <= size) std::memcpy(buf, out.data(), out.size());
         return static_cast<int>(out.size());
     };
-    CHECK(ckpt_npz_restore(path.c_str(), target.get(), &o) == CKPT_EMISMATCH);
+    CHECK(ckpt_restore(path.c_str(), target.get(), &o) == CKPT_EMISMATCH);
     CHECK_THAT(ckpt_error_message(), Contains("r.safetensors") && Contains("missing"));
     CHECK(into[0] == 0);
-    o.flags = CKPT_NPZ_PARTIAL;
-    REQUIRE(ckpt_npz_restore(path.c_str(), target.get(), &o) == CKPT_OK);
+    o.flags = CKPT_PARTIAL;
+    REQUIRE(ckpt_restore(path.c_str(), target.get(), &o) == CKPT_OK);
     CHECK(into[1] == 2);
     CHECK(other[0] == 9);
     CHECK(ckpt_vars_restored(target.get(), 0) == 1);
@@ -532,7 +532,7 @@ using ckpt::testing::Manager;
 
 // A manager over `logdir` saving checkpoints in `format`, keeping the newest `keep`.
 Manager manager_of(const std::string& logdir, uint32_t format, int32_t keep = 0, uint32_t flags = 0) {
-    ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options npz = CKPT_OPTIONS_INIT;
     npz.format = format;
     ckpt_manager_options o = CKPT_MANAGER_OPTIONS_INIT;
     o.npz = &npz;
@@ -638,7 +638,7 @@ TEST_CASE("a run that changes format lists, restores and retains both, one file 
 
 TEST_CASE("a manager saving safetensors refuses options the format has no use for when it opens") {
     TempDir tmp;
-    ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options npz = CKPT_OPTIONS_INIT;
     npz.format = CKPT_FORMAT_SAFETENSORS;
     npz.compression = CKPT_DEFLATE;
     ckpt_manager_options o = CKPT_MANAGER_OPTIONS_INIT;
@@ -677,14 +677,14 @@ TEST_CASE("a writer saves a safetensors file for its name, and refuses a shard s
     const int64_t two[1] = {2};
     REQUIRE(ckpt_vars_add(vars.get(), "x", CKPT_FLOAT32, 1, two, x, CKPT_COPY) == CKPT_OK);
     REQUIRE(ckpt_writer_save_vars(w, tmp.path().c_str(), "snapshot.safetensors", vars.get(), nullptr, 0) == CKPT_OK);
-    ckpt_npz_options sharded = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options sharded = CKPT_OPTIONS_INIT;
     sharded.max_shard_bytes = 4;
     CHECK(ckpt_writer_save_vars(w, tmp.path().c_str(), "m.safetensors", vars.get(), &sharded, 0) == CKPT_EINVAL);
     CHECK_THAT(ckpt_error_message(), Contains("a writer saves one file"));
     REQUIRE(ckpt_writer_finalize(w) == CKPT_OK);
     ckpt_writer_free(w);
     Npz npz = open_file(tmp.file("snapshot.safetensors"));
-    CHECK(ckpt_npz_format(npz.get()) == CKPT_FORMAT_SAFETENSORS);
+    CHECK(ckpt_reader_format(npz.get()) == CKPT_FORMAT_SAFETENSORS);
     CHECK(read_array(npz.get(), 0) == std::vector<unsigned char>(reinterpret_cast<const unsigned char*>(x),
                                                                  reinterpret_cast<const unsigned char*>(x) + 8));
 }

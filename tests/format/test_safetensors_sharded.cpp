@@ -45,9 +45,9 @@ Vars five_arrays() {
 }
 
 int save_sharded(const std::string& path, const ckpt_vars* vars, uint64_t max_shard_bytes) {
-    ckpt_npz_options o = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options o = CKPT_OPTIONS_INIT;
     o.max_shard_bytes = max_shard_bytes;
-    return ckpt_npz_save(path.c_str(), vars, &o);
+    return ckpt_save(path.c_str(), vars, &o);
 }
 
 std::vector<std::string> files_in(const std::string& dir) {
@@ -59,7 +59,7 @@ std::vector<std::string> files_in(const std::string& dir) {
 
 Vars read_all(const std::string& path) {
     ckpt_vars* out = nullptr;
-    const int rc = ckpt_npz_read(&out, path.c_str(), nullptr);
+    const int rc = ckpt_read(&out, path.c_str(), nullptr);
     INFO(ckpt_error_message());
     REQUIRE(rc == CKPT_OK);
     return Vars(out);
@@ -128,25 +128,25 @@ TEST_CASE("a sharded save splits as huggingface_hub does and writes the index tr
         CHECK(std::string(ckpt_vars_metadata(back.get(), "format")) == "pt");
     }
     Npz npz = open_file(path + ".index.json");
-    CHECK(ckpt_npz_format(npz.get()) == CKPT_FORMAT_SAFETENSORS);
-    CHECK(ckpt_npz_count(npz.get()) == 5);
-    CHECK(ckpt_npz_name(npz.get(), 0) == std::string("a"));  // by shard, then each shard's order
-    CHECK(ckpt_npz_name(npz.get(), 1) == std::string("big"));
+    CHECK(ckpt_reader_format(npz.get()) == CKPT_FORMAT_SAFETENSORS);
+    CHECK(ckpt_reader_count(npz.get()) == 5);
+    CHECK(ckpt_reader_name(npz.get(), 0) == std::string("a"));  // by shard, then each shard's order
+    CHECK(ckpt_reader_name(npz.get(), 1) == std::string("big"));
     size_t i = 0;
-    REQUIRE(ckpt_npz_find(npz.get(), "d", &i) == CKPT_OK);
+    REQUIRE(ckpt_reader_find(npz.get(), "d", &i) == CKPT_OK);
     // Where d lies: its shard, by the member name, and its offset in that file.
-    CHECK(ckpt_npz_member_name(npz.get(), i) == std::string("model-00004-of-00004.safetensors"));
-    CHECK(read_file(tmp.file("model-00004-of-00004.safetensors"))[ckpt_npz_data_offset(npz.get(), i)] == '\x04');
+    CHECK(ckpt_reader_member_name(npz.get(), i) == std::string("model-00004-of-00004.safetensors"));
+    CHECK(read_file(tmp.file("model-00004-of-00004.safetensors"))[ckpt_reader_data_offset(npz.get(), i)] == '\x04');
     const void* view = nullptr;
-    REQUIRE(ckpt_npz_map(npz.get(), i, &view) == CKPT_OK);
+    REQUIRE(ckpt_reader_map(npz.get(), i, &view) == CKPT_OK);
     CHECK(static_cast<const uint8_t*>(view)[29] == 4);
     uint8_t part[10] = {};
-    REQUIRE(ckpt_npz_read_range(npz.get(), i, 20, part, sizeof part) == CKPT_OK);
+    REQUIRE(ckpt_reader_read_range(npz.get(), i, 20, part, sizeof part) == CKPT_OK);
     CHECK(part[9] == 4);
     uint64_t shards = 0;
     for (const auto& f : files_in(tmp.path()))
         if (f.rfind("model-", 0) == 0) shards += std::filesystem::file_size(tmp.file(f));
-    CHECK(ckpt_npz_file_size(npz.get()) == shards);
+    CHECK(ckpt_reader_file_size(npz.get()) == shards);
 }
 
 TEST_CASE("a save of the layout removes what an earlier one left and the new one does not use") {
@@ -180,7 +180,7 @@ TEST_CASE("shards of two saves of one layout are refused, not mixed") {
     // As a save killed between its renames leaves it: one shard of the earlier save beside the later index.
     write_file(tmp.file("model-00001-of-00004.safetensors"), first_shard);
     ckpt_vars* out = nullptr;
-    CHECK(ckpt_npz_read(&out, (path + ".index.json").c_str(), nullptr) == CKPT_EFORMAT);
+    CHECK(ckpt_read(&out, (path + ".index.json").c_str(), nullptr) == CKPT_EFORMAT);
     CHECK_THAT(ckpt_error_message(),
                Contains("model-00001-of-00004.safetensors is not of the save this index records"));
 }
@@ -213,7 +213,7 @@ TEST_CASE("an index that lies or reaches out of its folder is refused naming the
         write_layout(tmp.path(), c.weight_map,
                      {{"a.safetensors", kShardA}, {"b.safetensors", kShardB}, {"ac.safetensors", kShardAC}});
         ckpt_vars* out = nullptr;
-        const int rc = ckpt_npz_read(&out, tmp.file("model.safetensors.index.json").c_str(), nullptr);
+        const int rc = ckpt_read(&out, tmp.file("model.safetensors.index.json").c_str(), nullptr);
         ckpt_vars_free(out);
         INFO(ckpt_error_message());
         CHECK(rc == c.code);
@@ -222,20 +222,20 @@ TEST_CASE("an index that lies or reaches out of its folder is refused naming the
     TempDir tmp;
     write_file(tmp.file("model.safetensors.index.json"), "{\"metadata\": {}}");
     ckpt_vars* out = nullptr;
-    CHECK(ckpt_npz_read(&out, tmp.file("model.safetensors.index.json").c_str(), nullptr) == CKPT_EFORMAT);
+    CHECK(ckpt_read(&out, tmp.file("model.safetensors.index.json").c_str(), nullptr) == CKPT_EFORMAT);
     CHECK_THAT(ckpt_error_message(), Contains("there is no 'weight_map'"));
-    CHECK(ckpt_npz_read(&out, tmp.path().c_str(), nullptr) == CKPT_EFORMAT);  // the folder reads its index too
+    CHECK(ckpt_read(&out, tmp.path().c_str(), nullptr) == CKPT_EFORMAT);  // the folder reads its index too
     TempDir empty;
-    CHECK(ckpt_npz_read(&out, empty.path().c_str(), nullptr) == CKPT_EINVAL);  // as for any folder that is no model
+    CHECK(ckpt_read(&out, empty.path().c_str(), nullptr) == CKPT_EINVAL);  // as for any folder that is no model
 }
 
-TEST_CASE("the sharded layout is safetensors' and ckpt_npz_save's alone") {
+TEST_CASE("the sharded layout is safetensors' and ckpt_save's alone") {
     TempDir tmp;
     Vars vars = five_arrays();
     CHECK(save_sharded(tmp.file("model.npz"), vars.get(), 64) == CKPT_EINVAL);
     CHECK_THAT(ckpt_error_message(), Contains("only safetensors files are saved in shards"));
     CHECK(save_sharded(tmp.file("model.safetensors.index.json"), vars.get(), 64) == CKPT_EINVAL);
-    ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options npz = CKPT_OPTIONS_INIT;
     npz.max_shard_bytes = 64;
     ckpt_manager_options m = CKPT_MANAGER_OPTIONS_INIT;
     m.npz = &npz;

@@ -210,25 +210,25 @@ def _signatures():
         "ckpt_vars_metadata_count": (c.c_size_t, [VARS_P]),
         "ckpt_vars_metadata_key": (c.c_char_p, [VARS_P, c.c_size_t]),
         "ckpt_vars_metadata_value": (c.c_char_p, [VARS_P, c.c_size_t]),
-        "ckpt_npz_metadata": (c.c_char_p, [NPZ_P, c.c_char_p]),
-        "ckpt_npz_metadata_count": (c.c_size_t, [NPZ_P]),
-        "ckpt_npz_metadata_key": (c.c_char_p, [NPZ_P, c.c_size_t]),
-        "ckpt_npz_metadata_value": (c.c_char_p, [NPZ_P, c.c_size_t]),
-        "ckpt_npz_options_init": (c.c_int, [c.POINTER(NpzOptions), c.c_uint32]),
-        "ckpt_npz_save": (c.c_int, [c.c_char_p, VARS_P, c.POINTER(NpzOptions)]),
-        "ckpt_npz_read": (c.c_int, [c.POINTER(VARS_P), c.c_char_p, c.POINTER(NpzOptions)]),
-        "ckpt_npz_read_memory": (c.c_int, [c.POINTER(VARS_P), c.c_void_p, c.c_size_t, c.POINTER(NpzOptions)]),
-        "ckpt_npz_restore": (c.c_int, [c.c_char_p, VARS_P, c.POINTER(NpzOptions)]),
-        "ckpt_npz_open": (c.c_int, [c.POINTER(NPZ_P), c.c_char_p, c.POINTER(NpzOptions)]),
-        "ckpt_npz_close": (None, [NPZ_P]),
-        "ckpt_npz_count": (c.c_size_t, [NPZ_P]),
-        "ckpt_npz_name": (c.c_char_p, [NPZ_P, c.c_size_t]),
-        "ckpt_npz_dtype": (c.c_uint32, [NPZ_P, c.c_size_t]),
-        "ckpt_npz_itemsize": (c.c_size_t, [NPZ_P, c.c_size_t]),
-        "ckpt_npz_ndim": (c.c_uint32, [NPZ_P, c.c_size_t]),
-        "ckpt_npz_shape": (_SHAPE_P, [NPZ_P, c.c_size_t]),
-        "ckpt_npz_nbytes": (c.c_size_t, [NPZ_P, c.c_size_t]),
-        "ckpt_npz_read_into": (c.c_int, [NPZ_P, c.c_size_t, c.c_void_p, c.c_size_t]),
+        "ckpt_reader_metadata": (c.c_char_p, [NPZ_P, c.c_char_p]),
+        "ckpt_reader_metadata_count": (c.c_size_t, [NPZ_P]),
+        "ckpt_reader_metadata_key": (c.c_char_p, [NPZ_P, c.c_size_t]),
+        "ckpt_reader_metadata_value": (c.c_char_p, [NPZ_P, c.c_size_t]),
+        "ckpt_options_init": (c.c_int, [c.POINTER(NpzOptions), c.c_uint32]),
+        "ckpt_save": (c.c_int, [c.c_char_p, VARS_P, c.POINTER(NpzOptions)]),
+        "ckpt_read": (c.c_int, [c.POINTER(VARS_P), c.c_char_p, c.POINTER(NpzOptions)]),
+        "ckpt_read_memory": (c.c_int, [c.POINTER(VARS_P), c.c_void_p, c.c_size_t, c.POINTER(NpzOptions)]),
+        "ckpt_restore": (c.c_int, [c.c_char_p, VARS_P, c.POINTER(NpzOptions)]),
+        "ckpt_reader_open": (c.c_int, [c.POINTER(NPZ_P), c.c_char_p, c.POINTER(NpzOptions)]),
+        "ckpt_reader_close": (None, [NPZ_P]),
+        "ckpt_reader_count": (c.c_size_t, [NPZ_P]),
+        "ckpt_reader_name": (c.c_char_p, [NPZ_P, c.c_size_t]),
+        "ckpt_reader_dtype": (c.c_uint32, [NPZ_P, c.c_size_t]),
+        "ckpt_reader_itemsize": (c.c_size_t, [NPZ_P, c.c_size_t]),
+        "ckpt_reader_ndim": (c.c_uint32, [NPZ_P, c.c_size_t]),
+        "ckpt_reader_shape": (_SHAPE_P, [NPZ_P, c.c_size_t]),
+        "ckpt_reader_nbytes": (c.c_size_t, [NPZ_P, c.c_size_t]),
+        "ckpt_reader_read_into": (c.c_int, [NPZ_P, c.c_size_t, c.c_void_p, c.c_size_t]),
         "ckpt_manager_options_init": (c.c_int, [c.POINTER(ManagerOptions), c.c_uint32]),
         "ckpt_manager_open": (c.c_int, [c.POINTER(MANAGER_P), c.c_char_p, c.POINTER(ManagerOptions)]),
         "ckpt_manager_save": (c.c_int, [MANAGER_P, VARS_P, c.c_int64]),
@@ -280,7 +280,7 @@ class Library:
     def options(self, layout=LAYOUT_AUTO, compression=STORE, level=0, rename=None, max_header_bytes=0):
         """An NpzOptions; `rename` is a Python function name -> new name (str), or None to keep the name."""
         opts = NpzOptions()
-        self.check("ckpt_npz_options_init", self.c.ckpt_npz_options_init(ctypes.byref(opts), NPZ_OPTIONS_VERSION))
+        self.check("ckpt_options_init", self.c.ckpt_options_init(ctypes.byref(opts), NPZ_OPTIONS_VERSION))
         opts.layout = layout
         opts.compression = compression
         opts.level = level
@@ -299,33 +299,33 @@ class Library:
 
     def save(self, path, vars, **options):
         opts = self.options(**options)
-        self.check("ckpt_npz_save", self.c.ckpt_npz_save(_path(path), vars.handle, ctypes.byref(opts)))
+        self.check("ckpt_save", self.c.ckpt_save(_path(path), vars.handle, ctypes.byref(opts)))
 
     def read(self, path, **options):
         opts = self.options(**options)
         out = VARS_P()
-        self.check("ckpt_npz_read", self.c.ckpt_npz_read(ctypes.byref(out), _path(path), ctypes.byref(opts)))
+        self.check("ckpt_read", self.c.ckpt_read(ctypes.byref(out), _path(path), ctypes.byref(opts)))
         return Vars(self, out)
 
     def read_memory(self, data, **options):
         opts = self.options(**options)
         out = VARS_P()
         buf = ctypes.create_string_buffer(bytes(data), len(data))
-        self.check("ckpt_npz_read_memory",
-                   self.c.ckpt_npz_read_memory(ctypes.byref(out), buf, len(data), ctypes.byref(opts)))
+        self.check("ckpt_read_memory",
+                   self.c.ckpt_read_memory(ctypes.byref(out), buf, len(data), ctypes.byref(opts)))
         return Vars(self, out)
 
     def restore(self, path, vars, **options):
         opts = self.options(**options)
-        code = self.c.ckpt_npz_restore(_path(path), vars.handle, ctypes.byref(opts))
+        code = self.c.ckpt_restore(_path(path), vars.handle, ctypes.byref(opts))
         if code != OK and opts.rename and opts._keep.error is not None:
             raise opts._keep.error
-        self.check("ckpt_npz_restore", code)
+        self.check("ckpt_restore", code)
 
     def open(self, path, **options):
         opts = self.options(**options)
         out = NPZ_P()
-        self.check("ckpt_npz_open", self.c.ckpt_npz_open(ctypes.byref(out), _path(path), ctypes.byref(opts)))
+        self.check("ckpt_reader_open", self.c.ckpt_reader_open(ctypes.byref(out), _path(path), ctypes.byref(opts)))
         return Npz(self, out)
 
 
@@ -476,7 +476,7 @@ def _metadata(count, key, value, find):
 
 
 class Npz:
-    """Owns a ckpt_npz* (lazy reader): headers via accessors, data via read()."""
+    """Owns a ckpt_reader* (lazy reader): headers via accessors, data via read()."""
 
     def __init__(self, lib, handle):
         self.lib = lib
@@ -484,7 +484,7 @@ class Npz:
 
     def close(self):
         if self.handle:
-            self.lib.c.ckpt_npz_close(self.handle)
+            self.lib.c.ckpt_reader_close(self.handle)
         self.handle = NPZ_P()
 
     def __enter__(self):
@@ -500,46 +500,46 @@ class Npz:
             pass
 
     def __len__(self):
-        return self.lib.c.ckpt_npz_count(self.handle)
+        return self.lib.c.ckpt_reader_count(self.handle)
 
     def name(self, i):
-        n = self.lib.c.ckpt_npz_name(self.handle, i)
+        n = self.lib.c.ckpt_reader_name(self.handle, i)
         return None if n is None else n.decode("utf-8")
 
     def names(self):
         return [self.name(i) for i in range(len(self))]
 
     def dtype(self, i):
-        return numpy_dtype_of(self.lib.c.ckpt_npz_dtype(self.handle, i), self.lib.c.ckpt_npz_itemsize(self.handle, i))
+        return numpy_dtype_of(self.lib.c.ckpt_reader_dtype(self.handle, i), self.lib.c.ckpt_reader_itemsize(self.handle, i))
 
     def shape(self, i):
         c, h = self.lib.c, self.handle
-        p = c.ckpt_npz_shape(h, i)
-        return tuple(p[k] for k in range(c.ckpt_npz_ndim(h, i)))
+        p = c.ckpt_reader_shape(h, i)
+        return tuple(p[k] for k in range(c.ckpt_reader_ndim(h, i)))
 
     def nbytes(self, i):
-        return self.lib.c.ckpt_npz_nbytes(self.handle, i)
+        return self.lib.c.ckpt_reader_nbytes(self.handle, i)
 
     def read(self, i):
-        """Array i read with ckpt_npz_read_into into a numpy array allocated from the header's dtype/shape."""
+        """Array i read with ckpt_reader_read_into into a numpy array allocated from the header's dtype/shape."""
         out = np.zeros(self.shape(i), self.dtype(i))
         if out.nbytes != self.nbytes(i):
-            raise AssertionError("ckpt_npz_nbytes(%d) = %d, but dtype %s and shape %s make %d bytes"
+            raise AssertionError("ckpt_reader_nbytes(%d) = %d, but dtype %s and shape %s make %d bytes"
                                  % (i, self.nbytes(i), out.dtype, out.shape, out.nbytes))
         dst = out.ctypes.data_as(ctypes.c_void_p) if out.nbytes else None
-        self.lib.check("ckpt_npz_read_into", self.lib.c.ckpt_npz_read_into(self.handle, i, dst, out.nbytes))
+        self.lib.check("ckpt_reader_read_into", self.lib.c.ckpt_reader_read_into(self.handle, i, dst, out.nbytes))
         return out
 
     def to_dict(self):
         return OrderedDict((self.name(i), self.read(i)) for i in range(len(self)))
 
     def dtype_code(self, i):
-        return self.lib.c.ckpt_npz_dtype(self.handle, i)
+        return self.lib.c.ckpt_reader_dtype(self.handle, i)
 
     def metadata(self):
         c, h = self.lib.c, self.handle
-        return _metadata(c.ckpt_npz_metadata_count(h), lambda i: c.ckpt_npz_metadata_key(h, i),
-                         lambda i: c.ckpt_npz_metadata_value(h, i), lambda k: c.ckpt_npz_metadata(h, k))
+        return _metadata(c.ckpt_reader_metadata_count(h), lambda i: c.ckpt_reader_metadata_key(h, i),
+                         lambda i: c.ckpt_reader_metadata_value(h, i), lambda k: c.ckpt_reader_metadata(h, k))
 
 
 def library_path(argv=None):

@@ -2,8 +2,8 @@
 """Bit-exact interop between ckpt and numpy, in both directions.
 
 Run with Debian's numpy interpreter:  /usr/bin/python3 test_numpy_interop.py /path/to/libckpt.so [unittest args]
-(or set CKPT_LIB). numpy writes -> ckpt reads (ckpt_npz_read, ckpt_npz_open + ckpt_npz_read_into,
-ckpt_npz_read_memory, ckpt_npz_restore); ckpt writes (ckpt_npz_save) -> numpy reads. Arrays are compared by dtype,
+(or set CKPT_LIB). numpy writes -> ckpt reads (ckpt_read, ckpt_reader_open + ckpt_reader_read_into,
+ckpt_read_memory, ckpt_restore); ckpt writes (ckpt_save) -> numpy reads. Arrays are compared by dtype,
 shape and tobytes(), so every bit counts (NaN payloads, -0.0, padding of strings).
 """
 import io
@@ -261,21 +261,21 @@ class InteropTest(unittest.TestCase):
             self.assertSameArray(expected[name], actual[name], "'%s' in %s" % (name, what))
 
     def ckpt_reads(self, path, expected, **options):
-        """Reads `path` with ckpt_npz_read, ckpt_npz_open + ckpt_npz_read_into and ckpt_npz_read_memory and checks
+        """Reads `path` with ckpt_read, ckpt_reader_open + ckpt_reader_read_into and ckpt_read_memory and checks
         each gives `expected` (names in order, dtypes, shapes, bytes)."""
         with LIB.read(path, **options) as v:
-            self.assertSameArrays(expected, v.to_dict(), "ckpt_npz_read(%s)" % os.path.basename(path))
+            self.assertSameArrays(expected, v.to_dict(), "ckpt_read(%s)" % os.path.basename(path))
         with LIB.open(path, **options) as npz:
             self.assertEqual(list(expected), npz.names())
             for i, name in enumerate(expected):
-                self.assertEqual(expected[name].dtype.str, npz.dtype(i).str, "ckpt_npz_dtype of '%s'" % name)
-                self.assertEqual(expected[name].shape, npz.shape(i), "ckpt_npz_shape of '%s'" % name)
-                self.assertEqual(expected[name].nbytes, npz.nbytes(i), "ckpt_npz_nbytes of '%s'" % name)
-            self.assertSameArrays(expected, npz.to_dict(), "ckpt_npz_read_into(%s)" % os.path.basename(path))
+                self.assertEqual(expected[name].dtype.str, npz.dtype(i).str, "ckpt_reader_dtype of '%s'" % name)
+                self.assertEqual(expected[name].shape, npz.shape(i), "ckpt_reader_shape of '%s'" % name)
+                self.assertEqual(expected[name].nbytes, npz.nbytes(i), "ckpt_reader_nbytes of '%s'" % name)
+            self.assertSameArrays(expected, npz.to_dict(), "ckpt_reader_read_into(%s)" % os.path.basename(path))
         with open(path, "rb") as f:
             data = f.read()
         with LIB.read_memory(data, **options) as v:
-            self.assertSameArrays(expected, v.to_dict(), "ckpt_npz_read_memory(%s)" % os.path.basename(path))
+            self.assertSameArrays(expected, v.to_dict(), "ckpt_read_memory(%s)" % os.path.basename(path))
 
     def numpy_savez_then_ckpt_reads(self, arrays, expected=None):
         expected = arrays if expected is None else expected
@@ -290,7 +290,7 @@ class InteropTest(unittest.TestCase):
             LIB.save(path, v, **options)
 
 
-# Every way ckpt_npz_save can be asked to write: (layout, compression, level).
+# Every way ckpt_save can be asked to write: (layout, compression, level).
 SAVE_MODES = [(layout, compression, level)
               for layout in (LAYOUT_PLAIN, LAYOUT_OBJAX)
               for compression, level in ((STORE, 0), (DEFLATE, 1), (DEFLATE, 9))]
@@ -689,7 +689,7 @@ class LargeArray(InteropTest):
                 self.assertSameArray(big, v.array("big"), "big")
                 self.assertSameArray(small, v.array("small"), "small")
             with LIB.open(path) as npz:
-                self.assertSameArray(big, npz.read(1), "big via ckpt_npz_read_into")
+                self.assertSameArray(big, npz.read(1), "big via ckpt_reader_read_into")
 
 
 def main():

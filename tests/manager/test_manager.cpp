@@ -502,7 +502,7 @@ TEST_CASE("Checkpoints are files <logdir>/ckpt/%010d.npz by default", "[manager]
     CHECK(entries(logdir.file("ckpt")) == std::vector<std::string>{".ckpt.lock", "0000000007.npz"});
 
     ckpt_vars* read = nullptr;
-    REQUIRE(ckpt_npz_read(&read, expected.c_str(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_read(&read, expected.c_str(), nullptr) == CKPT_OK);
     VarsPtr owned(read);
     CHECK(step_of(read) == 7);
     CHECK(w_is(read, 7));
@@ -1140,7 +1140,7 @@ int strip_net(const char* name, char* buf, size_t size, void* payload) {
 TEST_CASE("The renamer of the npz options applies to restores", "[manager][restore]") {
     TempDir logdir;
     int calls = 0;
-    ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options npz = CKPT_OPTIONS_INIT;
     npz.rename = &strip_net;
     npz.rename_payload = &calls;
     ckpt_manager_options o = default_options();
@@ -1192,7 +1192,7 @@ TEST_CASE("A renamer that aborts ends the restore with its code, without trying 
     TempDir logdir;
     LogRecorder log;
     Refusal refusal{code};
-    ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options npz = CKPT_OPTIONS_INIT;
     npz.rename = &refuse;
     npz.rename_payload = &refusal;
     ckpt_manager_options o = default_options();
@@ -1212,7 +1212,7 @@ TEST_CASE("A renamer that aborts ends the restore with its code, without trying 
 TEST_CASE("A renamer that maps two names to one is CKPT_EINVAL, not a corrupt checkpoint", "[manager][restore]") {
     TempDir logdir;
     LogRecorder log;
-    ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options npz = CKPT_OPTIONS_INIT;
     npz.rename = &collapse;
     ckpt_manager_options o = default_options();
     o.npz = &npz;
@@ -1232,7 +1232,7 @@ TEST_CASE("A renamer that maps two names to one is CKPT_EINVAL, not a corrupt ch
 TEST_CASE("With layout CKPT_LAYOUT_OBJAX the manager writes names.npy and numbered members",
           "[manager][layouts]") {
     TempDir logdir;
-    ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options npz = CKPT_OPTIONS_INIT;
     npz.layout = CKPT_LAYOUT_OBJAX;
     ckpt_manager_options o = default_options();
     o.npz = &npz;
@@ -1240,10 +1240,10 @@ TEST_CASE("With layout CKPT_LAYOUT_OBJAX the manager writes names.npy and number
     save(m.get(), 5);
 
     // Read member by member: the file holds "names", "0", "1".
-    ckpt_npz_options plain = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options plain = CKPT_OPTIONS_INIT;
     plain.layout = CKPT_LAYOUT_PLAIN;
     ckpt_vars* members = nullptr;
-    REQUIRE(ckpt_npz_read(&members, path_of(m.get(), 5).c_str(), &plain) == CKPT_OK);
+    REQUIRE(ckpt_read(&members, path_of(m.get(), 5).c_str(), &plain) == CKPT_OK);
     VarsPtr owned(members);
     REQUIRE(ckpt_vars_count(members) == 3);
     CHECK(ckpt_vars_name(members, 0) == std::string("names"));
@@ -1261,7 +1261,7 @@ TEST_CASE("With layout CKPT_LAYOUT_OBJAX the manager writes names.npy and number
 TEST_CASE("A manager with default options reads checkpoints of either layout", "[manager][layouts]") {
     TempDir logdir;
     {
-        ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+        ckpt_options npz = CKPT_OPTIONS_INIT;
         npz.layout = CKPT_LAYOUT_OBJAX;
         ckpt_manager_options o = default_options();
         o.npz = &npz;
@@ -1271,10 +1271,10 @@ TEST_CASE("A manager with default options reads checkpoints of either layout", "
     ManagerPtr m = open_manager(logdir.str());
     save(m.get(), 2);
 
-    ckpt_npz_options plain = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options plain = CKPT_OPTIONS_INIT;
     plain.layout = CKPT_LAYOUT_PLAIN;
     ckpt_vars* members = nullptr;
-    REQUIRE(ckpt_npz_read(&members, path_of(m.get(), 2).c_str(), &plain) == CKPT_OK);
+    REQUIRE(ckpt_read(&members, path_of(m.get(), 2).c_str(), &plain) == CKPT_OK);
     VarsPtr owned(members);
     REQUIRE(ckpt_vars_count(members) == 2);
     CHECK(ckpt_vars_name(members, 0) == std::string("w"));  // the default writes the plain layout
@@ -1292,7 +1292,7 @@ TEST_CASE("A manager writing the objax layout still reads plain checkpoints", "[
     // A run resumed with the objax layout switched on must not take the plain checkpoints it finds for corrupt
     // ones: that would silently resume from an older objax-layout checkpoint (or find none at all).
     TempDir logdir;
-    ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options npz = CKPT_OPTIONS_INIT;
     npz.layout = CKPT_LAYOUT_OBJAX;
     ckpt_manager_options o = default_options();
     o.npz = &npz;
@@ -1740,7 +1740,7 @@ TEST_CASE("Invalid arguments are CKPT_EINVAL", "[manager][args]") {
         }
     }
     SECTION("open: bad npz options") {
-        ckpt_npz_options npz = CKPT_NPZ_OPTIONS_INIT;
+        ckpt_options npz = CKPT_OPTIONS_INIT;
         ckpt_manager_options o = default_options();
         o.npz = &npz;
         SECTION("version") { npz.version = 99; }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What a restore may leave out and what a save may take: partial restores (CKPT_NPZ_PARTIAL, ckpt_vars_restored),
+// What a restore may leave out and what a save may take: partial restores (CKPT_PARTIAL, ckpt_vars_restored),
 // the disk check before a save (on a real, full tmpfs), and the staging budget of background saves (the peak
 // memory of a save loop, measured). Through the C API, with white-box checks of the two core pieces they rest on
 // (the save's size bound, SnapshotPool's budget).
@@ -58,10 +58,10 @@ std::vector<int> restored_flags(const ckpt_vars* v) {
     return out;
 }
 
-ckpt_npz_options partial_options() {
-    ckpt_npz_options o;
-    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
-    o.flags = CKPT_NPZ_PARTIAL;
+ckpt_options partial_options() {
+    ckpt_options o;
+    REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
+    o.flags = CKPT_PARTIAL;
     return o;
 }
 
@@ -93,21 +93,21 @@ bool reset_peak_rss() {
 TEST_CASE("a partial restore fills what the file has and leaves the rest untouched; ckpt_vars_restored tells") {
     TempDir dir;
     const std::string path = dir.path() + "/old.npz";
-    REQUIRE(ckpt_npz_save(path.c_str(), floats({"w", "b"}, 4, 0).get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_save(path.c_str(), floats({"w", "b"}, 4, 0).get(), nullptr) == CKPT_OK);
 
     // The model gained a variable since the file was written.
     ckpt::testing::Vars model = floats({"w", "extra", "b"}, 4, 100);
     CHECK(restored_flags(model.get()) == std::vector<int>{0, 0, 0});  // before any restore
 
     SECTION("strict, the default, refuses and names what is missing") {
-        CHECK(ckpt_npz_restore(path.c_str(), model.get(), nullptr) == CKPT_EMISMATCH);
+        CHECK(ckpt_restore(path.c_str(), model.get(), nullptr) == CKPT_EMISMATCH);
         CHECK_THAT(message(), Contains("missing from the file: 'extra'"));
         CHECK(first(model.get(), 0) == 101.0f);
         CHECK(restored_flags(model.get()) == std::vector<int>{0, 0, 0});
     }
     SECTION("partial") {
-        const ckpt_npz_options o = partial_options();
-        REQUIRE(ckpt_npz_restore(path.c_str(), model.get(), &o) == CKPT_OK);
+        const ckpt_options o = partial_options();
+        REQUIRE(ckpt_restore(path.c_str(), model.get(), &o) == CKPT_OK);
         CHECK(first(model.get(), 0) == 1.0f);    // w, from the file
         CHECK(first(model.get(), 1) == 102.0f);  // extra, untouched
         CHECK(first(model.get(), 2) == 2.0f);    // b, from the file
@@ -122,18 +122,18 @@ TEST_CASE("a partial restore fills what the file has and leaves the rest untouch
         CHECK(ckpt_vars_restored(nullptr, 0) == 0);
     }
     SECTION("partial still refuses a variable of another shape, and then no variable counts as restored") {
-        const ckpt_npz_options o = partial_options();
-        REQUIRE(ckpt_npz_restore(path.c_str(), model.get(), &o) == CKPT_OK);
+        const ckpt_options o = partial_options();
+        REQUIRE(ckpt_restore(path.c_str(), model.get(), &o) == CKPT_OK);
         ckpt::testing::Vars other = floats({"w", "b"}, 5, 100);
-        CHECK(ckpt_npz_restore(path.c_str(), other.get(), &o) == CKPT_EMISMATCH);
+        CHECK(ckpt_restore(path.c_str(), other.get(), &o) == CKPT_EMISMATCH);
         CHECK_THAT(message(), Contains("'w' is float32 (5) in the collection but float32 (4) in the file"));
         CHECK(restored_flags(other.get()) == std::vector<int>{0, 0});
         CHECK(first(other.get(), 0) == 101.0f);
     }
     SECTION("a collection with nothing the file has restores nothing, successfully") {
-        const ckpt_npz_options o = partial_options();
+        const ckpt_options o = partial_options();
         ckpt::testing::Vars unrelated = floats({"q"}, 2, 100);
-        REQUIRE(ckpt_npz_restore(path.c_str(), unrelated.get(), &o) == CKPT_OK);
+        REQUIRE(ckpt_restore(path.c_str(), unrelated.get(), &o) == CKPT_OK);
         CHECK(restored_flags(unrelated.get()) == std::vector<int>{0});
         CHECK(first(unrelated.get(), 0) == 101.0f);
     }
@@ -142,23 +142,23 @@ TEST_CASE("a partial restore fills what the file has and leaves the rest untouch
 TEST_CASE("unknown npz flags are CKPT_EINVAL, and version-3 options (no flags field) are read as before") {
     TempDir dir;
     const std::string path = dir.path() + "/a.npz";
-    REQUIRE(ckpt_npz_save(path.c_str(), floats({"w"}, 2, 0).get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_save(path.c_str(), floats({"w"}, 2, 0).get(), nullptr) == CKPT_OK);
     ckpt::testing::Vars model = floats({"w", "extra"}, 2, 100);
 
-    ckpt_npz_options o = partial_options();
+    ckpt_options o = partial_options();
     o.flags = 0x80;
-    CHECK(ckpt_npz_restore(path.c_str(), model.get(), &o) == CKPT_EINVAL);
+    CHECK(ckpt_restore(path.c_str(), model.get(), &o) == CKPT_EINVAL);
     CHECK_THAT(message(), Contains("unknown flags 0x80"));
 
     // A version-3 caller's struct ends before flags: whatever follows in memory is not read.
     o.version = 3;
-    o.flags = CKPT_NPZ_PARTIAL;
-    CHECK(ckpt_npz_restore(path.c_str(), model.get(), &o) == CKPT_EMISMATCH);
+    o.flags = CKPT_PARTIAL;
+    CHECK(ckpt_restore(path.c_str(), model.get(), &o) == CKPT_EMISMATCH);
 }
 
-TEST_CASE("a manager opened with CKPT_NPZ_PARTIAL resumes a model that gained variables, falling back as usual") {
+TEST_CASE("a manager opened with CKPT_PARTIAL resumes a model that gained variables, falling back as usual") {
     TempDir logdir;
-    const ckpt_npz_options npz = partial_options();
+    const ckpt_options npz = partial_options();
     ckpt_manager_options o;
     REQUIRE(ckpt_manager_options_init(&o, CKPT_MANAGER_OPTIONS_VERSION) == CKPT_OK);
     o.npz = &npz;
@@ -337,10 +337,10 @@ TEST_CASE("background saves under max_staging_bytes keep the process's peak memo
                     // directory and every header, reading no data).
                     char path[512];
                     ckpt_manager_path(m.get(), step, path, sizeof path);
-                    ckpt_npz* npz = nullptr;
-                    if (ckpt_npz_open(&npz, path, nullptr) != CKPT_OK) return "FAIL: not on disk after save: " + message();
-                    const size_t nbytes = ckpt_npz_nbytes(npz, 0);
-                    ckpt_npz_close(npz);
+                    ckpt_reader* npz = nullptr;
+                    if (ckpt_reader_open(&npz, path, nullptr) != CKPT_OK) return "FAIL: not on disk after save: " + message();
+                    const size_t nbytes = ckpt_reader_nbytes(npz, 0);
+                    ckpt_reader_close(npz);
                     if (nbytes != kFloats * 4) return "FAIL: the file holds " + std::to_string(nbytes) + " bytes";
                 }
             }

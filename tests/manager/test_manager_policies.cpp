@@ -100,14 +100,14 @@ std::vector<int64_t> list_of(ckpt_manager* m) {
 }
 
 std::map<std::string, std::string> file_metadata(const std::string& path) {
-    ckpt_npz* npz = nullptr;
-    const int rc = ckpt_npz_open(&npz, path.c_str(), nullptr);
+    ckpt_reader* npz = nullptr;
+    const int rc = ckpt_reader_open(&npz, path.c_str(), nullptr);
     INFO(path << ": " << message());
     REQUIRE(rc == CKPT_OK);
     NpzPtr owner(npz);
     std::map<std::string, std::string> out;
-    for (size_t i = 0; i < ckpt_npz_metadata_count(npz); ++i)
-        out[ckpt_npz_metadata_key(npz, i)] = ckpt_npz_metadata_value(npz, i);
+    for (size_t i = 0; i < ckpt_reader_metadata_count(npz); ++i)
+        out[ckpt_reader_metadata_key(npz, i)] = ckpt_reader_metadata_value(npz, i);
     return out;
 }
 
@@ -281,7 +281,7 @@ TEST_CASE("A metric value that is not a number is CKPT_EFORMAT", "[policies][met
     ManagerPtr m = open_manager(logdir.str(), nullptr);
     VarsPtr v = make_vars(1);
     REQUIRE(ckpt_vars_set_metadata(v.get(), "ckpt.metric.loss", "low") == CKPT_OK);
-    // Not through the manager, and not through ckpt_npz_save either, which leaves "ckpt." keys out.
+    // Not through the manager, and not through ckpt_save either, which leaves "ckpt." keys out.
     ckpt::core::NpzWriteOptions forged;
     forged.manager_keys = true;
     ckpt::core::save_npz(*ckpt::core::posix_storage(), path_of(m.get(), 1), v->vc, forged);
@@ -290,7 +290,7 @@ TEST_CASE("A metric value that is not a number is CKPT_EFORMAT", "[policies][met
     CHECK_THAT(message(), Catch::Matchers::Contains("low"));
 }
 
-TEST_CASE("ckpt_npz_save leaves a collection's ckpt. keys out; a manager save replaces them", "[policies][metrics]") {
+TEST_CASE("ckpt_save leaves a collection's ckpt. keys out; a manager save replaces them", "[policies][metrics]") {
     TempDir logdir;
     ManagerPtr m = open_manager(logdir.str(), nullptr);
     VarsPtr v = make_vars(1);
@@ -311,8 +311,8 @@ TEST_CASE("ckpt_npz_save leaves a collection's ckpt. keys out; a manager save re
     CHECK(std::string(ckpt_vars_metadata(five.get(), "note")) == "mine");
 
     const std::string model = logdir.file("model.npz");
-    REQUIRE(ckpt_npz_save(model.c_str(), restored.get(), nullptr) == CKPT_OK);
-    REQUIRE(ckpt_npz_read(&raw, model.c_str(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_save(model.c_str(), restored.get(), nullptr) == CKPT_OK);
+    REQUIRE(ckpt_read(&raw, model.c_str(), nullptr) == CKPT_OK);
     VarsPtr plain(raw);
     REQUIRE(ckpt_vars_metadata_count(plain.get()) == 1);
     CHECK(std::string(ckpt_vars_metadata_key(plain.get(), 0)) == "note");
@@ -320,10 +320,10 @@ TEST_CASE("ckpt_npz_save leaves a collection's ckpt. keys out; a manager save re
 
     // A copy of the checkpoint (ckpt convert) keeps what the manager recorded of it.
     const std::string copy = logdir.file("copy.npz");
-    ckpt_npz_options keep = CKPT_NPZ_OPTIONS_INIT;
-    keep.flags = CKPT_NPZ_KEEP_MANAGER_KEYS;
-    REQUIRE(ckpt_npz_save(copy.c_str(), restored.get(), &keep) == CKPT_OK);
-    REQUIRE(ckpt_npz_read(&raw, copy.c_str(), nullptr) == CKPT_OK);
+    ckpt_options keep = CKPT_OPTIONS_INIT;
+    keep.flags = CKPT_KEEP_MANAGER_KEYS;
+    REQUIRE(ckpt_save(copy.c_str(), restored.get(), &keep) == CKPT_OK);
+    REQUIRE(ckpt_read(&raw, copy.c_str(), nullptr) == CKPT_OK);
     VarsPtr kept(raw);
     CHECK(ckpt_vars_metadata_count(kept.get()) == ckpt_vars_metadata_count(restored.get()));
     CHECK(std::string(ckpt_vars_metadata(kept.get(), "ckpt.index")) == "1");
@@ -453,7 +453,7 @@ TEST_CASE("keep_seconds keeps what was saved within the window by the recorded t
 
     SECTION("a file without a recorded time is not kept by the window") {
         VarsPtr v = make_vars(6);
-        REQUIRE(ckpt_npz_save(path_of(m.get(), 6).c_str(), v.get(), nullptr) == CKPT_OK);  // fresh mtime, no time
+        REQUIRE(ckpt_save(path_of(m.get(), 6).c_str(), v.get(), nullptr) == CKPT_OK);  // fresh mtime, no time
         save_metric(m.get(), 7, "loss", std::nullopt);
         CHECK(list_of(m.get()) == std::vector<int64_t>{5, 7});
     }

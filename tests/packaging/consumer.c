@@ -42,12 +42,12 @@ int main(int argc, char **argv) {
         fail(rc, "ckpt_vars_add");
         goto done;
     }
-    if ((rc = ckpt_npz_save(argv[1], vars, NULL)) != CKPT_OK) {
-        fail(rc, "ckpt_npz_save");
+    if ((rc = ckpt_save(argv[1], vars, NULL)) != CKPT_OK) {
+        fail(rc, "ckpt_save");
         goto done;
     }
-    if ((rc = ckpt_npz_read(&loaded, argv[1], NULL)) != CKPT_OK) {
-        fail(rc, "ckpt_npz_read");
+    if ((rc = ckpt_read(&loaded, argv[1], NULL)) != CKPT_OK) {
+        fail(rc, "ckpt_read");
         goto done;
     }
     if ((rc = ckpt_vars_find(loaded, "x", &index)) != CKPT_OK) {

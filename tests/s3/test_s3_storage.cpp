@@ -150,8 +150,8 @@ struct Storage {
         REQUIRE(rc == CKPT_OK);
     }
     ~Storage() { ckpt_storage_free(s); }
-    ckpt_npz_options npz() const {
-        ckpt_npz_options o = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options npz() const {
+        ckpt_options o = CKPT_OPTIONS_INIT;
         o.storage = s;
         return o;
     }
@@ -176,9 +176,9 @@ void add(Vars& vars, const char* name, const std::vector<double>& x) {
 }
 
 // What a file holds under `name`, read through ckpt (every CRC checked).
-std::vector<double> read(const std::string& path, const char* name, const ckpt_npz_options* opts) {
+std::vector<double> read(const std::string& path, const char* name, const ckpt_options* opts) {
     ckpt_vars* got = nullptr;
-    const int rc = ckpt_npz_read(&got, path.c_str(), opts);
+    const int rc = ckpt_read(&got, path.c_str(), opts);
     INFO(path << ": " << ckpt_error_message());
     REQUIRE(rc == CKPT_OK);
     size_t i = 0;
@@ -190,10 +190,10 @@ std::vector<double> read(const std::string& path, const char* name, const ckpt_n
     return x;
 }
 
-int save(const std::string& path, const std::vector<double>& x, const ckpt_npz_options* opts) {
+int save(const std::string& path, const std::vector<double>& x, const ckpt_options* opts) {
     Vars vars;
     add(vars, "w", x);
-    return ckpt_npz_save(path.c_str(), vars.v, opts);
+    return ckpt_save(path.c_str(), vars.v, opts);
 }
 
 constexpr size_t kLarge = 1600000;  // 12.8 MB of float64: three 5 MiB parts
@@ -203,7 +203,7 @@ constexpr size_t kLarge = 1600000;  // 12.8 MB of float64: three 5 MiB parts
 TEST_CASE("files small and multipart round trip through a storage and through s3:// paths") {
     clear_faults();
     Storage s3;
-    const ckpt_npz_options opts = s3.npz();
+    const ckpt_options opts = s3.npz();
     const std::string prefix = fresh_prefix("roundtrip");
 
     const std::vector<double> small = values(1000, 1), large = values(kLarge, 2);
@@ -234,7 +234,7 @@ TEST_CASE("files small and multipart round trip through a storage and through s3
 TEST_CASE("transient failures at every kind of request are retried and the data arrives intact") {
     clear_faults();
     Storage s3;
-    const ckpt_npz_options opts = s3.npz();
+    const ckpt_options opts = s3.npz();
     const std::string prefix = fresh_prefix("transient");
     const std::vector<double> small = values(1000, 3), large = values(kLarge, 4);
     REQUIRE(save(prefix + "/small.npz", small, &opts) == CKPT_OK);
@@ -314,7 +314,7 @@ TEST_CASE("listings and removals are retried too") {
 TEST_CASE("a permanent failure fails the save at once, aborts its upload and leaves the old object") {
     clear_faults();
     Storage s3;
-    const ckpt_npz_options opts = s3.npz();
+    const ckpt_options opts = s3.npz();
     const std::string prefix = fresh_prefix("permanent");
     const std::vector<double> old_small = values(1000, 5), old_large = values(kLarge, 6);
     REQUIRE(save(prefix + "/small.npz", old_small, &opts) == CKPT_OK);
@@ -352,7 +352,7 @@ TEST_CASE("a permanent failure fails the save at once, aborts its upload and lea
 TEST_CASE("retries give up after max_attempts, naming the failure and the attempts") {
     clear_faults();
     Storage s3(3);
-    const ckpt_npz_options opts = s3.npz();
+    const ckpt_options opts = s3.npz();
     const std::string prefix = fresh_prefix("giveup");
     const std::vector<double> old_large = values(kLarge, 7);
     REQUIRE(save(prefix + "/large.npz", old_large, &opts) == CKPT_OK);
@@ -373,7 +373,7 @@ TEST_CASE("retries give up after max_attempts, naming the failure and the attemp
 TEST_CASE("wrong credentials fail at once with S3's code") {
     clear_faults();
     Storage wrong(4, "not-the-secret");
-    const ckpt_npz_options opts = wrong.npz();
+    const ckpt_options opts = wrong.npz();
     const std::string key = fresh_prefix("credentials") + "/x.npz";
     CHECK(save(key, values(10, 0), &opts) == CKPT_EIO);
     const std::string message = ckpt_error_message();
@@ -385,17 +385,17 @@ TEST_CASE("wrong credentials fail at once with S3's code") {
 TEST_CASE("a missing object or bucket is CKPT_ENOTFOUND naming it") {
     clear_faults();
     Storage s3;
-    const ckpt_npz_options opts = s3.npz();
+    const ckpt_options opts = s3.npz();
     ckpt_vars* got = nullptr;
     const std::string key = fresh_prefix("missing") + "/nothing.npz";
-    CHECK(ckpt_npz_read(&got, key.c_str(), &opts) == CKPT_ENOTFOUND);
+    CHECK(ckpt_read(&got, key.c_str(), &opts) == CKPT_ENOTFOUND);
     CHECK(std::string(ckpt_error_message()).find("s3://" + bucket() + "/" + key) != std::string::npos);
     CHECK(std::string(ckpt_error_message()).find("HTTP 404 NoSuchKey") != std::string::npos);
-    CHECK(ckpt_npz_read(&got, "s3://no-such-bucket-here/x.npz", nullptr) == CKPT_ENOTFOUND);
+    CHECK(ckpt_read(&got, "s3://no-such-bucket-here/x.npz", nullptr) == CKPT_ENOTFOUND);
     CHECK(std::string(ckpt_error_message()).find("s3://no-such-bucket-here/x.npz") != std::string::npos);
     CHECK(std::string(ckpt_error_message()).find("HTTP 404 NoSuchBucket") != std::string::npos);
     // The bucket itself is no object.
-    CHECK(ckpt_npz_read(&got, ("s3://" + bucket()).c_str(), nullptr) == CKPT_EINVAL);
+    CHECK(ckpt_read(&got, ("s3://" + bucket()).c_str(), nullptr) == CKPT_EINVAL);
     CHECK(std::string(ckpt_error_message()).find("is the bucket itself, not an object") != std::string::npos);
     CHECK(save("s3://no-such-bucket-here/x.npz", values(10, 0), nullptr) == CKPT_ENOTFOUND);
     CHECK(std::string(ckpt_error_message()).find("NoSuchBucket") != std::string::npos);
@@ -404,19 +404,19 @@ TEST_CASE("a missing object or bucket is CKPT_ENOTFOUND naming it") {
 TEST_CASE("an object replaced while it is read fails the read instead of mixing versions") {
     clear_faults();
     Storage s3;
-    const ckpt_npz_options opts = s3.npz();
+    const ckpt_options opts = s3.npz();
     const std::string key = fresh_prefix("replaced") + "/x.npz";
     REQUIRE(save(key, values(kLarge, 9), &opts) == CKPT_OK);
-    ckpt_npz* npz = nullptr;
-    REQUIRE(ckpt_npz_open(&npz, key.c_str(), &opts) == CKPT_OK);
+    ckpt_reader* npz = nullptr;
+    REQUIRE(ckpt_reader_open(&npz, key.c_str(), &opts) == CKPT_OK);
     REQUIRE(save(key, values(kLarge, 10), &opts) == CKPT_OK);
     std::vector<double> x(kLarge);
-    CHECK(ckpt_npz_read_into(npz, 0, x.data(), x.size() * sizeof(double)) == CKPT_EIO);
+    CHECK(ckpt_reader_read_into(npz, 0, x.data(), x.size() * sizeof(double)) == CKPT_EIO);
     const std::string message = ckpt_error_message();
     INFO(message);
     CHECK(message.find("HTTP 412") != std::string::npos);
     CHECK(message.find("changed while it was read") != std::string::npos);
-    ckpt_npz_close(npz);
+    ckpt_reader_close(npz);
     CHECK(read(key, "w", &opts) == values(kLarge, 10));
 }
 
@@ -473,7 +473,7 @@ TEST_CASE("a manager on s3:// keeps, lists, restores and falls back past a corru
 TEST_CASE("the server killed mid-save: the save fails and the previous checkpoint restores") {
     clear_faults();
     Storage s3(2);
-    const ckpt_npz_options opts = s3.npz();
+    const ckpt_options opts = s3.npz();
     const std::string key = fresh_prefix("killed") + "/x.npz";
     const std::vector<double> old_large = values(kLarge, 11);
     REQUIRE(save(key, old_large, &opts) == CKPT_OK);
@@ -483,7 +483,7 @@ TEST_CASE("the server killed mid-save: the save fails and the previous checkpoin
     Vars vars;
     add(vars, "w", values(kLarge, 12));
     int rc = CKPT_OK;
-    std::thread saving([&] { rc = ckpt_npz_save(key.c_str(), vars.v, &opts); });
+    std::thread saving([&] { rc = ckpt_save(key.c_str(), vars.v, &opts); });
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     const std::string control = env("CKPT_S3_SERVER_CONTROL");
     REQUIRE(http("POST", control + "/kill") == 200);
@@ -504,7 +504,7 @@ TEST_CASE("a session token goes with every request, signed") {
     o.session_token = "FwoGZXIvYXdzEJr//////////wEaDOp+token=";
     ckpt_storage* s = nullptr;
     REQUIRE(ckpt_storage_s3_new(&s, &o) == CKPT_OK);
-    ckpt_npz_options opts = CKPT_NPZ_OPTIONS_INIT;
+    ckpt_options opts = CKPT_OPTIONS_INIT;
     opts.storage = s;
     const std::string key = fresh_prefix("token") + "/x.npz";
     const int rc = save(key, values(100, 1), &opts);

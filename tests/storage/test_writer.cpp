@@ -315,11 +315,11 @@ VarsPtr make_vars(Sample& s, uint32_t flags) {
 }
 
 VarsPtr read_npz(const std::string& path, ckpt_storage* storage = nullptr) {
-    ckpt_npz_options o;
-    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+    ckpt_options o;
+    REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
     o.storage = storage;
     ckpt_vars* raw = nullptr;
-    const int rc = ckpt_npz_read(&raw, path.c_str(), &o);
+    const int rc = ckpt_read(&raw, path.c_str(), &o);
     INFO(path << ": " << message());
     REQUIRE(rc == CKPT_OK);
     return VarsPtr(raw);
@@ -343,11 +343,11 @@ void require_same(const ckpt_vars* expected, const ckpt_vars* actual) {
     }
 }
 
-// The npz bytes ckpt_npz_save writes for a collection (made through a scratch file).
+// The npz bytes ckpt_save writes for a collection (made through a scratch file).
 std::string npz_bytes(const ckpt_vars* vars) {
     TempDir scratch;
     const std::string path = scratch.file("scratch.npz");
-    REQUIRE(ckpt_npz_save(path.c_str(), vars, nullptr) == CKPT_OK);
+    REQUIRE(ckpt_save(path.c_str(), vars, nullptr) == CKPT_OK);
     return read_file(path);
 }
 
@@ -481,15 +481,15 @@ TEST_CASE("A save into a missing directory fails with CKPT_ENOTFOUND", "[writer]
 
 // ------------------------------------------------------------------------------------------------ save_vars
 
-TEST_CASE("ckpt_writer_save_vars writes an npz that ckpt_npz_read reads back bit-exact", "[writer][vars]") {
+TEST_CASE("ckpt_writer_save_vars writes an npz that ckpt_read reads back bit-exact", "[writer][vars]") {
     const uint32_t kind = GENERATE(CKPT_WRITER_SIMPLE, CKPT_WRITER_THREAD, CKPT_WRITER_QUEUE);
     INFO("kind " << kind_name(kind));
     TempDir dir;
     Sample s;
     auto vars = make_vars(s, CKPT_COPY);
     auto w = make_writer(kind, dir.str());
-    ckpt_npz_options o;
-    REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+    ckpt_options o;
+    REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
 
     SECTION("with default options (NULL)") {
         REQUIRE(ckpt_writer_save_vars(w.get(), nullptr, "vars.npz", vars.get(), nullptr, 0) == CKPT_OK);
@@ -905,8 +905,8 @@ TEST_CASE("A background save_vars saves the values the arrays had when it return
             auto expected = make_vars(s, CKPT_COPY);
             auto vars = make_vars(s, ownership);
             ProgressHold hold;
-            ckpt_npz_options o;
-            REQUIRE(ckpt_npz_options_init(&o, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+            ckpt_options o;
+            REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
             o.progress = hold_on_first_progress;
             o.progress_payload = &hold;
             auto w = make_writer(kind, dir.str());
@@ -1075,7 +1075,7 @@ TEST_CASE("A writer saves through the storage of its options", "[writer][storage
     // A name no test writes on disk: the memory storage must hold it, the working directory must not.
     const std::string name = "in-memory-" + std::to_string(::getpid()) + ".npz";
 
-    SECTION("ckpt_npz_read over the same storage reads what save_vars wrote") {
+    SECTION("ckpt_read over the same storage reads what save_vars wrote") {
         auto w = make_writer(kind, "", 0, storage.get());
         REQUIRE(ckpt_writer_save_vars(w.get(), nullptr, name.c_str(), vars.get(), nullptr, 0) == CKPT_OK);
         REQUIRE(ckpt_writer_wait(w.get()) == CKPT_OK);
@@ -1083,7 +1083,7 @@ TEST_CASE("A writer saves through the storage of its options", "[writer][storage
         require_same(vars.get(), back.get());
         CHECK_FALSE(fs::exists(name));
         ckpt_vars* on_disk = nullptr;
-        CHECK(ckpt_npz_read(&on_disk, name.c_str(), nullptr) == CKPT_ENOTFOUND);
+        CHECK(ckpt_read(&on_disk, name.c_str(), nullptr) == CKPT_ENOTFOUND);
         CHECK(on_disk == nullptr);
     }
     SECTION("a save function's bytes land in the storage") {
@@ -1573,8 +1573,8 @@ TEST_CASE("Writer functions refuse invalid arguments with CKPT_EINVAL and a mess
         CHECK_THAT(message(), Contains("ckpt_writer_save_vars: vars is NULL"));
         CHECK(ckpt_writer_save_vars(w.get(), nullptr, "v.npz", vars.get(), nullptr, 0x80) == CKPT_EINVAL);
         CHECK_THAT(message(), Contains("ckpt_writer_save_vars: unknown flags"));
-        ckpt_npz_options bad;
-        REQUIRE(ckpt_npz_options_init(&bad, CKPT_NPZ_OPTIONS_VERSION) == CKPT_OK);
+        ckpt_options bad;
+        REQUIRE(ckpt_options_init(&bad, CKPT_OPTIONS_VERSION) == CKPT_OK);
         bad.version = 99;
         CHECK(ckpt_writer_save_vars(w.get(), nullptr, "v.npz", vars.get(), &bad, 0) == CKPT_EINVAL);
         CHECK_THAT(message(), Contains("version 99"));

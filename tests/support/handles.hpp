@@ -16,11 +16,11 @@ inline std::string message() { return ckpt_error_message(); }
 
 struct Release {
     void operator()(ckpt_vars* v) const { ckpt_vars_free(v); }
-    void operator()(ckpt_npz* n) const { ckpt_npz_close(n); }
+    void operator()(ckpt_reader* n) const { ckpt_reader_close(n); }
     void operator()(ckpt_manager* m) const { ckpt_manager_close(m); }
 };
 using Vars = std::unique_ptr<ckpt_vars, Release>;
-using Npz = std::unique_ptr<ckpt_npz, Release>;
+using Npz = std::unique_ptr<ckpt_reader, Release>;
 using Manager = std::unique_ptr<ckpt_manager, Release>;
 
 inline Vars new_vars() {
@@ -30,10 +30,10 @@ inline Vars new_vars() {
     return Vars(v);
 }
 
-// Opens an .npz lazily (ckpt_npz_open), requiring success; the library's message is shown when it fails.
-inline Npz open_file(const std::string& path, const ckpt_npz_options* opts = nullptr) {
-    ckpt_npz* n = nullptr;
-    const int rc = ckpt_npz_open(&n, path.c_str(), opts);
+// Opens an .npz lazily (ckpt_reader_open), requiring success; the library's message is shown when it fails.
+inline Npz open_file(const std::string& path, const ckpt_options* opts = nullptr) {
+    ckpt_reader* n = nullptr;
+    const int rc = ckpt_reader_open(&n, path.c_str(), opts);
     INFO(ckpt_error_message());
     REQUIRE(rc == CKPT_OK);
     return Npz(n);

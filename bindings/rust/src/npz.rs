@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-//! `Npz`: lazy access to one .npz file's arrays (`ckpt_npz`).
+//! `Npz`: lazy access to one .npz file's arrays (`ckpt_reader`).
 use std::mem::size_of;
 use std::path::Path;
 use std::ptr::{self, NonNull};
@@ -32,10 +32,10 @@ pub struct MemberInfo {
     pub fortran_order: bool,
 }
 
-/// One .npz file opened for lazy reads (`ckpt_npz`): opening validates the zip directory and every npy header
+/// One .npz file opened for lazy reads (`ckpt_reader`): opening validates the zip directory and every npy header
 /// and reads the metadata; array data is read only when asked for, one array at a time.
 pub struct Npz {
-    raw: NonNull<sys::ckpt_npz>,
+    raw: NonNull<sys::ckpt_reader>,
     // The progress callback, called by later reads, and whether the mapping is writable (map_vars).
     _options: NpzOptions,
 }
@@ -55,19 +55,19 @@ impl Npz {
         let raw = options.to_raw(true)?;
         let mut out = ptr::null_mut();
         // SAFETY: valid pointers for the call; the file keeps its own reference to the storage.
-        check(unsafe { sys::ckpt_npz_open(&mut out, path.as_ptr(), raw.as_ptr()) })?;
+        check(unsafe { sys::ckpt_reader_open(&mut out, path.as_ptr(), raw.as_ptr()) })?;
         let raw = NonNull::new(out).expect("the library returned CKPT_OK with a NULL file");
         Ok(Npz { raw, _options: options.clone() })
     }
 
-    fn as_ptr(&self) -> *const sys::ckpt_npz {
+    fn as_ptr(&self) -> *const sys::ckpt_reader {
         self.raw.as_ptr()
     }
 
     /// Number of arrays (not counting the metadata member, nor objax's `names.npy`).
     pub fn len(&self) -> usize {
         // SAFETY: a live handle.
-        unsafe { sys::ckpt_npz_count(self.as_ptr()) }
+        unsafe { sys::ckpt_reader_count(self.as_ptr()) }
     }
 
     /// Whether the file holds no arrays.
@@ -78,7 +78,7 @@ impl Npz {
     /// Name of array `i`; `None` past the end.
     pub fn name(&self, i: usize) -> Option<&str> {
         // SAFETY: borrowed until the file is closed (or read, which needs `&mut self`).
-        unsafe { borrowed_str(sys::ckpt_npz_name(self.as_ptr(), i)) }
+        unsafe { borrowed_str(sys::ckpt_reader_name(self.as_ptr(), i)) }
     }
 
     /// The array names, in file order (objax files: the order of `names.npy`).
@@ -91,7 +91,7 @@ impl Npz {
         let c_name = c_string("array name", name)?;
         let mut index = 0;
         // SAFETY: valid pointers for the call.
-        check(unsafe { sys::ckpt_npz_find(self.as_ptr(), c_name.as_ptr(), &mut index) })?;
+        check(unsafe { sys::ckpt_reader_find(self.as_ptr(), c_name.as_ptr(), &mut index) })?;
         Ok(index)
     }
 
@@ -99,14 +99,14 @@ impl Npz {
     pub fn dtype(&self, name: &str) -> Result<Dtype> {
         let i = self.index_of(name)?;
         // SAFETY: i is in range.
-        known_dtype(name, unsafe { sys::ckpt_npz_dtype(self.as_ptr(), i) })
+        known_dtype(name, unsafe { sys::ckpt_reader_dtype(self.as_ptr(), i) })
     }
 
     /// Bytes per item of `name`.
     pub fn itemsize(&self, name: &str) -> Result<usize> {
         let i = self.index_of(name)?;
         // SAFETY: i is in range.
-        Ok(unsafe { sys::ckpt_npz_itemsize(self.as_ptr(), i) })
+        Ok(unsafe { sys::ckpt_reader_itemsize(self.as_ptr(), i) })
     }
 
     /// The shape of `name`.
@@ -114,8 +114,8 @@ impl Npz {
         let i = self.index_of(name)?;
         // SAFETY: ndim sizes, borrowed until the file is closed.
         unsafe {
-            let n = sys::ckpt_npz_ndim(self.as_ptr(), i) as usize;
-            Ok(slice_at(sys::ckpt_npz_shape(self.as_ptr(), i), n))
+            let n = sys::ckpt_reader_ndim(self.as_ptr(), i) as usize;
+            Ok(slice_at(sys::ckpt_reader_shape(self.as_ptr(), i), n))
         }
     }
 
@@ -123,7 +123,7 @@ impl Npz {
     pub fn nbytes(&self, name: &str) -> Result<usize> {
         let i = self.index_of(name)?;
         // SAFETY: i is in range.
-        Ok(unsafe { sys::ckpt_npz_nbytes(self.as_ptr(), i) })
+        Ok(unsafe { sys::ckpt_reader_nbytes(self.as_ptr(), i) })
     }
 
     /// Reads `name` into `dst`, which must be of its dtype and hold at least its items; the CRC is verified.
@@ -132,12 +132,12 @@ impl Npz {
         let i = self.index_of(name)?;
         // SAFETY: dst's bytes, all writable; any bytes are valid T's (Pod).
         check(unsafe {
-            sys::ckpt_npz_read_into(self.raw.as_ptr(), i, dst.as_mut_ptr().cast(), std::mem::size_of_val(dst))
+            sys::ckpt_reader_read_into(self.raw.as_ptr(), i, dst.as_mut_ptr().cast(), std::mem::size_of_val(dst))
         })
     }
 
     /// Reads items `[start, start + dst.len())` of `name` (flat, C order) into `dst`, which must be of its dtype
-    /// (`ckpt_npz_read_range`): for reading a large array piece by piece in bounded memory. Pieces read in order
+    /// (`ckpt_reader_read_range`): for reading a large array piece by piece in bounded memory. Pieces read in order
     /// from the first item to the last have the array's CRC-32 checked at the last; a deflated array read in order
     /// is inflated once in all.
     pub fn read_range_into<T: Pod>(&mut self, name: &str, start: usize, dst: &mut [T]) -> Result<()> {
@@ -146,7 +146,7 @@ impl Npz {
         let item = std::mem::size_of::<T>() as u64;
         // SAFETY: dst's bytes, all writable; any bytes are valid T's (Pod).
         check(unsafe {
-            sys::ckpt_npz_read_range(
+            sys::ckpt_reader_read_range(
                 self.raw.as_ptr(),
                 i,
                 start as u64 * item,
@@ -160,7 +160,7 @@ impl Npz {
     pub fn read_bytes_into(&mut self, name: &str, dst: &mut [u8]) -> Result<()> {
         let i = self.index_of(name)?;
         // SAFETY: dst's bytes, all writable.
-        check(unsafe { sys::ckpt_npz_read_into(self.raw.as_ptr(), i, dst.as_mut_ptr().cast(), dst.len()) })
+        check(unsafe { sys::ckpt_reader_read_into(self.raw.as_ptr(), i, dst.as_mut_ptr().cast(), dst.len()) })
     }
 
     /// Reads `name` into a new vector of its items, in C order.
@@ -201,11 +201,11 @@ impl Npz {
         Ok(split_items(&self.read_bytes(name)?, width))
     }
 
-    /// The raw bytes of `name` without a copy (`ckpt_npz_map`): a view into a read-only mapping of the file for
+    /// The raw bytes of `name` without a copy (`ckpt_reader_map`): a view into a read-only mapping of the file for
     /// the stored, native, C-order, aligned arrays ckpt writes, else bytes decoded once and kept by the file. The
     /// slice borrows the file, so it cannot outlive it. Its CRC-32 is checked at the first call unless the file
     /// was opened with [`NpzOptions::map_unverified`]. A truncated file faults (SIGBUS) when its lost pages are
-    /// read (see `ckpt_npz_map` in ckpt.h).
+    /// read (see `ckpt_reader_map` in ckpt.h).
     ///
     /// ```compile_fail
     /// # fn f(npz: ckpt::Npz) -> ckpt::Result<()> {
@@ -220,12 +220,12 @@ impl Npz {
         let mut p = ptr::null();
         // SAFETY: a live handle used by one thread at a time (Npz is not Sync); views never move or change while
         // the file is open, nor invalidate what other getters borrowed.
-        check(unsafe { sys::ckpt_npz_map(self.raw.as_ptr(), i, &mut p) })?;
-        // SAFETY: n readable bytes (p is never NULL on success), valid until ckpt_npz_close, which needs the Npz.
+        check(unsafe { sys::ckpt_reader_map(self.raw.as_ptr(), i, &mut p) })?;
+        // SAFETY: n readable bytes (p is never NULL on success), valid until ckpt_reader_close, which needs the Npz.
         Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) })
     }
 
-    /// Every array without a copy (`ckpt_npz_map_vars`): a collection, in file order and with the file's
+    /// Every array without a copy (`ckpt_reader_map_vars`): a collection, in file order and with the file's
     /// metadata, whose arrays are the file's views (each checked as [`Npz::map_bytes`] checks it) — a restore that
     /// maps instead of reading. Its arrays may be written: the file must have been opened with
     /// [`NpzOptions::map_writable`] (copy-on-write; [`Code::InvalidArgument`] otherwise). The collection borrows
@@ -239,9 +239,9 @@ impl Npz {
         }
         let mut out = ptr::null_mut();
         // SAFETY: a live handle used by one thread at a time; a valid out-pointer.
-        check(unsafe { sys::ckpt_npz_map_vars(self.raw.as_ptr(), &mut out) })?;
+        check(unsafe { sys::ckpt_reader_map_vars(self.raw.as_ptr(), &mut out) })?;
         // SAFETY: a new collection the caller owns; its arrays borrow the file's copy-on-write views, valid until
-        // ckpt_npz_close, which needs the Npz that the returned Vars borrows.
+        // ckpt_reader_close, which needs the Npz that the returned Vars borrows.
         Ok(unsafe { Vars::from_raw(out) })
     }
 
@@ -262,13 +262,13 @@ impl Npz {
     /// The size in bytes of the file (or S3 object) as it was when opened.
     pub fn file_size(&self) -> u64 {
         // SAFETY: a live handle.
-        unsafe { sys::ckpt_npz_file_size(self.as_ptr()) }
+        unsafe { sys::ckpt_reader_file_size(self.as_ptr()) }
     }
 
     /// The layout the file was read in: [`Layout::Plain`] or [`Layout::Objax`].
     pub fn layout(&self) -> Layout {
         // SAFETY: a live handle.
-        if unsafe { sys::ckpt_npz_layout(self.as_ptr()) } == sys::CKPT_LAYOUT_OBJAX {
+        if unsafe { sys::ckpt_reader_layout(self.as_ptr()) } == sys::CKPT_LAYOUT_OBJAX {
             Layout::Objax
         } else {
             Layout::Plain
@@ -278,7 +278,7 @@ impl Npz {
     /// The file's format, told by its content: [`Format::Npz`] or [`Format::Safetensors`].
     pub fn format(&self) -> Format {
         // SAFETY: a live handle.
-        if unsafe { sys::ckpt_npz_format(self.as_ptr()) } == sys::CKPT_FORMAT_SAFETENSORS {
+        if unsafe { sys::ckpt_reader_format(self.as_ptr()) } == sys::CKPT_FORMAT_SAFETENSORS {
             Format::Safetensors
         } else {
             Format::Npz
@@ -292,17 +292,17 @@ impl Npz {
         unsafe {
             let p = self.as_ptr();
             Ok(MemberInfo {
-                member: borrowed_str(sys::ckpt_npz_member_name(p, i)).unwrap_or_default().to_owned(),
-                compression: if sys::ckpt_npz_compression(p, i) == sys::CKPT_DEFLATE {
+                member: borrowed_str(sys::ckpt_reader_member_name(p, i)).unwrap_or_default().to_owned(),
+                compression: if sys::ckpt_reader_compression(p, i) == sys::CKPT_DEFLATE {
                     Compression::Deflate
                 } else {
                     Compression::Store
                 },
-                stored_bytes: sys::ckpt_npz_stored_bytes(p, i),
-                crc32: sys::ckpt_npz_crc32(p, i),
-                data_offset: sys::ckpt_npz_data_offset(p, i),
-                byte_order: char::from(sys::ckpt_npz_byte_order(p, i) as u8),
-                fortran_order: sys::ckpt_npz_fortran_order(p, i) != 0,
+                stored_bytes: sys::ckpt_reader_stored_bytes(p, i),
+                crc32: sys::ckpt_reader_crc32(p, i),
+                data_offset: sys::ckpt_reader_data_offset(p, i),
+                byte_order: char::from(sys::ckpt_reader_byte_order(p, i) as u8),
+                fortran_order: sys::ckpt_reader_fortran_order(p, i) != 0,
             })
         }
     }
@@ -320,13 +320,13 @@ impl Npz {
     pub fn metadata(&self, key: &str) -> Option<&str> {
         let key = c_string("metadata key", key).ok()?;
         // SAFETY: borrowed until the file is closed.
-        unsafe { borrowed_str(sys::ckpt_npz_metadata(self.as_ptr(), key.as_ptr())) }
+        unsafe { borrowed_str(sys::ckpt_reader_metadata(self.as_ptr(), key.as_ptr())) }
     }
 
     /// Number of metadata keys.
     pub fn metadata_len(&self) -> usize {
         // SAFETY: a live handle.
-        unsafe { sys::ckpt_npz_metadata_count(self.as_ptr()) }
+        unsafe { sys::ckpt_reader_metadata_count(self.as_ptr()) }
     }
 
     /// The file's metadata as (key, value) pairs, in order.
@@ -334,8 +334,8 @@ impl Npz {
         (0..self.metadata_len()).filter_map(move |i| {
             // SAFETY: i is in range; borrowed until the file is closed.
             unsafe {
-                let key = borrowed_str(sys::ckpt_npz_metadata_key(self.as_ptr(), i))?;
-                let value = borrowed_str(sys::ckpt_npz_metadata_value(self.as_ptr(), i))?;
+                let key = borrowed_str(sys::ckpt_reader_metadata_key(self.as_ptr(), i))?;
+                let value = borrowed_str(sys::ckpt_reader_metadata_value(self.as_ptr(), i))?;
                 Some((key, value))
             }
         })
@@ -345,7 +345,7 @@ impl Npz {
 impl Drop for Npz {
     fn drop(&mut self) {
         // SAFETY: owned, not used again.
-        unsafe { sys::ckpt_npz_close(self.raw.as_ptr()) }
+        unsafe { sys::ckpt_reader_close(self.raw.as_ptr()) }
     }
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-//! `NpzOptions` (`ckpt_npz_options`): how saves write and reads check .npz files, taken by every call that
+//! `NpzOptions` (`ckpt_options`): how saves write and reads check .npz files, taken by every call that
 //! saves, reads or restores ([`Vars`](crate::Vars), [`Npz`](crate::Npz), managers, writers, steps).
 use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
@@ -54,7 +54,7 @@ type ProgressFn = dyn Fn(u64, u64) + Send + Sync;
 pub(crate) struct Renamer(Box<RenameFn>);
 pub(crate) struct Progress(Box<ProgressFn>);
 
-/// Options of saves, reads and restores (`ckpt_npz_options`). Unset fields keep the library's defaults.
+/// Options of saves, reads and restores (`ckpt_options`). Unset fields keep the library's defaults.
 ///
 /// ```
 /// let options = ckpt::NpzOptions::new()
@@ -149,7 +149,7 @@ impl NpzOptions {
         self
     }
 
-    /// Partial restores (`CKPT_NPZ_PARTIAL`): a variable the file does not have is left untouched instead of
+    /// Partial restores (`CKPT_PARTIAL`): a variable the file does not have is left untouched instead of
     /// failing the restore, and [`Vars::restored`](crate::Vars::restored) tells which were filled. A variable
     /// found with another dtype or shape still fails it ([`Code::Mismatch`](crate::Code::Mismatch)).
     #[must_use]
@@ -159,7 +159,7 @@ impl NpzOptions {
     }
 
     /// Opening: [`Npz::map`](crate::Npz::map) and [`Npz::map_bytes`](crate::Npz::map_bytes) skip the CRC-32 check of mapped arrays
-    /// (`CKPT_NPZ_MAP_UNVERIFIED`), trading integrity for latency: views then cost microseconds whatever their size,
+    /// (`CKPT_MAP_UNVERIFIED`), trading integrity for latency: views then cost microseconds whatever their size,
     /// and corrupt bytes are handed over as they are. For files verified already.
     #[must_use]
     pub fn map_unverified(mut self, yes: bool) -> NpzOptions {
@@ -167,7 +167,7 @@ impl NpzOptions {
         self
     }
 
-    /// Opening: the file's mapping is copy-on-write instead of read-only (`CKPT_NPZ_MAP_WRITABLE`): pages written
+    /// Opening: the file's mapping is copy-on-write instead of read-only (`CKPT_MAP_WRITABLE`): pages written
     /// are copied into this process, and the file never changes. [`Npz::map_vars`](crate::Npz::map_vars) needs it.
     #[must_use]
     pub fn map_writable(mut self, yes: bool) -> NpzOptions {
@@ -223,12 +223,12 @@ impl NpzOptions {
         self.map_writable
     }
 
-    /// The C struct for a call: the library's defaults (`ckpt_npz_options_init`) with the fields set here. It
+    /// The C struct for a call: the library's defaults (`ckpt_options_init`) with the fields set here. It
     /// points into `self` (callbacks, storage), so it lives no longer than `self`.
     pub(crate) fn to_raw(&self, with_storage: bool) -> Result<RawNpzOptions<'_>> {
-        let mut raw = MaybeUninit::<sys::ckpt_npz_options>::zeroed();
+        let mut raw = MaybeUninit::<sys::ckpt_options>::zeroed();
         // SAFETY: a valid struct of this version to fill.
-        check(unsafe { sys::ckpt_npz_options_init(raw.as_mut_ptr(), sys::CKPT_NPZ_OPTIONS_VERSION) })?;
+        check(unsafe { sys::ckpt_options_init(raw.as_mut_ptr(), sys::CKPT_OPTIONS_VERSION) })?;
         // SAFETY: initialised (zeroed, then filled by the library); every field is an integer or pointer.
         let mut raw = unsafe { raw.assume_init() };
         if let Some(layout) = self.layout {
@@ -267,13 +267,13 @@ impl NpzOptions {
             raw.max_total_bytes = limit;
         }
         if self.partial {
-            raw.flags |= sys::CKPT_NPZ_PARTIAL;
+            raw.flags |= sys::CKPT_PARTIAL;
         }
         if self.map_unverified {
-            raw.flags |= sys::CKPT_NPZ_MAP_UNVERIFIED;
+            raw.flags |= sys::CKPT_MAP_UNVERIFIED;
         }
         if self.map_writable {
-            raw.flags |= sys::CKPT_NPZ_MAP_WRITABLE;
+            raw.flags |= sys::CKPT_MAP_WRITABLE;
         }
         if self.chunk_hashes {
             raw.flags |= sys::CKPT_NPZ_CHUNK_HASHES;
@@ -322,16 +322,16 @@ impl std::fmt::Debug for NpzOptions {
     }
 }
 
-/// A `ckpt_npz_options` whose pointers borrow the [`NpzOptions`] it was made from.
+/// A `ckpt_options` whose pointers borrow the [`NpzOptions`] it was made from.
 pub(crate) struct RawNpzOptions<'o> {
-    raw: sys::ckpt_npz_options,
+    raw: sys::ckpt_options,
     // What raw.base points to: the bytes of a CString stay where they are when it moves.
     _base: Option<CString>,
     _options: PhantomData<&'o NpzOptions>,
 }
 
 impl RawNpzOptions<'_> {
-    pub(crate) fn as_ptr(&self) -> *const sys::ckpt_npz_options {
+    pub(crate) fn as_ptr(&self) -> *const sys::ckpt_options {
         &self.raw
     }
 }

@@ -59,17 +59,23 @@ pub const CKPT_VARS_BORROW: u32 = 1;
 pub const CKPT_COPY: u32 = CKPT_VARS_COPY;
 pub const CKPT_BORROW: u32 = CKPT_VARS_BORROW;
 
-// -------------------------------------------------------------------------------------------------- npz files
+// ---------------------------------------------------------------------------------------- checkpoint files
 pub const CKPT_LAYOUT_AUTO: u32 = 0;
 pub const CKPT_LAYOUT_PLAIN: u32 = 1;
 pub const CKPT_LAYOUT_OBJAX: u32 = 2;
 pub const CKPT_STORE: u32 = 0;
 pub const CKPT_DEFLATE: u32 = 1;
-pub const CKPT_NPZ_PARTIAL: u32 = 1;
-pub const CKPT_NPZ_OPTIONS_VERSION: u32 = 6;
-pub const CKPT_NPZ_MAP_UNVERIFIED: u32 = 2;
-pub const CKPT_NPZ_MAP_WRITABLE: u32 = 4;
-pub const CKPT_NPZ_KEEP_MANAGER_KEYS: u32 = 8;
+pub const CKPT_PARTIAL: u32 = 1;
+pub const CKPT_OPTIONS_VERSION: u32 = 6;
+pub const CKPT_MAP_UNVERIFIED: u32 = 2;
+pub const CKPT_MAP_WRITABLE: u32 = 4;
+pub const CKPT_KEEP_MANAGER_KEYS: u32 = 8;
+// The earlier names of ckpt.h's "Names before 0.11".
+pub const CKPT_NPZ_PARTIAL: u32 = CKPT_PARTIAL;
+pub const CKPT_NPZ_OPTIONS_VERSION: u32 = CKPT_OPTIONS_VERSION;
+pub const CKPT_NPZ_MAP_UNVERIFIED: u32 = CKPT_MAP_UNVERIFIED;
+pub const CKPT_NPZ_MAP_WRITABLE: u32 = CKPT_MAP_WRITABLE;
+pub const CKPT_NPZ_KEEP_MANAGER_KEYS: u32 = CKPT_KEEP_MANAGER_KEYS;
 pub const CKPT_NPZ_CHUNK_HASHES: u32 = 16;
 pub const CKPT_FORMAT_AUTO: u32 = 0;
 pub const CKPT_FORMAT_NPZ: u32 = 1;
@@ -118,7 +124,7 @@ pub struct ckpt_vars {
     _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
 }
 #[repr(C)]
-pub struct ckpt_npz {
+pub struct ckpt_reader {
     _opaque: [u8; 0],
     _marker: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
 }
@@ -178,7 +184,7 @@ pub const CKPT_CLEAN_UPLOAD: c_int = 2;
 // ------------------------------------------------------------------------------------------------ option structs
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub struct ckpt_npz_options {
+pub struct ckpt_options {
     pub version: u32,
     pub layout: u32,
     pub compression: u32,
@@ -344,7 +350,7 @@ pub struct ckpt_manager_options {
     pub flags: u32,
     pub queue_depth: u32,
     pub subdir: *const c_char,
-    pub npz: *const ckpt_npz_options,
+    pub npz: *const ckpt_options,
     pub log: ckpt_log_fn,
     pub log_payload: *mut c_void,
     pub storage: *mut ckpt_storage,
@@ -432,44 +438,50 @@ extern "C" {
     pub fn ckpt_vars_metadata_value(vars: *const ckpt_vars, i: usize) -> *const c_char;
 
     // npz files
-    pub fn ckpt_npz_options_init(opts: *mut ckpt_npz_options, version: u32) -> c_int;
-    pub fn ckpt_npz_save(path: *const c_char, vars: *const ckpt_vars, opts: *const ckpt_npz_options) -> c_int;
-    pub fn ckpt_npz_read(out: *mut *mut ckpt_vars, path: *const c_char, opts: *const ckpt_npz_options) -> c_int;
-    pub fn ckpt_npz_read_memory(
+    pub fn ckpt_options_init(opts: *mut ckpt_options, version: u32) -> c_int;
+    pub fn ckpt_save(path: *const c_char, vars: *const ckpt_vars, opts: *const ckpt_options) -> c_int;
+    pub fn ckpt_read(out: *mut *mut ckpt_vars, path: *const c_char, opts: *const ckpt_options) -> c_int;
+    pub fn ckpt_read_memory(
         out: *mut *mut ckpt_vars,
         bytes: *const c_void,
         size: usize,
-        opts: *const ckpt_npz_options,
+        opts: *const ckpt_options,
     ) -> c_int;
-    pub fn ckpt_npz_restore(path: *const c_char, vars: *mut ckpt_vars, opts: *const ckpt_npz_options) -> c_int;
-    pub fn ckpt_npz_open(out: *mut *mut ckpt_npz, path: *const c_char, opts: *const ckpt_npz_options) -> c_int;
-    pub fn ckpt_npz_close(npz: *mut ckpt_npz);
-    pub fn ckpt_npz_count(npz: *const ckpt_npz) -> usize;
-    pub fn ckpt_npz_name(npz: *const ckpt_npz, i: usize) -> *const c_char;
-    pub fn ckpt_npz_find(npz: *const ckpt_npz, name: *const c_char, out_index: *mut usize) -> c_int;
-    pub fn ckpt_npz_dtype(npz: *const ckpt_npz, i: usize) -> u32;
-    pub fn ckpt_npz_itemsize(npz: *const ckpt_npz, i: usize) -> usize;
-    pub fn ckpt_npz_ndim(npz: *const ckpt_npz, i: usize) -> u32;
-    pub fn ckpt_npz_shape(npz: *const ckpt_npz, i: usize) -> *const i64;
-    pub fn ckpt_npz_nbytes(npz: *const ckpt_npz, i: usize) -> usize;
-    pub fn ckpt_npz_read_into(npz: *mut ckpt_npz, i: usize, dst: *mut c_void, dst_size: usize) -> c_int;
-    pub fn ckpt_npz_read_range(npz: *mut ckpt_npz, i: usize, offset: u64, dst: *mut c_void, size: usize) -> c_int;
-    pub fn ckpt_npz_member_name(npz: *const ckpt_npz, i: usize) -> *const c_char;
-    pub fn ckpt_npz_compression(npz: *const ckpt_npz, i: usize) -> u32;
-    pub fn ckpt_npz_stored_bytes(npz: *const ckpt_npz, i: usize) -> u64;
-    pub fn ckpt_npz_crc32(npz: *const ckpt_npz, i: usize) -> u32;
-    pub fn ckpt_npz_data_offset(npz: *const ckpt_npz, i: usize) -> u64;
-    pub fn ckpt_npz_byte_order(npz: *const ckpt_npz, i: usize) -> c_int;
-    pub fn ckpt_npz_file_size(npz: *const ckpt_npz) -> u64;
-    pub fn ckpt_npz_fortran_order(npz: *const ckpt_npz, i: usize) -> c_int;
-    pub fn ckpt_npz_layout(npz: *const ckpt_npz) -> u32;
-    pub fn ckpt_npz_format(npz: *const ckpt_npz) -> u32;
-    pub fn ckpt_npz_metadata(npz: *const ckpt_npz, key: *const c_char) -> *const c_char;
-    pub fn ckpt_npz_metadata_count(npz: *const ckpt_npz) -> usize;
-    pub fn ckpt_npz_metadata_key(npz: *const ckpt_npz, i: usize) -> *const c_char;
-    pub fn ckpt_npz_metadata_value(npz: *const ckpt_npz, i: usize) -> *const c_char;
-    pub fn ckpt_npz_map(npz: *mut ckpt_npz, i: usize, out_data: *mut *const c_void) -> c_int;
-    pub fn ckpt_npz_map_vars(npz: *mut ckpt_npz, out: *mut *mut ckpt_vars) -> c_int;
+    pub fn ckpt_restore(path: *const c_char, vars: *mut ckpt_vars, opts: *const ckpt_options) -> c_int;
+    pub fn ckpt_reader_open(out: *mut *mut ckpt_reader, path: *const c_char, opts: *const ckpt_options) -> c_int;
+    pub fn ckpt_reader_close(reader: *mut ckpt_reader);
+    pub fn ckpt_reader_count(reader: *const ckpt_reader) -> usize;
+    pub fn ckpt_reader_name(reader: *const ckpt_reader, i: usize) -> *const c_char;
+    pub fn ckpt_reader_find(reader: *const ckpt_reader, name: *const c_char, out_index: *mut usize) -> c_int;
+    pub fn ckpt_reader_dtype(reader: *const ckpt_reader, i: usize) -> u32;
+    pub fn ckpt_reader_itemsize(reader: *const ckpt_reader, i: usize) -> usize;
+    pub fn ckpt_reader_ndim(reader: *const ckpt_reader, i: usize) -> u32;
+    pub fn ckpt_reader_shape(reader: *const ckpt_reader, i: usize) -> *const i64;
+    pub fn ckpt_reader_nbytes(reader: *const ckpt_reader, i: usize) -> usize;
+    pub fn ckpt_reader_read_into(reader: *mut ckpt_reader, i: usize, dst: *mut c_void, dst_size: usize) -> c_int;
+    pub fn ckpt_reader_read_range(
+        reader: *mut ckpt_reader,
+        i: usize,
+        offset: u64,
+        dst: *mut c_void,
+        size: usize,
+    ) -> c_int;
+    pub fn ckpt_reader_member_name(reader: *const ckpt_reader, i: usize) -> *const c_char;
+    pub fn ckpt_reader_compression(reader: *const ckpt_reader, i: usize) -> u32;
+    pub fn ckpt_reader_stored_bytes(reader: *const ckpt_reader, i: usize) -> u64;
+    pub fn ckpt_reader_crc32(reader: *const ckpt_reader, i: usize) -> u32;
+    pub fn ckpt_reader_data_offset(reader: *const ckpt_reader, i: usize) -> u64;
+    pub fn ckpt_reader_byte_order(reader: *const ckpt_reader, i: usize) -> c_int;
+    pub fn ckpt_reader_file_size(reader: *const ckpt_reader) -> u64;
+    pub fn ckpt_reader_fortran_order(reader: *const ckpt_reader, i: usize) -> c_int;
+    pub fn ckpt_reader_layout(reader: *const ckpt_reader) -> u32;
+    pub fn ckpt_reader_format(reader: *const ckpt_reader) -> u32;
+    pub fn ckpt_reader_metadata(reader: *const ckpt_reader, key: *const c_char) -> *const c_char;
+    pub fn ckpt_reader_metadata_count(reader: *const ckpt_reader) -> usize;
+    pub fn ckpt_reader_metadata_key(reader: *const ckpt_reader, i: usize) -> *const c_char;
+    pub fn ckpt_reader_metadata_value(reader: *const ckpt_reader, i: usize) -> *const c_char;
+    pub fn ckpt_reader_map(reader: *mut ckpt_reader, i: usize, out_data: *mut *const c_void) -> c_int;
+    pub fn ckpt_reader_map_vars(reader: *mut ckpt_reader, out: *mut *mut ckpt_vars) -> c_int;
 
     // storage
     pub fn ckpt_storage_new(out: *mut *mut ckpt_storage, ops: *const ckpt_storage_ops) -> c_int;
@@ -495,7 +507,7 @@ extern "C" {
     pub fn ckpt_file_close(file: *mut ckpt_file);
 
     // sharded steps
-    pub fn ckpt_step_open(out: *mut *mut ckpt_step, dir: *const c_char, opts: *const ckpt_npz_options) -> c_int;
+    pub fn ckpt_step_open(out: *mut *mut ckpt_step, dir: *const c_char, opts: *const ckpt_options) -> c_int;
     pub fn ckpt_step_close(step: *mut ckpt_step);
     pub fn ckpt_step_index(step: *const ckpt_step) -> i64;
     pub fn ckpt_step_world_size(step: *const ckpt_step) -> i32;
@@ -543,7 +555,7 @@ extern "C" {
         out_dir: *const c_char,
         filename: *const c_char,
         vars: *const ckpt_vars,
-        npz: *const ckpt_npz_options,
+        npz: *const ckpt_options,
         flags: u32,
     ) -> c_int;
     pub fn ckpt_sink_write(sink: *mut ckpt_sink, data: *const c_void, size: usize) -> c_int;

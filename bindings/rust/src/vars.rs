@@ -466,7 +466,7 @@ impl<'a> Vars<'a> {
         let path = c_path(path.as_ref())?;
         let raw = options.to_raw(true)?;
         // SAFETY: valid pointers for the call; the options' callbacks outlive it.
-        check(unsafe { sys::ckpt_npz_save(path.as_ptr(), self.as_ptr(), raw.as_ptr()) })
+        check(unsafe { sys::ckpt_save(path.as_ptr(), self.as_ptr(), raw.as_ptr()) })
     }
 
     /// Restores every array of the collection in place from the .npz at `path` (objax's
@@ -483,7 +483,7 @@ impl<'a> Vars<'a> {
         let raw = options.to_raw(true)?;
         // SAFETY: valid pointers; the library writes only within each array's nbytes, into memory `self`
         // holds exclusively (copies, or borrows of Pod slices).
-        check(unsafe { sys::ckpt_npz_restore(path.as_ptr(), self.as_mut_ptr(), raw.as_ptr()) })
+        check(unsafe { sys::ckpt_restore(path.as_ptr(), self.as_mut_ptr(), raw.as_ptr()) })
     }
 }
 
@@ -500,7 +500,7 @@ impl<'a> Vars<'a> {
         let raw = options.to_raw(true)?;
         let mut out = ptr::null_mut();
         // SAFETY: valid pointers for the call.
-        check(unsafe { sys::ckpt_npz_read(&mut out, path.as_ptr(), raw.as_ptr()) })?;
+        check(unsafe { sys::ckpt_read(&mut out, path.as_ptr(), raw.as_ptr()) })?;
         // SAFETY: a new collection owned by the caller, with no borrows.
         Ok(unsafe { Vars::from_raw(out) })
     }
@@ -510,7 +510,7 @@ impl<'a> Vars<'a> {
         let raw = options.to_raw(true)?;
         let mut out = ptr::null_mut();
         // SAFETY: bytes are valid for the call and not retained.
-        check(unsafe { sys::ckpt_npz_read_memory(&mut out, bytes.as_ptr().cast(), bytes.len(), raw.as_ptr()) })?;
+        check(unsafe { sys::ckpt_read_memory(&mut out, bytes.as_ptr().cast(), bytes.len(), raw.as_ptr()) })?;
         // SAFETY: as read_with.
         Ok(unsafe { Vars::from_raw(out) })
     }

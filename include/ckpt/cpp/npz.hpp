@@ -25,19 +25,19 @@ namespace ckpt {
 
 // ------------------------------------------------------------------------------------------------------ npz files
 
-// Saves vars to path as an .npz numpy.load reads, atomically and durably (ckpt_npz_save).
+// Saves vars to path as an .npz numpy.load reads, atomically and durably (ckpt_save).
 inline void save(const std::string& path, const Vars& vars, const NpzOptions& options = {}) {
     detail::NpzCallbacks cb(options);
     detail::CNpzOptions c(options, &cb, true);
-    detail::check(ckpt_npz_save(path.c_str(), vars.native(), &c.c));
+    detail::check(ckpt_save(path.c_str(), vars.native(), &c.c));
 }
 
-// Reads every array of the .npz at path into a new collection, with the file's metadata (ckpt_npz_read).
+// Reads every array of the .npz at path into a new collection, with the file's metadata (ckpt_read).
 inline Vars read(const std::string& path, const NpzOptions& options = {}) {
     detail::NpzCallbacks cb(options);
     detail::CNpzOptions c(options, &cb, true);
     ckpt_vars* out = nullptr;
-    detail::check(ckpt_npz_read(&out, path.c_str(), &c.c));
+    detail::check(ckpt_read(&out, path.c_str(), &c.c));
     return Vars(out);
 }
 
@@ -46,7 +46,7 @@ inline Vars read_memory(const void* bytes, size_t size, const NpzOptions& option
     detail::NpzCallbacks cb(options);
     detail::CNpzOptions c(options, &cb, false);
     ckpt_vars* out = nullptr;
-    detail::check(ckpt_npz_read_memory(&out, bytes, size, &c.c));
+    detail::check(ckpt_read_memory(&out, bytes, size, &c.c));
     return Vars(out);
 }
 // The bytes of a contiguous container (std::vector<char>, std::string, std::vector<std::byte>, …).
@@ -57,42 +57,42 @@ inline Vars read_memory(const C& bytes, const NpzOptions& options = {}) {
     return read_memory(static_cast<const void*>(std::data(bytes)), std::size(bytes), options);
 }
 
-// Restores vars in place from the .npz at path (objax's load_var_collection; ckpt_npz_restore): each variable must
+// Restores vars in place from the .npz at path (objax's load_var_collection; ckpt_restore): each variable must
 // be in the file with the same dtype, itemsize and shape, after options.rename. Error(CKPT_EMISMATCH) lists every
 // missing variable and unused name and leaves vars unchanged. The collection's metadata becomes the file's.
 inline void restore(const std::string& path, Vars& vars, const NpzOptions& options = {}) {
     detail::NpzCallbacks cb(options);
     detail::CNpzOptions c(options, &cb, true);
-    detail::check(ckpt_npz_restore(path.c_str(), vars.native(), &c.c));
+    detail::check(ckpt_restore(path.c_str(), vars.native(), &c.c));
 }
 
 namespace detail {
 template <>
-struct MetadataGetters<ckpt_npz> {
-    static const char* value(const ckpt_npz* h, const char* key) noexcept { return ckpt_npz_metadata(h, key); }
-    static size_t count(const ckpt_npz* h) noexcept { return ckpt_npz_metadata_count(h); }
-    static const char* key(const ckpt_npz* h, size_t i) noexcept { return ckpt_npz_metadata_key(h, i); }
-    static const char* value_at(const ckpt_npz* h, size_t i) noexcept { return ckpt_npz_metadata_value(h, i); }
+struct MetadataGetters<ckpt_reader> {
+    static const char* value(const ckpt_reader* h, const char* key) noexcept { return ckpt_reader_metadata(h, key); }
+    static size_t count(const ckpt_reader* h) noexcept { return ckpt_reader_metadata_count(h); }
+    static const char* key(const ckpt_reader* h, size_t i) noexcept { return ckpt_reader_metadata_key(h, i); }
+    static const char* value_at(const ckpt_reader* h, size_t i) noexcept { return ckpt_reader_metadata_value(h, i); }
     static constexpr const char* owner = "ckpt::Npz";
 };
 }  // namespace detail
 
-// A ckpt_npz: one file opened for lazy access, to load some arrays or inspect it. Opening reads and validates the
+// A ckpt_reader: one file opened for lazy access, to load some arrays or inspect it. Opening reads and validates the
 // zip directory, every npy header and the metadata; array data is read on demand, its CRC checked.
-class Npz : public detail::MetadataReader<Npz, ckpt_npz> {
+class Npz : public detail::MetadataReader<Npz, ckpt_reader> {
 public:
     explicit Npz(const std::string& path, const NpzOptions& options = {})
         : callbacks_(std::make_unique<detail::NpzCallbacks>(options)) {
         detail::CNpzOptions c(options, callbacks_.get(), true);
-        detail::check(ckpt_npz_open(&npz_, path.c_str(), &c.c));
+        detail::check(ckpt_reader_open(&npz_, path.c_str(), &c.c));
     }
-    ~Npz() { ckpt_npz_close(npz_); }
+    ~Npz() { ckpt_reader_close(npz_); }
     Npz(Npz&& other) noexcept
         : npz_(std::exchange(other.npz_, nullptr)),
           callbacks_(std::move(other.callbacks_)) {}
     Npz& operator=(Npz&& other) noexcept {
         if (this != &other) {
-            ckpt_npz_close(npz_);
+            ckpt_reader_close(npz_);
             npz_ = std::exchange(other.npz_, nullptr);
             callbacks_ = std::move(other.callbacks_);
         }
@@ -101,49 +101,49 @@ public:
     Npz(const Npz&) = delete;
     Npz& operator=(const Npz&) = delete;
 
-    ckpt_npz* native() const noexcept { return npz_; }
+    ckpt_reader* native() const noexcept { return npz_; }
     explicit operator bool() const noexcept { return npz_ != nullptr; }
     // Closes the file now; the object is empty after.
     void close() noexcept {
-        ckpt_npz_close(npz_);
+        ckpt_reader_close(npz_);
         npz_ = nullptr;
         callbacks_.reset();
     }
 
     // Number of arrays (the metadata member and objax's names.npy not counted).
-    size_t size() const noexcept { return ckpt_npz_count(npz_); }
+    size_t size() const noexcept { return ckpt_reader_count(npz_); }
     bool empty() const noexcept { return size() == 0; }
     // Accessors of array i, as Vars' (Error(CKPT_ENOTFOUND) out of range). name is borrowed.
-    std::string_view name(size_t i) const { return ckpt_npz_name(npz_, at(i)); }
-    Dtype dtype(size_t i) const { return static_cast<Dtype>(ckpt_npz_dtype(npz_, at(i))); }
-    size_t itemsize(size_t i) const { return ckpt_npz_itemsize(npz_, at(i)); }
-    uint32_t ndim(size_t i) const { return ckpt_npz_ndim(npz_, at(i)); }
+    std::string_view name(size_t i) const { return ckpt_reader_name(npz_, at(i)); }
+    Dtype dtype(size_t i) const { return static_cast<Dtype>(ckpt_reader_dtype(npz_, at(i))); }
+    size_t itemsize(size_t i) const { return ckpt_reader_itemsize(npz_, at(i)); }
+    uint32_t ndim(size_t i) const { return ckpt_reader_ndim(npz_, at(i)); }
     Shape shape(size_t i) const {
-        const int64_t* s = ckpt_npz_shape(npz_, at(i));
-        return Shape(s, s + ckpt_npz_ndim(npz_, i));
+        const int64_t* s = ckpt_reader_shape(npz_, at(i));
+        return Shape(s, s + ckpt_reader_ndim(npz_, i));
     }
-    size_t nbytes(size_t i) const { return ckpt_npz_nbytes(npz_, at(i)); }
+    size_t nbytes(size_t i) const { return ckpt_reader_nbytes(npz_, at(i)); }
     // How the file holds array i, for inspection tools: its zip member ("w.npy"; borrowed), stored or deflated,
     // its bytes in the file, its CRC-32, and the file offset of its first data byte (stored arrays; 0 deflated).
-    std::string_view member_name(size_t i) const { return ckpt_npz_member_name(npz_, at(i)); }
-    Compression compression(size_t i) const { return static_cast<Compression>(ckpt_npz_compression(npz_, at(i))); }
-    uint64_t stored_bytes(size_t i) const { return ckpt_npz_stored_bytes(npz_, at(i)); }
-    uint32_t crc32(size_t i) const { return ckpt_npz_crc32(npz_, at(i)); }
-    uint64_t data_offset(size_t i) const { return ckpt_npz_data_offset(npz_, at(i)); }
+    std::string_view member_name(size_t i) const { return ckpt_reader_member_name(npz_, at(i)); }
+    Compression compression(size_t i) const { return static_cast<Compression>(ckpt_reader_compression(npz_, at(i))); }
+    uint64_t stored_bytes(size_t i) const { return ckpt_reader_stored_bytes(npz_, at(i)); }
+    uint32_t crc32(size_t i) const { return ckpt_reader_crc32(npz_, at(i)); }
+    uint64_t data_offset(size_t i) const { return ckpt_reader_data_offset(npz_, at(i)); }
     // How array i's data lies in its member (reads give native byte order and C order whatever it is): '<', '>',
     // or '|' where byte order does not apply (single-byte items); and whether it is in Fortran order.
-    char byte_order(size_t i) const { return static_cast<char>(ckpt_npz_byte_order(npz_, at(i))); }
-    bool fortran_order(size_t i) const { return ckpt_npz_fortran_order(npz_, at(i)) != 0; }
+    char byte_order(size_t i) const { return static_cast<char>(ckpt_reader_byte_order(npz_, at(i))); }
+    bool fortran_order(size_t i) const { return ckpt_reader_fortran_order(npz_, at(i)) != 0; }
     // The size in bytes of the file (or S3 object) as it was when opened.
-    uint64_t file_size() const { return ckpt_npz_file_size(npz_); }
+    uint64_t file_size() const { return ckpt_reader_file_size(npz_); }
     // The layout the file was read in: Layout::plain or Layout::objax (plain for a safetensors file).
-    Layout layout() const { return static_cast<Layout>(ckpt_npz_layout(npz_)); }
+    Layout layout() const { return static_cast<Layout>(ckpt_reader_layout(npz_)); }
     // The file's format, told by its content: Format::npz or Format::safetensors.
-    Format format() const { return static_cast<Format>(ckpt_npz_format(npz_)); }
+    Format format() const { return static_cast<Format>(ckpt_reader_format(npz_)); }
     // The position of name, or nullopt.
     std::optional<size_t> find(const std::string& name) const {
         size_t i = 0;
-        if (npz_ == nullptr || name.find('\0') != std::string::npos || ckpt_npz_find(npz_, name.c_str(), &i) != CKPT_OK)
+        if (npz_ == nullptr || name.find('\0') != std::string::npos || ckpt_reader_find(npz_, name.c_str(), &i) != CKPT_OK)
             return std::nullopt;
         return i;
     }
@@ -154,18 +154,18 @@ public:
     }
     std::vector<std::string> names() const {
         std::vector<std::string> out;
-        for (size_t i = 0; i < size(); ++i) out.emplace_back(ckpt_npz_name(npz_, i));
+        for (size_t i = 0; i < size(); ++i) out.emplace_back(ckpt_reader_name(npz_, i));
         return out;
     }
 
-    // Reads array i into dst (at least nbytes(i) bytes; ckpt_npz_read_into).
+    // Reads array i into dst (at least nbytes(i) bytes; ckpt_reader_read_into).
     void read_into(size_t i, void* dst, size_t dst_size) {
-        detail::check(ckpt_npz_read_into(npz_, i, dst, dst_size));
+        detail::check(ckpt_reader_read_into(npz_, i, dst, dst_size));
     }
-    // Reads bytes [offset, offset + size) of array i into dst (ckpt_npz_read_range): pieces of a large array in
+    // Reads bytes [offset, offset + size) of array i into dst (ckpt_reader_read_range): pieces of a large array in
     // bounded memory; pieces read in order from byte 0 to the last have the CRC-32 checked at the last.
     void read_range(size_t i, uint64_t offset, void* dst, size_t size) {
-        detail::check(ckpt_npz_read_range(npz_, i, offset, dst, size));
+        detail::check(ckpt_reader_read_range(npz_, i, offset, dst, size));
     }
     // Items [start, start + size(dst)) of an array (flat, C order) into a range of its element type.
     template <typename C, typename = std::enable_if_t<detail::is_range_v<C>>>
@@ -177,7 +177,7 @@ public:
         require_type<E>(i);
         read_range(i, uint64_t{start} * sizeof(E), R::data(dst), R::size(dst) * sizeof(E));
         if constexpr (std::is_same_v<E, bool>)
-            detail::require_bools(R::data(dst), R::size(dst), ckpt_npz_name(npz_, i));
+            detail::require_bools(R::data(dst), R::size(dst), ckpt_reader_name(npz_, i));
     }
     // Reads an array into a range of its element type (at least as many items), checked as Vars::get is.
     template <typename C, typename = std::enable_if_t<detail::is_range_v<C>>>
@@ -188,7 +188,7 @@ public:
         const size_t i = index(name);
         require_type<E>(i);
         read_into(i, R::data(dst), R::size(dst) * sizeof(E));
-        if constexpr (std::is_same_v<E, bool>) detail::require_bools(R::data(dst), nbytes(i), ckpt_npz_name(npz_, i));
+        if constexpr (std::is_same_v<E, bool>) detail::require_bools(R::data(dst), nbytes(i), ckpt_reader_name(npz_, i));
     }
     // An array's items as a new vector, checked as Vars::get is (for bool, read_into a bool buffer).
     template <typename T>
@@ -201,22 +201,22 @@ public:
         return out;
     }
 
-    // Array i's bytes without a copy (ckpt_npz_map): read-only, in native byte order and C order, valid until the
+    // Array i's bytes without a copy (ckpt_reader_map): read-only, in native byte order and C order, valid until the
     // file is closed (close(), the destructor, or assigning another file to this object) — a view into a mapping of
     // the file for the stored arrays ckpt writes, else decoded once into memory the file keeps. Its CRC-32 is
     // checked at the first call unless the file was opened with NpzOptions::map_unverified.
     ArrayView<const unsigned char> map_bytes(size_t i) {
         const void* p = nullptr;
-        detail::check(ckpt_npz_map(npz_, at(i), &p));
+        detail::check(ckpt_reader_map(npz_, at(i), &p));
         return ArrayView<const unsigned char>(static_cast<const unsigned char*>(p), nbytes(i));
     }
-    // Every array without a copy (ckpt_npz_map_vars): a collection in file order, with the file's metadata, whose
+    // Every array without a copy (ckpt_reader_map_vars): a collection in file order, with the file's metadata, whose
     // arrays are the file's views — a restore that maps instead of reading. It must not be used after the file is
     // closed. Its arrays may be written only if the file was opened with NpzOptions::map_writable (copy-on-write:
     // the file never changes); otherwise writing faults.
     Vars map_vars() {
         ckpt_vars* out = nullptr;
-        detail::check(ckpt_npz_map_vars(npz_, &out));
+        detail::check(ckpt_reader_map_vars(npz_, &out));
         return Vars(out);
     }
     // An array's items without a copy, as map_bytes; T must be its element type (checked as Vars::get is).
@@ -227,7 +227,7 @@ public:
         const ArrayView<const unsigned char> bytes = map_bytes(i);
         if (!bytes.empty() && reinterpret_cast<uintptr_t>(bytes.data()) % alignof(T) != 0)
             throw Error(CKPT_EINVAL, "ckpt::Npz::map: the data of '" + name + "' is not aligned for its type");
-        if constexpr (std::is_same_v<T, bool>) detail::require_bools(bytes.data(), bytes.size(), ckpt_npz_name(npz_, i));
+        if constexpr (std::is_same_v<T, bool>) detail::require_bools(bytes.data(), bytes.size(), ckpt_reader_name(npz_, i));
         return ArrayView<const T>(reinterpret_cast<const T*>(bytes.data()), bytes.size() / sizeof(T));
     }
 
@@ -237,10 +237,10 @@ private:
     template <typename T>
     void require_type(size_t i) const {
         static_assert(is_element_v<T>, "T must be an element type (see ckpt::dtype_of)");
-        const Dtype d = static_cast<Dtype>(ckpt_npz_dtype(npz_, i));
-        const size_t size = ckpt_npz_itemsize(npz_, i);
+        const Dtype d = static_cast<Dtype>(ckpt_reader_dtype(npz_, i));
+        const size_t size = ckpt_reader_itemsize(npz_, i);
         if (d != dtype_of_v<T> || size != sizeof(T))
-            throw Error(CKPT_EMISMATCH, std::string("ckpt::Npz: '") + ckpt_npz_name(npz_, i) + "' is " +
+            throw Error(CKPT_EMISMATCH, std::string("ckpt::Npz: '") + ckpt_reader_name(npz_, i) + "' is " +
                                             detail::dtype_string(d, size) + ", not " +
                                             detail::dtype_string(dtype_of_v<T>, sizeof(T)));
     }
@@ -252,7 +252,7 @@ private:
                                         : "ckpt::Npz: no array " + std::to_string(i) + " (" + std::to_string(n) + " arrays)");
         return i;
     }
-    ckpt_npz* npz_ = nullptr;
+    ckpt_reader* npz_ = nullptr;
     std::unique_ptr<detail::NpzCallbacks> callbacks_;  // the progress function the open file reports through
 };
 

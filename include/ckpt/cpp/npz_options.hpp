@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* ckpt/cpp/npz_options.hpp — ckpt::NpzOptions and the C ckpt_npz_options made of them, with their renamer and progress callbacks.
+/* ckpt/cpp/npz_options.hpp — ckpt::NpzOptions and the C ckpt_options made of them, with their renamer and progress callbacks.
  * Part of the C++ binding: include <ckpt/ckpt.hpp>, which includes every part. */
 #ifndef CKPT_CPP_NPZ_OPTIONS_HPP
 #define CKPT_CPP_NPZ_OPTIONS_HPP
@@ -37,7 +37,7 @@ enum class Format : uint32_t {
     safetensors = CKPT_FORMAT_SAFETENSORS,  // an 8-byte length, a JSON header, the tensors' bytes
 };
 
-// ckpt_npz_options. Zero values keep ckpt's defaults.
+// ckpt_options. Zero values keep ckpt's defaults.
 struct NpzOptions {
     Layout layout = Layout::automatic;
     Compression compression = Compression::store;  // writing only
@@ -54,13 +54,13 @@ struct NpzOptions {
     std::shared_ptr<Storage> storage;
     uint64_t max_members = 0;      // zip members per file; 0 = 16777216
     uint64_t max_total_bytes = 0;  // array bytes per file, all arrays together; 0 = no limit
-    // Restores (CKPT_NPZ_PARTIAL): a variable the file does not have is left untouched instead of failing the
+    // Restores (CKPT_PARTIAL): a variable the file does not have is left untouched instead of failing the
     // restore; Vars::restored tells which were filled. One found with another dtype or shape still fails it.
     bool partial = false;
-    // Opening: Npz::map skips the CRC-32 check of mapped arrays (CKPT_NPZ_MAP_UNVERIFIED), trading integrity for
+    // Opening: Npz::map skips the CRC-32 check of mapped arrays (CKPT_MAP_UNVERIFIED), trading integrity for
     // latency — for files verified already.
     bool map_unverified = false;
-    // Opening: the mapping is copy-on-write (CKPT_NPZ_MAP_WRITABLE), so the arrays of Npz::map_vars may be written.
+    // Opening: the mapping is copy-on-write (CKPT_MAP_WRITABLE), so the arrays of Npz::map_vars may be written.
     bool map_writable = false;
     // Saves (CKPT_NPZ_CHUNK_HASHES): the hashes of each stored array's 16 KiB chunks go into one more member,
     // "__ckpt_chunks__.npy" (numpy lists it, ckpt's readers hide it), so that a later save can take the file as its
@@ -130,25 +130,25 @@ struct NpzCallbacks {
     }
 };
 
-// ckpt_npz_options for one use, from NpzOptions: callbacks pointed at `cb` (which must outlive the C users of the
+// ckpt_options for one use, from NpzOptions: callbacks pointed at `cb` (which must outlive the C users of the
 // struct), the base pointed at o.base (which must outlive them too), and the storage held by `storage` unless the
 // caller says the struct's storage is ignored.
 struct CNpzOptions {
-    ckpt_npz_options c;
+    ckpt_options c;
     StorageRef storage;
 
     CNpzOptions(const NpzOptions& o, NpzCallbacks* cb, bool with_storage)
         : storage(with_storage ? o.storage : std::shared_ptr<Storage>()) {
-        check(ckpt_npz_options_init(&c, CKPT_NPZ_OPTIONS_VERSION));
+        check(ckpt_options_init(&c, CKPT_OPTIONS_VERSION));
         c.layout = static_cast<uint32_t>(o.layout);
         c.compression = static_cast<uint32_t>(o.compression);
         c.level = o.level;
         c.max_header_bytes = o.max_header_bytes;
         c.max_members = o.max_members;
         c.max_total_bytes = o.max_total_bytes;
-        c.flags = o.partial ? CKPT_NPZ_PARTIAL : 0u;
-        if (o.map_unverified) c.flags |= CKPT_NPZ_MAP_UNVERIFIED;
-        if (o.map_writable) c.flags |= CKPT_NPZ_MAP_WRITABLE;
+        c.flags = o.partial ? CKPT_PARTIAL : 0u;
+        if (o.map_unverified) c.flags |= CKPT_MAP_UNVERIFIED;
+        if (o.map_writable) c.flags |= CKPT_MAP_WRITABLE;
         if (o.chunk_hashes) c.flags |= CKPT_NPZ_CHUNK_HASHES;
         c.base = o.base.empty() ? nullptr : o.base.c_str();
         c.format = static_cast<uint32_t>(o.format);

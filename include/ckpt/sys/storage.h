@@ -102,7 +102,7 @@ typedef struct ckpt_storage_ops {
      * of `source` (a file open_read opened on this storage): shares what it can of them with `source` on the
      * medium's side instead of receiving them — an object store's server-side copy (UploadPartCopy), a
      * filesystem's reflink — writes the rest from `data`, and sets *shared to the number of bytes shared. offset and
-     * size are multiples of 4096. Saves against a base (ckpt_npz_options.base, a manager's incremental saves) call
+     * size are multiples of 4096. Saves against a base (ckpt_options.base, a manager's incremental saves) call
      * it with the unchanged runs of their large arrays. May be NULL: nothing is shared, and such saves neither hash
      * their arrays nor open their base. Since 0.9. */
     int (*clone_range)(void *payload, void *file, void *source, uint64_t offset, uint64_t size, const void *data,

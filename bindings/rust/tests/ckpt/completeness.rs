@@ -39,7 +39,8 @@ const NOT_CONSTANTS: &[(&str, &str)] = &[
         "the version of the headers a C program compiles against; the binding compiles no header, and \
          ckpt::version_number() gives the loaded library's",
     ),
-    ("CKPT_NPZ_OPTIONS_INIT", "an initializer; the safe API fills the struct with ckpt_npz_options_init"),
+    ("CKPT_OPTIONS_INIT", "an initializer; the safe API fills the struct with ckpt_options_init"),
+    ("CKPT_NPZ_OPTIONS_INIT", "the initializer's earlier name"),
     ("CKPT_WRITER_OPTIONS_INIT", "an initializer; the safe API fills the struct with ckpt_writer_options_init"),
     ("CKPT_MANAGER_OPTIONS_INIT", "an initializer; the safe API fills the struct with ckpt_manager_options_init"),
 ];
@@ -118,9 +119,21 @@ fn last_ident(text: &str) -> &str {
     &text[start..]
 }
 
-/// Names of the `CKPT_API` functions of the header, in order.
+/// Names of the `CKPT_API` functions of the header, in order, but for those declared under an earlier name
+/// (`CKPT_SAME_AS`): the binding calls the function by its name.
 fn header_functions(header: &str) -> Vec<String> {
-    exported_functions(header, "CKPT_API ")
+    let earlier = earlier_names(header);
+    exported_functions(header, "CKPT_API ").into_iter().filter(|f| !earlier.contains(f)).collect()
+}
+
+/// Names of the functions the header declares under their names before a rename (`CKPT_SAME_AS(name)`).
+fn earlier_names(header: &str) -> Vec<String> {
+    without_comments(header)
+        .split(';')
+        .filter(|stmt| stmt.contains("CKPT_SAME_AS("))
+        .filter_map(|stmt| stmt.find("CKPT_API ").map(|at| &stmt[at..]))
+        .filter_map(|decl| decl.find('(').map(|paren| last_ident(&decl[..paren]).to_string()))
+        .collect()
 }
 
 /// Names of the functions of the header declared with `macro` (and a space) at the start of a line, in order.
@@ -158,6 +171,7 @@ fn header_constants(header: &str) -> BTreeMap<String, String> {
             let name = parts.next()?.to_string();
             Some((name, parts.next().unwrap_or("").trim().to_string()))
         })
+        .filter(|(name, _)| !name.contains('(')) // a function-like macro (CKPT_SAME_AS) is no constant
         .collect()
 }
 
@@ -324,7 +338,7 @@ fn every_struct_has_the_header_fields_in_order() {
             "ckpt_comm_ops",
             "ckpt_file_info",
             "ckpt_manager_options",
-            "ckpt_npz_options",
+            "ckpt_options",
             "ckpt_storage_ops",
             "ckpt_writer_options"
         ]

@@ -38,7 +38,7 @@ fn structs_have_the_c_compilers_layout() {
     let program = [
         layout!(
             rust,
-            ckpt_npz_options {
+            ckpt_options {
                 version,
                 layout,
                 compression,
