@@ -111,10 +111,10 @@ static void run_one(const State *s, Measure *m, Kind kind, const ckpt_options *o
     const int reset_ok = peak_reset();
     const double c0 = cpu_seconds(), t0 = now();
     switch (kind) {
-    case SAVE_CKPT: check(ckpt_save(m->path, s->vars, opts), "ckpt_save"); break;
-    case SAVE_RAW: raw_save(s->dir, m->path, s->arrays, s->count, s->each); break;
-    case RESTORE_CKPT: check(ckpt_restore(m->path, s->vars, NULL), "ckpt_restore"); break;
-    case READ_RAW: raw_read(s, m->path); break;
+        case SAVE_CKPT: check(ckpt_save(m->path, s->vars, opts), "ckpt_save"); break;
+        case SAVE_RAW: raw_save(s->dir, m->path, s->arrays, s->count, s->each); break;
+        case RESTORE_CKPT: check(ckpt_restore(m->path, s->vars, NULL), "ckpt_restore"); break;
+        case READ_RAW: raw_read(s, m->path); break;
     }
     const double wall = now() - t0, cpu = cpu_seconds() - c0;
     const long long above = peak_above_state(reset_ok);
@@ -308,8 +308,8 @@ int main(int argc, char **argv) {
     const char *caches[2] = {"warm", "cold"};
     Measure restores[2], reads[2];
     for (int c = 0; c < 2; c++) {
-        restores[c] = measure_new("restore", "ckpt", "ckpt_restore (CKPT_BORROW buffers)", caches[c],
-                                  ckpt_path[0], runs);
+        restores[c] =
+            measure_new("restore", "ckpt", "ckpt_restore (CKPT_BORROW buffers)", caches[c], ckpt_path[0], runs);
         reads[c] = measure_new("restore", "raw", "read() into the same buffers", caches[c], raw_path, runs);
     }
 

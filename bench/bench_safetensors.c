@@ -211,8 +211,7 @@ int main(int argc, char **argv) {
     Work w = {&s, path, raw_path, 0, ""};
 
     fprintf(stderr, "save: %d tensors of %zu bytes\n", count, each);
-    report(name, "save", "ckpt_save vs write + fsync + rename + dir fsync",
-           measure(&w, SAVE_CKPT, &w, SAVE_RAW, runs));
+    report(name, "save", "ckpt_save vs write + fsync + rename + dir fsync", measure(&w, SAVE_CKPT, &w, SAVE_RAW, runs));
     fprintf(stderr, "load (warm)\n");
     report(name, "load", "ckpt_read vs read() into new arrays, warm", measure(&w, LOAD_CKPT, &w, LOAD_RAW, runs));
     fprintf(stderr, "map one tensor\n");

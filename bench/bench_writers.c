@@ -89,8 +89,8 @@ int main(int argc, char **argv) {
            mib / m_block, m_block / m_memcpy);
     printf("| background save: until durable | %.3f | %.0f | |\n", m_bg, mib / m_bg);
     printf("| raw write+fsync+rename+dir fsync | %.3f | %.0f | 1.00 |\n", m_raw, mib / m_raw);
-    printf("| ckpt_save (synchronous) | %.3f | %.0f | %.2f x raw throughput (goal >= 0.8) |\n", m_sync,
-           mib / m_sync, m_raw / m_sync);
+    printf("| ckpt_save (synchronous) | %.3f | %.0f | %.2f x raw throughput (goal >= 0.8) |\n", m_sync, mib / m_sync,
+           m_raw / m_sync);
 
     check(ckpt_writer_finalize(bg), "ckpt_writer_finalize");
     ckpt_writer_free(bg);

@@ -18,8 +18,8 @@ using ckpt::core::Layout;
 
 namespace {
 
-constexpr uint32_t kKnownFlags = CKPT_PARTIAL | CKPT_MAP_UNVERIFIED | CKPT_MAP_WRITABLE |
-                                    CKPT_KEEP_MANAGER_KEYS | CKPT_NPZ_CHUNK_HASHES;
+constexpr uint32_t kKnownFlags =
+    CKPT_PARTIAL | CKPT_MAP_UNVERIFIED | CKPT_MAP_WRITABLE | CKPT_KEEP_MANAGER_KEYS | CKPT_NPZ_CHUNK_HASHES;
 
 constexpr ckpt::capi::VersionedStruct<ckpt_options, 6> kOptions{
     {offsetof(ckpt_options, storage), offsetof(ckpt_options, max_members), offsetof(ckpt_options, flags),
@@ -125,8 +125,7 @@ CKPT_API int ckpt_options_init(ckpt_options* opts, uint32_t version) {
     return guard([&] {
         require(opts, "ckpt_options_init", "opts");
         if (!kOptions.known(version))
-            ckpt::core::fail(Code::invalid, "{}",
-                             unknown_version("ckpt_options_init", "", version, kOptions.current));
+            ckpt::core::fail(Code::invalid, "{}", unknown_version("ckpt_options_init", "", version, kOptions.current));
         kOptions.init(opts, version, kOptionsDefaults);
     });
 }
@@ -242,8 +241,8 @@ CKPT_API int ckpt_reader_read_into(ckpt_reader* reader, size_t i, void* dst, siz
         require(reader, "ckpt_reader_read_into", "reader");
         const ckpt::core::ArrayInfo a = existing(reader, i);
         if (dst_size < a.nbytes)
-            ckpt::core::fail(Code::buffer_small, "{}: array '{}' needs {} bytes; the buffer has {}", reader->file->label(),
-                             a.name, a.nbytes, dst_size);
+            ckpt::core::fail(Code::buffer_small, "{}: array '{}' needs {} bytes; the buffer has {}",
+                             reader->file->label(), a.name, a.nbytes, dst_size);
         if (a.nbytes > 0) require(dst, "ckpt_reader_read_into", "dst");
         reader->file->read_into(i, dst);
     });
@@ -257,7 +256,6 @@ CKPT_API int ckpt_reader_read_range(ckpt_reader* reader, size_t i, uint64_t offs
         reader->file->read_range(i, offset, dst, size);
     });
 }
-
 }
 
 extern "C" {
@@ -274,7 +272,6 @@ CKPT_API const char* ckpt_reader_metadata_key(const ckpt_reader* reader, size_t 
 CKPT_API const char* ckpt_reader_metadata_value(const ckpt_reader* reader, size_t i) {
     return reader != nullptr ? ckpt::capi::metadata_value_at(reader->file->metadata(), i) : nullptr;
 }
-
 }
 
 extern "C" {
@@ -301,7 +298,9 @@ CKPT_API int ckpt_reader_byte_order(const ckpt_reader* reader, size_t i) {
 CKPT_API int ckpt_reader_fortran_order(const ckpt_reader* reader, size_t i) {
     return in_range(reader, i) && reader->file->placement(i).fortran_order ? 1 : 0;
 }
-CKPT_API uint64_t ckpt_reader_file_size(const ckpt_reader* reader) { return reader == nullptr ? 0 : reader->file->file_size(); }
+CKPT_API uint64_t ckpt_reader_file_size(const ckpt_reader* reader) {
+    return reader == nullptr ? 0 : reader->file->file_size();
+}
 CKPT_API uint32_t ckpt_reader_layout(const ckpt_reader* reader) {
     return reader == nullptr ? 0 : reader->file->layout() == Layout::objax ? CKPT_LAYOUT_OBJAX : CKPT_LAYOUT_PLAIN;
 }
@@ -338,12 +337,10 @@ CKPT_API int ckpt_reader_map_vars(ckpt_reader* reader, ckpt_vars** out) {
         *out = new ckpt_vars{std::move(vars)};
     });
 }
-
 }
 
 // The functions under their names before 0.11 (ckpt.h, "Names before 0.11"): second symbols of the same functions.
-#define CKPT_EARLIER_NAME(earlier, name) \
-    extern "C" CKPT_API decltype(name) earlier __attribute__((alias(#name)));
+#define CKPT_EARLIER_NAME(earlier, name) extern "C" CKPT_API decltype(name) earlier __attribute__((alias(#name)));
 CKPT_EARLIER_NAME(ckpt_npz_options_init, ckpt_options_init)
 CKPT_EARLIER_NAME(ckpt_npz_save, ckpt_save)
 CKPT_EARLIER_NAME(ckpt_npz_read, ckpt_read)

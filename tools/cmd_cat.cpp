@@ -186,8 +186,8 @@ int run_cat(const CatOptions& o) {
         unsigned char* dst = buffer_for(o, scratch, n);
         progress.start("reading " + o.name, n);
         const int rc = n == ckpt_reader_nbytes(f, i) ? ckpt_reader_read_into(f, i, dst, n)
-                       : n == 0                  ? CKPT_OK
-                                                 : ckpt_reader_read_range(f, i, static_cast<uint64_t>(plan.first) * row_bytes, dst, n);
+                       : n == 0                      ? CKPT_OK
+                                : ckpt_reader_read_range(f, i, static_cast<uint64_t>(plan.first) * row_bytes, dst, n);
         progress.clear();
         if (rc != CKPT_OK) fail_ckpt(rc, o.file);
         a.data = dst;

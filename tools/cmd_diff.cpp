@@ -229,7 +229,8 @@ void merge(Comparison& into, const Comparison& piece, uint64_t first) {
 
 // Compares array i of a with array j of b (same dtype and shape) in pieces of about kPieceBytes of whole rows read
 // in order with ckpt_reader_read_range (so a file's CRC-32 is checked at its last piece) or ckpt_step_read_rows, in
-// bounded memory; a Fortran-order array, which is not read in ranges, is read whole. Without --count it stops after the first piece that differs
+// bounded memory; a Fortran-order array, which is not read in ranges, is read whole. Without --count it stops after the
+// first piece that differs
 // (`stopped`; the counts then cover only the pieces read). Throws a Failure naming the file for a read that fails.
 Comparison compare_arrays(Input& a, size_t i, Input& b, size_t j, Scratch& scratch_a, Scratch& scratch_b,
                           Progress& progress, const DiffOptions& o, bool& stopped) {

@@ -200,7 +200,8 @@ Entry inspect(const std::string& path, std::optional<int64_t> index, bool sharde
         rc = ckpt_reader_open(&raw, e.path.c_str(), nullptr);
         const Npz npz(raw);
         if (rc == CKPT_OK) {
-            describe(e, raw, ckpt_reader_count, ckpt_reader_metadata_count, ckpt_reader_metadata_key, ckpt_reader_metadata_value);
+            describe(e, raw, ckpt_reader_count, ckpt_reader_metadata_count, ckpt_reader_metadata_key,
+                     ckpt_reader_metadata_value);
             if (!e.size) e.size = ckpt_reader_file_size(raw);  // an object on S3, which no stat reaches
         }
     }

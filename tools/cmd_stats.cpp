@@ -110,8 +110,10 @@ Stats array_stats(ckpt_reader* npz, size_t i, const std::string& path, Scratch& 
         try {
             return scratch.get(k);
         } catch (const std::bad_alloc&) {
-            throw Failure(kExitInternal, fmt::format("{}: array '{}': cannot allocate {} bytes to read it into", path,
-                                                     ckpt_reader_name(npz, i), k), CKPT_ENOMEM);
+            throw Failure(kExitInternal,
+                          fmt::format("{}: array '{}': cannot allocate {} bytes to read it into", path,
+                                      ckpt_reader_name(npz, i), k),
+                          CKPT_ENOMEM);
         }
     };
     uint64_t at = 0;

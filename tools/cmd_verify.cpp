@@ -96,12 +96,13 @@ Verdict verify_file(const std::string& path, Progress& progress, Scratch& scratc
     v.opened = true;
     v.arrays = ckpt_reader_count(raw);
     v.bytes = ckpt_reader_file_size(raw);
-    verify_arrays(v,
-                  {[&](size_t i) { return ckpt_reader_nbytes(raw, i); }, [&](size_t i) { return ckpt_reader_name(raw, i); },
-                   [&](size_t i, void* dst, size_t n) { return ckpt_reader_read_into(raw, i, dst, n); },
-                   [&](size_t i, uint64_t at, void* dst, size_t n) { return ckpt_reader_read_range(raw, i, at, dst, n); },
-                   [&](size_t i) { return ckpt_reader_itemsize(raw, i); }},
-                  progress, scratch);
+    verify_arrays(
+        v,
+        {[&](size_t i) { return ckpt_reader_nbytes(raw, i); }, [&](size_t i) { return ckpt_reader_name(raw, i); },
+         [&](size_t i, void* dst, size_t n) { return ckpt_reader_read_into(raw, i, dst, n); },
+         [&](size_t i, uint64_t at, void* dst, size_t n) { return ckpt_reader_read_range(raw, i, at, dst, n); },
+         [&](size_t i) { return ckpt_reader_itemsize(raw, i); }},
+        progress, scratch);
     return v;
 }
 

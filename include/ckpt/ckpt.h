@@ -274,7 +274,7 @@ typedef struct ckpt_options {
     uint64_t max_members;      /* zip members per file; 0 = 16777216 */
     uint64_t max_total_bytes;  /* array bytes per file, all arrays together; 0 = no limit */
     /* version 4 */
-    uint32_t flags;            /* CKPT_PARTIAL, CKPT_MAP_*, CKPT_KEEP_MANAGER_KEYS, CKPT_NPZ_CHUNK_HASHES */
+    uint32_t flags; /* CKPT_PARTIAL, CKPT_MAP_*, CKPT_KEEP_MANAGER_KEYS, CKPT_NPZ_CHUNK_HASHES */
     /* version 5: for ckpt_save, an earlier file (a path in the same storage) whose unchanged chunks this save
      * shares instead of writing them (implies CKPT_NPZ_CHUNK_HASHES; stored saves only). A base without a chunk
      * table, or whose table does not describe its members, is not used: the save is then a full one. NULL = none */
@@ -297,10 +297,11 @@ typedef struct ckpt_options {
  * of failing the restore; ckpt_vars_restored tells which were filled. A variable found with another dtype or
  * shape still fails the restore (CKPT_EMISMATCH). */
 #define CKPT_PARTIAL 1u
-/* ckpt_reader_open: ckpt_reader_map skips the CRC-32 check of mapped members, trading integrity for latency (see there). */
+/* ckpt_reader_open: ckpt_reader_map skips the CRC-32 check of mapped members, trading integrity for latency (see
+ * there). */
 #define CKPT_MAP_UNVERIFIED 2u
-/* ckpt_reader_open: the mapping of ckpt_reader_map is copy-on-write (mmap PROT_READ | PROT_WRITE, MAP_PRIVATE) instead of
- * read-only, so the caller may write into the arrays it gives (the pages written are copied into the process's
+/* ckpt_reader_open: the mapping of ckpt_reader_map is copy-on-write (mmap PROT_READ | PROT_WRITE, MAP_PRIVATE) instead
+ * of read-only, so the caller may write into the arrays it gives (the pages written are copied into the process's
  * memory; the file never changes) — to train from mapped weights, say. */
 #define CKPT_MAP_WRITABLE 4u
 /* Saves (ckpt_save, the writers): the collection's "ckpt."-prefixed metadata keys — what a checkpoint manager
@@ -404,9 +405,9 @@ CKPT_API size_t ckpt_reader_nbytes(const ckpt_reader *reader, size_t i);
 CKPT_API int ckpt_reader_read_into(ckpt_reader *reader, size_t i, void *dst, size_t dst_size);
 /* Reads bytes [offset, offset + size) of array i into dst, as ckpt_reader_read_into would deliver them (native byte
  * order, C order), in bounded memory whatever the array's size. offset and size must be multiples of
- * ckpt_reader_itemsize(reader, i) and the range must lie within ckpt_reader_nbytes(reader, i); size 0 reads nothing (dst may
- * then be NULL). Ranges of a deflated member read in order cost one pass over it in all. A member read range after
- * range in order from byte 0 to its end has its CRC-32 checked at the last range; other patterns are not checked.
+ * ckpt_reader_itemsize(reader, i) and the range must lie within ckpt_reader_nbytes(reader, i); size 0 reads nothing
+ * (dst may then be NULL). Ranges of a deflated member read in order cost one pass over it in all. A member read range
+ * after range in order from byte 0 to its end has its CRC-32 checked at the last range; other patterns are not checked.
  * Fortran-order arrays of more than one dimension are not read in ranges. Details: docs/guide.md, section 10.
  * Returns CKPT_OK; CKPT_EINVAL (NULL reader, NULL dst with size > 0, an offset or size that is not a multiple of the
  * itemsize, a range reaching past the array's end); CKPT_ENOTFOUND (i out of range); CKPT_EUNSUPPORTED (Fortran
@@ -481,11 +482,15 @@ typedef ckpt_reader ckpt_npz;
 #define CKPT_NPZ_MAP_WRITABLE CKPT_MAP_WRITABLE
 #define CKPT_NPZ_KEEP_MANAGER_KEYS CKPT_KEEP_MANAGER_KEYS
 CKPT_API int ckpt_npz_options_init(ckpt_npz_options *opts, uint32_t version) CKPT_SAME_AS(ckpt_options_init);
-CKPT_API int ckpt_npz_save(const char *path, const ckpt_vars *vars, const ckpt_npz_options *opts) CKPT_SAME_AS(ckpt_save);
+CKPT_API int ckpt_npz_save(const char *path, const ckpt_vars *vars, const ckpt_npz_options *opts)
+    CKPT_SAME_AS(ckpt_save);
 CKPT_API int ckpt_npz_read(ckpt_vars **out, const char *path, const ckpt_npz_options *opts) CKPT_SAME_AS(ckpt_read);
-CKPT_API int ckpt_npz_read_memory(ckpt_vars **out, const void *bytes, size_t size, const ckpt_npz_options *opts) CKPT_SAME_AS(ckpt_read_memory);
-CKPT_API int ckpt_npz_restore(const char *path, ckpt_vars *vars, const ckpt_npz_options *opts) CKPT_SAME_AS(ckpt_restore);
-CKPT_API int ckpt_npz_open(ckpt_npz **out, const char *path, const ckpt_npz_options *opts) CKPT_SAME_AS(ckpt_reader_open);
+CKPT_API int ckpt_npz_read_memory(ckpt_vars **out, const void *bytes, size_t size, const ckpt_npz_options *opts)
+    CKPT_SAME_AS(ckpt_read_memory);
+CKPT_API int ckpt_npz_restore(const char *path, ckpt_vars *vars, const ckpt_npz_options *opts)
+    CKPT_SAME_AS(ckpt_restore);
+CKPT_API int ckpt_npz_open(ckpt_npz **out, const char *path, const ckpt_npz_options *opts)
+    CKPT_SAME_AS(ckpt_reader_open);
 CKPT_API void ckpt_npz_close(ckpt_npz *npz) CKPT_SAME_AS(ckpt_reader_close);
 CKPT_API size_t ckpt_npz_count(const ckpt_npz *npz) CKPT_SAME_AS(ckpt_reader_count);
 CKPT_API const char *ckpt_npz_name(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_name);
@@ -495,8 +500,10 @@ CKPT_API size_t ckpt_npz_itemsize(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ck
 CKPT_API uint32_t ckpt_npz_ndim(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_ndim);
 CKPT_API const int64_t *ckpt_npz_shape(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_shape);
 CKPT_API size_t ckpt_npz_nbytes(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_nbytes);
-CKPT_API int ckpt_npz_read_into(ckpt_npz *npz, size_t i, void *dst, size_t dst_size) CKPT_SAME_AS(ckpt_reader_read_into);
-CKPT_API int ckpt_npz_read_range(ckpt_npz *npz, size_t i, uint64_t offset, void *dst, size_t size) CKPT_SAME_AS(ckpt_reader_read_range);
+CKPT_API int ckpt_npz_read_into(ckpt_npz *npz, size_t i, void *dst, size_t dst_size)
+    CKPT_SAME_AS(ckpt_reader_read_into);
+CKPT_API int ckpt_npz_read_range(ckpt_npz *npz, size_t i, uint64_t offset, void *dst, size_t size)
+    CKPT_SAME_AS(ckpt_reader_read_range);
 CKPT_API const char *ckpt_npz_member_name(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_member_name);
 CKPT_API uint32_t ckpt_npz_compression(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_compression);
 CKPT_API uint64_t ckpt_npz_stored_bytes(const ckpt_npz *npz, size_t i) CKPT_SAME_AS(ckpt_reader_stored_bytes);
@@ -782,12 +789,12 @@ typedef struct ckpt_manager_options {
     uint32_t queue_depth;          /* async: saves in flight before save() blocks; 0 = 1. With a communicator,
                                       one: the next save commits the step before it */
     const char *subdir;            /* NULL = "ckpt" (objax DIR_NAME); "" = the logdir itself; copied */
-    const ckpt_options *npz;   /* NULL = defaults; copied. Its layout is how saves write (reads detect either);
-                                      its storage and base fields are ignored (see storage, full_every). Its format
-                                      (since 0.10) names the checkpoints: CKPT_FORMAT_SAFETENSORS saves
-                                      "<index>.safetensors" (no communicator; incremental against the checkpoint
-                                      this manager saved before), AUTO and NPZ "<index>.npz"; every manager
-                                      lists, restores and retains both */
+    const ckpt_options *npz;       /* NULL = defaults; copied. Its layout is how saves write (reads detect either);
+                                          its storage and base fields are ignored (see storage, full_every). Its format
+                                          (since 0.10) names the checkpoints: CKPT_FORMAT_SAFETENSORS saves
+                                          "<index>.safetensors" (no communicator; incremental against the checkpoint
+                                          this manager saved before), AUTO and NPZ "<index>.npz"; every manager
+                                          lists, restores and retains both */
     ckpt_log_fn log;
     void *log_payload;
     ckpt_storage *storage;         /* NULL = the local filesystem; the manager keeps its own reference */

@@ -542,11 +542,11 @@ TEST_CASE("allocation failure in ckpt_read, ckpt_read_memory and ckpt_reader_ope
                         CHECK(std::string(buffers[i].begin(), buffers[i].end()) == bytes_of(vars.get(), i));
                 };
                 const SweepResult r3 = sweep(lazy);
-                std::printf("reads (%s): ckpt_read K = %llu, ckpt_read_memory K = %llu, "
-                            "ckpt_reader_open + ckpt_reader_read_into K = %llu\n",
-                            describe(layout, compression), static_cast<unsigned long long>(r1.allocations),
-                            static_cast<unsigned long long>(r2.allocations),
-                            static_cast<unsigned long long>(r3.allocations));
+                std::printf(
+                    "reads (%s): ckpt_read K = %llu, ckpt_read_memory K = %llu, "
+                    "ckpt_reader_open + ckpt_reader_read_into K = %llu\n",
+                    describe(layout, compression), static_cast<unsigned long long>(r1.allocations),
+                    static_cast<unsigned long long>(r2.allocations), static_cast<unsigned long long>(r3.allocations));
             }
         }
     }

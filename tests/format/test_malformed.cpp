@@ -194,9 +194,9 @@ Run run_read_file(const std::string& path, const ckpt_options* opts, size_t cap,
     return r;
 }
 
-// ckpt_reader_open, then ckpt_reader_read_into of every array — or, with `map`, ckpt_reader_map of every array and a read of
-// each view's every byte (a view reaching past the file would fault or trip the sanitizers); the first failure is
-// the result. Destination buffers come from malloc, which the probe does not see; decoded views are the library's.
+// ckpt_reader_open, then ckpt_reader_read_into of every array — or, with `map`, ckpt_reader_map of every array and a
+// read of each view's every byte (a view reaching past the file would fault or trip the sanitizers); the first failure
+// is the result. Destination buffers come from malloc, which the probe does not see; decoded views are the library's.
 Run run_open_file(const std::string& path, const ckpt_options* opts, size_t cap, bool map = false) {
     Run r;
     r.via = map ? "ckpt_reader_open + ckpt_reader_map" : "ckpt_reader_open + ckpt_reader_read_into";
@@ -207,8 +207,8 @@ Run run_open_file(const std::string& path, const ckpt_options* opts, size_t cap,
         const size_t n = ckpt_reader_nbytes(npz, i);
         if (n > cap) {  // open accepted an array larger than the case allows: report it as a failure
             r.rc = CKPT_ERROR;
-            r.message = "test: ckpt_reader_open accepted array #" + std::to_string(i) + " of " + std::to_string(n) +
-                        " bytes";
+            r.message =
+                "test: ckpt_reader_open accepted array #" + std::to_string(i) + " of " + std::to_string(n) + " bytes";
             break;
         }
         if (map) {

@@ -197,8 +197,10 @@ TEST_CASE("bfloat16, float8 and void arrays round-trip through every read path",
                 for (size_t i = 0; i < specs().size(); ++i) {
                     CHECK(std::string(ckpt_reader_name(n, i)) == specs()[i].name);
                     check_header(
-                        i, [&](size_t k) { return ckpt_reader_dtype(n, k); }, [&](size_t k) { return ckpt_reader_itemsize(n, k); },
-                        [&](size_t k) { return ckpt_reader_ndim(n, k); }, [&](size_t k) { return ckpt_reader_shape(n, k); });
+                        i, [&](size_t k) { return ckpt_reader_dtype(n, k); },
+                        [&](size_t k) { return ckpt_reader_itemsize(n, k); },
+                        [&](size_t k) { return ckpt_reader_ndim(n, k); },
+                        [&](size_t k) { return ckpt_reader_shape(n, k); });
                     std::vector<unsigned char> out(data[i].size() + 1, 0xEE);
                     REQUIRE(ckpt_reader_read_into(n, i, out.data(), out.size()) == CKPT_OK);
                     CHECK(std::equal(data[i].begin(), data[i].end(), out.begin()));
@@ -403,7 +405,8 @@ TEST_CASE("metadata round-trips with unicode, empty values and a thousand keys, 
                 Npz npz(n);
                 CHECK(ckpt_reader_count(n) == 1);  // the metadata member is not an array
                 check(
-                    ckpt_reader_metadata_count(n), [&](size_t i) { return std::string(ckpt_reader_metadata_key(n, i)); },
+                    ckpt_reader_metadata_count(n),
+                    [&](size_t i) { return std::string(ckpt_reader_metadata_key(n, i)); },
                     [&](size_t i) { return std::string(ckpt_reader_metadata_value(n, i)); },
                     [&](const char* k) { return ckpt_reader_metadata(n, k); });
                 CHECK(ckpt_reader_metadata(n, "absent") == nullptr);

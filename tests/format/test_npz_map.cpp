@@ -29,7 +29,6 @@ using ckpt::testing::write_file;
 
 namespace {
 
-
 const unsigned char* map_array(ckpt_reader* npz, size_t i) {
     const void* p = nullptr;
     const int rc = ckpt_reader_map(npz, i, &p);
@@ -250,7 +249,8 @@ TEST_CASE("A member corrupted on disk fails its first map with CKPT_EFORMAT nami
         CHECK(view[ckpt_reader_nbytes(unverified.get(), 0) - 3] == 0x40);  // 0.0f's bytes, one flipped
         CHECK(ckpt_reader_read_into(unverified.get(), 0, nullptr, 0) == CKPT_EBUFS);
         std::vector<unsigned char> copy(ckpt_reader_nbytes(unverified.get(), 0));
-        CHECK(ckpt_reader_read_into(unverified.get(), 0, copy.data(), copy.size()) == CKPT_EFORMAT);  // reads still check
+        CHECK(ckpt_reader_read_into(unverified.get(), 0, copy.data(), copy.size()) ==
+              CKPT_EFORMAT);  // reads still check
     }
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// ckpt_reader_read_range: ranges of an array's data equal the same bytes of what ckpt_reader_read_into reads, for stored,
-// deflated and big-endian members, in any order; the CRC-32 check at the last in-order range; bad ranges.
+// ckpt_reader_read_range: ranges of an array's data equal the same bytes of what ckpt_reader_read_into reads, for
+// stored, deflated and big-endian members, in any order; the CRC-32 check at the last in-order range; bad ranges.
 #include <catch2/catch.hpp>
 
 #include "support/files.hpp"
@@ -28,7 +28,6 @@ using ckpt::testing::Vars;
 using ckpt::testing::write_file;
 
 namespace {
-
 
 std::vector<unsigned char> read_whole(ckpt_reader* npz, size_t i) {
     std::vector<unsigned char> out(ckpt_reader_nbytes(npz, i) + 1);

@@ -272,7 +272,8 @@ TEST_CASE("a safetensors header as ckpt writes it: '{' first, spaces to a multip
         CHECK(ckpt_reader_stored_bytes(npz.get(), i) == ckpt_reader_nbytes(npz.get(), i));
         CHECK(ckpt_reader_compression(npz.get(), i) == CKPT_STORE);
         CHECK(ckpt_reader_crc32(npz.get(), i) == 0u);
-        CHECK(std::memcmp(file.data() + offset, read_array(npz.get(), i).data(), ckpt_reader_nbytes(npz.get(), i)) == 0);
+        CHECK(std::memcmp(file.data() + offset, read_array(npz.get(), i).data(), ckpt_reader_nbytes(npz.get(), i)) ==
+              0);
     }
     CHECK(ckpt_reader_byte_order(npz.get(), 0) == '|');
     CHECK(ckpt_reader_byte_order(npz.get(), 2) == '<');

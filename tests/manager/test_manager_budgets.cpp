@@ -338,7 +338,8 @@ TEST_CASE("background saves under max_staging_bytes keep the process's peak memo
                     char path[512];
                     ckpt_manager_path(m.get(), step, path, sizeof path);
                     ckpt_reader* npz = nullptr;
-                    if (ckpt_reader_open(&npz, path, nullptr) != CKPT_OK) return "FAIL: not on disk after save: " + message();
+                    if (ckpt_reader_open(&npz, path, nullptr) != CKPT_OK)
+                        return "FAIL: not on disk after save: " + message();
                     const size_t nbytes = ckpt_reader_nbytes(npz, 0);
                     ckpt_reader_close(npz);
                     if (nbytes != kFloats * 4) return "FAIL: the file holds " + std::to_string(nbytes) + " bytes";

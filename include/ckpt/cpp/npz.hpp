@@ -143,7 +143,8 @@ public:
     // The position of name, or nullopt.
     std::optional<size_t> find(const std::string& name) const {
         size_t i = 0;
-        if (npz_ == nullptr || name.find('\0') != std::string::npos || ckpt_reader_find(npz_, name.c_str(), &i) != CKPT_OK)
+        if (npz_ == nullptr || name.find('\0') != std::string::npos ||
+            ckpt_reader_find(npz_, name.c_str(), &i) != CKPT_OK)
             return std::nullopt;
         return i;
     }
@@ -188,7 +189,8 @@ public:
         const size_t i = index(name);
         require_type<E>(i);
         read_into(i, R::data(dst), R::size(dst) * sizeof(E));
-        if constexpr (std::is_same_v<E, bool>) detail::require_bools(R::data(dst), nbytes(i), ckpt_reader_name(npz_, i));
+        if constexpr (std::is_same_v<E, bool>)
+            detail::require_bools(R::data(dst), nbytes(i), ckpt_reader_name(npz_, i));
     }
     // An array's items as a new vector, checked as Vars::get is (for bool, read_into a bool buffer).
     template <typename T>
@@ -227,7 +229,8 @@ public:
         const ArrayView<const unsigned char> bytes = map_bytes(i);
         if (!bytes.empty() && reinterpret_cast<uintptr_t>(bytes.data()) % alignof(T) != 0)
             throw Error(CKPT_EINVAL, "ckpt::Npz::map: the data of '" + name + "' is not aligned for its type");
-        if constexpr (std::is_same_v<T, bool>) detail::require_bools(bytes.data(), bytes.size(), ckpt_reader_name(npz_, i));
+        if constexpr (std::is_same_v<T, bool>)
+            detail::require_bools(bytes.data(), bytes.size(), ckpt_reader_name(npz_, i));
         return ArrayView<const T>(reinterpret_cast<const T*>(bytes.data()), bytes.size() / sizeof(T));
     }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* ckpt/cpp/npz_options.hpp — ckpt::NpzOptions and the C ckpt_options made of them, with their renamer and progress callbacks.
- * Part of the C++ binding: include <ckpt/ckpt.hpp>, which includes every part. */
+/* ckpt/cpp/npz_options.hpp — ckpt::NpzOptions and the C ckpt_options made of them, with their renamer and progress
+ * callbacks. Part of the C++ binding: include <ckpt/ckpt.hpp>, which includes every part. */
 #ifndef CKPT_CPP_NPZ_OPTIONS_HPP
 #define CKPT_CPP_NPZ_OPTIONS_HPP
 
