@@ -136,7 +136,7 @@ int run_cat(const CatOptions& o) {
     Plan plan;
     std::string name;                  // the array's
     std::optional<std::string> index;  // and the index NAME gave it, if any
-    Npz npz;
+    Reader npz;
     Step step;
     if (is_step_dir(o.file)) {
         // A variable of a sharded step: its rows gathered from the shards that hold them.
@@ -164,7 +164,7 @@ int run_cat(const CatOptions& o) {
         if (read != CKPT_OK) fail_ckpt(read, o.file);
         a.data = dst;
     } else {
-        npz = open_npz(o.file, &opts);
+        npz = open_reader(o.file, &opts);
         ckpt_reader* f = npz.get();
         const Wanted w = find_array(o, ckpt_reader_count(f), [&](size_t k) { return ckpt_reader_name(f, k); });
         const size_t i = w.i;

@@ -150,7 +150,7 @@ std::string parse_shard_size(const std::string& text, uint64_t& bytes) {
 // What IN holds, as sources: the arrays and their readers, the metadata, and the defaults for what the options leave
 // alone.
 struct Input {
-    Npz npz;
+    Reader npz;
     Step step;
     Vars vars;
     std::vector<std::unique_ptr<Lazy>> lazies;
@@ -166,7 +166,7 @@ void add_source(Input& input, const std::string& path, const char* name, uint32_
 }
 
 void open_file(Input& input, const std::string& path) {
-    input.npz = open_npz(path);
+    input.npz = open_reader(path);
     ckpt_reader* npz = input.npz.get();
     input.layout = ckpt_reader_layout(npz);
     for (size_t i = 0; i < ckpt_reader_count(npz); ++i) {

@@ -89,7 +89,7 @@ class Input {
 public:
     Input(const std::string& path, ckpt_options& opts) : path_(path) {
         if (!is_step_dir(path)) {
-            npz_ = open_npz(path, &opts);
+            npz_ = open_reader(path, &opts);
             return;
         }
         ckpt_step* raw = nullptr;
@@ -137,7 +137,7 @@ private:
     ckpt_reader* f() const { return npz_.get(); }
     ckpt_step* s() const { return step_.get(); }
     std::string path_;
-    Npz npz_;
+    Reader npz_;
     Step step_;
 };
 

@@ -198,7 +198,7 @@ Entry inspect(const std::string& path, std::optional<int64_t> index, bool sharde
     } else {
         ckpt_reader* raw = nullptr;
         rc = ckpt_reader_open(&raw, e.path.c_str(), nullptr);
-        const Npz npz(raw);
+        const Reader npz(raw);
         if (rc == CKPT_OK) {
             describe(e, raw, ckpt_reader_count, ckpt_reader_metadata_count, ckpt_reader_metadata_key,
                      ckpt_reader_metadata_value);

@@ -48,7 +48,7 @@ std::optional<uint64_t> shared_bytes_of(const std::string& file) {
 
 int run_show(const ShowOptions& o) {
     if (is_step_dir(o.file)) return show_step(o.file, o.json, o.bytes);
-    const Npz npz = open_npz(o.file);
+    const Reader npz = open_reader(o.file);
     ckpt_reader* f = npz.get();
     const std::optional<uint64_t> size = ckpt_reader_file_size(f);
     const size_t count = ckpt_reader_count(f);

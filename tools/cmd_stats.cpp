@@ -146,7 +146,7 @@ std::string count_text(uint64_t n) { return fmt::format("{}", n); }
 int run_stats(const StatsOptions& o) {
     Progress progress;
     ckpt_options opts = CKPT_OPTIONS_INIT;
-    const Npz npz = open_npz(o.file, &opts);
+    const Reader npz = open_reader(o.file, &opts);
     ckpt_reader* raw = npz.get();
     const size_t count = ckpt_reader_count(raw);
     std::vector<size_t> chosen;

@@ -92,7 +92,7 @@ Verdict verify_file(const std::string& path, Progress& progress, Scratch& scratc
         set_failure(v, rc, true);
         return v;
     }
-    const Npz npz(raw);
+    const Reader npz(raw);
     v.opened = true;
     v.arrays = ckpt_reader_count(raw);
     v.bytes = ckpt_reader_file_size(raw);

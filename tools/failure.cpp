@@ -137,11 +137,11 @@ namespace {
 
 }  // namespace
 
-Npz open_npz(const std::string& path, const ckpt_options* opts) {
+Reader open_reader(const std::string& path, const ckpt_options* opts) {
     ckpt_reader* npz = nullptr;
     const int rc = ckpt_reader_open(&npz, path.c_str(), opts);
     if (rc != CKPT_OK) fail_open(rc, path);
-    return Npz(npz);
+    return Reader(npz);
 }
 
 unsigned char* Scratch::get(size_t size) {

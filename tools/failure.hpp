@@ -66,7 +66,7 @@ std::string ckpt_message(int rc, const std::string& path);
 std::string without_path(const std::string& full, const std::string& path);
 
 // Owners of the C API's handles.
-struct NpzCloser {
+struct ReaderCloser {
     void operator()(ckpt_reader* npz) const { ckpt_reader_close(npz); }
 };
 struct VarsFreer {
@@ -75,7 +75,7 @@ struct VarsFreer {
 struct ManagerCloser {
     void operator()(ckpt_manager* m) const { ckpt_manager_close(m); }
 };
-using Npz = std::unique_ptr<ckpt_reader, NpzCloser>;
+using Reader = std::unique_ptr<ckpt_reader, ReaderCloser>;
 using Vars = std::unique_ptr<ckpt_vars, VarsFreer>;
 using Manager = std::unique_ptr<ckpt_manager, ManagerCloser>;
 
@@ -84,7 +84,7 @@ using Manager = std::unique_ptr<ckpt_manager, ManagerCloser>;
 // storage's kind of failure.
 int open_exit_code(int ckpt_code, const std::string& message);
 // Opens an .npz for reading (ckpt_reader_open); throws on failure (a directory gets a hint at ls and verify).
-Npz open_npz(const std::string& path, const ckpt_options* opts = nullptr);
+Reader open_reader(const std::string& path, const ckpt_options* opts = nullptr);
 
 // An uninitialised byte buffer that only grows (reading an array needs no zeroing first).
 class Scratch {

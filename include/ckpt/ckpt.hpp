@@ -17,7 +17,7 @@
  *    message of ckpt_error_message(). When an exception thrown by your own code (a Storage or Comm method, a save
  *    function, a renamer) caused the failure, the message says its what(), once. Checks made by this header itself
  *    (a wrong element type, a shape that does not fit the data) throw Error too, with the code a C call would give.
- *  - Handles (Vars, Npz, Writer, Manager) are move-only: copying is deleted, moving leaves the source empty
+ *  - Handles (Vars, Reader, Writer, Manager) are move-only: copying is deleted, moving leaves the source empty
  *    (`!handle`, native() == nullptr) and safe to destroy; calling a method on an empty handle throws
  *    Error(CKPT_EINVAL) or, for getters, behaves as the C getter does for NULL. Destructors never throw.
  *  - Ownership is ckpt.h's: views and string_views returned by getters are borrowed from their handle and live
@@ -37,9 +37,9 @@
 #include <ckpt/cpp/storage.hpp>
 #include <ckpt/cpp/files.hpp>
 #include <ckpt/cpp/comm.hpp>
-#include <ckpt/cpp/npz_options.hpp>
+#include <ckpt/cpp/options.hpp>
 #include <ckpt/cpp/vars.hpp>
-#include <ckpt/cpp/npz.hpp>
+#include <ckpt/cpp/reader.hpp>
 #include <ckpt/cpp/step.hpp>
 #include <ckpt/cpp/writer.hpp>
 #include <ckpt/cpp/manager.hpp>

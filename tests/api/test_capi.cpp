@@ -41,7 +41,7 @@ using ckpt::testing::TempDir;
 
 
 using ckpt::testing::new_vars;
-using ckpt::testing::Npz;
+using ckpt::testing::Reader;
 using ckpt::testing::Vars;
 
 Vars read_npz(const std::string& path, const ckpt_options* opts = nullptr) {
@@ -53,13 +53,13 @@ Vars read_npz(const std::string& path, const ckpt_options* opts = nullptr) {
     return Vars(v);
 }
 
-Npz open_npz(const std::string& path, const ckpt_options* opts = nullptr) {
+Reader open_reader(const std::string& path, const ckpt_options* opts = nullptr) {
     ckpt_reader* n = nullptr;
     const int rc = ckpt_reader_open(&n, path.c_str(), opts);
     INFO(ckpt_error_message());
     REQUIRE(rc == CKPT_OK);
     REQUIRE(n != nullptr);
-    return Npz(n);
+    return Reader(n);
 }
 
 void save_npz(const std::string& path, const ckpt_vars* vars, const ckpt_options* opts = nullptr) {
@@ -292,7 +292,7 @@ TEST_CASE("Successful calls leave ckpt_error_message unchanged", "[capi][errors]
     save_npz(dir.file("a.npz"), vars.get(), &o);
     Vars back = read_npz(dir.file("a.npz"));
     REQUIRE(ckpt_restore(dir.file("a.npz").c_str(), vars.get(), nullptr) == CKPT_OK);
-    Npz npz = open_npz(dir.file("a.npz"));
+    Reader npz = open_reader(dir.file("a.npz"));
     float y[2];
     REQUIRE(ckpt_reader_read_into(npz.get(), 0, y, sizeof y) == CKPT_OK);
 
@@ -504,7 +504,7 @@ TEST_CASE("ckpt_reader_find gives the position of a name in an open file, of eit
     const uint32_t layout = GENERATE(CKPT_LAYOUT_PLAIN, CKPT_LAYOUT_OBJAX);
     const ckpt_options o = options(layout);
     save_npz(dir.file("f.npz"), vars.get(), &o);
-    Npz npz = open_npz(dir.file("f.npz"));
+    Reader npz = open_reader(dir.file("f.npz"));
     size_t index = 99;
 
     SECTION("every name gives the position ckpt_reader_name has it at, also from several threads at once") {
@@ -910,7 +910,7 @@ TEST_CASE("An empty collection saves as a valid empty archive", "[capi][npz]") {
     save_npz(dir.file("empty.npz"), vars.get(), &o);
 
     CHECK(ckpt_vars_count(read_npz(dir.file("empty.npz")).get()) == 0);
-    CHECK(ckpt_reader_count(open_npz(dir.file("empty.npz")).get()) == 0);
+    CHECK(ckpt_reader_count(open_reader(dir.file("empty.npz")).get()) == 0);
 }
 
 TEST_CASE("Unicode names and names containing '/' survive a save and read", "[capi][npz]") {
@@ -1457,7 +1457,7 @@ TEST_CASE("ckpt_reader_open gives lazy access to each array", "[capi][open]") {
     REQUIRE(ckpt_vars_add(vars.get(), "empty", CKPT_FLOAT32, 2, empty, nullptr, CKPT_COPY) == CKPT_OK);
     const ckpt_options o = options(layout, compression);
     save_npz(dir.file("lazy.npz"), vars.get(), &o);
-    Npz npz = open_npz(dir.file("lazy.npz"));
+    Reader npz = open_reader(dir.file("lazy.npz"));
     const size_t n = ckpt_vars_count(vars.get());
 
     SECTION("count, names, dtypes, itemsizes, shapes and sizes match the saved collection") {
@@ -1545,8 +1545,8 @@ TEST_CASE("An objax file opened as PLAIN counts 'names' as an array", "[capi][op
     save_npz(dir.file("o.npz"), vars.get(), &objax);
     const ckpt_options plain = options(CKPT_LAYOUT_PLAIN);
 
-    CHECK(ckpt_reader_count(open_npz(dir.file("o.npz")).get()) == 1);
-    Npz as_plain = open_npz(dir.file("o.npz"), &plain);
+    CHECK(ckpt_reader_count(open_reader(dir.file("o.npz")).get()) == 1);
+    Reader as_plain = open_reader(dir.file("o.npz"), &plain);
     REQUIRE(ckpt_reader_count(as_plain.get()) == 2);
     CHECK(std::string(ckpt_reader_name(as_plain.get(), 0)) == "names");
     CHECK(std::string(ckpt_reader_name(as_plain.get(), 1)) == "0");

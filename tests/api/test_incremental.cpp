@@ -50,7 +50,7 @@ TEST_CASE("ckpt_save with a base writes the file a full save writes; a base that
     const std::string a = dir.file("a.npz"), b = dir.file("b.npz"), full = dir.file("full.npz");
     REQUIRE(ckpt_save(a.c_str(), v.get(), &o) == CKPT_OK);
     CHECK(keys(a) == std::vector<std::string>{"w.npy", "__ckpt_chunks__.npy"});
-    ckpt::testing::Npz back = ckpt::testing::open_file(a);
+    ckpt::testing::Reader back = ckpt::testing::open_file(a);
     CHECK(ckpt_reader_count(back.get()) == 1);  // ckpt's reader sets the table aside
 
     w[3] = 5.0f;

@@ -216,7 +216,7 @@ def self_test(header_path, binding_path):
     apis, found = problems(header, binding, EXEMPT, extension_headers)
     expect("the installed headers", found, [])
     api = apis["ckpt.h"]
-    expect("the parts are read", "ckpt/cpp/npz.hpp" in binding, True)
+    expect("the parts are read", "ckpt/cpp/reader.hpp" in binding, True)
     expect("ckpt_vars_free is found in the header", "ckpt_vars_free" in api, True)
     expect("the CKPT_API macro definition is not a function", [n for n in api if not n.startswith("ckpt_")], [])
     expect("the exempt ckpt_error_set is a function of the header", "ckpt_error_set" in api, True)
@@ -234,7 +234,7 @@ def self_test(header_path, binding_path):
 
     # A part that stops calling a function, leaving the name only in a comment and a string.
     shrunk = dict(binding)
-    part = "ckpt/cpp/npz.hpp"
+    part = "ckpt/cpp/reader.hpp"
     shrunk[part] = re.sub(r"\bckpt_reader_metadata_key\s*\(", "ckpt_reader_metadata_value(", binding[part])
     expect("the part edit applied", shrunk[part] != binding[part], True)
     shrunk[part] += '\n// ckpt_reader_metadata_key(npz, i)\nstatic const char* s = "ckpt_reader_metadata_key(";\n'
@@ -308,8 +308,8 @@ def self_test(header_path, binding_path):
 
         # A ckpt.h function called only in the extension's part does not reach users of ckpt.hpp.
         moved = dict(binding)
-        moved["ckpt/cpp/npz.hpp"] = re.sub(r"\bckpt_reader_metadata_key\s*\(", "ckpt_reader_metadata_value(",
-                                           binding["ckpt/cpp/npz.hpp"])
+        moved["ckpt/cpp/reader.hpp"] = re.sub(r"\bckpt_reader_metadata_key\s*\(", "ckpt_reader_metadata_value(",
+                                           binding["ckpt/cpp/reader.hpp"])
         moved[rel] = binding[rel] + "\ninline void f(ckpt_reader* n) { ckpt_reader_metadata_key(n, 0); }\n"
         _, found = problems(header, moved, EXEMPT, extension_headers)
         expect(f"a ckpt.h call made only in {rel}", named(found), ["ckpt_reader_metadata_key"])

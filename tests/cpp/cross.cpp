@@ -126,7 +126,7 @@ int run(int argc, char** argv) {
     if (argc < 2) return usage();
     const std::string command = argv[1];
     if (command == "write" && argc == 4) {
-        ckpt::NpzOptions options;
+        ckpt::Options options;
         if (std::strcmp(argv[3], "plain") == 0) {
             options.layout = ckpt::Layout::plain;
         } else if (std::strcmp(argv[3], "objax") == 0) {

@@ -157,7 +157,7 @@ TEST_CASE("A storage made of S3Options saves and restores under its prefix", "[s
     o.endpoint_url = env("AWS_ENDPOINT_URL");
     o.access_key_id = env("AWS_ACCESS_KEY_ID");
     o.secret_access_key = env("AWS_SECRET_ACCESS_KEY");
-    ckpt::NpzOptions n;
+    ckpt::Options n;
     n.storage = ckpt::s3_storage(o);
 
     ckpt::save("model.npz", model(1), n);
@@ -165,7 +165,7 @@ TEST_CASE("A storage made of S3Options saves and restores under its prefix", "[s
     ckpt::Vars into = model(0);
     ckpt::restore("model.npz", into, n);
     check_model(into, 1);
-    ckpt::Npz npz("model.npz", n);
+    ckpt::Reader npz("model.npz", n);
     CHECK(npz.read<float>("w")[3] == 3.25f);
 
     // The object is at <prefix>/model.npz of the bucket: the default storage finds it by its URL.
@@ -189,7 +189,7 @@ TEST_CASE("s3:// paths work with the default storage, and s3_storage_url splits 
 
     const auto [storage, path] = ckpt::s3_storage_url(url);
     CHECK(path == key);
-    ckpt::NpzOptions n;
+    ckpt::Options n;
     n.storage = storage;
     check_model(ckpt::read(path, n), 2);
 
@@ -262,7 +262,7 @@ TEST_CASE("An array larger than part_size goes up in parts and comes back bit fo
     o.prefix = unique("multipart");
     o.part_size = 5u << 20;  // S3's minimum part
     o.parallelism = 3;
-    ckpt::NpzOptions n;
+    ckpt::Options n;
     n.storage = ckpt::s3_storage(o);
 
     // 12 MiB and a bit: three parts, the last one short, and reads split into ranges of 5 MiB.
@@ -277,7 +277,7 @@ TEST_CASE("An array larger than part_size goes up in parts and comes back bit fo
     REQUIRE(back.shape("big") == ckpt::Shape{static_cast<int64_t>(big.size())});
     CHECK(back.get<uint32_t>("big").to_vector() == big);
     CHECK(back.get<float>("small").to_vector() == std::vector<float>{1.5f, -2.5f});
-    ckpt::Npz npz("big.npz", n);
+    ckpt::Reader npz("big.npz", n);
     CHECK(npz.read<uint32_t>("big") == big);
 }
 
@@ -288,7 +288,7 @@ TEST_CASE("A bucket that does not exist is CKPT_ENOTFOUND naming it", "[s3][erro
         ckpt::S3Options o;
         o.bucket = missing;
         o.max_attempts = 1;
-        ckpt::NpzOptions n;
+        ckpt::Options n;
         n.storage = ckpt::s3_storage(o);  // nothing is sent yet
         ckpt::Error e = error_of([&] { ckpt::save("x.npz", model(1), n); });
         CHECK(e.code() == CKPT_ENOTFOUND);
@@ -322,7 +322,7 @@ TEST_CASE("Options given in code win over the environment", "[s3][options]") {
     o.endpoint_url = "http://127.0.0.1:9";
     o.max_attempts = 1;
     o.connect_timeout = std::chrono::seconds(2);
-    ckpt::NpzOptions n;
+    ckpt::Options n;
     n.storage = ckpt::s3_storage(o);
     const ckpt::Error e = error_of([&] { ckpt::save(unique("endpoint") + ".npz", model(1), n); });
     CHECK(e.code() == CKPT_EIO);

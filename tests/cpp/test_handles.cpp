@@ -17,7 +17,7 @@ constexpr bool is_move_only_handle = !std::is_copy_constructible_v<H> && !std::i
                                      std::is_nothrow_move_constructible_v<H> &&
                                      std::is_nothrow_move_assignable_v<H> && std::is_nothrow_destructible_v<H>;
 static_assert(is_move_only_handle<ckpt::Vars>, "Vars is a move-only handle");
-static_assert(is_move_only_handle<ckpt::Npz>, "Npz is a move-only handle");
+static_assert(is_move_only_handle<ckpt::Reader>, "Reader is a move-only handle");
 static_assert(is_move_only_handle<ckpt::Writer>, "Writer is a move-only handle");
 static_assert(is_move_only_handle<ckpt::Manager>, "Manager is a move-only handle");
 static_assert(!std::is_copy_constructible_v<ckpt::Storage>, "a Storage is shared, never copied");
@@ -117,15 +117,15 @@ TEST_CASE("A moved-from Vars is empty: getters answer as for NULL, changes throw
     CHECK(a.contains("x"));
 }
 
-TEST_CASE("Moved-from Npz, Writer and Manager are empty, throw CKPT_EINVAL when used, and destroy quietly",
+TEST_CASE("Moved-from Reader, Writer and Manager are empty, throw CKPT_EINVAL when used, and destroy quietly",
           "[handles]") {
     TempDir dir;
     ckpt::Vars vars;
     vars.add<float>("w", {1, 2});
     ckpt::save(dir.path("a.npz"), vars);
 
-    ckpt::Npz npz(dir.path("a.npz"));
-    ckpt::Npz npz2 = std::move(npz);
+    ckpt::Reader npz(dir.path("a.npz"));
+    ckpt::Reader npz2 = std::move(npz);
     CHECK_FALSE(npz);
     CHECK(npz.size() == 0);
     CHECK(npz2.read<float>("w") == std::vector<float>{1, 2});

@@ -259,7 +259,7 @@ TEST_CASE("Options reach the manager: subdir, layout, no directory creation", "[
     Trainer t;
     manager.save(t.vars, 7);
     CHECK(manager.path(7) == dir.path("0000000007.npz"));
-    ckpt::NpzOptions plain;
+    ckpt::Options plain;
     plain.layout = ckpt::Layout::plain;
     CHECK(ckpt::read(manager.path(7), plain).names() == std::vector<std::string>{"names", "0", "1"});
 

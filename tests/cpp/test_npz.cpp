@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Files: restores into the caller's own containers, the errors of missing, corrupt and mismatched files, lazy
-// access through ckpt::Npz, reading from memory, renamers and progress.
+// access through ckpt::Reader, reading from memory, renamers and progress.
 #include "support.hpp"
 
 #include <catch2/catch.hpp>
@@ -93,7 +93,7 @@ TEST_CASE("A missing file is CKPT_ENOTFOUND with ckpt's message", "[npz][errors]
     ckpt::Vars vars;
     vars.add_zeros<float>("w", {2});
     CHECK(test::code_of([&] { ckpt::restore(path, vars); }) == CKPT_ENOTFOUND);
-    CHECK(test::code_of([&] { ckpt::Npz npz(path); }) == CKPT_ENOTFOUND);
+    CHECK(test::code_of([&] { ckpt::Reader npz(path); }) == CKPT_ENOTFOUND);
 }
 
 TEST_CASE("A file with a flipped byte in an array's data is CKPT_EFORMAT naming the member", "[npz][errors]") {
@@ -112,7 +112,7 @@ TEST_CASE("A file with a flipped byte in an array's data is CKPT_EFORMAT naming 
         CHECK_THAT(e.what(), Catch::Contains("c.npz") && Catch::Contains("w.npy") && Catch::Contains("CRC"));
     }
     // Opening reads only the headers; the data's CRC is checked when it is read.
-    ckpt::Npz npz(dir.path("c.npz"));
+    ckpt::Reader npz(dir.path("c.npz"));
     std::vector<float> dst(4);
     CHECK(test::code_of([&] { npz.read_into("w", dst); }) == CKPT_EFORMAT);
 }
@@ -148,7 +148,7 @@ TEST_CASE("A restore that does not fit is CKPT_EMISMATCH listing every missing v
     CHECK(test::code_of([&] { ckpt::restore(dir.path("f.npz"), wrong_shape); }) == CKPT_EMISMATCH);
 }
 
-TEST_CASE("ckpt::Npz reads one array at a time, as its type, with the file's metadata", "[npz]") {
+TEST_CASE("ckpt::Reader reads one array at a time, as its type, with the file's metadata", "[npz]") {
     TempDir dir;
     ckpt::Vars vars;
     vars.add<double>("a", {1, 2, 3, 4, 5, 6}, {3, 2});
@@ -156,11 +156,11 @@ TEST_CASE("ckpt::Npz reads one array at a time, as its type, with the file's met
     vars.add("bf", std::vector<ckpt::bfloat16>{{0x3f80}, {0x0001}});
     vars.set_metadata("step", "12");
     vars.set_metadata("who", "me");
-    ckpt::NpzOptions objax;
+    ckpt::Options objax;
     objax.layout = ckpt::Layout::objax;
     ckpt::save(dir.path("n.npz"), vars, objax);
 
-    ckpt::Npz npz(dir.path("n.npz"));
+    ckpt::Reader npz(dir.path("n.npz"));
     REQUIRE(npz);
     CHECK(npz.size() == 3);  // names.npy and the metadata member are not arrays
     CHECK(npz.names() == std::vector<std::string>{"a", "flag", "bf"});
@@ -203,7 +203,7 @@ TEST_CASE("ckpt::Npz reads one array at a time, as its type, with the file's met
         FAIL("read<float> of a float64 array did not throw");
     } catch (const ckpt::Error& e) {
         CHECK(e.code() == CKPT_EMISMATCH);
-        CHECK(std::string(e.what()) == "ckpt::Npz: 'a' is float64, not float32");
+        CHECK(std::string(e.what()) == "ckpt::Reader: 'a' is float64, not float32");
     }
     std::array<double, 5> small{};
     try {
@@ -250,7 +250,7 @@ TEST_CASE("Deflate makes compressible arrays smaller and reads back the same", "
     ckpt::Vars vars;
     vars.add("zeros", std::vector<int64_t>(100000, 0));
     ckpt::save(dir.path("s.npz"), vars);
-    ckpt::NpzOptions deflate;
+    ckpt::Options deflate;
     deflate.compression = ckpt::Compression::deflate;
     deflate.level = 9;
     ckpt::save(dir.path("d.npz"), vars, deflate);
@@ -273,7 +273,7 @@ TEST_CASE("A renamer maps the names on disk, once per name, and aborts with what
     vars.add_zeros<float>("new/w", {2});
     vars.add_zeros<float>(long_name, {1});
     std::map<std::string, int> calls;
-    ckpt::NpzOptions options;
+    ckpt::Options options;
     options.rename = [&](const std::string& name) {
         ++calls[name];
         if (name == "old/w") return std::string("new/w");
@@ -321,7 +321,7 @@ TEST_CASE("Progress is reported up to the total, never decreasing, for saves and
     vars.add("a", std::vector<float>(1000, 1.0f));
     vars.add("b", std::vector<int8_t>(24, 2));
     std::vector<std::pair<uint64_t, uint64_t>> reports;
-    ckpt::NpzOptions options;
+    ckpt::Options options;
     options.progress = [&](uint64_t done, uint64_t total) { reports.emplace_back(done, total); };
     ckpt::save(dir.path("p.npz"), vars, options);
     REQUIRE_FALSE(reports.empty());
@@ -338,18 +338,18 @@ TEST_CASE("Progress is reported up to the total, never decreasing, for saves and
     CHECK_NOTHROW(ckpt::save(dir.path("p.npz"), vars, options));
 }
 
-TEST_CASE("ckpt::Npz tells how the file holds each array: member, compression, bytes, CRC-32, offset", "[npz]") {
+TEST_CASE("ckpt::Reader tells how the file holds each array: member, compression, bytes, CRC-32, offset", "[npz]") {
     TempDir dir;
     ckpt::Vars vars;
     std::vector<float> w(64);
     for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i);
     vars.add("w", w, ckpt::Shape{64});
     for (const ckpt::Compression compression : {ckpt::Compression::store, ckpt::Compression::deflate}) {
-        ckpt::NpzOptions options;
+        ckpt::Options options;
         options.layout = ckpt::Layout::objax;
         options.compression = compression;
         ckpt::save(dir.path("m.npz"), vars, options);
-        ckpt::Npz npz(dir.path("m.npz"));
+        ckpt::Reader npz(dir.path("m.npz"));
         CHECK(npz.layout() == ckpt::Layout::objax);
         CHECK(npz.member_name(0) == "0.npy");
         CHECK(npz.compression(0) == compression);
@@ -373,14 +373,14 @@ TEST_CASE("ckpt::Npz tells how the file holds each array: member, compression, b
     }
 }
 
-TEST_CASE("Npz::map gives typed views without a copy, checked as reads are", "[npz][map]") {
+TEST_CASE("Reader::map gives typed views without a copy, checked as reads are", "[npz][map]") {
     TempDir dir;
     Model model;
     ckpt::Vars vars;
     model.borrow_into(vars);
     ckpt::save(dir.path("m.npz"), vars);
 
-    ckpt::Npz npz(dir.path("m.npz"));
+    ckpt::Reader npz(dir.path("m.npz"));
     const ckpt::ArrayView<const float> w = npz.map<float>("w");
     CHECK(w.to_vector() == model.w);
     CHECK(npz.map<int64_t>("step")[0] == 42);
@@ -401,7 +401,7 @@ TEST_CASE("Npz::map gives typed views without a copy, checked as reads are", "[n
         f.seekp(static_cast<std::streamoff>(at));
         f.put('\x7f');
     }
-    ckpt::Npz corrupt(dir.path("m.npz"));
+    ckpt::Reader corrupt(dir.path("m.npz"));
     try {
         corrupt.map<float>("w");
         FAIL("a corrupt array mapped");
@@ -409,12 +409,12 @@ TEST_CASE("Npz::map gives typed views without a copy, checked as reads are", "[n
         CHECK(e.code() == CKPT_EFORMAT);
         CHECK_THAT(e.what(), Catch::Contains("CRC-32 mismatch"));
     }
-    ckpt::NpzOptions unverified;
+    ckpt::Options unverified;
     unverified.map_unverified = true;
-    CHECK(ckpt::Npz(dir.path("m.npz"), unverified).map_bytes(0)[0] == 0x7f);
+    CHECK(ckpt::Reader(dir.path("m.npz"), unverified).map_bytes(0)[0] == 0x7f);
 }
 
-TEST_CASE("Npz::map_vars restores every array without a copy, copy-on-write when opened so", "[npz][map]") {
+TEST_CASE("Reader::map_vars restores every array without a copy, copy-on-write when opened so", "[npz][map]") {
     TempDir dir;
     Model model;
     ckpt::Vars vars;
@@ -423,9 +423,9 @@ TEST_CASE("Npz::map_vars restores every array without a copy, copy-on-write when
     ckpt::save(dir.path("m.npz"), vars);
     const std::string before = test::read_file(dir.path("m.npz"));
 
-    ckpt::NpzOptions writable;
+    ckpt::Options writable;
     writable.map_writable = true;
-    ckpt::Npz npz(dir.path("m.npz"), writable);
+    ckpt::Reader npz(dir.path("m.npz"), writable);
     ckpt::Vars mapped = npz.map_vars();
     REQUIRE(mapped.size() == vars.size());
     CHECK(mapped.get<float>("w").to_vector() == model.w);
@@ -440,7 +440,7 @@ TEST_CASE("What a renamer throws is said once in the error, for files and manage
     TempDir dir;
     ckpt::Vars saved;
     saved.add<float>("w", {1, 2});
-    ckpt::NpzOptions options;
+    ckpt::Options options;
     options.rename = [](const std::string& name) -> std::string {
         throw ckpt::Error(CKPT_EIO, "the name service for '" + name + "' is down");
     };
@@ -470,7 +470,7 @@ TEST_CASE("What a renamer throws is said once in the error, for files and manage
     }
 }
 
-TEST_CASE("Npz tells the byte order and memory order numpy wrote an array in", "[npz][info]") {
+TEST_CASE("Reader tells the byte order and memory order numpy wrote an array in", "[npz][info]") {
     TempDir dir;
     const std::string path = dir.path("o.npz");
     const std::string command = "/usr/bin/python3 -c \"import sys, numpy as np; c = np.arange(6.0).reshape(2, 3); "
@@ -480,7 +480,7 @@ TEST_CASE("Npz tells the byte order and memory order numpy wrote an array in", "
         WARN("no numpy at /usr/bin/python3: skipped");
         return;
     }
-    ckpt::Npz npz(path);
+    ckpt::Reader npz(path);
     const size_t big = npz.find("big").value(), flags = npz.find("flags").value();
     CHECK(npz.byte_order(big) == '>');
     CHECK(npz.fortran_order(big));
@@ -505,11 +505,11 @@ ckpt::Vars chunked_model(int64_t step) {
 
 TEST_CASE("Chunk hashes are one more member, which ckpt's readers hide", "[npz][incremental]") {
     TempDir dir;
-    ckpt::NpzOptions options;
+    ckpt::Options options;
     options.chunk_hashes = true;
     ckpt::save(dir.path("a.npz"), chunked_model(1), options);
     CHECK(test::read_file(dir.path("a.npz")).find("__ckpt_chunks__.npy") != std::string::npos);
-    CHECK(ckpt::Npz(dir.path("a.npz")).names() == std::vector<std::string>{"w", "step"});
+    CHECK(ckpt::Reader(dir.path("a.npz")).names() == std::vector<std::string>{"w", "step"});
     CHECK(ckpt::read(dir.path("a.npz")).size() == 2);
     ckpt::save(dir.path("plain.npz"), chunked_model(1));
     CHECK(test::read_file(dir.path("plain.npz")).find("__ckpt_chunks__") == std::string::npos);
@@ -521,10 +521,10 @@ TEST_CASE("A save against a base is the bytes of a full save with chunk hashes",
     std::string at;
     SECTION("on disk, whose filesystem may refuse clones: the save then writes") { at = dir.path() + "/"; }
     SECTION("in memory, which clones by copying") { storage = ckpt::Storage::memory(); }
-    ckpt::NpzOptions full;
+    ckpt::Options full;
     full.storage = storage;
     full.chunk_hashes = true;
-    ckpt::NpzOptions incremental;
+    ckpt::Options incremental;
     incremental.storage = storage;
     incremental.base = at + "1.npz";
     ckpt::save(at + "1.npz", chunked_model(1), full);
@@ -547,9 +547,9 @@ TEST_CASE("A writer's save_vars against the save queued before it is the bytes o
     queue.queue_depth = 2;
     queue.out_dir = dir.path();
     ckpt::Writer writer(queue);
-    ckpt::NpzOptions hashed;
+    ckpt::Options hashed;
     hashed.chunk_hashes = true;
-    ckpt::NpzOptions incremental;
+    ckpt::Options incremental;
     incremental.base = dir.path("1.npz");  // opened when the save runs, after the save queued before it
     writer.save_vars("1.npz", chunked_model(1), hashed);
     writer.save_vars("2.npz", chunked_model(2), incremental);
@@ -563,12 +563,12 @@ TEST_CASE("A writer's save_vars against the save queued before it is the bytes o
 TEST_CASE("A base that cannot serve makes a full save", "[npz][incremental]") {
     TempDir dir;
     ckpt::save(dir.path("plain.npz"), chunked_model(1));
-    ckpt::NpzOptions hashed;
+    ckpt::Options hashed;
     hashed.chunk_hashes = true;
     ckpt::save(dir.path("full.npz"), chunked_model(2), hashed);
     for (const char* base : {"missing.npz", "plain.npz"}) {
         INFO(base);
-        ckpt::NpzOptions against;
+        ckpt::Options against;
         against.base = dir.path(base);
         ckpt::save(dir.path("b.npz"), chunked_model(2), against);
         const bool same = test::read_file(dir.path("b.npz")) == test::read_file(dir.path("full.npz"));
@@ -584,18 +584,18 @@ TEST_CASE("A safetensors file goes through the same calls: saved by its name, re
     vars.add("bf", std::vector<ckpt::bfloat16>{{0x3f80}, {0x7fc1}});
     vars.set_metadata("format", "pt");
     ckpt::save(dir.path("m.safetensors"), vars);
-    ckpt::Npz st(dir.path("m.safetensors"));
+    ckpt::Reader st(dir.path("m.safetensors"));
     CHECK(st.format() == ckpt::Format::safetensors);
     CHECK(st.names() == std::vector<std::string>{"w", "bf"});
     CHECK(st.read<float>("w") == std::vector<float>{1, 2, 3, 4, 5, 6});
     CHECK(st.read<ckpt::bfloat16>("bf") == std::vector<ckpt::bfloat16>{{0x3f80}, {0x7fc1}});
     CHECK(st.metadata("format") == std::optional<std::string_view>("pt"));
 
-    ckpt::NpzOptions as_npz;
+    ckpt::Options as_npz;
     as_npz.format = ckpt::Format::npz;
     ckpt::save(dir.path("m2.safetensors"), vars, as_npz);  // the option wins over the name
-    CHECK(ckpt::Npz(dir.path("m2.safetensors")).format() == ckpt::Format::npz);
-    CHECK(test::code_of([&] { ckpt::Npz(dir.path("m.safetensors"), as_npz); }) == CKPT_EFORMAT);
+    CHECK(ckpt::Reader(dir.path("m2.safetensors")).format() == ckpt::Format::npz);
+    CHECK(test::code_of([&] { ckpt::Reader(dir.path("m.safetensors"), as_npz); }) == CKPT_EFORMAT);
 
     ckpt::Vars wide;
     wide.add<double>("z", {1, 2});
@@ -608,10 +608,10 @@ TEST_CASE("A sharded safetensors save is read back as one checkpoint", "[npz][sa
     ckpt::Vars vars;
     vars.add("w", std::vector<float>(100, 1.5f));
     vars.add("n", std::vector<int64_t>(100, 7));
-    ckpt::NpzOptions sharded;
+    ckpt::Options sharded;
     sharded.max_shard_bytes = 512;
     ckpt::save(dir.path("model.safetensors"), vars, sharded);
-    ckpt::Npz index(dir.path("model.safetensors.index.json"));
+    ckpt::Reader index(dir.path("model.safetensors.index.json"));
     CHECK(index.format() == ckpt::Format::safetensors);
     CHECK(index.size() == 2);
     CHECK(index.read<int64_t>("n") == std::vector<int64_t>(100, 7));

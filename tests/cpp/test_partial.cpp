@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Partial restores (NpzOptions::partial, Vars::restored), the manager's staging budget (max_staging_bytes) and its
+// Partial restores (Options::partial, Vars::restored), the manager's staging budget (max_staging_bytes) and its
 // disk check through a Storage subclass's free_space.
 #include "support.hpp"
 
@@ -26,8 +26,8 @@ ckpt::Vars grown_model() {
     return v;
 }
 
-ckpt::NpzOptions partial() {
-    ckpt::NpzOptions o;
+ckpt::Options partial() {
+    ckpt::Options o;
     o.partial = true;
     return o;
 }

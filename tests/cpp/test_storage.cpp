@@ -21,7 +21,7 @@ ckpt::Vars small_model(float scale = 1.0f) {
 TEST_CASE("Files are saved into and read from a Storage subclass", "[storage]") {
     auto storage = std::make_shared<MapStorage>();
     storage->make_dirs("runs/a");
-    ckpt::NpzOptions options;
+    ckpt::Options options;
     options.storage = storage;
     ckpt::save("runs/a/model.npz", small_model(), options);
 
@@ -36,7 +36,7 @@ TEST_CASE("Files are saved into and read from a Storage subclass", "[storage]") 
     ckpt::Vars into = small_model(0);
     ckpt::restore("runs/a/model.npz", into, options);
     CHECK(into.get<float>("w")[3] == 4);
-    ckpt::Npz npz("runs/a/model.npz", options);
+    ckpt::Reader npz("runs/a/model.npz", options);
     CHECK(npz.read<int64_t>("step") == std::vector<int64_t>{3});
 
     // Its bytes are an ordinary .npz: the same arrays read from memory.
@@ -54,7 +54,7 @@ TEST_CASE("Files are saved into and read from a Storage subclass", "[storage]") 
 TEST_CASE("What a storage method throws fails the call with its code and message, leaving the target alone",
           "[storage][errors]") {
     auto storage = std::make_shared<MapStorage>();
-    ckpt::NpzOptions options;
+    ckpt::Options options;
     options.storage = storage;
     ckpt::save("model.npz", small_model(1), options);
     const std::string before = storage->contents("model.npz");
@@ -146,7 +146,7 @@ TEST_CASE("A manager keeps its checkpoints in a Storage subclass", "[storage][ma
 
 TEST_CASE("ckpt's memory storage holds files for managers, writers and files alike", "[storage][memory]") {
     std::shared_ptr<ckpt::Storage> memory = ckpt::Storage::memory();
-    ckpt::NpzOptions options;
+    ckpt::Options options;
     options.storage = memory;
     ckpt::save("model.npz", small_model(5), options);
     CHECK(ckpt::read("model.npz", options).get<float>("w")[0] == 5);
@@ -194,7 +194,7 @@ TEST_CASE("ckpt::Files lists, stats, reads and removes the files of any storage"
         const std::string root = storage ? std::string("run") : dir.path() + "/run";
         const ckpt::Files files(storage);
         files.make_dirs(root + "/sub");
-        ckpt::NpzOptions options;
+        ckpt::Options options;
         options.storage = storage;
         ckpt::save(root + "/a.npz", small_model(2), options);
         ckpt::save(root + "/sub/b.npz", small_model(3), options);
@@ -243,7 +243,7 @@ TEST_CASE("Managers and writers refuse a storage given in their npz options inst
         CHECK_THAT(e.what(), Catch::Contains("give it as the storage option"));
     }
     ckpt::Writer writer({ckpt::WriterKind::simple, 0, ckpt::Storage::memory(), std::nullopt});
-    ckpt::NpzOptions npz;
+    ckpt::Options npz;
     npz.storage = ckpt::Storage::memory();
     CHECK_THROWS_AS(writer.save_vars("a.npz", small_model(), npz), ckpt::Error);
 }
@@ -252,7 +252,7 @@ TEST_CASE("A C storage is adopted and used through ckpt's calls", "[storage]") {
     ckpt_storage* raw = nullptr;
     REQUIRE(ckpt_storage_new_memory(&raw) == CKPT_OK);
     std::shared_ptr<ckpt::Storage> adopted = ckpt::Storage::adopt(raw);
-    ckpt::NpzOptions options;
+    ckpt::Options options;
     options.storage = adopted;
     ckpt::save("a.npz", small_model(9), options);
     CHECK(ckpt::read("a.npz", options).get<float>("w")[0] == 9);

@@ -66,7 +66,7 @@ TEMPLATE_TEST_CASE("An array of every fixed-size dtype comes back from a file as
     vars.add("grid", values.data(), {1, 5});
     vars.add("one", one);
     vars.add("none", std::array<TestType, 0>{}, {0, 3});
-    ckpt::NpzOptions options;
+    ckpt::Options options;
     options.layout = format.layout;
     options.compression = format.compression;
     ckpt::save(dir.path("a.npz"), vars, options);
@@ -105,7 +105,7 @@ TEST_CASE("Strings and raw bytes round-trip as fixed-width items and as std::str
     vars.add_bytes("labels", {"negative", "pos", ""}, {3, 1});
     vars.add_unicode("names", {U"∂x", U"y"});
     for (const auto layout : {ckpt::Layout::plain, ckpt::Layout::objax}) {
-        ckpt::NpzOptions options;
+        ckpt::Options options;
         options.layout = layout;
         ckpt::save(dir.path("s.npz"), vars, options);
         const ckpt::Vars back = ckpt::read(dir.path("s.npz"));
@@ -264,7 +264,7 @@ TEST_CASE("Typed bool access refuses bytes other than 0 and 1, which a file may 
         CHECK(e.code() == CKPT_EFORMAT);
         CHECK(std::string(e.what()) == "'flags': bool item 2 is the byte 2, not 0 or 1");
     }
-    ckpt::Npz npz(dir.path("b.npz"));
+    ckpt::Reader npz(dir.path("b.npz"));
     bool dst[3];
     CHECK_THROWS_WITH(npz.read_into("flags", dst), "'flags': bool item 2 is the byte 2, not 0 or 1");
     CHECK(std::memcmp(back.data(0), bytes, 3) == 0);  // the raw bytes stay reachable
@@ -354,7 +354,7 @@ TEST_CASE("A source's array is saved as the same array held in memory would be, 
                         });
         CHECK(vars.is_source(0));
         CHECK(vars.native() != nullptr);
-        ckpt::NpzOptions options;
+        ckpt::Options options;
         options.compression = compression;
         ckpt::save(dir.path("s.npz"), vars, options);
         CHECK(calls > 2);  // pulled in pieces
@@ -385,7 +385,7 @@ TEST_CASE("A failing source fails the save with its code and message, leaving th
             if (offset >= (4u << 20)) throw ckpt::Error(CKPT_EIO, "the disk went away");
             std::memset(dst, 1, size);
         });
-        ckpt::NpzOptions options;
+        ckpt::Options options;
         options.compression = compression;
         try {
             ckpt::save(dir.path("x.npz"), vars, options);

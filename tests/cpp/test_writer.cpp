@@ -215,7 +215,7 @@ TEST_CASE("save_vars snapshots the arrays for background saves, unless told not 
     vars.borrow("w", w);
     ckpt::Writer writer(in_dir(dir, ckpt::WriterKind::queue, 2));
     std::atomic<uint64_t> reported{0};
-    ckpt::NpzOptions npz;
+    ckpt::Options npz;
     npz.layout = ckpt::Layout::objax;
     npz.progress = [&](uint64_t done, uint64_t) { reported = done; };
     writer.save_vars("v1.npz", vars, npz);

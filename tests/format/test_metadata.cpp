@@ -27,7 +27,7 @@ namespace {
 using ckpt::testing::TempDir;
 
 using ckpt::testing::new_vars;
-using ckpt::testing::Npz;
+using ckpt::testing::Reader;
 using ckpt::testing::Vars;
 
 ckpt_options options(uint32_t layout, uint32_t compression) {
@@ -192,7 +192,7 @@ TEST_CASE("bfloat16, float8 and void arrays round-trip through every read path",
 
                 ckpt_reader* n = nullptr;
                 REQUIRE(ckpt_reader_open(&n, path.c_str(), nullptr) == CKPT_OK);
-                Npz npz(n);
+                Reader npz(n);
                 REQUIRE(ckpt_reader_count(n) == specs().size());
                 for (size_t i = 0; i < specs().size(); ++i) {
                     CHECK(std::string(ckpt_reader_name(n, i)) == specs()[i].name);
@@ -402,7 +402,7 @@ TEST_CASE("metadata round-trips with unicode, empty values and a thousand keys, 
 
                 ckpt_reader* n = nullptr;
                 REQUIRE(ckpt_reader_open(&n, path.c_str(), nullptr) == CKPT_OK);
-                Npz npz(n);
+                Reader npz(n);
                 CHECK(ckpt_reader_count(n) == 1);  // the metadata member is not an array
                 check(
                     ckpt_reader_metadata_count(n),

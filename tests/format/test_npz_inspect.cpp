@@ -49,7 +49,7 @@ TEST_CASE("each array's member, compression, stored bytes, CRC-32 and data offse
                 const std::string bytes = read_file(path);
                 ckpt_reader* n = nullptr;
                 REQUIRE(ckpt_reader_open(&n, path.c_str(), nullptr) == CKPT_OK);
-                const ckpt::testing::Npz npz(n);
+                const ckpt::testing::Reader npz(n);
                 CHECK(ckpt_reader_layout(n) == layout);
                 REQUIRE(ckpt_reader_count(n) == 2);
                 const char* members[] = {layout == CKPT_LAYOUT_OBJAX ? "0.npy" : "w.npy",

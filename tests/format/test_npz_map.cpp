@@ -20,7 +20,7 @@
 
 using Catch::Matchers::Contains;
 using ckpt::testing::new_vars;
-using ckpt::testing::Npz;
+using ckpt::testing::Reader;
 using ckpt::testing::open_file;
 using ckpt::testing::read_file;
 using ckpt::testing::TempDir;
@@ -72,7 +72,7 @@ void require_one_mapping(ckpt_reader* npz) {
 uint64_t flip_data_byte(const std::string& path, size_t i, uint64_t from_end, unsigned char mask) {
     uint64_t at;
     {
-        Npz npz = open_file(path);
+        Reader npz = open_file(path);
         at = ckpt_reader_data_offset(npz.get(), i) + ckpt_reader_nbytes(npz.get(), i) - from_end;
     }
     std::string bytes = read_file(path);
@@ -149,7 +149,7 @@ TEST_CASE("Mapped views hold the bytes reads give, for every dtype, both layouts
     Vars vars = every_dtype();
     save(dir.file("all.npz"), vars.get(), layout, compression);
 
-    Npz npz = open_file(dir.file("all.npz"));
+    Reader npz = open_file(dir.file("all.npz"));
     REQUIRE(ckpt_reader_count(npz.get()) == ckpt_vars_count(vars.get()));
     require_views_match_reads(npz.get());
     for (size_t i = 0; i < ckpt_vars_count(vars.get()); ++i) {
@@ -169,7 +169,7 @@ TEST_CASE("Views of 0-d and empty arrays are not NULL", "[map]") {
     const uint32_t compression = GENERATE(CKPT_STORE, CKPT_DEFLATE);
     save(dir.file("e.npz"), vars.get(), CKPT_LAYOUT_PLAIN, compression);
 
-    Npz npz = open_file(dir.file("e.npz"));
+    Reader npz = open_file(dir.file("e.npz"));
     CHECK(map_array(npz.get(), 0) != nullptr);
     double got;
     std::memcpy(&got, map_array(npz.get(), 1), sizeof got);
@@ -186,7 +186,7 @@ TEST_CASE("Big-endian, Fortran-order and unaligned members are decoded to native
     a.members.push_back(stored("odd.npy", zipb::npy_member("<f4", "(2,)", floats({7, 8}))));
     write_file(dir.file("numpy.npz"), zipb::build(a));
 
-    Npz npz = open_file(dir.file("numpy.npz"));
+    Reader npz = open_file(dir.file("numpy.npz"));
     const auto as_floats = [&](size_t i, size_t n) {
         std::vector<float> v(n);
         std::memcpy(v.data(), map_array(npz.get(), i), n * sizeof(float));
@@ -212,7 +212,7 @@ TEST_CASE("zip64 members map in place", "[map][zip64]") {
     REQUIRE(lay.data_offsets[1] % 64 == 0);
     write_file(dir.file("z64.npz"), bytes);
 
-    Npz npz = open_file(dir.file("z64.npz"));
+    Reader npz = open_file(dir.file("z64.npz"));
     const float* second = reinterpret_cast<const float*>(map_array(npz.get(), 1));
     CHECK(second[15] == 16.0f);
     CHECK(reinterpret_cast<const unsigned char*>(second) - map_array(npz.get(), 0) ==
@@ -232,7 +232,7 @@ TEST_CASE("A member corrupted on disk fails its first map with CKPT_EFORMAT nami
     save(path, vars.get());
     uint64_t at = flip_data_byte(path, 0, 3, 0x40);
 
-    Npz npz = open_file(path);
+    Reader npz = open_file(path);
     const void* p = &at;
     CHECK(ckpt_reader_map(npz.get(), 0, &p) == CKPT_EFORMAT);
     CHECK(p == nullptr);
@@ -244,7 +244,7 @@ TEST_CASE("A member corrupted on disk fails its first map with CKPT_EFORMAT nami
         ckpt_options o;
         REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
         o.flags = CKPT_MAP_UNVERIFIED;
-        Npz unverified = open_file(path, &o);
+        Reader unverified = open_file(path, &o);
         const unsigned char* view = map_array(unverified.get(), 0);
         CHECK(view[ckpt_reader_nbytes(unverified.get(), 0) - 3] == 0x40);  // 0.0f's bytes, one flipped
         CHECK(ckpt_reader_read_into(unverified.get(), 0, nullptr, 0) == CKPT_EBUFS);
@@ -261,7 +261,7 @@ TEST_CASE("CKPT_MAP_UNVERIFIED still decodes and checks members that cannot be m
     ckpt_options o;
     REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
     o.flags = CKPT_MAP_UNVERIFIED | CKPT_PARTIAL;
-    Npz npz = open_file(dir.file("d.npz"), &o);
+    Reader npz = open_file(dir.file("d.npz"), &o);
     require_views_match_reads(npz.get());
 }
 
@@ -272,7 +272,7 @@ TEST_CASE("A file that shrank after opening is CKPT_EIO at its first map, not a 
     REQUIRE(ckpt_vars_add(vars.get(), "x", CKPT_FLOAT64, 1, shape, nullptr, CKPT_COPY) == CKPT_OK);
     const std::string path = dir.file("x.npz");
     save(path, vars.get());
-    Npz npz = open_file(path);
+    Reader npz = open_file(path);
     REQUIRE(::truncate(path.c_str(), 100) == 0);
     const void* p = nullptr;
     CHECK(ckpt_reader_map(npz.get(), 0, &p) == CKPT_EIO);
@@ -287,7 +287,7 @@ TEST_CASE("A file replaced after opening keeps its old bytes in the views", "[ma
     REQUIRE(ckpt_vars_add(vars.get(), "x", CKPT_FLOAT64, 1, shape, before, CKPT_COPY) == CKPT_OK);
     const std::string path = dir.file("x.npz");
     save(path, vars.get());
-    Npz npz = open_file(path);
+    Reader npz = open_file(path);
     const unsigned char* early = map_array(npz.get(), 0);
 
     std::memcpy(ckpt_vars_data(vars.get(), 0), after, sizeof after);
@@ -305,7 +305,7 @@ TEST_CASE("Storages that cannot map give decoded views", "[map][storage]") {
     o.storage = s;
     Vars vars = every_dtype();
     REQUIRE(ckpt_save("m.npz", vars.get(), &o) == CKPT_OK);
-    Npz npz = open_file("m.npz", &o);
+    Reader npz = open_file("m.npz", &o);
     require_views_match_reads(npz.get());
 }
 
@@ -313,7 +313,7 @@ TEST_CASE("ckpt_reader_map refuses NULL arguments and indices out of range", "[m
     TempDir dir;
     Vars vars = every_dtype();
     save(dir.file("a.npz"), vars.get());
-    Npz npz = open_file(dir.file("a.npz"));
+    Reader npz = open_file(dir.file("a.npz"));
     const void* p = &p;
     CHECK(ckpt_reader_map(nullptr, 0, &p) == CKPT_EINVAL);
     CHECK(p == nullptr);
@@ -356,7 +356,7 @@ TEST_CASE("ckpt_reader_map_vars restores every array without a copy; with CKPT_M
     ckpt_options o;
     REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
     o.flags = writable ? CKPT_MAP_WRITABLE : 0;
-    Npz npz = open_file(path, &o);
+    Reader npz = open_file(path, &o);
     ckpt_vars* raw = nullptr;
     REQUIRE(ckpt_reader_map_vars(npz.get(), &raw) == CKPT_OK);
     Vars mapped(raw);
@@ -378,7 +378,7 @@ TEST_CASE("ckpt_reader_map_vars restores every array without a copy; with CKPT_M
         p[0] ^= 0xff;
         CHECK(map_array(npz.get(), 1)[0] == p[0]);
         CHECK(read_file(path) == before);
-        Npz again = open_file(path);
+        Reader again = open_file(path);
         CHECK(map_array(again.get(), 1)[0] != p[0]);
     }
     CHECK(ckpt_reader_map_vars(nullptr, &raw) == CKPT_EINVAL);
@@ -394,7 +394,7 @@ TEST_CASE("ckpt_reader_map_vars fails on a corrupt member, naming it, and return
     const std::string path = dir.file("bad.npz");
     save(path, vars.get());
     uint64_t at = flip_data_byte(path, 1, ckpt_reader_nbytes(open_file(path).get(), 1), 0x01);  // its first byte
-    Npz npz = open_file(path);
+    Reader npz = open_file(path);
     ckpt_vars* raw = reinterpret_cast<ckpt_vars*>(&at);
     CHECK(ckpt_reader_map_vars(npz.get(), &raw) == CKPT_EFORMAT);
     CHECK(raw == nullptr);

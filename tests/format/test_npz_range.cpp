@@ -20,7 +20,7 @@
 
 using Catch::Matchers::Contains;
 using ckpt::testing::new_vars;
-using ckpt::testing::Npz;
+using ckpt::testing::Reader;
 using ckpt::testing::open_file;
 using ckpt::testing::read_file;
 using ckpt::testing::TempDir;
@@ -105,7 +105,7 @@ TEST_CASE("Ranges read in order equal a whole read, stored and deflated", "[rang
     TempDir dir;
     Vars vars = sample();
     save(dir.file("s.npz"), vars.get(), compression);
-    Npz npz = open_file(dir.file("s.npz"));
+    Reader npz = open_file(dir.file("s.npz"));
     for (size_t i = 0; i < ckpt_reader_count(npz.get()); ++i) {
         CAPTURE(i);
         REQUIRE(read_whole(npz.get(), i) ==
@@ -122,7 +122,7 @@ TEST_CASE("Random ranges in any order equal the same bytes of a whole read", "[r
     TempDir dir;
     Vars vars = sample();
     save(dir.file("r.npz"), vars.get(), compression);
-    Npz npz = open_file(dir.file("r.npz"));
+    Reader npz = open_file(dir.file("r.npz"));
     std::vector<std::vector<unsigned char>> whole;
     for (size_t i = 0; i < ckpt_reader_count(npz.get()); ++i) whole.push_back(read_whole(npz.get(), i));
     std::mt19937_64 rng(7);
@@ -147,7 +147,7 @@ TEST_CASE("Big-endian members are byte-swapped in ranges; Fortran order is refus
     a.members.push_back(stored("fortran.npy", zipb::npy_raw(zipb::npy_dict("<f4", "(2, 3)", true), floats({1, 4, 2, 5, 3, 6}))));
     a.members.push_back(stored("column.npy", zipb::npy_raw(zipb::npy_dict("<f4", "(3,)", true), floats({1, 2, 3}))));
     write_file(dir.file("numpy.npz"), zipb::build(a));
-    Npz npz = open_file(dir.file("numpy.npz"));
+    Reader npz = open_file(dir.file("numpy.npz"));
     const std::vector<unsigned char> mid = read_range(npz.get(), 0, 4, 8);
     float v[2];
     std::memcpy(v, mid.data(), sizeof v);
@@ -168,7 +168,7 @@ TEST_CASE("A corrupt byte is caught at the last of the ranges read in order from
     save(path, vars.get(), CKPT_STORE);
     uint64_t at, nbytes;
     {
-        Npz npz = open_file(path);
+        Reader npz = open_file(path);
         nbytes = ckpt_reader_nbytes(npz.get(), 0);
         at = ckpt_reader_data_offset(npz.get(), 0) + 1000;  // in the first range
     }
@@ -176,7 +176,7 @@ TEST_CASE("A corrupt byte is caught at the last of the ranges read in order from
     bytes[at] = static_cast<char>(bytes[at] ^ 0x10);
     write_file(path, bytes);
 
-    Npz npz = open_file(path);
+    Reader npz = open_file(path);
     const size_t piece = size_t{1} << 20;
     std::vector<unsigned char> buf(piece);
     for (uint64_t off = 0; off + piece < nbytes; off += piece)
@@ -211,7 +211,7 @@ TEST_CASE("A corrupt deflated member fails at the range that reaches its end, or
     bytes[at] = static_cast<char>(bytes[at] ^ 0x01);
     write_file(path, bytes);
 
-    Npz npz = open_file(path);
+    Reader npz = open_file(path);
     const size_t piece = size_t{256} << 10;
     std::vector<unsigned char> buf(piece);
     int rc = CKPT_OK;
@@ -225,7 +225,7 @@ TEST_CASE("Ranges that are not whole items, reach past the end, or name no array
     TempDir dir;
     Vars vars = sample();
     save(dir.file("a.npz"), vars.get(), CKPT_STORE);
-    Npz npz = open_file(dir.file("a.npz"));
+    Reader npz = open_file(dir.file("a.npz"));
     unsigned char buf[64];
     const uint64_t nb = ckpt_reader_nbytes(npz.get(), 1);  // int64 (7, 3): 168 bytes
     CHECK(ckpt_reader_read_range(npz.get(), 1, 4, buf, 8) == CKPT_EINVAL);
@@ -254,6 +254,6 @@ TEST_CASE("Ranges read through the memory storage", "[range][storage]") {
     ckpt_options o;
     REQUIRE(ckpt_options_init(&o, CKPT_OPTIONS_VERSION) == CKPT_OK);
     o.storage = s;
-    Npz npz = open_file("m.npz", &o);
+    Reader npz = open_file("m.npz", &o);
     for (size_t i = 0; i < ckpt_reader_count(npz.get()); ++i) require_pieces_match(npz.get(), i, 40000);
 }

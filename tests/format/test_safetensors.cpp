@@ -21,7 +21,7 @@
 
 using Catch::Matchers::Contains;
 using ckpt::testing::new_vars;
-using ckpt::testing::Npz;
+using ckpt::testing::Reader;
 using ckpt::testing::open_file;
 using ckpt::testing::read_file;
 using ckpt::testing::safetensors_file;
@@ -218,7 +218,7 @@ TEST_CASE("every dtype safetensors names round-trips bit for bit, under its safe
     for (const TypedBytes& t : types)
         CHECK_THAT(file, Contains(std::string("\"") + t.st_name + "\":{\"dtype\":\"" + t.st_name + "\""));
 
-    Npz npz = open_file(path);
+    Reader npz = open_file(path);
     CHECK(ckpt_reader_format(npz.get()) == CKPT_FORMAT_SAFETENSORS);
     REQUIRE(ckpt_reader_count(npz.get()) == types.size());
     for (size_t i = 0; i < types.size(); ++i) {
@@ -262,7 +262,7 @@ TEST_CASE("a safetensors header as ckpt writes it: '{' first, spaces to a multip
     CHECK(json.size() - end - 1 < 8);
     CHECK(file.size() == 8 + n + 3 + 2 + 16 + 16);
 
-    Npz npz = open_file(path);
+    Reader npz = open_file(path);
     CHECK(std::string(ckpt_reader_metadata(npz.get(), "step")) == "5");
     CHECK(std::string(ckpt_reader_metadata(npz.get(), "format")) == "pt");
     for (size_t i = 0; i < ckpt_reader_count(npz.get()); ++i) {
@@ -348,7 +348,7 @@ TEST_CASE("a save replaces a safetensors file atomically, and the format follows
     // Reading tells the format by content, whatever the name; an explicit format refuses the other.
     for (const std::string& path : {st, npz, forced, zip}) {
         INFO(path);
-        Npz f = open_file(path);
+        Reader f = open_file(path);
         CHECK(read_array(f.get(), 0) == std::vector<unsigned char>({7, 0, 0, 0, 8, 0, 0, 0}));
     }
     o.format = CKPT_FORMAT_NPZ;
@@ -402,7 +402,7 @@ TEST_CASE("files of other writers read: any key order, whitespace, null metadata
     data += std::string(reinterpret_cast<const char*>(&b), 4) + "\x07";
     const std::string path = tmp.file("other.safetensors");
     write_file(path, safetensors_file(json, data));
-    Npz npz = open_file(path);
+    Reader npz = open_file(path);
     REQUIRE(ckpt_reader_count(npz.get()) == 4);
     CHECK(ckpt_reader_metadata_count(npz.get()) == 0);
     // In the header's order.
@@ -454,7 +454,7 @@ TEST_CASE("a tensor other writers left unaligned is copied once for a view, neve
     data += std::string(reinterpret_cast<const char*>(f), 8);
     const std::string path = tmp.file("unaligned.safetensors");
     write_file(path, safetensors_file(json, data));
-    Npz npz = open_file(path);
+    Reader npz = open_file(path);
     size_t i = 0;
     REQUIRE(ckpt_reader_find(npz.get(), "f", &i) == CKPT_OK);
     CHECK(ckpt_reader_data_offset(npz.get(), i) % 4 != 0);
@@ -476,7 +476,7 @@ TEST_CASE("an aligned tensor's view points into the file's mapping; ranges read 
     REQUIRE(ckpt_vars_add(vars.get(), "w", CKPT_FLOAT32, 2, shape, w.data(), CKPT_COPY) == CKPT_OK);
     const std::string path = tmp.file("w.safetensors");
     REQUIRE(ckpt_save(path.c_str(), vars.get(), nullptr) == CKPT_OK);
-    Npz npz = open_file(path);
+    Reader npz = open_file(path);
     const void* view = nullptr;
     REQUIRE(ckpt_reader_map(npz.get(), 0, &view) == CKPT_OK);
     CHECK(std::memcmp(view, w.data(), 4000) == 0);
@@ -684,7 +684,7 @@ TEST_CASE("a writer saves a safetensors file for its name, and refuses a shard s
     CHECK_THAT(ckpt_error_message(), Contains("a writer saves one file"));
     REQUIRE(ckpt_writer_finalize(w) == CKPT_OK);
     ckpt_writer_free(w);
-    Npz npz = open_file(tmp.file("snapshot.safetensors"));
+    Reader npz = open_file(tmp.file("snapshot.safetensors"));
     CHECK(ckpt_reader_format(npz.get()) == CKPT_FORMAT_SAFETENSORS);
     CHECK(read_array(npz.get(), 0) == std::vector<unsigned char>(reinterpret_cast<const unsigned char*>(x),
                                                                  reinterpret_cast<const unsigned char*>(x) + 8));

@@ -21,7 +21,7 @@
 
 using Catch::Matchers::Contains;
 using ckpt::testing::new_vars;
-using ckpt::testing::Npz;
+using ckpt::testing::Reader;
 using ckpt::testing::open_file;
 using ckpt::testing::read_file;
 using ckpt::testing::safetensors_file;
@@ -127,7 +127,7 @@ TEST_CASE("a sharded save splits as huggingface_hub does and writes the index tr
         CHECK(ckpt_vars_metadata_count(back.get()) == 1);  // the save's id is the layout's, not the checkpoint's
         CHECK(std::string(ckpt_vars_metadata(back.get(), "format")) == "pt");
     }
-    Npz npz = open_file(path + ".index.json");
+    Reader npz = open_file(path + ".index.json");
     CHECK(ckpt_reader_format(npz.get()) == CKPT_FORMAT_SAFETENSORS);
     CHECK(ckpt_reader_count(npz.get()) == 5);
     CHECK(ckpt_reader_name(npz.get(), 0) == std::string("a"));  // by shard, then each shard's order

@@ -42,7 +42,7 @@ using ckpt::testing::TempDir;
 
 using ManagerPtr = ckpt::testing::Manager;
 using VarsPtr = ckpt::testing::Vars;
-using NpzPtr = ckpt::testing::Npz;
+using NpzPtr = ckpt::testing::Reader;
 
 constexpr int64_t kSecond = 1000000000;
 constexpr int64_t kStart = 1700000000 * kSecond;  // 2023-11-14T22:13:20Z

@@ -20,7 +20,7 @@ struct Release {
     void operator()(ckpt_manager* m) const { ckpt_manager_close(m); }
 };
 using Vars = std::unique_ptr<ckpt_vars, Release>;
-using Npz = std::unique_ptr<ckpt_reader, Release>;
+using Reader = std::unique_ptr<ckpt_reader, Release>;
 using Manager = std::unique_ptr<ckpt_manager, Release>;
 
 inline Vars new_vars() {
@@ -31,12 +31,12 @@ inline Vars new_vars() {
 }
 
 // Opens an .npz lazily (ckpt_reader_open), requiring success; the library's message is shown when it fails.
-inline Npz open_file(const std::string& path, const ckpt_options* opts = nullptr) {
+inline Reader open_file(const std::string& path, const ckpt_options* opts = nullptr) {
     ckpt_reader* n = nullptr;
     const int rc = ckpt_reader_open(&n, path.c_str(), opts);
     INFO(ckpt_error_message());
     REQUIRE(rc == CKPT_OK);
-    return Npz(n);
+    return Reader(n);
 }
 
 }  // namespace ckpt::testing

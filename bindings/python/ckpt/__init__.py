@@ -25,7 +25,7 @@ from .errors import (ArgumentTypeError, BufferTooSmallError, BusyError, CkptErro
                      InvalidArgumentError, MismatchError, NotFoundError, OutOfMemoryError, StorageError,
                      StoragePermissionError, UnsupportedDtypeError, UnsupportedError)
 from .manager import Manager, checkpoint_idx
-from .npz import Arrays, Collection, Metadata, NpzFile, load, open, restore, save
+from .npz import Arrays, Collection, Metadata, NpzFile, Reader, load, open, restore, save
 from .objax import Checkpoint, load_var_collection, save_var_collection
 from .s3 import S3Storage
 from .storage import MemoryFiles, NativeMemory, Storage
@@ -36,7 +36,7 @@ library_version = _native.lib.ckpt_version_string().decode()  # type: str  # of 
 __all__ = ["ArgumentTypeError", "Arrays", "BufferTooSmallError", "BusyError", "Checkpoint", "CkptError", "Collection",
            "Comm", "ExistsError", "FormatError", "InvalidArgumentError", "MPIComm", "Manager", "MemoryFiles",
            "Metadata", "MismatchError", "NativeMemory", "NotFoundError", "NpzFile", "OutOfMemoryError", "RawArray",
-           "Rows", "S3Storage", "Source", "Step", "Storage", "StorageError", "StoragePermissionError", "TorchComm",
+           "Reader", "Rows", "S3Storage", "Source", "Step", "Storage", "StorageError", "StoragePermissionError", "TorchComm",
            "UnsupportedDtypeError", "UnsupportedError", "checkpoint_idx", "dtypes", "errors", "filesystem", "load",
            "load_var_collection", "open", "restore", "safetensors", "save", "save_var_collection", "typed", "view",
            "writing"]

@@ -14,7 +14,7 @@ from ._native import lib
 from ._vars import Rows, Vars, mark, read_metadata
 from .storage import MemoryFiles, Storage, check, handle_of
 
-__all__ = ["Arrays", "Collection", "Metadata", "NpzFile", "load", "open", "restore", "save"]
+__all__ = ["Arrays", "Collection", "Metadata", "NpzFile", "Reader", "load", "open", "restore", "save"]
 
 # What names a file: a path (str, bytes or os.PathLike). Reads also take a binary file object or bytes; saves a
 # writable binary file object.
@@ -400,7 +400,7 @@ def _restore_vars(file, v, storage=None, **kw):
         s.close()
 
 
-class NpzFile(_native.Handle):
+class Reader(_native.Handle):
     """A checkpoint opened for lazy reading: ``with ckpt.open(path) as f: f['w']`` reads only 'w'. Names,
     dtypes and shapes are known at once (every header was checked), and so is ``metadata``."""
 
@@ -444,7 +444,7 @@ class NpzFile(_native.Handle):
     def file_size(self) -> int:
         """The size in bytes of the file (or S3 object) as it was when opened."""
         if not hasattr(lib, "ckpt_npz_file_size"):
-            raise errors.UnsupportedError(errors.EUNSUPPORTED, "NpzFile.file_size needs libckpt 0.7.0 or newer "
+            raise errors.UnsupportedError(errors.EUNSUPPORTED, "Reader.file_size needs libckpt 0.7.0 or newer "
                                           "(this one is %d.%d.%d)" % _native.VERSION)
         return lib.ckpt_npz_file_size(self.handle)
 
@@ -583,10 +583,14 @@ class NpzFile(_native.Handle):
         super().close()
 
 
+#: Reader under its name before 0.11, when ckpt read .npz files only.
+NpzFile = Reader
+
+
 def open(path: Path, layout: str = "auto", storage: Any = None, map_unverified: bool = False,  # noqa: A001
-         map_writable: bool = False, **limits: int) -> NpzFile:
-    """Opens a checkpoint for lazy reading (see NpzFile), as ckpt.open does. map_unverified=True: NpzFile.map
+         map_writable: bool = False, **limits: int) -> Reader:
+    """Opens a checkpoint for lazy reading (see Reader), as ckpt.open does. map_unverified=True: Reader.map
     skips the CRC-32 check of mapped arrays, trading integrity for latency (for files verified already).
     map_writable=True: mapped arrays are copy-on-write, and may be written."""
-    return NpzFile(path, layout=layout, storage=storage, map_unverified=map_unverified, map_writable=map_writable,
+    return Reader(path, layout=layout, storage=storage, map_unverified=map_unverified, map_writable=map_writable,
                    **limits)

@@ -75,7 +75,7 @@ def test_the_list_of_undocumented_methods_names_only_undocumented_ones():
 
 def test_the_walk_reaches_methods_of_the_classes():
     names = dict(public_api())
-    for expected in ("NpzFile.keys", "NpzFile.map", "Manager.save", "Collection.restored", "load", "errors.error_for",
+    for expected in ("Reader.keys", "Reader.map", "Manager.save", "Collection.restored", "load", "errors.error_for",
                      "dtypes.view"):
         assert expected in names, expected
 

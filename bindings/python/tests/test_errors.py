@@ -229,4 +229,4 @@ def test_an_old_library_without_file_size_is_an_UnsupportedError(tmp_path, monke
         monkeypatch.setattr(ckpt.npz, "lib", Old())
         with pytest.raises(ckpt.UnsupportedError) as e:
             f.file_size
-        assert e.value.code == errors.EUNSUPPORTED and e.value.message.startswith("NpzFile.file_size needs libckpt")
+        assert e.value.code == errors.EUNSUPPORTED and e.value.message.startswith("Reader.file_size needs libckpt")

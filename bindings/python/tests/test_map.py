@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""NpzFile.map: read-only numpy arrays over the file without a copy, equal to what reading gives, that keep the file
+"""Reader.map: read-only numpy arrays over the file without a copy, equal to what reading gives, that keep the file
 open as long as they live."""
 import gc
 

@@ -11,7 +11,7 @@
 //! A failing ckpt call exits 1 with its code and message; a difference exits 1 naming it; a usage error exits 2.
 use std::process::ExitCode;
 
-use ckpt::{Bf16, Dtype, F8E4M3Fn, Layout, Manager, ManagerOptions, NpzOptions, Vars};
+use ckpt::{Bf16, Dtype, F8E4M3Fn, Layout, Manager, ManagerOptions, Options, Vars};
 
 const W: [f32; 6] = [0.5, -1.0, 2.0, 3.25, -4.0, 0.001];
 const STEP: i64 = 42;
@@ -113,7 +113,7 @@ fn run(args: &[String]) -> Result<(), Failure> {
                 "objax" => Layout::Objax,
                 other => return Err(Failure::Usage(format!("layout '{other}' is neither plain nor objax"))),
             };
-            checkpoint(None)?.save_with(path, &NpzOptions::new().layout(layout))?;
+            checkpoint(None)?.save_with(path, &Options::new().layout(layout))?;
         }
         ["check", path] => {
             println!("ok {}", check(&Vars::read(path)?)?);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Array items at the C boundary: dtype codes the library reports, byte buffers as typed items, and the
-//! fixed-width string items of unicode and bytes arrays. Shared by [`Vars`](crate::Vars), [`Npz`](crate::Npz)
+//! fixed-width string items of unicode and bytes arrays. Shared by [`Vars`](crate::Vars), [`Reader`](crate::Reader)
 //! and [`Step`](crate::Step).
 use std::mem::{align_of, size_of};
 use std::os::raw::c_void;

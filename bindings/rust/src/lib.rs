@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-//! ckpt: machine-learning training checkpoints as NumPy `.npz` files — the Rust binding of libckpt.
+//! ckpt: machine-learning training checkpoints as NumPy `.npz` and safetensors files — the Rust binding of libckpt.
 //!
 //! A [`Vars`] is a checkpoint's content: named n-dimensional arrays, copied or borrowed from the program, and
 //! string metadata. Save it to a file numpy reads ([`Vars::save`]), read one back ([`Vars::read`], or lazily
-//! with [`Npz`]), or restore it in place ([`Vars::restore`]). A [`Manager`] keeps numbered checkpoints in a
+//! with [`Reader`]), or restore it in place ([`Vars::restore`]). A [`Manager`] keeps numbered checkpoints in a
 //! directory and resumes from the latest good one; a [`Writer`] saves in the background; a [`Storage`] puts the
 //! files anywhere.
 //!
@@ -85,8 +85,8 @@ mod error;
 mod files;
 mod items;
 mod manager;
-mod npz;
 mod options;
+mod reader;
 #[cfg(feature = "s3")]
 mod s3;
 mod step;
@@ -103,14 +103,19 @@ pub use dtype::{Bf16, Bool, Complex, Dtype, Element, F8E4M3Fn, F8E4M3Fnuz, F8E5M
 pub use error::{Code, Error, Result};
 pub use files::{File, FileInfo, Files};
 pub use manager::{checkpoint_idx, BestMode, LogLevel, Manager, ManagerOptions, StaleTemporary};
-pub use npz::{MemberInfo, Npz};
-pub use options::{Compression, Format, Layout, NpzOptions};
+pub use options::{Compression, Format, Layout, Options};
+pub use reader::{MemberInfo, Reader};
 #[cfg(feature = "s3")]
 pub use s3::{S3Addressing, S3Options};
 pub use step::Step;
 pub use storage::{Directories, InputFile, OutputFile, Storage, StorageHandle};
 pub use vars::Vars;
 pub use writer::{Sink, Writer, WriterKind, WriterOptions};
+
+/// [`Reader`] under its name before 0.11, when ckpt read `.npz` files only.
+pub type Npz = Reader;
+/// [`Options`] under its name before 0.11, when ckpt wrote `.npz` files only.
+pub type NpzOptions = Options;
 
 /// The version of the library loaded at run time, "MAJOR.MINOR.PATCH" (`ckpt_version_string`).
 pub fn version() -> &'static str {

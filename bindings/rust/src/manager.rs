@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::comm::CommHandle;
 use crate::error::{check, Error, Result};
-use crate::options::NpzOptions;
+use crate::options::Options;
 use crate::storage::StorageHandle;
 use crate::sys;
 use crate::util::{c_path, c_string};
@@ -40,7 +40,7 @@ pub struct ManagerOptions {
     flags: u32,
     queue_depth: Option<u32>,
     subdir: Option<String>,
-    npz: Option<NpzOptions>,
+    npz: Option<Options>,
     log: Option<Arc<Logger>>,
     storage: Option<StorageHandle>,
     keep_best: Option<i32>,
@@ -173,7 +173,7 @@ impl ManagerOptions {
     /// How saves write (layout, deflate) and reads check (limits, renamer); their storage is ignored (see
     /// [`storage`](ManagerOptions::storage)).
     #[must_use]
-    pub fn npz(mut self, npz: NpzOptions) -> ManagerOptions {
+    pub fn npz(mut self, npz: Options) -> ManagerOptions {
         self.npz = Some(npz);
         self
     }

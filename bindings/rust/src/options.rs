@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-//! `NpzOptions` (`ckpt_options`): how saves write and reads check .npz files, taken by every call that
-//! saves, reads or restores ([`Vars`](crate::Vars), [`Npz`](crate::Npz), managers, writers, steps).
+//! `Options` (`ckpt_options`): how saves write and reads check .npz files, taken by every call that
+//! saves, reads or restores ([`Vars`](crate::Vars), [`Reader`](crate::Reader), managers, writers, steps).
 use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
@@ -57,14 +57,14 @@ pub(crate) struct Progress(Box<ProgressFn>);
 /// Options of saves, reads and restores (`ckpt_options`). Unset fields keep the library's defaults.
 ///
 /// ```
-/// let options = ckpt::NpzOptions::new()
+/// let options = ckpt::Options::new()
 ///     .layout(ckpt::Layout::Objax)
 ///     .compression(ckpt::Compression::Deflate)
 ///     .rename(|name| name.strip_prefix("model.").map(String::from));
 /// # let _ = options;
 /// ```
 #[derive(Clone, Default)]
-pub struct NpzOptions {
+pub struct Options {
     layout: Option<Layout>,
     format: Option<Format>,
     max_shard_bytes: Option<u64>,
@@ -83,15 +83,15 @@ pub struct NpzOptions {
     storage: Option<StorageHandle>,
 }
 
-impl NpzOptions {
+impl Options {
     /// The defaults: layout detected on reading and plain on writing, stored members, the local filesystem.
-    pub fn new() -> NpzOptions {
-        NpzOptions::default()
+    pub fn new() -> Options {
+        Options::default()
     }
 
     /// The layout saves write (and reads require, unless [`Layout::Auto`]).
     #[must_use]
-    pub fn layout(mut self, layout: Layout) -> NpzOptions {
+    pub fn layout(mut self, layout: Layout) -> Options {
         self.layout = Some(layout);
         self
     }
@@ -100,7 +100,7 @@ impl NpzOptions {
     /// require (by default either, told by the content). A safetensors file has no layouts and no compression, and
     /// holds no complex128, string, bytes or void arrays: such a save fails before anything is written.
     #[must_use]
-    pub fn format(mut self, format: Format) -> NpzOptions {
+    pub fn format(mut self, format: Format) -> Options {
         self.format = Some(format);
         self
     }
@@ -109,42 +109,42 @@ impl NpzOptions {
     /// bytes of tensors per shard — `model-00001-of-0000N.safetensors` … and `model.safetensors.index.json`, or the
     /// one file when everything fits. Every read takes the index (or the folder) as one checkpoint.
     #[must_use]
-    pub fn max_shard_bytes(mut self, bytes: u64) -> NpzOptions {
+    pub fn max_shard_bytes(mut self, bytes: u64) -> Options {
         self.max_shard_bytes = Some(bytes);
         self
     }
 
     /// Stored or deflated members (writing only).
     #[must_use]
-    pub fn compression(mut self, compression: Compression) -> NpzOptions {
+    pub fn compression(mut self, compression: Compression) -> Options {
         self.compression = Some(compression);
         self
     }
 
     /// Deflate level 1..=9; 0 is zlib's default.
     #[must_use]
-    pub fn level(mut self, level: i32) -> NpzOptions {
+    pub fn level(mut self, level: i32) -> Options {
         self.level = Some(level);
         self
     }
 
     /// The npy header limit per member (default 10000, numpy's).
     #[must_use]
-    pub fn max_header_bytes(mut self, limit: u64) -> NpzOptions {
+    pub fn max_header_bytes(mut self, limit: u64) -> Options {
         self.max_header_bytes = Some(limit);
         self
     }
 
     /// The most zip members a file read may have (default 2^24).
     #[must_use]
-    pub fn max_members(mut self, limit: u64) -> NpzOptions {
+    pub fn max_members(mut self, limit: u64) -> Options {
         self.max_members = Some(limit);
         self
     }
 
     /// The most array bytes a file read may hold, all arrays together (default: no limit).
     #[must_use]
-    pub fn max_total_bytes(mut self, limit: u64) -> NpzOptions {
+    pub fn max_total_bytes(mut self, limit: u64) -> Options {
         self.max_total_bytes = Some(limit);
         self
     }
@@ -153,43 +153,43 @@ impl NpzOptions {
     /// failing the restore, and [`Vars::restored`](crate::Vars::restored) tells which were filled. A variable
     /// found with another dtype or shape still fails it ([`Code::Mismatch`](crate::Code::Mismatch)).
     #[must_use]
-    pub fn partial(mut self, partial: bool) -> NpzOptions {
+    pub fn partial(mut self, partial: bool) -> Options {
         self.partial = partial;
         self
     }
 
-    /// Opening: [`Npz::map`](crate::Npz::map) and [`Npz::map_bytes`](crate::Npz::map_bytes) skip the CRC-32 check of mapped arrays
+    /// Opening: [`Reader::map`](crate::Reader::map) and [`Reader::map_bytes`](crate::Reader::map_bytes) skip the CRC-32 check of mapped arrays
     /// (`CKPT_MAP_UNVERIFIED`), trading integrity for latency: views then cost microseconds whatever their size,
     /// and corrupt bytes are handed over as they are. For files verified already.
     #[must_use]
-    pub fn map_unverified(mut self, yes: bool) -> NpzOptions {
+    pub fn map_unverified(mut self, yes: bool) -> Options {
         self.map_unverified = yes;
         self
     }
 
     /// Opening: the file's mapping is copy-on-write instead of read-only (`CKPT_MAP_WRITABLE`): pages written
-    /// are copied into this process, and the file never changes. [`Npz::map_vars`](crate::Npz::map_vars) needs it.
+    /// are copied into this process, and the file never changes. [`Reader::map_vars`](crate::Reader::map_vars) needs it.
     #[must_use]
-    pub fn map_writable(mut self, yes: bool) -> NpzOptions {
+    pub fn map_writable(mut self, yes: bool) -> Options {
         self.map_writable = yes;
         self
     }
 
     /// Saves: the hashes of each stored array's 16 KiB chunks go into one more member, `__ckpt_chunks__.npy`
     /// (`CKPT_NPZ_CHUNK_HASHES`; numpy lists it, ckpt's readers hide it), so that a later save can take the file as
-    /// its [`base`](NpzOptions::base). A deflated save records none.
+    /// its [`base`](Options::base). A deflated save records none.
     #[must_use]
-    pub fn chunk_hashes(mut self, on: bool) -> NpzOptions {
+    pub fn chunk_hashes(mut self, on: bool) -> Options {
         self.chunk_hashes = on;
         self
     }
 
     /// Saves ([`Vars::save_with`](crate::Vars::save_with)): an earlier file, a path in the same storage, whose
     /// unchanged chunks this save shares (clones, where the filesystem can: XFS, btrfs) instead of writing them;
-    /// implies [`chunk_hashes`](NpzOptions::chunk_hashes). The file's bytes are those of a full save with chunk
+    /// implies [`chunk_hashes`](Options::chunk_hashes). The file's bytes are those of a full save with chunk
     /// hashes: a base that cannot serve (missing, or without chunk hashes) makes a full save, never an error.
     #[must_use]
-    pub fn base(mut self, path: impl AsRef<Path>) -> NpzOptions {
+    pub fn base(mut self, path: impl AsRef<Path>) -> Options {
         self.base = Some(path.as_ref().to_path_buf());
         self
     }
@@ -197,7 +197,7 @@ impl NpzOptions {
     /// A renamer for restores (objax's `renamer`): maps each name on disk to the variable name it restores, or
     /// `None` to keep it. Returning an empty name fails the restore with [`Code::InvalidArgument`](crate::Code::InvalidArgument).
     #[must_use]
-    pub fn rename<F: Fn(&str) -> Option<String> + Send + Sync + 'static>(mut self, f: F) -> NpzOptions {
+    pub fn rename<F: Fn(&str) -> Option<String> + Send + Sync + 'static>(mut self, f: F) -> Options {
         self.rename = Some(Arc::new(Renamer(Box::new(f))));
         self
     }
@@ -205,7 +205,7 @@ impl NpzOptions {
     /// Progress of saves and reads: `(done_bytes, total_bytes)` of array data, never decreasing, from the
     /// thread doing the work (never two at once).
     #[must_use]
-    pub fn progress<F: Fn(u64, u64) + Send + Sync + 'static>(mut self, f: F) -> NpzOptions {
+    pub fn progress<F: Fn(u64, u64) + Send + Sync + 'static>(mut self, f: F) -> Options {
         self.progress = Some(Arc::new(Progress(Box::new(f))));
         self
     }
@@ -213,12 +213,12 @@ impl NpzOptions {
     /// Where files are read and written (default: the local filesystem). Managers and writers take their
     /// storage from their own options instead.
     #[must_use]
-    pub fn storage(mut self, storage: StorageHandle) -> NpzOptions {
+    pub fn storage(mut self, storage: StorageHandle) -> Options {
         self.storage = Some(storage);
         self
     }
 
-    /// Whether [`map_writable`](NpzOptions::map_writable) is set.
+    /// Whether [`map_writable`](Options::map_writable) is set.
     pub(crate) fn is_map_writable(&self) -> bool {
         self.map_writable
     }
@@ -299,9 +299,9 @@ impl NpzOptions {
     }
 }
 
-impl std::fmt::Debug for NpzOptions {
+impl std::fmt::Debug for Options {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NpzOptions")
+        f.debug_struct("Options")
             .field("layout", &self.layout)
             .field("format", &self.format)
             .field("max_shard_bytes", &self.max_shard_bytes)
@@ -322,12 +322,12 @@ impl std::fmt::Debug for NpzOptions {
     }
 }
 
-/// A `ckpt_options` whose pointers borrow the [`NpzOptions`] it was made from.
+/// A `ckpt_options` whose pointers borrow the [`Options`] it was made from.
 pub(crate) struct RawNpzOptions<'o> {
     raw: sys::ckpt_options,
     // What raw.base points to: the bytes of a CString stay where they are when it moves.
     _base: Option<CString>,
-    _options: PhantomData<&'o NpzOptions>,
+    _options: PhantomData<&'o Options>,
 }
 
 impl RawNpzOptions<'_> {
@@ -345,7 +345,7 @@ unsafe extern "C" fn rename_trampoline(
     // SAFETY: name is a C string the library passes for the call.
     let name = CStr::from_ptr(name).to_string_lossy();
     let result = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: payload is the Renamer an NpzOptions (kept alive by the caller) points to.
+        // SAFETY: payload is the Renamer an Options (kept alive by the caller) points to.
         let renamer = &*(payload as *const Renamer);
         (renamer.0)(&name)
     }));
@@ -376,7 +376,7 @@ unsafe extern "C" fn rename_trampoline(
 
 unsafe extern "C" fn progress_trampoline(done: u64, total: u64, payload: *mut c_void) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: payload is the Progress an NpzOptions (kept alive by the caller) points to.
+        // SAFETY: payload is the Progress an Options (kept alive by the caller) points to.
         let progress = &*(payload as *const Progress);
         (progress.0)(done, total)
     }));

@@ -275,7 +275,7 @@ impl fmt::Debug for S3Options {
 
 impl StorageHandle {
     /// A storage over the options' bucket (`ckpt_storage_s3_new`; the `s3` feature), to put in
-    /// [`NpzOptions`](crate::NpzOptions), [`ManagerOptions`](crate::ManagerOptions) or
+    /// [`Options`](crate::Options), [`ManagerOptions`](crate::ManagerOptions) or
     /// [`WriterOptions`](crate::WriterOptions): paths given with it are keys under the options' prefix.
     ///
     /// Nothing is sent until it is used: a missing bucket or wrong credentials fail the first call that uses it

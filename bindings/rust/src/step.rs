@@ -7,14 +7,14 @@ use std::ptr::{self, NonNull};
 use crate::dtype::Dtype;
 use crate::error::{check, Code, Error, Result};
 use crate::items::known_dtype;
-use crate::options::NpzOptions;
+use crate::options::Options;
 use crate::sys;
 use crate::util::{borrowed_str, c_path, c_string, slice_at};
 
 /// A sharded step opened for reading: the manifest at once, the shards as variables are read.
 pub struct Step {
     raw: NonNull<sys::ckpt_step>,
-    _options: NpzOptions,
+    _options: Options,
 }
 
 // SAFETY: a handle used by one thread at a time (not Sync).
@@ -23,11 +23,11 @@ unsafe impl Send for Step {}
 impl Step {
     /// Opens the step directory `dir` with the default options.
     pub fn open(dir: impl AsRef<Path>) -> Result<Step> {
-        Step::open_with(dir, &NpzOptions::new())
+        Step::open_with(dir, &Options::new())
     }
 
     /// Opens the step directory `dir` (storage and reading limits from `options`).
-    pub fn open_with(dir: impl AsRef<Path>, options: &NpzOptions) -> Result<Step> {
+    pub fn open_with(dir: impl AsRef<Path>, options: &Options) -> Result<Step> {
         let dir = c_path(dir.as_ref())?;
         let raw = options.to_raw(true)?;
         let mut out = ptr::null_mut();

@@ -113,7 +113,7 @@ impl Drop for RawStorage {
     }
 }
 
-/// A reference to a ckpt storage, to put in [`NpzOptions`](crate::NpzOptions),
+/// A reference to a ckpt storage, to put in [`Options`](crate::Options),
 /// [`ManagerOptions`](crate::ManagerOptions) or [`WriterOptions`](crate::WriterOptions). Cloning is cheap;
 /// managers and writers keep their own reference, so the handle may be dropped once they are open.
 #[derive(Clone)]

@@ -10,7 +10,7 @@ use std::ptr::{self, NonNull};
 use crate::dtype::{Dtype, Element, Pod};
 use crate::error::{check, Code, Error, Result};
 use crate::items::{decode_unicode, known_dtype, split_items, typed_view};
-use crate::options::NpzOptions;
+use crate::options::Options;
 use crate::sys;
 use crate::util::{borrowed_str, c_path, c_string, item_count, ndim, slice_at, slice_at_mut};
 
@@ -264,7 +264,7 @@ impl<'a> Vars<'a> {
     }
 
     /// Whether the latest restore into the collection filled array `i`: false for one a
-    /// [`partial`](crate::NpzOptions::partial) restore did not find in the file, for every array after a failed
+    /// [`partial`](crate::Options::partial) restore did not find in the file, for every array after a failed
     /// restore or before any, and past the end.
     pub fn restored(&self, i: usize) -> bool {
         // SAFETY: a live collection; any index is accepted.
@@ -458,11 +458,11 @@ impl<'a> Vars<'a> {
 
     /// Saves the collection to `path` as an .npz numpy reads, atomically and durably (default options).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        self.save_with(path, &NpzOptions::new())
+        self.save_with(path, &Options::new())
     }
 
     /// Saves with `options` (layout, deflate, storage, progress).
-    pub fn save_with(&self, path: impl AsRef<Path>, options: &NpzOptions) -> Result<()> {
+    pub fn save_with(&self, path: impl AsRef<Path>, options: &Options) -> Result<()> {
         let path = c_path(path.as_ref())?;
         let raw = options.to_raw(true)?;
         // SAFETY: valid pointers for the call; the options' callbacks outlive it.
@@ -474,11 +474,11 @@ impl<'a> Vars<'a> {
     /// [`Code::Mismatch`] naming all that are not, leaving the arrays untouched. Borrowed arrays are written
     /// straight into. The collection's metadata becomes the file's.
     pub fn restore(&mut self, path: impl AsRef<Path>) -> Result<()> {
-        self.restore_with(path, &NpzOptions::new())
+        self.restore_with(path, &Options::new())
     }
 
     /// Restores with `options` (a renamer for the names on disk, storage, limits).
-    pub fn restore_with(&mut self, path: impl AsRef<Path>, options: &NpzOptions) -> Result<()> {
+    pub fn restore_with(&mut self, path: impl AsRef<Path>, options: &Options) -> Result<()> {
         let path = c_path(path.as_ref())?;
         let raw = options.to_raw(true)?;
         // SAFETY: valid pointers; the library writes only within each array's nbytes, into memory `self`
@@ -491,11 +491,11 @@ impl<'a> Vars<'a> {
     /// Reads every array of the .npz at `path`, and its metadata, into a new collection (which holds no
     /// borrows, and may be given some).
     pub fn read(path: impl AsRef<Path>) -> Result<Vars<'a>> {
-        Vars::read_with(path, &NpzOptions::new())
+        Vars::read_with(path, &Options::new())
     }
 
     /// Reads with `options` (layout, storage, limits).
-    pub fn read_with(path: impl AsRef<Path>, options: &NpzOptions) -> Result<Vars<'a>> {
+    pub fn read_with(path: impl AsRef<Path>, options: &Options) -> Result<Vars<'a>> {
         let path = c_path(path.as_ref())?;
         let raw = options.to_raw(true)?;
         let mut out = ptr::null_mut();
@@ -506,7 +506,7 @@ impl<'a> Vars<'a> {
     }
 
     /// Reads an .npz held in memory (messages name it `<memory>`).
-    pub fn read_memory(bytes: &[u8], options: &NpzOptions) -> Result<Vars<'a>> {
+    pub fn read_memory(bytes: &[u8], options: &Options) -> Result<Vars<'a>> {
         let raw = options.to_raw(true)?;
         let mut out = ptr::null_mut();
         // SAFETY: bytes are valid for the call and not retained.

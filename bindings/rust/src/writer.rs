@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::error::{check, Code, Error, Result};
-use crate::options::NpzOptions;
+use crate::options::Options;
 use crate::storage::{error_code, set_callback_message, StorageHandle};
 use crate::sys;
 use crate::util::{c_path, c_string};
@@ -146,7 +146,7 @@ struct Pending {
     save: Mutex<Option<SaveFn>>,
     done: AtomicBool,
     // What else the save reads while it runs (a save_vars' progress callback).
-    _keep: Option<NpzOptions>,
+    _keep: Option<Options>,
 }
 
 unsafe extern "C" fn save_trampoline(sink: *mut sys::ckpt_sink, payload: *mut c_void) -> c_int {
@@ -303,7 +303,7 @@ impl Writer {
     /// Saves `vars` as .npz to `filename` in the writer's directory (`options`' storage is ignored: the
     /// writer's is used). Background kinds copy every array before this returns, so training may change them
     /// at once.
-    pub fn save_vars(&mut self, filename: &str, vars: &Vars<'_>, options: &NpzOptions) -> Result<()> {
+    pub fn save_vars(&mut self, filename: &str, vars: &Vars<'_>, options: &Options) -> Result<()> {
         // SAFETY: no CKPT_WRITER_NO_COPY: the library copies what it needs before returning.
         unsafe { self.submit_vars(None, filename, vars, options, 0) }
     }
@@ -314,7 +314,7 @@ impl Writer {
         out_dir: impl AsRef<Path>,
         filename: &str,
         vars: &Vars<'_>,
-        options: &NpzOptions,
+        options: &Options,
     ) -> Result<()> {
         // SAFETY: as save_vars.
         unsafe { self.submit_vars(Some(out_dir.as_ref()), filename, vars, options, 0) }
@@ -330,7 +330,7 @@ impl Writer {
         out_dir: Option<&Path>,
         filename: &str,
         vars: &Vars<'_>,
-        options: &NpzOptions,
+        options: &Options,
     ) -> Result<()> {
         self.submit_vars(out_dir, filename, vars, options, sys::CKPT_WRITER_NO_COPY)
     }
@@ -342,7 +342,7 @@ impl Writer {
         out_dir: Option<&Path>,
         filename: &str,
         vars: &Vars<'_>,
-        options: &NpzOptions,
+        options: &Options,
         flags: u32,
     ) -> Result<()> {
         let out_dir = out_dir.map(c_path).transpose()?;

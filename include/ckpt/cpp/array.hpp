@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* ckpt/cpp/array.hpp — Shapes, ckpt::ArrayView and the contiguous ranges Vars and Npz take.
+/* ckpt/cpp/array.hpp — Shapes, ckpt::ArrayView and the contiguous ranges Vars and Reader take.
  * Part of the C++ binding: include <ckpt/ckpt.hpp>, which includes every part. */
 #ifndef CKPT_CPP_ARRAY_HPP
 #define CKPT_CPP_ARRAY_HPP

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* ckpt/cpp/metadata.hpp — the metadata accessors that Vars, Npz and Step share.
+/* ckpt/cpp/metadata.hpp — the metadata accessors that Vars, Reader and Step share.
  * Part of the C++ binding: include <ckpt/ckpt.hpp>, which includes every part. */
 #ifndef CKPT_CPP_METADATA_HPP
 #define CKPT_CPP_METADATA_HPP

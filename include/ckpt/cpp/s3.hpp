@@ -105,7 +105,7 @@ private:
 
 }  // namespace detail
 
-// A storage over options.bucket (ckpt_storage_s3_new), to put in the `storage` of NpzOptions, ManagerOptions or
+// A storage over options.bucket (ckpt_storage_s3_new), to put in the `storage` of Options, ManagerOptions or
 // WriterOptions; paths given with it are keys under options.prefix. Nothing is sent until it is used: a missing
 // bucket or wrong credentials fail the first call that uses it (CKPT_ENOTFOUND, CKPT_EIO), naming the bucket and
 // key. Throws Error(CKPT_EINVAL) for a missing bucket, an endpoint that is not an http(s) URL, a part size under

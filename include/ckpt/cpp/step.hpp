@@ -8,7 +8,7 @@
 #include <ckpt/cpp/dtype.hpp>
 #include <ckpt/cpp/error.hpp>
 #include <ckpt/cpp/metadata.hpp>
-#include <ckpt/cpp/npz_options.hpp>
+#include <ckpt/cpp/options.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -36,7 +36,7 @@ struct MetadataGetters<ckpt_step> {
 // the manifest at opening, the shards as variables are read (ckpt_step_*).
 class Step : public detail::MetadataReader<Step, ckpt_step> {
 public:
-    explicit Step(const std::string& dir, const NpzOptions& options = {})
+    explicit Step(const std::string& dir, const Options& options = {})
         : callbacks_(std::make_unique<detail::NpzCallbacks>(options)) {
         detail::CNpzOptions c(options, callbacks_.get(), true);
         detail::check(ckpt_step_open(&step_, dir.c_str(), &c.c));

@@ -34,7 +34,7 @@ class NativeStorage;
 // relies on both (create's is an answer, not a failure: ckpt tries another temporary name and drops the message).
 //
 // Methods may run on a writer's or manager's background thread, concurrently with calls from other threads, so they
-// must be thread-safe for different files. The storage lives as long as anything uses it: each user (an Npz, a
+// must be thread-safe for different files. The storage lives as long as anything uses it: each user (a Reader, a
 // Manager, a Writer, a running save) holds a reference to it.
 class Storage {
 public:

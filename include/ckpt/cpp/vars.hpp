@@ -225,7 +225,7 @@ public:
     void* data(size_t i) { return ckpt_vars_data(v_, at(i)); }
     const void* data(size_t i) const { return ckpt_vars_data(v_, at(i)); }
     // Whether the latest restore into the collection filled array i: false for one a partial restore
-    // (NpzOptions::partial) did not find in the file, for every array after a failed restore and before any.
+    // (Options::partial) did not find in the file, for every array after a failed restore and before any.
     bool restored(size_t i) const { return ckpt_vars_restored(v_, at(i)) == 1; }
     bool restored(const std::string& name) const { return restored(index(name)); }
     // By name (Error(CKPT_ENOTFOUND) if absent).

@@ -5,7 +5,7 @@
 #define CKPT_CPP_WRITER_HPP
 
 #include <ckpt/cpp/error.hpp>
-#include <ckpt/cpp/npz_options.hpp>
+#include <ckpt/cpp/options.hpp>
 #include <ckpt/cpp/storage.hpp>
 #include <ckpt/cpp/vars.hpp>
 
@@ -127,7 +127,7 @@ inline int after_save_call(const char* path, void* payload) noexcept {
 
 struct VarsSave final : InFlight {
     NpzCallbacks callbacks;
-    explicit VarsSave(const NpzOptions& o) : callbacks(o) {}
+    explicit VarsSave(const Options& o) : callbacks(o) {}
 };
 
 }  // namespace detail
@@ -207,7 +207,7 @@ public:
 
     // Saves a collection as .npz (save()'s format and options; the writer's storage is used). Background writers
     // snapshot every array before returning, so training may change them at once — unless options.no_copy.
-    void save_vars(const std::string& filename, const Vars& vars, const NpzOptions& npz = {},
+    void save_vars(const std::string& filename, const Vars& vars, const Options& npz = {},
                    const SaveOptions& options = {}) {
         detail::refuse_npz_storage(npz, storage_, "ckpt::Writer::save_vars");
         const char* dir = options.out_dir ? options.out_dir->c_str() : nullptr;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Errors: codes and messages for missing, corrupt and mismatched files, and the Error type itself.
-use ckpt::{Code, Error, Manager, ManagerOptions, Npz, Vars};
+use ckpt::{Code, Error, Manager, ManagerOptions, Reader, Vars};
 
 use crate::common::TempDir;
 
@@ -11,7 +11,7 @@ fn a_missing_file_is_not_found_naming_the_path() {
     let e = Vars::read(&path).unwrap_err();
     assert_eq!(e.code(), Code::NotFound);
     assert!(e.message().contains("absent.npz"), "{e}");
-    assert_eq!(Npz::open(&path).unwrap_err().code(), Code::NotFound);
+    assert_eq!(Reader::open(&path).unwrap_err().code(), Code::NotFound);
     let mut vars = Vars::new().unwrap();
     assert_eq!(vars.restore(&path).unwrap_err().code(), Code::NotFound);
 }
@@ -32,7 +32,7 @@ fn a_flipped_byte_in_the_data_is_a_format_error_naming_file_and_member() {
     assert_eq!(e.code(), Code::Format);
     assert!(e.message().contains("model.npz") && e.message().contains("w.npy"), "{e}");
     assert!(e.message().to_lowercase().contains("crc"), "{e}");
-    let mut npz = Npz::open(&path).unwrap(); // headers are intact
+    let mut npz = Reader::open(&path).unwrap(); // headers are intact
     assert_eq!(npz.read::<u32>("w").unwrap_err().code(), Code::Format);
 }
 

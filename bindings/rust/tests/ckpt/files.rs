@@ -4,7 +4,7 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::time::{Duration, SystemTime};
 
-use ckpt::{Code, Files, NpzOptions, StorageHandle, Vars};
+use ckpt::{Code, Files, Options, StorageHandle, Vars};
 
 use crate::common::TempDir;
 
@@ -14,7 +14,7 @@ fn model() -> Vars<'static> {
     v
 }
 
-fn check(files: &Files, root: &str, options: &NpzOptions) {
+fn check(files: &Files, root: &str, options: &Options) {
     files.make_dirs(format!("{root}/sub")).unwrap();
     model().save_with(format!("{root}/a.npz"), options).unwrap();
     model().save_with(format!("{root}/sub/b.npz"), options).unwrap();
@@ -54,7 +54,7 @@ fn check(files: &Files, root: &str, options: &NpzOptions) {
 fn files_of_the_local_filesystem_are_listed_stated_read_and_removed() {
     let dir = TempDir::new("files");
     let root = dir.join("run");
-    check(&Files::local(), root.to_str().unwrap(), &NpzOptions::new());
+    check(&Files::local(), root.to_str().unwrap(), &Options::new());
     // A file written whole shares no blocks (tmpfs cannot tell); a missing one is an error.
     let file = dir.join("whole.bin");
     std::fs::write(&file, b"bytes").unwrap();
@@ -65,9 +65,9 @@ fn files_of_the_local_filesystem_are_listed_stated_read_and_removed() {
 #[test]
 fn files_of_the_memory_storage_are_listed_stated_read_and_removed() {
     let memory = StorageHandle::memory().unwrap();
-    check(&Files::new(&memory), "run", &NpzOptions::new().storage(memory.clone()));
+    check(&Files::new(&memory), "run", &Options::new().storage(memory.clone()));
     Files::new(&memory).make_dirs("m").unwrap();
-    model().save_with("m/a.npz", &NpzOptions::new().storage(memory.clone())).unwrap();
+    model().save_with("m/a.npz", &Options::new().storage(memory.clone())).unwrap();
     assert_eq!(Files::new(&memory).shared_bytes("m/a.npz").unwrap(), None, "memory cannot tell");
     assert!(!std::path::Path::new("run").exists(), "nothing went to the filesystem");
 }

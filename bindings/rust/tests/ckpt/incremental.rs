@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use ckpt::{
-    Code, Files, Manager, ManagerOptions, Npz, NpzOptions, StorageHandle, Vars, Writer, WriterKind, WriterOptions,
+    Code, Files, Manager, ManagerOptions, Options, Reader, StorageHandle, Vars, Writer, WriterKind, WriterOptions,
 };
 
 use crate::common::{numpy, TempDir};
@@ -32,8 +32,8 @@ fn bytes_of(files: &Files, path: impl AsRef<Path>) -> Vec<u8> {
 fn chunk_hashes_are_a_member_numpy_lists_and_ckpt_hides() {
     let dir = TempDir::new("chunk-hashes");
     let path = dir.join("a.npz");
-    state(1).save_with(&path, &NpzOptions::new().chunk_hashes(true)).unwrap();
-    assert_eq!(Npz::open(&path).unwrap().names().collect::<Vec<_>>(), vec!["w", "step"]);
+    state(1).save_with(&path, &Options::new().chunk_hashes(true)).unwrap();
+    assert_eq!(Reader::open(&path).unwrap().names().collect::<Vec<_>>(), vec!["w", "step"]);
     assert_eq!(Vars::read(&path).unwrap().names().collect::<Vec<_>>(), vec!["w", "step"]);
     let python = match numpy() {
         Some(python) => python,
@@ -47,7 +47,7 @@ fn chunk_hashes_are_a_member_numpy_lists_and_ckpt_hides() {
 }
 
 /// Saves state 1 with chunk hashes, then state 2 against it and in full: the same bytes, which read back as state 2.
-fn check_a_save_against_a_base(files: &Files, dir: &Path, options: NpzOptions) {
+fn check_a_save_against_a_base(files: &Files, dir: &Path, options: Options) {
     let (first, incremental, full) = (dir.join("1.npz"), dir.join("2.npz"), dir.join("full.npz"));
     state(1).save_with(&first, &options.clone().chunk_hashes(true)).unwrap();
     state(2).save_with(&incremental, &options.clone().base(&first)).unwrap();
@@ -63,27 +63,27 @@ fn check_a_save_against_a_base(files: &Files, dir: &Path, options: NpzOptions) {
 fn a_save_against_a_base_is_the_bytes_of_a_full_save_on_disk() {
     // This test's filesystem may refuse clones: the save then writes what it would have shared.
     let dir = TempDir::new("base-disk");
-    check_a_save_against_a_base(&Files::local(), dir.path(), NpzOptions::new());
+    check_a_save_against_a_base(&Files::local(), dir.path(), Options::new());
 }
 
 #[test]
 fn a_save_against_a_base_is_the_bytes_of_a_full_save_in_memory() {
     // The memory storage clones by copying: the shared chunks come from the base.
     let memory = StorageHandle::memory().unwrap();
-    check_a_save_against_a_base(&Files::new(&memory), Path::new(""), NpzOptions::new().storage(memory.clone()));
+    check_a_save_against_a_base(&Files::new(&memory), Path::new(""), Options::new().storage(memory.clone()));
 }
 
 #[test]
 fn a_base_that_cannot_serve_makes_a_full_save() {
     let dir = TempDir::new("base-unusable");
     state(1).save(dir.join("plain.npz")).unwrap();
-    state(2).save_with(dir.join("full.npz"), &NpzOptions::new().chunk_hashes(true)).unwrap();
+    state(2).save_with(dir.join("full.npz"), &Options::new().chunk_hashes(true)).unwrap();
     let full = std::fs::read(dir.join("full.npz")).unwrap();
     for base in ["missing.npz", "plain.npz"] {
-        state(2).save_with(dir.join("b.npz"), &NpzOptions::new().base(dir.join(base))).unwrap();
+        state(2).save_with(dir.join("b.npz"), &Options::new().base(dir.join(base))).unwrap();
         assert!(std::fs::read(dir.join("b.npz")).unwrap() == full, "against {base}");
     }
-    let e = state(2).save_with(dir.join("b.npz"), &NpzOptions::new().base("a\0b")).unwrap_err();
+    let e = state(2).save_with(dir.join("b.npz"), &Options::new().base("a\0b")).unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument, "{e}");
 }
 
@@ -92,10 +92,10 @@ fn a_writer_saves_against_the_save_queued_before_it() {
     // The base is opened when the save runs: the save queued before it is in place by then.
     let dir = TempDir::new("writer-base");
     let mut writer = Writer::new(&WriterOptions::new(WriterKind::Queue).queue_depth(2).out_dir(dir.path())).unwrap();
-    writer.save_vars("1.npz", &state(1), &NpzOptions::new().chunk_hashes(true)).unwrap();
-    writer.save_vars("2.npz", &state(2), &NpzOptions::new().base(dir.join("1.npz"))).unwrap();
+    writer.save_vars("1.npz", &state(1), &Options::new().chunk_hashes(true)).unwrap();
+    writer.save_vars("2.npz", &state(2), &Options::new().base(dir.join("1.npz"))).unwrap();
     writer.wait().unwrap();
-    state(2).save_with(dir.join("full.npz"), &NpzOptions::new().chunk_hashes(true)).unwrap();
+    state(2).save_with(dir.join("full.npz"), &Options::new().chunk_hashes(true)).unwrap();
     assert!(std::fs::read(dir.join("2.npz")).unwrap() == std::fs::read(dir.join("full.npz")).unwrap());
     assert_eq!(Vars::read(dir.join("2.npz")).unwrap().get::<f32>("w").unwrap()[1000], 2.0);
 }

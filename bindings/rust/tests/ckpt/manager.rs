@@ -2,7 +2,7 @@
 //! Manager: numbered checkpoints, retention, restore of the latest good one, logging, background saves.
 use std::sync::{Arc, Mutex};
 
-use ckpt::{checkpoint_idx, Code, Layout, LogLevel, Manager, ManagerOptions, NpzOptions, StaleTemporary, Vars};
+use ckpt::{checkpoint_idx, Code, Layout, LogLevel, Manager, ManagerOptions, Options, StaleTemporary, Vars};
 
 use crate::common::TempDir;
 
@@ -106,7 +106,7 @@ fn a_corrupt_newest_checkpoint_is_skipped_with_a_warning_unless_fallback_is_off(
 fn asynchronous_saves_copy_first_and_land_by_wait_and_close() {
     let dir = TempDir::new("async");
     let options =
-        ManagerOptions::new().asynchronous(true).queue_depth(2).keep(0).npz(NpzOptions::new().layout(Layout::Objax));
+        ManagerOptions::new().asynchronous(true).queue_depth(2).keep(0).npz(Options::new().layout(Layout::Objax));
     let mut m = Manager::open(dir.path(), &options).unwrap();
     let mut w = [0f32; 3];
     {
@@ -125,7 +125,7 @@ fn asynchronous_saves_copy_first_and_land_by_wait_and_close() {
         let (vars, _) = m.read(Some(idx)).unwrap();
         assert_eq!(vars.get::<f32>("w").unwrap()[0], idx as f32);
     }
-    let names = ckpt::Npz::open(m.path(4).unwrap()).unwrap();
+    let names = ckpt::Reader::open(m.path(4).unwrap()).unwrap();
     assert_eq!(names.names().collect::<Vec<_>>(), vec!["w"]);
     let objax = std::fs::read(m.path(4).unwrap()).unwrap();
     assert!(objax.windows(9).any(|w| w == b"names.npy"), "the npz options' layout is the saves'");
@@ -139,7 +139,7 @@ fn options_the_library_refuses_come_back_as_errors() {
     assert_eq!(e.code(), Code::InvalidArgument, "{e}");
     let e = Manager::open(dir.join("absent"), &ManagerOptions::new().make_dir(false)).unwrap_err();
     assert_eq!(e.code(), Code::NotFound, "{e}");
-    let e = Manager::open(dir.path(), &ManagerOptions::new().npz(NpzOptions::new().level(12))).unwrap_err();
+    let e = Manager::open(dir.path(), &ManagerOptions::new().npz(Options::new().level(12))).unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument, "{e}");
     let mut m = Manager::open(dir.path(), &ManagerOptions::new()).unwrap();
     assert_eq!(m.save(&state(1), -5).unwrap_err().code(), Code::InvalidArgument);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Npz: lazy reads of one file.
-use ckpt::{Bf16, Code, Dtype, Layout, Npz, NpzOptions, Vars};
+//! Reader: lazy reads of one file.
+use ckpt::{Bf16, Code, Dtype, Layout, Options, Reader, Vars};
 
 use crate::common::{every_dtype, TempDir};
 
@@ -9,8 +9,8 @@ fn an_opened_file_shows_names_dtypes_shapes_and_metadata_before_any_read() {
     let dir = TempDir::new("npz-open");
     for layout in [Layout::Plain, Layout::Objax] {
         let path = dir.join("f.npz");
-        every_dtype().save_with(&path, &NpzOptions::new().layout(layout)).unwrap();
-        let npz = Npz::open(&path).unwrap();
+        every_dtype().save_with(&path, &Options::new().layout(layout)).unwrap();
+        let npz = Reader::open(&path).unwrap();
         let want = every_dtype();
         assert_eq!(npz.len(), want.len());
         assert_eq!(npz.names().collect::<Vec<_>>(), want.names().collect::<Vec<_>>());
@@ -31,7 +31,7 @@ fn arrays_are_read_one_at_a_time_into_slices_or_vectors() {
     let dir = TempDir::new("npz-read");
     let path = dir.join("f.npz");
     every_dtype().save(&path).unwrap();
-    let mut npz = Npz::open(&path).unwrap();
+    let mut npz = Reader::open(&path).unwrap();
 
     let mut w = [0f32; 6];
     npz.read_into("f32", &mut w).unwrap();
@@ -66,8 +66,8 @@ fn member_info_tells_how_the_file_holds_each_array() {
     let w: Vec<f32> = (0..64).map(|i| i as f32).collect();
     vars.add("w", &[64], &w).unwrap();
     for (compression, expect_offset) in [(ckpt::Compression::Store, true), (ckpt::Compression::Deflate, false)] {
-        vars.save_with(&path, &NpzOptions::new().layout(Layout::Objax).compression(compression)).unwrap();
-        let npz = Npz::open(&path).unwrap();
+        vars.save_with(&path, &Options::new().layout(Layout::Objax).compression(compression)).unwrap();
+        let npz = Reader::open(&path).unwrap();
         assert_eq!(npz.layout(), Layout::Objax);
         let info = npz.member_info("w").unwrap();
         assert_eq!(info.member, "0.npy");
@@ -101,7 +101,7 @@ fn member_info_tells_the_byte_order_and_memory_order_numpy_wrote() {
                 np.savez(sys.argv[1], big=np.asfortranarray(c.astype('>f8')), flags=np.ones(2, bool))";
     let status = std::process::Command::new(python).args(["-c", code]).arg(&path).status().unwrap();
     assert!(status.success());
-    let npz = Npz::open(&path).unwrap();
+    let npz = Reader::open(&path).unwrap();
     let big = npz.member_info("big").unwrap();
     assert_eq!((big.byte_order, big.fortran_order), ('>', true));
     let flags = npz.member_info("flags").unwrap();
@@ -116,8 +116,8 @@ fn ranges_of_an_array_read_piece_by_piece_equal_a_whole_read() {
         let mut vars = Vars::new().unwrap();
         let values: Vec<f32> = (0..10000).map(|k| k as f32 * 0.25).collect();
         vars.add("x", &[100, 100], &values).unwrap();
-        vars.save_with(&path, &NpzOptions::new().compression(compression)).unwrap();
-        let mut npz = Npz::open(&path).unwrap();
+        vars.save_with(&path, &Options::new().compression(compression)).unwrap();
+        let mut npz = Reader::open(&path).unwrap();
         let mut got = vec![0f32; 10000];
         for (k, piece) in got.chunks_mut(3000).enumerate() {
             npz.read_range_into("x", k * 3000, piece).unwrap();

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Partial restores (NpzOptions::partial, Vars::restored) and the manager's staging budget (max_staging_bytes).
+//! Partial restores (Options::partial, Vars::restored) and the manager's staging budget (max_staging_bytes).
 use std::path::PathBuf;
 
-use ckpt::{Code, Manager, ManagerOptions, NpzOptions, Vars};
+use ckpt::{Code, Manager, ManagerOptions, Options, Vars};
 
 use crate::common::TempDir;
 
@@ -35,7 +35,7 @@ fn a_partial_restore_fills_what_the_file_has_and_leaves_the_rest() {
     let (_dir, path) = old_file("partial");
     let mut target = grown_model();
     assert!(!target.restored(0), "nothing is restored before a restore");
-    target.restore_with(&path, &NpzOptions::new().partial(true)).unwrap();
+    target.restore_with(&path, &Options::new().partial(true)).unwrap();
     assert_eq!(target.get::<f32>("w").unwrap(), &[0f32, 1.0, 2.0, 3.0, 4.0, 5.0]);
     assert_eq!(target.get::<f64>("b").unwrap(), &[1.5, 2.5]);
     assert_eq!(target.get::<i32>("extra").unwrap(), &[7; 4], "left untouched");
@@ -55,7 +55,7 @@ fn restores_stay_strict_by_default_and_partial_ones_still_check_shapes() {
     let mut reshaped = Vars::new().unwrap();
     reshaped.add("w", &[3, 2], &[0f32; 6]).unwrap();
     reshaped.add("extra", &[1], &[0f64]).unwrap();
-    let e = reshaped.restore_with(&path, &NpzOptions::new().partial(true)).unwrap_err();
+    let e = reshaped.restore_with(&path, &Options::new().partial(true)).unwrap_err();
     assert_eq!(e.code(), Code::Mismatch);
     assert!(
         e.message().contains("dtype or shape differ: 'w' is float32 (3, 2) in the collection but float32 (2, 3)"),
@@ -74,7 +74,7 @@ fn a_restore_into_borrowed_arrays_leaves_the_missing_ones_as_they_were() {
         let mut v = Vars::new().unwrap();
         v.add_borrowed("w", &[2, 3], &mut w).unwrap();
         v.add_borrowed("extra", &[4], &mut extra).unwrap();
-        v.restore_with(&path, &NpzOptions::new().partial(true)).unwrap();
+        v.restore_with(&path, &Options::new().partial(true)).unwrap();
         assert!(v.restored(0) && !v.restored(1) && !v.restored(2));
     }
     assert_eq!(w, [0f32, 1.0, 2.0, 3.0, 4.0, 5.0]);
@@ -90,7 +90,7 @@ fn a_partial_manager_resumes_a_grown_model_from_an_older_checkpoint() {
     assert_eq!(e.code(), Code::Mismatch);
     m.close().unwrap();
 
-    let options = ManagerOptions::new().npz(NpzOptions::new().partial(true));
+    let options = ManagerOptions::new().npz(Options::new().partial(true));
     let mut m = Manager::open(dir.path(), &options).unwrap();
     let mut target = grown_model();
     assert_eq!(m.restore(&mut target, None).unwrap(), 3);

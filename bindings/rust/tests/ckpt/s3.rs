@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use ckpt::{checkpoint_idx, Code, Manager, ManagerOptions, Npz, NpzOptions, S3Options, StorageHandle, Vars};
+use ckpt::{checkpoint_idx, Code, Manager, ManagerOptions, Options, Reader, S3Options, StorageHandle, Vars};
 
 use crate::common::{assert_every_dtype, every_dtype};
 
@@ -45,7 +45,7 @@ fn a_storage_of_s3_options_saves_and_reads_under_its_prefix() {
         .prefix(&prefix)
         .endpoint_url(&env("AWS_ENDPOINT_URL"))
         .credentials(&env("AWS_ACCESS_KEY_ID"), &env("AWS_SECRET_ACCESS_KEY"));
-    let npz = NpzOptions::new().storage(StorageHandle::s3(&options).unwrap());
+    let npz = Options::new().storage(StorageHandle::s3(&options).unwrap());
 
     every_dtype().save_with("model.npz", &npz).unwrap();
     assert_every_dtype(&Vars::read_with("model.npz", &npz).unwrap());
@@ -53,7 +53,7 @@ fn a_storage_of_s3_options_saves_and_reads_under_its_prefix() {
     into.get_mut::<f32>("f32").unwrap()[0] = 99.0;
     into.restore_with("model.npz", &npz).unwrap();
     assert_every_dtype(&into);
-    let mut file = Npz::open_with("model.npz", &npz).unwrap();
+    let mut file = Reader::open_with("model.npz", &npz).unwrap();
     assert_eq!(file.read::<i64>("i64").unwrap(), vec![i64::MIN, -4, i64::MAX]);
 
     // The object is at <prefix>/model.npz of the bucket: the default storage finds it by its URL.
@@ -73,7 +73,7 @@ fn s3_paths_work_with_the_default_storage_and_s3_url_splits_a_url() {
 
     let (storage, path) = StorageHandle::s3_url(&url).unwrap();
     assert_eq!(path, key);
-    assert_every_dtype(&Vars::read_with(&path, &NpzOptions::new().storage(storage)).unwrap());
+    assert_every_dtype(&Vars::read_with(&path, &Options::new().storage(storage)).unwrap());
     assert_eq!(StorageHandle::s3_url(&format!("s3://{}", bucket())).unwrap().1, "");
     assert_eq!(StorageHandle::s3_url(&format!("s3://{}/", bucket())).unwrap().1, "");
 
@@ -81,7 +81,7 @@ fn s3_paths_work_with_the_default_storage_and_s3_url_splits_a_url() {
     let options = S3Options::new().endpoint_url(&env("AWS_ENDPOINT_URL")).max_attempts(1);
     let (storage, path) = StorageHandle::s3_url_with(&url, &options).unwrap();
     assert_eq!(path, key);
-    assert_every_dtype(&Vars::read_with(&path, &NpzOptions::new().storage(storage)).unwrap());
+    assert_every_dtype(&Vars::read_with(&path, &Options::new().storage(storage)).unwrap());
 }
 
 #[test]
@@ -121,7 +121,7 @@ fn a_manager_over_s3_keeps_the_newest_and_resumes_from_the_latest() {
 #[test]
 fn an_array_larger_than_part_size_goes_up_in_parts_and_comes_back_bit_for_bit() {
     let options = S3Options::new().bucket(&bucket()).prefix(&unique("multipart")).part_size(5 << 20).parallelism(3);
-    let npz = NpzOptions::new().storage(StorageHandle::s3(&options).unwrap());
+    let npz = Options::new().storage(StorageHandle::s3(&options).unwrap());
     // 11 MiB and a bit: three parts, the last one short.
     let big: Vec<u64> = (0..(11u64 << 20) / 8 + 777).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
     let mut vars = Vars::new().unwrap();
@@ -137,7 +137,7 @@ fn a_bucket_that_does_not_exist_is_not_found_naming_it() {
     let missing = format!("ckpt-missing-{}", std::process::id());
 
     let storage = StorageHandle::s3(&S3Options::new().bucket(&missing).max_attempts(1)).unwrap(); // nothing sent yet
-    let npz = NpzOptions::new().storage(storage);
+    let npz = Options::new().storage(storage);
     let e = state(1).save_with("x.npz", &npz).unwrap_err();
     assert_eq!(e.code(), Code::NotFound, "{e}");
     assert!(e.message().contains(&missing), "{e}");
@@ -208,7 +208,7 @@ fn options_given_in_code_win_over_the_environment() {
         .endpoint_url("http://127.0.0.1:9")
         .max_attempts(1)
         .connect_timeout(Duration::from_secs(2));
-    let npz = NpzOptions::new().storage(StorageHandle::s3(&options).unwrap());
+    let npz = Options::new().storage(StorageHandle::s3(&options).unwrap());
     let e = state(1).save_with(format!("{}.npz", unique("endpoint")), &npz).unwrap_err();
     assert_eq!(e.code(), Code::Io, "{e}");
     assert!(e.message().contains("Couldn't connect to server (gave up after 1 attempts)"), "{e}");

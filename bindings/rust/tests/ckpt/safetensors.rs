@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-//! safetensors files: the same Vars and Npz calls as for .npz, the format told by the path or the option on
+//! safetensors files: the same Vars and Reader calls as for .npz, the format told by the path or the option on
 //! saving and by the content on reading.
-use ckpt::{Code, Format, Npz, NpzOptions, Vars};
+use ckpt::{Code, Format, Options, Reader, Vars};
 
 use crate::common::{every_dtype, TempDir};
 
@@ -47,7 +47,7 @@ fn a_path_ending_in_safetensors_is_saved_as_safetensors_and_read_back_bit_for_bi
     assert_eq!(got.metadata("step"), Some("1200"));
     assert_eq!(got.metadata("note"), Some("été ∂"));
 
-    let npz = Npz::open(&path).unwrap();
+    let npz = Reader::open(&path).unwrap();
     assert_eq!(npz.format(), Format::Safetensors);
     for name in want.names() {
         let info = npz.member_info(name).unwrap();
@@ -60,14 +60,14 @@ fn the_option_overrides_the_name_and_a_reader_can_require_one_format() {
     let dir = TempDir::new("st-format");
     let path = dir.join("weights.bin");
     let v = safetensors_dtypes();
-    v.save_with(&path, &NpzOptions::new().format(Format::Safetensors)).unwrap();
-    assert_eq!(Npz::open(&path).unwrap().format(), Format::Safetensors);
-    let err = Vars::read_with(&path, &NpzOptions::new().format(Format::Npz)).unwrap_err();
+    v.save_with(&path, &Options::new().format(Format::Safetensors)).unwrap();
+    assert_eq!(Reader::open(&path).unwrap().format(), Format::Safetensors);
+    let err = Vars::read_with(&path, &Options::new().format(Format::Npz)).unwrap_err();
     assert_eq!(err.code(), Code::Format);
     assert!(err.message().contains("not a npz file"), "{}", err.message());
     let npz_path = dir.join("weights.npz");
     v.save(&npz_path).unwrap();
-    assert_eq!(Npz::open(&npz_path).unwrap().format(), Format::Npz);
+    assert_eq!(Reader::open(&npz_path).unwrap().format(), Format::Npz);
 }
 
 #[test]
@@ -85,7 +85,7 @@ fn a_sharded_save_is_read_back_as_one_checkpoint_from_its_index_or_its_folder() 
     let dir = TempDir::new("st-sharded");
     let path = dir.join("model.safetensors");
     let v = safetensors_dtypes();
-    v.save_with(&path, &NpzOptions::new().max_shard_bytes(16)).unwrap();
+    v.save_with(&path, &Options::new().max_shard_bytes(16)).unwrap();
     let index = std::fs::read_to_string(dir.join("model.safetensors.index.json")).unwrap();
     assert!(index.contains("\"weight_map\""), "{index}");
     assert!(!path.exists(), "sharded: no single file");

@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use ckpt::{
-    Code, CommHandle, Directories, Error, InputFile, Manager, ManagerOptions, NpzOptions, OutputFile, Result, Storage,
+    Code, CommHandle, Directories, Error, InputFile, Manager, ManagerOptions, Options, OutputFile, Result, Storage,
     StorageHandle, Vars, Writer, WriterKind, WriterOptions,
 };
 
@@ -194,13 +194,13 @@ fn a_rust_storage_holds_what_vars_a_manager_and_a_writer_save() {
     let map = MapStorage::default();
     let handle = StorageHandle::new(map.clone()).unwrap();
 
-    // Vars through NpzOptions.
-    let npz = NpzOptions::new().storage(handle.clone());
+    // Vars through Options.
+    let npz = Options::new().storage(handle.clone());
     every_dtype().save_with("model.npz", &npz).unwrap();
     assert_every_dtype(&Vars::read_with("model.npz", &npz).unwrap());
     let e = Vars::read_with("absent.npz", &npz).unwrap_err();
     assert_eq!(e.code(), Code::NotFound, "{e}");
-    let mut npz_file = ckpt::Npz::open_with("model.npz", &npz).unwrap();
+    let mut npz_file = ckpt::Reader::open_with("model.npz", &npz).unwrap();
     assert_eq!(npz_file.read::<i64>("scalar").unwrap(), vec![7]);
     drop(npz_file);
 
@@ -225,7 +225,7 @@ fn a_rust_storage_holds_what_vars_a_manager_and_a_writer_save() {
     w.save("notes.txt", |sink| sink.write_bytes(b"resumed at 3")).unwrap();
     let mut vars = Vars::new().unwrap();
     vars.add("x", &[2], &[1u8, 2]).unwrap();
-    w.save_vars("x.npz", &vars, &NpzOptions::new()).unwrap();
+    w.save_vars("x.npz", &vars, &Options::new()).unwrap();
     w.finalize().unwrap();
 
     assert_eq!(
@@ -240,7 +240,7 @@ fn a_rust_storage_holds_what_vars_a_manager_and_a_writer_save() {
     );
     assert_eq!(map.bytes("runs/a/notes.txt"), b"resumed at 3");
     let bytes = map.bytes("runs/a/x.npz");
-    assert_eq!(Vars::read_memory(&bytes, &NpzOptions::new()).unwrap().get::<u8>("x").unwrap(), &[1, 2]);
+    assert_eq!(Vars::read_memory(&bytes, &Options::new()).unwrap().get::<u8>("x").unwrap(), &[1, 2]);
 
     // The library drops the storage when the last user lets it go.
     assert_eq!(Arc::strong_count(&map.state), 2);
@@ -252,7 +252,7 @@ fn a_rust_storage_holds_what_vars_a_manager_and_a_writer_save() {
 fn a_failing_or_panicking_storage_fails_the_call_with_its_code() {
     let map = MapStorage { fail_write: Some("model.npz"), panic_on_list: true, ..MapStorage::default() };
     let handle = StorageHandle::new(map.clone()).unwrap();
-    let npz = NpzOptions::new().storage(handle.clone());
+    let npz = Options::new().storage(handle.clone());
     let mut vars = Vars::new().unwrap();
     vars.add("w", &[2], &[1f64, 2.0]).unwrap();
     vars.save_with("other.npz", &npz).unwrap();
@@ -272,7 +272,7 @@ fn a_storage_method_error_gives_the_call_its_message_once() {
     let handle = StorageHandle::new(map.clone()).unwrap();
     let mut vars = Vars::new().unwrap();
     vars.add("w", &[2], &[1f64, 2.0]).unwrap();
-    let e = vars.save_with("model.npz", &NpzOptions::new().storage(handle.clone())).unwrap_err();
+    let e = vars.save_with("model.npz", &Options::new().storage(handle.clone())).unwrap_err();
     assert_eq!(e.code(), Code::Io);
     assert!(e.message().ends_with("storage callback 'write' failed: the bucket is full"), "{e}");
     assert_eq!(occurrences(e.message(), "the bucket is full"), 1, "{e}");
@@ -301,7 +301,7 @@ fn the_memory_storage_serves_a_manager() {
     m.close().unwrap();
     second.close().unwrap();
     let path = "logs/ckpt/0000000007.npz";
-    assert_every_dtype(&Vars::read_with(path, &NpzOptions::new().storage(memory)).unwrap());
+    assert_every_dtype(&Vars::read_with(path, &Options::new().storage(memory)).unwrap());
     assert!(!std::path::Path::new(path).exists(), "nothing went to the filesystem");
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Handles move to other threads (Send); saves run from spawned threads.
-use ckpt::{Manager, ManagerOptions, Npz, StorageHandle, Vars, Writer, WriterKind, WriterOptions};
+use ckpt::{Manager, ManagerOptions, Reader, StorageHandle, Vars, Writer, WriterKind, WriterOptions};
 
 use crate::common::TempDir;
 
@@ -10,7 +10,7 @@ fn is_send_sync<T: Send + Sync>() {}
 #[test]
 fn handles_are_send_and_storages_are_shared() {
     is_send::<Vars<'static>>();
-    is_send::<Npz>();
+    is_send::<Reader>();
     is_send::<Manager>();
     is_send::<Writer>();
     is_send_sync::<StorageHandle>();

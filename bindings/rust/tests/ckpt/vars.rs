@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Vars: building collections, typed read-back, metadata, files round trips, restore in place.
-use ckpt::{Bool, Code, Compression, Dtype, Layout, NpzOptions, Vars};
+use ckpt::{Bool, Code, Compression, Dtype, Layout, Options, Vars};
 
 use crate::common::{assert_every_dtype, every_dtype, numpy, TempDir};
 
@@ -16,20 +16,20 @@ fn every_dtype_and_the_metadata_round_trip_in_both_layouts_stored_and_deflated()
     ];
     for (file, layout, compression) in cases {
         let path = dir.join(file);
-        vars.save_with(&path, &NpzOptions::new().layout(layout).compression(compression).level(9)).unwrap();
+        vars.save_with(&path, &Options::new().layout(layout).compression(compression).level(9)).unwrap();
         assert_every_dtype(&Vars::read(&path).unwrap());
         // A layout asked for on reading is checked.
         let other = if layout == Layout::Plain { Layout::Objax } else { Layout::Plain };
         if other == Layout::Objax {
-            let e = Vars::read_with(&path, &NpzOptions::new().layout(other)).unwrap_err();
+            let e = Vars::read_with(&path, &Options::new().layout(other)).unwrap_err();
             assert_eq!(e.code(), Code::Format, "{e}");
         }
     }
     // Deflate shrinks what compresses.
     let mut big = Vars::new().unwrap();
     big.add("zeros", &[4096], &[0f32; 4096]).unwrap();
-    big.save_with(dir.join("s.npz"), &NpzOptions::new()).unwrap();
-    big.save_with(dir.join("d.npz"), &NpzOptions::new().compression(Compression::Deflate)).unwrap();
+    big.save_with(dir.join("s.npz"), &Options::new()).unwrap();
+    big.save_with(dir.join("d.npz"), &Options::new().compression(Compression::Deflate)).unwrap();
     let stored = std::fs::metadata(dir.join("s.npz")).unwrap().len();
     let deflated = std::fs::metadata(dir.join("d.npz")).unwrap().len();
     assert!(deflated * 10 < stored, "deflated {deflated} bytes, stored {stored}");
@@ -40,8 +40,8 @@ fn a_file_in_memory_reads_as_the_file_does() {
     let dir = TempDir::new("memory");
     every_dtype().save(dir.join("m.npz")).unwrap();
     let bytes = std::fs::read(dir.join("m.npz")).unwrap();
-    assert_every_dtype(&Vars::read_memory(&bytes, &NpzOptions::new()).unwrap());
-    let e = Vars::read_memory(&bytes[..bytes.len() - 1], &NpzOptions::new()).unwrap_err();
+    assert_every_dtype(&Vars::read_memory(&bytes, &Options::new()).unwrap());
+    let e = Vars::read_memory(&bytes[..bytes.len() - 1], &Options::new()).unwrap_err();
     assert_eq!(e.code(), Code::Format);
     assert!(e.message().contains("<memory>"), "{e}");
 }
@@ -131,7 +131,7 @@ fn a_renamer_maps_names_on_disk_to_the_collections() {
 
     let long = "x".repeat(300);
     let long_name = long.clone();
-    let options = NpzOptions::new().rename(move |name| {
+    let options = Options::new().rename(move |name| {
         if name.starts_with("model.a_very") {
             Some(long_name.clone())
         } else {
@@ -146,13 +146,13 @@ fn a_renamer_maps_names_on_disk_to_the_collections() {
     assert_eq!(vars.get::<i32>(&long).unwrap(), &[3]);
 
     // A panicking renamer fails the restore; the panic does not cross into the library.
-    let options = NpzOptions::new().rename(|_| panic!("renamer bug"));
+    let options = Options::new().rename(|_| panic!("renamer bug"));
     let e = vars.restore_with(&path, &options).unwrap_err();
     assert_eq!(e.code(), Code::Internal, "{e}");
     assert!(e.message().contains("the renamer refused 'model.w': it panicked"), "{e}");
 
     // An empty new name is refused, and the error says so.
-    let options = NpzOptions::new().rename(|_| Some(String::new()));
+    let options = Options::new().rename(|_| Some(String::new()));
     let e = vars.restore_with(&path, &options).unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument, "{e}");
     assert!(e.message().contains("the renamer refused 'model.w': it gave an empty name for 'model.w'"), "{e}");
@@ -163,7 +163,7 @@ fn progress_reaches_the_total() {
     let dir = TempDir::new("progress");
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let log = seen.clone();
-    let options = NpzOptions::new().progress(move |done, total| log.lock().unwrap().push((done, total)));
+    let options = Options::new().progress(move |done, total| log.lock().unwrap().push((done, total)));
     let mut vars = Vars::new().unwrap();
     vars.add("a", &[1000], &[1u64; 1000]).unwrap();
     vars.save_with(dir.join("p.npz"), &options).unwrap();
@@ -267,14 +267,14 @@ fn a_source_is_saved_as_the_array_it_reads_and_its_error_fails_the_save() {
         assert_eq!(vars.bytes("w").unwrap_err().code(), Code::InvalidArgument);
         assert_eq!(vars.get::<u8>("w").unwrap_err().code(), Code::InvalidArgument);
         let path = dir.join("s.npz");
-        vars.save_with(&path, &NpzOptions::new().compression(compression)).unwrap();
+        vars.save_with(&path, &Options::new().compression(compression)).unwrap();
         assert_eq!(Vars::read(&path).unwrap().get::<u8>("w").unwrap(), &values[..]);
     }
     let mut failing = Vars::new().unwrap();
     failing
         .add_source("w", Dtype::Uint8, 0, &[1 << 20], |_, _| Err(ckpt::Error::new(Code::Io, "the disk went away")))
         .unwrap();
-    let e = failing.save_with(dir.join("s.npz"), &NpzOptions::new()).unwrap_err();
+    let e = failing.save_with(dir.join("s.npz"), &Options::new()).unwrap_err();
     assert_eq!(e.code(), Code::Io, "{e}");
     assert!(e.to_string().contains("the disk went away"), "{e}");
     assert_eq!(Vars::read(dir.join("s.npz")).unwrap().get::<u8>("w").unwrap(), &values[..]);

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-use ckpt::{Code, Error, NpzOptions, Vars, Writer, WriterKind, WriterOptions};
+use ckpt::{Code, Error, Options, Vars, Writer, WriterKind, WriterOptions};
 
 use crate::common::{occurrences, TempDir};
 
@@ -95,12 +95,12 @@ fn a_background_save_of_a_collection_snapshots_it() {
         vars.add_borrowed("w", &[1024], &mut data).unwrap();
         for i in 0..4 {
             vars.get_mut::<f32>("w").unwrap()[0] = i as f32;
-            w.save_vars(&format!("{i}.npz"), &vars, &NpzOptions::new()).unwrap();
+            w.save_vars(&format!("{i}.npz"), &vars, &Options::new()).unwrap();
             vars.get_mut::<f32>("w").unwrap().iter_mut().for_each(|x| *x = -7.0);
         }
         let sub = dir.join("sub");
         std::fs::create_dir(&sub).unwrap();
-        w.save_vars_in(&sub, "s.npz", &vars, &NpzOptions::new()).unwrap();
+        w.save_vars_in(&sub, "s.npz", &vars, &Options::new()).unwrap();
         w.wait().unwrap();
     }
     for i in 0..4 {
@@ -120,7 +120,7 @@ fn a_save_without_a_copy_reads_the_live_collection() {
     let mut vars = Vars::new().unwrap();
     vars.add("w", &[2], &[3i16, 4]).unwrap();
     // SAFETY: vars stays alive and unchanged until the wait below.
-    unsafe { w.save_vars_no_copy(None, "n.npz", &vars, &NpzOptions::new()).unwrap() };
+    unsafe { w.save_vars_no_copy(None, "n.npz", &vars, &Options::new()).unwrap() };
     w.wait().unwrap();
     assert_eq!(Vars::read(dir.join("n.npz")).unwrap().get::<i16>("w").unwrap(), &[3, 4]);
 }
@@ -143,7 +143,7 @@ fn after_save_sees_each_saved_file_in_place_on_the_thread_that_saved() {
         w.save("a.bin", |sink| sink.write_bytes(b"first")).unwrap();
         let mut vars = Vars::new().unwrap();
         vars.add("x", &[2], &[7i32, -8]).unwrap();
-        w.save_vars("v.npz", &vars, &NpzOptions::new()).unwrap();
+        w.save_vars("v.npz", &vars, &Options::new()).unwrap();
         w.wait().unwrap(); // the closure ran before wait returned
         let seen = seen.lock().unwrap();
         assert_eq!(seen.len(), 2, "{kind:?}");

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-//! `Npz`: lazy access to one .npz file's arrays (`ckpt_reader`).
+//! `Reader`: lazy access to one .npz file's arrays (`ckpt_reader`).
 use std::mem::size_of;
 use std::path::Path;
 use std::ptr::{self, NonNull};
@@ -7,12 +7,12 @@ use std::ptr::{self, NonNull};
 use crate::dtype::{Dtype, Element, Pod};
 use crate::error::{check, Code, Error, Result};
 use crate::items::{decode_unicode, known_dtype, split_items};
-use crate::options::{Compression, Format, Layout, NpzOptions};
+use crate::options::{Compression, Format, Layout, Options};
 use crate::sys;
 use crate::util::{borrowed_str, c_path, c_string, slice_at};
 use crate::vars::Vars;
 
-/// How a file holds one array ([`Npz::member_info`]), for inspection tools.
+/// How a file holds one array ([`Reader::member_info`]), for inspection tools.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemberInfo {
     /// The zip member's name: `w.npy`, or `0.npy` in the objax layout.
@@ -34,30 +34,30 @@ pub struct MemberInfo {
 
 /// One .npz file opened for lazy reads (`ckpt_reader`): opening validates the zip directory and every npy header
 /// and reads the metadata; array data is read only when asked for, one array at a time.
-pub struct Npz {
+pub struct Reader {
     raw: NonNull<sys::ckpt_reader>,
     // The progress callback, called by later reads, and whether the mapping is writable (map_vars).
-    _options: NpzOptions,
+    _options: Options,
 }
 
 // SAFETY: a handle used by one thread at a time (not Sync); its progress callback is Send + Sync.
-unsafe impl Send for Npz {}
+unsafe impl Send for Reader {}
 
-impl Npz {
+impl Reader {
     /// Opens `path` with the default options.
-    pub fn open(path: impl AsRef<Path>) -> Result<Npz> {
-        Npz::open_with(path, &NpzOptions::new())
+    pub fn open(path: impl AsRef<Path>) -> Result<Reader> {
+        Reader::open_with(path, &Options::new())
     }
 
     /// Opens `path` with `options` (layout, storage, limits, progress of reads).
-    pub fn open_with(path: impl AsRef<Path>, options: &NpzOptions) -> Result<Npz> {
+    pub fn open_with(path: impl AsRef<Path>, options: &Options) -> Result<Reader> {
         let path = c_path(path.as_ref())?;
         let raw = options.to_raw(true)?;
         let mut out = ptr::null_mut();
         // SAFETY: valid pointers for the call; the file keeps its own reference to the storage.
         check(unsafe { sys::ckpt_reader_open(&mut out, path.as_ptr(), raw.as_ptr()) })?;
         let raw = NonNull::new(out).expect("the library returned CKPT_OK with a NULL file");
-        Ok(Npz { raw, _options: options.clone() })
+        Ok(Reader { raw, _options: options.clone() })
     }
 
     fn as_ptr(&self) -> *const sys::ckpt_reader {
@@ -204,11 +204,11 @@ impl Npz {
     /// The raw bytes of `name` without a copy (`ckpt_reader_map`): a view into a read-only mapping of the file for
     /// the stored, native, C-order, aligned arrays ckpt writes, else bytes decoded once and kept by the file. The
     /// slice borrows the file, so it cannot outlive it. Its CRC-32 is checked at the first call unless the file
-    /// was opened with [`NpzOptions::map_unverified`]. A truncated file faults (SIGBUS) when its lost pages are
+    /// was opened with [`Options::map_unverified`]. A truncated file faults (SIGBUS) when its lost pages are
     /// read (see `ckpt_reader_map` in ckpt.h).
     ///
     /// ```compile_fail
-    /// # fn f(npz: ckpt::Npz) -> ckpt::Result<()> {
+    /// # fn f(npz: ckpt::Reader) -> ckpt::Result<()> {
     /// let view = npz.map_bytes("w")?;
     /// drop(npz); // error: the view still borrows the file
     /// println!("{}", view[0]);
@@ -218,22 +218,22 @@ impl Npz {
         let i = self.index_of(name)?;
         let n = self.nbytes(name)?;
         let mut p = ptr::null();
-        // SAFETY: a live handle used by one thread at a time (Npz is not Sync); views never move or change while
+        // SAFETY: a live handle used by one thread at a time (Reader is not Sync); views never move or change while
         // the file is open, nor invalidate what other getters borrowed.
         check(unsafe { sys::ckpt_reader_map(self.raw.as_ptr(), i, &mut p) })?;
-        // SAFETY: n readable bytes (p is never NULL on success), valid until ckpt_reader_close, which needs the Npz.
+        // SAFETY: n readable bytes (p is never NULL on success), valid until ckpt_reader_close, which needs the Reader.
         Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) })
     }
 
     /// Every array without a copy (`ckpt_reader_map_vars`): a collection, in file order and with the file's
-    /// metadata, whose arrays are the file's views (each checked as [`Npz::map_bytes`] checks it) — a restore that
+    /// metadata, whose arrays are the file's views (each checked as [`Reader::map_bytes`] checks it) — a restore that
     /// maps instead of reading. Its arrays may be written: the file must have been opened with
-    /// [`NpzOptions::map_writable`] (copy-on-write; [`Code::InvalidArgument`] otherwise). The collection borrows
+    /// [`Options::map_writable`] (copy-on-write; [`Code::InvalidArgument`] otherwise). The collection borrows
     /// the file mutably, so no other view of it can be alive meanwhile.
     pub fn map_vars(&mut self) -> Result<Vars<'_>> {
         if !self._options.is_map_writable() {
             return Err(Error::invalid(
-                "Npz::map_vars: open the file with NpzOptions::map_writable (the collection's arrays are mutable, \
+                "Reader::map_vars: open the file with Options::map_writable (the collection's arrays are mutable, \
                  and a read-only mapping cannot be written)",
             ));
         }
@@ -241,11 +241,11 @@ impl Npz {
         // SAFETY: a live handle used by one thread at a time; a valid out-pointer.
         check(unsafe { sys::ckpt_reader_map_vars(self.raw.as_ptr(), &mut out) })?;
         // SAFETY: a new collection the caller owns; its arrays borrow the file's copy-on-write views, valid until
-        // ckpt_reader_close, which needs the Npz that the returned Vars borrows.
+        // ckpt_reader_close, which needs the Reader that the returned Vars borrows.
         Ok(unsafe { Vars::from_raw(out) })
     }
 
-    /// The items of `name` without a copy, as [`Npz::map_bytes`]; its dtype must be `T`'s.
+    /// The items of `name` without a copy, as [`Reader::map_bytes`]; its dtype must be `T`'s.
     pub fn map<T: Pod>(&self, name: &str) -> Result<&[T]> {
         self.expect_dtype(name, T::DTYPE)?;
         let bytes = self.map_bytes(name)?;
@@ -342,14 +342,14 @@ impl Npz {
     }
 }
 
-impl Drop for Npz {
+impl Drop for Reader {
     fn drop(&mut self) {
         // SAFETY: owned, not used again.
         unsafe { sys::ckpt_reader_close(self.raw.as_ptr()) }
     }
 }
 
-impl std::fmt::Debug for Npz {
+impl std::fmt::Debug for Reader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.names()).finish()
     }

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-/* ckpt/cpp/npz.hpp — Whole-file saves, reads and restores of .npz files, and ckpt::Npz for lazy access to one.
- * Part of the C++ binding: include <ckpt/ckpt.hpp>, which includes every part. */
-#ifndef CKPT_CPP_NPZ_HPP
-#define CKPT_CPP_NPZ_HPP
+/* ckpt/cpp/reader.hpp — Whole-file saves, reads and restores of checkpoint files (.npz, safetensors), and
+ * ckpt::Reader for lazy access to one. Part of the C++ binding: include <ckpt/ckpt.hpp>, which includes every part. */
+#ifndef CKPT_CPP_READER_HPP
+#define CKPT_CPP_READER_HPP
 
 #include <ckpt/cpp/array.hpp>
 #include <ckpt/cpp/dtype.hpp>
 #include <ckpt/cpp/error.hpp>
 #include <ckpt/cpp/metadata.hpp>
-#include <ckpt/cpp/npz_options.hpp>
+#include <ckpt/cpp/options.hpp>
 #include <ckpt/cpp/vars.hpp>
 
 #include <cstddef>
@@ -26,14 +26,14 @@ namespace ckpt {
 // ------------------------------------------------------------------------------------------------------ npz files
 
 // Saves vars to path as an .npz numpy.load reads, atomically and durably (ckpt_save).
-inline void save(const std::string& path, const Vars& vars, const NpzOptions& options = {}) {
+inline void save(const std::string& path, const Vars& vars, const Options& options = {}) {
     detail::NpzCallbacks cb(options);
     detail::CNpzOptions c(options, &cb, true);
     detail::check(ckpt_save(path.c_str(), vars.native(), &c.c));
 }
 
 // Reads every array of the .npz at path into a new collection, with the file's metadata (ckpt_read).
-inline Vars read(const std::string& path, const NpzOptions& options = {}) {
+inline Vars read(const std::string& path, const Options& options = {}) {
     detail::NpzCallbacks cb(options);
     detail::CNpzOptions c(options, &cb, true);
     ckpt_vars* out = nullptr;
@@ -42,7 +42,7 @@ inline Vars read(const std::string& path, const NpzOptions& options = {}) {
 }
 
 // As read() for an .npz held in memory (not retained); messages name the file "<memory>".
-inline Vars read_memory(const void* bytes, size_t size, const NpzOptions& options = {}) {
+inline Vars read_memory(const void* bytes, size_t size, const Options& options = {}) {
     detail::NpzCallbacks cb(options);
     detail::CNpzOptions c(options, &cb, false);
     ckpt_vars* out = nullptr;
@@ -51,7 +51,7 @@ inline Vars read_memory(const void* bytes, size_t size, const NpzOptions& option
 }
 // The bytes of a contiguous container (std::vector<char>, std::string, std::vector<std::byte>, …).
 template <typename C, typename = std::enable_if_t<std::is_pointer_v<decltype(std::data(std::declval<const C&>()))>>>
-inline Vars read_memory(const C& bytes, const NpzOptions& options = {}) {
+inline Vars read_memory(const C& bytes, const Options& options = {}) {
     using E = std::remove_pointer_t<decltype(std::data(bytes))>;
     static_assert(sizeof(E) == 1, "read_memory takes a container of bytes");
     return read_memory(static_cast<const void*>(std::data(bytes)), std::size(bytes), options);
@@ -60,7 +60,7 @@ inline Vars read_memory(const C& bytes, const NpzOptions& options = {}) {
 // Restores vars in place from the .npz at path (objax's load_var_collection; ckpt_restore): each variable must
 // be in the file with the same dtype, itemsize and shape, after options.rename. Error(CKPT_EMISMATCH) lists every
 // missing variable and unused name and leaves vars unchanged. The collection's metadata becomes the file's.
-inline void restore(const std::string& path, Vars& vars, const NpzOptions& options = {}) {
+inline void restore(const std::string& path, Vars& vars, const Options& options = {}) {
     detail::NpzCallbacks cb(options);
     detail::CNpzOptions c(options, &cb, true);
     detail::check(ckpt_restore(path.c_str(), vars.native(), &c.c));
@@ -73,24 +73,24 @@ struct MetadataGetters<ckpt_reader> {
     static size_t count(const ckpt_reader* h) noexcept { return ckpt_reader_metadata_count(h); }
     static const char* key(const ckpt_reader* h, size_t i) noexcept { return ckpt_reader_metadata_key(h, i); }
     static const char* value_at(const ckpt_reader* h, size_t i) noexcept { return ckpt_reader_metadata_value(h, i); }
-    static constexpr const char* owner = "ckpt::Npz";
+    static constexpr const char* owner = "ckpt::Reader";
 };
 }  // namespace detail
 
 // A ckpt_reader: one file opened for lazy access, to load some arrays or inspect it. Opening reads and validates the
 // zip directory, every npy header and the metadata; array data is read on demand, its CRC checked.
-class Npz : public detail::MetadataReader<Npz, ckpt_reader> {
+class Reader : public detail::MetadataReader<Reader, ckpt_reader> {
 public:
-    explicit Npz(const std::string& path, const NpzOptions& options = {})
+    explicit Reader(const std::string& path, const Options& options = {})
         : callbacks_(std::make_unique<detail::NpzCallbacks>(options)) {
         detail::CNpzOptions c(options, callbacks_.get(), true);
         detail::check(ckpt_reader_open(&npz_, path.c_str(), &c.c));
     }
-    ~Npz() { ckpt_reader_close(npz_); }
-    Npz(Npz&& other) noexcept
+    ~Reader() { ckpt_reader_close(npz_); }
+    Reader(Reader&& other) noexcept
         : npz_(std::exchange(other.npz_, nullptr)),
           callbacks_(std::move(other.callbacks_)) {}
-    Npz& operator=(Npz&& other) noexcept {
+    Reader& operator=(Reader&& other) noexcept {
         if (this != &other) {
             ckpt_reader_close(npz_);
             npz_ = std::exchange(other.npz_, nullptr);
@@ -98,8 +98,8 @@ public:
         }
         return *this;
     }
-    Npz(const Npz&) = delete;
-    Npz& operator=(const Npz&) = delete;
+    Reader(const Reader&) = delete;
+    Reader& operator=(const Reader&) = delete;
 
     ckpt_reader* native() const noexcept { return npz_; }
     explicit operator bool() const noexcept { return npz_ != nullptr; }
@@ -151,7 +151,7 @@ public:
     bool contains(const std::string& name) const { return find(name).has_value(); }
     size_t index(const std::string& name) const {
         if (std::optional<size_t> i = find(name)) return *i;
-        throw Error(npz_ == nullptr ? CKPT_EINVAL : CKPT_ENOTFOUND, "ckpt::Npz: no array '" + name + "'");
+        throw Error(npz_ == nullptr ? CKPT_EINVAL : CKPT_ENOTFOUND, "ckpt::Reader: no array '" + name + "'");
     }
     std::vector<std::string> names() const {
         std::vector<std::string> out;
@@ -206,7 +206,7 @@ public:
     // Array i's bytes without a copy (ckpt_reader_map): read-only, in native byte order and C order, valid until the
     // file is closed (close(), the destructor, or assigning another file to this object) — a view into a mapping of
     // the file for the stored arrays ckpt writes, else decoded once into memory the file keeps. Its CRC-32 is
-    // checked at the first call unless the file was opened with NpzOptions::map_unverified.
+    // checked at the first call unless the file was opened with Options::map_unverified.
     ArrayView<const unsigned char> map_bytes(size_t i) {
         const void* p = nullptr;
         detail::check(ckpt_reader_map(npz_, at(i), &p));
@@ -214,7 +214,7 @@ public:
     }
     // Every array without a copy (ckpt_reader_map_vars): a collection in file order, with the file's metadata, whose
     // arrays are the file's views — a restore that maps instead of reading. It must not be used after the file is
-    // closed. Its arrays may be written only if the file was opened with NpzOptions::map_writable (copy-on-write:
+    // closed. Its arrays may be written only if the file was opened with Options::map_writable (copy-on-write:
     // the file never changes); otherwise writing faults.
     Vars map_vars() {
         ckpt_vars* out = nullptr;
@@ -228,7 +228,7 @@ public:
         require_type<T>(i);
         const ArrayView<const unsigned char> bytes = map_bytes(i);
         if (!bytes.empty() && reinterpret_cast<uintptr_t>(bytes.data()) % alignof(T) != 0)
-            throw Error(CKPT_EINVAL, "ckpt::Npz::map: the data of '" + name + "' is not aligned for its type");
+            throw Error(CKPT_EINVAL, "ckpt::Reader::map: the data of '" + name + "' is not aligned for its type");
         if constexpr (std::is_same_v<T, bool>)
             detail::require_bools(bytes.data(), bytes.size(), ckpt_reader_name(npz_, i));
         return ArrayView<const T>(reinterpret_cast<const T*>(bytes.data()), bytes.size() / sizeof(T));
@@ -243,7 +243,7 @@ private:
         const Dtype d = static_cast<Dtype>(ckpt_reader_dtype(npz_, i));
         const size_t size = ckpt_reader_itemsize(npz_, i);
         if (d != dtype_of_v<T> || size != sizeof(T))
-            throw Error(CKPT_EMISMATCH, std::string("ckpt::Npz: '") + ckpt_reader_name(npz_, i) + "' is " +
+            throw Error(CKPT_EMISMATCH, std::string("ckpt::Reader: '") + ckpt_reader_name(npz_, i) + "' is " +
                                             detail::dtype_string(d, size) + ", not " +
                                             detail::dtype_string(dtype_of_v<T>, sizeof(T)));
     }
@@ -251,14 +251,17 @@ private:
         const size_t n = size();
         if (i >= n)
             throw Error(npz_ == nullptr ? CKPT_EINVAL : CKPT_ENOTFOUND,
-                        npz_ == nullptr ? std::string("ckpt::Npz: the file is closed")
-                                        : "ckpt::Npz: no array " + std::to_string(i) + " (" + std::to_string(n) + " arrays)");
+                        npz_ == nullptr ? std::string("ckpt::Reader: the file is closed")
+                                        : "ckpt::Reader: no array " + std::to_string(i) + " (" + std::to_string(n) + " arrays)");
         return i;
     }
     ckpt_reader* npz_ = nullptr;
     std::unique_ptr<detail::NpzCallbacks> callbacks_;  // the progress function the open file reports through
 };
 
+// Reader under its name before 0.11, when ckpt read .npz files only.
+using Npz = Reader;
+
 }  // namespace ckpt
 
-#endif  // CKPT_CPP_NPZ_HPP
+#endif  // CKPT_CPP_READER_HPP

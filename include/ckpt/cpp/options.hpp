@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-/* ckpt/cpp/npz_options.hpp — ckpt::NpzOptions and the C ckpt_options made of them, with their renamer and progress
+/* ckpt/cpp/options.hpp — ckpt::Options and the C ckpt_options made of them, with their renamer and progress
  * callbacks. Part of the C++ binding: include <ckpt/ckpt.hpp>, which includes every part. */
-#ifndef CKPT_CPP_NPZ_OPTIONS_HPP
-#define CKPT_CPP_NPZ_OPTIONS_HPP
+#ifndef CKPT_CPP_OPTIONS_HPP
+#define CKPT_CPP_OPTIONS_HPP
 
 #include <ckpt/cpp/error.hpp>
 #include <ckpt/cpp/storage.hpp>
@@ -38,7 +38,7 @@ enum class Format : uint32_t {
 };
 
 // ckpt_options. Zero values keep ckpt's defaults.
-struct NpzOptions {
+struct Options {
     Layout layout = Layout::automatic;
     Compression compression = Compression::store;  // writing only
     int32_t level = 0;                             // deflate level 1..9; 0 = zlib's default
@@ -57,10 +57,10 @@ struct NpzOptions {
     // Restores (CKPT_PARTIAL): a variable the file does not have is left untouched instead of failing the
     // restore; Vars::restored tells which were filled. One found with another dtype or shape still fails it.
     bool partial = false;
-    // Opening: Npz::map skips the CRC-32 check of mapped arrays (CKPT_MAP_UNVERIFIED), trading integrity for
+    // Opening: Reader::map skips the CRC-32 check of mapped arrays (CKPT_MAP_UNVERIFIED), trading integrity for
     // latency — for files verified already.
     bool map_unverified = false;
-    // Opening: the mapping is copy-on-write (CKPT_MAP_WRITABLE), so the arrays of Npz::map_vars may be written.
+    // Opening: the mapping is copy-on-write (CKPT_MAP_WRITABLE), so the arrays of Reader::map_vars may be written.
     bool map_writable = false;
     // Saves (CKPT_NPZ_CHUNK_HASHES): the hashes of each stored array's 16 KiB chunks go into one more member,
     // "__ckpt_chunks__.npy" (numpy lists it, ckpt's readers hide it), so that a later save can take the file as its
@@ -92,7 +92,7 @@ struct NpzCallbacks {
     std::string pending_name, pending_result;
     bool pending = false;
 
-    explicit NpzCallbacks(const NpzOptions& o) : rename(o.rename), progress(o.progress) {}
+    explicit NpzCallbacks(const Options& o) : rename(o.rename), progress(o.progress) {}
 
     static int rename_fn(const char* name, char* buf, size_t size, void* payload) noexcept {
         auto& cb = *static_cast<NpzCallbacks*>(payload);
@@ -130,14 +130,14 @@ struct NpzCallbacks {
     }
 };
 
-// ckpt_options for one use, from NpzOptions: callbacks pointed at `cb` (which must outlive the C users of the
+// ckpt_options for one use, from Options: callbacks pointed at `cb` (which must outlive the C users of the
 // struct), the base pointed at o.base (which must outlive them too), and the storage held by `storage` unless the
 // caller says the struct's storage is ignored.
 struct CNpzOptions {
     ckpt_options c;
     StorageRef storage;
 
-    CNpzOptions(const NpzOptions& o, NpzCallbacks* cb, bool with_storage)
+    CNpzOptions(const Options& o, NpzCallbacks* cb, bool with_storage)
         : storage(with_storage ? o.storage : std::shared_ptr<Storage>()) {
         check(ckpt_options_init(&c, CKPT_OPTIONS_VERSION));
         c.layout = static_cast<uint32_t>(o.layout);
@@ -167,13 +167,16 @@ struct CNpzOptions {
 
 // Managers and writers take the storage from their own options (ckpt.h ignores the npz struct's there): a
 // different one in the npz options would silently not be used.
-inline void refuse_npz_storage(const NpzOptions& npz, const std::shared_ptr<Storage>& storage, const char* where) {
+inline void refuse_npz_storage(const Options& npz, const std::shared_ptr<Storage>& storage, const char* where) {
     if (npz.storage && npz.storage != storage)
         throw Error(CKPT_EINVAL, std::string(where) + ": the npz options name a storage; give it as the storage option");
 }
 
 }  // namespace detail
 
+// Options under its name before 0.11, when ckpt wrote .npz files only.
+using NpzOptions = Options;
+
 }  // namespace ckpt
 
-#endif  // CKPT_CPP_NPZ_OPTIONS_HPP
+#endif  // CKPT_CPP_OPTIONS_HPP
