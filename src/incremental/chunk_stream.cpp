@@ -13,7 +13,12 @@ constexpr size_t kWriteRunBytes = size_t{64} << 20;
 }  // namespace
 
 ChunkStream::ChunkStream(OutputFile& out, uint64_t offset, uint32_t chunk_bytes, RegionBase base)
-    : out_(out), base_(base), partial_(new char[chunk_bytes]) {
+    : out_(out),
+      base_(base),
+      partial_(new char[chunk_bytes]),
+      runs_([this](const char* data, uint64_t from,
+                   uint64_t n) { shared_ += out_.clone_from(*base_.file, from, n, data); },
+            [this](const char* data, size_t n) { out_.write(data, n); }, kWriteRunBytes) {
     if (chunk_bytes == 0 || chunk_bytes % kChunkRegionAlignment != 0 || offset % kChunkRegionAlignment != 0)
         throw std::logic_error("ChunkStream: the region and its chunks must start on 4096-byte boundaries");
     chunks_.offset = offset;
@@ -41,9 +46,7 @@ void ChunkStream::put(const void* data, size_t n) {
         partial_n_ = 0;
     }
     for (; n >= whole; p += whole, n -= whole) chunk(p, whole);
-    // Nothing pending may point into the caller's bytes, nor into partial_, which the rest overwrites.
-    flush_clone();
-    flush_write();
+    runs_.flush();  // nothing pending may point into the caller's bytes, nor into partial_, which the rest overwrites
     if (n > 0) {
         std::memcpy(partial_.get(), p, n);
         partial_n_ = n;
@@ -53,8 +56,7 @@ void ChunkStream::put(const void* data, size_t n) {
 RegionChunks ChunkStream::finish() {
     if (partial_n_ > 0) chunk(partial_.get(), partial_n_);
     partial_n_ = 0;
-    flush_clone();
-    flush_write();
+    runs_.flush();
     return std::move(chunks_);
 }
 
@@ -68,33 +70,10 @@ void ChunkStream::chunk(const char* data, size_t n) {
     const bool same = base != nullptr && n == chunks_.chunk_bytes && k < base->hashes.size() &&
                       uint64_t{k + 1} * chunks_.chunk_bytes <= base->length && base->hashes[k] == hash &&
                       out_.may_share();
-    if (same) {
-        flush_write();
-        if (cloning_n_ > 0 && cloning_ + cloning_n_ != data) flush_clone();
-        if (cloning_n_ == 0) {
-            cloning_ = data;
-            cloning_from_ = at;
-        }
-        cloning_n_ += n;
-    } else {
-        flush_clone();
-        if (writing_n_ > 0 && writing_ + writing_n_ != data) flush_write();
-        if (writing_n_ == 0) writing_ = data;
-        writing_n_ += n;
-        if (writing_n_ >= kWriteRunBytes) flush_write();
-    }
-}
-
-void ChunkStream::flush_clone() {
-    if (cloning_n_ == 0) return;
-    shared_ += out_.clone_from(*base_.file, cloning_from_, cloning_n_, cloning_);
-    cloning_n_ = 0;
-}
-
-void ChunkStream::flush_write() {
-    if (writing_n_ == 0) return;
-    out_.write(writing_, writing_n_);
-    writing_n_ = 0;
+    if (same)
+        runs_.shared(data, n, at);
+    else
+        runs_.written(data, n);
 }
 
 }  // namespace ckpt::core

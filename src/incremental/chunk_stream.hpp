@@ -7,6 +7,7 @@
 #pragma once
 
 #include "incremental/hash128.hpp"
+#include "incremental/share_runs.hpp"
 #include "storage/storage.hpp"
 
 #include <cstddef>
@@ -52,23 +53,16 @@ public:
     uint64_t shared() const { return shared_; }
 
 private:
-    // The next chunk (whole, or the region's last): hashed, then added to the run of its kind — shared or written —
-    // which goes out first where the chunk does not follow it in memory.
+    // The next chunk (whole, or the region's last): hashed, then added to the run of its kind, shared or written.
     void chunk(const char* data, size_t n);
-    void flush_clone();
-    void flush_write();
 
     OutputFile& out_;
     RegionBase base_;
     RegionChunks chunks_;
     std::unique_ptr<char[]> partial_;  // the start of a chunk that straddles two put()s
     size_t partial_n_ = 0;
-    const char* cloning_ = nullptr;  // a run of chunks to share: its bytes, where it starts, its length
-    uint64_t cloning_from_ = 0;
-    uint64_t cloning_n_ = 0;
-    const char* writing_ = nullptr;  // a run of chunks to write
-    size_t writing_n_ = 0;
     uint64_t shared_ = 0;
+    ShareRuns runs_;
 };
 
 }  // namespace ckpt::core

@@ -5,6 +5,7 @@
 #include "npz/crc32.hpp"
 #include "core/error.hpp"
 #include "npz/zip_format.hpp"
+#include "incremental/share_runs.hpp"
 
 #include <zlib.h>
 
@@ -133,29 +134,20 @@ void ZipWriter::put_chunked(const Piece& piece, Chunking& ch, bool crc_here, uin
         throw std::logic_error("ZipWriter::put_chunked: a CRC computed here needs the chunks' CRC-32s computed here");
     const Crc32Join whole(ch.chunk_bytes);
     size_t differed = 0;  // chunks compared with the base's in a row that differed
+    // Runs to write go out in large steps (a step of kBufferBytes goes to the output directly, without a copy into
+    // the buffer).
+    ShareRuns runs(
+        [&](const char* data, uint64_t from, uint64_t n) {
+            flush();
+            ch.shared += out_.clone_from(*ch.base, from, n, data);
+            offset_ += n;
+        },
+        [&](const char* data, size_t n) { put(data, n); }, kBufferBytes);
     for_each_run(piece, [&](const void* p, size_t n) {
         // Runs are offered to the output only while it may share them; else they are written as any bytes are.
         const bool base = ch.base != nullptr && ch.base_sums != nullptr && out_.may_share();
         // Runs begin at multiples of the chunk size (64 MiB of memory, 4 MiB of a source), so chunks never span two.
         const char* c = static_cast<const char*>(p);
-        const char* pending = nullptr;  // bytes to clone: a run of whole chunks matching the base's
-        uint64_t pending_from = 0, pending_n = 0;
-        const auto clone_pending = [&] {
-            if (pending_n == 0) return;
-            flush();
-            ch.shared += out_.clone_from(*ch.base, pending_from, pending_n, pending);
-            offset_ += pending_n;
-            pending_n = 0;
-        };
-        // Bytes to write: a run of chunks that differ, written in large steps (a step of kBufferBytes goes to the
-        // output directly, without a copy into the buffer).
-        const char* writing = nullptr;
-        size_t writing_n = 0;
-        const auto write_pending = [&] {
-            if (writing_n == 0) return;
-            put(writing, writing_n);
-            writing_n = 0;
-        };
         for (size_t done = 0; done < n;) {
             const size_t len = std::min<size_t>(n - done, ch.chunk_bytes);
             const size_t k = ch.sums.size();
@@ -177,23 +169,13 @@ void ZipWriter::put_chunked(const Piece& piece, Chunking& ch, bool crc_here, uin
             ch.sums.push_back(sum);
             const bool same = comparable && (*ch.base_sums)[k].hash == sum.hash;
             if (comparable) differed = same ? 0 : differed + 1;
-            if (same) {
-                write_pending();
-                if (pending_n == 0) {
-                    pending = c + done;
-                    pending_from = ch.base_offset + uint64_t{k} * ch.chunk_bytes;
-                }
-                pending_n += len;
-            } else {
-                clone_pending();
-                if (writing_n == 0) writing = c + done;
-                writing_n += len;
-                if (writing_n >= kBufferBytes) write_pending();
-            }
+            if (same)
+                runs.shared(c + done, len, ch.base_offset + uint64_t{k} * ch.chunk_bytes);
+            else
+                runs.written(c + done, len);
             done += len;
         }
-        clone_pending();
-        write_pending();
+        runs.flush();  // the run's bytes may change once the next one is offered
         if (on_bytes) on_bytes(at, n);
         at += n;
     });

@@ -21,9 +21,9 @@
 
 using Catch::Matchers::Contains;
 using ckpt::testing::new_vars;
-using ckpt::testing::Reader;
 using ckpt::testing::open_file;
 using ckpt::testing::read_file;
+using ckpt::testing::Reader;
 using ckpt::testing::safetensors_file;
 using ckpt::testing::TempDir;
 using ckpt::testing::Vars;

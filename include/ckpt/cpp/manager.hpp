@@ -48,7 +48,7 @@ struct ManagerOptions {
     bool read_only = false;
     uint32_t queue_depth = 0;     // async: saves in flight before save() blocks; 0 = 1
     std::optional<std::string> subdir;  // nullopt = "ckpt" (objax's DIR_NAME); "" = the logdir itself
-    Options npz;                     // how saves write (reads detect the layout); leave npz.storage unset
+    Options npz;                        // how saves write (reads detect the layout); leave npz.storage unset
     // Called from the thread doing the work (a background save's, for retention messages); must not throw.
     std::function<void(LogLevel level, std::string_view message)> log;
     std::shared_ptr<Storage> storage;  // null = the local filesystem

@@ -105,7 +105,8 @@ struct NpzCallbacks {
             cb.pending = false;
             const std::string& result = cb.pending_result;
             if (result == name) return 0;
-            if (result.empty()) throw Error(CKPT_EINVAL, std::string("the renamer gave an empty name for '") + name + "'");
+            if (result.empty())
+                throw Error(CKPT_EINVAL, std::string("the renamer gave an empty name for '") + name + "'");
             if (result.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
                 throw Error(CKPT_EINVAL, "the renamer gave a name too long for ckpt");
             if (result.size() > size) {
@@ -169,7 +170,8 @@ struct CNpzOptions {
 // different one in the npz options would silently not be used.
 inline void refuse_npz_storage(const Options& npz, const std::shared_ptr<Storage>& storage, const char* where) {
     if (npz.storage && npz.storage != storage)
-        throw Error(CKPT_EINVAL, std::string(where) + ": the npz options name a storage; give it as the storage option");
+        throw Error(CKPT_EINVAL,
+                    std::string(where) + ": the npz options name a storage; give it as the storage option");
 }
 
 }  // namespace detail

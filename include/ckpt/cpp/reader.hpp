@@ -88,8 +88,7 @@ public:
     }
     ~Reader() { ckpt_reader_close(npz_); }
     Reader(Reader&& other) noexcept
-        : npz_(std::exchange(other.npz_, nullptr)),
-          callbacks_(std::move(other.callbacks_)) {}
+        : npz_(std::exchange(other.npz_, nullptr)), callbacks_(std::move(other.callbacks_)) {}
     Reader& operator=(Reader&& other) noexcept {
         if (this != &other) {
             ckpt_reader_close(npz_);
@@ -251,8 +250,9 @@ private:
         const size_t n = size();
         if (i >= n)
             throw Error(npz_ == nullptr ? CKPT_EINVAL : CKPT_ENOTFOUND,
-                        npz_ == nullptr ? std::string("ckpt::Reader: the file is closed")
-                                        : "ckpt::Reader: no array " + std::to_string(i) + " (" + std::to_string(n) + " arrays)");
+                        npz_ == nullptr
+                            ? std::string("ckpt::Reader: the file is closed")
+                            : "ckpt::Reader: no array " + std::to_string(i) + " (" + std::to_string(n) + " arrays)");
         return i;
     }
     ckpt_reader* npz_ = nullptr;
