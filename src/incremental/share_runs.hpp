@@ -19,8 +19,8 @@ public:
     using Write = std::function<void(const char* data, size_t n)>;
 
     // A run to write goes out once it holds max_write bytes (in steps of max_write at most).
-    ShareRuns(Share share, Write write, size_t max_write) : share_(std::move(share)), write_(std::move(write)),
-                                                             max_write_(max_write) {}
+    ShareRuns(Share share, Write write, size_t max_write)
+        : share_(std::move(share)), write_(std::move(write)), max_write_(max_write) {}
 
     // The next chunk equals the earlier file's bytes at `from`.
     void shared(const char* data, size_t n, uint64_t from) {
