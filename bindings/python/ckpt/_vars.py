@@ -3,7 +3,7 @@
 import ctypes
 import os
 from collections import OrderedDict
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -43,9 +43,6 @@ def _found(value: Any) -> str:
     """What an error says a value that is no array is."""
     if value is None:
         return "None"
-    if isinstance(value, Mapping):
-        return "a %s (a nested mapping: give each of its arrays a name of its own, such as 'outer/inner')" % (
-            type(value).__name__)
     if isinstance(value, np.ndarray):
         return "a numpy array of dtype %s" % value.dtype
     kind = type(value).__name__ if type(value).__module__ == "builtins" else "%s.%s" % (type(value).__module__,

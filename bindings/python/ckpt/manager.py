@@ -269,7 +269,7 @@ class Manager:
                 v = arrays._for_restore()
                 restore_vars(v)
                 return restored.value, npz.restored_metadata(v, arrays.names)
-            metadata = npz.restore_values(list(arrays.items()), assign, restore_vars)
+            metadata = npz.restore_mapping(arrays, assign, restore_vars)
         except BaseException as e:
             if agreed or self._comm is None:
                 raise
@@ -277,15 +277,13 @@ class Manager:
             raise
         return restored.value, metadata
 
-    def read(self, idx: Optional[int] = LATEST) -> Tuple[int, "npz.Arrays"]:
-        """Reads checkpoint idx (or the newest readable one) into a new ``ckpt.Arrays``; returns (index, arrays)."""
+    def read(self, idx: Optional[int] = LATEST, tensors: str = "numpy") -> Tuple[int, "npz.Arrays"]:
+        """Reads checkpoint idx (or the newest readable one) into a new ``ckpt.Arrays`` (nested state as it was
+        saved; ``tensors="torch"``: torch tensors, as ckpt.load gives them); returns (index, arrays)."""
         out = _native.out()
         restored = ctypes.c_int64(-1)
         check(lib.ckpt_manager_read(self._h(), _idx(idx), ctypes.byref(out), ctypes.byref(restored)), *self._sources)
-        v = Vars(out.value)
-        result = npz.Arrays(v.to_dict())
-        result.metadata = dict(v.metadata())
-        return restored.value, result
+        return restored.value, npz.arrays_of(Vars(out.value), tensors, "checkpoint %d" % restored.value)
 
     def latest(self) -> Optional[int]:
         """The newest index on disk (not validated), or None."""

@@ -9,7 +9,7 @@ from typing import IO, Any, Callable, Dict, Iterator, List, Mapping, Optional, S
 
 import numpy as np
 
-from . import _native, _paths, dtypes, errors
+from . import _native, _paths, dtypes, errors, tree
 from ._native import lib
 from ._vars import Rows, Vars, mark, read_metadata
 from .storage import MemoryFiles, Storage, check, handle_of
@@ -187,8 +187,9 @@ class Collection:
     writable, C-contiguous numpy array or CPU torch tensor). Accepted by save, restore and Manager."""
 
     def __init__(self, arrays: Mapping[str, Any], metadata: Optional[Mapping[str, Any]] = None) -> None:
-        self.names = list(arrays)
-        self._vars = collection(arrays, metadata, writable=False)
+        items, metadata = _flat(arrays, metadata)
+        self.names = [name for name, _ in items]
+        self._vars = _collection_of(items, metadata, writable=False)
         self.in_place = all(self._vars.borrowed)
 
     @property
@@ -232,11 +233,26 @@ class Collection:
         return self._vars
 
 
+def _flat(arrays, metadata):
+    """The (name, array) pairs of a mapping to save and the metadata to save with them: a nested mapping's leaves by
+    their paths, and its structure recorded in the metadata (ckpt.tree)."""
+    if not tree.is_nested(arrays):
+        return list(arrays.items()), metadata
+    items, record = tree.flatten(arrays)
+    metadata = OrderedDict(metadata or {})
+    metadata[tree.TREE_KEY] = record
+    return items, metadata
+
+
 def collection(arrays, metadata=None, writable=False):
-    """A Vars holding every array of a mapping (name -> array-like), borrowed where possible."""
+    """A Vars holding every array of a mapping (name -> array-like, or nested state), borrowed where possible."""
+    return _collection_of(*_flat(arrays, metadata), writable=writable)
+
+
+def _collection_of(items, metadata, writable):
     v = Vars()
     try:
-        v.add_all(list(arrays.items()), writable=writable)
+        v.add_all(items, writable=writable)
         v.set_metadata(metadata)
     except BaseException:
         v.close()
@@ -253,6 +269,14 @@ def save(file: Union[Path, IO[bytes]], arrays: Union[Mapping[str, Any], Collecti
     (atomic and durable: the file is either the old one or the complete new one) or a writable binary file
     object. `metadata` is a dict of strings saved with the arrays. numpy.load reads the result. `arrays` may be
     a Collection (built once, saved at the C call's cost).
+
+    Nested state is saved as it is held: ``{"model": model.state_dict(), "optimizer": opt.state_dict(),
+    "epoch": 3}`` — dicts with str or int keys, lists and tuples, whose leaves are arrays, tensors, or scalars
+    (int, float, bool, str, None). Each array becomes a member named by its path ("model/fc.weight",
+    "optimizer/state/0/exp_avg": keys joined by "/", a "/" in a key written "~1" and a "~" "~0"); the structure
+    and the scalars go into the metadata entry "__ckpt_tree__" (docs/format.md, "Nested state"), and load gives the
+    structure back. A mapping without nested values (and with str keys only) is saved flat, as always: a number
+    is then a 0-d array.
 
     `format`: "auto" (the default) writes a safetensors file for a path ending in ".safetensors" and an .npz for any
     other path or a file object; "npz" or "safetensors" says which (safetensors needs libckpt 0.10.0). A safetensors
@@ -308,16 +332,62 @@ def _read_vars(file, **kw):
 
 
 def load(file: Source, layout: str = "auto", progress: Optional[Progress] = None, storage: Any = None,
-         format: str = "auto", **limits: int) -> Arrays:  # noqa: A002
+         format: str = "auto", tensors: str = "numpy", **limits: int) -> Arrays:  # noqa: A002
     """Reads every array of a checkpoint (a path, a readable binary file object or bytes) into an ``Arrays``
     dict, in file order, with the file's metadata as ``.metadata``. .npz and safetensors files alike: the format is
     told by the content (``format="npz"`` or ``"safetensors"`` refuses the other, FormatError). The arrays are ckpt's own buffers, not
     copies. bfloat16/float8 arrays come back as raw 'V2'/'V1' arrays (``ckpt.RawArray``, which remembers the type)
-    or, when ml_dtypes is installed, with its types."""
+    or, when ml_dtypes is installed, with its types. ``tensors="torch"`` gives CPU torch tensors instead (sharing
+    the same buffers; bfloat16 as torch.bfloat16).
+
+    A file saved from nested state (dicts, lists, tuples; see save) comes back as that structure: the same keys, of
+    the same types, lists and tuples as they were, numbers, strings, bools and None as they were, arrays in their
+    places."""
     v = _read_vars(file, layout=layout, progress=progress, storage=storage, format=format, **limits)
-    result = Arrays(v.to_dict())
-    result.metadata = dict(v.metadata())
+    return arrays_of(v, tensors, _origin(file))
+
+
+_TENSORS = ("numpy", "torch")
+
+
+def _origin(file):
+    return os.fsdecode(file) if _is_path(file) else "the checkpoint"
+
+
+def arrays_of(v, tensors="numpy", origin="the checkpoint"):
+    """What a read gives: the Arrays of a collection just read — the saved structure when the file records one
+    (ckpt.tree), its arrays as numpy arrays or torch tensors."""
+    if tensors not in _TENSORS:
+        raise errors.InvalidArgumentError(errors.EINVAL, "tensors must be 'numpy' or 'torch', not %r" % (tensors,))
+    arrays = v.to_dict()
+    if tensors == "torch":
+        arrays = OrderedDict((name, _to_torch(name, a)) for name, a in arrays.items())
+    metadata = v.metadata()
+    record = metadata.get(tree.TREE_KEY)
+    if record is None:
+        result = Arrays(arrays)
+    else:
+        root = tree.parse(record, origin)
+        result = tree.build(root, arrays, origin, make_dict=Arrays)
+        for name in set(arrays) - set(tree.array_names(root)):  # an array the record does not place: kept
+            result[name] = arrays[name]
+    result.metadata = dict(tree.without_tree(metadata))
     return result
+
+
+def _to_torch(name, a):
+    """A CPU torch tensor sharing the bytes of ckpt's array `a` (bfloat16 included)."""
+    import torch
+    kind = getattr(a, "ckpt_dtype", None) or a.dtype.name  # a RawArray's, or ml_dtypes'
+    a = np.asarray(a)  # ckpt's arrays are C-contiguous; a RawArray as the plain array it is
+    if kind == "bfloat16":
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    try:
+        return torch.from_numpy(a)
+    except TypeError:
+        raise errors.UnsupportedDtypeError(
+            errors.EUNSUPPORTED, "%r is %s, which this torch has no tensor type for: read it with "
+            "tensors='numpy'" % (name, kind)) from None
 
 
 def restore(file: Source, arrays: Union[Dict[str, Any], Collection], renamer: Optional[Renamer] = None,
@@ -336,8 +406,24 @@ def restore(file: Source, arrays: Union[Dict[str, Any], Collection], renamer: Op
         v = arrays._for_restore()
         _restore_vars(file, v, **kw)
         return restored_metadata(v, arrays.names)
-    return restore_values(list(arrays.items()), lambda name, old, fresh: assign(arrays, name, old, fresh),
-                          lambda v: _restore_vars(file, v, **kw))
+    return restore_mapping(arrays, lambda name, old, fresh: assign(arrays, name, old, fresh),
+                           lambda v: _restore_vars(file, v, **kw))
+
+
+def restore_mapping(arrays, assign_flat, restore_vars):
+    """restore_values for a mapping: a flat one through assign_flat(name, old, fresh); a nested one leaf by leaf
+    (by path), then its scalars and the arrays that could not be filled in place put where they belong, as the
+    file's structure record says. The Metadata returned does not hold the record."""
+    if not tree.is_nested(arrays):
+        result = restore_values(list(arrays.items()), assign_flat, restore_vars)
+        result.pop(tree.TREE_KEY, None)
+        return result
+    items, own_record = tree.flatten(arrays)
+    fresh = {}  # type: Dict[str, Any]
+    result = restore_values(items, lambda name, old, new: assign(fresh, name, old, new), restore_vars)
+    record = result.pop(tree.TREE_KEY, None)
+    tree.merge(arrays, tree.parse(record if record is not None else own_record), fresh)
+    return result
 
 
 def restore_values(items, assign, restore_vars):
