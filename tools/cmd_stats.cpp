@@ -30,6 +30,7 @@ struct Stats {
     Kind kind = Kind::real;
     uint64_t elements = 0, finite = 0, nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
     double min = 0, max = 0;      // of the finite elements (reals)
+    Real real_min, real_max;      // the same elements as their type holds them, to print them in its shortest form
     int64_t smin = 0, smax = 0;   // exact, for signed integers
     uint64_t umin = 0, umax = 0;  // exact, for booleans and unsigned integers
     double mean = 0, m2 = 0;
@@ -60,8 +61,15 @@ struct Stats {
                 umin = finite + count == 0 ? u : std::min(umin, u);
                 umax = finite + count == 0 ? u : std::max(umax, u);
             }
-            min = finite + count == 0 ? x : std::min(min, x);
-            max = finite + count == 0 ? x : std::max(max, x);
+            const bool first = finite + count == 0;
+            if (first || x < min) {
+                min = x;
+                if (kind == Kind::real) real_min = real_item(v, i);
+            }
+            if (first || x > max) {
+                max = x;
+                if (kind == Kind::real) real_max = real_item(v, i);
+            }
             sum += x;
             ++count;
         }
@@ -91,7 +99,7 @@ struct Stats {
         if (kind == Kind::signed_integer) return fmt::format("{}", maximum ? smax : smin);
         if (kind == Kind::boolean) return (maximum ? umax : umin) != 0 ? "True" : "False";
         if (kind != Kind::real) return fmt::format("{}", maximum ? umax : umin);
-        return fmt::format("{}", maximum ? max : min);
+        return shortest_repr(maximum ? real_max : real_min);  // as ckpt cat prints the element
     }
 };
 

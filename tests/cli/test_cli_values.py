@@ -156,6 +156,17 @@ def test_stats_agree_with_numpy(tmp_path):
     assert lines[3].split()[:5] == ["i64", "int64", "(6,)", str(np.iinfo(np.int64).min), str(np.iinfo(np.int64).max)]
     p = run("stats", tmp_path / "s.npz", "nope")
     assert p.returncode == 3 and "no array 'nope'" in p.stderr
+    # The table's extremes are elements, printed as cat prints them: each type's shortest form (numpy's str).
+    p = run("stats", tmp_path / "s.npz", "f32", "f16", "f64", "bf16")
+    extremes = {line.split()[0]: line.split()[-8:-6] for line in p.stdout.splitlines()[2:]}  # min, max
+    for name in ("f32", "f16", "f64"):
+        x = arrays[name][np.isfinite(arrays[name])]
+        assert extremes[name] == [str(x.min()), str(x.max())], (name, extremes[name])
+    assert extremes["f32"][0] != repr(float(arrays["f32"][np.isfinite(arrays["f32"])].min()))  # not the double's
+    finite_bf = bf_values[np.isfinite(bf_values)]
+    u = np.array([float(e) for e in extremes["bf16"]], np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)  # each reads back as its bfloat16 element
+    assert rounded.tolist() == bf16_bits([finite_bf.min(), finite_bf.max()]).tolist()
 
 
 def test_stats_of_what_has_no_numbers_and_of_a_broken_file(tmp_path):
