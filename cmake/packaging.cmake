@@ -11,12 +11,15 @@ find_program(CKPT_HELP2MAN help2man)
 mark_as_advanced(CKPT_HELP2MAN)
 if(TARGET ckpt_cli AND CKPT_HELP2MAN AND NOT CKPT_SANITIZE)
   set(CKPT_MAN_PAGE ${CMAKE_BINARY_DIR}/man/ckpt.1)
+  # Each command's own help (arguments and options) goes in as the page's COMMANDS section.
   add_custom_command(OUTPUT ${CKPT_MAN_PAGE}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/man
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cmake/man-commands.sh $<TARGET_FILE:ckpt_cli>
+            ${CMAKE_BINARY_DIR}/man/commands.h2m
     COMMAND ${CKPT_HELP2MAN} --no-info --no-discard-stderr --version-string=${PROJECT_VERSION}
-            "--name=inspect, verify, compare and convert ML checkpoints (NumPy .npz files)"
-            --output=${CKPT_MAN_PAGE} $<TARGET_FILE:ckpt_cli>
-    DEPENDS ckpt_cli
+            "--name=inspect, verify, compare, convert and clean up ML checkpoints (.npz and safetensors files)"
+            --include=${CMAKE_BINARY_DIR}/man/commands.h2m --output=${CKPT_MAN_PAGE} $<TARGET_FILE:ckpt_cli>
+    DEPENDS ckpt_cli ${CMAKE_CURRENT_SOURCE_DIR}/cmake/man-commands.sh
     COMMENT "help2man: the manual page ckpt.1 from ckpt --help"
     VERBATIM)
   add_custom_target(ckpt_man ALL DEPENDS ${CKPT_MAN_PAGE})

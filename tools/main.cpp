@@ -58,6 +58,34 @@ void make_sentences(CLI::App& app) {
     for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) make_sentences(*sub);
 }
 
+// Help without CLI11's own words: an option's value shown by a name (`--subdir SUBDIR`, `--layout {plain,objax}`,
+// `--max-shard-size SIZE`), arguments by theirs alone (`FILE`, `NAME ...`), no "TEXT", "REQUIRED" or "Excludes:".
+class HelpFormatter : public CLI::Formatter {
+public:
+    std::string make_option_opts(const CLI::Option* opt) const override {
+        if (opt->get_type_size() == 0 || (opt->get_type_name().empty() && !opt->get_positional()))
+            return "";  // a flag (or an option whose description shows its value, as --deflate=LEVEL)
+        const bool many = opt->get_expected_max() == CLI::detail::expected_max_vector_size;
+        if (opt->get_positional()) return many ? " ..." : "";
+        return " " + placeholder(opt) + (many ? " ..." : "");
+    }
+
+private:
+    static std::string placeholder(const CLI::Option* opt) {
+        std::string t = opt->get_type_name();
+        for (const char* generic : {"TEXT", "FLOAT", "INT", "UINT", "NUMBER"}) {
+            const std::string g = generic;
+            if (t == g) t.clear();
+            if (t.compare(0, g.size() + 1, g + ":") == 0) t.erase(0, g.size() + 1);
+        }
+        const bool word = !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return std::isupper(c) || c == '_'; });
+        if (word || (!t.empty() && t[0] == '{')) return t;  // a name the option gave (FILE, SIZE), or its choices
+        std::string name = opt->get_lnames().empty() ? opt->get_name() : opt->get_lnames()[0];
+        for (char& c : name) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        return name;
+    }
+};
+
 // Edit distance, for "did you mean".
 size_t distance(const std::string& a, const std::string& b) {
     std::vector<size_t> row(b.size() + 1);
@@ -156,9 +184,13 @@ int main(int argc, char** argv) {
     args = join_optional_values(std::move(args));
 
     CLI::App app{
-        "ckpt: inspect, check, compare, convert and clean up checkpoints (NumPy .npz files, as ckpt, numpy and objax "
+        "Inspect, check, compare, convert and clean up checkpoints (NumPy .npz files, as ckpt, numpy and objax "
         "write them, and safetensors files)",
         "ckpt"};
+    const auto help = std::make_shared<HelpFormatter>();
+    help->label("SUBCOMMAND", "COMMAND");
+    help->label("Positionals", "Arguments");
+    app.formatter(help);
     app.set_version_flag("--version", version_text(), "print the program's and the library's versions");
     app.require_subcommand(1);
     app.footer(
@@ -171,6 +203,7 @@ int main(int argc, char** argv) {
                                      add_diff(app), add_cat(app), add_convert(app),
                                      add_clean(app), add_stats(app)};
     make_sentences(app);
+    for (const Command& c : commands) c.app->group("Commands");
     std::vector<std::string> names;
     for (const Command& c : commands) names.push_back(c.app->get_name());
     const auto find = [&](const std::string& name) -> CLI::App* {
@@ -193,6 +226,14 @@ int main(int argc, char** argv) {
     }
     if (!args.empty() && !args[0].empty() && args[0][0] != '-' && !find(args[0]))
         return run.fail(kExitUsage, CKPT_EINVAL, unknown_command(args[0], names));
+    // Options before the command are the command's, as after it: `ckpt --json ls DIR` is `ckpt ls --json DIR`.
+    // The program's own (--help, --version) stay where they are.
+    const auto command_at = std::find_if(args.begin(), args.end(), [&](const std::string& a) { return find(a); });
+    if (command_at != args.end() && command_at != args.begin() &&
+        std::none_of(args.begin(), command_at, [](const std::string& a) {
+            return a == "--help" || a == "-h" || a == "--version" || a == "--";
+        }))
+        std::rotate(args.begin(), command_at, command_at + 1);
 
     try {
         std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes the words last first

@@ -125,6 +125,56 @@ class HelpAndCommands(unittest.TestCase):
                 words = line.strip().split("  ")[-1].strip()
                 self.assertTrue(words[0].isupper() and words.endswith("."), (command, line))
 
+    def test_help_texts_have_no_parser_jargon(self):
+        commands = ("ls", "show", "cat", "verify", "diff", "convert", "clean", "stats")
+        top = run("--help").stdout
+        self.assertIn("Usage: ckpt [OPTIONS] COMMAND\n", top)
+        self.assertIn("\nCommands:\n", top)
+        self.assertFalse(top.startswith("Ckpt:"), top.splitlines()[0])
+        for command in commands:
+            text = run(command, "--help").stdout
+            for jargon in ("TEXT", "REQUIRED", "FLOAT", "Excludes:", "SUBCOMMAND", "Positionals:", "X>=0"):
+                self.assertNotIn(jargon, text, command)
+        self.assertIn("  --subdir SUBDIR ", run("ls", "--help").stdout)
+        self.assertIn("  --layout {plain,objax} ", run("convert", "--help").stdout)
+        self.assertIn("  --atol ATOL ", run("diff", "--help").stdout)
+        self.assertIn("Usage: ckpt stats [OPTIONS] FILE [NAME...]\n", run("stats", "--help").stdout)
+
+    def test_the_manual_page_carries_every_commands_arguments_and_options(self):
+        page = os.path.join(os.path.dirname(os.path.dirname(CLI)), "share", "man", "man1", "ckpt.1")
+        if not os.path.exists(page):
+            self.skipTest("no manual page installed (a build without help2man)")
+        with open(page) as f:
+            roff = f.read().replace("\\-", "-").replace("\\fB", "").replace("\\fR", "")
+        self.assertIn(".SH COMMANDS", roff)
+        for command in ("ls", "show", "cat", "verify", "diff", "convert", "clean", "stats"):
+            self.assertIn('.SS "ckpt %s"' % command, roff)
+            section = roff.split('.SS "ckpt %s"' % command)[1].split(".SS ")[0]
+            for line in run(command, "--help").stdout.splitlines():
+                if line.startswith("  ") and "   " in line.strip():  # an argument or option and its description
+                    name, words = line.strip().split("   ", 1)
+                    self.assertIn(name.strip(), section, command)
+                    self.assertIn(words.strip(), section.replace("\\&", ""), command)
+
+    def test_options_before_the_command_are_the_commands(self):
+        for before, after in ((["--json", "ls", WORK], ["ls", "--json", WORK]),
+                              (["--json", "show", path("plain.npz")], ["show", "--json", path("plain.npz")]),
+                              (["--bytes", "ls", path("plain.npz")], ["ls", "--bytes", path("plain.npz")])):
+            p, q = run(*before), run(*after)
+            self.assertEqual((p.returncode, p.stdout, p.stderr), (q.returncode, q.stdout, q.stderr), before)
+            self.assertTrue(p.stdout, before)  # an answer, not a usage error (WORK holds a broken file: exit 1)
+        self.assertEqual(run("--version").returncode, 0)  # the program's own stay its own
+
+    def test_a_missing_directory_is_named_as_typed(self):
+        missing = path("no", "such")
+        for args in (["ls", missing], ["--json", "ls", missing]):
+            p = run(*args)
+            self.assertEqual(p.returncode, 3, args)
+            self.assertEqual(p.stderr, "ckpt: %s: not found: no such directory\n" % missing)
+        doc = json.loads(run("--json", "ls", missing).stdout)
+        self.assertEqual((doc["error"]["name"], doc["error"]["message"]),
+                         ("CKPT_ENOTFOUND", "%s: not found: no such directory" % missing))
+
     def test_deflate_takes_its_level_as_the_next_word(self):
         out = path("deflated9.npz")
         p = run("convert", path("plain.npz"), out, "--deflate", "9")
