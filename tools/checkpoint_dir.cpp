@@ -153,8 +153,7 @@ bool is_manager_dir(const std::string& logdir) {
 CheckpointDir open_checkpoint_dir(const std::string& logdir, const std::optional<std::string>& subdir) {
     if (is_url(logdir)) return open_url_dir(logdir, subdir);
     // Named as the user typed it, not as the LOGDIR/ckpt looked into.
-    if (!is_local_directory(logdir))
-        throw Failure(kExitIo, logdir + ": not found: no such directory", CKPT_ENOTFOUND);
+    if (!is_local_directory(logdir)) throw Failure(kExitIo, logdir + ": not found: no such directory", CKPT_ENOTFOUND);
     std::string chosen = subdir.value_or("ckpt");
     if (!subdir && !is_local_directory(join_path(logdir, chosen)) && holds_checkpoints_itself(logdir)) chosen.clear();
     return open_listed(logdir, chosen);

@@ -78,7 +78,8 @@ private:
             if (t == g) t.clear();
             if (t.compare(0, g.size() + 1, g + ":") == 0) t.erase(0, g.size() + 1);
         }
-        const bool word = !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return std::isupper(c) || c == '_'; });
+        const bool word =
+            !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return std::isupper(c) || c == '_'; });
         if (word || (!t.empty() && t[0] == '{')) return t;  // a name the option gave (FILE, SIZE), or its choices
         std::string name = opt->get_lnames().empty() ? opt->get_name() : opt->get_lnames()[0];
         for (char& c : name) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -230,9 +231,8 @@ int main(int argc, char** argv) {
     // The program's own (--help, --version) stay where they are.
     const auto command_at = std::find_if(args.begin(), args.end(), [&](const std::string& a) { return find(a); });
     if (command_at != args.end() && command_at != args.begin() &&
-        std::none_of(args.begin(), command_at, [](const std::string& a) {
-            return a == "--help" || a == "-h" || a == "--version" || a == "--";
-        }))
+        std::none_of(args.begin(), command_at,
+                     [](const std::string& a) { return a == "--help" || a == "-h" || a == "--version" || a == "--"; }))
         std::rotate(args.begin(), command_at, command_at + 1);
 
     try {
