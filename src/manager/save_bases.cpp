@@ -8,7 +8,7 @@
 namespace ckpt::core {
 
 bool SaveBases::plan(NpzWriteOptions& npz) {
-    ++saves_;
+    if (++saves_ == 1 && !why_full_.empty()) env_.log(why_full_);
     npz.chunk_hashes = clones_ && !npz.deflate;
     if (!npz.chunk_hashes) return false;
     const ShareBackoff::Plan plan = backoff_.plan(saves_);

@@ -37,8 +37,10 @@ public:
         std::function<void(const std::string&)> log;    // an info line
     };
     // clones: the storage can share blocks in the directory, and incremental saves are on.
-    SaveBases(Env env, bool clones, int64_t full_every)
-        : env_(std::move(env)), clones_(clones), full_every_(full_every) {}
+    // why_full: when saves are to be incremental but cannot be (the storage shares nothing), why — logged at the
+    // first save, once.
+    SaveBases(Env env, bool clones, int64_t full_every, std::string why_full = {})
+        : env_(std::move(env)), clones_(clones), full_every_(full_every), why_full_(std::move(why_full)) {}
 
     // Counts a save (its ordinal is saves() after) and plans it: npz.chunk_hashes says whether it records chunk hashes
     // (never for a deflated one, nor where the storage cannot share, nor in a pause of share_backoff), and the result
@@ -79,6 +81,7 @@ private:
     bool clones_;
     int64_t full_every_;
     int64_t saves_ = 0;
+    std::string why_full_;
     ShareBackoff backoff_;
     // The checkpoint file the next save takes as its base, as it was when saved (its size and time). Unknown
     // (file_listed_ false) until a save lists the directory.

@@ -160,6 +160,30 @@ TEST_CASE("full_every makes every K-th save a full one, and incremental off reco
     CHECK_THROWS_WITH(CheckpointManager("/bad", bad), Contains("/bad") && Contains("full_every -1 is negative"));
 }
 
+TEST_CASE("a manager on a storage that shares no blocks says once, at its first save, that its saves are full") {
+    struct NoSharing : MemoryStorage {
+        bool clones(const std::string&) override { return false; }
+    };
+    for (const bool incremental : {true, false}) {
+        INFO((incremental ? "incremental" : "incremental off"));
+        Run run;
+        run.storage = std::make_shared<NoSharing>();
+        CheckpointManager::Options o = run.options();
+        o.incremental = incremental;
+        CheckpointManager m("/run", o);
+        CHECK(run.log.empty());  // opening says nothing
+        for (int64_t i = 0; i < 3; ++i) m.save(run.vars(), i);
+        const std::vector<std::string> lines = run.shares();
+        if (!incremental) {
+            CHECK(lines.empty());  // asked for full saves: nothing to explain
+            continue;
+        }
+        REQUIRE(lines.size() == 1);
+        CHECK_THAT(lines[0], Contains("Saving every checkpoint in full: the storage of /run cannot share blocks") &&
+                                 Contains("XFS or btrfs"));
+    }
+}
+
 TEST_CASE("saves that share nothing pause the hashing, longer each time, until sharing comes back") {
     Run run;
     CheckpointManager::Options o = run.options();
