@@ -332,7 +332,8 @@ def _read_vars(file, **kw):
 
 
 def load(file: Source, layout: str = "auto", progress: Optional[Progress] = None, storage: Any = None,
-         format: str = "auto", tensors: str = "numpy", **limits: int) -> Arrays:  # noqa: A002
+         format: str = "auto", tensors: str = "numpy", only: Union[str, int, Sequence[Union[str, int]], None] = None,
+         **limits: int) -> Arrays:  # noqa: A002
     """Reads every array of a checkpoint (a path, a readable binary file object or bytes) into an ``Arrays``
     dict, in file order, with the file's metadata as ``.metadata``. .npz and safetensors files alike: the format is
     told by the content (``format="npz"`` or ``"safetensors"`` refuses the other, FormatError). The arrays are ckpt's own buffers, not
@@ -342,12 +343,48 @@ def load(file: Source, layout: str = "auto", progress: Optional[Progress] = None
 
     A file saved from nested state (dicts, lists, tuples; see save) comes back as that structure: the same keys, of
     the same types, lists and tuples as they were, numbers, strings, bools and None as they were, arrays in their
-    places."""
+    places.
+
+    ``only``: a top-level key, or a list of them — just those entries, and only their arrays are read
+    (``ckpt.load(path, only="model")["model"]`` is the model's state dict without the optimizer's). In a flat file a
+    key selects the array of that name and the arrays under it ("model" takes "model/w"). NotFoundError names a key
+    the file does not have."""
+    if only is not None and _is_path(file):
+        return _load_only(file, [only] if isinstance(only, (str, int)) else list(only), layout=layout,
+                          storage=storage, format=format, tensors=tensors, **limits)
     v = _read_vars(file, layout=layout, progress=progress, storage=storage, format=format, **limits)
     return arrays_of(v, tensors, _origin(file))
 
 
 _TENSORS = ("numpy", "torch")
+
+
+def _load_only(file, keys, tensors="numpy", **kw):
+    """load(..., only=keys) of a path: the file opened lazily, and only the arrays under `keys` read."""
+    if tensors not in _TENSORS:
+        raise errors.InvalidArgumentError(errors.EINVAL, "tensors must be 'numpy' or 'torch', not %r" % (tensors,))
+    with open(file, **kw) as f:
+        record = f.metadata.get(tree.TREE_KEY)
+        if record is not None:
+            root = tree.parse(record, _origin(file))
+            entries = {key: node for key, node in root["dict"]}
+            missing = [k for k in keys if k not in entries]
+            root = {"dict": [[k, entries[k]] for k in keys if k in entries]}
+            names = tree.array_names(root)
+        else:
+            names = [n for n in f.keys() if any(n == str(k) or n.startswith(tree.escape(str(k)) + "/") for k in keys)]
+            missing = [k for k in keys if not any(n == str(k) or n.startswith(tree.escape(str(k)) + "/")
+                                                  for n in names)]
+        if missing:
+            raise errors.NotFoundError(errors.ENOTFOUND, "%s has no %s" % (
+                _origin(file), " and no ".join(repr(k) for k in missing)))
+        arrays = OrderedDict((n, f[n]) for n in names)
+        metadata = tree.without_tree(f.metadata)
+    if tensors == "torch":
+        arrays = OrderedDict((n, _to_torch(n, a)) for n, a in arrays.items())
+    result = tree.build(root, arrays, _origin(file), make_dict=Arrays) if record is not None else Arrays(arrays)
+    result.metadata = dict(metadata)
+    return result
 
 
 def _origin(file):

@@ -115,6 +115,24 @@ def test_the_structure_record_is_the_documented_json(tmp_path):
                                ["l", {"list": [{"array": "l/0"}]}]]}
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_only_reads_just_the_entries_asked_for(tmp_path, fmt):
+    path = str(tmp_path / ("state." + fmt))
+    ckpt.save(path, state(), metadata={"run": "a"})
+    model = ckpt.load(path, only="model", tensors="torch")
+    assert list(model) == ["model"] and model.metadata == {"run": "a"}
+    same(as_torch(state())["model"], model["model"])
+    both = ckpt.load(path, only=["epoch", "optimizer"])
+    assert list(both) == ["epoch", "optimizer"] and both["epoch"] == 3
+    assert both["optimizer"]["param_groups"][0]["betas"] == (0.9, 0.999)
+    with pytest.raises(ckpt.NotFoundError) as e:
+        ckpt.load(path, only=["model", "ema"])
+    assert path in str(e.value) and "'ema'" in str(e.value)
+    flat = str(tmp_path / ("flat." + fmt))
+    ckpt.save(flat, {"model/w": np.ones(2), "model/b": np.zeros(1), "opt/m": np.ones(3)})
+    assert sorted(ckpt.load(flat, only="model")) == ["model/b", "model/w"]
+
+
 def test_a_flat_mapping_is_saved_as_before(tmp_path):
     path = str(tmp_path / "flat.npz")
     ckpt.save(path, {"w": np.arange(3.0), "step": 5})
