@@ -8,7 +8,9 @@ against the installed library.
 says: ckpt, and ckpt-s3 too for a block that includes ckpt/ckpt_s3.h) and run; ```python blocks run with the ckpt package; ```sh blocks run with bash, STAGE_PREFIX/bin first on
 PATH. Each must exit 0. A comment `<!-- guide-test: runs=N expect="text" -->` just before a block runs it N times and
 requires the last run's output to contain the text. A block of any other language fails the test: every block is
-tested. Prints one line per block and a closing 'N passed, N failed'.
+tested. The one kind of block not run is one that changes the machine (the install commands): `<!-- guide-test:
+same-as="README.md docs/python.md" -->` requires instead that each named file (from the repository's root) has the
+very same block, so the documents give one set of commands. Prints one line per block and a closing 'N passed, N failed'.
 
 --node-modules DIR links DIR into the scratch directory as node_modules, so that a block which installs an npm
 package only when node_modules lacks it (docs/object-storage.md's S3 server) runs with the pinned install of
@@ -54,6 +56,21 @@ def main():
             runs = int(re.search(r"runs=(\d+)", directive).group(1)) if "runs=" in directive else 1
             expect = re.search(r'expect="([^"]*)"', directive)
             line = text.count("\n", 0, m.start("code")) + 1
+            same_as = re.search(r'same-as="([^"]*)"', directive)
+            if same_as:
+                root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+                root = os.path.dirname(root)
+                missing = []
+                for other in same_as.group(1).split():
+                    with open(os.path.join(root, other)) as f:
+                        if "```%s\n%s```" % (lang, code) not in f.read():
+                            missing.append(other)
+                ok = not missing
+                print("%s block %d (%s, line %d, not run)%s" % ("ok" if ok else "FAILED", n, lang, line,
+                      "" if ok else ": not the same block in " + ", ".join(missing)))
+                passed += ok
+                failed += not ok
+                continue
             if lang == "c":
                 src, exe = os.path.join(tmp, "block%d.c" % n), os.path.join(tmp, "block%d" % n)
                 with open(src, "w") as f:
