@@ -94,12 +94,21 @@ std::string CheckpointDir::path_of(int64_t index) const {
 bool CheckpointDir::is_step(const std::string& path) { return ckpt_checkpoint_idx(last_component(path).c_str()) < 0; }
 
 std::vector<std::string> CheckpointDir::temporaries() const {
+    return is_url(directory) ? std::vector<std::string>{} : temporaries_in(directory, true);
+}
+
+std::vector<std::string> temporaries_in(const std::string& dir, bool numbered) {
     std::vector<std::string> found;
-    if (is_url(directory)) return found;
-    for (const std::string& name : entries(directory)) {
+    for (const std::string& name : entries(dir)) {
         const size_t marker = name.rfind(kTempMarker);
         if (name.size() < 2 || name[0] != '.' || marker == std::string::npos || marker < 2) continue;
-        if (ckpt_checkpoint_idx(name.substr(1, marker - 1).c_str()) < 0) continue;
+        const std::string file = name.substr(1, marker - 1);
+        const auto ends_with = [&](const std::string& tail) {
+            return file.size() > tail.size() && file.compare(file.size() - tail.size(), tail.size(), tail) == 0;
+        };
+        if (numbered ? ckpt_checkpoint_idx(file.c_str()) < 0
+                     : !(ends_with(".npz") || ends_with(".safetensors") || ends_with(".index.json")))
+            continue;
         found.push_back(name);
     }
     std::sort(found.begin(), found.end());

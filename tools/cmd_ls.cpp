@@ -325,6 +325,7 @@ Listing plain_listing(const std::string& dir, const LsOptions& o, Progress& prog
         status = std::max(status, e.exit_code);
         l.entries.push_back(std::move(e));
     }
+    l.temporaries = temporaries_in(dir, false);
     return l;
 }
 
@@ -394,9 +395,10 @@ int run_ls(const LsOptions& o) {
     for (const Entry& e : l.entries)
         if (!e.error.empty()) std::cout << e.error << '\n';
     if (!l.temporaries.empty()) {
-        std::cout << fmt::format("{} temporary file{} of a save in progress or interrupted (the next manager to "
-                                 "save into the directory, or `ckpt clean`, removes stale ones):\n",
-                                 l.temporaries.size(), l.temporaries.size() == 1 ? "" : "s");
+        std::cout << fmt::format("{} temporary file{} of a save in progress or interrupted ({}`ckpt clean` removes "
+                                 "stale ones):\n",
+                                 l.temporaries.size(), l.temporaries.size() == 1 ? "" : "s",
+                                 l.manager ? "the next manager to save into the directory, or " : "");
         for (const std::string& name : l.temporaries) std::cout << "  " << name << '\n';
     }
     return status;

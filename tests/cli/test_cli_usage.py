@@ -260,6 +260,30 @@ class LsWhatItIsGiven(unittest.TestCase):
         self.assertIn("not a checkpoint manager's directory", p.stdout.splitlines()[0])
         self.assertEqual([l.split()[0] for l in p.stdout.splitlines()[2:]], ["best.npz", "model.npz"])
 
+    def test_a_killed_convert_leaves_a_temporary_that_ls_shows_and_clean_removes(self):
+        d = path("killed")
+        os.makedirs(d, exist_ok=True)
+        src = os.path.join(d, "big.npz")
+        np.savez(src, **{"a%d" % i: np.random.default_rng(i).random(1 << 20) for i in range(24)})  # 192 MiB
+        out = os.path.join(d, "small.npz")
+        p = subprocess.Popen([CLI, "convert", "--deflate=9", src, out], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not [n for n in os.listdir(d) if n.startswith(".small.npz.tmp-")] and time.monotonic() < deadline:
+            time.sleep(0.005)
+        p.kill()
+        p.wait()
+        temporaries = [n for n in os.listdir(d) if n.startswith(".small.npz.tmp-")]
+        self.assertEqual(len(temporaries), 1, os.listdir(d))
+        self.assertFalse(os.path.exists(out))
+        doc = run_json("ls", d)
+        self.assertEqual(doc["temporaries"], temporaries)
+        listing = run("ls", d).stdout
+        self.assertIn("1 temporary file of a save in progress or interrupted (`ckpt clean` removes stale ones):\n"
+                      "  %s\n" % temporaries[0], listing)
+        self.assertEqual(run("clean", d).returncode, 0)
+        self.assertEqual([n for n in sorted(os.listdir(d)) if n != ".ckpt.lock"], ["big.npz"])  # clean's lock stays
+
 
 class CatAsNumpyPrints(unittest.TestCase):
     def test_booleans_and_long_exponents(self):
