@@ -395,10 +395,11 @@ int run_ls(const LsOptions& o) {
     for (const Entry& e : l.entries)
         if (!e.error.empty()) std::cout << e.error << '\n';
     if (!l.temporaries.empty()) {
-        std::cout << fmt::format("{} temporary file{} of a save in progress or interrupted ({}`ckpt clean` removes "
-                                 "stale ones):\n",
-                                 l.temporaries.size(), l.temporaries.size() == 1 ? "" : "s",
-                                 l.manager ? "the next manager to save into the directory, or " : "");
+        std::cout << fmt::format(
+            "{} temporary file{} of a save in progress or interrupted ({}`ckpt clean` removes "
+            "stale ones):\n",
+            l.temporaries.size(), l.temporaries.size() == 1 ? "" : "s",
+            l.manager ? "the next manager to save into the directory, or " : "");
         for (const std::string& name : l.temporaries) std::cout << "  " << name << '\n';
     }
     return status;

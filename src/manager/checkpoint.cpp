@@ -164,9 +164,10 @@ CheckpointManager::CheckpointManager(std::string dir, Options options)
     env.log = [this](const std::string& line) { log(info, line); };
     std::string why_full;
     if (options_.incremental && !options_.read_only && !clones)
-        why_full = fmt::format("Saving every checkpoint in full: the storage of {} cannot share blocks between files (incremental "
-                               "saves need a file system with reflinks, XFS or btrfs, or S3)",
-                               dir_);
+        why_full = fmt::format(
+            "Saving every checkpoint in full: the storage of {} cannot share blocks between files (incremental "
+            "saves need a file system with reflinks, XFS or btrfs, or S3)",
+            dir_);
     bases_ = std::make_unique<SaveBases>(std::move(env), clones, options_.full_every, std::move(why_full));
     // Opening lists nothing more and reads no file: the free space is judged at the first restore or save, which
     // list the directory and open or write a checkpoint anyway.
