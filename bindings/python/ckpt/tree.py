@@ -116,7 +116,18 @@ def parse(text: str, origin: str = "the checkpoint") -> Any:
         raise errors.FormatError(errors.EFORMAT, "%s: its %s is not JSON: %s" % (origin, TREE_KEY, e)) from None
     if not isinstance(root, dict) or "dict" not in root:
         raise errors.FormatError(errors.EFORMAT, "%s: its %s does not describe a dict" % (origin, TREE_KEY))
+    build(root, _AnyArray(), origin)  # every node of a documented kind, so that what walks it later may trust it
     return root
+
+
+class _AnyArray(dict):
+    """Arrays for a check of a record's shape alone: every member name is there."""
+
+    def __contains__(self, name):
+        return isinstance(name, str)
+
+    def __getitem__(self, name):
+        return None
 
 
 def build(root: Any, arrays: Mapping[str, Any], origin: str = "the checkpoint",

@@ -169,6 +169,9 @@ def test_a_damaged_structure_record_is_a_format_error_naming_the_file(tmp_path):
         with pytest.raises(ckpt.FormatError) as e:
             ckpt.load(path)
         assert path in str(e.value) and words in str(e.value), (record, str(e.value))
+        if "nope" not in record:  # (a restore takes arrays by the caller's paths: a name it does not ask for is moot)
+            with pytest.raises(ckpt.FormatError):  # a restore into nested state meets it too, never a TypeError
+                ckpt.restore(path, {"w": np.zeros(1), "opt": {0: (0.5, None)}}, partial=True)
 
 
 def test_tensors_takes_numpy_or_torch(tmp_path):
