@@ -36,6 +36,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -60,11 +61,14 @@ std::vector<std::string> entries(const std::string& dir) {
     return names;
 }
 
-// Records what a manager logs; the callback may run on a background save's thread.
+// Records what a manager logs; the callback may run on a background save's thread. Not the line a manager's first
+// save logs where the storage shares no blocks (TempDir's tmpfs): it says what the file system is, not what a test
+// here does (tests/manager/test_manager_incremental.cpp holds it).
 class LogRecorder {
 public:
     static void callback(int level, const char* text, void* payload) {
         auto* self = static_cast<LogRecorder*>(payload);
+        if (std::string_view(text).rfind("Saving every checkpoint in full: ", 0) == 0) return;
         std::lock_guard<std::mutex> lock(self->mutex_);
         self->entries_.emplace_back(level, text);
     }
