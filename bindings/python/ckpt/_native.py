@@ -15,10 +15,10 @@ from . import errors
 REQUIRED_VERSION = (0, 5, 0)
 # Functions newer than REQUIRED_VERSION, and the library version that added each: an older library loads without
 # them, and the methods that call them raise UnsupportedError.
-SINCE = {"ckpt_npz_read_range": (0, 7, 0), "ckpt_manager_clean": (0, 7, 0),
-         "ckpt_npz_byte_order": (0, 7, 0), "ckpt_npz_file_size": (0, 7, 0), "ckpt_npz_fortran_order": (0, 7, 0),
-         "ckpt_vars_add_source": (0, 7, 0), "ckpt_vars_is_source": (0, 7, 0), "ckpt_npz_find": (0, 8, 0),
-         "ckpt_storage_shared_bytes": (0, 9, 0), "ckpt_npz_format": (0, 10, 0)}
+SINCE = {"ckpt_reader_read_range": (0, 7, 0), "ckpt_manager_clean": (0, 7, 0),
+         "ckpt_reader_byte_order": (0, 7, 0), "ckpt_reader_file_size": (0, 7, 0), "ckpt_reader_fortran_order": (0, 7, 0),
+         "ckpt_vars_add_source": (0, 7, 0), "ckpt_vars_is_source": (0, 7, 0), "ckpt_reader_find": (0, 8, 0),
+         "ckpt_storage_shared_bytes": (0, 9, 0), "ckpt_reader_format": (0, 10, 0)}
 FILES_SINCE = (0, 8, 0)  # ckpt_storage_stat, _list, _remove and ckpt_file_*: a storage's files
 SINCE.update((f, FILES_SINCE) for f in ("ckpt_storage_stat", "ckpt_storage_list", "ckpt_storage_make_dirs",
                                         "ckpt_storage_remove", "ckpt_file_open", "ckpt_file_read", "ckpt_file_close"))
@@ -28,9 +28,9 @@ LAYOUT_AUTO, LAYOUT_PLAIN, LAYOUT_OBJAX = 0, 1, 2
 STORE, DEFLATE = 0, 1
 NPZ_OPTIONS_VERSION = 6
 MANAGER_OPTIONS_VERSION = 5
-# ckpt_npz_options and ckpt_manager_options version 5 (base, chunk hashes, full_every); older libraries take version 4
+# ckpt_options and ckpt_manager_options version 5 (base, chunk hashes, full_every); older libraries take version 4
 INCREMENTAL_SINCE = (0, 9, 0)
-# ckpt_npz_options version 6 (format: safetensors files); older libraries take version 5
+# ckpt_options version 6 (format: safetensors files); older libraries take version 5
 FORMAT_SINCE = (0, 10, 0)
 FORMAT_AUTO, FORMAT_NPZ, FORMAT_SAFETENSORS = 0, 1, 2
 WRITER_OPTIONS_VERSION = 2
@@ -67,7 +67,7 @@ CLEAN_FILE, CLEAN_DIR, CLEAN_UPLOAD = 0, 1, 2  # ckpt_clean_fn's is_dir
 
 
 class NpzOptions(ctypes.Structure):
-    """ckpt_npz_options."""
+    """ckpt_options (ckpt_npz_options before 0.11)."""
 
     _fields_ = [("version", c_uint32), ("layout", c_uint32), ("compression", c_uint32), ("level", c_int32),
                 ("rename", RENAME_FN), ("rename_payload", c_void_p), ("max_header_bytes", c_uint64),
@@ -166,6 +166,44 @@ _OUT = _P(c_void_p)
 _SHAPE = _P(c_int64)
 
 # name: (result type, argument types). Every CKPT_API function of ckpt.h; test_complete.py checks that.
+# The functions of checkpoint files under their names before 0.11 (ckpt.h, "Names before 0.11": the same symbols).
+# The package calls the new names; with a library older than 0.11 it binds each to the function's earlier name.
+EARLIER_NAMES = {
+    "ckpt_options_init": "ckpt_npz_options_init",
+    "ckpt_save": "ckpt_npz_save",
+    "ckpt_read": "ckpt_npz_read",
+    "ckpt_read_memory": "ckpt_npz_read_memory",
+    "ckpt_restore": "ckpt_npz_restore",
+    "ckpt_reader_close": "ckpt_npz_close",
+    "ckpt_reader_count": "ckpt_npz_count",
+    "ckpt_reader_name": "ckpt_npz_name",
+    "ckpt_reader_find": "ckpt_npz_find",
+    "ckpt_reader_dtype": "ckpt_npz_dtype",
+    "ckpt_reader_itemsize": "ckpt_npz_itemsize",
+    "ckpt_reader_ndim": "ckpt_npz_ndim",
+    "ckpt_reader_shape": "ckpt_npz_shape",
+    "ckpt_reader_nbytes": "ckpt_npz_nbytes",
+    "ckpt_reader_read_into": "ckpt_npz_read_into",
+    "ckpt_reader_read_range": "ckpt_npz_read_range",
+    "ckpt_reader_member_name": "ckpt_npz_member_name",
+    "ckpt_reader_compression": "ckpt_npz_compression",
+    "ckpt_reader_stored_bytes": "ckpt_npz_stored_bytes",
+    "ckpt_reader_crc32": "ckpt_npz_crc32",
+    "ckpt_reader_data_offset": "ckpt_npz_data_offset",
+    "ckpt_reader_byte_order": "ckpt_npz_byte_order",
+    "ckpt_reader_fortran_order": "ckpt_npz_fortran_order",
+    "ckpt_reader_file_size": "ckpt_npz_file_size",
+    "ckpt_reader_layout": "ckpt_npz_layout",
+    "ckpt_reader_format": "ckpt_npz_format",
+    "ckpt_reader_metadata": "ckpt_npz_metadata",
+    "ckpt_reader_metadata_count": "ckpt_npz_metadata_count",
+    "ckpt_reader_metadata_key": "ckpt_npz_metadata_key",
+    "ckpt_reader_metadata_value": "ckpt_npz_metadata_value",
+    "ckpt_reader_map": "ckpt_npz_map",
+    "ckpt_reader_map_vars": "ckpt_npz_map_vars",
+    "ckpt_reader_open": "ckpt_npz_open",
+}
+
 SIGNATURES = {
     "ckpt_version_number": (c_uint32, []),
     "ckpt_version_string": (c_char_p, []),
@@ -198,39 +236,39 @@ SIGNATURES = {
     "ckpt_vars_metadata_count": (c_size_t, [c_void_p]),
     "ckpt_vars_metadata_key": (c_char_p, [c_void_p, c_size_t]),
     "ckpt_vars_metadata_value": (c_char_p, [c_void_p, c_size_t]),
-    "ckpt_npz_options_init": (c_int, [_P(NpzOptions), c_uint32]),
-    "ckpt_npz_save": (c_int, [c_char_p, c_void_p, _P(NpzOptions)]),
-    "ckpt_npz_read": (c_int, [_OUT, c_char_p, _P(NpzOptions)]),
-    "ckpt_npz_read_memory": (c_int, [_OUT, c_void_p, c_size_t, _P(NpzOptions)]),
-    "ckpt_npz_restore": (c_int, [c_char_p, c_void_p, _P(NpzOptions)]),
-    "ckpt_npz_open": (c_int, [_OUT, c_char_p, _P(NpzOptions)]),
-    "ckpt_npz_close": (None, [c_void_p]),
-    "ckpt_npz_count": (c_size_t, [c_void_p]),
-    "ckpt_npz_name": (c_char_p, [c_void_p, c_size_t]),
-    "ckpt_npz_find": (c_int, [c_void_p, c_char_p, _P(c_size_t)]),
-    "ckpt_npz_dtype": (c_uint32, [c_void_p, c_size_t]),
-    "ckpt_npz_itemsize": (c_size_t, [c_void_p, c_size_t]),
-    "ckpt_npz_ndim": (c_uint32, [c_void_p, c_size_t]),
-    "ckpt_npz_shape": (_SHAPE, [c_void_p, c_size_t]),
-    "ckpt_npz_nbytes": (c_size_t, [c_void_p, c_size_t]),
-    "ckpt_npz_read_into": (c_int, [c_void_p, c_size_t, c_void_p, c_size_t]),
-    "ckpt_npz_read_range": (c_int, [c_void_p, c_size_t, c_uint64, c_void_p, c_size_t]),
-    "ckpt_npz_member_name": (c_char_p, [c_void_p, c_size_t]),
-    "ckpt_npz_compression": (c_uint32, [c_void_p, c_size_t]),
-    "ckpt_npz_stored_bytes": (c_uint64, [c_void_p, c_size_t]),
-    "ckpt_npz_crc32": (c_uint32, [c_void_p, c_size_t]),
-    "ckpt_npz_data_offset": (c_uint64, [c_void_p, c_size_t]),
-    "ckpt_npz_byte_order": (c_int, [c_void_p, c_size_t]),
-    "ckpt_npz_file_size": (c_uint64, [c_void_p]),
-    "ckpt_npz_fortran_order": (c_int, [c_void_p, c_size_t]),
-    "ckpt_npz_map": (c_int, [c_void_p, c_size_t, ctypes.POINTER(c_void_p)]),
-    "ckpt_npz_map_vars": (c_int, [c_void_p, ctypes.POINTER(c_void_p)]),
-    "ckpt_npz_layout": (c_uint32, [c_void_p]),
-    "ckpt_npz_format": (c_uint32, [c_void_p]),
-    "ckpt_npz_metadata": (c_char_p, [c_void_p, c_char_p]),
-    "ckpt_npz_metadata_count": (c_size_t, [c_void_p]),
-    "ckpt_npz_metadata_key": (c_char_p, [c_void_p, c_size_t]),
-    "ckpt_npz_metadata_value": (c_char_p, [c_void_p, c_size_t]),
+    "ckpt_options_init": (c_int, [_P(NpzOptions), c_uint32]),
+    "ckpt_save": (c_int, [c_char_p, c_void_p, _P(NpzOptions)]),
+    "ckpt_read": (c_int, [_OUT, c_char_p, _P(NpzOptions)]),
+    "ckpt_read_memory": (c_int, [_OUT, c_void_p, c_size_t, _P(NpzOptions)]),
+    "ckpt_restore": (c_int, [c_char_p, c_void_p, _P(NpzOptions)]),
+    "ckpt_reader_open": (c_int, [_OUT, c_char_p, _P(NpzOptions)]),
+    "ckpt_reader_close": (None, [c_void_p]),
+    "ckpt_reader_count": (c_size_t, [c_void_p]),
+    "ckpt_reader_name": (c_char_p, [c_void_p, c_size_t]),
+    "ckpt_reader_find": (c_int, [c_void_p, c_char_p, _P(c_size_t)]),
+    "ckpt_reader_dtype": (c_uint32, [c_void_p, c_size_t]),
+    "ckpt_reader_itemsize": (c_size_t, [c_void_p, c_size_t]),
+    "ckpt_reader_ndim": (c_uint32, [c_void_p, c_size_t]),
+    "ckpt_reader_shape": (_SHAPE, [c_void_p, c_size_t]),
+    "ckpt_reader_nbytes": (c_size_t, [c_void_p, c_size_t]),
+    "ckpt_reader_read_into": (c_int, [c_void_p, c_size_t, c_void_p, c_size_t]),
+    "ckpt_reader_read_range": (c_int, [c_void_p, c_size_t, c_uint64, c_void_p, c_size_t]),
+    "ckpt_reader_member_name": (c_char_p, [c_void_p, c_size_t]),
+    "ckpt_reader_compression": (c_uint32, [c_void_p, c_size_t]),
+    "ckpt_reader_stored_bytes": (c_uint64, [c_void_p, c_size_t]),
+    "ckpt_reader_crc32": (c_uint32, [c_void_p, c_size_t]),
+    "ckpt_reader_data_offset": (c_uint64, [c_void_p, c_size_t]),
+    "ckpt_reader_byte_order": (c_int, [c_void_p, c_size_t]),
+    "ckpt_reader_file_size": (c_uint64, [c_void_p]),
+    "ckpt_reader_fortran_order": (c_int, [c_void_p, c_size_t]),
+    "ckpt_reader_map": (c_int, [c_void_p, c_size_t, ctypes.POINTER(c_void_p)]),
+    "ckpt_reader_map_vars": (c_int, [c_void_p, ctypes.POINTER(c_void_p)]),
+    "ckpt_reader_layout": (c_uint32, [c_void_p]),
+    "ckpt_reader_format": (c_uint32, [c_void_p]),
+    "ckpt_reader_metadata": (c_char_p, [c_void_p, c_char_p]),
+    "ckpt_reader_metadata_count": (c_size_t, [c_void_p]),
+    "ckpt_reader_metadata_key": (c_char_p, [c_void_p, c_size_t]),
+    "ckpt_reader_metadata_value": (c_char_p, [c_void_p, c_size_t]),
     "ckpt_storage_new": (c_int, [_OUT, _P(StorageOps)]),
     "ckpt_storage_new_memory": (c_int, [_OUT]),
     "ckpt_storage_free": (None, [c_void_p]),
@@ -347,6 +385,12 @@ def _load():
         try:
             f = getattr(lib, fname)
         except AttributeError:
+            if fname in EARLIER_NAMES and found < (0, 11, 0) and hasattr(lib, EARLIER_NAMES[fname]):
+                f = getattr(lib, EARLIER_NAMES[fname])  # the same function, as a library before 0.11 names it
+                setattr(lib, fname, f)
+                f.restype = restype
+                f.argtypes = argtypes
+                continue
             if fname in SINCE and found < SINCE[fname]:
                 continue  # newer than the library: the method that calls it says so
             raise ImportError("ckpt: the library %s has no %s" % (name, fname)) from None
@@ -383,7 +427,7 @@ class Handle:
     name the C function that releases it."""
 
     __slots__ = ()
-    _release = None  # e.g. "ckpt_npz_close"
+    _release = None  # e.g. "ckpt_reader_close"
 
     def close(self) -> None:
         """Releases the handle (again: nothing)."""
@@ -403,9 +447,9 @@ class Handle:
 
 
 def options_version(current: int) -> int:
-    """The version of ckpt_npz_options or ckpt_manager_options to pass, `current` being this package's: the newest
+    """The version of ckpt_options or ckpt_manager_options to pass, `current` being this package's: the newest
     the library loaded knows, which refuses any later one (the later fields then stay unset): version 4 before
-    INCREMENTAL_SINCE; ckpt_npz_options version 5 before FORMAT_SINCE."""
+    INCREMENTAL_SINCE; ckpt_options version 5 before FORMAT_SINCE."""
     if VERSION < INCREMENTAL_SINCE:
         return 4
     if VERSION < FORMAT_SINCE and current == NPZ_OPTIONS_VERSION:

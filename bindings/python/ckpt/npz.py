@@ -47,9 +47,9 @@ def options(layout: str = "auto", compression: Optional[str] = None, level: int 
             map_unverified: bool = False, map_writable: bool = False, base: Optional[Path] = None,
             chunk_hashes: bool = False, format: str = "auto",  # noqa: A002
             max_shard_size: Union[int, str, None] = None) -> _native.NpzOptions:
-    """A ckpt_npz_options (with the Python objects its callbacks need kept on it)."""
+    """A ckpt_options (with the Python objects its callbacks need kept on it)."""
     o = _native.NpzOptions()
-    _native.check(lib.ckpt_npz_options_init(ctypes.byref(o), _native.options_version(_native.NPZ_OPTIONS_VERSION)))
+    _native.check(lib.ckpt_options_init(ctypes.byref(o), _native.options_version(_native.NPZ_OPTIONS_VERSION)))
     if layout not in _LAYOUTS:
         raise errors.InvalidArgumentError(
             errors.EINVAL, "layout must be one of %s, not %r" % (", ".join(_LAYOUTS), layout))
@@ -306,13 +306,13 @@ def save(file: Union[Path, IO[bytes]], arrays: Union[Mapping[str, Any], Collecti
 def _save_vars(file, v, storage=None, **kw):
     if _is_path(file):
         o = options(storage=storage, **kw)
-        check(lib.ckpt_npz_save(_path(file), v.handle, ctypes.byref(o)), o._storage, filename=file)
+        check(lib.ckpt_save(_path(file), v.handle, ctypes.byref(o)), o._storage, filename=file)
         return
     memory = MemoryFiles()
     s = Storage(memory)
     try:
         o = options(storage=s, **kw)
-        _native.check(lib.ckpt_npz_save(_MEMORY_PATH, v.handle, ctypes.byref(o)))
+        _native.check(lib.ckpt_save(_MEMORY_PATH, v.handle, ctypes.byref(o)))
     finally:
         s.close()
     file.write(memory.files[_MEMORY_PATH.decode()])
@@ -322,12 +322,12 @@ def _read_vars(file, **kw):
     out = _native.out()
     if _is_path(file):
         o = options(**kw)
-        check(lib.ckpt_npz_read(ctypes.byref(out), _path(file), ctypes.byref(o)), o._storage, filename=file)
+        check(lib.ckpt_read(ctypes.byref(out), _path(file), ctypes.byref(o)), o._storage, filename=file)
     else:
         data = file if isinstance(file, (bytes, bytearray, memoryview)) else file.read()
         buf = (ctypes.c_char * len(data)).from_buffer_copy(data) if len(data) else None
         o = options(**kw)
-        _native.check(lib.ckpt_npz_read_memory(ctypes.byref(out), buf, len(data), ctypes.byref(o)))
+        _native.check(lib.ckpt_read_memory(ctypes.byref(out), buf, len(data), ctypes.byref(o)))
     return Vars(out.value)
 
 
@@ -511,14 +511,14 @@ def assign(arrays, name, old, fresh):
 def _restore_vars(file, v, storage=None, **kw):
     if _is_path(file):
         o = options(storage=storage, **kw)
-        _raise_from_callbacks(o, lib.ckpt_npz_restore(_path(file), v.handle, ctypes.byref(o)), file)
+        _raise_from_callbacks(o, lib.ckpt_restore(_path(file), v.handle, ctypes.byref(o)), file)
         return
     memory = MemoryFiles()
     memory.files[_MEMORY_PATH.decode()] = file if isinstance(file, (bytes, bytearray)) else file.read()
     s = Storage(memory)
     try:
         o = options(storage=s, **kw)
-        _raise_from_callbacks(o, lib.ckpt_npz_restore(_MEMORY_PATH, v.handle, ctypes.byref(o)))
+        _raise_from_callbacks(o, lib.ckpt_restore(_MEMORY_PATH, v.handle, ctypes.byref(o)))
     finally:
         s.close()
 
@@ -527,7 +527,7 @@ class Reader(_native.Handle):
     """A checkpoint opened for lazy reading: ``with ckpt.open(path) as f: f['w']`` reads only 'w'. Names,
     dtypes and shapes are known at once (every header was checked), and so is ``metadata``."""
 
-    _release = "ckpt_npz_close"
+    _release = "ckpt_reader_close"
 
     def __init__(self, path: Path, layout: str = "auto", storage: Any = None, map_unverified: bool = False,
                  map_writable: bool = False, **limits: int) -> None:
@@ -536,16 +536,16 @@ class Reader(_native.Handle):
         self._writable = map_writable
         o = options(layout=layout, storage=storage, map_unverified=map_unverified, map_writable=map_writable, **limits)
         h = _native.out()
-        check(lib.ckpt_npz_open(ctypes.byref(h), _path(path), ctypes.byref(o)), o._storage, filename=path)
+        check(lib.ckpt_reader_open(ctypes.byref(h), _path(path), ctypes.byref(o)), o._storage, filename=path)
         self.handle = h.value
         self._storage = o._keep  # a storage object must outlive the file read through it
         self.path = os.fsdecode(path)
-        self._index = {lib.ckpt_npz_name(self.handle, i).decode("utf-8"): i for i in range(len(self))}
-        self.metadata = dict(read_metadata(self.handle, lib.ckpt_npz_metadata_count, lib.ckpt_npz_metadata_key,
-                                           lib.ckpt_npz_metadata_value))
+        self._index = {lib.ckpt_reader_name(self.handle, i).decode("utf-8"): i for i in range(len(self))}
+        self.metadata = dict(read_metadata(self.handle, lib.ckpt_reader_metadata_count, lib.ckpt_reader_metadata_key,
+                                           lib.ckpt_reader_metadata_value))
 
     def __len__(self) -> int:
-        return lib.ckpt_npz_count(self.handle)
+        return lib.ckpt_reader_count(self.handle)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._index)
@@ -566,22 +566,22 @@ class Reader(_native.Handle):
     @property
     def file_size(self) -> int:
         """The size in bytes of the file (or S3 object) as it was when opened."""
-        if not hasattr(lib, "ckpt_npz_file_size"):
+        if not hasattr(lib, "ckpt_reader_file_size"):
             raise errors.UnsupportedError(errors.EUNSUPPORTED, "Reader.file_size needs libckpt 0.7.0 or newer "
                                           "(this one is %d.%d.%d)" % _native.VERSION)
-        return lib.ckpt_npz_file_size(self.handle)
+        return lib.ckpt_reader_file_size(self.handle)
 
     @property
     def layout(self) -> str:
         """"plain" or "objax": how the file was read ("plain" for a safetensors file)."""
-        return "objax" if lib.ckpt_npz_layout(self.handle) == _native.LAYOUT_OBJAX else "plain"
+        return "objax" if lib.ckpt_reader_layout(self.handle) == _native.LAYOUT_OBJAX else "plain"
 
     @property
     def format(self) -> str:
         """"npz" or "safetensors": the file's format, told by its content."""
-        if not hasattr(lib, "ckpt_npz_format"):
+        if not hasattr(lib, "ckpt_reader_format"):
             return "npz"  # a library older than 0.10.0 reads nothing else
-        return "safetensors" if lib.ckpt_npz_format(self.handle) == _native.FORMAT_SAFETENSORS else "npz"
+        return "safetensors" if lib.ckpt_reader_format(self.handle) == _native.FORMAT_SAFETENSORS else "npz"
 
     def info(self, name: str) -> Dict[str, Any]:
         """How the file holds `name`: its zip member, "store" or "deflate", its bytes in the file, its CRC-32, the
@@ -589,37 +589,37 @@ class Reader(_native.Handle):
         "byte_order" ("<", ">", or "|" where it does not apply) and "fortran_order" (with a 0.7.0 library or newer;
         reads give native byte order and C order either way)."""
         i, h = self._i(name), self.handle
-        info = {"member": lib.ckpt_npz_member_name(h, i).decode("utf-8"),
-                "compression": "deflate" if lib.ckpt_npz_compression(h, i) == _native.DEFLATE else "store",
-                "stored_bytes": lib.ckpt_npz_stored_bytes(h, i), "crc32": lib.ckpt_npz_crc32(h, i),
-                "data_offset": lib.ckpt_npz_data_offset(h, i), "nbytes": lib.ckpt_npz_nbytes(h, i)}
-        if hasattr(lib, "ckpt_npz_byte_order"):
-            info["byte_order"] = chr(lib.ckpt_npz_byte_order(h, i))
-            info["fortran_order"] = bool(lib.ckpt_npz_fortran_order(h, i))
+        info = {"member": lib.ckpt_reader_member_name(h, i).decode("utf-8"),
+                "compression": "deflate" if lib.ckpt_reader_compression(h, i) == _native.DEFLATE else "store",
+                "stored_bytes": lib.ckpt_reader_stored_bytes(h, i), "crc32": lib.ckpt_reader_crc32(h, i),
+                "data_offset": lib.ckpt_reader_data_offset(h, i), "nbytes": lib.ckpt_reader_nbytes(h, i)}
+        if hasattr(lib, "ckpt_reader_byte_order"):
+            info["byte_order"] = chr(lib.ckpt_reader_byte_order(h, i))
+            info["fortran_order"] = bool(lib.ckpt_reader_fortran_order(h, i))
         return info
 
     def dtype(self, name: str) -> np.dtype:
         """The numpy dtype `name` is read as."""
         i = self._i(name)
-        return dtypes.numpy_dtype(lib.ckpt_npz_dtype(self.handle, i), lib.ckpt_npz_itemsize(self.handle, i))
+        return dtypes.numpy_dtype(lib.ckpt_reader_dtype(self.handle, i), lib.ckpt_reader_itemsize(self.handle, i))
 
     def ckpt_dtype(self, name: str) -> str:
         """ckpt's name of the array's type: "float32", "bfloat16", …"""
-        return dtypes.name(lib.ckpt_npz_dtype(self.handle, self._i(name)))
+        return dtypes.name(lib.ckpt_reader_dtype(self.handle, self._i(name)))
 
     def shape(self, name: str) -> Tuple[int, ...]:
         """The array's shape."""
         i = self._i(name)
-        p = lib.ckpt_npz_shape(self.handle, i)
-        return tuple(p[k] for k in range(lib.ckpt_npz_ndim(self.handle, i)))
+        p = lib.ckpt_reader_shape(self.handle, i)
+        return tuple(p[k] for k in range(lib.ckpt_reader_ndim(self.handle, i)))
 
     def __getitem__(self, name: str) -> np.ndarray:
         """Reads one array (its CRC checked) into a new numpy array."""
         i = self._i(name)
         h = self.handle
-        code, itemsize, nbytes = lib.ckpt_npz_dtype(h, i), lib.ckpt_npz_itemsize(h, i), lib.ckpt_npz_nbytes(h, i)
+        code, itemsize, nbytes = lib.ckpt_reader_dtype(h, i), lib.ckpt_reader_itemsize(h, i), lib.ckpt_reader_nbytes(h, i)
         out = np.empty(self.shape(name), dtypes.numpy_dtype(code, itemsize))
-        _native.check(lib.ckpt_npz_read_into(h, i, out.ctypes.data if nbytes else None, nbytes))
+        _native.check(lib.ckpt_reader_read_into(h, i, out.ctypes.data if nbytes else None, nbytes))
         return mark(out, code)
 
     def read_into(self, name: str, out: np.ndarray) -> np.ndarray:
@@ -627,24 +627,24 @@ class Reader(_native.Handle):
         if not out.flags.c_contiguous or not out.flags.writeable:
             raise errors.InvalidArgumentError(errors.EINVAL, "read_into needs a writable C-contiguous array")
         i = self._i(name)
-        _native.check(lib.ckpt_npz_read_into(self.handle, i, out.ctypes.data if out.nbytes else None, out.nbytes))
+        _native.check(lib.ckpt_reader_read_into(self.handle, i, out.ctypes.data if out.nbytes else None, out.nbytes))
         return out
 
     def read_range(self, name: str, start: int, count: int) -> np.ndarray:
-        """Items [start, start + count) of `name` in C order (flat), as a new 1-d array (ckpt_npz_read_range): for
+        """Items [start, start + count) of `name` in C order (flat), as a new 1-d array (ckpt_reader_read_range): for
         reading a large array piece by piece in bounded memory. Pieces read in order from the first item to the
         last have the array's CRC-32 checked at the last; a deflated array read in order is inflated once in all."""
-        if _native.VERSION < _native.SINCE["ckpt_npz_read_range"]:
+        if _native.VERSION < _native.SINCE["ckpt_reader_read_range"]:
             raise errors.UnsupportedError(errors.EUNSUPPORTED, "read_range needs libckpt %d.%d.%d or newer; %s is "
-                                          "%d.%d.%d" % (_native.SINCE["ckpt_npz_read_range"]
+                                          "%d.%d.%d" % (_native.SINCE["ckpt_reader_read_range"]
                                                         + (_native.library_path(),) + _native.VERSION))
         i = self._i(name)
         h = self.handle
-        code, itemsize = lib.ckpt_npz_dtype(h, i), lib.ckpt_npz_itemsize(h, i)
+        code, itemsize = lib.ckpt_reader_dtype(h, i), lib.ckpt_reader_itemsize(h, i)
         if start < 0 or count < 0:
             raise errors.InvalidArgumentError(errors.EINVAL, "read_range: start and count must not be negative")
         out = np.empty(count, dtypes.numpy_dtype(code, itemsize))
-        _native.check(lib.ckpt_npz_read_range(h, i, start * itemsize, out.ctypes.data if out.nbytes else None,
+        _native.check(lib.ckpt_reader_read_range(h, i, start * itemsize, out.ctypes.data if out.nbytes else None,
                                               out.nbytes))
         return mark(out, code)
 
@@ -653,7 +653,7 @@ class Reader(_native.Handle):
         return [(n, self[n]) for n in self._index]
 
     def map(self, name: str) -> np.ndarray:
-        """`name` without a copy (ckpt_npz_map): a numpy array over a mapping of the file for the stored arrays ckpt
+        """`name` without a copy (ckpt_reader_map): a numpy array over a mapping of the file for the stored arrays ckpt
         writes (others are decoded once and kept by the file). Read-only, unless the file was opened with
         map_writable=True: the mapping is then copy-on-write (pages written are copied into this process; the file
         never changes). Its CRC-32 is checked at the first call (unless the file was opened with
@@ -662,15 +662,15 @@ class Reader(_native.Handle):
         (SIGBUS) when its lost pages are read; one replaced or deleted keeps its old bytes for the arrays."""
         i, h = self._i(name), self.handle
         p = ctypes.c_void_p()
-        _native.check(lib.ckpt_npz_map(h, i, ctypes.byref(p)))
-        return self._view(p.value, lib.ckpt_npz_dtype(h, i), lib.ckpt_npz_itemsize(h, i), lib.ckpt_npz_nbytes(h, i),
+        _native.check(lib.ckpt_reader_map(h, i, ctypes.byref(p)))
+        return self._view(p.value, lib.ckpt_reader_dtype(h, i), lib.ckpt_reader_itemsize(h, i), lib.ckpt_reader_nbytes(h, i),
                           self.shape(name))
 
     def map_all(self) -> Dict[str, np.ndarray]:
-        """Every array without a copy (ckpt_npz_map_vars): a dict of name -> array, each as map() gives it, in file
+        """Every array without a copy (ckpt_reader_map_vars): a dict of name -> array, each as map() gives it, in file
         order — a restore that maps instead of reading."""
         v = _native.out()
-        _native.check(lib.ckpt_npz_map_vars(self.handle, ctypes.byref(v)))
+        _native.check(lib.ckpt_reader_map_vars(self.handle, ctypes.byref(v)))
         try:
             out = {}
             for i in range(lib.ckpt_vars_count(v)):
@@ -696,7 +696,7 @@ class Reader(_native.Handle):
         self._views -= 1
         if self._views == 0 and self._deferred:
             h, self._deferred = self._deferred, None
-            lib.ckpt_npz_close(h)
+            lib.ckpt_reader_close(h)
 
     def close(self) -> None:
         """Closes the file (see map for arrays that still use it)."""

@@ -16,9 +16,7 @@ NOT_NEEDED = {
     "ckpt_vars_find": "collections cross as Python mappings, which find their names themselves",
     "ckpt_vars_metadata": "metadata crosses whole, as a dict (count, key, value)",
     "ckpt_reader_metadata": "metadata crosses whole, as a dict (count, key, value)",
-    "ckpt_npz_metadata": "metadata crosses whole, as a dict (count, key, value)",
     "ckpt_reader_find": "an open file's names cross once, in order, into the dict that finds them (and iterates them)",
-    "ckpt_npz_find": "an open file's names cross once, in order, into the dict that finds them (and iterates them)",
 }
 
 # Functions the package neither declares nor calls, and why: declaring one would make `import ckpt` need the
@@ -71,21 +69,25 @@ def package_source():
 
 
 def earlier_names():
-    """{name: earlier name} of the functions ckpt.h declares under their names before a rename too (CKPT_SAME_AS).
-    The package declares and calls such a function by its earlier name, which every library it takes exports."""
+    """{name: earlier name} of the functions ckpt.h declares under their names before a rename too (CKPT_SAME_AS)."""
     text = re.sub(r"/\*.*?\*/", " ", read_with_sys(os.environ["CKPT_HEADER"]), flags=re.S)
     pairs = re.findall(r"\b(ckpt_\w+)\s*\([^;{}]*?\)\s*CKPT_SAME_AS\s*\(\s*(\w+)\s*\)\s*;", text)
     assert len(pairs) >= 30, "found only %d earlier names in ckpt.h" % len(pairs)
     return {name: earlier for earlier, name in pairs}
 
 
-def bound_as(function):
-    """The name the package declares and calls `function` by."""
-    return earlier_names().get(function, function)
+def test_the_earlier_names_are_the_headers():
+    # The package calls a function by its name, and by its earlier one where the library predates the name.
+    assert _native.EARLIER_NAMES == earlier_names()
+
+
+def bound(function):
+    """Whether the package declares `function`: by its name, or as the earlier name of one it declares."""
+    return function in _native.SIGNATURES or function in _native.EARLIER_NAMES.values()
 
 
 def test_every_function_of_the_header_is_declared():
-    missing = [f for f in header_functions() if bound_as(f) not in _native.SIGNATURES and f not in NOT_BOUND]
+    missing = [f for f in header_functions() if not bound(f) and f not in NOT_BOUND]
     assert not missing, "ckpt.h functions without a signature in ckpt/_native.py: %s" % ", ".join(missing)
 
 
@@ -93,7 +95,9 @@ def test_every_function_of_the_header_is_used_or_explained():
     source = package_source()
     used = re.compile(r"\blib\.(ckpt_\w+)|_release = \"(ckpt_\w+)\"")  # a call, or a handle's release function
     calls = {a or b for a, b in used.findall(source)}
-    unused = [f for f in header_functions() if f not in NOT_NEEDED and f not in NOT_BOUND and bound_as(f) not in calls]
+    earlier = set(_native.EARLIER_NAMES.values())  # bound in _native's load, in place of their new names
+    unused = [f for f in header_functions() if f not in NOT_NEEDED and f not in NOT_BOUND and f not in calls
+              and f not in earlier]
     assert not unused, "ckpt.h functions the package never calls (use them, or add them to NOT_NEEDED with a " \
                        "reason): %s" % ", ".join(unused)
 
@@ -175,3 +179,31 @@ def test_the_package_version_is_the_project_version():
     with open(os.path.join(root, "bindings", "python", "pyproject.toml")) as f:
         pyproject = re.search(r'^version = "(.+)"$', f.read(), re.M).group(1)
     assert (ckpt.__version__, pyproject) == (project, project)
+
+
+def test_a_library_before_the_new_names_is_called_by_its_earlier_ones(monkeypatch):
+    import ctypes
+    real = ctypes.CDLL
+
+    class Before011:  # libckpt 0.10: the same functions, under their earlier names only
+        def __init__(self, name):
+            self._lib = real(name)
+            self._name = name
+
+        def __getattr__(self, name):
+            if name in _native.EARLIER_NAMES:
+                raise AttributeError(name)
+            if name == "ckpt_version_number":
+                return lambda: 1000
+            f = getattr(self._lib, name)
+            setattr(self, name, f)
+            return f
+
+    monkeypatch.setattr(ctypes, "CDLL", Before011)
+    old = _native._load()
+    assert isinstance(old, Before011)
+    for name, earlier in _native.EARLIER_NAMES.items():
+        assert getattr(old, name) is getattr(old, earlier), name
+    # A call through a new name reaches the function behind the earlier symbol.
+    o = _native.NpzOptions()
+    assert old.ckpt_options_init(ctypes.byref(o), 6) == 0 and o.version == 6

@@ -219,7 +219,7 @@ def test_an_old_library_without_file_size_is_an_UnsupportedError(tmp_path, monke
 
     class Old:
         def __getattr__(self, name):
-            if name == "ckpt_npz_file_size":
+            if name == "ckpt_reader_file_size":
                 raise AttributeError(name)
             return getattr(ckpt._native.lib, name)
 
