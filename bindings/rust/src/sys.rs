@@ -487,6 +487,47 @@ extern "C" {
     pub fn ckpt_storage_new(out: *mut *mut ckpt_storage, ops: *const ckpt_storage_ops) -> c_int;
     pub fn ckpt_storage_new_memory(out: *mut *mut ckpt_storage) -> c_int;
     pub fn ckpt_storage_free(storage: *mut ckpt_storage);
+    // The same functions under their names before 0.11 (ckpt.h, "Names before 0.11"): one symbol each with the
+    // function above; the safe API calls the new names.
+    pub fn ckpt_npz_options_init(opts: *mut ckpt_options, version: u32) -> c_int;
+    pub fn ckpt_npz_save(path: *const c_char, vars: *const ckpt_vars, opts: *const ckpt_options) -> c_int;
+    pub fn ckpt_npz_read(out: *mut *mut ckpt_vars, path: *const c_char, opts: *const ckpt_options) -> c_int;
+    pub fn ckpt_npz_read_memory(
+        out: *mut *mut ckpt_vars,
+        bytes: *const c_void,
+        size: usize,
+        opts: *const ckpt_options,
+    ) -> c_int;
+    pub fn ckpt_npz_restore(path: *const c_char, vars: *mut ckpt_vars, opts: *const ckpt_options) -> c_int;
+    pub fn ckpt_npz_close(reader: *mut ckpt_reader);
+    pub fn ckpt_npz_count(reader: *const ckpt_reader) -> usize;
+    pub fn ckpt_npz_name(reader: *const ckpt_reader, i: usize) -> *const c_char;
+    pub fn ckpt_npz_find(reader: *const ckpt_reader, name: *const c_char, out_index: *mut usize) -> c_int;
+    pub fn ckpt_npz_dtype(reader: *const ckpt_reader, i: usize) -> u32;
+    pub fn ckpt_npz_itemsize(reader: *const ckpt_reader, i: usize) -> usize;
+    pub fn ckpt_npz_ndim(reader: *const ckpt_reader, i: usize) -> u32;
+    pub fn ckpt_npz_shape(reader: *const ckpt_reader, i: usize) -> *const i64;
+    pub fn ckpt_npz_nbytes(reader: *const ckpt_reader, i: usize) -> usize;
+    pub fn ckpt_npz_read_into(reader: *mut ckpt_reader, i: usize, dst: *mut c_void, dst_size: usize) -> c_int;
+    pub fn ckpt_npz_read_range(reader: *mut ckpt_reader, i: usize, offset: u64, dst: *mut c_void, size: usize)
+        -> c_int;
+    pub fn ckpt_npz_member_name(reader: *const ckpt_reader, i: usize) -> *const c_char;
+    pub fn ckpt_npz_compression(reader: *const ckpt_reader, i: usize) -> u32;
+    pub fn ckpt_npz_stored_bytes(reader: *const ckpt_reader, i: usize) -> u64;
+    pub fn ckpt_npz_crc32(reader: *const ckpt_reader, i: usize) -> u32;
+    pub fn ckpt_npz_data_offset(reader: *const ckpt_reader, i: usize) -> u64;
+    pub fn ckpt_npz_byte_order(reader: *const ckpt_reader, i: usize) -> c_int;
+    pub fn ckpt_npz_fortran_order(reader: *const ckpt_reader, i: usize) -> c_int;
+    pub fn ckpt_npz_file_size(reader: *const ckpt_reader) -> u64;
+    pub fn ckpt_npz_layout(reader: *const ckpt_reader) -> u32;
+    pub fn ckpt_npz_format(reader: *const ckpt_reader) -> u32;
+    pub fn ckpt_npz_metadata(reader: *const ckpt_reader, key: *const c_char) -> *const c_char;
+    pub fn ckpt_npz_metadata_count(reader: *const ckpt_reader) -> usize;
+    pub fn ckpt_npz_metadata_key(reader: *const ckpt_reader, i: usize) -> *const c_char;
+    pub fn ckpt_npz_metadata_value(reader: *const ckpt_reader, i: usize) -> *const c_char;
+    pub fn ckpt_npz_map(reader: *mut ckpt_reader, i: usize, out_data: *mut *const c_void) -> c_int;
+    pub fn ckpt_npz_map_vars(reader: *mut ckpt_reader, out: *mut *mut ckpt_vars) -> c_int;
+    pub fn ckpt_npz_open(out: *mut *mut ckpt_reader, path: *const c_char, opts: *const ckpt_options) -> c_int;
     pub fn ckpt_storage_stat(storage: *mut ckpt_storage, path: *const c_char, info: *mut ckpt_file_info) -> c_int;
     pub fn ckpt_storage_shared_bytes(storage: *mut ckpt_storage, path: *const c_char, shared: *mut u64) -> c_int;
     pub fn ckpt_storage_list(

@@ -133,3 +133,22 @@ fn ranges_of_an_array_read_piece_by_piece_equal_a_whole_read() {
         assert_eq!(e.code(), Code::Mismatch);
     }
 }
+
+#[test]
+fn the_earlier_c_names_sys_declares_are_the_same_functions() {
+    // A program written against 0.10's ckpt.h calls ckpt_npz_*: through sys.rs, it sees what Reader sees.
+    let dir = TempDir::new("earlier-names");
+    let path = dir.join("f.npz");
+    every_dtype().save(&path).unwrap();
+    let reader = Reader::open(&path).unwrap();
+    let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: a valid path and out pointer; the handle is closed below and used only in between.
+    unsafe {
+        assert_eq!(ckpt::sys::ckpt_npz_open(&mut raw, c_path.as_ptr(), std::ptr::null()), 0);
+        assert_eq!(ckpt::sys::ckpt_npz_count(raw), reader.len());
+        assert_eq!(ckpt::sys::ckpt_npz_count(raw), ckpt::sys::ckpt_reader_count(raw));
+        assert_eq!(ckpt::sys::ckpt_npz_file_size(raw), ckpt::sys::ckpt_reader_file_size(raw));
+        ckpt::sys::ckpt_npz_close(raw);
+    }
+}
