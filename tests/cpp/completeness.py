@@ -64,6 +64,17 @@ def api_functions(header_text, macro="CKPT_API"):
     return sorted(set(names))
 
 
+def earlier_names(header_text, macro="CKPT_API"):
+    """Names of the functions declared under an earlier name (CKPT_SAME_AS)."""
+    code = strip_comments_and_strings(header_text)
+    return sorted(set(re.findall(r"\b" + re.escape(macro) + r"\b[^;]*?\b(ckpt_[a-z0-9_]+)\s*\([^;]*\bCKPT_SAME_AS\s*\(",
+                                 code)))
+
+
+# The part that holds every earlier name to the type of the function it names.
+EARLIER_PART = "ckpt/cpp/earlier_names.hpp"
+
+
 def called_functions(binding):
     """Names of ckpt_* functions the given headers call (a name followed by an opening parenthesis)."""
     code = " ".join(strip_comments_and_strings(text) for text in binding.values())
@@ -125,6 +136,10 @@ def problems(header_text, binding, exempt, extension_headers=None):
     for name in api:
         if name not in called and name not in exempt:
             out.append(f"{name}: the C++ binding never calls it (wrap it, or add it to EXEMPT with the reason)")
+    named = set(re.findall(r"\b(ckpt_[a-z0-9_]+)\b", strip_comments_and_strings(binding.get(EARLIER_PART, ""))))
+    for name in earlier_names(header_text):
+        if name not in named:
+            out.append(f"{name}: an earlier name {EARLIER_PART} does not hold to its function's type")
 
     included = included_parts(binding)
     for rel, ext in sorted(EXTENSIONS.items()):
@@ -249,11 +264,16 @@ def self_test(header_path, binding_path):
     _, found = problems(header, orphaned, EXEMPT, extension_headers)
     expect("a part left out", named(found), ["ckpt/cpp/step.hpp"])
 
-    # A function declared under an earlier name too (CKPT_SAME_AS) is asked for once, by its name.
+    # A function declared under an earlier name too (CKPT_SAME_AS) is asked for once, by its name; its earlier name, of
+    # the part that holds it to the function's type.
     renamed = grow(header, "CKPT_API int ckpt_old_name(ckpt_vars *vars) CKPT_SAME_AS(ckpt_future_function);\n"
                            "CKPT_API int ckpt_future_function(ckpt_vars *vars);")
     _, found = problems(renamed, binding, EXEMPT, extension_headers)
-    expect("an earlier name", named(found), ["ckpt_future_function"])
+    expect("an earlier name", sorted(named(found)), ["ckpt_future_function", "ckpt_old_name"])
+    with_part = dict(binding)
+    with_part[EARLIER_PART] = binding.get(EARLIER_PART, "") + "\nstatic_assert(sizeof(&ckpt_old_name) > 0);\n"
+    _, found = problems(renamed, with_part, EXEMPT, extension_headers)
+    expect("an earlier name held by the part", named(found), ["ckpt_future_function"])
 
     # Stale exemptions are refused too.
     _, found = problems(header, binding, {**EXEMPT, "ckpt_vars_new": "x", "ckpt_gone": "y"}, extension_headers)
