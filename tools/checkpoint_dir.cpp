@@ -16,6 +16,11 @@ namespace {
 
 constexpr char kTempMarker[] = ".tmp-";
 
+// Whether `name` is longer than `suffix` and ends with it.
+bool ends_with(std::string_view name, std::string_view suffix) {
+    return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 // Names of the entries of `dir` (empty when it cannot be read: the manager reports that).
 std::vector<std::string> entries(const std::string& dir) {
     std::vector<std::string> names;
@@ -103,11 +108,8 @@ std::vector<std::string> temporaries_in(const std::string& dir, bool numbered) {
         const size_t marker = name.rfind(kTempMarker);
         if (name.size() < 2 || name[0] != '.' || marker == std::string::npos || marker < 2) continue;
         const std::string file = name.substr(1, marker - 1);
-        const auto ends_with = [&](const std::string& tail) {
-            return file.size() > tail.size() && file.compare(file.size() - tail.size(), tail.size(), tail) == 0;
-        };
         if (numbered ? ckpt_checkpoint_idx(file.c_str()) < 0
-                     : !(ends_with(".npz") || ends_with(".safetensors") || ends_with(".index.json")))
+                     : !(ends_with(file, ".npz") || ends_with(file, ".safetensors") || ends_with(file, ".index.json")))
             continue;
         found.push_back(name);
     }
@@ -129,10 +131,7 @@ std::vector<NamedCheckpoint> named_checkpoints(const std::string& dir) {
         const std::string path = join_path(dir, name);
         struct stat st{};
         if (::stat(path.c_str(), &st) != 0) continue;
-        const auto ends_with = [&](std::string_view suffix) {
-            return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-        };
-        const bool file = (ends_with(".npz") || ends_with(".safetensors")) && S_ISREG(st.st_mode);
+        const bool file = (ends_with(name, ".npz") || ends_with(name, ".safetensors")) && S_ISREG(st.st_mode);
         const bool step = !file && S_ISDIR(st.st_mode) && is_step_dir(path);
         if (file || step) found.push_back({name, path, step});
     }
