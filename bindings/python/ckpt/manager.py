@@ -280,6 +280,7 @@ class Manager:
     def read(self, idx: Optional[int] = LATEST, tensors: str = "numpy") -> Tuple[int, "npz.Arrays"]:
         """Reads checkpoint idx (or the newest readable one) into a new ``ckpt.Arrays`` (nested state as it was
         saved; ``tensors="torch"``: torch tensors, as ckpt.load gives them); returns (index, arrays)."""
+        npz._check_tensors(tensors)  # before anything is read
         out = _native.out()
         restored = ctypes.c_int64(-1)
         check(lib.ckpt_manager_read(self._h(), _idx(idx), ctypes.byref(out), ctypes.byref(restored)), *self._sources)

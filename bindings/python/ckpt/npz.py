@@ -345,24 +345,38 @@ def load(file: Source, layout: str = "auto", progress: Optional[Progress] = None
     the same types, lists and tuples as they were, numbers, strings, bools and None as they were, arrays in their
     places.
 
-    ``only``: a top-level key, or a list of them — just those entries, and only their arrays are read
+    ``only``: a top-level key, or a list of them — just those entries, and of a path only their arrays are read
     (``ckpt.load(path, only="model")["model"]`` is the model's state dict without the optimizer's). In a flat file a
     key selects the array of that name and the arrays under it ("model" takes "model/w"). NotFoundError names a key
     the file does not have."""
-    if only is not None and _is_path(file):
-        return _load_only(file, [only] if isinstance(only, (str, int)) else list(only), layout=layout,
-                          storage=storage, format=format, tensors=tensors, **limits)
+    _check_tensors(tensors)  # before anything is read
+    keys = None if only is None else [only] if isinstance(only, (str, int)) else list(only)
+    if keys is not None and _is_path(file):
+        return _load_only(file, keys, layout=layout, storage=storage, format=format, tensors=tensors, **limits)
     v = _read_vars(file, layout=layout, progress=progress, storage=storage, format=format, **limits)
-    return arrays_of(v, tensors, _origin(file))
+    result = arrays_of(v, tensors, _origin(file))
+    if keys is None:
+        return result
+    # A file object or bytes: read whole (nothing to open lazily), then the entries asked for.
+    chosen = Arrays((k, result[k]) for k in keys if k in result)
+    missing = [k for k in keys if k not in result]
+    if missing:
+        raise errors.NotFoundError(errors.ENOTFOUND, "the checkpoint has no %s" % " and no ".join(map(repr, missing)))
+    chosen.metadata = result.metadata
+    return chosen
 
 
 _TENSORS = ("numpy", "torch")
 
 
-def _load_only(file, keys, tensors="numpy", **kw):
-    """load(..., only=keys) of a path: the file opened lazily, and only the arrays under `keys` read."""
+def _check_tensors(tensors):
     if tensors not in _TENSORS:
         raise errors.InvalidArgumentError(errors.EINVAL, "tensors must be 'numpy' or 'torch', not %r" % (tensors,))
+
+
+def _load_only(file, keys, tensors="numpy", **kw):
+    """load(..., only=keys) of a path: the file opened lazily, and only the arrays under `keys` read."""
+    _check_tensors(tensors)
     with open(file, **kw) as f:
         record = f.metadata.get(tree.TREE_KEY)
         if record is not None:
@@ -394,8 +408,7 @@ def _origin(file):
 def arrays_of(v, tensors="numpy", origin="the checkpoint"):
     """What a read gives: the Arrays of a collection just read — the saved structure when the file records one
     (ckpt.tree), its arrays as numpy arrays or torch tensors."""
-    if tensors not in _TENSORS:
-        raise errors.InvalidArgumentError(errors.EINVAL, "tensors must be 'numpy' or 'torch', not %r" % (tensors,))
+    _check_tensors(tensors)
     arrays = v.to_dict()
     if tensors == "torch":
         arrays = OrderedDict((name, _to_torch(name, a)) for name, a in arrays.items())

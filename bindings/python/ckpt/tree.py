@@ -227,12 +227,6 @@ def merge(target: Any, node: Any, fresh: Mapping[str, Any]) -> Any:
     return target
 
 
-def leaves(arrays: Mapping) -> List[Tuple[str, Any]]:
-    """The (member name, array) pairs of a nested structure to restore into, in order."""
-    items, _ = flatten(arrays)
-    return items
-
-
 def without_tree(metadata: Mapping[str, str]) -> "OrderedDict[str, str]":
     return OrderedDict((k, v) for k, v in metadata.items() if k != TREE_KEY)
 

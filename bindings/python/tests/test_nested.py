@@ -128,6 +128,9 @@ def test_only_reads_just_the_entries_asked_for(tmp_path, fmt):
     with pytest.raises(ckpt.NotFoundError) as e:
         ckpt.load(path, only=["model", "ema"])
     assert path in str(e.value) and "'ema'" in str(e.value)
+    with open(path, "rb") as f:  # a file object: read whole, then the entries asked for
+        model = ckpt.load(f, only="model")
+    assert list(model) == ["model"] and list(model["model"]) == ["fc.weight", "fc.bias"]
     flat = str(tmp_path / ("flat." + fmt))
     ckpt.save(flat, {"model/w": np.ones(2), "model/b": np.zeros(1), "opt/m": np.ones(3)})
     assert sorted(ckpt.load(flat, only="model")) == ["model/b", "model/w"]
