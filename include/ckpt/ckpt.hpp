@@ -40,6 +40,7 @@
 #include <ckpt/cpp/options.hpp>
 #include <ckpt/cpp/vars.hpp>
 #include <ckpt/cpp/reader.hpp>
+#include <ckpt/cpp/tree.hpp>
 #include <ckpt/cpp/earlier_names.hpp>
 #include <ckpt/cpp/step.hpp>
 #include <ckpt/cpp/writer.hpp>

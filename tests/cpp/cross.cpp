@@ -5,6 +5,7 @@
 //     cross check PATH                  read PATH and check every array and the note; print "ok <writer>"
 //     cross manager-save LOGDIR IDX     save it as checkpoint IDX of a manager (default subdir, keep 3)
 //     cross manager-resume LOGDIR IDX   restore the latest checkpoint in place; check it is IDX; print "ok <writer>"
+//     cross tree PATH                   print the nested state of PATH, one line per node (ckpt::Tree)
 //
 // Exit status: 0; 1 for a failed ckpt call (its code and message are printed) or a difference; 2 for a usage error.
 #include <ckpt/ckpt.hpp>
@@ -113,12 +114,63 @@ ckpt::ManagerOptions manager_options() {
     return o;
 }
 
+// UTF-8 bytes in hex; "." for none.
+std::string hex(const std::string& bytes) {
+    static const char digits[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : bytes) {
+        out += digits[c >> 4];
+        out += digits[c & 15];
+    }
+    return out.empty() ? "." : out;
+}
+
+// One line per node of the checkpoint's structure (tests/cross/README.md): path, how it is reached, kind, value.
+void print_tree(const std::string& path, const ckpt::TreeNode& node, const char* reached, ckpt::Reader& reader) {
+    std::string value;
+    switch (node.kind()) {
+        case ckpt::TreeNode::Kind::dict:
+        case ckpt::TreeNode::Kind::list:
+        case ckpt::TreeNode::Kind::tuple: value = std::to_string(node.size()); break;
+        case ckpt::TreeNode::Kind::array: {
+            value = hex(node.member()) + " [";
+            const ckpt::Shape shape = reader.shape(reader.index(node.member()));
+            for (size_t i = 0; i < shape.size(); ++i) value += (i ? "," : "") + std::to_string(shape[i]);
+            value += "]";
+            break;
+        }
+        case ckpt::TreeNode::Kind::floating: {
+            const double d = node.as_double();
+            uint64_t bits = 0;
+            std::memcpy(&bits, &d, sizeof bits);
+            char text[17];
+            std::snprintf(text, sizeof text, "%016" PRIx64, bits);
+            value = text;
+            break;
+        }
+        case ckpt::TreeNode::Kind::integer: value = node.text(); break;
+        case ckpt::TreeNode::Kind::boolean: value = node.as_bool() ? "true" : "false"; break;
+        case ckpt::TreeNode::Kind::str: value = hex(node.text()); break;
+        case ckpt::TreeNode::Kind::none: value = "-"; break;
+    }
+    std::printf("%s %s %s %s\n", hex(path).c_str(), reached, ckpt::TreeNode::kind_name(node.kind()), value.c_str());
+    const std::string prefix = path.empty() ? "" : path + "/";
+    if (node.kind() == ckpt::TreeNode::Kind::dict) {
+        for (const ckpt::TreeEntry& e : node.entries())
+            print_tree(prefix + ckpt::tree_escape(e.key.text), e.value, e.key.is_int ? "int" : "str", reader);
+    } else if (node.is_container()) {
+        for (size_t i = 0; i < node.size(); ++i)
+            print_tree(prefix + std::to_string(i), node.items()[i], "item", reader);
+    }
+}
+
 int usage() {
     std::fprintf(stderr,
                  "usage: cross write PATH plain|objax\n"
                  "       cross check PATH\n"
                  "       cross manager-save LOGDIR IDX\n"
-                 "       cross manager-resume LOGDIR IDX\n");
+                 "       cross manager-resume LOGDIR IDX\n"
+                 "       cross tree PATH\n");
     return 2;
 }
 
@@ -139,6 +191,12 @@ int run(int argc, char** argv) {
     }
     if (command == "check" && argc == 3) {
         std::printf("ok %s\n", check_vars(ckpt::read(argv[2])).c_str());
+        return 0;
+    }
+    if (command == "tree" && argc == 3) {
+        ckpt::Reader reader(argv[2]);
+        const ckpt::Tree tree = ckpt::Tree::of(reader, argv[2]);
+        print_tree("", tree.root(), "root", reader);
         return 0;
     }
     if ((command == "manager-save" || command == "manager-resume") && argc == 4) {

@@ -6,7 +6,9 @@
 Each --lang NAME=COMMAND names a language and the command line of its program (split on spaces). For every writer
 and every reader: the writer saves the checkpoint in both layouts and the reader checks it; the writer saves two
 manager checkpoints into a directory and the reader resumes from it, then saves the next one, which the writer
-resumes. Prints one line per pair and a closing 'N passed, N failed'.
+resumes. Then Python writes nested training state and every language with a structure walker (TREE_READERS) prints
+its structure, which must be Python's line for line. Prints one line per pair and check, and a closing
+'N passed, N failed'.
 """
 import argparse
 import os
@@ -14,6 +16,11 @@ import shlex
 import subprocess
 import sys
 import tempfile
+
+
+# The languages whose binding reads nested state's structure record (docs/format.md, "Nested state"); C programs
+# read the record's documented JSON themselves.
+TREE_READERS = ("python", "cpp", "rust")
 
 
 def run(cmd, *args):
@@ -59,6 +66,23 @@ def main():
                     print("    " + p)
                 passed += not problems
                 failed += bool(problems)
+        if "python" in langs:
+            path = os.path.join(tmp, "nested.npz")
+            rc, _, err = run(langs["python"], "write-nested", path)
+            if rc != 0:
+                print("python write-nested: exit %d: %s" % (rc, err))
+                failed += 1
+            else:
+                rc, expected, err = run(langs["python"], "tree", path)
+                for reader in (r for r in TREE_READERS if r in langs):
+                    rc2, listing, err2 = run(langs[reader], "tree", path)
+                    ok = rc == 0 and rc2 == 0 and listing == expected and expected.count("\n") > 20
+                    print("%-6s -> %-6s nested state %s" % ("python", reader, "ok" if ok else "FAILED"))
+                    if not ok:
+                        print("    python: exit %d %s\n%s\n    %s: exit %d %s\n%s" % (rc, err, expected, reader, rc2,
+                                                                                  err2, listing))
+                    passed += ok
+                    failed += not ok
     print("%d passed, %d failed" % (passed, failed))
     return 0 if failed == 0 else 1
 

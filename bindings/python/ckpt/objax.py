@@ -6,13 +6,17 @@ CPU torch tensor) or an object with a ``.value`` (objax's variables), which gets
 ``.assign(value)`` when it has one, else by setting ``.value``. One variable reached under several names (objax
 shares them) is saved once, under its first name, and restored from whichever of its names the file has.
 Files are objax's layout (``names.npy`` + ``0.npy``, ``1.npy``, …), written atomically and durably.
+
+Each function also takes nested state — ``{"model": vc, "epoch": 3, "opt": {...}}``, dicts, lists and tuples with
+variables, arrays and scalars as leaves — saved as ``ckpt.save`` saves it (docs/format.md, "Nested state") and
+restored into it: variables through ``.assign``, arrays in place, scalars replaced.
 """
 import io
 import os
 import sys
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
-from . import _paths, errors, npz
+from . import _paths, errors, npz, tree
 from .manager import Manager, checkpoint_idx, index_argument
 
 _DEFAULT = object()
@@ -39,17 +43,67 @@ def _value(holder):
 
 def _set(vc, name, holder, fresh):
     if hasattr(holder, "value") and not hasattr(holder, "dtype"):
-        if hasattr(holder, "assign"):
-            holder.assign(fresh)
-        else:
-            holder.value = fresh
+        _assign(holder, fresh)
     else:
         npz.assign(vc, name, holder, fresh)
+
+
+def _assign(variable, fresh):
+    if hasattr(variable, "assign"):
+        variable.assign(fresh)
+    else:
+        variable.value = fresh
+
+
+def _variable(leaf):
+    """The objax variable a leaf of nested state is (a TrainRef's variable for a TrainRef), or None."""
+    ref = getattr(leaf, "ref", None)
+    if ref is not None and hasattr(ref, "value"):
+        return ref
+    return leaf if hasattr(leaf, "value") and not hasattr(leaf, "dtype") else None
+
+
+def _values(state):
+    """Nested state with each variable replaced by its value, in containers of its own (dicts, lists, tuples)."""
+    variable = _variable(state)
+    if variable is not None:
+        return variable.value
+    if isinstance(state, Mapping):
+        return {key: _values(child) for key, child in state.items()}
+    if isinstance(state, tuple):
+        return tuple(_values(child) for child in state)
+    if isinstance(state, list):
+        return [_values(child) for child in state]
+    return state
+
+
+def _put_back(target, restored):
+    """Gives nested state `target` what a restore left in `restored` (its _values): variables through assign, arrays
+    not filled in place and scalars replaced; containers updated in place where they can be, tuples rebuilt."""
+    variable = _variable(target)
+    if variable is not None:
+        if restored is not variable.value:
+            _assign(variable, restored)
+        return target
+    if isinstance(target, Mapping) and isinstance(restored, Mapping):
+        for key in list(target):
+            if key in restored:
+                new = _put_back(target[key], restored[key])
+                if new is not target[key]:
+                    target[key] = new
+        return target
+    if isinstance(target, (list, tuple)) and isinstance(restored, (list, tuple)):
+        return tree.put_items(target, [_put_back(t, r) for t, r in zip(target, restored)] +
+                              list(target[len(restored):]))
+    return restored
 
 
 def save_var_collection(file: Any, vc: Mapping[str, Any], metadata: Optional[Mapping[str, str]] = None) -> None:
     """Saves the collection to `file` (a path, atomically and durably, or a writable binary file object) in
     objax's layout, with `metadata` except its "ckpt." keys (a checkpoint manager's own)."""
+    if tree.is_nested(vc):
+        npz.save(file, _values(vc), metadata=metadata, layout="objax")
+        return
     arrays = {names[0]: _value(holder) for names, holder in _unique(vc)}
     npz.save(file, arrays, metadata=metadata, layout="objax")
 
@@ -60,6 +114,11 @@ def load_var_collection(file: Any, vc: Mapping[str, Any], renamer: Any = None) -
     is applied to the names on disk. Variables in the file but not in the collection are ignored; a variable of
     the collection missing from the file raises MismatchError, a ValueError listing the missing variables and the
     unused names on disk, and changes nothing. Returns the file's metadata."""
+    if tree.is_nested(vc):
+        values = _values(vc)
+        metadata = npz.restore_mapping(values, None, lambda v: npz._restore_vars(file, v, renamer=renamer))
+        _put_back(vc, values)
+        return metadata
     variables = _unique(vc)
     names = [group[0] for group, _ in variables]
     if not isinstance(file, (str, bytes, os.PathLike)):
@@ -142,6 +201,9 @@ class Checkpoint:
             self.SAVE_FN(self._path(idx), vc)
             self._retain()
             return
+        if tree.is_nested(vc):
+            self._manager.save(_values(vc), idx, metadata=metadata)
+            return
         arrays = {names[0]: _value(holder) for names, holder in _unique(vc)}
         self._manager.save(arrays, idx, metadata=metadata)
 
@@ -168,6 +230,11 @@ class Checkpoint:
         arrays = {group[0]: _value(holder) for group, holder in variables}
         holders = {group[0]: holder for group, holder in variables}
         try:
+            if tree.is_nested(vc):
+                values = _values(vc)
+                restored, _ = self._manager._restore(values, idx, None)
+                _put_back(vc, values)
+                return self._restored(restored)
             if any(len(group) > 1 for group, _ in variables):
                 target = idx if idx is not None else self._manager.latest()
                 if target is not None:
@@ -179,9 +246,12 @@ class Checkpoint:
             if idx is not None:
                 raise
             return self._none()
-        path = self._manager.path(restored)
+        return self._restored(restored)
+
+    def _restored(self, idx):
+        path = self._manager.path(idx)
         self._say("Resuming from", path)
-        return restored, path
+        return idx, path
 
     def _none(self):
         if self.verbose:

@@ -17,6 +17,7 @@ from . import errors
 
 TREE_KEY = "__ckpt_tree__"
 SEPARATOR = "/"
+MAX_DEPTH = 256  # levels below the root, the most any reader of the record takes (docs/format.md)
 
 # Leaves that are arrays whatever they hold (ckpt's own wrappers are recognised by name, to import nothing).
 _ARRAY_WRAPPERS = ("typed", "Rows", "Source", "RawArray")
@@ -60,6 +61,10 @@ def flatten(arrays: Mapping) -> Tuple[List[Tuple[str, Any]], str]:
         return "".join("[%r]" % (k,) for k in path) or "the root"
 
     def node(value, path):
+        if len(path) > MAX_DEPTH:
+            raise errors.InvalidArgumentError(
+                errors.EINVAL, "%s is nested more than %d levels deep" % (describe(path[:8]) + "...",
+                                                                          MAX_DEPTH))
         if _is_array(value):
             name = SEPARATOR.join(escape(str(k)) for k in path)
             if name in where:
@@ -112,6 +117,9 @@ def parse(text: str, origin: str = "the checkpoint") -> Any:
     """The structure record, checked to be of the documented shape (a FormatError naming what is wrong)."""
     try:
         root = json.loads(text)
+    except RecursionError:
+        raise errors.FormatError(errors.EFORMAT, "%s: its %s is nested more than %d levels deep"
+                                 % (origin, TREE_KEY, MAX_DEPTH)) from None
     except ValueError as e:
         raise errors.FormatError(errors.EFORMAT, "%s: its %s is not JSON: %s" % (origin, TREE_KEY, e)) from None
     if not isinstance(root, dict) or "dict" not in root:
@@ -137,7 +145,9 @@ def build(root: Any, arrays: Mapping[str, Any], origin: str = "the checkpoint",
     def bad(what):
         return errors.FormatError(errors.EFORMAT, "%s: its %s %s" % (origin, TREE_KEY, what))
 
-    def value(node, top=False):
+    def value(node, top=False, depth=0):
+        if depth > MAX_DEPTH:
+            raise bad("is nested more than %d levels deep" % MAX_DEPTH)
         if node is None or isinstance(node, (bool, str, int)):
             return node
         if isinstance(node, float):
@@ -157,7 +167,7 @@ def build(root: Any, arrays: Mapping[str, Any], origin: str = "the checkpoint",
         if kind in ("list", "tuple"):
             if not isinstance(body, list):
                 raise bad("has a %s that is not a JSON array" % kind)
-            items = [value(child) for child in body]
+            items = [value(child, depth=depth + 1) for child in body]
             return tuple(items) if kind == "tuple" else items
         if kind == "dict":
             if not isinstance(body, list):
@@ -167,7 +177,7 @@ def build(root: Any, arrays: Mapping[str, Any], origin: str = "the checkpoint",
                 if (not isinstance(pair, list) or len(pair) != 2 or isinstance(pair[0], bool)
                         or not isinstance(pair[0], (str, int))):
                     raise bad("has a dict entry that is not a [str or int key, value] pair: %.80r" % (pair,))
-                out[pair[0]] = value(pair[1])
+                out[pair[0]] = value(pair[1], depth=depth + 1)
             return out
         raise bad("has a node of the unknown kind %r" % (kind,))
 
@@ -218,13 +228,19 @@ def merge(target: Any, node: Any, fresh: Mapping[str, Any]) -> Any:
         items = list(target)
         for i, child in enumerate(body[:len(items)]):
             items[i] = merge(items[i], child, fresh)
-        if isinstance(target, list):
-            for i, item in enumerate(items):
-                if item is not target[i]:
-                    target[i] = item
-            return target
-        return target if all(a is b for a, b in zip(items, target)) else type(target)(items)
+        return put_items(target, items)
     return target
+
+
+def put_items(target: Any, items: List[Any]) -> Any:
+    """A list or tuple given new items: a list updated in place (only where an item changed), a tuple rebuilt when
+    one did."""
+    if isinstance(target, list):
+        for i, item in enumerate(items):
+            if item is not target[i]:
+                target[i] = item
+        return target
+    return target if all(a is b for a, b in zip(items, target)) else type(target)(items)
 
 
 def without_tree(metadata: Mapping[str, str]) -> "OrderedDict[str, str]":

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The Python side of the cross-language checkpoint (tests/cross/README.md), through the ckpt package."""
 import os
+import struct
 import sys
 
 sys.dont_write_bytecode = True
@@ -51,9 +52,57 @@ def check(arrays, metadata, types):
     print("ok %s" % metadata["writer"])
 
 
+def nested():
+    """Training state as a PyTorch program holds it, with every kind of node and key the record has."""
+    return {
+        "model": {"fc.weight": W, "fc.bias": np.array([0.25, -0.5], np.float32)},
+        "optimizer": {"state": {0: {"step": np.array(3.0, np.float32), "exp_avg": W * 2},
+                                1: {"step": np.array(3.0, np.float32), "exp_avg": np.zeros(2, np.float32)}},
+                      "param_groups": [{"lr": 0.001, "betas": (0.9, 0.999), "eps": 1e-08, "weight_decay": 0,
+                                        "amsgrad": False, "foreach": None, "params": [0, 1]}]},
+        "epoch": 3, "big": 2 ** 80, -5: "n\u00e9gatif ∂\n", "a/b~c": {"nan": float("nan"), "neg0": -0.0,
+                                                                  "ninf": float("-inf"), "": "", "t": ()},
+        "empty": {}, "list": [], "bf16": ckpt.typed(BF16, "bfloat16"),
+    }
+
+
+def print_tree(path, value, reached):
+    """One line per node (tests/cross/README.md): path, how it is reached, kind, value."""
+    def hexed(text):
+        return text.encode().hex() or "."
+    if isinstance(value, dict):
+        kind, shown = "dict", str(len(value))
+    elif isinstance(value, (list, tuple)):
+        kind, shown = type(value).__name__, str(len(value))
+    elif value is None:
+        kind, shown = "None", "-"
+    elif isinstance(value, bool):
+        kind, shown = "bool", "true" if value else "false"
+    elif isinstance(value, int):
+        kind, shown = "int", str(value)
+    elif isinstance(value, float):
+        kind, shown = "float", struct.pack(">d", value).hex()
+    elif isinstance(value, str):
+        kind, shown = "str", hexed(value)
+    else:
+        kind, shown = "array", "%s [%s]" % (hexed(path), ",".join(str(d) for d in value.shape))
+    print("%s %s %s %s" % (hexed(path), reached, kind, shown))
+    prefix = path + "/" if path else ""
+    if isinstance(value, dict):
+        for key, child in value.items():
+            print_tree(prefix + ckpt.tree.escape(str(key)), child, "int" if isinstance(key, int) else "str")
+    elif isinstance(value, (list, tuple)):
+        for i, child in enumerate(value):
+            print_tree(prefix + str(i), child, "item")
+
+
 def main(argv):
     if len(argv) == 4 and argv[1] == "write" and argv[3] in ("plain", "objax"):
         ckpt.save(argv[2], checkpoint(), metadata={"writer": "python", "note": NOTE}, layout=argv[3])
+    elif len(argv) == 3 and argv[1] == "write-nested":
+        ckpt.save(argv[2], nested(), metadata={"writer": "python"})
+    elif len(argv) == 3 and argv[1] == "tree":
+        print_tree("", dict(ckpt.load(argv[2])), "root")
     elif len(argv) == 3 and argv[1] == "check":
         with ckpt.open(argv[2]) as f:
             types = {n: f.ckpt_dtype(n) for n in f}
@@ -75,7 +124,7 @@ def main(argv):
                 check(target, metadata, types)
     else:
         sys.stderr.write("usage: cross.py write PATH plain|objax | check PATH | manager-save LOGDIR IDX | "
-                         "manager-resume LOGDIR IDX\n")
+                         "manager-resume LOGDIR IDX | write-nested PATH | tree PATH\n")
         return 2
     return 0
 

@@ -167,7 +167,9 @@ def test_a_damaged_structure_record_is_a_format_error_naming_the_file(tmp_path):
     for record, words in [("{", "is not JSON"), ('{"list": []}', "does not describe a dict"),
                           ('{"dict": [["w", {"array": "nope"}]]}', "names the array 'nope'"),
                           ('{"dict": [["w", {"set": []}]]}', "unknown kind 'set'"),
-                          ('{"dict": [[1.5, 2]]}', "not a [str or int key, value] pair")]:
+                          ('{"dict": [[1.5, 2]]}', "not a [str or int key, value] pair"),
+                          ('{"dict": [["w", ' + '{"list": [' * 300 + ']}' * 300 + ']]}', "more than 256 levels"),
+                          ('{"dict": [["w", ' + '{"list": [' * 5000 + ']}' * 5000 + ']]}', "more than 256 levels")]:
         ckpt.save(path, {"w": np.zeros(1)}, metadata={tree.TREE_KEY: record})
         with pytest.raises(ckpt.FormatError) as e:
             ckpt.load(path)
@@ -175,6 +177,27 @@ def test_a_damaged_structure_record_is_a_format_error_naming_the_file(tmp_path):
         if "nope" not in record:  # (a restore takes arrays by the caller's paths: a name it does not ask for is moot)
             with pytest.raises(ckpt.FormatError):  # a restore into nested state meets it too, never a TypeError
                 ckpt.restore(path, {"w": np.zeros(1), "opt": {0: (0.5, None)}}, partial=True)
+
+
+def test_state_nested_deeper_than_readers_take_is_refused_before_anything_is_written(tmp_path):
+    deep = value = {}
+    for _ in range(300):
+        value["a"] = {}
+        value = value["a"]
+    with pytest.raises(ckpt.InvalidArgumentError) as e:
+        ckpt.save(str(tmp_path / "x.npz"), {"w": np.zeros(1), "deep": deep})
+    assert "['deep']['a']['a']" in str(e.value) and "more than 256 levels deep" in str(e.value)
+    assert not os.path.exists(tmp_path / "x.npz")
+    deep = value = {}  # 256 levels below the root is as deep as it goes
+    for _ in range(254):
+        value["a"] = {}
+        value = value["a"]
+    value["w"] = np.ones(2)
+    ckpt.save(str(tmp_path / "y.npz"), {"deep": deep})
+    got = ckpt.load(str(tmp_path / "y.npz"))["deep"]
+    for _ in range(254):
+        got = got["a"]
+    np.testing.assert_array_equal(got["w"], np.ones(2))
 
 
 def test_tensors_takes_numpy_or_torch(tmp_path):

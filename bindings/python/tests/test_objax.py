@@ -270,3 +270,39 @@ def test_a_checkpoint_restore_over_a_failing_storage_raises_the_storages_own_exc
     assert "the object store went away" in e.value.message
     assert isinstance(e.value.__cause__, ConnectionError)
     ckpt_.close()
+
+
+def test_nested_state_with_variables_saves_and_restores_through_every_entry_point(tmp_path):
+    def state():
+        vc, w, b, step = model()
+        frozen = objax.StateVar(np.ones(2, np.float32))
+        frozen._value.flags.writeable = False  # as a JAX array: only assign can change it
+        return {"model": vc, "frozen": frozen, "epoch": 0, "opt": {0: (0.1, None)}, "hist": [np.zeros(2)]}, w, frozen
+
+    saved, w, frozen = state()
+    w.value[...] = 5
+    saved["epoch"], saved["opt"][0], saved["hist"][0][:] = 3, (0.5, True), [1, 2]
+    frozen.assign(np.array([7, 8], np.float32))
+
+    def check(target, w2, frozen2, buffer):
+        assert w2.value.tolist() == [[5] * 3] * 2 and w2.value is buffer  # a variable's array filled in place
+        assert frozen2.value.tolist() == [7, 8]  # one that cannot be, given its value through assign
+        assert target["epoch"] == 3 and target["opt"] == {0: (0.5, True)} and target["hist"][0].tolist() == [1, 2]
+        assert target["model"]["(Momentum).m"].ref is target["model"]["(Linear).b"]
+
+    path = str(tmp_path / "state.npz")
+    objax.io.save_var_collection(path, saved)
+    with np.load(path) as data:  # objax's layout, members named by their paths
+        assert "model/(Linear).w" in list(data["names"]) and "epoch" not in list(data["names"])
+    target, w2, frozen2 = state()
+    objax.io.load_var_collection(path, target)
+    check(target, w2, frozen2, w2.value)
+
+    c = objax.io.Checkpoint(str(tmp_path / "logs"), keep_ckpts=2, verbose=False)
+    c.save(saved, 4)
+    c.close()
+    target, w2, frozen2 = state()
+    buffer = w2.value
+    assert objax.io.Checkpoint(str(tmp_path / "logs"), keep_ckpts=2, verbose=False).restore(target)[0] == 4
+    check(target, w2, frozen2, buffer)
+    assert ckpt.load(c._path(4))["opt"] == {0: (0.5, True)}

@@ -7,11 +7,12 @@
 //! cross check PATH
 //! cross manager-save LOGDIR IDX
 //! cross manager-resume LOGDIR IDX
+//! cross tree PATH
 //! ```
 //! A failing ckpt call exits 1 with its code and message; a difference exits 1 naming it; a usage error exits 2.
 use std::process::ExitCode;
 
-use ckpt::{Bf16, Dtype, F8E4M3Fn, Layout, Manager, ManagerOptions, Options, Vars};
+use ckpt::{Bf16, Dtype, F8E4M3Fn, Key, Layout, Manager, ManagerOptions, Node, Options, Reader, Tree, Vars};
 
 const W: [f32; 6] = [0.5, -1.0, 2.0, 3.25, -4.0, 0.001];
 const STEP: i64 = 42;
@@ -104,6 +105,49 @@ fn index(arg: &str) -> Result<i64, Failure> {
     arg.parse::<i64>().ok().filter(|i| *i >= 0).ok_or_else(|| Failure::Usage(format!("'{arg}' is not an index")))
 }
 
+/// UTF-8 bytes in hex; "." for none.
+fn hex(text: &str) -> String {
+    if text.is_empty() {
+        return ".".to_string();
+    }
+    text.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One line per node of the checkpoint's structure (tests/cross/README.md): path, how it is reached, kind, value.
+fn print_tree(path: &str, node: &Node, reached: &str, reader: &Reader) -> Result<(), Failure> {
+    let value = match node {
+        Node::Dict(entries) => entries.len().to_string(),
+        Node::List(items) | Node::Tuple(items) => items.len().to_string(),
+        Node::Array(member) => {
+            let dims: Vec<String> = reader.shape(member)?.iter().map(i64::to_string).collect();
+            format!("{} [{}]", hex(member), dims.join(","))
+        }
+        Node::Float(f) => format!("{:016x}", f.to_bits()),
+        Node::Int(i) => i.to_string(),
+        Node::BigInt(digits) => digits.clone(),
+        Node::Bool(b) => b.to_string(),
+        Node::Str(s) => hex(s),
+        Node::None => "-".to_string(),
+    };
+    println!("{} {} {} {}", hex(path), reached, node.kind_name(), value);
+    let prefix = if path.is_empty() { String::new() } else { format!("{path}/") };
+    match node {
+        Node::Dict(entries) => {
+            for (key, child) in entries {
+                let reached = if matches!(key, Key::Str(_)) { "str" } else { "int" };
+                print_tree(&format!("{prefix}{}", ckpt::tree_escape(&key.text())), child, reached, reader)?;
+            }
+        }
+        Node::List(items) | Node::Tuple(items) => {
+            for (i, child) in items.iter().enumerate() {
+                print_tree(&format!("{prefix}{i}"), child, "item", reader)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 fn run(args: &[String]) -> Result<(), Failure> {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     match args.as_slice() {
@@ -117,6 +161,10 @@ fn run(args: &[String]) -> Result<(), Failure> {
         }
         ["check", path] => {
             println!("ok {}", check(&Vars::read(path)?)?);
+        }
+        ["tree", path] => {
+            let reader = Reader::open(path)?;
+            print_tree("", Tree::of(&reader, path)?.root(), "root", &reader)?;
         }
         ["manager-save", logdir, idx] => {
             let idx = index(idx)?;
@@ -149,7 +197,8 @@ fn run(args: &[String]) -> Result<(), Failure> {
             println!("ok {writer}");
         }
         _ => return Err(Failure::Usage(
-            "usage: cross write PATH plain|objax | check PATH | manager-save LOGDIR IDX | manager-resume LOGDIR IDX"
+            "usage: cross write PATH plain|objax | check PATH | manager-save LOGDIR IDX | manager-resume LOGDIR IDX | \
+             tree PATH"
                 .to_string(),
         )),
     }

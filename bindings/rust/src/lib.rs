@@ -94,6 +94,7 @@ mod storage;
 /// The raw declarations of ckpt.h, which the safe API wraps: for the crate's own tests, not for programs.
 #[doc(hidden)]
 pub mod sys;
+mod tree;
 mod util;
 mod vars;
 mod writer;
@@ -109,6 +110,7 @@ pub use reader::{MemberInfo, Reader};
 pub use s3::{S3Addressing, S3Options};
 pub use step::Step;
 pub use storage::{Directories, InputFile, OutputFile, Storage, StorageHandle};
+pub use tree::{tree_escape, tree_unescape, Key, Node, Tree, TREE_KEY};
 pub use vars::Vars;
 pub use writer::{Sink, Writer, WriterKind, WriterOptions};
 

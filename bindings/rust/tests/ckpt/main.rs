@@ -16,5 +16,6 @@ mod s3;
 mod safetensors;
 mod storage;
 mod threads;
+mod tree;
 mod vars;
 mod writer;
