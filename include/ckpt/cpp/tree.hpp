@@ -304,8 +304,8 @@ private:
     static constexpr int max_depth = 256;
 
     [[noreturn]] void fail(const std::string& what) const {
-        throw Error(CKPT_EFORMAT, origin_ + ": its " + tree_key + " " + what + " (at byte " + std::to_string(at_) +
-                                      ")");
+        throw Error(CKPT_EFORMAT,
+                    origin_ + ": its " + tree_key + " " + what + " (at byte " + std::to_string(at_) + ")");
     }
     void space() {
         while (at_ < s_.size() && (s_[at_] == ' ' || s_[at_] == '\t' || s_[at_] == '\n' || s_[at_] == '\r')) ++at_;
@@ -335,10 +335,14 @@ private:
         for (int i = 0; i < 4; ++i) {
             const char c = s_[at_++];
             v <<= 4;
-            if (c >= '0' && c <= '9') v |= unsigned(c - '0');
-            else if (c >= 'a' && c <= 'f') v |= unsigned(c - 'a' + 10);
-            else if (c >= 'A' && c <= 'F') v |= unsigned(c - 'A' + 10);
-            else fail("is not JSON: a \\u escape with a character that is not hex");
+            if (c >= '0' && c <= '9')
+                v |= unsigned(c - '0');
+            else if (c >= 'a' && c <= 'f')
+                v |= unsigned(c - 'a' + 10);
+            else if (c >= 'A' && c <= 'F')
+                v |= unsigned(c - 'A' + 10);
+            else
+                fail("is not JSON: a \\u escape with a character that is not hex");
         }
         return v;
     }
