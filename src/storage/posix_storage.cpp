@@ -413,11 +413,19 @@ public:
     }
     bool knows_temp_owners() const override { return true; }
 
+    // Each directory created is made durable in its parent (an fsync of the parent) before the next is created in it:
+    // a power cut must not take away a folder, with every checkpoint later saved durably in it, that a file system
+    // without ext4's ordered journal had not yet written (tests/crash).
     void make_dirs(const std::string& dir) override {
         for (size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
             const std::string prefix = dir.substr(0, end);
-            if (!prefix.empty() && ::mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST)
-                fail_errno(errno, fmt::format("{}: cannot create directory", prefix));
+            if (!prefix.empty()) {
+                if (::mkdir(prefix.c_str(), 0777) == 0) {
+                    sync_dir(parent_dir(prefix));
+                } else if (errno != EEXIST) {
+                    fail_errno(errno, fmt::format("{}: cannot create directory", prefix));
+                }
+            }
             if (end == std::string::npos) break;
         }
         struct stat st;

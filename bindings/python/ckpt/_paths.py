@@ -44,3 +44,33 @@ def encode(path: Any) -> bytes:
     return raw
 
 
+
+
+def sync_dir(path: Any) -> None:
+    """fsync of a local directory: the changes of its entries made so far survive a power cut."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def make_dirs(path: Any, mode: int = 0o777, exist_ok: bool = True) -> None:
+    """os.makedirs, each directory it creates made durable in its parent before anything goes into it (as ckpt's
+    own saves make the directories they create), so that a power cut cannot take a folder away from the files
+    later saved durably in it."""
+    path = os.path.abspath(os.fspath(path))
+    if os.path.isdir(path):
+        if not exist_ok:
+            raise FileExistsError(17, "File exists", path)
+        return
+    parent = os.path.dirname(path)
+    if parent != path and not os.path.isdir(parent):
+        make_dirs(parent, mode, exist_ok=True)
+    try:
+        os.mkdir(path, mode)
+    except FileExistsError:
+        if not exist_ok or not os.path.isdir(path):
+            raise
+        return
+    sync_dir(parent)

@@ -90,12 +90,14 @@ class LocalFileSystem:
         return os.path.exists(self._at(path))
 
     def mkdir(self, path: str, mode: int = 0o777, *args: Any, dir_fd: Optional[int] = None) -> None:
-        """Creates the directory `path` (its parent must exist)."""
+        """Creates the directory `path` (its parent must exist), durably: its parent is synced."""
         os.mkdir(self._at(path), mode, *args, dir_fd=dir_fd)
+        if dir_fd is None:
+            _paths.sync_dir(os.path.dirname(os.path.abspath(self._at(path))))
 
     def makedirs(self, path: str, mode: int = 0o777, exist_ok: bool = False) -> None:
-        """Creates the directory `path` and any missing parent."""
-        os.makedirs(self._at(path), mode, exist_ok)
+        """Creates the directory `path` and any missing parent, each durably (its parent is synced)."""
+        _paths.make_dirs(self._at(path), mode, exist_ok)
 
     def rename(self, src: str, dst: str) -> None:
         """Moves `src` to `dst`, replacing a file there."""

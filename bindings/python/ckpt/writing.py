@@ -220,7 +220,7 @@ class Writer:
             if fs is not None:
                 fs.makedirs(out_dir, exist_ok=True)
             elif self._storage is None:
-                os.makedirs(out_dir, exist_ok=True)
+                _paths.make_dirs(out_dir)
             elif isinstance(self.fs, StorageFiles) and _native.VERSION >= _native.FILES_SINCE:
                 self.fs.makedirs(out_dir)
         self._initialized = True
