@@ -209,8 +209,10 @@ static int fd_watched(int fd) { return log_fd >= 0 && fd >= 0 && fd < MAX_FDS &&
 static void parent_of(const char* path, char* out, size_t size) {
     snprintf(out, size, "%s", path);
     char* slash = strrchr(out, '/');
-    if (slash == out) slash[1] = '\0';
-    else if (slash != NULL) *slash = '\0';
+    if (slash == out)
+        slash[1] = '\0';
+    else if (slash != NULL)
+        *slash = '\0';
 }
 
 static int do_open(int dirfd, const char* path, int flags, mode_t mode) {
@@ -361,8 +363,10 @@ int ftruncate(int fd, off_t length) {
     pthread_mutex_lock(&lock);
     const int rc = real_ftruncate(fd, length);
     const int err = errno;
-    if (rc == 0) record("truncate %d %lld\n", fd, (long long)length);
-    else record_fail("ftruncate", err);
+    if (rc == 0)
+        record("truncate %d %lld\n", fd, (long long)length);
+    else
+        record_fail("ftruncate", err);
     pthread_mutex_unlock(&lock);
     errno = err;
     return rc;
@@ -447,8 +451,10 @@ static int do_sync(int fd, int (*real)(int)) {
     if (!skip) {
         rc = real(fd);
         err = errno;
-        if (rc == 0) record("sync %d\n", fd);
-        else record_fail("fsync", err);
+        if (rc == 0)
+            record("sync %d\n", fd);
+        else
+            record_fail("fsync", err);
     }
     pthread_mutex_unlock(&lock);
     errno = err;
@@ -472,7 +478,8 @@ int sync_file_range(int fd, off_t offset, off_t n, unsigned flags) {
 // A call on two paths (rename, link): run under the lock and recorded when either path is watched.
 static int two_paths(const char* op, int d1, const char* p1, int d2, const char* p2, int (*call)(void*), void* ctx) {
     char a1[4096], a2[4096];
-    const int known = absolute(d1, p1, a1, sizeof a1) && absolute(d2, p2, a2, sizeof a2) && (watched(a1) || watched(a2));
+    const int known =
+        absolute(d1, p1, a1, sizeof a1) && absolute(d2, p2, a2, sizeof a2) && (watched(a1) || watched(a2));
     pthread_mutex_lock(&lock);
     const int rc = call(ctx);
     const int err = errno;
