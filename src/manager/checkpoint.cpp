@@ -348,8 +348,15 @@ void CheckpointManager::remove_stale_temporaries() {
     // also tells whether the directory holds checkpoints of the other format (remove_other_format).
     const std::vector<Step> listed = steps_in(entries);
     bases_->listed(newest(listed));
+    std::string unlisted;
+    const std::vector<StaleTemporary> found =
+        find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::checkpoints, &entries, &unlisted);
+    if (!unlisted.empty())
+        log(warning, fmt::format("Not looking for unfinished uploads of interrupted saves in {}: the storage cannot "
+                                 "list them ({}); saves go on",
+                                 dir_, unlisted));
     remove_temporaries(
-        *options_.storage, find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::checkpoints, &entries),
+        *options_.storage, found,
         [this](const StaleTemporary& t) {
             log(warning, fmt::format("Removed stale temporary {} {} (left by an interrupted save)", kind_of(t), t.path));
         },
@@ -364,18 +371,26 @@ size_t CheckpointManager::clean(bool dry_run, const std::function<void(const Sta
     if (options_.comm && options_.comm->size() > 1)
         fail(Code::invalid, "{}: clean is for one process, not a manager over {} ranks", dir_, options_.comm->size());
     writer_->drain();  // this manager's own saves in flight are not stale
+    std::string unlisted;
+    const auto say_unlisted = [&] {
+        if (!unlisted.empty())
+            log(warning, fmt::format("{}: the storage cannot list unfinished uploads ({}): none are cleaned", dir_,
+                                     unlisted));
+    };
     if (dry_run && !owns_directory()) {
         // A dry run only reads: it takes no lock (which would create the lock file), but it is refused as a clean
         // is while another manager holds the directory, whose saves may be writing what it would list.
         options_.storage->check_unlocked(dir_);
-        const auto found = find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::any);
+        const auto found = find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::any, nullptr, &unlisted);
+        say_unlisted();
         for (const StaleTemporary& t : found) each(t);
         return found.size();
     }
     claim(false);
     size_t done = 0;
     const bool owned = while_owner("clean", [&] {
-        const auto found = find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::any);
+        const auto found = find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::any, nullptr, &unlisted);
+        say_unlisted();
         if (dry_run) {
             for (const StaleTemporary& t : found) each(t);
             done = found.size();

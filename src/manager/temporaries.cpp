@@ -15,8 +15,23 @@ constexpr std::string_view kNpzSuffix = ".npz";
 
 const char* kind_of(const StaleTemporary& t) { return t.upload ? "unfinished upload of" : t.dir ? "directory" : "file"; }
 
+namespace {
+
+// The unfinished writes under dir; none where the storage cannot list them (unlisted says why).
+std::vector<std::string> incomplete_writes(Storage& storage, const std::string& dir, std::string* unlisted) {
+    try {
+        return storage.list_incomplete(dir);
+    } catch (const Error& e) {
+        if (e.code() != Code::unsupported) throw;
+        if (unlisted != nullptr) *unlisted = e.what();
+        return {};
+    }
+}
+
+}  // namespace
+
 std::vector<StaleTemporary> find_stale_temporaries(Storage& storage, const std::string& dir, TemporaryKinds kinds,
-                                                   const Storage::Entries* listed) {
+                                                   const Storage::Entries* listed, std::string* unlisted) {
     std::vector<StaleTemporary> found;
     const Storage::Entries entries = listed != nullptr ? *listed : storage.list_entries(dir);
     for (const std::string& name : entries.dirs) {
@@ -35,7 +50,7 @@ std::vector<StaleTemporary> find_stale_temporaries(Storage& storage, const std::
         // A save still writing it — a plain save that holds no lock, of this process or another — keeps it.
         if (wanted && storage.temp_in_use(path) != std::optional<bool>(true)) found.push_back({path, false});
     }
-    for (const std::string& name : storage.list_incomplete(dir)) {
+    for (const std::string& name : incomplete_writes(storage, dir, unlisted)) {
         const size_t slash = name.find('/');
         const bool wanted = kinds == TemporaryKinds::any ||
                             (slash == std::string::npos ? checkpoint_index(name).has_value()

@@ -31,9 +31,12 @@ enum class TemporaryKinds {
 
 // The stale temporaries of `dir`, directories first. Only names ckpt makes: never a file that is not ckpt's. A file
 // that a save is still writing (Storage::temp_in_use) is not stale. A storage that cannot list directories has only
-// files to report. `listed`: dir's listing, when the caller has it (else it is listed here).
+// files to report. `listed`: dir's listing, when the caller has it (else it is listed here). A storage that cannot
+// list unfinished writes (an S3 server without ListMultipartUploads answers 501) has none to report: `unlisted`, when
+// given, then receives why, for the caller to say once.
 std::vector<StaleTemporary> find_stale_temporaries(Storage& storage, const std::string& dir, TemporaryKinds kinds,
-                                                   const Storage::Entries* listed = nullptr);
+                                                   const Storage::Entries* listed = nullptr,
+                                                   std::string* unlisted = nullptr);
 
 // Removes each of `found`, calling `removed` after each removal and `failed` with the error's message for one that
 // could not be removed (the others are still tried).

@@ -131,6 +131,27 @@ def test_a_step_whose_manifest_never_went_up_is_not_a_checkpoint(s3, tmp_path):
         assert m.restore({"emb": got})[0] == 1 and np.array_equal(got, emb)
 
 
+def test_a_manager_saves_and_cleans_where_the_server_cannot_list_unfinished_uploads(s3):
+    # Servers without ListMultipartUploads answer 501 NotImplemented: nothing to clean there, said once, saves go on.
+    logdir = "s3://%s/no-upload-listing" % s3.bucket
+    s3.add_fault(kind="list_uploads", action="status", status=501, times=-1)
+    said = []
+    try:
+        with ckpt.Manager(logdir, keep=2, log=lambda level, message: said.append(message)) as m:
+            for i in (1, 2, 3):
+                m.save({"w": np.full(4, i, np.int64)}, i)
+            assert m.list() == [2, 3]
+            assert m.clean() == []
+    finally:
+        s3.clear_faults()
+    about = [m for m in said if "unfinished uploads" in m]
+    assert len(about) == 2, said  # once for the saves, once for the clean
+    assert "no-upload-listing/ckpt" in about[0] and "HTTP 501" in about[0], about[0]
+    with ckpt.Manager(logdir) as m:
+        idx, arrays = m.read()
+        assert idx == 3 and arrays["w"].tolist() == [3] * 4
+
+
 if __name__ == "__main__":
     why = s3_env.unavailable()
     if why:
