@@ -374,8 +374,8 @@ size_t CheckpointManager::clean(bool dry_run, const std::function<void(const Sta
     std::string unlisted;
     const auto say_unlisted = [&] {
         if (!unlisted.empty())
-            log(warning, fmt::format("{}: the storage cannot list unfinished uploads ({}): none are cleaned", dir_,
-                                     unlisted));
+            log(warning,
+                fmt::format("{}: the storage cannot list unfinished uploads ({}): none are cleaned", dir_, unlisted));
     };
     if (dry_run && !owns_directory()) {
         // A dry run only reads: it takes no lock (which would create the lock file), but it is refused as a clean
