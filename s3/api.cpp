@@ -8,6 +8,7 @@
 #include "storage.hpp"
 #include "versioned.hpp"
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -35,7 +36,8 @@ int guarded(Body&& body) noexcept {
 
 const char* environment(const char* name) { return std::getenv(name); }
 
-constexpr ckpt::capi::VersionedStruct<ckpt_s3_options, 1> kS3Options{{sizeof(ckpt_s3_options)}};
+constexpr ckpt::capi::VersionedStruct<ckpt_s3_options, 2> kS3Options{
+    {offsetof(ckpt_s3_options, retry_window_ms), sizeof(ckpt_s3_options)}};
 static_assert(kS3Options.current == CKPT_S3_OPTIONS_VERSION && kS3Options.consistent());
 constexpr ckpt_s3_options kS3Defaults = CKPT_S3_OPTIONS_INIT;
 

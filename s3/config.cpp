@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <initializer_list>
@@ -467,6 +468,11 @@ Config resolve_config(const ckpt_s3_options& opts, const std::function<const cha
         c.max_attempts = opts.max_attempts;
     } else if (const auto attempts = first_of({env("AWS_MAX_ATTEMPTS"), profile.get("max_attempts")})) {
         c.max_attempts = positive_integer(*attempts);
+    }
+    if (opts.retry_window_ms) {
+        c.retry_window_ms = opts.retry_window_ms;
+    } else if (const auto seconds = env("CKPT_S3_RETRY_SECONDS")) {
+        c.retry_window_ms = static_cast<long>(std::min<uint64_t>(positive_integer(*seconds), 86400) * 1000);
     }
     return c;
 }

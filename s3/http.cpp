@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <memory>
@@ -124,13 +125,15 @@ bool transient_status(long status, const std::string& code) {
            code == "Throttling" || code == "ThrottlingException" || code == "RequestTimeTooSkewed";
 }
 
-// Full jitter: a uniform delay in [0, min(cap, base * 2^(attempt-1))].
-void back_off(unsigned attempt) {
+// Full jitter: a uniform delay in [0, min(cap, base * 2^attempt)], and no later than `until`. A cap of 2 s keeps a
+// request retrying about once a second while a gateway restarts, so the save goes on soon after it is back.
+void back_off(unsigned attempt, std::chrono::steady_clock::time_point until) {
     thread_local std::mt19937_64 rng{std::random_device{}()};
-    const double base_ms = 50, cap_ms = 20000;
+    const double base_ms = 50, cap_ms = 2000;
     const double ceiling = std::min(cap_ms, base_ms * static_cast<double>(uint64_t{1} << std::min(attempt, 20u)));
     std::uniform_real_distribution<double> delay(0, ceiling);
-    std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(delay(rng) * 1000)));
+    const auto wake = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(delay(rng) * 1000));
+    std::this_thread::sleep_until(std::min(wake, until));
 }
 
 }  // namespace
@@ -219,7 +222,9 @@ Response Client::perform(const Request& r, const char* what) {
     const bool signs = !config_.access_key_id.empty();
     if (signs) sent.emplace_back("x-amz-date", "");
 
-    const unsigned attempts = std::max(1u, config_.max_attempts);
+    // Transient failures are retried until the retry window since the first try is over, or max_attempts were made.
+    const auto started = std::chrono::steady_clock::now();
+    const auto window_ends = started + std::chrono::milliseconds(std::max(0L, config_.retry_window_ms));
     for (unsigned attempt = 1;; ++attempt) {
         // Signed again for each attempt: a retry after a long backoff carries its own time.
         std::vector<std::string> lines;
@@ -321,11 +326,19 @@ Response Client::perform(const Request& r, const char* what) {
                                                               "the request; AWS, Ceph's RGW and MinIO do)"};
             }
         }
-        if (!transient || attempt >= attempts) {
-            if (transient) why += " (gave up after " + std::to_string(attempt) + " attempts)";
+        const bool out_of_tries = config_.max_attempts != 0 && attempt >= config_.max_attempts;
+        if (!transient || out_of_tries || std::chrono::steady_clock::now() >= window_ends) {
+            if (transient) {
+                const double seconds =
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+                char took[32];
+                std::snprintf(took, sizeof took, "%.1f", seconds);
+                why += " (gave up after " + std::to_string(attempt) + (attempt == 1 ? " attempt" : " attempts") +
+                       " in " + took + " s)";
+            }
             throw RequestError{CKPT_EIO, subject + ": " + why};
         }
-        back_off(attempt);
+        back_off(attempt, window_ends);
     }
 }
 

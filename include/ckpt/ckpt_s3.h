@@ -50,7 +50,8 @@ extern "C" {
  *   secret_access_key, else the profile's aws_access_key_id, aws_secret_access_key and aws_session_token from
  *   session_token      ~/.aws/credentials (AWS_SHARED_CREDENTIALS_FILE), then ~/.aws/config (AWS_CONFIG_FILE)
  *   profile            AWS_PROFILE, else "default"
- *   max_attempts       AWS_MAX_ATTEMPTS, the profile's max_attempts, else 5
+ *   max_attempts       AWS_MAX_ATTEMPTS, the profile's max_attempts, else as many as retry_window_ms allows
+ *   retry_window_ms    CKPT_S3_RETRY_SECONDS (whole seconds), else 60 s
  * Without credentials anywhere, requests go unsigned (a public bucket). */
 typedef struct ckpt_s3_options {
     uint32_t version;              /* CKPT_S3_OPTIONS_VERSION */
@@ -65,13 +66,19 @@ typedef struct ckpt_s3_options {
     uint64_t part_size;            /* bytes per part of a multipart upload and per range of a large read; 0 = 16 MiB;
                                       at least 5 MiB (S3's minimum part) */
     uint32_t parallelism;          /* requests in flight per file; 0 = 4 */
-    uint32_t max_attempts;         /* tries per request, the first included; 1 = no retries */
+    uint32_t max_attempts;         /* tries per request, the first included; 1 = no retries; 0 = no limit but the
+                                      retry window */
     uint32_t connect_timeout_ms;   /* 0 = 10 s */
     uint32_t stall_timeout_ms;     /* a request that moves no byte for this long is abandoned (and retried); 0 = 30 s */
     uint32_t addressing;           /* CKPT_S3_ADDRESSING_*; default AUTO */
+    /* Since version 2 (0.12): how long a request keeps being retried after what S3 asks clients to retry (HTTP 5xx,
+     * throttling, a dropped or refused connection, a stall), from its first try; 0 = 60 s. A gateway restarting in
+     * the middle of a save or a restore then costs a wait, not the checkpoint. Tries back off with full jitter,
+     * from 50 ms up to 2 s apart. */
+    uint32_t retry_window_ms;
 } ckpt_s3_options;
-#define CKPT_S3_OPTIONS_VERSION 1
-#define CKPT_S3_OPTIONS_INIT {CKPT_S3_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0}
+#define CKPT_S3_OPTIONS_VERSION 2
+#define CKPT_S3_OPTIONS_INIT {CKPT_S3_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0}
 
 /* Fills *opts with the defaults of struct version `version` (pass CKPT_S3_OPTIONS_VERSION). Returns CKPT_OK,
  * CKPT_EINVAL (NULL opts, or a version this library does not know). */

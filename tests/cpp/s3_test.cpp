@@ -85,6 +85,7 @@ TEST_CASE("S3Options become the ckpt_s3_options of ckpt_s3.h, field by field", "
     o.max_attempts = 2;
     o.connect_timeout = std::chrono::seconds(3);
     o.stall_timeout = std::chrono::milliseconds(1500);
+    o.retry_window = std::chrono::seconds(12);
     o.addressing = ckpt::S3Addressing::virtual_host;
     const ckpt::detail::CS3Options c(o);
     const ckpt_s3_options& s = *c.get();
@@ -102,6 +103,7 @@ TEST_CASE("S3Options become the ckpt_s3_options of ckpt_s3.h, field by field", "
     CHECK(s.max_attempts == 2);
     CHECK(s.connect_timeout_ms == 3000);
     CHECK(s.stall_timeout_ms == 1500);
+    CHECK(s.retry_window_ms == 12000);
     CHECK(s.addressing == CKPT_S3_ADDRESSING_VIRTUAL);
 
     SECTION("what is unset is NULL or 0, for libckpt_s3 to resolve") {
@@ -119,6 +121,7 @@ TEST_CASE("S3Options become the ckpt_s3_options of ckpt_s3.h, field by field", "
         CHECK(u.max_attempts == 0);
         CHECK(u.connect_timeout_ms == 0);
         CHECK(u.stall_timeout_ms == 0);
+        CHECK(u.retry_window_ms == 0);
         CHECK(u.addressing == CKPT_S3_ADDRESSING_AUTO);
     }
     SECTION("a zero, a negative or too long a duration is refused, naming the field") {
@@ -326,5 +329,5 @@ TEST_CASE("Options given in code win over the environment", "[s3][options]") {
     n.storage = ckpt::s3_storage(o);
     const ckpt::Error e = error_of([&] { ckpt::save(unique("endpoint") + ".npz", model(1), n); });
     CHECK(e.code() == CKPT_EIO);
-    CHECK(std::string(e.what()).find("Couldn't connect to server (gave up after 1 attempts)") != std::string::npos);
+    CHECK(std::string(e.what()).find("Couldn't connect to server (gave up after 1 attempt in ") != std::string::npos);
 }

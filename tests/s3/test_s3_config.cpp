@@ -92,12 +92,13 @@ TEST_CASE("With nothing set anywhere, a bucket is AWS's in us-east-1, virtual-ho
     CHECK(c.session_token == "");
     CHECK(c.part_size == 16u << 20);
     CHECK(c.parallelism == 4);
-    CHECK(c.max_attempts == 5);
+    CHECK(c.max_attempts == 0);  // as many as the retry window allows
+    CHECK(c.retry_window_ms == 60000);
     CHECK(c.connect_timeout_ms == 10000);
     CHECK(c.stall_timeout_ms == 30000);
 }
 
-TEST_CASE("options_init leaves every field unset, and only version 1 is known") {
+TEST_CASE("options_init leaves every field unset, and versions 1 and 2 are known") {
     ckpt_s3_options o;
     o.bucket = "x";
     o.part_size = 7;
@@ -110,6 +111,8 @@ TEST_CASE("options_init leaves every field unset, and only version 1 is known") 
     CHECK(o.addressing == CKPT_S3_ADDRESSING_AUTO);
     CHECK_FALSE(ckpt::s3::known_options_version(0));
     CHECK(ckpt::s3::known_options_version(1));
+    CHECK(ckpt::s3::known_options_version(2));
+    CHECK(o.retry_window_ms == 0);
     CHECK_FALSE(ckpt::s3::known_options_version(CKPT_S3_OPTIONS_VERSION + 1));
 }
 
@@ -117,9 +120,9 @@ TEST_CASE("An options version this library does not know is CKPT_EINVAL") {
     Env env;
     ckpt_s3_options o = options();
     o.version = 0;
-    require_error(env, o, CKPT_EINVAL, "ckpt_s3_options.version 0 is not one this library knows (1 to 1)");
-    o.version = 2;
-    require_error(env, o, CKPT_EINVAL, "ckpt_s3_options.version 2 is not one this library knows (1 to 1)");
+    require_error(env, o, CKPT_EINVAL, "ckpt_s3_options.version 0 is not one this library knows (1 to 2)");
+    o.version = 3;
+    require_error(env, o, CKPT_EINVAL, "ckpt_s3_options.version 3 is not one this library knows (1 to 2)");
 }
 
 TEST_CASE("A missing or empty bucket is CKPT_EINVAL") {
@@ -440,7 +443,7 @@ TEST_CASE("A region that cannot be a host name's part is CKPT_EINVAL naming wher
     CHECK(env.resolve(o).region == "minio_local-1");
 }
 
-TEST_CASE("max_attempts: the option, AWS_MAX_ATTEMPTS, the profile's, then 5") {
+TEST_CASE("max_attempts: the option, AWS_MAX_ATTEMPTS, the profile's, then no limit but the retry window") {
     Env env;
     env.config("[default]\nmax_attempts = 3\n");
     env.vars["AWS_MAX_ATTEMPTS"] = "7";
@@ -452,9 +455,27 @@ TEST_CASE("max_attempts: the option, AWS_MAX_ATTEMPTS, the profile's, then 5") {
     env.vars.erase("AWS_MAX_ATTEMPTS");
     CHECK(env.resolve(o).max_attempts == 3);
     env.config("[default]\n");
-    CHECK(env.resolve(o).max_attempts == 5);
+    CHECK(env.resolve(o).max_attempts == 0);
     env.vars["AWS_MAX_ATTEMPTS"] = "4294967295";
     CHECK(env.resolve(o).max_attempts == 4294967295u);
+}
+
+TEST_CASE("retry_window_ms: the option, CKPT_S3_RETRY_SECONDS, then 60 s") {
+    Env env;
+    ckpt_s3_options o = options();
+    CHECK(env.resolve(o).retry_window_ms == 60000);
+    env.vars["CKPT_S3_RETRY_SECONDS"] = "5";
+    CHECK(env.resolve(o).retry_window_ms == 5000);
+    env.vars["CKPT_S3_RETRY_SECONDS"] = "999999999";  // a day at most
+    CHECK(env.resolve(o).retry_window_ms == 86400000);
+    o.retry_window_ms = 250;
+    CHECK(env.resolve(o).retry_window_ms == 250);
+    o.retry_window_ms = 0;
+    for (const char* bad : {"0", "-1", "1.5", "soon"}) {
+        INFO(bad);
+        env.vars["CKPT_S3_RETRY_SECONDS"] = bad;
+        require_error(env, o, CKPT_EINVAL, std::string("CKPT_S3_RETRY_SECONDS '") + bad + "' is not a positive integer");
+    }
 }
 
 TEST_CASE("A max_attempts that is not a positive integer is CKPT_EINVAL naming the variable or the profile") {

@@ -152,6 +152,49 @@ def test_a_manager_saves_and_cleans_where_the_server_cannot_list_unfinished_uplo
         assert idx == 3 and arrays["w"].tolist() == [3] * 4
 
 
+def test_a_manager_save_and_a_restore_ride_through_the_gateway_restarting_in_their_middle(s3):
+    # The server is killed (SIGKILL) while a part of a 40 MiB save is in flight, and started again 3 s later; the
+    # same while a restore reads. By default (a 60 s retry window) both wait for it and succeed, bit for bit.
+    import threading
+    import time
+    logdir = "s3://%s/outage" % s3.bucket
+    big = {"w": np.random.default_rng(7).standard_normal(5 << 20).astype(np.float64)}  # 40 MiB: 3 parts
+
+    def outage(kind, run):
+        s3.clear_log()
+        s3.add_fault(kind=kind, action="stall", ms=1500, skip=1, times=1)  # the second one waits: the kill lands
+        failure = []
+
+        def work():
+            try:
+                failure.append(run())
+            except ckpt.CkptError as e:
+                failure.append(e)
+
+        worker = threading.Thread(target=work)
+        began = time.monotonic()
+        worker.start()
+        while not any(e["kind"] == kind for e in s3.log()[1:]) and time.monotonic() - began < 60:
+            time.sleep(0.02)  # the second request of that kind has reached the proxy
+        s3.kill_server()
+        time.sleep(3)
+        s3.start_server()
+        worker.join(120)
+        s3.clear_faults()
+        assert not worker.is_alive()
+        return time.monotonic() - began, failure[0]
+
+    with ckpt.Manager(logdir, keep=2) as m:
+        seconds, result = outage("upload_part", lambda: m.save(big, 1))
+        assert result is None and seconds > 3, (result, seconds)
+        assert any(e["kind"] == "upload_part" and e["error"] for e in s3.log()), "no part failed: no outage"
+    with ckpt.Manager(logdir) as m:
+        got = {"w": np.zeros_like(big["w"])}
+        seconds, result = outage("get", lambda: m.restore(got))
+        assert isinstance(result, tuple) and result[0] == 1 and seconds > 3, (result, seconds)
+        assert np.array_equal(got["w"], big["w"])
+
+
 if __name__ == "__main__":
     why = s3_env.unavailable()
     if why:

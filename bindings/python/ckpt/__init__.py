@@ -30,7 +30,7 @@ from .objax import Checkpoint, load_var_collection, save_var_collection
 from .s3 import S3Storage
 from .storage import MemoryFiles, NativeMemory, Storage
 
-__version__ = "0.11.0"  # type: str
+__version__ = "0.12.0"  # type: str
 library_version = _native.lib.ckpt_version_string().decode()  # type: str  # of the library loaded
 
 __all__ = ["ArgumentTypeError", "Arrays", "BufferTooSmallError", "BusyError", "Checkpoint", "CkptError", "Collection",

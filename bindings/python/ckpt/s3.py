@@ -22,7 +22,7 @@ __all__ = ["S3Storage"]
 
 LIBRARY = "libckpt_s3.so.0"
 NEEDS_VERSION = (0, 6, 0)  # libckpt_s3 reports its errors with ckpt_error_set (0.6.0)
-S3_OPTIONS_VERSION = 1
+S3_OPTIONS_VERSION = 2
 ADDRESSING = {"auto": 0, "path": 1, "virtual": 2}
 _UINT32_MAX = 2 ** 32 - 1
 
@@ -30,13 +30,13 @@ c_char_p, c_uint32, c_uint64 = ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint64
 
 
 class S3Options(ctypes.Structure):
-    """ckpt_s3_options (version 1)."""
+    """ckpt_s3_options (version 2)."""
 
     _fields_ = [("version", c_uint32), ("bucket", c_char_p), ("prefix", c_char_p), ("endpoint_url", c_char_p),
                 ("region", c_char_p), ("access_key_id", c_char_p), ("secret_access_key", c_char_p),
                 ("session_token", c_char_p), ("profile", c_char_p), ("part_size", c_uint64),
                 ("parallelism", c_uint32), ("max_attempts", c_uint32), ("connect_timeout_ms", c_uint32),
-                ("stall_timeout_ms", c_uint32), ("addressing", c_uint32)]
+                ("stall_timeout_ms", c_uint32), ("addressing", c_uint32), ("retry_window_ms", c_uint32)]
 
 
 _OPTIONS_P = ctypes.POINTER(S3Options)
@@ -125,9 +125,15 @@ def _milliseconds(name: str, seconds: Any) -> int:
 
 def _options(s3: ctypes.CDLL, bucket: Any, prefix: Any, endpoint_url: Any, region: Any, access_key_id: Any,
              secret_access_key: Any, session_token: Any, profile: Any, part_size: Any, parallelism: Any,
-             max_attempts: Any, connect_timeout: Any, stall_timeout: Any, addressing: Any) -> S3Options:
+             max_attempts: Any, connect_timeout: Any, stall_timeout: Any, addressing: Any,
+             retry_window: Any = None) -> S3Options:
     o = S3Options()
-    _native.check(s3.ckpt_s3_options_init(ctypes.byref(o), S3_OPTIONS_VERSION))
+    if s3.ckpt_s3_options_init(ctypes.byref(o), S3_OPTIONS_VERSION) != 0:
+        # A libckpt_s3 before 0.12 knows version 1, without retry_window.
+        if retry_window is not None:
+            raise errors.UnsupportedError(errors.EUNSUPPORTED, "S3Storage: retry_window needs libckpt_s3 0.12 or "
+                                          "newer")
+        _native.check(s3.ckpt_s3_options_init(ctypes.byref(o), 1))
     if addressing not in ADDRESSING:
         raise errors.InvalidArgumentError(errors.EINVAL, "S3Storage: addressing must be one of %s, not %r"
                                           % (", ".join(repr(a) for a in ADDRESSING), addressing))
@@ -144,6 +150,8 @@ def _options(s3: ctypes.CDLL, bucket: Any, prefix: Any, endpoint_url: Any, regio
     o.max_attempts = _count("max_attempts", max_attempts, _UINT32_MAX)
     o.connect_timeout_ms = _milliseconds("connect_timeout", connect_timeout)
     o.stall_timeout_ms = _milliseconds("stall_timeout", stall_timeout)
+    if retry_window is not None:
+        o.retry_window_ms = _milliseconds("retry_window", retry_window)
     return o
 
 
@@ -155,7 +163,10 @@ class S3Storage(NativeStorage):
     `endpoint_url` (AWS_ENDPOINT_URL...; else AWS's own), `region`, the credentials (AWS_ACCESS_KEY_ID...,
     ~/.aws/credentials), `profile`; `part_size` in bytes (at least 5 MiB; default 16 MiB) splits larger files
     into a multipart upload and larger reads into ranges, `parallelism` requests per file in flight (4),
-    `max_attempts` tries per request (5), `connect_timeout` and `stall_timeout` in seconds (10 and 30),
+    `max_attempts` tries per request (as many as `retry_window` allows), `retry_window` in seconds (60: how long a
+    request keeps being retried after what S3 asks clients to retry — HTTP 5xx, throttling, a dropped or refused
+    connection, a stall — so that a gateway restarting mid-save costs a wait), `connect_timeout` and
+    `stall_timeout` in seconds (10 and 30),
     `addressing` "path" (endpoint/bucket/key), "virtual" (bucket.endpoint/key) or "auto" (path-style for an
     explicit endpoint). Nothing is sent until the storage is used: a wrong bucket or credentials fail the first
     call that uses it (NotFoundError, StorageError naming the bucket, the key, the HTTP status and S3's code).
@@ -166,13 +177,15 @@ class S3Storage(NativeStorage):
                  secret_access_key: Optional[str] = None, session_token: Optional[str] = None,
                  profile: Optional[str] = None, part_size: Optional[int] = None, parallelism: Optional[int] = None,
                  max_attempts: Optional[int] = None, connect_timeout: Optional[float] = None,
-                 stall_timeout: Optional[float] = None, addressing: str = "auto") -> None:
+                 stall_timeout: Optional[float] = None, addressing: str = "auto",
+                 retry_window: Optional[float] = None) -> None:
         s3 = library()
         if not isinstance(bucket, str):
             raise errors.ArgumentTypeError(errors.EINVAL, "S3Storage: bucket must be a str, not %s"
                                            % type(bucket).__name__)
         o = _options(s3, bucket, prefix, endpoint_url, region, access_key_id, secret_access_key, session_token,
-                     profile, part_size, parallelism, max_attempts, connect_timeout, stall_timeout, addressing)
+                     profile, part_size, parallelism, max_attempts, connect_timeout, stall_timeout, addressing,
+                     retry_window)
         h = _native.out()
         _native.check(s3.ckpt_storage_s3_new(ctypes.byref(h), ctypes.byref(o)))
         self.handle = h.value
@@ -189,7 +202,8 @@ class S3Storage(NativeStorage):
             if taken in options:
                 raise errors.ArgumentTypeError(errors.EINVAL, "S3Storage.from_url: the URL gives the %s" % taken)
         names = ("endpoint_url", "region", "access_key_id", "secret_access_key", "session_token", "profile",
-                 "part_size", "parallelism", "max_attempts", "connect_timeout", "stall_timeout", "addressing")
+                 "part_size", "parallelism", "max_attempts", "connect_timeout", "stall_timeout", "addressing",
+                 "retry_window")
         unknown = sorted(set(options) - set(names))
         if unknown:
             raise errors.ArgumentTypeError(errors.EINVAL, "S3Storage.from_url: no option %s" % ", ".join(unknown))

@@ -389,6 +389,18 @@ def test_a_part_size_under_five_mib_is_refused_with_the_librarys_message():
         ckpt.S3Storage("ckpt-test", part_size=MiB)
 
 
+def test_the_retry_window_reaches_the_library_in_milliseconds_and_is_unset_by_default():
+    from ckpt import s3
+    s3_library_or_skip()
+    lib = s3.library()
+    o = s3._options(lib, "b", None, None, None, None, None, None, None, None, None, None, None, None, "auto",
+                    retry_window=2.5)
+    assert (o.version, o.retry_window_ms) == (2, 2500)
+    assert s3._options(lib, "b", *[None] * 12, "auto").retry_window_ms == 0  # the library's 60 s
+    with pytest.raises(ckpt.InvalidArgumentError, match="retry_window must be a positive number of seconds"):
+        ckpt.S3Storage("ckpt-test", retry_window=0)
+
+
 def test_options_of_the_wrong_kind_or_range_are_refused_when_the_storage_is_made():
     s3_library_or_skip()
     with pytest.raises(ckpt.InvalidArgumentError, match="addressing must be one of 'auto', 'path', 'virtual'"):

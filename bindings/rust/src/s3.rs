@@ -69,6 +69,7 @@ pub struct S3Options {
     max_attempts: Option<u32>,
     connect_timeout: Option<Duration>,
     stall_timeout: Option<Duration>,
+    retry_window: Option<Duration>,
     addressing: Option<S3Addressing>,
 }
 
@@ -143,7 +144,8 @@ impl S3Options {
         self
     }
 
-    /// Tries per request, the first included (1: no retries); by default `AWS_MAX_ATTEMPTS`, else 5.
+    /// Tries per request, the first included (1: no retries); by default `AWS_MAX_ATTEMPTS`, else as many as
+    /// the retry window allows.
     #[must_use]
     pub fn max_attempts(mut self, attempts: u32) -> S3Options {
         self.max_attempts = Some(attempts);
@@ -162,6 +164,16 @@ impl S3Options {
     #[must_use]
     pub fn stall_timeout(mut self, timeout: Duration) -> S3Options {
         self.stall_timeout = Some(timeout);
+        self
+    }
+
+    /// How long a request keeps being retried after what S3 asks clients to retry (HTTP 5xx, throttling, a
+    /// dropped or refused connection, a stall), from its first try: a gateway restarting in the middle of a
+    /// save or a restore then costs a wait. Rounded up to a whole millisecond; by default 60 s
+    /// (`CKPT_S3_RETRY_SECONDS`).
+    #[must_use]
+    pub fn retry_window(mut self, window: Duration) -> S3Options {
+        self.retry_window = Some(window);
         self
     }
 
@@ -194,6 +206,7 @@ impl S3Options {
         raw.raw.max_attempts = positive("max_attempts", self.max_attempts)?;
         raw.raw.connect_timeout_ms = milliseconds("connect_timeout", self.connect_timeout)?;
         raw.raw.stall_timeout_ms = milliseconds("stall_timeout", self.stall_timeout)?;
+        raw.raw.retry_window_ms = milliseconds("retry_window", self.retry_window)?;
         if let Some(addressing) = self.addressing {
             raw.raw.addressing = match addressing {
                 S3Addressing::Auto => sys::s3::CKPT_S3_ADDRESSING_AUTO,
@@ -268,6 +281,7 @@ impl fmt::Debug for S3Options {
             .field("max_attempts", &self.max_attempts)
             .field("connect_timeout", &self.connect_timeout)
             .field("stall_timeout", &self.stall_timeout)
+            .field("retry_window", &self.retry_window)
             .field("addressing", &self.addressing)
             .finish()
     }
@@ -360,6 +374,7 @@ mod tests {
             .max_attempts(2)
             .connect_timeout(Duration::from_secs(3))
             .stall_timeout(Duration::from_micros(1_500_001))
+            .retry_window(Duration::from_secs(12))
             .addressing(S3Addressing::Virtual);
         let raw = options.to_raw().unwrap();
         let c = &raw.raw;
@@ -377,6 +392,7 @@ mod tests {
         assert_eq!(c.max_attempts, 2);
         assert_eq!(c.connect_timeout_ms, 3000);
         assert_eq!(c.stall_timeout_ms, 1501, "rounded up to a whole millisecond");
+        assert_eq!(c.retry_window_ms, 12000);
         assert_eq!(c.addressing, sys::s3::CKPT_S3_ADDRESSING_VIRTUAL);
 
         // Unset: NULL and 0, for libckpt_s3 to resolve from the environment.
@@ -387,7 +403,7 @@ mod tests {
         }
         assert!(c.profile.is_null());
         assert_eq!((c.part_size, c.parallelism, c.max_attempts), (0, 0, 0));
-        assert_eq!((c.connect_timeout_ms, c.stall_timeout_ms), (0, 0));
+        assert_eq!((c.connect_timeout_ms, c.stall_timeout_ms, c.retry_window_ms), (0, 0, 0));
         assert_eq!(c.addressing, sys::s3::CKPT_S3_ADDRESSING_AUTO);
     }
 }

@@ -52,6 +52,8 @@ struct S3Options {
     std::optional<uint32_t> max_attempts;  // tries per request, the first included; 1 = no retries
     std::optional<std::chrono::milliseconds> connect_timeout;
     std::optional<std::chrono::milliseconds> stall_timeout;  // a request that moves no byte this long is retried
+    std::optional<std::chrono::milliseconds> retry_window;   // how long a request is retried after transient
+                                                             // failures, from its first try (default 60 s)
     S3Addressing addressing = S3Addressing::automatic;
 };
 
@@ -75,6 +77,7 @@ public:
         c_.max_attempts = positive(o.max_attempts, "max_attempts");
         c_.connect_timeout_ms = milliseconds(o.connect_timeout, "connect_timeout");
         c_.stall_timeout_ms = milliseconds(o.stall_timeout, "stall_timeout");
+        c_.retry_window_ms = milliseconds(o.retry_window, "retry_window");
         c_.addressing = static_cast<uint32_t>(o.addressing);
     }
     const ckpt_s3_options* get() const noexcept { return &c_; }

@@ -12,7 +12,7 @@ use super::ckpt_storage;
 pub const CKPT_S3_ADDRESSING_AUTO: u32 = 0;
 pub const CKPT_S3_ADDRESSING_PATH: u32 = 1;
 pub const CKPT_S3_ADDRESSING_VIRTUAL: u32 = 2;
-pub const CKPT_S3_OPTIONS_VERSION: u32 = 1;
+pub const CKPT_S3_OPTIONS_VERSION: u32 = 2;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -32,6 +32,7 @@ pub struct ckpt_s3_options {
     pub connect_timeout_ms: u32,
     pub stall_timeout_ms: u32,
     pub addressing: u32,
+    pub retry_window_ms: u32,
 }
 
 // Linked through build.rs (the `s3` feature: pkg-config ckpt-s3 or CKPT_LIB_DIR).
