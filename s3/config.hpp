@@ -25,8 +25,8 @@ struct Config {
     std::string access_key_id, secret_access_key, session_token;  // empty key id = unsigned requests
     uint64_t part_size = kDefaultPartSize;
     unsigned parallelism = 4;
-    unsigned max_attempts = 0;      // 0: as many as the retry window allows
-    long retry_window_ms = 60000;   // how long a request is retried after a transient failure, from its first try
+    unsigned max_attempts = 0;     // 0: as many as the retry window allows
+    long retry_window_ms = 60000;  // how long a request is retried after a transient failure, from its first try
     long connect_timeout_ms = 10000;
     long stall_timeout_ms = 30000;
     bool path_style = true;

@@ -132,7 +132,8 @@ void back_off(unsigned attempt, std::chrono::steady_clock::time_point until) {
     const double base_ms = 50, cap_ms = 2000;
     const double ceiling = std::min(cap_ms, base_ms * static_cast<double>(uint64_t{1} << std::min(attempt, 20u)));
     std::uniform_real_distribution<double> delay(0, ceiling);
-    const auto wake = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(delay(rng) * 1000));
+    const auto wake =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(delay(rng) * 1000));
     std::this_thread::sleep_until(std::min(wake, until));
 }
 

@@ -78,7 +78,8 @@ typedef struct ckpt_s3_options {
     uint32_t retry_window_ms;
 } ckpt_s3_options;
 #define CKPT_S3_OPTIONS_VERSION 2
-#define CKPT_S3_OPTIONS_INIT {CKPT_S3_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0}
+#define CKPT_S3_OPTIONS_INIT \
+    { CKPT_S3_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 }
 
 /* Fills *opts with the defaults of struct version `version` (pass CKPT_S3_OPTIONS_VERSION). Returns CKPT_OK,
  * CKPT_EINVAL (NULL opts, or a version this library does not know). */

@@ -474,7 +474,8 @@ TEST_CASE("retry_window_ms: the option, CKPT_S3_RETRY_SECONDS, then 60 s") {
     for (const char* bad : {"0", "-1", "1.5", "soon"}) {
         INFO(bad);
         env.vars["CKPT_S3_RETRY_SECONDS"] = bad;
-        require_error(env, o, CKPT_EINVAL, std::string("CKPT_S3_RETRY_SECONDS '") + bad + "' is not a positive integer");
+        require_error(env, o, CKPT_EINVAL,
+                      std::string("CKPT_S3_RETRY_SECONDS '") + bad + "' is not a positive integer");
     }
 }
 
