@@ -100,6 +100,26 @@ SCENARIOS = {
     "writer-thread": lambda root: writer(root, "thread"),
 }
 
+def tool(*args):
+    """The ckpt program (CKPT_CLI), run under the same recorder: its calls go into the same log."""
+    import subprocess
+    subprocess.run([os.environ["CKPT_CLI"]] + [str(a) for a in args], check=True, stdout=subprocess.DEVNULL)
+
+
+def convert(root):
+    """ckpt convert, creating its output and then replacing it, as .npz (deflated) and as safetensors."""
+    source = os.path.join(root, "in.npz")
+    for out, extra in (("out.npz", ["--deflate"]), ("out.npz", ["--store"]), ("out.safetensors", [])):
+        tool("convert", source, os.path.join(root, out), *extra)
+        durable(root, out)
+
+
+def clean(root):
+    """ckpt clean of a killed manager's directory: the stale temporary goes, the checkpoints stay."""
+    mark("manager run/ckpt 2")
+    tool("clean", os.path.join(root, "run"))
+
+
 def killed_manager(root):
     """A manager's directory as a killed run leaves it: two checkpoints, and the temporary of a third save whose
     process died in the middle of writing it."""
@@ -110,19 +130,22 @@ def killed_manager(root):
 SETUPS = {
     # The recorded run resumes it: its first save removes the stale temporary, then it saves and retains.
     "manager-resume": killed_manager,
+    "clean": killed_manager,
+    "convert": lambda root: np.savez(os.path.join(root, "in.npz"), **arrays(1)),
 }
+TOOL_SCENARIOS = {"convert": convert, "clean": clean}  # need the ckpt program (CKPT_CLI)
 SCENARIOS["manager-resume"] = lambda root: manager(root, "run/ckpt", saves=(3, 4, 5))
 
 
 def main(argv):
-    if len(argv) < 3 or argv[1] not in SCENARIOS:
+    if len(argv) < 3 or argv[1] not in SCENARIOS and argv[1] not in TOOL_SCENARIOS:
         sys.stderr.write("usage: crash_driver.py SCENARIO ROOT [--setup]; scenarios: %s\n" % " ".join(SCENARIOS))
         return 2
     scenario, root = argv[1], argv[2]
     if argv[3:] == ["--setup"]:
         SETUPS.get(scenario, lambda root: None)(root)
     else:
-        SCENARIOS[scenario](root)
+        SCENARIOS.get(scenario, TOOL_SCENARIOS.get(scenario))(root)
     return 0
 
 

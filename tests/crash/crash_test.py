@@ -175,8 +175,8 @@ def run_scenario(scenario, shim, work, fault=None):
     records = crash_states.read_log(log)
     clones = sum(1 for r in records if r.op == "cloned")
     marks = [crash_states.unquote(r.args[0]) for r in records if r.op == "mark"]
-    if not any(m.startswith("durable") for m in marks):
-        raise SystemExit("%s: the run marked nothing durable: is %s preloaded?" % (scenario, shim))
+    if not marks:
+        raise SystemExit("%s: the run marked nothing: is %s preloaded?" % (scenario, shim))
     initial = {}
     for dirpath, _, files in os.walk(before):
         for name in files:
@@ -230,7 +230,8 @@ def main():
     args = parser.parse_args()
     if args.xfs:
         return on_xfs([a for a in sys.argv[1:] if a != "--xfs"])
-    scenarios = args.scenario or list(crash_driver.SCENARIOS)
+    scenarios = args.scenario or list(crash_driver.SCENARIOS) + (
+        list(crash_driver.TOOL_SCENARIOS) if os.path.isfile(os.environ.get("CKPT_CLI", "")) else [])
     faults = args.fault if args.fault is not None else list(FAULTS)
     if args.work:
         os.makedirs(args.work, exist_ok=True)
