@@ -61,6 +61,37 @@ def manager(root, subdir, keep=2, saves=(1, 2, 3, 4), **kw):
             durable(root, os.path.relpath(m.path(i), root))
 
 
+def sharded_arrays(i):
+    """Sharded save i as one process reads it: "emb" split by rows between two ranks, one array of each rank."""
+    emb = (np.arange(40 * 64, dtype=np.float32) * i).reshape(40, 64)
+    return {"emb": emb, "own_0": np.full(3, i, np.int64), "own_1": np.full(5, -i, np.int64)}
+
+
+def sharded(root):
+    """A manager over two ranks (threads with a communicator of their own) saving steps 1 to 3, keeping 2: each
+    rank writes its shard, rank 0 the manifest, and the step directory is committed by a rename."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bindings", "python",
+                                    "tests"))
+    from test_comm import run_ranks  # ranks as threads, with a communicator of their own
+    mark("manager run/ckpt 2")
+
+    def save(rank, comm):
+        with ckpt.Manager(os.path.join(root, "run"), comm=comm, keep=2) as m:
+            for i in (1, 2, 3):
+                whole = sharded_arrays(i)
+                rows = slice(0, 15) if rank == 0 else slice(15, 40)
+                m.save({"emb": ckpt.Rows(whole["emb"][rows].copy(), rows.start, 40),
+                        "own_%d" % rank: whole["own_%d" % rank]}, i)
+                comm.barrier()
+                if rank == 0:
+                    step = m.path(i)
+                    for name in sorted(os.listdir(step)):
+                        durable(root, os.path.relpath(os.path.join(step, name), root))
+                comm.barrier()
+
+    run_ranks(2, save)
+
+
 def writer(root, kind):
     """A pytorch-pfn-extras writer saving snapshots into a folder it creates, its retention hook keeping two (it
     marks what it releases before removing it)."""
@@ -96,6 +127,7 @@ SCENARIOS = {
     "manager": lambda root: manager(root, "run/ckpt"),
     "manager-async": lambda root: manager(root, "run/ckpt", asynchronous=True),
     "manager-safetensors": lambda root: manager(root, "run/ckpt", format="safetensors"),
+    "sharded": sharded,
     "writer": lambda root: writer(root, "simple"),
     "writer-thread": lambda root: writer(root, "thread"),
 }

@@ -37,7 +37,10 @@ import crash_states  # noqa: E402
 
 import ckpt  # noqa: E402  (crash_driver put the package on the path)
 
-CHECKPOINT = re.compile(r"^(\d+)\.(npz|safetensors)$")
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bindings", "python", "tests"))
+from test_comm import run_ranks  # noqa: E402  (ranks as threads, with a communicator of their own)
+
+CHECKPOINT = re.compile(r"^(\d+)(\.npz|\.safetensors)?$")  # a checkpoint file, or a sharded step's directory
 FAULTS = {"no-file-sync": "save", "no-dir-sync": "save", "no-mkdir-sync": "manager",
           "unlink-before-sync": "manager-resume"}
 
@@ -71,6 +74,29 @@ class Marks:
         return {sha for _, p, sha in self.durable if p == path}
 
 
+def unit(path, d):
+    """The index of the checkpoint of manager directory d that path is (a file) or is in (a step's file), or None."""
+    if not path.startswith(d + "/"):
+        return None
+    rest = path[len(d) + 1:].split("/")
+    m = CHECKPOINT.match(rest[0])
+    if m is None or (len(rest) == 1) != (m.group(2) is not None):
+        return None
+    return int(m.group(1))
+
+
+def complete_checkpoints(state, run, d):
+    """The indices of manager directory d's checkpoints that are whole in the state: every file reported for one
+    (its file, or its step's files) there in a reported version."""
+    files = {}
+    for _, p, _ in run.durable:
+        if unit(p, d) is not None:
+            files.setdefault(unit(p, d), set()).add(p)
+    present = {unit(p, d) for p in state if unit(p, d) is not None}
+    return sorted(i for i in present if i in files and all(
+        state.get(p) is not None and digest(state[p]) in run.versions(p) for p in files[i]))
+
+
 def judge(state, made, run):
     """The violations of one state: made is how many marks the program had made at the cut, run is Marks of the
     whole run."""
@@ -80,7 +106,7 @@ def judge(state, made, run):
         present = state.get(path)
         sha = digest(present) if present is not None else None
         known = run.versions(path)
-        in_manager = os.path.dirname(path) in run.managers
+        in_manager = any(unit(path, d) is not None for d in run.managers)
         before = [(i, s) for i, p, s in run.durable if p == path and i < made]
         released = any(p == path and before and i > before[-1][0] and i < made for i, p in run.released)
         if before and not released and not in_manager:
@@ -94,11 +120,8 @@ def judge(state, made, run):
         elif present is not None and sha not in known:
             problems.append("%s holds a partial or unknown file (%d bytes)" % (path, len(present)))
     for d, keep in run.managers.items():
-        reported = sorted({int(CHECKPOINT.match(os.path.basename(p)).group(1)) for i, p, _ in run.durable
-                           if os.path.dirname(p) == d and CHECKPOINT.match(os.path.basename(p)) and i < made})
-        complete = sorted(int(CHECKPOINT.match(os.path.basename(p)).group(1)) for p in state
-                          if os.path.dirname(p) == d and CHECKPOINT.match(os.path.basename(p)) and
-                          state[p] is not None and digest(state[p]) in run.versions(p))
+        reported = sorted({unit(p, d) for i, p, _ in run.durable if unit(p, d) is not None and i < made})
+        complete = complete_checkpoints(state, run, d)
         if reported and (not complete or complete[-1] < reported[-1]):
             problems.append("%s: checkpoint %d was reported durable and neither it nor a newer one is complete "
                             "(complete: %s)" % (d, reported[-1], complete))
@@ -124,10 +147,10 @@ def resume(state, run, scratch):
                 f.write(data)
     for d, keep in run.managers.items():
         run_dir = os.path.join(scratch, os.path.dirname(d))
-        complete = [int(CHECKPOINT.match(os.path.basename(p)).group(1)) for p in state
-                    if os.path.dirname(p) == d and CHECKPOINT.match(os.path.basename(p)) and state[p] is not None
-                    and digest(state[p]) in run.versions(p)]
+        complete = complete_checkpoints(state, run, d)
         fmt = "safetensors" if any(p.endswith(".safetensors") for _, p, _ in run.durable) else "npz"
+        steps = any(p.endswith("manifest.json") for _, p, _ in run.durable)
+        expected_of = crash_driver.sharded_arrays if steps else crash_driver.arrays
         try:
             with ckpt.Manager(run_dir, keep=keep, format=fmt) as m:
                 try:
@@ -139,11 +162,20 @@ def resume(state, run, scratch):
                     problems.append("%s: a manager resumes at %d, not at the newest complete checkpoint %d"
                                     % (d, idx, want))
                 elif arrays is not None:
-                    expected = crash_driver.arrays(idx)
+                    expected = expected_of(idx)
                     if sorted(arrays) != sorted(expected) or any(
                             not np.array_equal(arrays[k], v) for k, v in expected.items()):
                         problems.append("%s: checkpoint %d resumed with other arrays than were saved" % (d, idx))
-                m.save(crash_driver.arrays(idx + 1), idx + 1)
+                if not steps:
+                    m.save(crash_driver.arrays(idx + 1), idx + 1)
+            if steps:  # the next step, by a manager over one rank (its first save cleans up too)
+                nxt = crash_driver.sharded_arrays(idx + 1)
+
+                def save(rank, comm):
+                    with ckpt.Manager(run_dir, comm=comm, keep=keep) as m:
+                        m.save(dict(nxt, emb=ckpt.Rows(nxt["emb"], 0, len(nxt["emb"]))), idx + 1)
+
+                run_ranks(1, save)
             left = [n for n in os.listdir(os.path.join(scratch, d)) if ".tmp-" in n]
             if left:
                 problems.append("%s: temporaries left after the resumed manager's save: %s" % (d, left))
