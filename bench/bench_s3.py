@@ -35,7 +35,8 @@ collection runs (radosgw-admin gc process, between operations, untimed).
 Also, for each operation, the CPU seconds of the client (this process or the curl/aws child) and of the server
 processes (from /proc/<pid>/stat: on RGW radosgw and ceph-osd, found from the gateway's pid, which
 CKPT_S3_SERVER_CONTROL gives, and its cluster's state.json; on s3rver node), the bytes each server process read and
-wrote (its sockets and files, /proc/<pid>/io), and for ckpt's and boto3's the peak RSS above the state. The
+wrote (its sockets and files, /proc/<pid>/io), and for ckpt's and boto3's the peak RSS above the resident memory right
+before the operation (what earlier operations left in the process is not its cost). The
 warm-up checks every restore into zeroed arrays against the state, and every object and download against the
 local file. Prints one "s3 key=value ..." line per operation (the runs' seconds in run order, for ratios paired
 within a run) for bench/report.py. Nothing passes or fails on speed; a restore, object or download that does not
@@ -293,8 +294,11 @@ class Op:
         self.server = {}  # process name -> [(CPU seconds, bytes read, bytes written) of each run]
         self.extra = {}  # name -> the runs' values of a figure the operation returns (the multipart's complete)
 
-    def run(self, server, state_kib, warmup):
+    def run(self, server, warmup):
+        # The baseline is the resident memory right before the operation, not the state's taken once: what earlier
+        # operations left in the process (a buffer the allocator kept) is not this one's cost.
         reset = self.in_process and peak_reset()
+        baseline_kib = status_kib("VmRSS") if reset else -1
         s0, c0, t0 = server.sample(), client_cpu(), time.perf_counter()
         got = self.fn()
         wall = time.perf_counter() - t0
@@ -305,8 +309,8 @@ class Op:
         self.client.append(client)
         for name, after in s1.items():
             self.server.setdefault(name, []).append(tuple(b - a for a, b in zip(s0[name], after)))
-        if reset and state_kib >= 0:
-            self.rss_above = max(self.rss_above, (status_kib("VmHWM") - state_kib) * 1024)
+        if reset and baseline_kib >= 0:
+            self.rss_above = max(self.rss_above, (status_kib("VmHWM") - baseline_kib) * 1024)
         for name, value in (got or {}).items():
             self.extra.setdefault(name, []).append(value)
 
@@ -349,7 +353,6 @@ def measure(name, mib, count, runs, directory, bucket, endpoint, server, aws_pro
     size = os.path.getsize(local)
     want = file_digest(local)
     placed = Placed(size) if boto else None  # where boto3's downloads go, as the arrays restored into
-    state_kib = status_kib("VmRSS")  # the state, the arrays restored into and boto3's buffer, built and touched
     chunks = []  # the local file cut in ckpt's parts, for curl's multipart upload (when ckpt makes one)
     with open(local, "rb") as f:
         for i in range(parts_of(size, DEFAULT_PART) if size > DEFAULT_PART else 0):
@@ -443,7 +446,7 @@ def measure(name, mib, count, runs, directory, bucket, endpoint, server, aws_pro
                     a[...] = 0
                 if placed is not None:
                     placed.buffer.fill(0)
-            op.run(server, state_kib, warmup)
+            op.run(server, warmup)
             if op.op == "save":
                 # Untimed: the object checked in the warm-up, then deleted, its space collected on RGW.
                 key = object_key(op.key)
