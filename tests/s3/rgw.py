@@ -278,6 +278,11 @@ class Cluster:
             "rgw_cache_enabled": "false",
             # A test's objects are small; the defaults are sized for machines that serve many.
             "osd_memory_target": str(512 << 20),
+            # Deleted objects' data is collected within seconds, not after the default 2 hours: the OSD holds
+            # MEMSTORE_BYTES in memory, which saves with retention running for minutes (scripts/soak) would fill
+            # with what they deleted, until every write stalls.
+            "rgw_gc_obj_min_wait": "5",
+            "rgw_gc_processor_period": "10",
         }
         self.conf.write_text("[global]\n" + "".join(f"{k} = {v}\n" for k, v in settings.items()))
 
