@@ -36,8 +36,8 @@ from xml.sax.saxutils import escape
 from sigv4 import SigV4Verifier
 
 CONTROL = "/__ckpt_proxy/"
-KINDS = ("put", "upload_part", "initiate", "complete", "abort", "get", "head", "list", "list_uploads", "delete",
-         "bucket", "service", "other")
+KINDS = ("put", "upload_part", "copy_part", "copy", "initiate", "complete", "abort", "get", "head", "list",
+         "list_uploads", "delete", "bucket", "service", "other")
 # Headers that describe one connection, not the request: the proxy frames each side itself.
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
               "expect"}
