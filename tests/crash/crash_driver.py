@@ -52,6 +52,16 @@ def save_file(root, name, **kw):
         durable(root, name)
 
 
+def save_against_base(root):
+    """ckpt.save with base=: an earlier file saved with chunk hashes, whose unchanged chunks a file system that
+    clones shares (FICLONERANGE) instead of writing them."""
+    ckpt.save(os.path.join(root, "base.npz"), arrays(1), chunk_hashes=True)
+    durable(root, "base.npz")
+    for i in (2, 3):
+        ckpt.save(os.path.join(root, "model.npz"), arrays(i), base=os.path.join(root, "base.npz"))
+        durable(root, "model.npz")
+
+
 def manager(root, subdir, keep=2, saves=(1, 2, 3, 4), **kw):
     mark("manager %s %d" % (subdir, keep))
     with ckpt.Manager(os.path.join(root, "run"), keep=keep, **kw) as m:
@@ -124,6 +134,7 @@ SCENARIOS = {
     "save-deflate": lambda root: save_file(root, "model.npz", compression="deflate"),
     "save-objax": lambda root: save_file(root, "model.npz", layout="objax"),
     "save-safetensors": lambda root: save_file(root, "model.safetensors"),
+    "save-base": save_against_base,
     "manager": lambda root: manager(root, "run/ckpt"),
     "manager-async": lambda root: manager(root, "run/ckpt", asynchronous=True),
     "manager-safetensors": lambda root: manager(root, "run/ckpt", format="safetensors"),
