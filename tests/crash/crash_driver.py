@@ -10,6 +10,7 @@ keeps KEEP). The arrays of every save are a function of its number, so the judge
 import ctypes
 import hashlib
 import os
+import subprocess
 import sys
 
 sys.dont_write_bytecode = True
@@ -129,23 +130,8 @@ def writer(root, kind):
             durable(root, rel)
 
 
-SCENARIOS = {
-    "save": lambda root: save_file(root, "model.npz"),
-    "save-deflate": lambda root: save_file(root, "model.npz", compression="deflate"),
-    "save-objax": lambda root: save_file(root, "model.npz", layout="objax"),
-    "save-safetensors": lambda root: save_file(root, "model.safetensors"),
-    "save-base": save_against_base,
-    "manager": lambda root: manager(root, "run/ckpt"),
-    "manager-async": lambda root: manager(root, "run/ckpt", asynchronous=True),
-    "manager-safetensors": lambda root: manager(root, "run/ckpt", format="safetensors"),
-    "sharded": sharded,
-    "writer": lambda root: writer(root, "simple"),
-    "writer-thread": lambda root: writer(root, "thread"),
-}
-
 def tool(*args):
     """The ckpt program (CKPT_CLI), run under the same recorder: its calls go into the same log."""
-    import subprocess
     subprocess.run([os.environ["CKPT_CLI"]] + [str(a) for a in args], check=True, stdout=subprocess.DEVNULL)
 
 
@@ -170,6 +156,21 @@ def killed_manager(root):
     ckpt.save(os.path.join(root, "run", "ckpt", "0000000003.npz"), arrays(3), progress=lambda done, total: os._exit(0))
 
 
+SCENARIOS = {
+    "save": lambda root: save_file(root, "model.npz"),
+    "save-deflate": lambda root: save_file(root, "model.npz", compression="deflate"),
+    "save-objax": lambda root: save_file(root, "model.npz", layout="objax"),
+    "save-safetensors": lambda root: save_file(root, "model.safetensors"),
+    "save-base": save_against_base,
+    "manager": lambda root: manager(root, "run/ckpt"),
+    "manager-async": lambda root: manager(root, "run/ckpt", asynchronous=True),
+    "manager-safetensors": lambda root: manager(root, "run/ckpt", format="safetensors"),
+    "sharded": sharded,
+    "writer": lambda root: writer(root, "simple"),
+    "writer-thread": lambda root: writer(root, "thread"),
+    "manager-resume": lambda root: manager(root, "run/ckpt", saves=(3, 4, 5)),  # after SETUPS' killed_manager
+}
+
 SETUPS = {
     # The recorded run resumes it: its first save removes the stale temporary, then it saves and retains.
     "manager-resume": killed_manager,
@@ -177,12 +178,12 @@ SETUPS = {
     "convert": lambda root: np.savez(os.path.join(root, "in.npz"), **arrays(1)),
 }
 TOOL_SCENARIOS = {"convert": convert, "clean": clean}  # need the ckpt program (CKPT_CLI)
-SCENARIOS["manager-resume"] = lambda root: manager(root, "run/ckpt", saves=(3, 4, 5))
 
 
 def main(argv):
     if len(argv) < 3 or argv[1] not in SCENARIOS and argv[1] not in TOOL_SCENARIOS:
-        sys.stderr.write("usage: crash_driver.py SCENARIO ROOT [--setup]; scenarios: %s\n" % " ".join(SCENARIOS))
+        sys.stderr.write("usage: crash_driver.py SCENARIO ROOT [--setup]; scenarios: %s\n"
+                         % " ".join(list(SCENARIOS) + list(TOOL_SCENARIOS)))
         return 2
     scenario, root = argv[1], argv[2]
     if argv[3:] == ["--setup"]:

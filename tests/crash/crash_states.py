@@ -10,9 +10,9 @@ The model (tests/crash/README.md) is what POSIX and XFS/btrfs promise, harsher t
   (its old and new names go together) and is made durable by an fsync of either directory;
 - a directory whose own entry is not durable is not there, and neither is anything in it.
 
-crash_states(log, root) yields, for every point of the log (before the first call, after each one), the distinct
-states a cut there may leave, each as {relative path: bytes, or None for a directory ("dir/")} plus the marks the
-program had made by then.
+crash_states(log, before, logged_root) yields, for every point of the log (before the first call, after each one),
+the distinct states a cut there may leave, each as {relative path: bytes, or None for a directory ("dir/")} with
+its digest, plus the marks the program had made by then.
 """
 import collections
 import hashlib
@@ -57,14 +57,17 @@ class Inode:
         self.durable_entries = {}
 
 
-class Change:
-    """One pending change of directory entries: apply(entries_of) performs it on a view of the entries."""
-    __slots__ = ("dirs", "steps", "what")
+# One pending change of directory entries: `steps` [(directory inode, name, inode, or None to remove it)], `dirs`
+# the ids of the directories it touches (an fsync of any of them makes it durable).
+Change = collections.namedtuple("Change", "dirs steps")
 
-    def __init__(self, dirs, steps, what):
-        self.dirs = dirs  # the directory inodes it touches
-        self.steps = steps  # [(dir inode, name, inode or None to remove)]
-        self.what = what
+
+def _put(entries, name, inode):
+    """A step of a Change, on a directory's entries."""
+    if inode is None:
+        entries.pop(name, None)
+    else:
+        entries[name] = inode
 
 
 class Model:
@@ -98,13 +101,10 @@ class Model:
             node = node.entries[part]
         return node, parts[-1]
 
-    def _change(self, steps, what):
+    def _change(self, steps):
         for parent, name, inode in steps:
-            if inode is None:
-                parent.entries.pop(name, None)
-            else:
-                parent.entries[name] = inode
-        self.pending.append(Change({id(p): p for p, _, _ in steps}, steps, what))
+            _put(parent.entries, name, inode)
+        self.pending.append(Change(frozenset(id(p) for p, _, _ in steps), steps))
 
     def apply(self, r):
         a = r.args
@@ -113,7 +113,7 @@ class Model:
             parent, name = self._lookup(a[4])
             if created:
                 inode = Inode(is_dir)
-                self._change([(parent, name, inode)], "create " + name)
+                self._change([(parent, name, inode)])
             else:
                 inode = parent.entries[name] if parent is not None else self.root
                 if trunc:
@@ -143,17 +143,17 @@ class Model:
             p1, n1 = self._lookup(a[0])
             p2, n2 = self._lookup(a[1])
             inode = p1.entries[n1]
-            self._change([(p1, n1, None), (p2, n2, inode)], "rename %s %s" % (n1, n2))
+            self._change([(p1, n1, None), (p2, n2, inode)])
         elif r.op == "link":
             p1, n1 = self._lookup(a[0])
             p2, n2 = self._lookup(a[1])
-            self._change([(p2, n2, p1.entries[n1])], "link " + n2)
+            self._change([(p2, n2, p1.entries[n1])])
         elif r.op in ("unlink", "rmdir"):
             parent, name = self._lookup(a[0])
-            self._change([(parent, name, None)], "%s %s" % (r.op, name))
+            self._change([(parent, name, None)])
         elif r.op == "mkdir":
             parent, name = self._lookup(a[0])
-            self._change([(parent, name, Inode(True))], "mkdir " + name)
+            self._change([(parent, name, Inode(True))])
         elif r.op in ("srange", "mark", "fail", "cloned"):
             pass
         else:
@@ -161,42 +161,37 @@ class Model:
 
     def _make_durable(self, change):
         for parent, name, inode in change.steps:
-            if inode is None:
-                parent.durable_entries.pop(name, None)
-            else:
-                parent.durable_entries[name] = inode
+            _put(parent.durable_entries, name, inode)
         self.pending.remove(change)
 
     def states(self):
-        """The distinct states a cut now may leave: {relative path: bytes}."""
-        subsets = _subsets(len(self.pending))
+        """The distinct states a cut now may leave: ({relative path: bytes}, its state_digest)."""
         seen = set()
-        for keep in subsets:
+        contents = {}  # (id(inode), data) -> what the file holds: the same in every subset
+        for keep in _subsets(len(self.pending)):
             overlay = {}  # id(dir) -> entries with the kept changes applied
             for i in keep:
                 for parent, name, inode in self.pending[i].steps:
-                    entries = overlay.setdefault(id(parent), dict(parent.durable_entries))
-                    if inode is None:
-                        entries.pop(name, None)
-                    else:
-                        entries[name] = inode
+                    _put(overlay.setdefault(id(parent), dict(parent.durable_entries)), name, inode)
             for data in ("lost", "torn", "kept"):
                 files = {}
-                self._collect(self.root, "", overlay, data, files)
+                self._collect(self.root, "", overlay, data, files, contents)
                 key = state_digest(files)
                 if key not in seen:
                     seen.add(key)
-                    yield files
+                    yield files, key
 
-    def _collect(self, node, prefix, overlay, data, out):
+    def _collect(self, node, prefix, overlay, data, out, contents):
         entries = overlay.get(id(node), node.durable_entries)
         for name, inode in entries.items():
             path = prefix + name
             if inode.is_dir:
                 out[path + "/"] = None
-                self._collect(inode, path + "/", overlay, data, out)
+                self._collect(inode, path + "/", overlay, data, out, contents)
             else:
-                out[path] = _content(inode, data)
+                if (id(inode), data) not in contents:
+                    contents[id(inode), data] = _content(inode, data)
+                out[path] = contents[id(inode), data]
 
 
 def state_digest(files):
@@ -210,7 +205,7 @@ def _content(inode, data):
         return bytes(inode.current)
     if data == "lost":
         return inode.durable
-    # torn: the new size, every other page new (the pages between old, or zeros past the old end)
+    # torn: the new size, every other page new, the others old (zeros past the old end)
     new, old = bytes(inode.current), inode.durable
     pages = []
     for i in range(0, len(new), PAGE):
@@ -234,7 +229,8 @@ def _subsets(n):
 
 
 def crash_states(log, before, logged_root):
-    """(index, marks made so far, state) for every point of the log and every state a cut there may leave. before
+    """(index, marks made so far, state, its digest) for every point of the log and every state a cut there may
+    leave. before
     is a copy of the directory as it was before the logged run, logged_root the directory the run worked in."""
     records = read_log(log)
     model = Model(before, logged_root)
@@ -246,5 +242,5 @@ def crash_states(log, before, logged_root):
             if r.op == "mark":
                 marks.append(unquote(r.args[0]))
                 continue  # the state is the one before it
-        for state in model.states():
-            yield index, list(marks), state
+        for state, digest in model.states():
+            yield index, list(marks), state, digest

@@ -69,9 +69,13 @@ class Marks:
             elif kind == "manager":
                 d, keep = rest.rsplit(" ", 1)
                 self.managers[d] = int(keep)
+        self._versions = {}
+        for _, path, sha in self.durable:
+            self._versions.setdefault(path, set()).add(sha)
 
     def versions(self, path):
-        return {sha for _, p, sha in self.durable if p == path}
+        """The digests of every version of `path` reported complete, over the whole run."""
+        return self._versions.get(path, set())
 
 
 def unit(path, d):
@@ -85,26 +89,31 @@ def unit(path, d):
     return int(m.group(1))
 
 
-def complete_checkpoints(state, run, d):
-    """The indices of manager directory d's checkpoints that are whole in the state: every file reported for one
-    (its file, or its step's files) there in a reported version."""
+def digests(state):
+    """{path: digest} of a state's files."""
+    return {p: digest(data) for p, data in state.items() if data is not None}
+
+
+def complete_checkpoints(shas, run, d):
+    """The indices of manager directory d's checkpoints that are whole in a state (`shas`, its digests): every file
+    reported for one (its file, or its step's files) there in a reported version."""
     files = {}
     for _, p, _ in run.durable:
         if unit(p, d) is not None:
             files.setdefault(unit(p, d), set()).add(p)
-    present = {unit(p, d) for p in state if unit(p, d) is not None}
-    return sorted(i for i in present if i in files and all(
-        state.get(p) is not None and digest(state[p]) in run.versions(p) for p in files[i]))
+    present = {unit(p, d) for p in shas if unit(p, d) is not None}
+    return sorted(i for i in present if i in files and all(shas.get(p) in run.versions(p) for p in files[i]))
 
 
 def judge(state, made, run):
     """The violations of one state: made is how many marks the program had made at the cut, run is Marks of the
     whole run."""
     problems = []
+    shas = digests(state)
     paths = {p for _, p, _ in run.durable}
     for path in sorted(paths):
         present = state.get(path)
-        sha = digest(present) if present is not None else None
+        sha = shas.get(path)
         known = run.versions(path)
         in_manager = any(unit(path, d) is not None for d in run.managers)
         before = [(i, s) for i, p, s in run.durable if p == path and i < made]
@@ -114,14 +123,14 @@ def judge(state, made, run):
             if present is None:
                 problems.append("%s was reported durable and is gone" % path)
             elif sha != before[-1][1] and sha not in later:
-                problems.append("%s holds %s, not the version reported durable%s" % (
+                problems.append("%s holds %s, not the version reported durable" % (
                     path, "an earlier version" if sha in known else "a partial or unknown file (%d bytes)"
-                    % len(present), ""))
+                    % len(present)))
         elif present is not None and sha not in known:
             problems.append("%s holds a partial or unknown file (%d bytes)" % (path, len(present)))
     for d, keep in run.managers.items():
         reported = sorted({unit(p, d) for i, p, _ in run.durable if unit(p, d) is not None and i < made})
-        complete = complete_checkpoints(state, run, d)
+        complete = complete_checkpoints(shas, run, d)
         if reported and (not complete or complete[-1] < reported[-1]):
             problems.append("%s: checkpoint %d was reported durable and neither it nor a newer one is complete "
                             "(complete: %s)" % (d, reported[-1], complete))
@@ -147,7 +156,7 @@ def resume(state, run, scratch):
                 f.write(data)
     for d, keep in run.managers.items():
         run_dir = os.path.join(scratch, os.path.dirname(d))
-        complete = complete_checkpoints(state, run, d)
+        complete = complete_checkpoints(digests(state), run, d)
         fmt = "safetensors" if any(p.endswith(".safetensors") for _, p, _ in run.durable) else "npz"
         steps = any(p.endswith("manifest.json") for _, p, _ in run.durable)
         expected_of = crash_driver.sharded_arrays if steps else crash_driver.arrays
@@ -217,10 +226,10 @@ def run_scenario(scenario, shim, work, fault=None):
     run = Marks(marks, initial)
     judged, verdicts, points, violations = 0, {}, set(), []
     scratch = os.path.join(work, "scratch")
-    for index, made, state in crash_states.crash_states(log, before, root):
+    for index, made, state, digest in crash_states.crash_states(log, before, root):
         judged += 1
         points.add(index)
-        key = (len(made), crash_states.state_digest(state))
+        key = (len(made), digest)
         if key not in verdicts:
             problems = judge(state, len(made), run)
             if not problems and run.managers:
