@@ -44,8 +44,6 @@ def encode(path: Any) -> bytes:
     return raw
 
 
-
-
 def sync_dir(path: Any) -> None:
     """fsync of a local directory: the changes of its entries made so far survive a power cut."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))

@@ -376,7 +376,6 @@ def _check_tensors(tensors):
 
 def _load_only(file, keys, tensors="numpy", **kw):
     """load(..., only=keys) of a path: the file opened lazily, and only the arrays under `keys` read."""
-    _check_tensors(tensors)
     with open(file, **kw) as f:
         record = f.metadata.get(tree.TREE_KEY)
         if record is not None:
@@ -386,9 +385,11 @@ def _load_only(file, keys, tensors="numpy", **kw):
             root = {"dict": [[k, entries[k]] for k in keys if k in entries]}
             names = tree.array_names(root)
         else:
-            names = [n for n in f.keys() if any(n == str(k) or n.startswith(tree.escape(str(k)) + "/") for k in keys)]
-            missing = [k for k in keys if not any(n == str(k) or n.startswith(tree.escape(str(k)) + "/")
-                                                  for n in names)]
+            def under(name, key):  # the array of that name, or one under it ("model" takes "model/w")
+                return name == str(key) or name.startswith(tree.escape(str(key)) + "/")
+
+            names = [n for n in f.keys() if any(under(n, k) for k in keys)]
+            missing = [k for k in keys if not any(under(n, k) for n in names)]
         if missing:
             raise errors.NotFoundError(errors.ENOTFOUND, "%s has no %s" % (
                 _origin(file), " and no ".join(repr(k) for k in missing)))

@@ -55,7 +55,8 @@ def is_nested(arrays: Mapping) -> bool:
 def flatten(arrays: Mapping) -> Tuple[List[Tuple[str, Any]], str]:
     """(member name, array leaf) pairs in order, and the structure record's JSON."""
     items = []  # type: List[Tuple[str, Any]]
-    where = {}  # type: Dict[str, str]  member name -> the path that made it, to name both of a collision
+    # member name -> the path that made it, to name both of a collision
+    where = {}  # type: Dict[str, str]
 
     def describe(path):
         return "".join("[%r]" % (k,) for k in path) or "the root"
