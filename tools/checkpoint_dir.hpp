@@ -34,11 +34,11 @@ struct CheckpointDir {
 // "no checkpoints under it". Throws on failure.
 CheckpointDir open_checkpoint_dir(const std::string& logdir, const std::optional<std::string>& subdir);
 
-// Names of the entries of a local directory, sorted, without "." and ".." (none when it cannot be read).
 // Temporary files of saves in progress or interrupted in a local directory, by name, sorted: of numbered
 // checkpoints (".0000000005.npz.tmp-XXXXXX"), or, numbered false, of any .npz, safetensors or index file (what
 // `ckpt convert` and other saves leave when killed).
 std::vector<std::string> temporaries_in(const std::string& dir, bool numbered);
+// Names of the entries of a local directory, sorted, without "." and ".." (none when it cannot be read).
 std::vector<std::string> directory_entries(const std::string& dir);
 // The index of a checkpoint named `name`: "0000000042.npz" (a file) or "0000000042" (a step directory); none for
 // other names.

@@ -342,6 +342,13 @@ void CheckpointManager::log(int level, const std::string& message) const {
     if (options_.log) options_.log(level, message);
 }
 
+void CheckpointManager::log_unlisted(const std::string& why) const {
+    if (!why.empty())
+        log(warning, fmt::format("{}: not looking for unfinished uploads of interrupted saves, which the storage cannot "
+                                 "list ({}); saves and clean go on without",
+                                 dir_, why));
+}
+
 void CheckpointManager::remove_stale_temporaries() {
     const Storage::Entries entries = options_.storage->list_entries(dir_);
     // The first save's base, from the same listing: this runs before that save is handed to the writer. The listing
@@ -351,10 +358,7 @@ void CheckpointManager::remove_stale_temporaries() {
     std::string unlisted;
     const std::vector<StaleTemporary> found =
         find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::checkpoints, &entries, &unlisted);
-    if (!unlisted.empty())
-        log(warning, fmt::format("Not looking for unfinished uploads of interrupted saves in {}: the storage cannot "
-                                 "list them ({}); saves go on",
-                                 dir_, unlisted));
+    log_unlisted(unlisted);
     remove_temporaries(
         *options_.storage, found,
         [this](const StaleTemporary& t) {
@@ -372,17 +376,12 @@ size_t CheckpointManager::clean(bool dry_run, const std::function<void(const Sta
         fail(Code::invalid, "{}: clean is for one process, not a manager over {} ranks", dir_, options_.comm->size());
     writer_->drain();  // this manager's own saves in flight are not stale
     std::string unlisted;
-    const auto say_unlisted = [&] {
-        if (!unlisted.empty())
-            log(warning,
-                fmt::format("{}: the storage cannot list unfinished uploads ({}): none are cleaned", dir_, unlisted));
-    };
     if (dry_run && !owns_directory()) {
         // A dry run only reads: it takes no lock (which would create the lock file), but it is refused as a clean
         // is while another manager holds the directory, whose saves may be writing what it would list.
         options_.storage->check_unlocked(dir_);
         const auto found = find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::any, nullptr, &unlisted);
-        say_unlisted();
+        log_unlisted(unlisted);
         for (const StaleTemporary& t : found) each(t);
         return found.size();
     }
@@ -390,7 +389,7 @@ size_t CheckpointManager::clean(bool dry_run, const std::function<void(const Sta
     size_t done = 0;
     const bool owned = while_owner("clean", [&] {
         const auto found = find_stale_temporaries(*options_.storage, dir_, TemporaryKinds::any, nullptr, &unlisted);
-        say_unlisted();
+        log_unlisted(unlisted);
         if (dry_run) {
             for (const StaleTemporary& t : found) each(t);
             done = found.size();

@@ -222,6 +222,8 @@ private:
     void forget_restored();
     void log_resuming(const Step& step) const;
     void log(int level, const std::string& message) const;
+    // Says why unfinished uploads are not looked for (find_stale_temporaries' `unlisted`), if they are not.
+    void log_unlisted(const std::string& why) const;
 
     std::string dir_;
     Options options_;
