@@ -344,9 +344,10 @@ void CheckpointManager::log(int level, const std::string& message) const {
 
 void CheckpointManager::log_unlisted(const std::string& why) const {
     if (!why.empty())
-        log(warning, fmt::format("{}: not looking for unfinished uploads of interrupted saves, which the storage cannot "
-                                 "list ({}); saves and clean go on without",
-                                 dir_, why));
+        log(warning,
+            fmt::format("{}: not looking for unfinished uploads of interrupted saves, which the storage cannot "
+                        "list ({}); saves and clean go on without",
+                        dir_, why));
 }
 
 void CheckpointManager::remove_stale_temporaries() {
