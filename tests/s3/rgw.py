@@ -267,6 +267,10 @@ class Cluster:
             "crash_dir": f"{d}/crash",
             "keyring": f"{d}/keyring",
             "mon_data": f"{d}/mon/$id",
+            # A mon refuses to start (exit 28, ENOSPC) when its file system has less than 5 % free, which on a
+            # large disk is still gigabytes; this mon's data is a few MiB, so only a really full disk stops it.
+            "mon_data_avail_crit": "0",
+            "mon_data_avail_warn": "1",
             "osd_data": f"{d}/osd/$id",
             "osd_objectstore": "memstore",
             "memstore_device_bytes": str(MEMSTORE_BYTES),
