@@ -30,33 +30,6 @@ int64_t rows_of(const ckpt_step* s, size_t i) {
 
 }  // namespace
 
-bool is_step_dir(const std::string& path) {
-    if (is_url(path)) {
-        ckpt_step* raw = nullptr;
-        const int rc = ckpt_step_open(&raw, path.c_str(), nullptr);
-        const Step step(raw);
-        // A manifest was found (a broken one or a newer version's too); not found or unreachable, there is none.
-        return rc == CKPT_OK || rc == CKPT_EFORMAT ||
-               (rc == CKPT_EUNSUPPORTED && !needs_s3_library(ckpt_error_message()));
-    }
-    struct stat st{};
-    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
-           ::stat((path + "/manifest.json").c_str(), &st) == 0;
-}
-
-std::optional<uint64_t> step_bytes(const std::string& path) {
-    if (is_url(path)) return std::nullopt;
-    ckpt_step* raw = nullptr;
-    uint64_t total = 0;
-    struct stat st{};
-    if (::stat((path + "/manifest.json").c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
-    if (ckpt_step_open(&raw, path.c_str(), nullptr) != CKPT_OK) return total;
-    const Step step(raw);
-    for (int32_t r = 0; r < ckpt_step_world_size(raw); ++r)
-        if (::stat((path + "/" + ckpt_step_shard(raw, r)).c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
-    return total;
-}
-
 Verdict verify_step(const std::string& path, Progress& progress, Scratch& scratch) {
     Verdict v;
     v.path = path;

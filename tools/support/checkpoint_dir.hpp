@@ -7,6 +7,7 @@
 #include "failure.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,4 +70,15 @@ enum class PathKind { file, step, directory };
 // `not_a_file`: the caller knows already that no object has the URL's key, so it is not asked again.
 PathKind path_kind(const std::string& path, bool not_a_file = false);
 
+struct StepCloser {
+    void operator()(ckpt_step* s) const { ckpt_step_close(s); }
+};
+using Step = std::unique_ptr<ckpt_step, StepCloser>;
+
+// Whether `path` is a sharded step: a directory holding manifest.json; for an s3:// URL, one under which
+// ckpt_step_open finds a manifest (a broken one too).
+bool is_step_dir(const std::string& path);
+// Bytes of the step's files (its shards and manifest); none for an s3:// URL, whose objects' sizes the C API does
+// not tell.
+std::optional<uint64_t> step_bytes(const std::string& path);
 }  // namespace ckpt_tool

@@ -2,7 +2,6 @@
 #include "checkpoint_dir.hpp"
 
 #include "location.hpp"
-#include "sharded_step.hpp"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -182,6 +181,33 @@ PathKind path_kind(const std::string& path, bool not_a_file) {
     if (is_step_dir(path)) return PathKind::step;
     if (prefix_only || holds_checkpoints(path)) return PathKind::directory;
     return PathKind::file;
+}
+
+bool is_step_dir(const std::string& path) {
+    if (is_url(path)) {
+        ckpt_step* raw = nullptr;
+        const int rc = ckpt_step_open(&raw, path.c_str(), nullptr);
+        const Step step(raw);
+        // A manifest was found (a broken one or a newer version's too); not found or unreachable, there is none.
+        return rc == CKPT_OK || rc == CKPT_EFORMAT ||
+               (rc == CKPT_EUNSUPPORTED && !needs_s3_library(ckpt_error_message()));
+    }
+    struct stat st{};
+    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+           ::stat((path + "/manifest.json").c_str(), &st) == 0;
+}
+
+std::optional<uint64_t> step_bytes(const std::string& path) {
+    if (is_url(path)) return std::nullopt;
+    ckpt_step* raw = nullptr;
+    uint64_t total = 0;
+    struct stat st{};
+    if (::stat((path + "/manifest.json").c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
+    if (ckpt_step_open(&raw, path.c_str(), nullptr) != CKPT_OK) return total;
+    const Step step(raw);
+    for (int32_t r = 0; r < ckpt_step_world_size(raw); ++r)
+        if (::stat((path + "/" + ckpt_step_shard(raw, r)).c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
+    return total;
 }
 
 }  // namespace ckpt_tool
