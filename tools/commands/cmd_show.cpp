@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -18,6 +20,7 @@ struct ShowOptions {
     std::string file;
     bool json = false;
     bool bytes = false;
+    std::optional<std::string> hist;  // --hist NAME
 };
 
 constexpr uint64_t kMaxAlignment = 4096;
@@ -38,15 +41,81 @@ const char* compression_name(uint32_t c) { return c == CKPT_DEFLATE ? "deflated"
 // The byte order of the data in its member, in words ('<' little, '>' big, '|' none: single-byte items).
 const char* endian_name(int byte_order) { return byte_order == '<' ? "little" : byte_order == '>' ? "big" : "-"; }
 
-// Bytes of the file whose blocks it shares with other files (incremental saves on XFS or btrfs); nullopt where the
-// storage cannot tell (S3, tmpfs).
-std::optional<uint64_t> shared_bytes_of(const std::string& file) {
-    uint64_t shared = 0;
-    if (ckpt_storage_shared_bytes(nullptr, file.c_str(), &shared) != CKPT_OK) return std::nullopt;
-    return shared;
+// The rows of a terminal histogram: eighth blocks stacked this many characters high.
+constexpr int kHistRows = 8;
+
+// `ckpt show --hist NAME`: the array's 64-bin histogram (as ckpt report draws it) in Unicode block characters,
+// heights on a log scale, for a terminal over ssh.
+int show_histogram(const ShowOptions& o) {
+    const Reader npz = open_reader(o.file);
+    ckpt_reader* f = npz.get();
+    const size_t i = array_index(f, *o.hist, o.file);
+    const uint32_t dtype = ckpt_reader_dtype(f, i);
+    const int64_t* dims = ckpt_reader_shape(f, i);
+    const std::vector<int64_t> shape(dims, dims + ckpt_reader_ndim(f, i));
+    if (!has_statistics(dtype))
+        throw Failure(kExitUsage, fmt::format("{}: array '{}' is {}: a histogram needs numbers (booleans, integers or "
+                                              "reals)", o.file, *o.hist, ckpt_dtype_name(dtype)), CKPT_EUNSUPPORTED);
+    Progress progress;
+    progress.start("reading " + o.file, 2 * static_cast<uint64_t>(ckpt_reader_nbytes(f, i)));
+    const Stats st = array_stats(f, i, o.file, progress);
+    std::optional<Histogram> h;
+    if (st.finite != 0) h = array_histogram(f, i, o.file, st, progress);
+    progress.clear();
+    if (o.json) {
+        Json out;
+        out["path"] = o.file;
+        out["name"] = *o.hist;
+        out["dtype"] = ckpt_dtype_name(dtype);
+        out["shape"] = shape;
+        out["elements"] = st.elements;
+        out["finite"] = st.finite;
+        out["nan"] = st.nan;
+        out["inf"] = st.pos_inf + st.neg_inf;
+        out["min"] = st.extreme_json(false);
+        out["max"] = st.extreme_json(true);
+        out["histogram"] = h ? h->to_json() : Json(nullptr);
+        print_json(out);
+        return kExitOk;
+    }
+    std::cout << fmt::format("{}: '{}' {} {}, {} element{}", o.file, *o.hist, dtype_label(dtype, ckpt_reader_itemsize(f, i)),
+                             shape_text(shape), st.elements, st.elements == 1 ? "" : "s");
+    if (st.nan != 0) std::cout << fmt::format(", {} NaN", st.nan);
+    if (st.pos_inf + st.neg_inf != 0) std::cout << fmt::format(", {} \u00b1Inf", st.pos_inf + st.neg_inf);
+    std::cout << '\n';
+    if (!h) {
+        std::cout << "no finite elements: nothing to draw\n";
+        return kExitOk;
+    }
+    uint64_t top = 0;
+    for (uint64_t c : h->counts()) top = std::max(top, c);
+    // A bin's height in eighths of a row: log(1 + count) of log(1 + the largest), at least one eighth when not empty.
+    std::vector<int> level;
+    for (uint64_t c : h->counts()) {
+        const double f = std::log1p(static_cast<double>(c)) / std::log1p(static_cast<double>(top));
+        level.push_back(c == 0 ? 0 : std::max(1, static_cast<int>(std::lround(f * kHistRows * 8))));
+    }
+    static const char* const kEighths[] = {" ", "\u2581", "\u2582", "\u2583", "\u2584",
+                                           "\u2585", "\u2586", "\u2587", "\u2588"};
+    const std::string top_label = fmt::format("{}", top);
+    const size_t margin = std::max<size_t>(top_label.size(), 1) + 1;
+    std::cout << fmt::format("count (log scale), {} bins\n", Histogram::kBins);
+    for (int row = kHistRows - 1; row >= 0; --row) {
+        const std::string label = row == kHistRows - 1 ? top_label : row == 0 ? "1" : "";
+        std::cout << std::string(margin - 1 - label.size(), ' ') << label << (label.empty() ? " \u2502" : " \u2524");
+        for (int l : level) std::cout << kEighths[std::clamp(l - row * 8, 0, 8)];
+        std::cout << '\n';
+    }
+    std::cout << std::string(margin, ' ') << "\u2514";
+    for (int k = 0; k < Histogram::kBins; ++k) std::cout << "\u2500";
+    const std::string lo = st.extreme_text(false), hi = st.extreme_text(true);
+    const size_t gap = Histogram::kBins + 1 > lo.size() + hi.size() ? Histogram::kBins + 1 - lo.size() - hi.size() : 1;
+    std::cout << '\n' << std::string(margin + 1, ' ') << lo << std::string(gap, ' ') << hi << '\n';
+    return kExitOk;
 }
 
 int run_show(const ShowOptions& o) {
+    if (o.hist) return show_histogram(o);
     if (is_step_dir(o.file)) return show_step(o.file, o.json, o.bytes);
     const Reader npz = open_reader(o.file);
     ckpt_reader* f = npz.get();
@@ -156,6 +225,10 @@ Command add_show(CLI::App& parent) {
     app->add_option("FILE", o->file, "a .npz or safetensors file, or a sharded step's directory")->required();
     app->add_flag("--json", o->json, "one JSON document (docs/cli.md)");
     app->add_flag("--bytes", o->bytes, "sizes in bytes");
+    app->add_option("--hist", o->hist,
+                    "draw the array NAME's histogram instead (64 bins from its min to its max, counts on a log "
+                    "scale), reading it in pieces")
+        ->option_text("NAME");
     return {app, [o] { return run_show(*o); }};
 }
 

@@ -2,6 +2,7 @@
 // The subcommands: each adds itself to the program's command line and says how to run what was parsed.
 #pragma once
 
+#include "array_stats.hpp"
 #include "failure.hpp"
 #include "progress.hpp"
 #include "values.hpp"
@@ -28,6 +29,7 @@ Command add_cat(CLI::App& parent);
 Command add_convert(CLI::App& parent);
 Command add_clean(CLI::App& parent);
 Command add_stats(CLI::App& parent);
+Command add_report(CLI::App& parent);
 
 // The full check of one file (ckpt verify, ckpt ls --verify): open it, then read every array into scratch memory,
 // which checks the zip structure, every npy header, every size and every CRC-32.
@@ -48,12 +50,10 @@ struct ArrayReader {
     std::function<const char*(size_t)> name;
     std::function<int(size_t, void*, size_t)> read;  // a CKPT_* code
     // When set: reads bytes [offset, offset + size) (ckpt_reader_read_range), so arrays are read in pieces of
-    // kPieceBytes whatever their size; CKPT_EUNSUPPORTED (Fortran order) falls back to `read`.
+    // kPieceBytes (array_stats.hpp) whatever their size; CKPT_EUNSUPPORTED (Fortran order) falls back to `read`.
     std::function<int(size_t, uint64_t, void*, size_t)> read_range;
     std::function<size_t(size_t)> itemsize;
 };
-// The bytes verify and diff read of an array at a time (rounded down to whole items).
-constexpr size_t kPieceBytes = size_t{8} << 20;
 // Reads v.arrays arrays whole or in pieces in order (their CRC-32s checked either way), with progress; sets v's verdict: "ok" or the first failure.
 void verify_arrays(Verdict& v, const ArrayReader& arrays, Progress& progress, Scratch& scratch);
 // What a failed call on a file makes of its verdict (`opening`: the call that opens it); call it right after.

@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
         "`ckpt COMMAND --help` or `ckpt help COMMAND` describes a command; docs/cli.md has the JSON schemas.");
     std::vector<Command> commands = {add_ls(app), add_show(app), add_verify(app),
                                      add_diff(app), add_cat(app), add_convert(app),
-                                     add_clean(app), add_stats(app)};
+                                     add_clean(app), add_stats(app), add_report(app)};
     make_sentences(app);
     for (const Command& c : commands) c.app->group("Commands");
     std::vector<std::string> names;

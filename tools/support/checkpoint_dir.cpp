@@ -210,4 +210,10 @@ std::optional<uint64_t> step_bytes(const std::string& path) {
     return total;
 }
 
+std::optional<uint64_t> shared_bytes_of(const std::string& file) {
+    uint64_t shared = 0;
+    if (ckpt_storage_shared_bytes(nullptr, file.c_str(), &shared) != CKPT_OK) return std::nullopt;
+    return shared;
+}
+
 }  // namespace ckpt_tool

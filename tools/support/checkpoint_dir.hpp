@@ -47,6 +47,9 @@ std::optional<int64_t> checkpoint_index(const std::string& name);
 // Whether the local directory `logdir` is a manager's as open_checkpoint_dir takes it without a subdir: it has a
 // "ckpt" directory, or it holds checkpoints itself.
 bool is_manager_dir(const std::string& logdir);
+// Bytes of the file whose blocks it shares with other files (incremental saves on XFS or btrfs); none where the
+// storage cannot tell (S3, tmpfs).
+std::optional<uint64_t> shared_bytes_of(const std::string& file);
 // Whether `path` is a directory on the local file system (stat says so).
 bool is_local_directory(const std::string& path);
 

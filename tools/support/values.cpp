@@ -22,7 +22,6 @@ T load(const unsigned char* p) {
     return v;
 }
 
-using RealFn = double (*)(const unsigned char*);
 template <typename T>
 double plain_real(const unsigned char* p) {
     return static_cast<double>(load<T>(p));
@@ -35,30 +34,6 @@ double e4m3fnuz_real(const unsigned char* p) { return float8_e4m3fnuz_to_double(
 double e5m2fnuz_real(const unsigned char* p) { return float8_e5m2fnuz_to_double(*p); }
 double e8m0fnu_real(const unsigned char* p) { return float8_e8m0fnu_to_double(*p); }
 double bool_real(const unsigned char* p) { return *p != 0 ? 1.0 : 0.0; }
-
-RealFn real_fn(uint32_t dtype) {
-    switch (dtype) {
-        case CKPT_BOOL: return bool_real;
-        case CKPT_INT8: return plain_real<int8_t>;
-        case CKPT_INT16: return plain_real<int16_t>;
-        case CKPT_INT32: return plain_real<int32_t>;
-        case CKPT_INT64: return plain_real<int64_t>;
-        case CKPT_UINT8: return plain_real<uint8_t>;
-        case CKPT_UINT16: return plain_real<uint16_t>;
-        case CKPT_UINT32: return plain_real<uint32_t>;
-        case CKPT_UINT64: return plain_real<uint64_t>;
-        case CKPT_FLOAT16: return f16_real;
-        case CKPT_FLOAT32: return plain_real<float>;
-        case CKPT_FLOAT64: return plain_real<double>;
-        case CKPT_BFLOAT16: return bf16_real;
-        case CKPT_FLOAT8_E4M3FN: return e4m3fn_real;
-        case CKPT_FLOAT8_E5M2: return e5m2_real;
-        case CKPT_FLOAT8_E4M3FNUZ: return e4m3fnuz_real;
-        case CKPT_FLOAT8_E5M2FNUZ: return e5m2fnuz_real;
-        case CKPT_FLOAT8_E8M0FNU: return e8m0fnu_real;
-        default: return nullptr;
-    }
-}
 
 int64_t signed_at(uint32_t dtype, const unsigned char* p) {
     switch (dtype) {
@@ -161,6 +136,30 @@ size_t trimmed_bytes(const unsigned char* p, size_t itemsize) {
 }
 
 }  // namespace
+
+RealFn real_fn(uint32_t dtype) {
+    switch (dtype) {
+        case CKPT_BOOL: return bool_real;
+        case CKPT_INT8: return plain_real<int8_t>;
+        case CKPT_INT16: return plain_real<int16_t>;
+        case CKPT_INT32: return plain_real<int32_t>;
+        case CKPT_INT64: return plain_real<int64_t>;
+        case CKPT_UINT8: return plain_real<uint8_t>;
+        case CKPT_UINT16: return plain_real<uint16_t>;
+        case CKPT_UINT32: return plain_real<uint32_t>;
+        case CKPT_UINT64: return plain_real<uint64_t>;
+        case CKPT_FLOAT16: return f16_real;
+        case CKPT_FLOAT32: return plain_real<float>;
+        case CKPT_FLOAT64: return plain_real<double>;
+        case CKPT_BFLOAT16: return bf16_real;
+        case CKPT_FLOAT8_E4M3FN: return e4m3fn_real;
+        case CKPT_FLOAT8_E5M2: return e5m2_real;
+        case CKPT_FLOAT8_E4M3FNUZ: return e4m3fnuz_real;
+        case CKPT_FLOAT8_E5M2FNUZ: return e5m2fnuz_real;
+        case CKPT_FLOAT8_E8M0FNU: return e8m0fnu_real;
+        default: return nullptr;
+    }
+}
 
 Kind kind_of(uint32_t dtype) {
     switch (dtype) {

@@ -36,6 +36,10 @@ std::string dtype_label(uint32_t dtype, size_t itemsize);
 // Element i of a signed integer array, and of a boolean or unsigned integer array, exactly.
 int64_t signed_item(const ArrayView& a, uint64_t i);
 uint64_t unsigned_item(const ArrayView& a, uint64_t i);
+// How a boolean, integer or real element is read as a double (exact for every type but 64-bit integers past
+// 2^53), for loops that look at the dtype once: nullptr for other dtypes.
+using RealFn = double (*)(const unsigned char*);
+RealFn real_fn(uint32_t dtype);
 // Element i of a boolean, integer or real array as a double (exact for every type but 64-bit integers past 2^53).
 double real_at(const ArrayView& a, uint64_t i);
 

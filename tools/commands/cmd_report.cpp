@@ -1,0 +1,527 @@
+// SPDX-License-Identifier: Apache-2.0
+// ckpt report PATH... -o report.html: a training run's checkpoints as one self-contained page (report_page.hpp
+// draws it) or, with --json, as the numbers behind it. A run is a manager's directory (local or s3://) or the
+// files given, in order; one file is reported alone; two files are also compared. Each array is read once for all
+// the checkpoints that hold it, side by side and a piece at a time, so memory stays bounded whatever the array
+// sizes; the newest checkpoint's arrays are read a second time for their histograms.
+#include "checkpoint_dir.hpp"
+#include "commands.hpp"
+#include "location.hpp"
+#include "report_page.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+
+namespace ckpt_tool {
+namespace {
+
+struct ReportOptions {
+    std::vector<std::string> paths;
+    std::string out;
+    std::optional<std::string> subdir;
+    bool json = false;
+};
+
+// The memory the side-by-side reads of one array share: raw pieces and their values as doubles.
+constexpr size_t kSideBySideBytes = size_t{32} << 20;
+constexpr size_t kMinPieceBytes = size_t{64} << 10;
+// A norm that grows more than this between two checkpoints is a jump.
+constexpr double kJumpFactor = 10;
+
+// One checkpoint of the report.
+struct Source {
+    std::string path;
+    int64_t step = 0;
+    Reader reader;
+};
+
+// An array of one checkpoint, as the side-by-side pass reads it.
+struct Member {
+    size_t source = 0;  // index into the sources
+    size_t index = 0;   // the array's index in its file
+    uint32_t dtype = 0;
+    std::vector<int64_t> shape;
+    std::unique_ptr<PieceReader> pieces;
+    bool active = true;
+    ArrayView piece;
+    std::vector<double> values;  // the piece's elements as doubles
+    uint64_t nan = 0, inf = 0;
+    double sum_squares = 0;  // of the finite elements
+};
+
+// The change from one member to the next (same dtype and shape).
+struct Change {
+    size_t from = 0, to = 0;  // members
+    double diff_squares = 0, max_abs = 0;
+};
+
+bool lower_is_better(const std::string& metric) {
+    for (const char* word : {"loss", "err", "ppl", "perplexity", "mse", "mae", "nll", "cost", "time"})
+        if (metric.find(word) != std::string::npos) return true;
+    return false;
+}
+
+bool higher_is_better(const std::string& metric) {
+    for (const char* word : {"acc", "score", "f1", "auc", "bleu", "reward", "precision", "recall", "map", "iou"})
+        if (metric.find(word) != std::string::npos) return true;
+    return false;
+}
+
+// A metadata value that is a number as a whole ("0.25", "nan", "1e-3"); none for other text.
+std::optional<double> number_in(const std::string& text) {
+    if (text.empty() || text.size() > 64) return std::nullopt;
+    errno = 0;
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (end != text.c_str() + text.size() || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
+    return v;
+}
+
+std::string base_name(const std::string& path) {
+    const size_t slash = path.find_last_of('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string number_text(double v) { return fmt::format("{:.4g}", v); }
+
+class Report {
+public:
+    explicit Report(const ReportOptions& o) : o_(o) {}
+
+    Json build() {
+        collect_sources();
+        Json checkpoints = Json::array();
+        for (const Source& s : sources_) checkpoints.push_back(checkpoint_json(s));
+        doc_["kind"] = kind_;
+        doc_["paths"] = o_.paths;
+        doc_["checkpoints"] = checkpoints;
+        doc_["metrics"] = metrics_json();
+        doc_["arrays"] = Json::array();
+        doc_["changes"] = Json::array();
+        doc_["warnings"] = Json::array();
+        if (kind_ == "files" && sources_.size() == 2) doc_["differences"] = Json::array();
+
+        uint64_t total = 0;
+        for (const Source& s : sources_)
+            for (size_t i = 0; i < ckpt_reader_count(s.reader.get()); ++i) total += ckpt_reader_nbytes(s.reader.get(), i);
+        if (!sources_.empty()) {  // the newest's arrays are read twice
+            ckpt_reader* newest = sources_.back().reader.get();
+            for (size_t i = 0; i < ckpt_reader_count(newest); ++i) total += ckpt_reader_nbytes(newest, i);
+        }
+        progress_.start("report", total);
+        for (const std::string& name : array_names()) report_array(name);
+        progress_.clear();
+        if (doc_.contains("differences")) doc_["only_in"] = only_in_json();
+        sort_warnings();
+        return doc_;
+    }
+
+private:
+    // The checkpoints the paths name: a directory's (a manager's, or the .npz and safetensors files of another),
+    // else the files themselves.
+    void collect_sources() {
+        const std::string& first = o_.paths.front();
+        const bool directory = o_.paths.size() == 1 &&
+                               (is_url(first) ? path_kind(first) == PathKind::directory : is_local_directory(first)) &&
+                               !is_step_dir(first);
+        if (!directory) {
+            kind_ = o_.paths.size() == 1 ? "file" : "files";
+            for (size_t k = 0; k < o_.paths.size(); ++k) {
+                if (is_step_dir(o_.paths[k]))
+                    throw Failure(kExitUsage, fmt::format("{}: a sharded step; ckpt report reads .npz and "
+                                                          "safetensors files (ckpt stats and ckpt verify read steps)",
+                                                          o_.paths[k]), CKPT_EUNSUPPORTED);
+                Source s;
+                s.path = o_.paths[k];
+                s.reader = open_reader(s.path);
+                s.step = step_of(s, static_cast<int64_t>(k));
+                sources_.push_back(std::move(s));
+            }
+            return;
+        }
+        kind_ = "run";
+        std::vector<std::pair<std::string, int64_t>> found;
+        if (is_url(first) || is_manager_dir(first) || o_.subdir) {
+            const CheckpointDir dir = open_checkpoint_dir(first, o_.subdir);
+            for (int64_t idx : dir.indices) found.emplace_back(dir.path_of(idx), idx);
+        } else {
+            int64_t position = 0;
+            for (const NamedCheckpoint& c : named_checkpoints(first))
+                found.emplace_back(c.path, checkpoint_index(c.name).value_or(position++));
+        }
+        for (const auto& [path, step] : found) {
+            if (CheckpointDir::is_step(path) || is_step_dir(path)) {
+                warn("unsupported", "", step, fmt::format("{}: a sharded step, not read by ckpt report", path));
+                continue;
+            }
+            Source s;
+            s.path = path;
+            s.step = step;
+            try {
+                s.reader = open_reader(path);
+            } catch (const Failure& f) {  // a run's broken checkpoint is reported, the others still are
+                warn("unreadable", "", step, f.what());
+                continue;
+            }
+            sources_.push_back(std::move(s));
+        }
+        if (sources_.empty())
+            throw Failure(kExitIo, fmt::format("{}: no checkpoints to report on", first), CKPT_ENOTFOUND);
+    }
+
+    // A file's step: the number in its name (0000000300.npz), else its "step" or "global_step" metadata, else its
+    // position among the paths given.
+    static int64_t step_of(const Source& s, int64_t position) {
+        if (const auto idx = checkpoint_index(base_name(s.path))) return *idx;
+        for (const char* key : {"step", "global_step"}) {
+            const char* v = ckpt_reader_metadata(s.reader.get(), key);
+            if (v == nullptr) continue;
+            const auto n = number_in(v);
+            if (n && *n >= 0 && *n < 9e18 && *n == std::floor(*n)) return static_cast<int64_t>(*n);
+        }
+        return position;
+    }
+
+    static Json checkpoint_json(const Source& s) {
+        ckpt_reader* r = s.reader.get();
+        Json j;
+        j["step"] = s.step;
+        j["path"] = s.path;
+        j["bytes"] = ckpt_reader_file_size(r);
+        const std::optional<uint64_t> shared = shared_bytes_of(s.path);
+        j["shared_bytes"] = shared ? Json(*shared) : Json(nullptr);
+        Json metadata = Json::object();
+        for (size_t k = 0; k < ckpt_reader_metadata_count(r); ++k)
+            metadata[ckpt_reader_metadata_key(r, k)] = ckpt_reader_metadata_value(r, k);
+        j["metadata"] = metadata;
+        return j;
+    }
+
+    // A curve for every numeric metadata entry: the manager's metrics ("ckpt.metric.loss") by their names, the
+    // user's own keys as they are; the manager's other keys (times, format records) are no curves.
+    Json metrics_json() const {
+        std::vector<std::string> names;
+        std::map<std::string, std::vector<Json>> values;
+        for (size_t t = 0; t < sources_.size(); ++t) {
+            ckpt_reader* r = sources_[t].reader.get();
+            for (size_t k = 0; k < ckpt_reader_metadata_count(r); ++k) {
+                std::string key = ckpt_reader_metadata_key(r, k);
+                if (key.rfind("ckpt.metric.", 0) == 0)
+                    key = key.substr(12);
+                else if (key.rfind("ckpt.", 0) == 0 || key.rfind("__", 0) == 0)
+                    continue;
+                const auto v = number_in(ckpt_reader_metadata_value(r, k));
+                if (!v) continue;
+                auto& series = values[key];
+                if (series.empty()) {
+                    names.push_back(key);
+                    series.assign(sources_.size(), nullptr);
+                }
+                series[t] = json_number(*v);
+            }
+        }
+        Json out = Json::array();
+        for (const std::string& name : names) {
+            Json m;
+            m["name"] = name;
+            Json steps = Json::array();
+            for (const Source& s : sources_) steps.push_back(s.step);
+            m["steps"] = steps;
+            m["values"] = values[name];
+            const bool lower = lower_is_better(name), higher = !lower && higher_is_better(name);
+            std::optional<size_t> best;
+            for (size_t t = 0; t < sources_.size(); ++t) {
+                const Json& v = values[name][t];
+                if (!v.is_number() || (!lower && !higher)) continue;
+                const double x = v.get<double>();
+                // a tie goes to the later checkpoint, as the manager's best does
+                if (!best || (lower ? x <= values[name][*best].get<double>() : x >= values[name][*best].get<double>()))
+                    best = t;
+            }
+            m["best_step"] = best ? Json(sources_[*best].step) : Json(nullptr);
+            m["better"] = lower ? Json("lower") : higher ? Json("higher") : Json(nullptr);
+            out.push_back(m);
+        }
+        return out;
+    }
+
+    // Every array name: the newest checkpoint's in its order, then those only older ones have, newest first.
+    std::vector<std::string> array_names() const {
+        std::vector<std::string> names;
+        std::map<std::string, bool> seen;
+        for (size_t t = sources_.size(); t-- > 0;) {
+            ckpt_reader* r = sources_[t].reader.get();
+            for (size_t i = 0; i < ckpt_reader_count(r); ++i) {
+                const std::string name = ckpt_reader_name(r, i);
+                if (!seen[name]) {
+                    seen[name] = true;
+                    names.push_back(name);
+                }
+            }
+        }
+        return names;
+    }
+
+    void report_array(const std::string& name) {
+        std::vector<Member> members;
+        for (size_t t = 0; t < sources_.size(); ++t) {
+            ckpt_reader* r = sources_[t].reader.get();
+            size_t i = 0;
+            if (ckpt_reader_find(r, name.c_str(), &i) != CKPT_OK) continue;
+            Member m;
+            m.source = t;
+            m.index = i;
+            m.dtype = ckpt_reader_dtype(r, i);
+            const int64_t* shape = ckpt_reader_shape(r, i);
+            m.shape.assign(shape, shape + ckpt_reader_ndim(r, i));
+            members.push_back(std::move(m));
+        }
+        const bool in_newest = !members.empty() && members.back().source + 1 == sources_.size();
+        std::vector<Change> changes;
+        for (size_t k = 1; k < members.size(); ++k)
+            if (members[k].dtype == members[k - 1].dtype && members[k].shape == members[k - 1].shape &&
+                has_statistics(members[k].dtype))
+                changes.push_back({k - 1, k});
+
+        // Pieces sized so that every member's raw piece and its doubles fit the shared budget.
+        size_t per_byte = 1;
+        for (const Member& m : members)
+            per_byte = std::max(per_byte, 1 + 8 / std::max<size_t>(ckpt_reader_itemsize(reader_of(m), m.index), 1));
+        const size_t piece = std::clamp(kSideBySideBytes / std::max<size_t>(members.size() * per_byte, 1),
+                                        kMinPieceBytes, kPieceBytes);
+        for (Member& m : members)
+            m.pieces = std::make_unique<PieceReader>(reader_of(m), m.index, sources_[m.source].path, piece);
+
+        Stats newest(in_newest ? members.back().dtype : CKPT_FLOAT64);
+        for (bool any = true; any;) {
+            any = false;
+            for (Member& m : members) {
+                if (!m.active) continue;
+                m.active = m.pieces->next(m.piece);
+                if (!m.active) continue;
+                any = true;
+                progress_.advance(m.piece.count() * m.piece.itemsize);
+                m.values.clear();
+                if (!has_statistics(m.dtype)) continue;
+                m.values.reserve(m.piece.count());
+                for_each_value(m.piece, [&](uint64_t, double x) {
+                    m.values.push_back(x);
+                    if (std::isnan(x))
+                        ++m.nan;
+                    else if (std::isinf(x))
+                        ++m.inf;
+                    else
+                        m.sum_squares += x * x;
+                });
+            }
+            if (!any) break;
+            if (in_newest && members.back().active) newest.add_piece(members.back().piece);
+            for (Change& c : changes) {
+                const Member &a = members[c.from], &b = members[c.to];
+                if (!a.active || !b.active) continue;
+                for (size_t e = 0; e < a.values.size() && e < b.values.size(); ++e) {
+                    const double d = b.values[e] - a.values[e];
+                    if (!std::isfinite(d)) continue;  // where either is not finite: the change is not finite
+                    c.diff_squares += d * d;
+                    c.max_abs = std::max(c.max_abs, std::fabs(d));
+                }
+            }
+        }
+        if (in_newest) add_array(name, members.back(), newest);
+        add_changes(name, members, changes);
+    }
+
+    ckpt_reader* reader_of(const Member& m) const { return sources_[m.source].reader.get(); }
+
+    void add_array(const std::string& name, const Member& m, const Stats& st) {
+        ckpt_reader* r = reader_of(m);
+        Json j;
+        j["name"] = name;
+        j["dtype"] = ckpt_dtype_name(m.dtype);
+        j["shape"] = m.shape;
+        j["bytes"] = ckpt_reader_nbytes(r, m.index);
+        j["elements"] = st.elements;
+        const bool have = st.numeric() && st.finite != 0;
+        j["min"] = st.extreme_json(false);
+        j["max"] = st.extreme_json(true);
+        j["mean"] = have ? json_number(st.mean) : Json(nullptr);
+        j["std"] = have ? json_number(st.std_dev()) : Json(nullptr);
+        for (const auto& [key, value] : {std::pair<const char*, uint64_t>{"nan", st.nan}, {"pos_inf", st.pos_inf},
+                                         {"neg_inf", st.neg_inf}, {"inf", st.pos_inf + st.neg_inf},
+                                         {"zeros", st.zeros}})
+            j[key] = st.numeric() ? Json(value) : Json(nullptr);
+        j["histogram"] = have ? array_histogram(r, m.index, sources_[m.source].path, st, progress_).to_json()
+                              : Json(nullptr);
+        if (!have) progress_.advance(ckpt_reader_nbytes(r, m.index));
+        doc_["arrays"].push_back(j);
+    }
+
+    void add_changes(const std::string& name, const std::vector<Member>& members, const std::vector<Change>& changes) {
+        // NaN and Inf: where they first appear.
+        for (const auto& [kind, count] : {std::pair<const char*, uint64_t Member::*>{"nan", &Member::nan},
+                                          {"inf", &Member::inf}})
+            for (const Member& m : members)
+                if (m.*count != 0) {
+                    const int64_t step = sources_[m.source].step;
+                    warn(kind, name, step,
+                         fmt::format("'{}' holds {} {} at step {}{}", name, m.*count,
+                                     std::string(kind) == "nan" ? "NaN" : "infinite values", step,
+                                     &m == &members.front() && members.size() > 1 ? " (its first checkpoint)"
+                                                                                  : " (the first checkpoint with them)"));
+                    break;
+                }
+        if (members.size() < 2) return;
+        Json steps = Json::array(), relative = Json::array();
+        bool frozen = !changes.empty() && changes.size() + 1 == members.size();
+        bool jumped = false;
+        for (size_t k = 1; k < members.size(); ++k) {
+            steps.push_back(sources_[members[k].source].step);
+            const auto c = std::find_if(changes.begin(), changes.end(), [&](const Change& x) { return x.to == k; });
+            if (c == changes.end()) {  // a new dtype or shape: no change to measure
+                relative.push_back(nullptr);
+                frozen = false;
+                continue;
+            }
+            const Member &a = members[c->from], &b = members[c->to];
+            const bool finite = a.nan + a.inf + b.nan + b.inf == 0;
+            const double before = std::sqrt(a.sum_squares), after = std::sqrt(b.sum_squares);
+            const double diff = std::sqrt(c->diff_squares);
+            const double rel = !finite ? std::nan("") : before > 0 ? diff / before : diff == 0 ? 0 : HUGE_VAL;
+            relative.push_back(json_number(rel));
+            if (rel != 0) frozen = false;
+            const int64_t from = sources_[a.source].step, to = sources_[b.source].step;
+            if (!jumped && finite && before > 0 && after > kJumpFactor * before) {
+                jumped = true;
+                warn("jump", name, to,
+                     fmt::format("'{}': its norm grew {}-fold from step {} to step {} ({} to {})", name,
+                                 number_text(after / before), from, to, number_text(before), number_text(after)));
+            }
+            if (doc_.contains("differences"))
+                doc_["differences"].push_back({{"name", name},
+                                               {"max_abs", json_number(c->max_abs)},
+                                               {"relative_l2", json_number(rel)}});
+        }
+        if (frozen) {
+            const int64_t first = sources_[members.front().source].step, last = sources_[members.back().source].step;
+            warn("frozen", name, first,
+                 fmt::format("'{}' never changed over its {} checkpoints, from step {} to step {}", name,
+                             members.size(), first, last));
+        }
+        doc_["changes"].push_back({{"name", name}, {"steps", steps}, {"relative_change", relative}});
+        if (doc_.contains("differences"))
+            for (size_t k = 1; k < members.size(); ++k)
+                if (std::none_of(changes.begin(), changes.end(), [&](const Change& x) { return x.to == k; }))
+                    doc_["differences"].push_back({{"name", name},
+                                                   {"max_abs", nullptr},
+                                                   {"relative_l2", nullptr},
+                                                   {"note", "the dtype or shape differs"}});
+    }
+
+    Json only_in_json() const {
+        Json out = Json::array();
+        for (size_t t = 0; t < 2; ++t) {
+            Json names = Json::array();
+            ckpt_reader* mine = sources_[t].reader.get();
+            ckpt_reader* other = sources_[1 - t].reader.get();
+            for (size_t i = 0; i < ckpt_reader_count(mine); ++i) {
+                size_t unused = 0;
+                if (ckpt_reader_find(other, ckpt_reader_name(mine, i), &unused) != CKPT_OK)
+                    names.push_back(ckpt_reader_name(mine, i));
+            }
+            out.push_back({{"path", sources_[t].path}, {"names", names}});
+        }
+        return out;
+    }
+
+    void warn(const std::string& kind, const std::string& name, int64_t step, const std::string& message) {
+        doc_["warnings"].push_back({{"kind", kind},
+                                    {"name", name.empty() ? Json(nullptr) : Json(name)},
+                                    {"step", step},
+                                    {"message", message}});
+    }
+
+    // Warnings that say the run is broken first (NaN, Inf, unreadable checkpoints), then jumps, then frozen
+    // arrays; by step within each kind.
+    void sort_warnings() {
+        const auto rank = [](const Json& w) {
+            const std::string k = w["kind"];
+            return k == "nan" ? 0 : k == "inf" ? 1 : k == "unreadable" ? 2 : k == "jump" ? 3 : k == "frozen" ? 4 : 5;
+        };
+        std::stable_sort(doc_["warnings"].begin(), doc_["warnings"].end(), [&](const Json& a, const Json& b) {
+            return rank(a) != rank(b) ? rank(a) < rank(b) : a["step"].get<int64_t>() < b["step"].get<int64_t>();
+        });
+    }
+
+    const ReportOptions& o_;
+    std::string kind_;
+    std::vector<Source> sources_;
+    Json doc_ = Json::object();
+    Progress progress_;
+};
+
+// Writes `text` to `path` through a temporary beside it, renamed over it when complete: a report that fails half
+// way leaves the previous one.
+void write_page(const std::string& path, const std::string& text) {
+    const std::string temporary = path + ".tmp";
+    {
+        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+        if (!out) fail_errno(errno, path, "cannot write the report");
+        out.write(text.data(), static_cast<std::streamsize>(text.size()));
+        out.close();
+        if (!out) {
+            const int err = errno;
+            std::remove(temporary.c_str());
+            fail_errno(err, path, "cannot write the report");
+        }
+    }
+    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+        const int err = errno;
+        std::remove(temporary.c_str());
+        fail_errno(err, path, "cannot write the report");
+    }
+}
+
+int run_report(const ReportOptions& o) {
+    if (o.out.empty() && !o.json)
+        throw Failure(kExitUsage, "ckpt report: say where the page goes (-o report.html), or ask for --json");
+    if (o.paths.size() > 1 && o.subdir)
+        throw Failure(kExitUsage, "ckpt report: --subdir goes with one directory, not with files");
+    Report report(o);
+    const Json doc = report.build();
+    if (!o.out.empty()) write_page(o.out, report_page(doc));
+    if (o.json) print_json(doc);
+    return kExitOk;
+}
+
+}  // namespace
+
+Command add_report(CLI::App& parent) {
+    auto o = std::make_shared<ReportOptions>();
+    CLI::App* app = parent.add_subcommand(
+        "report", "A run's checkpoints as one HTML page: metric curves, how much each array changed, histograms, "
+                  "warnings");
+    app->footer(
+        "PATH is a checkpoint manager's directory (local or s3://): a run, drawn as curves of every numeric metadata "
+        "entry over the steps (the best checkpoint marked), a map of each array's relative change between "
+        "consecutive checkpoints, and the newest checkpoint's arrays (statistics and a 64-bin histogram each). One "
+        "file gets the table and histograms; two files are compared array by array; more files are a run in the "
+        "order given. Warnings come first: NaN or Inf in an array (and where it first appears), an array that never "
+        "changed, a norm that grew more than tenfold between two checkpoints. The page fetches nothing (a Content "
+        "Security Policy forbids it) and works offline, in light and dark, printed too. Each array is read once "
+        "for all checkpoints, a piece at a time, so memory stays bounded; the newest checkpoint's arrays twice.");
+    app->add_option("PATH", o->paths, "a manager's directory, or .npz / safetensors files")->required();
+    app->add_option("-o,--output", o->out, "the HTML page to write (replaced only once complete)");
+    app->add_option("--subdir", o->subdir, "the manager's checkpoint directory under PATH (default: ckpt, or PATH)");
+    app->add_flag("--json", o->json, "the numbers as one JSON document on stdout (docs/cli.md)");
+    return {app, [o] { return run_report(*o); }};
+}
+
+}  // namespace ckpt_tool

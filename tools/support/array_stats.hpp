@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// Statistics of arrays read piece by piece, so memory does not grow with their size: min, max, mean and standard
+// deviation of the finite elements with NaN and infinities counted (ckpt stats, ckpt report), numpy's 64-bin
+// histogram (ckpt report, ckpt show --hist), and the reader of an array's pieces they are fed from.
+#pragma once
+
+#include "failure.hpp"
+#include "progress.hpp"
+#include "values.hpp"
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace ckpt_tool {
+
+// The bytes the commands read of an array at a time (rounded down to whole items).
+constexpr size_t kPieceBytes = size_t{8} << 20;
+
+// Calls f(i, x) for every element i of v, x its value as a double (v's kind is boolean, integer or real). The
+// dtype is looked at once per call, not per element.
+template <typename F>
+void for_each_value(const ArrayView& v, F&& f) {
+    const uint64_t n = v.count();
+    if (v.dtype == CKPT_FLOAT32) {
+        for (uint64_t i = 0; i < n; ++i) {
+            float x;
+            std::memcpy(&x, v.data + i * 4, 4);
+            f(i, static_cast<double>(x));
+        }
+    } else if (v.dtype == CKPT_FLOAT64) {
+        for (uint64_t i = 0; i < n; ++i) {
+            double x;
+            std::memcpy(&x, v.data + i * 8, 8);
+            f(i, x);
+        }
+    } else {
+        const RealFn get = real_fn(v.dtype);
+        for (uint64_t i = 0; i < n; ++i) f(i, get(v.item(i)));
+    }
+}
+
+// Whether an array of this dtype gets statistics: booleans, integers and reals (not complex, strings or raw bytes).
+inline bool has_statistics(uint32_t dtype) {
+    const Kind k = kind_of(dtype);
+    return k != Kind::complex && k != Kind::text;
+}
+
+// The statistics of one array, gathered piece by piece: counts, the extremes, and the mean and sum of squared
+// deviations of the finite elements, pieces merged as Chan, Golub and LeVeque do (each piece's own in two passes,
+// so a large offset costs no precision). Arrays without statistics (complex, text) count only their elements.
+struct Stats {
+    Kind kind = Kind::real;
+    uint64_t elements = 0, finite = 0, nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
+    double min = 0, max = 0;      // of the finite elements (reals)
+    Real real_min, real_max;      // the same elements as their type holds them, to print them in its shortest form
+    int64_t smin = 0, smax = 0;   // exact, for signed integers
+    uint64_t umin = 0, umax = 0;  // exact, for booleans and unsigned integers
+    double mean = 0, m2 = 0;
+
+    explicit Stats(uint32_t dtype = CKPT_FLOAT64) : kind(kind_of(dtype)) {}
+    void add_piece(const ArrayView& v);
+    bool numeric() const { return kind != Kind::complex && kind != Kind::text; }
+    double std_dev() const { return finite == 0 ? 0 : std::sqrt(m2 / static_cast<double>(finite)); }
+    // min or max as JSON (exact integers for integer arrays), null without finite elements.
+    Json extreme_json(bool maximum) const;
+    // min or max as text: integers exactly, booleans True/False, reals in their own type's shortest form.
+    std::string extreme_text(bool maximum) const;
+};
+
+// numpy.histogram(x, bins=64) of the finite elements x of an array taken as float64 values: 64 equal bins from
+// the smallest to the largest (one unit wide around a single value), the last bin closed, edges and bin indices
+// worked out as numpy does, so the counts are numpy's exactly.
+class Histogram {
+public:
+    static constexpr int kBins = 64;
+    Histogram(double min, double max);
+    void add_piece(const ArrayView& v);
+    const std::array<double, kBins + 1>& edges() const { return edges_; }
+    const std::array<uint64_t, kBins>& counts() const { return counts_; }
+    Json to_json() const;
+
+private:
+    int bin_of(double x) const;
+    std::array<double, kBins + 1> edges_{};
+    std::array<uint64_t, kBins> counts_{};
+    double first_ = 0, norm_ = 0;
+};
+
+// Array i of an open file, read in order a piece of about `piece_bytes` (whole items) at a time with
+// ckpt_reader_read_range, into a buffer of its own; its CRC-32 is checked at the last piece. A Fortran-order array,
+// which is not read in ranges, is read whole once (in C order) and handed out in the same pieces. An empty array
+// is one empty piece. Failures throw a Failure naming `path`.
+class PieceReader {
+public:
+    PieceReader(ckpt_reader* reader, size_t i, std::string path, size_t piece_bytes);
+    // Points `piece` at the next piece (valid until the next call); false after the last.
+    bool next(ArrayView& piece);
+    uint64_t nbytes() const { return nbytes_; }
+    uint32_t dtype() const { return view_.dtype; }
+
+private:
+    unsigned char* buffer(size_t size);
+    ckpt_reader* reader_;
+    size_t index_;
+    std::string path_;
+    ArrayView view_;
+    uint64_t nbytes_ = 0, at_ = 0;
+    size_t piece_ = 0;
+    bool started_ = false, whole_ = false;
+    std::vector<unsigned char> bytes_;
+};
+
+// The index of the array `name` of an open file; a Failure naming the file and the arrays it has when it has none
+// of that name.
+size_t array_index(ckpt_reader* reader, const std::string& name, const std::string& path);
+
+// The statistics of array i of an open file, in one pass (progress advanced by the bytes read).
+Stats array_stats(ckpt_reader* reader, size_t i, const std::string& path, Progress& progress);
+// Its histogram, in a second pass over the array, from the statistics of the first (which must have finite
+// elements: without, numpy has no range to divide and the report shows none).
+Histogram array_histogram(ckpt_reader* reader, size_t i, const std::string& path, const Stats& stats,
+                          Progress& progress);
+
+}  // namespace ckpt_tool
