@@ -50,10 +50,10 @@ Wanted find_array(const CatOptions& o, size_t count, const std::function<const c
     if (open != std::string::npos && open > 0 && !split_index(o.name))
         for (size_t i = 0; i < count; ++i)
             if (o.name.compare(0, open, name(i)) == 0 && std::strlen(name(i)) == open)
-                throw Failure(kExitUsage,
-                              fmt::format("'{}' is not an index: the ']' that closes it is missing",
-                                          o.name.substr(open)),
-                              CKPT_EINVAL);
+                throw Failure(
+                    kExitUsage,
+                    fmt::format("'{}' is not an index: the ']' that closes it is missing", o.name.substr(open)),
+                    CKPT_EINVAL);
     no_such_array(o, count, name);
 }
 
@@ -113,8 +113,8 @@ void json_values(const ArrayView& a, size_t axis, uint64_t offset, uint64_t stri
     for (size_t k = 0; k < count && k < 20; ++k) names += (k == 0 ? "" : ", ") + std::string(name(k));
     if (count > 20) names += ", ...";
     throw Failure(kExitIo,
-                  fmt::format("{}: no array '{}' (the {} has {})", o.file, o.name, is_step_dir(o.file) ? "step" : "file",
-                              count == 0 ? std::string("none") : names),
+                  fmt::format("{}: no array '{}' (the {} has {})", o.file, o.name,
+                              is_step_dir(o.file) ? "step" : "file", count == 0 ? std::string("none") : names),
                   CKPT_ENOTFOUND);
 }
 
@@ -122,8 +122,9 @@ unsigned char* buffer_for(const CatOptions& o, Scratch& scratch, size_t n) {
     try {
         return scratch.get(n);
     } catch (const std::bad_alloc&) {
-        throw Failure(kExitInternal, fmt::format("{}: array '{}': cannot allocate {} bytes to read it into", o.file,
-                                                 o.name, n), CKPT_ENOMEM);
+        throw Failure(kExitInternal,
+                      fmt::format("{}: array '{}': cannot allocate {} bytes to read it into", o.file, o.name, n),
+                      CKPT_ENOMEM);
     }
 }
 
@@ -218,7 +219,8 @@ int run_cat(const CatOptions& o) {
         progress.start("writing " + o.name, a.count() * a.itemsize);
         written = [&](uint64_t elements) { progress.reach(elements * a.itemsize); };
     }
-    write_array(a, summarise, [&out](const std::string& piece) { out << piece; }, written);
+    write_array(
+        a, summarise, [&out](const std::string& piece) { out << piece; }, written);
     progress.clear();
     return kExitOk;
 }
@@ -227,12 +229,12 @@ int run_cat(const CatOptions& o) {
 
 Command add_cat(CLI::App& parent) {
     auto o = std::make_shared<CatOptions>();
-    CLI::App* app = parent.add_subcommand(
-        "cat", "Print one array's values");
-    app->footer("Arrays of more than 1000 elements are summarised as numpy prints them: the first and last 3 along "
-                "each axis. bfloat16, float16 and float8 values are shown as numbers. With an index, only the rows "
-                "it selects are read (all of a Fortran-order array), and what is printed is what numpy prints of "
-                "w[index].");
+    CLI::App* app = parent.add_subcommand("cat", "Print one array's values");
+    app->footer(
+        "Arrays of more than 1000 elements are summarised as numpy prints them: the first and last 3 along "
+        "each axis. bfloat16, float16 and float8 values are shown as numbers. With an index, only the rows "
+        "it selects are read (all of a Fortran-order array), and what is printed is what numpy prints of "
+        "w[index].");
     app->add_option("FILE", o->file, "a .npz or safetensors file, or a sharded step's directory")->required();
     app->add_option("NAME", o->name,
                     "the array's name (as `ckpt show` lists it), with an index if wanted: 'w[0:4, :]', 'w[-1]', "

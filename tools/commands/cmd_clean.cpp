@@ -70,7 +70,7 @@ int run_clean(const CleanOptions& o) {
     size_t count = 0;
     rc = ckpt_manager_clean(manager.get(), o.dry_run ? CKPT_CLEAN_DRY_RUN : 0u, record_found, &found, &count);
     if (rc == CKPT_OK) rc = ckpt_manager_close(manager.release());  // unlocks the directory
-    if (rc != CKPT_OK && found.empty()) fail_ckpt(rc, dir);  // e.g. CKPT_EBUSY: nothing was removed
+    if (rc != CKPT_OK && found.empty()) fail_ckpt(rc, dir);         // e.g. CKPT_EBUSY: nothing was removed
     // A failure after some were removed (CKPT_EIO: one would not go) is reported after them.
     const std::string error = rc == CKPT_OK ? "" : ckpt_message(rc, dir);
     if (found.size() != count) throw std::bad_alloc();
@@ -89,8 +89,8 @@ int run_clean(const CleanOptions& o) {
         if (found.empty())
             std::cout << fmt::format("{}: no stale temporaries\n", dir);
         else
-            std::cout << fmt::format("{}: {} {} stale temporar{} left by interrupted saves:\n", dir, verb,
-                                     found.size(), found.size() == 1 ? "y" : "ies");
+            std::cout << fmt::format("{}: {} {} stale temporar{} left by interrupted saves:\n", dir, verb, found.size(),
+                                     found.size() == 1 ? "y" : "ies");
         for (const Found& f : found)
             std::cout << "  " << (f.kind == CKPT_CLEAN_UPLOAD ? "unfinished upload of " : "") << f.path
                       << (f.kind == CKPT_CLEAN_DIR ? "/" : "") << '\n';
@@ -105,13 +105,15 @@ Command add_clean(CLI::App& parent) {
     auto o = std::make_shared<CleanOptions>();
     CLI::App* app = parent.add_subcommand(
         "clean", "Remove the temporary files and directories that interrupted saves left in a checkpoint directory");
-    app->footer("A save writes a temporary (.NAME.npz.tmp-XXXXXX) beside its file and renames it into place; a "
-                "process killed with SIGKILL, or a machine lost, leaves the temporary behind (SIGINT, SIGTERM and "
-                "SIGHUP do not: ckpt convert and the library remove it). clean removes those of checkpoints and of "
-                "any other .npz file in DIR, sharded saves' staging directories and step directories without a "
-                "manifest; nothing whose name ckpt does not make. On S3 it aborts every incomplete multipart upload "
-                "under DIR (a killed save's parts, billed and invisible to listings). It takes the directory's lock as a save does, so "
-                "it refuses (exit status 3) while a training program's checkpoint manager holds the directory.");
+    app->footer(
+        "A save writes a temporary (.NAME.npz.tmp-XXXXXX) beside its file and renames it into place; a "
+        "process killed with SIGKILL, or a machine lost, leaves the temporary behind (SIGINT, SIGTERM and "
+        "SIGHUP do not: ckpt convert and the library remove it). clean removes those of checkpoints and of "
+        "any other .npz file in DIR, sharded saves' staging directories and step directories without a "
+        "manifest; nothing whose name ckpt does not make. On S3 it aborts every incomplete multipart upload "
+        "under DIR (a killed save's parts, billed and invisible to listings). It takes the directory's lock as a save "
+        "does, so "
+        "it refuses (exit status 3) while a training program's checkpoint manager holds the directory.");
     app->add_option("DIR", o->dir, "the directory: a manager's logdir (DIR/ckpt is cleaned), or any directory")
         ->required();
     app->add_option("--subdir", o->subdir, "clean DIR/SUBDIR (\"\" for DIR itself) instead of choosing");

@@ -31,7 +31,7 @@ constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 void catch_signals() {
     for (int sig : kSignals) {
-        struct sigaction sa{};
+        struct sigaction sa {};
         sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);
         ::sigaction(sig, &sa, nullptr);
@@ -158,8 +158,8 @@ struct Input {
     bool any_deflated = false;
 };
 
-void add_source(Input& input, const std::string& path, const char* name, uint32_t dtype, size_t itemsize,
-                uint32_t ndim, const int64_t* shape, std::unique_ptr<Lazy> lazy) {
+void add_source(Input& input, const std::string& path, const char* name, uint32_t dtype, size_t itemsize, uint32_t ndim,
+                const int64_t* shape, std::unique_ptr<Lazy> lazy) {
     const int rc = ckpt_vars_add_source(input.vars.get(), name, dtype, itemsize, ndim, shape, read_lazy, lazy.get());
     if (rc != CKPT_OK) fail_ckpt(rc, path);
     input.lazies.push_back(std::move(lazy));
@@ -229,8 +229,8 @@ void open_step(Input& input, const std::string& path) {
                    shape, std::move(lazy));
     }
     for (size_t k = 0; k < ckpt_step_metadata_count(raw); ++k) {
-        const int set = ckpt_vars_set_metadata(input.vars.get(), ckpt_step_metadata_key(raw, k),
-                                               ckpt_step_metadata_value(raw, k));
+        const int set =
+            ckpt_vars_set_metadata(input.vars.get(), ckpt_step_metadata_key(raw, k), ckpt_step_metadata_value(raw, k));
         if (set != CKPT_OK) fail_ckpt(set, path);
     }
 }
@@ -308,13 +308,13 @@ Command add_convert(CLI::App& parent) {
         ->required();
     app->add_option("--layout", o->layout, "plain (<name>.npy per array) or objax (names.npy, 0.npy, 1.npy, ...)")
         ->check(CLI::IsMember({"plain", "objax"}));
-    CLI::Option* deflate =
-        app->add_flag("--deflate", o->deflate, "compress with deflate; --deflate=LEVEL for level 1 to 9 (default: zlib's, 6)")
-            ->check([](const std::string& v) -> std::string {
-                if (v == "true") return "";
-                if (v.size() == 1 && v[0] >= '1' && v[0] <= '9') return "";
-                return "the deflate level is 1 to 9, not '" + v + "'";
-            });
+    CLI::Option* deflate = app->add_flag("--deflate", o->deflate,
+                                         "compress with deflate; --deflate=LEVEL for level 1 to 9 (default: zlib's, 6)")
+                               ->check([](const std::string& v) -> std::string {
+                                   if (v == "true") return "";
+                                   if (v.size() == 1 && v[0] >= '1' && v[0] <= '9') return "";
+                                   return "the deflate level is 1 to 9, not '" + v + "'";
+                               });
     CLI::Option* store = app->add_flag("--store", o->store, "store the arrays uncompressed");
     deflate->excludes(store);
     app->add_flag("--chunk-hashes", o->chunk_hashes,

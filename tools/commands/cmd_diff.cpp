@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// ckpt diff A B: what differs between two checkpoints (files or sharded steps, in any pairing) — arrays only in one, dtype or shape changes, changed
-// values (how many, and by how much, with --count), and metadata. Exit status as diff(1) and cmp(1) have it:
-// 0 when equal, 1 when different, 2 for trouble (a file missing, unreadable, corrupt or not an npz; a usage error).
+// ckpt diff A B: what differs between two checkpoints (files or sharded steps, in any pairing) — arrays only in one,
+// dtype or shape changes, changed values (how many, and by how much, with --count), and metadata. Exit status as
+// diff(1) and cmp(1) have it: 0 when equal, 1 when different, 2 for trouble (a file missing, unreadable, corrupt or not
+// an npz; a usage error).
 #include "commands.hpp"
 #include "sharded_step.hpp"
 #include "text.hpp"
@@ -27,9 +28,9 @@ constexpr int kExitTrouble = 2;  // diff's status for every failure (the usage e
 struct DiffOptions {
     std::string a, b;
     bool json = false;
-    bool count = false;            // count every differing element (else stop each array at its first difference)
-    bool all_metadata = false;     // compare the manager's own "ckpt." keys too (not its metrics: those always)
-    double atol = 0, rtol = 0;     // numbers equal when |a - b| <= atol + rtol * |b|; both 0: exact
+    bool count = false;         // count every differing element (else stop each array at its first difference)
+    bool all_metadata = false;  // compare the manager's own "ckpt." keys too (not its metrics: those always)
+    double atol = 0, rtol = 0;  // numbers equal when |a - b| <= atol + rtol * |b|; both 0: exact
 };
 
 // Whether x and y are the same number: NaN equals NaN, 0 equals -0 (compare()'s rule).
@@ -517,15 +518,15 @@ int run_diff(const DiffOptions& o) {
 
 Command add_diff(CLI::App& parent) {
     auto o = std::make_shared<DiffOptions>();
-    CLI::App* app = parent.add_subcommand(
-        "diff", "Compare two checkpoints: arrays by name and value, and metadata");
-    app->footer("Values are compared as numbers (bfloat16, float16 and float8 too): NaN equals NaN and 0 equals -0; "
-                "with --atol/--rtol, a equals b when |a - b| <= atol + rtol * |b| (numpy.isclose). An array's "
-                "comparison stops at its first difference unless --count is given, which counts the differing "
-                "elements and gives the largest |b - a| (and where it is) and |b - a| / |a|. The checkpoint "
-                "manager's own metadata keys (ckpt.saved_at, ckpt.index, ...) are not compared unless "
-                "--all-metadata is given. Exit status 0 when equal, 1 when "
-                "different, 2 for trouble (a file missing, unreadable, corrupt or not an npz; a usage error).");
+    CLI::App* app = parent.add_subcommand("diff", "Compare two checkpoints: arrays by name and value, and metadata");
+    app->footer(
+        "Values are compared as numbers (bfloat16, float16 and float8 too): NaN equals NaN and 0 equals -0; "
+        "with --atol/--rtol, a equals b when |a - b| <= atol + rtol * |b| (numpy.isclose). An array's "
+        "comparison stops at its first difference unless --count is given, which counts the differing "
+        "elements and gives the largest |b - a| (and where it is) and |b - a| / |a|. The checkpoint "
+        "manager's own metadata keys (ckpt.saved_at, ckpt.index, ...) are not compared unless "
+        "--all-metadata is given. Exit status 0 when equal, 1 when "
+        "different, 2 for trouble (a file missing, unreadable, corrupt or not an npz; a usage error).");
     app->add_option("A", o->a, "the first file (.npz or safetensors) or sharded step")->required();
     app->add_option("B", o->b, "the second file (.npz or safetensors) or sharded step")->required();
     app->add_flag("--json", o->json, "one JSON document (docs/cli.md)");
@@ -540,8 +541,7 @@ Command add_diff(CLI::App& parent) {
             return end != text.c_str() && *end == '\0' && v >= 0 ? std::string() : "must be a number >= 0, not " + text;
         },
         "X>=0");
-    app->add_option("--atol", o->atol, "absolute tolerance for numbers (default 0: exact)")
-        ->check(kTolerance);
+    app->add_option("--atol", o->atol, "absolute tolerance for numbers (default 0: exact)")->check(kTolerance);
     app->add_option("--rtol", o->rtol, "relative tolerance for numbers, times |b| (default 0: exact)")
         ->check(kTolerance);
     return {app, [o] { return run_diff(*o); }};

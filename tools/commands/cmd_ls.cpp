@@ -44,15 +44,15 @@ constexpr char kManagerPrefix[] = "ckpt.";
 constexpr char kMetricPrefix[] = "ckpt.metric.";
 // Keys shown first in the summary, then keys that look like metrics.
 const char* const kStepKeys[] = {"step", "global_step", "epoch", "iteration", "iter"};
-const char* const kMetricWords[] = {"loss", "acc", "metric", "score", "ppl", "perplexity", "f1", "auc",
-                                    "bleu", "reward", "err"};
+const char* const kMetricWords[] = {"loss", "acc", "metric", "score",  "ppl", "perplexity",
+                                    "f1",   "auc", "bleu",   "reward", "err"};
 constexpr size_t kSummaryKeys = 4;
 constexpr size_t kSummaryValueWidth = 20;
 
 struct Entry {
     std::optional<int64_t> index;  // none for a file of a directory that is not a manager's, named otherwise
     std::string path;
-    std::optional<uint64_t> size;     // none on S3: the C API does not tell an object's size
+    std::optional<uint64_t> size;      // none on S3: the C API does not tell an object's size
     std::optional<std::time_t> mtime;  // nor its time
     int rc = CKPT_OK;                  // the failed open's code
     bool opened = false;
@@ -64,8 +64,8 @@ struct Entry {
     // a step without its manifest), from opening it or from --verify; empty when nothing was found wrong.
     std::string problem;
     int exit_code = kExitOk;
-    std::string time_key;  // the key of kTimeKeys the saving time came from, or "" for the file's mtime
-    bool sharded = false;  // a step directory of shards
+    std::string time_key;     // the key of kTimeKeys the saving time came from, or "" for the file's mtime
+    bool sharded = false;     // a step directory of shards
     bool incomplete = false;  // a step directory without its manifest: a save in progress or cut short
 };
 
@@ -175,7 +175,7 @@ Entry inspect(const std::string& path, std::optional<int64_t> index, bool sharde
     e.index = index;
     e.path = path;
     if (!is_url(e.path)) {
-        struct stat st{};
+        struct stat st {};
         if (::stat(e.path.c_str(), &st) != 0) {
             e.error = fmt::format("{}: cannot stat: {}", e.path, std::strerror(errno));
             e.exit_code = kExitIo;
@@ -194,7 +194,8 @@ Entry inspect(const std::string& path, std::optional<int64_t> index, bool sharde
         rc = ckpt_step_open(&raw, e.path.c_str(), nullptr);
         const Step step(raw);
         if (rc == CKPT_OK)
-            describe(e, raw, ckpt_step_count, ckpt_step_metadata_count, ckpt_step_metadata_key, ckpt_step_metadata_value);
+            describe(e, raw, ckpt_step_count, ckpt_step_metadata_count, ckpt_step_metadata_key,
+                     ckpt_step_metadata_value);
     } else {
         ckpt_reader* raw = nullptr;
         rc = ckpt_reader_open(&raw, e.path.c_str(), nullptr);
@@ -259,7 +260,7 @@ Entry incomplete_step(const std::string& path, std::optional<int64_t> index) {
     e.sharded = true;
     e.incomplete = true;
     e.size = step_bytes(path);
-    struct stat st{};
+    struct stat st {};
     if (::stat(path.c_str(), &st) == 0) e.mtime = st.st_mtime;
     e.problem = "incomplete";
     e.error = path + ": incomplete: a sharded step without its manifest.json (a save in progress or cut short)";
@@ -267,7 +268,7 @@ Entry incomplete_step(const std::string& path, std::optional<int64_t> index) {
 }
 
 bool local_file(const std::string& path) {
-    struct stat st{};
+    struct stat st {};
     return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
@@ -304,7 +305,8 @@ Listing manager_listing(const LsOptions& o, Progress& progress, Scratch& scratch
         for (const std::string& name : directory_entries(dir.directory)) {
             const std::string path = join_path(dir.directory, name);
             const std::optional<int64_t> index = checkpoint_index(name);
-            if (!index || ckpt_checkpoint_idx(name.c_str()) >= 0 || !is_local_directory(path) || is_step_dir(path)) continue;
+            if (!index || ckpt_checkpoint_idx(name.c_str()) >= 0 || !is_local_directory(path) || is_step_dir(path))
+                continue;
             if (std::find(dir.indices.begin(), dir.indices.end(), *index) != dir.indices.end()) continue;
             l.entries.push_back(incomplete_step(path, index));
         }
@@ -410,9 +412,11 @@ int run_ls(const LsOptions& o) {
 Command add_ls(CLI::App& parent) {
     auto o = std::make_shared<LsOptions>();
     CLI::App* app = parent.add_subcommand(
-        "ls", "List a checkpoint manager's checkpoints (or a directory's .npz files): index, size, when saved, metadata");
-    app->footer("Nothing is locked or changed: it works while a training program holds the directory and saves into "
-                "it. Temporary files of saves in progress or interrupted are listed, never removed.");
+        "ls",
+        "List a checkpoint manager's checkpoints (or a directory's .npz files): index, size, when saved, metadata");
+    app->footer(
+        "Nothing is locked or changed: it works while a training program holds the directory and saves into "
+        "it. Temporary files of saves in progress or interrupted are listed, never removed.");
     app->add_option("LOGDIR", o->logdir,
                     "the manager's log directory (or its checkpoint directory); or a directory of .npz files, or one "
                     ".npz file or sharded step")
@@ -420,7 +424,8 @@ Command add_ls(CLI::App& parent) {
     app->add_option("--subdir", o->subdir,
                     "the checkpoint directory inside LOGDIR (default: ckpt, or LOGDIR itself when it holds the "
                     "checkpoints)");
-    app->add_flag("--verify", o->verify, "also check each file fully (reads all data); exit status 1 when one is broken");
+    app->add_flag("--verify", o->verify,
+                  "also check each file fully (reads all data); exit status 1 when one is broken");
     app->add_flag("--json", o->json, "one JSON document (docs/cli.md)");
     app->add_flag("--bytes", o->bytes, "sizes in bytes");
     return {app, [o] { return run_ls(*o); }};

@@ -111,7 +111,8 @@ public:
 
         uint64_t total = 0;
         for (const Source& s : sources_)
-            for (size_t i = 0; i < ckpt_reader_count(s.reader.get()); ++i) total += ckpt_reader_nbytes(s.reader.get(), i);
+            for (size_t i = 0; i < ckpt_reader_count(s.reader.get()); ++i)
+                total += ckpt_reader_nbytes(s.reader.get(), i);
         if (!sources_.empty()) {  // the newest's arrays are read twice
             ckpt_reader* newest = sources_.back().reader.get();
             for (size_t i = 0; i < ckpt_reader_count(newest); ++i) total += ckpt_reader_nbytes(newest, i);
@@ -136,9 +137,11 @@ private:
             kind_ = o_.paths.size() == 1 ? "file" : "files";
             for (size_t k = 0; k < o_.paths.size(); ++k) {
                 if (is_step_dir(o_.paths[k]))
-                    throw Failure(kExitUsage, fmt::format("{}: a sharded step; ckpt report reads .npz and "
-                                                          "safetensors files (ckpt stats and ckpt verify read steps)",
-                                                          o_.paths[k]), CKPT_EUNSUPPORTED);
+                    throw Failure(kExitUsage,
+                                  fmt::format("{}: a sharded step; ckpt report reads .npz and "
+                                              "safetensors files (ckpt stats and ckpt verify read steps)",
+                                              o_.paths[k]),
+                                  CKPT_EUNSUPPORTED);
                 Source s;
                 s.path = o_.paths[k];
                 s.reader = open_reader(s.path);
@@ -295,8 +298,8 @@ private:
         size_t per_byte = 1;
         for (const Member& m : members)
             per_byte = std::max(per_byte, 1 + 8 / std::max<size_t>(ckpt_reader_itemsize(reader_of(m), m.index), 1));
-        const size_t piece = std::clamp(kSideBySideBytes / std::max<size_t>(members.size() * per_byte, 1),
-                                        kMinPieceBytes, kPieceBytes);
+        const size_t piece =
+            std::clamp(kSideBySideBytes / std::max<size_t>(members.size() * per_byte, 1), kMinPieceBytes, kPieceBytes);
         for (Member& m : members)
             m.pieces = std::make_unique<PieceReader>(reader_of(m), m.index, sources_[m.source].path, piece);
 
@@ -354,28 +357,31 @@ private:
         j["max"] = st.extreme_json(true);
         j["mean"] = have ? json_number(st.mean) : Json(nullptr);
         j["std"] = have ? json_number(st.std_dev()) : Json(nullptr);
-        for (const auto& [key, value] : {std::pair<const char*, uint64_t>{"nan", st.nan}, {"pos_inf", st.pos_inf},
-                                         {"neg_inf", st.neg_inf}, {"inf", st.pos_inf + st.neg_inf},
+        for (const auto& [key, value] : {std::pair<const char*, uint64_t>{"nan", st.nan},
+                                         {"pos_inf", st.pos_inf},
+                                         {"neg_inf", st.neg_inf},
+                                         {"inf", st.pos_inf + st.neg_inf},
                                          {"zeros", st.zeros}})
             j[key] = st.numeric() ? Json(value) : Json(nullptr);
-        j["histogram"] = have ? array_histogram(r, m.index, sources_[m.source].path, st, progress_).to_json()
-                              : Json(nullptr);
+        j["histogram"] =
+            have ? array_histogram(r, m.index, sources_[m.source].path, st, progress_).to_json() : Json(nullptr);
         if (!have) progress_.advance(ckpt_reader_nbytes(r, m.index));
         doc_["arrays"].push_back(j);
     }
 
     void add_changes(const std::string& name, const std::vector<Member>& members, const std::vector<Change>& changes) {
         // NaN and Inf: where they first appear.
-        for (const auto& [kind, count] : {std::pair<const char*, uint64_t Member::*>{"nan", &Member::nan},
-                                          {"inf", &Member::inf}})
+        for (const auto& [kind, count] :
+             {std::pair<const char*, uint64_t Member::*>{"nan", &Member::nan}, {"inf", &Member::inf}})
             for (const Member& m : members)
                 if (m.*count != 0) {
                     const int64_t step = sources_[m.source].step;
                     warn(kind, name, step,
                          fmt::format("'{}' holds {} {} at step {}{}", name, m.*count,
                                      std::string(kind) == "nan" ? "NaN" : "infinite values", step,
-                                     &m == &members.front() && members.size() > 1 ? " (its first checkpoint)"
-                                                                                  : " (the first checkpoint with them)"));
+                                     &m == &members.front() && members.size() > 1
+                                         ? " (its first checkpoint)"
+                                         : " (the first checkpoint with them)"));
                     break;
                 }
         if (members.size() < 2) return;
@@ -405,9 +411,8 @@ private:
                                  number_text(after / before), from, to, number_text(before), number_text(after)));
             }
             if (doc_.contains("differences"))
-                doc_["differences"].push_back({{"name", name},
-                                               {"max_abs", json_number(c->max_abs)},
-                                               {"relative_l2", json_number(rel)}});
+                doc_["differences"].push_back(
+                    {{"name", name}, {"max_abs", json_number(c->max_abs)}, {"relative_l2", json_number(rel)}});
         }
         if (frozen) {
             const int64_t first = sources_[members.front().source].step, last = sources_[members.back().source].step;
@@ -506,8 +511,9 @@ int run_report(const ReportOptions& o) {
 Command add_report(CLI::App& parent) {
     auto o = std::make_shared<ReportOptions>();
     CLI::App* app = parent.add_subcommand(
-        "report", "A run's checkpoints as one HTML page: metric curves, how much each array changed, histograms, "
-                  "warnings");
+        "report",
+        "A run's checkpoints as one HTML page: metric curves, how much each array changed, histograms, "
+        "warnings");
     app->footer(
         "PATH is a checkpoint manager's directory (local or s3://): a run, drawn as curves of every numeric metadata "
         "entry over the steps (the best checkpoint marked), a map of each array's relative change between "

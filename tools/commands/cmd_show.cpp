@@ -54,8 +54,11 @@ int show_histogram(const ShowOptions& o) {
     const int64_t* dims = ckpt_reader_shape(f, i);
     const std::vector<int64_t> shape(dims, dims + ckpt_reader_ndim(f, i));
     if (!has_statistics(dtype))
-        throw Failure(kExitUsage, fmt::format("{}: array '{}' is {}: a histogram needs numbers (booleans, integers or "
-                                              "reals)", o.file, *o.hist, ckpt_dtype_name(dtype)), CKPT_EUNSUPPORTED);
+        throw Failure(kExitUsage,
+                      fmt::format("{}: array '{}' is {}: a histogram needs numbers (booleans, integers or "
+                                  "reals)",
+                                  o.file, *o.hist, ckpt_dtype_name(dtype)),
+                      CKPT_EUNSUPPORTED);
     Progress progress;
     progress.start("reading " + o.file, 2 * static_cast<uint64_t>(ckpt_reader_nbytes(f, i)));
     const Stats st = array_stats(f, i, o.file, progress);
@@ -78,8 +81,9 @@ int show_histogram(const ShowOptions& o) {
         print_json(out);
         return kExitOk;
     }
-    std::cout << fmt::format("{}: '{}' {} {}, {} element{}", o.file, *o.hist, dtype_label(dtype, ckpt_reader_itemsize(f, i)),
-                             shape_text(shape), st.elements, st.elements == 1 ? "" : "s");
+    std::cout << fmt::format("{}: '{}' {} {}, {} element{}", o.file, *o.hist,
+                             dtype_label(dtype, ckpt_reader_itemsize(f, i)), shape_text(shape), st.elements,
+                             st.elements == 1 ? "" : "s");
     if (st.nan != 0) std::cout << fmt::format(", {} NaN", st.nan);
     if (st.pos_inf + st.neg_inf != 0) std::cout << fmt::format(", {} \u00b1Inf", st.pos_inf + st.neg_inf);
     std::cout << '\n';
@@ -95,7 +99,7 @@ int show_histogram(const ShowOptions& o) {
         const double f = std::log1p(static_cast<double>(c)) / std::log1p(static_cast<double>(top));
         level.push_back(c == 0 ? 0 : std::max(1, static_cast<int>(std::lround(f * kHistRows * 8))));
     }
-    static const char* const kEighths[] = {" ", "\u2581", "\u2582", "\u2583", "\u2584",
+    static const char* const kEighths[] = {" ",      "\u2581", "\u2582", "\u2583", "\u2584",
                                            "\u2585", "\u2586", "\u2587", "\u2588"};
     const std::string top_label = fmt::format("{}", top);
     const size_t margin = std::max<size_t>(top_label.size(), 1) + 1;
@@ -170,8 +174,8 @@ int run_show(const ShowOptions& o) {
                                  human_size(*shared, o.bytes),
                                  size ? fmt::format(" of its {}", human_size(*size, o.bytes)) : "");
     const bool objax = layout == CKPT_LAYOUT_OBJAX;
-    std::vector<std::string> header = {"name", "dtype", "shape", "endian", "order", "bytes", "stored",
-                                       "compression", "crc32", "offset", "align"};
+    std::vector<std::string> header = {"name",   "dtype",       "shape", "endian", "order", "bytes",
+                                       "stored", "compression", "crc32", "offset", "align"};
     std::vector<bool> right = {false, false, false, false, false, true, true, false, false, true, true};
     if (objax) {  // the member names (0.npy, 1.npy, ...) differ from the variable names only in this layout
         header.insert(header.begin() + 1, "member");

@@ -59,8 +59,10 @@ int run_stats(const StatsOptions& o) {
         j["max"] = st.extreme_json(true);
         j["mean"] = have ? json_number(st.mean) : Json(nullptr);
         j["std"] = have ? json_number(st.std_dev()) : Json(nullptr);
-        for (const auto& [key, value] : {std::pair<const char*, uint64_t>{"nan", st.nan}, {"pos_inf", st.pos_inf},
-                                         {"neg_inf", st.neg_inf}, {"zeros", st.zeros}})
+        for (const auto& [key, value] : {std::pair<const char*, uint64_t>{"nan", st.nan},
+                                         {"pos_inf", st.pos_inf},
+                                         {"neg_inf", st.neg_inf},
+                                         {"zeros", st.zeros}})
             j[key] = st.numeric() ? Json(value) : Json(nullptr);
         arrays.push_back(j);
         const auto counted = [&](uint64_t v) { return st.numeric() ? count_text(v) : std::string("-"); };
@@ -86,12 +88,14 @@ int run_stats(const StatsOptions& o) {
 Command add_stats(CLI::App& parent) {
     auto o = std::make_shared<StatsOptions>();
     CLI::App* app = parent.add_subcommand(
-        "stats", "Per array: min, max, mean and standard deviation of its finite values, and counts of NaN, +inf, "
-                 "-inf and zeros");
-    app->footer("Every array (or those named) is read a few MiB at a time, so memory does not grow with its size; "
-                "its CRC-32 is checked on the way. min, max, mean and std (numpy's, ddof=0) are over the finite "
-                "elements; NaN and infinities are counted instead. Complex, string and raw arrays get no "
-                "statistics (-, null).");
+        "stats",
+        "Per array: min, max, mean and standard deviation of its finite values, and counts of NaN, +inf, "
+        "-inf and zeros");
+    app->footer(
+        "Every array (or those named) is read a few MiB at a time, so memory does not grow with its size; "
+        "its CRC-32 is checked on the way. min, max, mean and std (numpy's, ddof=0) are over the finite "
+        "elements; NaN and infinities are counted instead. Complex, string and raw arrays get no "
+        "statistics (-, null).");
     app->add_option("FILE", o->file, "the .npz or safetensors file")->required();
     app->add_option("NAME", o->names, "arrays to look at (default: all)");
     app->add_flag("--json", o->json, "one JSON document (docs/cli.md)");

@@ -19,9 +19,7 @@
 
 namespace ckpt_tool {
 
-void print_json(const Json& j) {
-    std::cout << j.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
-}
+void print_json(const Json& j) { std::cout << j.dump(2, ' ', false, Json::error_handler_t::replace) << '\n'; }
 
 void set_failure(Verdict& v, int rc, bool opening) {
     v.rc = rc;
@@ -30,10 +28,7 @@ void set_failure(Verdict& v, int rc, bool opening) {
     const bool unsupported = rc == CKPT_EUNSUPPORTED && !needs_s3_library(v.error);
     // A file that is no npz at all (a torch file, a text file) is not a corrupt checkpoint: the reader says which.
     const bool not_npz = rc == CKPT_EFORMAT && v.error.find(": not an npz checkpoint: ") != std::string::npos;
-    v.verdict = not_npz                ? "not-npz"
-                : rc == CKPT_EFORMAT  ? "corrupt"
-                : unsupported         ? "unsupported"
-                                      : "unreadable";
+    v.verdict = not_npz ? "not-npz" : rc == CKPT_EFORMAT ? "corrupt" : unsupported ? "unsupported" : "unreadable";
     v.exit_code = opening ? open_exit_code(rc, v.error) : exit_code_of(rc, v.error);
 }
 
@@ -67,7 +62,8 @@ void verify_arrays(Verdict& v, const ArrayReader& arrays, Progress& progress, Sc
             dst = scratch.get(n);
         } catch (const std::bad_alloc&) {
             v.verdict = "unreadable";
-            v.error = fmt::format("{}: array '{}': cannot allocate {} bytes to read it into", v.path, arrays.name(i), n);
+            v.error =
+                fmt::format("{}: array '{}': cannot allocate {} bytes to read it into", v.path, arrays.name(i), n);
             v.exit_code = kExitInternal;
             return;
         }
@@ -145,7 +141,7 @@ int run_verify(const VerifyOptions& o) {
     };
     const auto report = [&](const Verdict& v, bool step) {
         std::optional<uint64_t> size;
-        struct stat st{};
+        struct stat st {};
         if (step)
             size = step_bytes(v.path);
         else if (v.bytes)
@@ -216,7 +212,7 @@ int run_verify(const VerifyOptions& o) {
         for (int64_t index : dir->indices) {
             const std::string path = dir->path_of(index);
             const bool step = CheckpointDir::is_step(path);
-            struct stat st{};
+            struct stat st {};
             if (!is_url(path) && ::stat(path.c_str(), &st) != 0 && errno == ENOENT) continue;  // retention removed it
             const Verdict v = check(path, step);
             if (is_url(path) && !v.opened && v.rc == CKPT_ENOTFOUND) continue;  // removed meanwhile, as above
@@ -229,7 +225,7 @@ int run_verify(const VerifyOptions& o) {
         Json out;
         out["files"] = files;
         out["directories"] = directories;
-        out["summary"] = Json{{"files", total}, {"ok", counts[0]}, {"corrupt", counts[1]},
+        out["summary"] = Json{{"files", total},           {"ok", counts[0]},         {"corrupt", counts[1]},
                               {"unsupported", counts[2]}, {"unreadable", counts[3]}, {"not_npz", counts[4]}};
         print_json(out);
     } else if (total > 1) {
@@ -249,8 +245,9 @@ Command add_verify(CLI::App& parent) {
     auto o = std::make_shared<VerifyOptions>();
     CLI::App* app = parent.add_subcommand(
         "verify", "Check files fully: zip structure, npy headers, sizes and CRC-32s; one verdict per file");
-    app->footer("Every array is read. A LOGDIR checks each of its checkpoints (without locking it). Exit status 1 "
-                "when a file is corrupt or holds what ckpt does not read, 3 when one cannot be read at all.");
+    app->footer(
+        "Every array is read. A LOGDIR checks each of its checkpoints (without locking it). Exit status 1 "
+        "when a file is corrupt or holds what ckpt does not read, 3 when one cannot be read at all.");
     app->add_option("FILE|LOGDIR", o->targets, "checkpoint files, or log directories of a checkpoint manager")
         ->required();
     app->add_option("--subdir", o->subdir,

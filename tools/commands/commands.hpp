@@ -38,7 +38,7 @@ struct Verdict {
     std::string verdict;  // "ok", "corrupt" (CKPT_EFORMAT), "unsupported" (CKPT_EUNSUPPORTED), "unreadable"
     std::string error;    // the library's message; empty when ok
     int exit_code = kExitOk;
-    int rc = CKPT_OK;     // the failed call's code
+    int rc = CKPT_OK;  // the failed call's code
     bool opened = false;
     uint64_t arrays = 0;
     std::optional<uint64_t> bytes;  // a file's size, once opened (ckpt_reader_file_size: S3 objects' too)
@@ -54,7 +54,8 @@ struct ArrayReader {
     std::function<int(size_t, uint64_t, void*, size_t)> read_range;
     std::function<size_t(size_t)> itemsize;
 };
-// Reads v.arrays arrays whole or in pieces in order (their CRC-32s checked either way), with progress; sets v's verdict: "ok" or the first failure.
+// Reads v.arrays arrays whole or in pieces in order (their CRC-32s checked either way), with progress; sets v's
+// verdict: "ok" or the first failure.
 void verify_arrays(Verdict& v, const ArrayReader& arrays, Progress& progress, Scratch& scratch);
 // What a failed call on a file makes of its verdict (`opening`: the call that opens it); call it right after.
 void set_failure(Verdict& v, int rc, bool opening = false);

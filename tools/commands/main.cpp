@@ -16,9 +16,7 @@ namespace {
 
 using namespace ckpt_tool;
 
-std::string version_text() {
-    return fmt::format("ckpt {} (library {})", CKPT_VERSION_STRING, ckpt_version_string());
-}
+std::string version_text() { return fmt::format("ckpt {} (library {})", CKPT_VERSION_STRING, ckpt_version_string()); }
 
 // Counts what goes to stdout, so that an error after a document was written adds no second one.
 class CountingBuf : public std::streambuf {
@@ -126,8 +124,9 @@ std::vector<std::string> join_optional_values(std::vector<std::string> args) {
     for (size_t k = 0; k < args.size(); ++k) {
         const bool optional = std::any_of(std::begin(kOptionalValue), std::end(kOptionalValue),
                                           [&](const char* o) { return args[k] == o; });
-        const bool number = k + 1 < args.size() && !args[k + 1].empty() &&
-                            std::all_of(args[k + 1].begin(), args[k + 1].end(), [](char c) { return c >= '0' && c <= '9'; });
+        const bool number =
+            k + 1 < args.size() && !args[k + 1].empty() &&
+            std::all_of(args[k + 1].begin(), args[k + 1].end(), [](char c) { return c >= '0' && c <= '9'; });
         if (args[k] == "--") {
             out.insert(out.end(), args.begin() + static_cast<std::ptrdiff_t>(k), args.end());
             break;
@@ -143,7 +142,7 @@ std::vector<std::string> join_optional_values(std::vector<std::string> args) {
 }
 
 struct Run {
-    bool json = false;            // --json on the command line: errors are a JSON document too
+    bool json = false;  // --json on the command line: errors are a JSON document too
     CountingBuf* out = nullptr;
 
     // Reports a failure: on stderr as "ckpt: <message>", and with --json as the one document on stdout.
@@ -200,9 +199,8 @@ int main(int argc, char** argv) {
         "Every path may be an s3://bucket/key URL (with libckpt_s3 installed; AWS_ENDPOINT_URL, AWS_REGION, "
         "AWS_ACCESS_KEY_ID, ... as the AWS tools take them).\n"
         "`ckpt COMMAND --help` or `ckpt help COMMAND` describes a command; docs/cli.md has the JSON schemas.");
-    std::vector<Command> commands = {add_ls(app), add_show(app), add_verify(app),
-                                     add_diff(app), add_cat(app), add_convert(app),
-                                     add_clean(app), add_stats(app), add_report(app)};
+    std::vector<Command> commands = {add_ls(app),      add_show(app),  add_verify(app), add_diff(app),  add_cat(app),
+                                     add_convert(app), add_clean(app), add_stats(app),  add_report(app)};
     make_sentences(app);
     for (const Command& c : commands) c.app->group("Commands");
     std::vector<std::string> names;
@@ -252,9 +250,9 @@ int main(int argc, char** argv) {
                 break;
             }
         const std::string what = e.what();
-        return run.fail(kExitUsage, CKPT_EINVAL,
-                        fmt::format("{}{} See 'ckpt {}--help'.", what, what.empty() || what.back() == '.' ? "" : ".",
-                                    command));
+        return run.fail(
+            kExitUsage, CKPT_EINVAL,
+            fmt::format("{}{} See 'ckpt {}--help'.", what, what.empty() || what.back() == '.' ? "" : ".", command));
     }
     int status = kExitOk;
     try {

@@ -48,17 +48,18 @@ Verdict verify_step(const std::string& path, Progress& progress, Scratch& scratc
         const int64_t rows = rows_of(raw, i);
         return rows == 0 ? std::max<size_t>(ckpt_step_itemsize(raw, i), 1) : ckpt_step_nbytes(raw, i) / rows;
     };
-    verify_arrays(v,
-                  {[&](size_t i) { return ckpt_step_nbytes(raw, i); }, [&](size_t i) { return ckpt_step_name(raw, i); },
-                   [&](size_t i, void* dst, size_t n) { return ckpt_step_read_rows(raw, i, 0, rows_of(raw, i), dst, n); },
-                   [&](size_t i, uint64_t at, void* dst, size_t n) {
-                       const size_t row = row_bytes(i);
-                       const int64_t first = static_cast<int64_t>(at / row), count = static_cast<int64_t>(n / row);
-                       return ckpt_step_read_rows(raw, i, ckpt_step_ndim(raw, i) == 0 ? 0 : first,
-                                                  ckpt_step_ndim(raw, i) == 0 ? 1 : count, dst, n);
-                   },
-                   row_bytes},
-                  progress, scratch);
+    verify_arrays(
+        v,
+        {[&](size_t i) { return ckpt_step_nbytes(raw, i); }, [&](size_t i) { return ckpt_step_name(raw, i); },
+         [&](size_t i, void* dst, size_t n) { return ckpt_step_read_rows(raw, i, 0, rows_of(raw, i), dst, n); },
+         [&](size_t i, uint64_t at, void* dst, size_t n) {
+             const size_t row = row_bytes(i);
+             const int64_t first = static_cast<int64_t>(at / row), count = static_cast<int64_t>(n / row);
+             return ckpt_step_read_rows(raw, i, ckpt_step_ndim(raw, i) == 0 ? 0 : first,
+                                        ckpt_step_ndim(raw, i) == 0 ? 1 : count, dst, n);
+         },
+         row_bytes},
+        progress, scratch);
     if (v.verdict != "ok") return v;
     // ... so then every shard as the file it is, read in order in pieces: every CRC-32 checked, in bounded memory.
     for (int32_t rank = 0; rank < ckpt_step_world_size(raw); ++rank) {

@@ -36,7 +36,8 @@ public:
         sci_ = max_val > 0 && (max_val >= 1e8 || min_val < 0.0001 || max_val / min_val > 1000.0);
         if (sci_) {
             each([&](const Real& r) {
-                if (std::isfinite(r.value) && precision_ < kPrecision) precision_ = std::max(precision_, digits_needed(r));
+                if (std::isfinite(r.value) && precision_ < kPrecision)
+                    precision_ = std::max(precision_, digits_needed(r));
             });
             // numpy writes every exponent with as many digits as the longest needs (1e+000 beside 1e+300).
             each([&](const Real& r) {
@@ -147,8 +148,7 @@ public:
 private:
     std::string cell(uint64_t i) const {
         switch (kind_of(a_.dtype)) {
-            case Kind::real:
-                return (*column_a_)(real_item(a_, i));
+            case Kind::real: return (*column_a_)(real_item(a_, i));
             case Kind::complex: {
                 Real re, im;
                 complex_item(a_, i, re, im);
@@ -157,8 +157,7 @@ private:
                 const size_t end = imag.find_last_not_of(' ') + 1;
                 return (*column_a_)(re) + imag.substr(0, end) + "j" + imag.substr(end);
             }
-            case Kind::text:
-                return text_repr(a_, i);
+            case Kind::text: return text_repr(a_, i);
             default: {
                 std::string s = integer_text(a_, i);
                 return std::string(width_ - s.size(), ' ') + s;

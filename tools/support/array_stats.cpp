@@ -170,11 +170,13 @@ size_t array_index(ckpt_reader* reader, const std::string& name, const std::stri
     if (ckpt_reader_find(reader, name.c_str(), &i) == CKPT_OK) return i;
     const size_t count = ckpt_reader_count(reader);
     std::string names;
-    for (size_t j = 0; j < count && j < 20; ++j) names += (j == 0 ? "" : ", ") + std::string(ckpt_reader_name(reader, j));
+    for (size_t j = 0; j < count && j < 20; ++j)
+        names += (j == 0 ? "" : ", ") + std::string(ckpt_reader_name(reader, j));
     if (count > 20) names += ", ...";
-    throw Failure(kExitIo,
-                  fmt::format("{}: no array '{}' (the file has {})", path, name, count == 0 ? std::string("none") : names),
-                  CKPT_ENOTFOUND);
+    throw Failure(
+        kExitIo,
+        fmt::format("{}: no array '{}' (the file has {})", path, name, count == 0 ? std::string("none") : names),
+        CKPT_ENOTFOUND);
 }
 
 Stats array_stats(ckpt_reader* reader, size_t i, const std::string& path, Progress& progress) {

@@ -29,7 +29,6 @@ std::vector<std::string> entries(const std::string& dir) {
     return names;
 }
 
-
 // Opens the manager of logdir/subdir read-only and lists its checkpoints; throws on failure.
 CheckpointDir open_listed(const std::string& logdir, const std::string& subdir) {
     ckpt_manager_options opts = CKPT_MANAGER_OPTIONS_INIT;
@@ -79,7 +78,7 @@ bool holds_checkpoints(const std::string& logdir) {
 }  // namespace
 
 bool is_local_directory(const std::string& path) {
-    struct stat st{};
+    struct stat st {};
     return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
@@ -128,7 +127,7 @@ std::vector<NamedCheckpoint> named_checkpoints(const std::string& dir) {
     std::vector<NamedCheckpoint> found;
     for (const std::string& name : directory_entries(dir)) {
         const std::string path = join_path(dir, name);
-        struct stat st{};
+        struct stat st {};
         if (::stat(path.c_str(), &st) != 0) continue;
         const bool file = (ends_with(name, ".npz") || ends_with(name, ".safetensors")) && S_ISREG(st.st_mode);
         const bool step = !file && S_ISDIR(st.st_mode) && is_step_dir(path);
@@ -148,7 +147,8 @@ namespace {
 
 bool holds_checkpoints_itself(const std::string& logdir) {
     const std::vector<std::string> names = entries(logdir);
-    return std::any_of(names.begin(), names.end(), [](const std::string& n) { return checkpoint_index(n).has_value(); });
+    return std::any_of(names.begin(), names.end(),
+                       [](const std::string& n) { return checkpoint_index(n).has_value(); });
 }
 
 }  // namespace
@@ -192,21 +192,21 @@ bool is_step_dir(const std::string& path) {
         return rc == CKPT_OK || rc == CKPT_EFORMAT ||
                (rc == CKPT_EUNSUPPORTED && !needs_s3_library(ckpt_error_message()));
     }
-    struct stat st{};
-    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
-           ::stat((path + "/manifest.json").c_str(), &st) == 0;
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && ::stat((path + "/manifest.json").c_str(), &st) == 0;
 }
 
 std::optional<uint64_t> step_bytes(const std::string& path) {
     if (is_url(path)) return std::nullopt;
     ckpt_step* raw = nullptr;
     uint64_t total = 0;
-    struct stat st{};
+    struct stat st {};
     if (::stat((path + "/manifest.json").c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
     if (ckpt_step_open(&raw, path.c_str(), nullptr) != CKPT_OK) return total;
     const Step step(raw);
     for (int32_t r = 0; r < ckpt_step_world_size(raw); ++r)
-        if (::stat((path + "/" + ckpt_step_shard(raw, r)).c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
+        if (::stat((path + "/" + ckpt_step_shard(raw, r)).c_str(), &st) == 0)
+            total += static_cast<uint64_t>(st.st_size);
     return total;
 }
 

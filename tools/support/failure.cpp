@@ -36,18 +36,14 @@ std::string url_message(std::string message, const std::string& url) {
 
 int exit_code_for(int ckpt_code) {
     switch (ckpt_code) {
-        case CKPT_OK:
-            return kExitOk;
+        case CKPT_OK: return kExitOk;
         case CKPT_EFORMAT:
-        case CKPT_EUNSUPPORTED:
-            return kExitDifferent;
+        case CKPT_EUNSUPPORTED: return kExitDifferent;
         case CKPT_ENOTFOUND:
         case CKPT_EIO:
         case CKPT_EBUSY:
-        case CKPT_EEXIST:
-            return kExitIo;
-        default:
-            return kExitInternal;
+        case CKPT_EEXIST: return kExitIo;
+        default: return kExitInternal;
     }
 }
 
@@ -108,7 +104,9 @@ void fail_ckpt(int rc, const std::string& path) {
 
 void fail_errno(int err, const std::string& path, const std::string& what) {
     throw Failure(err == ENOMEM ? kExitInternal : kExitIo, path + ": " + what + ": " + std::strerror(err),
-                  err == ENOMEM ? CKPT_ENOMEM : err == ENOENT ? CKPT_ENOTFOUND : CKPT_EIO);
+                  err == ENOMEM   ? CKPT_ENOMEM
+                  : err == ENOENT ? CKPT_ENOTFOUND
+                                  : CKPT_EIO);
 }
 
 std::string without_path(const std::string& full, const std::string& path) {

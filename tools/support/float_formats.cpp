@@ -14,10 +14,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // A finite value of a binary format with `mantissa_bits` fraction bits and exponent `bias`, from its biased
 // exponent field and fraction: subnormal when the field is 0 (no implicit leading 1).
 double finite(bool negative, unsigned exponent, unsigned fraction, int mantissa_bits, int bias) {
-    const double magnitude =
-        exponent == 0 ? std::ldexp(static_cast<double>(fraction), 1 - bias - mantissa_bits)
-                      : std::ldexp(static_cast<double>(fraction | (1u << mantissa_bits)),
-                                   static_cast<int>(exponent) - bias - mantissa_bits);
+    const double magnitude = exponent == 0 ? std::ldexp(static_cast<double>(fraction), 1 - bias - mantissa_bits)
+                                           : std::ldexp(static_cast<double>(fraction | (1u << mantissa_bits)),
+                                                        static_cast<int>(exponent) - bias - mantissa_bits);
     return negative ? -magnitude : magnitude;
 }
 

@@ -73,8 +73,8 @@ void Progress::update(uint64_t done, uint64_t total) {
 void Progress::draw(uint64_t done, uint64_t total) {
     if (done > total) done = total;
     const double fraction = total == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total);
-    const std::string counts = fmt::format(" {:3.0f}% {} / {}", fraction * 100, human_size(done, false),
-                                           human_size(total, false));
+    const std::string counts =
+        fmt::format(" {:3.0f}% {} / {}", fraction * 100, human_size(done, false), human_size(total, false));
     const size_t columns = terminal_columns() - 1;  // never the last column: some terminals wrap there
     std::string label = label_;
     const size_t bar_min = 10;
@@ -84,8 +84,8 @@ void Progress::draw(uint64_t done, uint64_t total) {
     }
     const size_t bar = columns > label.size() + counts.size() + 3 ? columns - label.size() - counts.size() - 3 : 0;
     const size_t filled = static_cast<size_t>(fraction * static_cast<double>(bar));
-    std::string frame = "\r" + label + " [" + std::string(filled, '#') + std::string(bar - filled, '.') + "]" + counts +
-                        "\x1b[K";
+    std::string frame =
+        "\r" + label + " [" + std::string(filled, '#') + std::string(bar - filled, '.') + "]" + counts + "\x1b[K";
     write_stderr(frame);
     drawn_ = true;
 }

@@ -153,18 +153,21 @@ std::string metric_chart(const Json& m) {
         const double y = *ys[k];
         const std::string title = fmt::format("step {}: {} = {}", num(xs[k]), name, num(y));
         if (!std::isfinite(y)) {
-            s += fmt::format("<rect class=\"nonfinite point-nonfinite\" data-step=\"{}\" data-value=\"{}\" x=\"{:.1f}\" "
-                             "y=\"{}\" width=\"6\" height=\"6\"><title>{}</title></rect>",
-                             num(xs[k]), num(y), sx(xs[k]) - 3, T - 4, esc(title));
+            s += fmt::format(
+                "<rect class=\"nonfinite point-nonfinite\" data-step=\"{}\" data-value=\"{}\" x=\"{:.1f}\" "
+                "y=\"{}\" width=\"6\" height=\"6\"><title>{}</title></rect>",
+                num(xs[k]), num(y), sx(xs[k]) - 3, T - 4, esc(title));
             continue;
         }
         const bool is_best = best.is_number() && best.get<double>() == xs[k];
         if (is_best)
-            s += fmt::format("<circle class=\"best\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"7\"><title>best: {}</title></circle>",
-                             sx(xs[k]), sy(y), esc(title));
-        s += fmt::format("<circle class=\"point\" data-step=\"{}\" data-value=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" "
-                         "r=\"3\"><title>{}</title></circle>",
-                         num(xs[k]), fmt::format("{}", y), sx(xs[k]), sy(y), esc(title));
+            s += fmt::format(
+                "<circle class=\"best\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"7\"><title>best: {}</title></circle>",
+                sx(xs[k]), sy(y), esc(title));
+        s += fmt::format(
+            "<circle class=\"point\" data-step=\"{}\" data-value=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" "
+            "r=\"3\"><title>{}</title></circle>",
+            num(xs[k]), fmt::format("{}", y), sx(xs[k]), sy(y), esc(title));
     }
     return s + "</svg></figure>";
 }
@@ -195,9 +198,10 @@ std::string change_map(const Json& changes) {
     const double label = std::clamp(static_cast<double>(longest) * 6.6 + 10, 80.0, 340.0);
     const size_t max_chars = static_cast<size_t>((label - 10) / 6.6);
     const double W = label + cw * steps.size() + 10, H = 30 + ch * changes.size();
-    std::string s = fmt::format("<svg class=\"chart changes\" width=\"{:.0f}\" height=\"{:.0f}\" viewBox=\"0 0 {:.0f} "
-                                "{:.0f}\" role=\"img\" aria-label=\"relative change per array and step\">",
-                                W, H, W, H);
+    std::string s = fmt::format(
+        "<svg class=\"chart changes\" width=\"{:.0f}\" height=\"{:.0f}\" viewBox=\"0 0 {:.0f} "
+        "{:.0f}\" role=\"img\" aria-label=\"relative change per array and step\">",
+        W, H, W, H);
     const size_t every = std::max<size_t>(1, static_cast<size_t>(std::ceil(48 / cw)));
     for (size_t k = 0; k < steps.size(); k += every)
         s += fmt::format("<text x=\"{:.1f}\" y=\"20\" text-anchor=\"middle\">{}</text>", label + cw * (k + 0.5),
@@ -224,19 +228,22 @@ std::string change_map(const Json& changes) {
             const auto v = value_of(c["relative_change"][k]);
             const double x = label + cw * col;
             if (!v) {
-                s += fmt::format("<rect class=\"empty\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\">"
-                                 "<title>{} at step {}: its dtype or shape changed</title></rect>",
-                                 x + 0.5, y + 0.5, cw - 1, ch - 1, esc(name), step);
+                s += fmt::format(
+                    "<rect class=\"empty\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\">"
+                    "<title>{} at step {}: its dtype or shape changed</title></rect>",
+                    x + 0.5, y + 0.5, cw - 1, ch - 1, esc(name), step);
                 continue;
             }
             // infinite: the array was all zeros before (a relative change without a scale), drawn as the largest
             const std::string cls = std::isnan(*v) ? "cell nonfinite" : *v == 0 ? "cell frozen" : "cell";
             const std::string fill = !std::isnan(*v) && *v != 0 ? " fill=\"" + change_colour(*v) + "\"" : "";
-            s += fmt::format("<rect class=\"{}\"{} data-value=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
-                             "height=\"{:.1f}\"><title>{} at step {}: relative change {}</title></rect>",
-                             cls, fill, num(*v), x, y, cw - 1, ch - 1, esc(name), step,
-                             std::isnan(*v) ? "not finite (NaN or Inf in the array)"
-                             : std::isinf(*v) ? "from all zeros" : num(*v));
+            s += fmt::format(
+                "<rect class=\"{}\"{} data-value=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
+                "height=\"{:.1f}\"><title>{} at step {}: relative change {}</title></rect>",
+                cls, fill, num(*v), x, y, cw - 1, ch - 1, esc(name), step,
+                std::isnan(*v)   ? "not finite (NaN or Inf in the array)"
+                : std::isinf(*v) ? "from all zeros"
+                                 : num(*v));
         }
     }
     return s + "</svg>";
@@ -246,9 +253,12 @@ std::string change_legend() {
     std::string s = "<div class=\"legend\"><span>relative change:</span>";
     for (double v : {1e-6, 1e-4, 1e-2, 1.0})
         s += fmt::format("<span><span class=\"swatch\" style=\"background:{}\"></span>{}</span>", change_colour(v),
-                         v == 1e-6 ? "\u2264 1e-6" : v == 1.0 ? "\u2265 1" : num(v));
-    return s + "<span><span class=\"swatch\" style=\"background:var(--frozen)\"></span>0 (unchanged)</span>"
-               "<span><span class=\"swatch\" style=\"background:var(--bad)\"></span>NaN or Inf</span></div>";
+                         v == 1e-6  ? "\u2264 1e-6"
+                         : v == 1.0 ? "\u2265 1"
+                                    : num(v));
+    return s +
+           "<span><span class=\"swatch\" style=\"background:var(--frozen)\"></span>0 (unchanged)</span>"
+           "<span><span class=\"swatch\" style=\"background:var(--bad)\"></span>NaN or Inf</span></div>";
 }
 
 // 64 bars, their heights the counts on a log scale (log(1 + count)), hover: the bin and its count.
@@ -257,19 +267,21 @@ std::string histogram_svg(const Json& h, const std::string& name) {
     constexpr double W = 192, H = 36, bw = 3;
     uint64_t top = 0;
     for (const Json& c : h["counts"]) top = std::max<uint64_t>(top, c.get<uint64_t>());
-    std::string s = fmt::format("<svg class=\"chart histogram\" data-name=\"{}\" width=\"{}\" height=\"{}\" "
-                                "viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"histogram of {}\">",
-                                esc(name), W, H, W, H, esc(name));
+    std::string s = fmt::format(
+        "<svg class=\"chart histogram\" data-name=\"{}\" width=\"{}\" height=\"{}\" "
+        "viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"histogram of {}\">",
+        esc(name), W, H, W, H, esc(name));
     s += fmt::format("<line class=\"axis\" x1=\"0\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>", W, H - 0.5, H - 0.5);
     const double scale = top == 0 ? 0 : (H - 2) / std::log1p(static_cast<double>(top));
     for (size_t k = 0; k < h["counts"].size(); ++k) {
         const uint64_t c = h["counts"][k];
         const double height = std::log1p(static_cast<double>(c)) * scale;
         const double lo = value_of(h["edges"][k]).value_or(0), hi = value_of(h["edges"][k + 1]).value_or(0);
-        s += fmt::format("<rect class=\"bar\" x=\"{:.1f}\" y=\"{:.2f}\" width=\"{}\" height=\"{:.2f}\"><title>[{}, {}{}: "
-                         "{}</title></rect>",
-                         k * bw, H - 1 - height, bw - 0.4, std::max(height, c > 0 ? 1.0 : 0.0), num(lo), num(hi),
-                         k + 1 == h["counts"].size() ? "]" : ")", c);
+        s += fmt::format(
+            "<rect class=\"bar\" x=\"{:.1f}\" y=\"{:.2f}\" width=\"{}\" height=\"{:.2f}\"><title>[{}, {}{}: "
+            "{}</title></rect>",
+            k * bw, H - 1 - height, bw - 0.4, std::max(height, c > 0 ? 1.0 : 0.0), num(lo), num(hi),
+            k + 1 == h["counts"].size() ? "]" : ")", c);
     }
     return s + "</svg>";
 }
@@ -286,9 +298,10 @@ std::string difference_chart(const Json& differences) {
     for (const Json* d : rows) longest = std::max(longest, text_width((*d)["name"].get<std::string>()));
     const double label = std::clamp(static_cast<double>(longest) * 6.6 + 10, 80.0, 340.0), bar = 420, rh = 16;
     const double W = label + bar + 150, H = 8 + rh * rows.size();
-    std::string s = fmt::format("<svg class=\"chart differences\" width=\"{:.0f}\" height=\"{:.0f}\" viewBox=\"0 0 "
-                                "{:.0f} {:.0f}\" role=\"img\" aria-label=\"relative L2 difference per array\">",
-                                W, H, W, H);
+    std::string s = fmt::format(
+        "<svg class=\"chart differences\" width=\"{:.0f}\" height=\"{:.0f}\" viewBox=\"0 0 "
+        "{:.0f} {:.0f}\" role=\"img\" aria-label=\"relative L2 difference per array\">",
+        W, H, W, H);
     for (size_t r = 0; r < rows.size(); ++r) {
         const Json& d = *rows[r];
         const std::string name = d["name"];
@@ -312,9 +325,10 @@ std::string difference_chart(const Json& differences) {
             width = std::clamp((std::log10(*rel) + 12) / 12, 0.01, 1.0) * bar;
             what = fmt::format("{} (max |diff| {})", num(*rel), max_abs ? num(*max_abs) : "-");
         }
-        s += fmt::format("<rect class=\"{}\" data-value=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
-                         "height=\"{}\"><title>{}: relative L2 difference {}</title></rect>",
-                         cls, rel ? num(*rel) : "", label, y + 2, width, rh - 4, esc(name), esc(what));
+        s += fmt::format(
+            "<rect class=\"{}\" data-value=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
+            "height=\"{}\"><title>{}: relative L2 difference {}</title></rect>",
+            cls, rel ? num(*rel) : "", label, y + 2, width, rh - 4, esc(name), esc(what));
         s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", label + width + 6, y + rh - 4, esc(what));
     }
     return s + "</svg>";
@@ -350,17 +364,19 @@ std::string warnings_section(const Json& report) {
 std::string metrics_section(const Json& report) {
     const Json& metrics = report["metrics"];
     if (metrics.empty() || report["checkpoints"].size() < 2) return "";
-    std::string s = "<section id=\"metrics\"><h2>Metrics</h2><p class=\"note\">Every numeric metadata entry of the "
-                    "checkpoints, over their steps; the best checkpoint is ringed where the name says which way is "
-                    "better (loss, error: lower; accuracy, score: higher).</p><div class=\"charts\">";
+    std::string s =
+        "<section id=\"metrics\"><h2>Metrics</h2><p class=\"note\">Every numeric metadata entry of the "
+        "checkpoints, over their steps; the best checkpoint is ringed where the name says which way is "
+        "better (loss, error: lower; accuracy, score: higher).</p><div class=\"charts\">";
     for (const Json& m : metrics) s += metric_chart(m);
     return s + "</div></section>";
 }
 
 std::string checkpoints_section(const Json& report) {
     const Json& checkpoints = report["checkpoints"];
-    std::string s = "<section id=\"checkpoints\"><h2>Checkpoints</h2><div class=\"scroll\"><table><thead><tr>"
-                    "<th>step</th><th>file</th><th>size</th><th>shared blocks</th><th>metadata</th></tr></thead><tbody>";
+    std::string s =
+        "<section id=\"checkpoints\"><h2>Checkpoints</h2><div class=\"scroll\"><table><thead><tr>"
+        "<th>step</th><th>file</th><th>size</th><th>shared blocks</th><th>metadata</th></tr></thead><tbody>";
     for (const Json& c : checkpoints) {
         std::string meta;
         for (const auto& [key, value] : c["metadata"].items()) {
@@ -371,16 +387,17 @@ std::string checkpoints_section(const Json& report) {
             meta += fmt::format("{}<code>{}={}</code>", meta.empty() ? "" : " ",
                                 esc(key.rfind("ckpt.metric.", 0) == 0 ? key.substr(12) : key), esc(v));
         }
-        s += fmt::format("<tr><td class=\"n\">{}</td><td class=\"mono\" title=\"{}\">{}</td><td class=\"n\">{}</td>"
-                         "<td class=\"n\">{}</td><td>{}</td></tr>",
-                         c["step"].dump(), esc(c["path"]), esc(base_name(c["path"])),
-                         c["bytes"].is_number() ? human_size(c["bytes"].get<uint64_t>(), false) : "-",
-                         c["shared_bytes"].is_number() ? human_size(c["shared_bytes"].get<uint64_t>(), false) : "-",
-                         meta);
+        s += fmt::format(
+            "<tr><td class=\"n\">{}</td><td class=\"mono\" title=\"{}\">{}</td><td class=\"n\">{}</td>"
+            "<td class=\"n\">{}</td><td>{}</td></tr>",
+            c["step"].dump(), esc(c["path"]), esc(base_name(c["path"])),
+            c["bytes"].is_number() ? human_size(c["bytes"].get<uint64_t>(), false) : "-",
+            c["shared_bytes"].is_number() ? human_size(c["shared_bytes"].get<uint64_t>(), false) : "-", meta);
     }
-    return s + "</tbody></table></div><p class=\"note\">Shared blocks: bytes of the file whose blocks the file system "
-               "holds once for it and other files (incremental saves on XFS or btrfs); - where it cannot tell.</p>"
-               "</section>";
+    return s +
+           "</tbody></table></div><p class=\"note\">Shared blocks: bytes of the file whose blocks the file system "
+           "holds once for it and other files (incremental saves on XFS or btrfs); - where it cannot tell.</p>"
+           "</section>";
 }
 
 std::string changes_section(const Json& report) {
@@ -395,10 +412,11 @@ std::string changes_section(const Json& report) {
 
 std::string differences_section(const Json& report) {
     if (!report.contains("differences")) return "";
-    std::string s = fmt::format("<section id=\"differences\"><h2>Differences</h2><p class=\"note\">From <code>{}"
-                                "</code> to <code>{}</code>: per array the relative L2 difference \u2016b \u2212 "
-                                "a\u2016 / \u2016a\u2016 (log scale) and the largest absolute difference.</p>",
-                                esc(report["checkpoints"][0]["path"]), esc(report["checkpoints"][1]["path"]));
+    std::string s = fmt::format(
+        "<section id=\"differences\"><h2>Differences</h2><p class=\"note\">From <code>{}"
+        "</code> to <code>{}</code>: per array the relative L2 difference \u2016b \u2212 "
+        "a\u2016 / \u2016a\u2016 (log scale) and the largest absolute difference.</p>",
+        esc(report["checkpoints"][0]["path"]), esc(report["checkpoints"][1]["path"]));
     if (report["differences"].empty())
         s += "<p class=\"note\">No array is in both files.</p>";
     else
@@ -424,8 +442,7 @@ std::string arrays_section(const Json& report) {
                                          : "<code>" + esc(base_name(newest["path"])) + "</code>");
     for (const Json& a : report["arrays"]) {
         std::string shape = "(";
-        for (size_t k = 0; k < a["shape"].size(); ++k)
-            shape += (k ? ", " : "") + a["shape"][k].dump();
+        for (size_t k = 0; k < a["shape"].size(); ++k) shape += (k ? ", " : "") + a["shape"][k].dump();
         shape += a["shape"].size() == 1 ? ",)" : ")";
         const auto count = [](const Json& j) { return j.is_number() ? j.dump() : std::string("-"); };
         const bool nan = a["nan"].is_number() && a["nan"].get<uint64_t>() > 0;
@@ -464,8 +481,8 @@ std::string html_escape(const std::string& text) {
 
 std::string report_page(const Json& report) {
     const Json& checkpoints = report["checkpoints"];
-    const std::string what = report["kind"] == "run" ? report["paths"][0].get<std::string>()
-                                                     : base_name(checkpoints.back()["path"]);
+    const std::string what =
+        report["kind"] == "run" ? report["paths"][0].get<std::string>() : base_name(checkpoints.back()["path"]);
     std::string summary;
     if (report["kind"] == "run")
         summary = fmt::format("{} checkpoint{}, steps {} to {}", checkpoints.size(), checkpoints.size() == 1 ? "" : "s",
@@ -478,9 +495,10 @@ std::string report_page(const Json& report) {
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         "<meta name=\"color-scheme\" content=\"light dark\">";
     page += fmt::format("<title>ckpt report: {}</title><style>{}</style></head><body>", esc(what), kStyle);
-    page += fmt::format("<header><h1>ckpt report</h1><p class=\"sub\"><code>{}</code> \u00b7 {} \u00b7 ckpt {}</p>"
-                        "</header>",
-                        esc(what), esc(summary), ckpt_version_string());
+    page += fmt::format(
+        "<header><h1>ckpt report</h1><p class=\"sub\"><code>{}</code> \u00b7 {} \u00b7 ckpt {}</p>"
+        "</header>",
+        esc(what), esc(summary), ckpt_version_string());
     page += warnings_section(report);
     page += metrics_section(report);
     page += differences_section(report);

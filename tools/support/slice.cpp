@@ -14,8 +14,8 @@ namespace {
 // One comma-separated part of the index, as written.
 struct Part {
     enum Kind { integer, slice, ellipsis } kind = integer;
-    int64_t value = 0;                              // integer
-    std::optional<int64_t> start, stop, step;       // slice
+    int64_t value = 0;                         // integer
+    std::optional<int64_t> start, stop, step;  // slice
 };
 
 [[noreturn]] void not_an_index(const std::string& index, const std::string& why) {
@@ -50,7 +50,8 @@ std::vector<Part> parse_parts(const std::string& index) {
     size_t from = 0;
     for (;;) {
         const size_t comma = index.find(',', from);
-        const std::string text = trimmed(index.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+        const std::string text =
+            trimmed(index.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
         Part p;
         if (text == "...") {
             p.kind = Part::ellipsis;
@@ -61,7 +62,8 @@ std::vector<Part> parse_parts(const std::string& index) {
             if (c2 != std::string::npos && text.find(':', c2 + 1) != std::string::npos)
                 not_an_index(index, fmt::format("'{}' has more than two ':'", text));
             p.start = parse_integer(text.substr(0, c1), index);
-            p.stop = parse_integer(text.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1), index);
+            p.stop =
+                parse_integer(text.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1), index);
             if (c2 != std::string::npos) p.step = parse_integer(text.substr(c2 + 1), index);
             if (p.step && *p.step == 0) throw Failure(kExitUsage, "slice step cannot be zero", CKPT_EINVAL);
         } else {
@@ -156,8 +158,7 @@ std::vector<AxisPick> resolve_index(const std::string& index, const std::vector<
             continue;
         }
         if (p.value >= n || p.value < -n)
-            throw Failure(kExitIo,
-                          fmt::format("index {} is out of bounds for axis {} with size {}", p.value, axis, n),
+            throw Failure(kExitIo, fmt::format("index {} is out of bounds for axis {} with size {}", p.value, axis, n),
                           CKPT_EINVAL);
         AxisPick a;
         a.single = true;

@@ -95,8 +95,8 @@ void narrow_neighbours(uint32_t dtype, unsigned bits, double& smaller, double& l
         return std::isfinite(v) ? std::fabs(v) : std::numeric_limits<double>::quiet_NaN();
     };
     smaller = magnitude > 0 ? decode((bits & sign) | (magnitude - 1)) : std::numeric_limits<double>::quiet_NaN();
-    larger = magnitude < magnitude_mask ? decode((bits & sign) | (magnitude + 1))
-                                        : std::numeric_limits<double>::quiet_NaN();
+    larger =
+        magnitude < magnitude_mask ? decode((bits & sign) | (magnitude + 1)) : std::numeric_limits<double>::quiet_NaN();
 }
 
 bool is_narrow(uint32_t dtype) { return dtype != CKPT_FLOAT32 && dtype != CKPT_FLOAT64; }
@@ -164,10 +164,19 @@ RealFn real_fn(uint32_t dtype) {
 Kind kind_of(uint32_t dtype) {
     switch (dtype) {
         case CKPT_BOOL: return Kind::boolean;
-        case CKPT_INT8: case CKPT_INT16: case CKPT_INT32: case CKPT_INT64: return Kind::signed_integer;
-        case CKPT_UINT8: case CKPT_UINT16: case CKPT_UINT32: case CKPT_UINT64: return Kind::unsigned_integer;
-        case CKPT_COMPLEX64: case CKPT_COMPLEX128: return Kind::complex;
-        case CKPT_UNICODE: case CKPT_BYTES: case CKPT_VOID: return Kind::text;
+        case CKPT_INT8:
+        case CKPT_INT16:
+        case CKPT_INT32:
+        case CKPT_INT64: return Kind::signed_integer;
+        case CKPT_UINT8:
+        case CKPT_UINT16:
+        case CKPT_UINT32:
+        case CKPT_UINT64: return Kind::unsigned_integer;
+        case CKPT_COMPLEX64:
+        case CKPT_COMPLEX128: return Kind::complex;
+        case CKPT_UNICODE:
+        case CKPT_BYTES:
+        case CKPT_VOID: return Kind::text;
         default: return real_fn(dtype) != nullptr ? Kind::real : Kind::text;
     }
 }
@@ -246,8 +255,8 @@ Comparison compare(const ArrayView& a, const ArrayView& b) {
                     ++c.nan_mismatches;
                     continue;
                 }
-                const bool infinite = std::isinf(x.real()) || std::isinf(x.imag()) || std::isinf(y.real()) ||
-                                      std::isinf(y.imag());
+                const bool infinite =
+                    std::isinf(x.real()) || std::isinf(x.imag()) || std::isinf(y.real()) || std::isinf(y.imag());
                 account(c, infinite ? kInf : std::abs(y - x), std::abs(x), i);
             }
             break;
@@ -344,14 +353,17 @@ std::string text_repr(const ArrayView& a, uint64_t i) {
         return out + quote;
     }
     const size_t n = a.dtype == CKPT_BYTES ? trimmed_bytes(p, a.itemsize) : a.itemsize;
-    const char quote = a.dtype == CKPT_VOID ? '\'' : quote_for(std::memchr(p, '\'', n) != nullptr, std::memchr(p, '"', n) != nullptr);
+    const char quote =
+        a.dtype == CKPT_VOID ? '\'' : quote_for(std::memchr(p, '\'', n) != nullptr, std::memchr(p, '"', n) != nullptr);
     out = "b";
     out += quote;
     for (size_t k = 0; k < n; ++k) {
         const unsigned byte = p[k];
         if (a.dtype == CKPT_VOID || byte < 0x20 || byte >= 0x7F) {
-            out += byte == '\n' && a.dtype != CKPT_VOID ? "\\n" : byte == '\t' && a.dtype != CKPT_VOID ? "\\t"
-                 : byte == '\r' && a.dtype != CKPT_VOID ? "\\r" : hex_escape(byte);
+            out += byte == '\n' && a.dtype != CKPT_VOID   ? "\\n"
+                   : byte == '\t' && a.dtype != CKPT_VOID ? "\\t"
+                   : byte == '\r' && a.dtype != CKPT_VOID ? "\\r"
+                                                          : hex_escape(byte);
         } else {
             if (byte == static_cast<unsigned>(quote) || byte == '\\') out += '\\';
             out += static_cast<char>(byte);
@@ -364,10 +376,8 @@ std::string format_scalar(const ArrayView& a, uint64_t i) {
     switch (kind_of(a.dtype)) {
         case Kind::boolean:
         case Kind::signed_integer:
-        case Kind::unsigned_integer:
-            return integer_text(a, i);
-        case Kind::real:
-            return shortest_repr(real_item(a, i));
+        case Kind::unsigned_integer: return integer_text(a, i);
+        case Kind::real: return shortest_repr(real_item(a, i));
         case Kind::complex: {
             // Python's repr of a complex: (1+2j), (1.5-0.5j); a zero real part is left out: 2j.
             Real re, im;
@@ -382,8 +392,7 @@ std::string format_scalar(const ArrayView& a, uint64_t i) {
             if (imag[0] != '-') imag = "+" + imag;
             return "(" + part(re) + imag + "j)";
         }
-        case Kind::text:
-            break;
+        case Kind::text: break;
     }
     if (a.dtype == CKPT_UNICODE) {
         std::string out;
@@ -402,20 +411,15 @@ Json json_number(double v) {
 Json json_element(const ArrayView& a, uint64_t i) {
     const unsigned char* p = a.item(i);
     switch (kind_of(a.dtype)) {
-        case Kind::boolean:
-            return *p != 0;
-        case Kind::signed_integer:
-            return signed_at(a.dtype, p);
-        case Kind::unsigned_integer:
-            return unsigned_at(a.dtype, p);
-        case Kind::real:
-            return json_number(real_fn(a.dtype)(p));
+        case Kind::boolean: return *p != 0;
+        case Kind::signed_integer: return signed_at(a.dtype, p);
+        case Kind::unsigned_integer: return unsigned_at(a.dtype, p);
+        case Kind::real: return json_number(real_fn(a.dtype)(p));
         case Kind::complex: {
             const std::complex<double> z = complex_at(a.dtype, p);
             return Json::array({json_number(z.real()), json_number(z.imag())});
         }
-        case Kind::text:
-            break;
+        case Kind::text: break;
     }
     std::string out;
     if (a.dtype == CKPT_UNICODE) {

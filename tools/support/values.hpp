@@ -50,7 +50,7 @@ struct Comparison {
     uint64_t elements = 0;
     uint64_t differing = 0;
     uint64_t nan_mismatches = 0;
-    bool numeric = false;  // max_abs and max_rel mean something (not for strings and raw bytes)
+    bool numeric = false;                 // max_abs and max_rel mean something (not for strings and raw bytes)
     bool any_numeric_difference = false;  // a differing element where neither side is NaN
     double max_abs = 0;
     double max_rel = 0;
