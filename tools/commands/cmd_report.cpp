@@ -106,7 +106,7 @@ public:
         doc_["metrics"] = metrics_json();
         doc_["arrays"] = Json::array();
         doc_["changes"] = Json::array();
-        doc_["warnings"] = Json::array();
+        doc_["warnings"] = nullptr;  // gathered in warnings_, sorted at the end
         if (kind_ == "files" && sources_.size() == 2) doc_["differences"] = Json::array();
 
         uint64_t total = 0;
@@ -122,6 +122,7 @@ public:
         progress_.clear();
         if (doc_.contains("differences")) doc_["only_in"] = only_in_json();
         sort_warnings();
+        doc_["warnings"] = warnings_;
         return doc_;
     }
 
@@ -447,7 +448,7 @@ private:
     }
 
     void warn(const std::string& kind, const std::string& name, int64_t step, const std::string& message) {
-        doc_["warnings"].push_back({{"kind", kind},
+        warnings_.push_back({{"kind", kind},
                                     {"name", name.empty() ? Json(nullptr) : Json(name)},
                                     {"step", step},
                                     {"message", message}});
@@ -460,7 +461,7 @@ private:
             const std::string k = w["kind"];
             return k == "nan" ? 0 : k == "inf" ? 1 : k == "unreadable" ? 2 : k == "jump" ? 3 : k == "frozen" ? 4 : 5;
         };
-        std::stable_sort(doc_["warnings"].begin(), doc_["warnings"].end(), [&](const Json& a, const Json& b) {
+        std::stable_sort(warnings_.begin(), warnings_.end(), [&](const Json& a, const Json& b) {
             return rank(a) != rank(b) ? rank(a) < rank(b) : a["step"].get<int64_t>() < b["step"].get<int64_t>();
         });
     }
@@ -469,6 +470,7 @@ private:
     std::string kind_;
     std::vector<Source> sources_;
     Json doc_ = Json::object();
+    Json warnings_ = Json::array();
     Progress progress_;
 };
 
