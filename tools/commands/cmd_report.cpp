@@ -449,9 +449,9 @@ private:
 
     void warn(const std::string& kind, const std::string& name, int64_t step, const std::string& message) {
         warnings_.push_back({{"kind", kind},
-                                    {"name", name.empty() ? Json(nullptr) : Json(name)},
-                                    {"step", step},
-                                    {"message", message}});
+                             {"name", name.empty() ? Json(nullptr) : Json(name)},
+                             {"step", step},
+                             {"message", message}});
     }
 
     // Warnings that say the run is broken first (NaN, Inf, unreadable checkpoints), then jumps, then frozen
