@@ -4,7 +4,8 @@
  *
  * Logistic regression trained by full-batch gradient descent on a fixed data set (512 points in 8 dimensions,
  * generated from a fixed-seed LCG). The training state — the weights w[8], the bias b and the step counter — is
- * checkpointed every few steps through a checkpoint manager (the newest 3 are kept), with the step as the index.
+ * checkpointed every few steps through a checkpoint manager (the newest 10 are kept), with the step as the index
+ * and the loss recorded as a metric (`ckpt report logdir -o report.html` draws it).
  * At start the program resumes from the latest checkpoint, if any. Since the state saved is everything the loop
  * needs, a run that is killed and restarted prints exactly the losses an uninterrupted run prints.
  *
@@ -141,7 +142,7 @@ int main(int argc, char **argv) {
         goto done;
     }
 
-    opts.keep = 3;
+    opts.keep = 10;
     if (failed(ckpt_manager_open(&manager, argv[1], &opts), "ckpt_manager_open")) goto done;
 
     /* Resume: the newest checkpoint that reads back whole (older ones are tried past a corrupt file). */
@@ -161,8 +162,12 @@ int main(int argc, char **argv) {
         ++step;
         if (step % save_every == 0 || step == total) {
             /* Durable when it returns: the next run resumes from here at the latest. */
-            if (failed(ckpt_manager_save(manager, state, step), "ckpt_manager_save")) goto done;
-            printf("step %" PRId64 " loss %.17g saved\n", step, loss(w, b));
+            const char *metric_names[1] = {"loss"};
+            const double metric_values[1] = {loss(w, b)};
+            if (failed(ckpt_manager_save_metrics(manager, state, step, metric_names, metric_values, 1),
+                       "ckpt_manager_save_metrics"))
+                goto done;
+            printf("step %" PRId64 " loss %.17g saved\n", step, metric_values[0]);
             fflush(stdout);
         }
         if (sleep_us > 0) {
