@@ -3,7 +3,8 @@
 // draws it) or, with --json, as the numbers behind it. A run is a manager's directory (local or s3://) or the
 // files given, in order; one file is reported alone; two files are also compared. Each array is read once for all
 // the checkpoints that hold it, side by side and a piece at a time, so memory stays bounded whatever the array
-// sizes; the newest checkpoint's arrays are read a second time for their histograms.
+// sizes; the newest checkpoint's arrays are read a second time for their histograms. Arrays are read on as many
+// threads as there are cores (up to 4), each with its own readers.
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
 #include "location.hpp"
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +21,8 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 namespace ckpt_tool {
 namespace {
@@ -30,9 +34,11 @@ struct ReportOptions {
     bool json = false;
 };
 
-// The memory the side-by-side reads of one array share: raw pieces and their values as doubles.
+// The memory the side-by-side reads share: the pieces of every checkpoint's copy of the arrays being read.
 constexpr size_t kSideBySideBytes = size_t{32} << 20;
 constexpr size_t kMinPieceBytes = size_t{64} << 10;
+// Threads reading arrays at once (no more than the machine's cores).
+constexpr size_t kWorkers = 4;
 // A norm that grows more than this between two checkpoints is a jump.
 constexpr double kJumpFactor = 10;
 
@@ -52,15 +58,20 @@ struct Member {
     std::unique_ptr<PieceReader> pieces;
     bool active = true;
     ArrayView piece;
-    std::vector<double> values;  // the piece's elements as doubles
-    uint64_t nan = 0, inf = 0;
-    double sum_squares = 0;  // of the finite elements
+    Moments moments;
 };
 
 // The change from one member to the next (same dtype and shape).
 struct Change {
     size_t from = 0, to = 0;  // members
-    double diff_squares = 0, max_abs = 0;
+    Difference difference;
+};
+
+// What one array adds to the report. Arrays are read in parallel, their results put in order afterwards.
+struct ArrayResult {
+    Json array;   // its statistics in the newest checkpoint; null when that does not hold it
+    Json change;  // its relative changes; null with fewer than two checkpoints holding it
+    std::vector<Json> warnings, differences;
 };
 
 bool lower_is_better(const std::string& metric) {
@@ -118,8 +129,17 @@ public:
             for (size_t i = 0; i < ckpt_reader_count(newest); ++i) total += ckpt_reader_nbytes(newest, i);
         }
         progress_.start("report", total);
-        for (const std::string& name : array_names()) report_array(name);
+        const std::vector<std::string> names = array_names();
+        std::vector<ArrayResult> results(names.size());
+        report_arrays(names, results);
         progress_.clear();
+        for (ArrayResult& r : results) {
+            if (!r.array.is_null()) doc_["arrays"].push_back(std::move(r.array));
+            if (!r.change.is_null()) doc_["changes"].push_back(std::move(r.change));
+            for (Json& w : r.warnings) warnings_.push_back(std::move(w));
+            if (doc_.contains("differences"))
+                for (Json& d : r.differences) doc_["differences"].push_back(std::move(d));
+        }
         if (doc_.contains("differences")) doc_["only_in"] = only_in_json();
         sort_warnings();
         doc_["warnings"] = warnings_;
@@ -274,18 +294,56 @@ private:
         return names;
     }
 
-    void report_array(const std::string& name) {
+    // Reads the arrays on up to kWorkers threads, each with readers of its own (a reader serves one thread at a
+    // time), an array at a time; the first failure stops them all and is thrown here.
+    void report_arrays(const std::vector<std::string>& names, std::vector<ArrayResult>& results) {
+        const size_t workers =
+            std::min<size_t>({names.size(), kWorkers, std::max(1u, std::thread::hardware_concurrency())});
+        std::atomic<size_t> next{0};
+        std::atomic<bool> stop{false};
+        std::vector<std::exception_ptr> failures(workers);
+        const auto work = [&](size_t w) {
+            try {
+                std::vector<Reader> own;
+                std::vector<ckpt_reader*> readers;
+                for (const Source& s : sources_) {
+                    if (w != 0) own.push_back(open_reader(s.path));
+                    readers.push_back(w == 0 ? s.reader.get() : own.back().get());
+                }
+                for (size_t k; !stop && (k = next++) < names.size();)
+                    results[k] = report_array(names[k], readers, kSideBySideBytes / workers);
+            } catch (...) {
+                failures[w] = std::current_exception();
+                stop = true;
+            }
+        };
+        std::vector<std::thread> threads;
+        for (size_t w = 1; w < workers; ++w) threads.emplace_back(work, w);
+        work(0);
+        for (std::thread& t : threads) t.join();
+        for (const std::exception_ptr& f : failures)
+            if (f) std::rethrow_exception(f);
+    }
+
+    void advance(uint64_t bytes) {
+        const std::lock_guard<std::mutex> lock(progress_mutex_);
+        progress_.advance(bytes);
+    }
+
+    // One array in every checkpoint that holds it, read side by side a piece at a time: each checkpoint's norm
+    // and NaN/Inf counts, each change from the checkpoint before, the newest one's statistics; then the newest
+    // one's histogram in a second pass.
+    ArrayResult report_array(const std::string& name, const std::vector<ckpt_reader*>& readers, size_t budget) {
         std::vector<Member> members;
         for (size_t t = 0; t < sources_.size(); ++t) {
-            ckpt_reader* r = sources_[t].reader.get();
             size_t i = 0;
-            if (ckpt_reader_find(r, name.c_str(), &i) != CKPT_OK) continue;
+            if (ckpt_reader_find(readers[t], name.c_str(), &i) != CKPT_OK) continue;
             Member m;
             m.source = t;
             m.index = i;
-            m.dtype = ckpt_reader_dtype(r, i);
-            const int64_t* shape = ckpt_reader_shape(r, i);
-            m.shape.assign(shape, shape + ckpt_reader_ndim(r, i));
+            m.dtype = ckpt_reader_dtype(readers[t], i);
+            const int64_t* shape = ckpt_reader_shape(readers[t], i);
+            m.shape.assign(shape, shape + ckpt_reader_ndim(readers[t], i));
             members.push_back(std::move(m));
         }
         const bool in_newest = !members.empty() && members.back().source + 1 == sources_.size();
@@ -293,60 +351,32 @@ private:
         for (size_t k = 1; k < members.size(); ++k)
             if (members[k].dtype == members[k - 1].dtype && members[k].shape == members[k - 1].shape &&
                 has_statistics(members[k].dtype))
-                changes.push_back({k - 1, k});
-
-        // Pieces sized so that every member's raw piece and its doubles fit the shared budget.
-        size_t per_byte = 1;
-        for (const Member& m : members)
-            per_byte = std::max(per_byte, 1 + 8 / std::max<size_t>(ckpt_reader_itemsize(reader_of(m), m.index), 1));
-        const size_t piece =
-            std::clamp(kSideBySideBytes / std::max<size_t>(members.size() * per_byte, 1), kMinPieceBytes, kPieceBytes);
+                changes.push_back({k - 1, k, {}});
+        const size_t piece = std::clamp(budget / std::max<size_t>(members.size(), 1), kMinPieceBytes, kPieceBytes);
         for (Member& m : members)
-            m.pieces = std::make_unique<PieceReader>(reader_of(m), m.index, sources_[m.source].path, piece);
+            m.pieces = std::make_unique<PieceReader>(readers[m.source], m.index, sources_[m.source].path, piece);
 
         Stats newest(in_newest ? members.back().dtype : CKPT_FLOAT64);
         for (bool any = true; any;) {
             any = false;
             for (Member& m : members) {
-                if (!m.active) continue;
-                m.active = m.pieces->next(m.piece);
-                if (!m.active) continue;
+                if (!m.active || !(m.active = m.pieces->next(m.piece))) continue;
                 any = true;
-                progress_.advance(m.piece.count() * m.piece.itemsize);
-                m.values.clear();
-                if (!has_statistics(m.dtype)) continue;
-                m.values.reserve(m.piece.count());
-                for_each_value(m.piece, [&](uint64_t, double x) {
-                    m.values.push_back(x);
-                    if (std::isnan(x))
-                        ++m.nan;
-                    else if (std::isinf(x))
-                        ++m.inf;
-                    else
-                        m.sum_squares += x * x;
-                });
+                advance(m.piece.count() * m.piece.itemsize);
+                if (has_statistics(m.dtype)) m.moments.add_piece(m.piece);
             }
-            if (!any) break;
             if (in_newest && members.back().active) newest.add_piece(members.back().piece);
-            for (Change& c : changes) {
-                const Member &a = members[c.from], &b = members[c.to];
-                if (!a.active || !b.active) continue;
-                for (size_t e = 0; e < a.values.size() && e < b.values.size(); ++e) {
-                    const double d = b.values[e] - a.values[e];
-                    if (!std::isfinite(d)) continue;  // where either is not finite: the change is not finite
-                    c.diff_squares += d * d;
-                    c.max_abs = std::max(c.max_abs, std::fabs(d));
-                }
-            }
+            for (Change& c : changes)
+                if (members[c.from].active && members[c.to].active)
+                    c.difference.add_pieces(members[c.from].piece, members[c.to].piece);
         }
-        if (in_newest) add_array(name, members.back(), newest);
-        add_changes(name, members, changes);
+        ArrayResult result;
+        if (in_newest) result.array = array_json(name, readers.back(), members.back(), newest);
+        add_changes(result, name, members, changes);
+        return result;
     }
 
-    ckpt_reader* reader_of(const Member& m) const { return sources_[m.source].reader.get(); }
-
-    void add_array(const std::string& name, const Member& m, const Stats& st) {
-        ckpt_reader* r = reader_of(m);
+    Json array_json(const std::string& name, ckpt_reader* r, const Member& m, const Stats& st) {
         Json j;
         j["name"] = name;
         j["dtype"] = ckpt_dtype_name(m.dtype);
@@ -364,27 +394,40 @@ private:
                                          {"inf", st.pos_inf + st.neg_inf},
                                          {"zeros", st.zeros}})
             j[key] = st.numeric() ? Json(value) : Json(nullptr);
-        j["histogram"] =
-            have ? array_histogram(r, m.index, sources_[m.source].path, st, progress_).to_json() : Json(nullptr);
-        if (!have) progress_.advance(ckpt_reader_nbytes(r, m.index));
-        doc_["arrays"].push_back(j);
+        if (have) {
+            Histogram h(st.min, st.max);
+            PieceReader pieces(r, m.index, sources_[m.source].path, kPieceBytes);
+            ArrayView piece;
+            while (pieces.next(piece)) {
+                h.add_piece(piece);
+                advance(piece.count() * piece.itemsize);
+            }
+            j["histogram"] = h.to_json();
+        } else {
+            j["histogram"] = nullptr;
+            advance(ckpt_reader_nbytes(r, m.index));
+        }
+        return j;
     }
 
-    void add_changes(const std::string& name, const std::vector<Member>& members, const std::vector<Change>& changes) {
+    void add_changes(ArrayResult& result, const std::string& name, const std::vector<Member>& members,
+                     const std::vector<Change>& changes) {
+        const auto warn = [&](const char* kind, int64_t step, const std::string& message) {
+            result.warnings.push_back(warning(kind, name, step, message));
+        };
         // NaN and Inf: where they first appear.
-        for (const auto& [kind, count] :
-             {std::pair<const char*, uint64_t Member::*>{"nan", &Member::nan}, {"inf", &Member::inf}})
-            for (const Member& m : members)
-                if (m.*count != 0) {
-                    const int64_t step = sources_[m.source].step;
-                    warn(kind, name, step,
-                         fmt::format("'{}' holds {} {} at step {}{}", name, m.*count,
-                                     std::string(kind) == "nan" ? "NaN" : "infinite values", step,
-                                     &m == &members.front() && members.size() > 1
-                                         ? " (its first checkpoint)"
-                                         : " (the first checkpoint with them)"));
-                    break;
-                }
+        for (const bool nan : {true, false})
+            for (const Member& m : members) {
+                const uint64_t count = nan ? m.moments.nan : m.moments.inf;
+                if (count == 0) continue;
+                const int64_t step = sources_[m.source].step;
+                warn(nan ? "nan" : "inf", step,
+                     fmt::format("'{}' holds {} {} at step {}{}", name, count, nan ? "NaN" : "infinite values", step,
+                                 members.size() == 1                                        ? ""
+                                 : &m == &members.front()                                   ? " (its first checkpoint)"
+                                                                                            : " (the first checkpoint with them)"));
+                break;
+            }
         if (members.size() < 2) return;
         Json steps = Json::array(), relative = Json::array();
         bool frozen = !changes.empty() && changes.size() + 1 == members.size();
@@ -395,40 +438,37 @@ private:
             if (c == changes.end()) {  // a new dtype or shape: no change to measure
                 relative.push_back(nullptr);
                 frozen = false;
+                result.differences.push_back({{"name", name},
+                                              {"max_abs", nullptr},
+                                              {"relative_l2", nullptr},
+                                              {"note", "the dtype or shape differs"}});
                 continue;
             }
-            const Member &a = members[c->from], &b = members[c->to];
+            const Moments &a = members[c->from].moments, &b = members[c->to].moments;
             const bool finite = a.nan + a.inf + b.nan + b.inf == 0;
             const double before = std::sqrt(a.sum_squares), after = std::sqrt(b.sum_squares);
-            const double diff = std::sqrt(c->diff_squares);
+            const double diff = std::sqrt(c->difference.diff_squares);
             const double rel = !finite ? std::nan("") : before > 0 ? diff / before : diff == 0 ? 0 : HUGE_VAL;
             relative.push_back(json_number(rel));
             if (rel != 0) frozen = false;
-            const int64_t from = sources_[a.source].step, to = sources_[b.source].step;
+            const int64_t from = sources_[members[c->from].source].step, to = sources_[members[c->to].source].step;
             if (!jumped && finite && before > 0 && after > kJumpFactor * before) {
                 jumped = true;
-                warn("jump", name, to,
+                warn("jump", to,
                      fmt::format("'{}': its norm grew {}-fold from step {} to step {} ({} to {})", name,
                                  number_text(after / before), from, to, number_text(before), number_text(after)));
             }
-            if (doc_.contains("differences"))
-                doc_["differences"].push_back(
-                    {{"name", name}, {"max_abs", json_number(c->max_abs)}, {"relative_l2", json_number(rel)}});
+            result.differences.push_back({{"name", name},
+                                          {"max_abs", json_number(c->difference.max_abs)},
+                                          {"relative_l2", json_number(rel)}});
         }
         if (frozen) {
             const int64_t first = sources_[members.front().source].step, last = sources_[members.back().source].step;
-            warn("frozen", name, first,
+            warn("frozen", first,
                  fmt::format("'{}' never changed over its {} checkpoints, from step {} to step {}", name,
                              members.size(), first, last));
         }
-        doc_["changes"].push_back({{"name", name}, {"steps", steps}, {"relative_change", relative}});
-        if (doc_.contains("differences"))
-            for (size_t k = 1; k < members.size(); ++k)
-                if (std::none_of(changes.begin(), changes.end(), [&](const Change& x) { return x.to == k; }))
-                    doc_["differences"].push_back({{"name", name},
-                                                   {"max_abs", nullptr},
-                                                   {"relative_l2", nullptr},
-                                                   {"note", "the dtype or shape differs"}});
+        result.change = {{"name", name}, {"steps", steps}, {"relative_change", relative}};
     }
 
     Json only_in_json() const {
@@ -447,11 +487,15 @@ private:
         return out;
     }
 
+    static Json warning(const std::string& kind, const std::string& name, int64_t step, const std::string& message) {
+        return {{"kind", kind},
+                {"name", name.empty() ? Json(nullptr) : Json(name)},
+                {"step", step},
+                {"message", message}};
+    }
+
     void warn(const std::string& kind, const std::string& name, int64_t step, const std::string& message) {
-        warnings_.push_back({{"kind", kind},
-                             {"name", name.empty() ? Json(nullptr) : Json(name)},
-                             {"step", step},
-                             {"message", message}});
+        warnings_.push_back(warning(kind, name, step, message));
     }
 
     // Warnings that say the run is broken first (NaN, Inf, unreadable checkpoints), then jumps, then frozen
@@ -472,6 +516,7 @@ private:
     Json doc_ = Json::object();
     Json warnings_ = Json::array();
     Progress progress_;
+    std::mutex progress_mutex_;
 };
 
 // Writes `text` to `path` through a temporary beside it, renamed over it when complete: a report that fails half

@@ -8,9 +8,238 @@
 
 namespace ckpt_tool {
 
+namespace {
+
+// The passes over a piece that every report makes, written with GCC's vector types: four doubles at a time, selects
+// in place of branches. Each is compiled twice, for AVX2 and for any x86-64 (then as pairs of SSE2 registers), and
+// the machine's is picked when the program starts. Sums are double whatever the element type. Element types without
+// a vector load (float16, float8, integers) run the same code a lane at a time.
+using Doubles = double __attribute__((vector_size(32)));
+using Mask = int64_t __attribute__((vector_size(32)));
+using Floats = float __attribute__((vector_size(16)));
+using Halves = uint16_t __attribute__((vector_size(8)));
+using Words = uint32_t __attribute__((vector_size(16)));
+constexpr int kLanes = 4;
+
+inline Doubles splat(double x) { return Doubles{x, x, x, x}; }
+inline double lane_sum(Doubles v) { return (v[0] + v[1]) + (v[2] + v[3]); }
+inline double lane_min(Doubles v) { return std::min(std::min(v[0], v[1]), std::min(v[2], v[3])); }
+inline double lane_max(Doubles v) { return std::max(std::max(v[0], v[1]), std::max(v[2], v[3])); }
+
+// Over the finite elements of a piece: how many, their sum, sum of squares, zeros, minimum and maximum.
+struct PieceSums {
+    double finite = 0, sum = 0, sum_squares = 0, zeros = 0;
+    double min = HUGE_VAL, max = -HUGE_VAL;
+};
+
+// Calls step(x) for each four elements as Doubles (the last ones padded with NaN, which every pass skips).
+template <typename Load, typename Step>
+inline __attribute__((always_inline)) void each_four(const unsigned char* p, uint64_t n, Load load, Step step) {
+    uint64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) step(load.four(p, i));
+    if (i == n) return;
+    Doubles tail = splat(std::nan(""));
+    for (int k = 0; i < n; ++i, ++k) tail[k] = load.one(p, i);
+    step(tail);
+}
+
+template <typename Load>
+inline __attribute__((always_inline)) PieceSums sums_lanes(const unsigned char* p, uint64_t n, Load load) {
+    Doubles count{}, sum{}, squares{}, zeros{}, lo = splat(HUGE_VAL), hi = splat(-HUGE_VAL);
+    const Doubles zero{}, one = splat(1), inf = splat(HUGE_VAL), minus_inf = splat(-HUGE_VAL);
+    each_four(p, n, load, [&](Doubles x) {
+        const Mask finite = (x - x) == zero;  // false for NaN and infinities
+        const Doubles v = finite ? x : zero;
+        count += finite ? one : zero;
+        sum += v;
+        squares += v * v;
+        zeros += x == zero ? one : zero;
+        const Doubles low = finite ? x : inf, high = finite ? x : minus_inf;
+        lo = low < lo ? low : lo;
+        hi = high > hi ? high : hi;
+    });
+    return {lane_sum(count), lane_sum(sum), lane_sum(squares), lane_sum(zeros), lane_min(lo), lane_max(hi)};
+}
+
+// The sum of (x - mean)^2 over the finite elements.
+template <typename Load>
+inline __attribute__((always_inline)) double deviations_lanes(const unsigned char* p, uint64_t n, double mean,
+                                                              Load load) {
+    Doubles acc{};
+    const Doubles zero{}, m = splat(mean);
+    each_four(p, n, load, [&](Doubles x) {
+        const Doubles d = (x - x) == zero ? x - m : zero;
+        acc += d * d;
+    });
+    return lane_sum(acc);
+}
+
+// Over the elements where b - a is finite: the sum of (b - a)^2 and the largest |b - a|.
+template <typename Load>
+inline __attribute__((always_inline)) void difference_lanes(const unsigned char* a, const unsigned char* b,
+                                                            uint64_t n, Load load, double& squares, double& top) {
+    Doubles acc{}, largest{};
+    const Doubles zero{};
+    uint64_t i = 0;
+    const auto step = [&](Doubles d) {
+        const Doubles v = (d - d) == zero ? d : zero;  // where either side is not finite, neither is d
+        acc += v * v;
+        const Doubles magnitude = v < zero ? -v : v;
+        largest = magnitude > largest ? magnitude : largest;
+    };
+    for (; i + kLanes <= n; i += kLanes) step(load.four(b, i) - load.four(a, i));
+    Doubles tail{};
+    for (int k = 0; i < n; ++i, ++k) tail[k] = load.one(b, i) - load.one(a, i);
+    step(tail);
+    squares += lane_sum(acc);
+    top = std::max(top, lane_max(largest));
+}
+
+// How elements are loaded: one as a double, or four as Doubles.
+struct Float32 {
+    static double one(const unsigned char* p, uint64_t i) {
+        float x;
+        std::memcpy(&x, p + i * 4, 4);
+        return x;
+    }
+    static Doubles four(const unsigned char* p, uint64_t i) {
+        Floats x;
+        std::memcpy(&x, p + i * 4, sizeof x);
+        return __builtin_convertvector(x, Doubles);
+    }
+};
+struct Float64 {
+    static double one(const unsigned char* p, uint64_t i) {
+        double x;
+        std::memcpy(&x, p + i * 8, 8);
+        return x;
+    }
+    static Doubles four(const unsigned char* p, uint64_t i) {
+        Doubles x;
+        std::memcpy(&x, p + i * 8, sizeof x);
+        return x;
+    }
+};
+struct BFloat16 {  // the top half of a float32
+    static double one(const unsigned char* p, uint64_t i) {
+        uint16_t bits;
+        std::memcpy(&bits, p + i * 2, 2);
+        const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+        float x;
+        std::memcpy(&x, &wide, 4);
+        return x;
+    }
+    static Doubles four(const unsigned char* p, uint64_t i) {
+        Halves bits;
+        std::memcpy(&bits, p + i * 2, sizeof bits);
+        const Words wide = __builtin_convertvector(bits, Words) << 16;
+        Floats x;
+        std::memcpy(&x, &wide, sizeof x);
+        return __builtin_convertvector(x, Doubles);
+    }
+};
+// Any other boolean, integer or real type, through real_fn, a lane at a time.
+struct Other {
+    RealFn get;
+    size_t size;
+    double one(const unsigned char* p, uint64_t i) const { return get(p + i * size); }
+    Doubles four(const unsigned char* p, uint64_t i) const {
+        return Doubles{one(p, i), one(p, i + 1), one(p, i + 2), one(p, i + 3)};
+    }
+};
+
+#define CKPT_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+CKPT_VECTOR_CLONES PieceSums sums_f32(const unsigned char* p, uint64_t n) { return sums_lanes(p, n, Float32{}); }
+CKPT_VECTOR_CLONES PieceSums sums_f64(const unsigned char* p, uint64_t n) { return sums_lanes(p, n, Float64{}); }
+CKPT_VECTOR_CLONES PieceSums sums_bf16(const unsigned char* p, uint64_t n) { return sums_lanes(p, n, BFloat16{}); }
+CKPT_VECTOR_CLONES double deviations_f32(const unsigned char* p, uint64_t n, double mean) {
+    return deviations_lanes(p, n, mean, Float32{});
+}
+CKPT_VECTOR_CLONES double deviations_f64(const unsigned char* p, uint64_t n, double mean) {
+    return deviations_lanes(p, n, mean, Float64{});
+}
+CKPT_VECTOR_CLONES double deviations_bf16(const unsigned char* p, uint64_t n, double mean) {
+    return deviations_lanes(p, n, mean, BFloat16{});
+}
+CKPT_VECTOR_CLONES void difference_f32(const unsigned char* a, const unsigned char* b, uint64_t n, double& s,
+                                       double& t) {
+    difference_lanes(a, b, n, Float32{}, s, t);
+}
+CKPT_VECTOR_CLONES void difference_f64(const unsigned char* a, const unsigned char* b, uint64_t n, double& s,
+                                       double& t) {
+    difference_lanes(a, b, n, Float64{}, s, t);
+}
+CKPT_VECTOR_CLONES void difference_bf16(const unsigned char* a, const unsigned char* b, uint64_t n, double& s,
+                                        double& t) {
+    difference_lanes(a, b, n, BFloat16{}, s, t);
+}
+#undef CKPT_VECTOR_CLONES
+
+PieceSums piece_sums(const ArrayView& v) {
+    switch (v.dtype) {
+        case CKPT_FLOAT32: return sums_f32(v.data, v.count());
+        case CKPT_FLOAT64: return sums_f64(v.data, v.count());
+        case CKPT_BFLOAT16: return sums_bf16(v.data, v.count());
+        default: return sums_lanes(v.data, v.count(), Other{real_fn(v.dtype), v.itemsize});
+    }
+}
+
+double piece_deviations(const ArrayView& v, double mean) {
+    switch (v.dtype) {
+        case CKPT_FLOAT32: return deviations_f32(v.data, v.count(), mean);
+        case CKPT_FLOAT64: return deviations_f64(v.data, v.count(), mean);
+        case CKPT_BFLOAT16: return deviations_bf16(v.data, v.count(), mean);
+        default: return deviations_lanes(v.data, v.count(), mean, Other{real_fn(v.dtype), v.itemsize});
+    }
+}
+
+// The NaN, +Inf and -Inf of a piece, counted where the sums found elements that are not finite.
+void count_nonfinite(const ArrayView& v, uint64_t& nan, uint64_t& pos_inf, uint64_t& neg_inf) {
+    for_each_value(v, [&](uint64_t, double x) {
+        if (std::isnan(x))
+            ++nan;
+        else if (std::isinf(x))
+            ++(x > 0 ? pos_inf : neg_inf);
+    });
+}
+
+// The first element of a piece equal to x, as its type holds it.
+Real first_equal(const ArrayView& v, double x) {
+    Real found;
+    bool done = false;
+    for_each_value(v, [&](uint64_t i, double y) {
+        if (!done && y == x) {
+            found = real_item(v, i);
+            done = true;
+        }
+    });
+    return found;
+}
+
+}  // namespace
+
 void Stats::add_piece(const ArrayView& v) {
     elements += v.count();
     if (!numeric()) return;
+    if (kind == Kind::real) {  // the common case, in vector passes
+        const PieceSums p = piece_sums(v);
+        const uint64_t count = static_cast<uint64_t>(p.finite);
+        if (count != v.count()) count_nonfinite(v, nan, pos_inf, neg_inf);
+        if (count == 0) return;
+        zeros += static_cast<uint64_t>(p.zeros);
+        // The extremes as the type holds them: the first element equal to a new one (first as a scan in order
+        // would keep it: -0.0 and 0.0 are equal).
+        if (finite == 0 || p.min < min) {
+            min = p.min;
+            real_min = first_equal(v, p.min);
+        }
+        if (finite == 0 || p.max > max) {
+            max = p.max;
+            real_max = first_equal(v, p.max);
+        }
+        merge(count, p.sum / static_cast<double>(count), piece_deviations(v, p.sum / static_cast<double>(count)));
+        return;
+    }
     uint64_t count = 0;
     double sum = 0;
     for_each_value(v, [&](uint64_t i, double x) {
@@ -28,33 +257,48 @@ void Stats::add_piece(const ArrayView& v) {
             const int64_t s = signed_item(v, i);
             smin = first ? s : std::min(smin, s);
             smax = first ? s : std::max(smax, s);
-        } else if (kind != Kind::real) {
+        } else {
             const uint64_t u = unsigned_item(v, i);
             umin = first ? u : std::min(umin, u);
             umax = first ? u : std::max(umax, u);
         }
-        if (first || x < min) {
-            min = x;
-            if (kind == Kind::real) real_min = real_item(v, i);
-        }
-        if (first || x > max) {
-            max = x;
-            if (kind == Kind::real) real_max = real_item(v, i);
-        }
+        if (first || x < min) min = x;
+        if (first || x > max) max = x;
         sum += x;
         ++count;
     });
     if (count == 0) return;
     const double piece_mean = sum / static_cast<double>(count);
-    double piece_m2 = 0;
-    for_each_value(v, [&](uint64_t, double x) {
-        if (std::isfinite(x)) piece_m2 += (x - piece_mean) * (x - piece_mean);
-    });
+    merge(count, piece_mean, piece_deviations(v, piece_mean));
+}
+
+// Chan, Golub and LeVeque's merge of a piece's count, mean and sum of squared deviations into the totals.
+void Stats::merge(uint64_t count, double piece_mean, double piece_m2) {
     const double na = static_cast<double>(finite), nb = static_cast<double>(count), total = na + nb;
     const double delta = piece_mean - mean;
     mean += delta * nb / total;
     m2 += piece_m2 + delta * delta * na * nb / total;
     finite += count;
+}
+
+void Moments::add_piece(const ArrayView& v) {
+    const PieceSums p = piece_sums(v);
+    sum_squares += p.sum_squares;
+    if (static_cast<uint64_t>(p.finite) != v.count()) {
+        uint64_t pos = 0, neg = 0;
+        count_nonfinite(v, nan, pos, neg);
+        inf += pos + neg;
+    }
+}
+
+void Difference::add_pieces(const ArrayView& a, const ArrayView& b) {
+    const uint64_t n = std::min(a.count(), b.count());
+    switch (a.dtype) {
+        case CKPT_FLOAT32: return difference_f32(a.data, b.data, n, diff_squares, max_abs);
+        case CKPT_FLOAT64: return difference_f64(a.data, b.data, n, diff_squares, max_abs);
+        case CKPT_BFLOAT16: return difference_bf16(a.data, b.data, n, diff_squares, max_abs);
+        default: return difference_lanes(a.data, b.data, n, Other{real_fn(a.dtype), a.itemsize}, diff_squares, max_abs);
+    }
 }
 
 Json Stats::extreme_json(bool maximum) const {

@@ -20,28 +20,64 @@ namespace ckpt_tool {
 // The bytes the commands read of an array at a time (rounded down to whole items).
 constexpr size_t kPieceBytes = size_t{8} << 20;
 
+// Calls f(get) once, get(p, i) reading element i of the items at p as a double, inlined for the common real types
+// (float32, float64, bfloat16) and through real_fn for the others: the loops in f are compiled once per type.
+template <typename F>
+void with_reader(uint32_t dtype, F&& f) {
+    switch (dtype) {
+        case CKPT_FLOAT32:
+            return f([](const unsigned char* p, uint64_t i) {
+                float x;
+                std::memcpy(&x, p + i * 4, 4);
+                return static_cast<double>(x);
+            });
+        case CKPT_FLOAT64:
+            return f([](const unsigned char* p, uint64_t i) {
+                double x;
+                std::memcpy(&x, p + i * 8, 8);
+                return x;
+            });
+        case CKPT_BFLOAT16:
+            return f([](const unsigned char* p, uint64_t i) {
+                uint16_t bits;
+                std::memcpy(&bits, p + i * 2, 2);
+                const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+                float x;
+                std::memcpy(&x, &wide, 4);
+                return static_cast<double>(x);
+            });
+        default: {
+            const RealFn get = real_fn(dtype);
+            const size_t size = ckpt_dtype_size(dtype);
+            return f([get, size](const unsigned char* p, uint64_t i) { return get(p + i * size); });
+        }
+    }
+}
+
 // Calls f(i, x) for every element i of v, x its value as a double (v's kind is boolean, integer or real). The
 // dtype is looked at once per call, not per element.
 template <typename F>
 void for_each_value(const ArrayView& v, F&& f) {
     const uint64_t n = v.count();
-    if (v.dtype == CKPT_FLOAT32) {
-        for (uint64_t i = 0; i < n; ++i) {
-            float x;
-            std::memcpy(&x, v.data + i * 4, 4);
-            f(i, static_cast<double>(x));
-        }
-    } else if (v.dtype == CKPT_FLOAT64) {
-        for (uint64_t i = 0; i < n; ++i) {
-            double x;
-            std::memcpy(&x, v.data + i * 8, 8);
-            f(i, x);
-        }
-    } else {
-        const RealFn get = real_fn(v.dtype);
-        for (uint64_t i = 0; i < n; ++i) f(i, get(v.item(i)));
-    }
+    with_reader(v.dtype, [&](auto get) {
+        for (uint64_t i = 0; i < n; ++i) f(i, get(v.data, i));
+    });
 }
+
+// What the change map needs of an array in a checkpoint, piece by piece: how many elements are NaN and infinite,
+// and the sum of squares of the finite ones (its L2 norm, squared).
+struct Moments {
+    uint64_t nan = 0, inf = 0;
+    double sum_squares = 0;
+    void add_piece(const ArrayView& v);
+};
+
+// How two pieces of one array in two checkpoints (same dtype, same length) differ where both are finite: the sum
+// of squared differences and the largest absolute difference.
+struct Difference {
+    double diff_squares = 0, max_abs = 0;
+    void add_pieces(const ArrayView& a, const ArrayView& b);
+};
 
 // Whether an array of this dtype gets statistics: booleans, integers and reals (not complex, strings or raw bytes).
 inline bool has_statistics(uint32_t dtype) {
@@ -52,6 +88,7 @@ inline bool has_statistics(uint32_t dtype) {
 // The statistics of one array, gathered piece by piece: counts, the extremes, and the mean and sum of squared
 // deviations of the finite elements, pieces merged as Chan, Golub and LeVeque do (each piece's own in two passes,
 // so a large offset costs no precision). Arrays without statistics (complex, text) count only their elements.
+// Real pieces take vector passes (array_stats.cpp); integers are read one by one, exactly.
 struct Stats {
     Kind kind = Kind::real;
     uint64_t elements = 0, finite = 0, nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
@@ -63,6 +100,7 @@ struct Stats {
 
     explicit Stats(uint32_t dtype = CKPT_FLOAT64) : kind(kind_of(dtype)) {}
     void add_piece(const ArrayView& v);
+    void merge(uint64_t count, double piece_mean, double piece_m2);
     bool numeric() const { return kind != Kind::complex && kind != Kind::text; }
     double std_dev() const { return finite == 0 ? 0 : std::sqrt(m2 / static_cast<double>(finite)); }
     // min or max as JSON (exact integers for integer arrays), null without finite elements.
