@@ -423,9 +423,9 @@ private:
                 const int64_t step = sources_[m.source].step;
                 warn(nan ? "nan" : "inf", step,
                      fmt::format("'{}' holds {} {} at step {}{}", name, count, nan ? "NaN" : "infinite values", step,
-                                 members.size() == 1                                        ? ""
-                                 : &m == &members.front()                                   ? " (its first checkpoint)"
-                                                                                            : " (the first checkpoint with them)"));
+                                 members.size() == 1      ? ""
+                                 : &m == &members.front() ? " (its first checkpoint)"
+                                                          : " (the first checkpoint with them)"));
                 break;
             }
         if (members.size() < 2) return;
@@ -458,9 +458,8 @@ private:
                      fmt::format("'{}': its norm grew {}-fold from step {} to step {} ({} to {})", name,
                                  number_text(after / before), from, to, number_text(before), number_text(after)));
             }
-            result.differences.push_back({{"name", name},
-                                          {"max_abs", json_number(c->difference.max_abs)},
-                                          {"relative_l2", json_number(rel)}});
+            result.differences.push_back(
+                {{"name", name}, {"max_abs", json_number(c->difference.max_abs)}, {"relative_l2", json_number(rel)}});
         }
         if (frozen) {
             const int64_t first = sources_[members.front().source].step, last = sources_[members.back().source].step;
@@ -488,10 +487,8 @@ private:
     }
 
     static Json warning(const std::string& kind, const std::string& name, int64_t step, const std::string& message) {
-        return {{"kind", kind},
-                {"name", name.empty() ? Json(nullptr) : Json(name)},
-                {"step", step},
-                {"message", message}};
+        return {
+            {"kind", kind}, {"name", name.empty() ? Json(nullptr) : Json(name)}, {"step", step}, {"message", message}};
     }
 
     void warn(const std::string& kind, const std::string& name, int64_t step, const std::string& message) {

@@ -76,8 +76,8 @@ inline __attribute__((always_inline)) double deviations_lanes(const unsigned cha
 
 // Over the elements where b - a is finite: the sum of (b - a)^2 and the largest |b - a|.
 template <typename Load>
-inline __attribute__((always_inline)) void difference_lanes(const unsigned char* a, const unsigned char* b,
-                                                            uint64_t n, Load load, double& squares, double& top) {
+inline __attribute__((always_inline)) void difference_lanes(const unsigned char* a, const unsigned char* b, uint64_t n,
+                                                            Load load, double& squares, double& top) {
     Doubles acc{}, largest{};
     const Doubles zero{};
     uint64_t i = 0;
