@@ -95,6 +95,20 @@ def test_statistics_and_histograms_equal_numpys_for_every_dtype(tmp_path):
         assert (stats[name]["min"], stats[name]["mean"]) == (got[name]["min"], got[name]["mean"]), name
 
 
+def test_a_safetensors_file_reports_as_its_npz(tmp_path):
+    rng = np.random.default_rng(4)
+    np.savez(str(tmp_path / "m.npz"), w=rng.normal(size=(30, 20)).astype(np.float32), b=np.arange(7.0),
+             n=np.array([1.0, np.nan], np.float32))
+    assert run("convert", tmp_path / "m.npz", tmp_path / "m.safetensors").returncode == 0
+    npz, st = run_json("report", tmp_path / "m.npz"), run_json("report", tmp_path / "m.safetensors")
+    by_name = lambda doc: sorted(doc["arrays"], key=lambda a: a["name"])  # noqa: E731  (safetensors sorts names)
+    assert by_name(st) == by_name(npz)
+    assert [w["kind"] for w in st["warnings"]] == ["nan"]
+    # A run of the two formats, one after the other: nothing changed between them.
+    doc = run_json("report", tmp_path / "m.npz", tmp_path / "m.safetensors")
+    assert {d["name"]: d["relative_l2"] for d in doc["differences"]} == {"w": 0, "b": 0, "n": "nan"}
+
+
 def test_arrays_without_numbers_get_no_statistics(tmp_path):
     np.savez(str(tmp_path / "t.npz"), s=np.array(["a", "bc"]), c=np.array([1 + 2j]), e=np.zeros((0, 3)),
              allnan=np.array([np.nan, np.inf]), f=np.asfortranarray(np.arange(12.0).reshape(3, 4)))

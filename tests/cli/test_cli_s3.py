@@ -360,6 +360,22 @@ class ManagerDirectory(unittest.TestCase):
         with np.load(back) as f:
             np.testing.assert_array_equal(f["w"], RUN_W[2])
 
+    def test_report_is_the_local_directorys_but_for_paths_and_times(self):
+        got, expected = run_json("report", self.logdir), run_json("report", self.local)
+        self.assertEqual(got["kind"], "run")
+        self.assertEqual([c["path"] for c in got["checkpoints"]],
+                         ["%s/ckpt/%010d.npz" % (self.logdir, k) for k in range(1, 5)])
+        for c in got["checkpoints"]:
+            self.assertIsNone(c["shared_bytes"])  # an object store cannot tell
+        for key in ("metrics", "arrays", "changes"):
+            self.assertEqual(got[key], expected[key], key)
+        self.assertEqual([(w["kind"], w["name"], w["step"]) for w in got["warnings"]],
+                         [(w["kind"], w["name"], w["step"]) for w in expected["warnings"]])
+        page = path("s3-report.html")
+        self.assertEqual(run("report", self.logdir, "-o", page).returncode, 0)
+        with open(page) as f:
+            self.assertIn(self.logdir, f.read())
+
     def test_a_directory_where_a_file_belongs_exits_3(self):
         for args in (["show", self.logdir], ["cat", self.logdir + "/ckpt", "w"]):
             p = run(*args)

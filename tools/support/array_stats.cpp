@@ -25,7 +25,6 @@ inline Doubles splat(double x) { return Doubles{x, x, x, x}; }
 inline double lane_sum(Doubles v) { return (v[0] + v[1]) + (v[2] + v[3]); }
 inline double lane_min(Doubles v) { return std::min(std::min(v[0], v[1]), std::min(v[2], v[3])); }
 inline double lane_max(Doubles v) { return std::max(std::max(v[0], v[1]), std::max(v[2], v[3])); }
-
 // Over the finite elements of a piece: how many, their sum, sum of squares, zeros, minimum and maximum.
 struct PieceSums {
     double finite = 0, sum = 0, sum_squares = 0, zeros = 0;
@@ -59,6 +58,22 @@ inline __attribute__((always_inline)) PieceSums sums_lanes(const unsigned char* 
         hi = high > hi ? high : hi;
     });
     return {lane_sum(count), lane_sum(sum), lane_sum(squares), lane_sum(zeros), lane_min(lo), lane_max(hi)};
+}
+
+// Over the finite elements of a piece: how many, and the sum of their squares.
+template <typename Load>
+inline __attribute__((always_inline)) void squares_lanes(const unsigned char* p, uint64_t n, Load load,
+                                                         double& finite, double& squares) {
+    Doubles count{}, acc{};
+    const Doubles zero{}, one = splat(1);
+    each_four(p, n, load, [&](Doubles x) {
+        const Mask is_finite = (x - x) == zero;
+        const Doubles v = is_finite ? x : zero;
+        count += is_finite ? one : zero;
+        acc += v * v;
+    });
+    finite += lane_sum(count);
+    squares += lane_sum(acc);
 }
 
 // The sum of (x - mean)^2 over the finite elements.
@@ -152,6 +167,15 @@ struct Other {
 CKPT_VECTOR_CLONES PieceSums sums_f32(const unsigned char* p, uint64_t n) { return sums_lanes(p, n, Float32{}); }
 CKPT_VECTOR_CLONES PieceSums sums_f64(const unsigned char* p, uint64_t n) { return sums_lanes(p, n, Float64{}); }
 CKPT_VECTOR_CLONES PieceSums sums_bf16(const unsigned char* p, uint64_t n) { return sums_lanes(p, n, BFloat16{}); }
+CKPT_VECTOR_CLONES void squares_f32(const unsigned char* p, uint64_t n, double& f, double& s) {
+    squares_lanes(p, n, Float32{}, f, s);
+}
+CKPT_VECTOR_CLONES void squares_f64(const unsigned char* p, uint64_t n, double& f, double& s) {
+    squares_lanes(p, n, Float64{}, f, s);
+}
+CKPT_VECTOR_CLONES void squares_bf16(const unsigned char* p, uint64_t n, double& f, double& s) {
+    squares_lanes(p, n, BFloat16{}, f, s);
+}
 CKPT_VECTOR_CLONES double deviations_f32(const unsigned char* p, uint64_t n, double mean) {
     return deviations_lanes(p, n, mean, Float32{});
 }
@@ -282,9 +306,14 @@ void Stats::merge(uint64_t count, double piece_mean, double piece_m2) {
 }
 
 void Moments::add_piece(const ArrayView& v) {
-    const PieceSums p = piece_sums(v);
-    sum_squares += p.sum_squares;
-    if (static_cast<uint64_t>(p.finite) != v.count()) {
+    double finite = 0;
+    switch (v.dtype) {
+        case CKPT_FLOAT32: squares_f32(v.data, v.count(), finite, sum_squares); break;
+        case CKPT_FLOAT64: squares_f64(v.data, v.count(), finite, sum_squares); break;
+        case CKPT_BFLOAT16: squares_bf16(v.data, v.count(), finite, sum_squares); break;
+        default: squares_lanes(v.data, v.count(), Other{real_fn(v.dtype), v.itemsize}, finite, sum_squares);
+    }
+    if (static_cast<uint64_t>(finite) != v.count()) {
         uint64_t pos = 0, neg = 0;
         count_nonfinite(v, nan, pos, neg);
         inf += pos + neg;
@@ -345,11 +374,25 @@ int Histogram::bin_of(double x) const {
     return i;
 }
 
+// Four tables of counts, one per element of each four, so that runs of elements in one bin do not wait on each
+// other's increments; summed at the end.
 void Histogram::add_piece(const ArrayView& v) {
     const double lo = edges_[0], hi = edges_[kBins];
-    for_each_value(v, [&](uint64_t, double x) {
-        if (x >= lo && x <= hi) ++counts_[bin_of(x)];  // not NaN, not infinite
+    uint64_t tables[4][kBins] = {};
+    const uint64_t n = v.count();
+    with_reader(v.dtype, [&](auto get) {
+        uint64_t i = 0;
+        for (; i + 4 <= n; i += 4)
+            for (int k = 0; k < 4; ++k) {
+                const double x = get(v.data, i + k);
+                if (x >= lo && x <= hi) ++tables[k][bin_of(x)];  // not NaN, not infinite
+            }
+        for (; i < n; ++i) {
+            const double x = get(v.data, i);
+            if (x >= lo && x <= hi) ++tables[0][bin_of(x)];
+        }
     });
+    for (int b = 0; b < kBins; ++b) counts_[b] += tables[0][b] + tables[1][b] + tables[2][b] + tables[3][b];
 }
 
 Json Histogram::to_json() const {
