@@ -62,8 +62,8 @@ inline __attribute__((always_inline)) PieceSums sums_lanes(const unsigned char* 
 
 // Over the finite elements of a piece: how many, and the sum of their squares.
 template <typename Load>
-inline __attribute__((always_inline)) void squares_lanes(const unsigned char* p, uint64_t n, Load load,
-                                                         double& finite, double& squares) {
+inline __attribute__((always_inline)) void squares_lanes(const unsigned char* p, uint64_t n, Load load, double& finite,
+                                                         double& squares) {
     Doubles count{}, acc{};
     const Doubles zero{}, one = splat(1);
     each_four(p, n, load, [&](Doubles x) {
