@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Peak memory of `ckpt verify` and `ckpt diff` on large arrays: arrays are read in pieces (ckpt_reader_read_range), so the
+"""Peak memory of `ckpt verify`, `diff`, `stats` and `report` on large arrays: arrays are read in pieces (ckpt_reader_read_range), so the
 program's peak RSS stays within 64 MiB of what `ckpt verify` of a tiny file takes, stored and deflated alike.
 
 The inputs (one 512 MiB stored array, one 256 MiB deflated array of compressible data) are made with numpy in a
@@ -133,6 +133,17 @@ class BoundedMemory(unittest.TestCase):
         self.assertEqual((big["elements"], big["min"], big["max"], big["mean"], big["zeros"]),
                          (n, 0, 1023, 511.5, n // 1024))
         self.assertAlmostEqual(big["std"], std, places=9)
+
+    def test_report_of_a_run_of_512_mib_arrays_and_of_a_256_mib_deflated_array(self):
+        page = os.path.join(self.tmp.name, "report.html")
+        # Three checkpoints holding the same 512 MiB array, read side by side, and a deflated one alone.
+        self.assert_bounded("report", self.stored, self.stored, self.stored, "-o", page)
+        self.assert_bounded("report", self.deflated, "-o", page)
+        out = subprocess.run([CLI, "report", self.stored, self.stored, "--json"], capture_output=True, text=True,
+                             check=True)
+        doc = json.loads(out.stdout)
+        self.assertEqual(doc["differences"], [{"name": "big", "max_abs": 0, "relative_l2": 0}])
+        self.assertEqual(doc["arrays"][0]["histogram"]["counts"][31:33], [0, 512 << 18])  # every one in one bin
 
     def test_diff_of_a_file_with_itself_stored_and_deflated(self):
         self.assert_bounded("diff", self.stored, self.stored)

@@ -102,7 +102,7 @@ std::string base_name(const std::string& path) {
 // A metric's curve over the steps: a line through its finite values, a dot per checkpoint (hover: step and value),
 // values that are not finite as red marks along the top, the best checkpoint ringed.
 std::string metric_chart(const Json& m) {
-    constexpr double W = 400, H = 190, L = 60, R = 14, T = 12, B = 30;
+    constexpr double W = 400, H = 190, L = 70, R = 14, T = 12, B = 30;
     const std::string name = m["name"];
     std::vector<double> xs;
     std::vector<std::optional<double>> ys;
