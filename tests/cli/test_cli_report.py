@@ -287,3 +287,13 @@ def test_show_hist_draws_numpys_histogram(tmp_path):
     assert p.returncode == 2 and "'s' is unicode" in p.stderr, p.stderr
     p = run("show", tmp_path / "h.npz", "--hist", "nope")
     assert p.returncode == 3 and "no array 'nope'" in p.stderr and "x, s" in p.stderr, p.stderr
+
+
+def test_names_and_metadata_are_text_on_the_page(tmp_path):
+    evil = "<script>alert(1)</script>&'\""
+    savez_with_metadata(str(tmp_path / "e.npz"), {evil: np.array([1.0, np.nan])}, metadata={"note": "<img src=x>"})
+    page = tmp_path / "e.html"
+    assert run("report", tmp_path / "e.npz", "-o", page).returncode == 0
+    html = page.read_text()
+    assert "<script" not in html and "<img" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&amp;&#39;&quot;" in html

@@ -89,7 +89,6 @@ bool higher_is_better(const std::string& metric) {
 // A metadata value that is a number as a whole ("0.25", "nan", "1e-3"); none for other text.
 std::optional<double> number_in(const std::string& text) {
     if (text.empty() || text.size() > 64) return std::nullopt;
-    errno = 0;
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
     if (end != text.c_str() + text.size() || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
