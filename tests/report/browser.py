@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Load a local HTML page in headless Chromium and report what a real browser saw: console
 errors and warnings (CSP violations included), the requests the page made and those that
 failed, a full-page PNG screenshot, and the values of JS expressions. Std library only.

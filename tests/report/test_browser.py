@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Proof that tests/report/browser.py reports what headless Chromium saw.
 
 Run: /usr/bin/python3 -m pytest -q tests/report/test_browser.py
