@@ -163,7 +163,13 @@ struct Other {
     }
 };
 
+// The clones are chosen by an ifunc resolver, which the dynamic loader runs before a sanitizer's runtime is up: an
+// instrumented resolver crashes a ThreadSanitizer build at start. Sanitizer builds take the x86-64 code alone.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define CKPT_VECTOR_CLONES
+#else
 #define CKPT_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
 CKPT_VECTOR_CLONES PieceSums sums_f32(const unsigned char* p, uint64_t n) { return sums_lanes(p, n, Float32{}); }
 CKPT_VECTOR_CLONES PieceSums sums_f64(const unsigned char* p, uint64_t n) { return sums_lanes(p, n, Float64{}); }
 CKPT_VECTOR_CLONES PieceSums sums_bf16(const unsigned char* p, uint64_t n) { return sums_lanes(p, n, BFloat16{}); }
