@@ -297,3 +297,16 @@ def test_names_and_metadata_are_text_on_the_page(tmp_path):
     html = page.read_text()
     assert "<script" not in html and "<img" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;&amp;&#39;&quot;" in html
+
+
+def test_files_of_one_step_from_two_runs_take_their_positions(tmp_path):
+    for run_name, scale in (("a", 1.0), ("b", 1.5)):
+        (tmp_path / run_name).mkdir()
+        np.savez(str(tmp_path / run_name / "0000000100.npz"), w=np.arange(4.0) * scale)
+    doc = run_json("report", tmp_path / "a" / "0000000100.npz", tmp_path / "b" / "0000000100.npz")
+    assert [c["step"] for c in doc["checkpoints"]] == [0, 1]
+    assert doc["changes"][0]["steps"] == [1] and doc["changes"][0]["relative_change"] == [pytest.approx(0.5)]
+    # Steps that rise are kept: the numbers in the names.
+    np.savez(str(tmp_path / "a" / "0000000200.npz"), w=np.arange(4.0))
+    doc = run_json("report", tmp_path / "a" / "0000000100.npz", tmp_path / "a" / "0000000200.npz")
+    assert [c["step"] for c in doc["checkpoints"]] == [100, 200]

@@ -168,6 +168,13 @@ private:
                 s.step = step_of(s, static_cast<int64_t>(k));
                 sources_.push_back(std::move(s));
             }
+            // Files whose steps do not rise in the order given (two runs' checkpoints of one step, compared) are
+            // placed by their positions, so each has a column of its own.
+            for (size_t k = 1; k < sources_.size(); ++k)
+                if (sources_[k].step <= sources_[k - 1].step) {
+                    for (size_t j = 0; j < sources_.size(); ++j) sources_[j].step = static_cast<int64_t>(j);
+                    break;
+                }
             return;
         }
         kind_ = "run";
@@ -201,7 +208,7 @@ private:
     }
 
     // A file's step: the number in its name (0000000300.npz), else its "step" or "global_step" metadata, else its
-    // position among the paths given.
+    // position among the paths given (all files' positions where those steps do not rise in the order given).
     static int64_t step_of(const Source& s, int64_t position) {
         if (const auto idx = checkpoint_index(base_name(s.path))) return *idx;
         for (const char* key : {"step", "global_step"}) {
