@@ -310,3 +310,13 @@ def test_files_of_one_step_from_two_runs_take_their_positions(tmp_path):
     np.savez(str(tmp_path / "a" / "0000000200.npz"), w=np.arange(4.0))
     doc = run_json("report", tmp_path / "a" / "0000000100.npz", tmp_path / "a" / "0000000200.npz")
     assert [c["step"] for c in doc["checkpoints"]] == [100, 200]
+
+
+def test_large_steps_are_whole_numbers_on_the_page(tmp_path):
+    for step, loss in ((120000, "0.5"), (1250000, "0.25")):
+        savez_with_metadata(str(tmp_path / ("%010d.npz" % step)), {"w": np.ones(3)}, metadata={"loss": loss})
+    page = tmp_path / "big-steps.html"
+    assert run("report", tmp_path, "-o", page).returncode == 0
+    html = page.read_text()
+    assert 'data-step="120000" data-value="0.5"' in html and 'data-step="1250000" data-value="0.25"' in html
+    assert "step 120000<" in html and ">1250000<" in html and "e+0" not in html

@@ -104,19 +104,18 @@ std::string base_name(const std::string& path) {
 std::string metric_chart(const Json& m) {
     constexpr double W = 400, H = 190, L = 70, R = 14, T = 12, B = 30;
     const std::string name = m["name"];
-    std::vector<double> xs;
-    std::vector<std::optional<double>> ys;
+    std::vector<double> xs, ys;  // steps (whole numbers) and values, where a checkpoint has one
     for (size_t k = 0; k < m["steps"].size(); ++k) {
         const auto v = value_of(m["values"][k]);
         if (!v) continue;
         xs.push_back(m["steps"][k].get<double>());
-        ys.push_back(v);
+        ys.push_back(*v);
     }
     double x0 = xs.empty() ? 0 : *std::min_element(xs.begin(), xs.end());
     double x1 = xs.empty() ? 1 : *std::max_element(xs.begin(), xs.end());
     double y0 = HUGE_VAL, y1 = -HUGE_VAL;
-    for (const auto& y : ys)
-        if (std::isfinite(*y)) y0 = std::min(y0, *y), y1 = std::max(y1, *y);
+    for (double y : ys)
+        if (std::isfinite(y)) y0 = std::min(y0, y), y1 = std::max(y1, y);
     if (y0 > y1) y0 = 0, y1 = 1;
     if (y0 == y1) {
         const double pad = y0 == 0 ? 0.5 : std::fabs(y0) * 0.1;
@@ -137,26 +136,27 @@ std::string metric_chart(const Json& m) {
                          sy(y));
         s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", L - 6, sy(y) + 4, esc(num(y)));
     }
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"start\">step {}</text>", L, H - 8, num(x0));
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", W - R, H - 8, num(x1));
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"start\">step {:.0f}</text>", L, H - 8, x0);
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.0f}</text>", W - R, H - 8, x1);
     std::string path;
     for (size_t k = 0; k < xs.size(); ++k) {
-        if (!std::isfinite(*ys[k])) {
+        if (!std::isfinite(ys[k])) {
             path += " ";  // a gap
             continue;
         }
-        path += fmt::format("{}{:.1f},{:.1f}", path.empty() || path.back() == ' ' ? "M" : "L", sx(xs[k]), sy(*ys[k]));
+        path += fmt::format("{}{:.1f},{:.1f}", path.empty() || path.back() == ' ' ? "M" : "L", sx(xs[k]), sy(ys[k]));
     }
     if (!path.empty()) s += fmt::format("<path class=\"line\" d=\"{}\"/>", path);
     const Json& best = m["best_step"];
     for (size_t k = 0; k < xs.size(); ++k) {
-        const double y = *ys[k];
-        const std::string title = fmt::format("step {}: {} = {}", num(xs[k]), name, num(y));
+        const double y = ys[k];
+        const std::string step = fmt::format("{:.0f}", xs[k]);
+        const std::string title = fmt::format("step {}: {} = {}", step, name, num(y));
         if (!std::isfinite(y)) {
             s += fmt::format(
                 "<rect class=\"nonfinite point-nonfinite\" data-step=\"{}\" data-value=\"{}\" x=\"{:.1f}\" "
                 "y=\"{}\" width=\"6\" height=\"6\"><title>{}</title></rect>",
-                num(xs[k]), num(y), sx(xs[k]) - 3, T - 4, esc(title));
+                step, num(y), sx(xs[k]) - 3, T - 4, esc(title));
             continue;
         }
         const bool is_best = best.is_number() && best.get<double>() == xs[k];
@@ -167,7 +167,7 @@ std::string metric_chart(const Json& m) {
         s += fmt::format(
             "<circle class=\"point\" data-step=\"{}\" data-value=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" "
             "r=\"3\"><title>{}</title></circle>",
-            num(xs[k]), fmt::format("{}", y), sx(xs[k]), sy(y), esc(title));
+            step, fmt::format("{}", y), sx(xs[k]), sy(y), esc(title));
     }
     return s + "</svg></figure>";
 }
