@@ -166,10 +166,6 @@ Json array_entry(const std::string& name) {
     return j;
 }
 
-// The manager's own record of a save (its index, its time, ...) that diff leaves out unless --all-metadata: two saves
-// of one state differ there only. Its metrics (ckpt.metric.*) are the user's numbers and are compared.
-bool manager_key(const std::string& key) { return key.rfind("ckpt.", 0) == 0 && key.rfind("ckpt.metric.", 0) != 0; }
-
 // The position of element `flat` (C order) of an array of `shape`, one index per axis.
 std::vector<int64_t> unravel(uint64_t flat, const std::vector<int64_t>& shape) {
     std::vector<int64_t> index(shape.size());
@@ -373,6 +369,7 @@ void diff_metadata(const Input& a, const Input& b, const DiffOptions& o, FilesDi
             const char* theirs = other.metadata(key);
             if (pass == 1 && theirs != nullptr) continue;  // compared in the first pass
             if (theirs != nullptr && std::string(mine) == theirs) continue;
+            // The manager's record of a save (its index, its time): two saves of one state differ there only.
             if (!o.all_metadata && manager_key(key)) {
                 out.ignored.push_back(key);
                 continue;

@@ -38,10 +38,6 @@ const char* const kTimeKeys[] = {"saved_at", "time", "timestamp", "saved", "date
 // (which a copy or a sync changes).
 constexpr char kManagerTimeKey[] = "ckpt.saved_at";
 constexpr char kManagerTimeNsKey[] = "ckpt.saved_at_ns";  // the same in nanoseconds since the epoch
-// The manager's own keys start so; its metrics ("ckpt.metric.loss") are shown by their names, the others not at all
-// (the index and the time have their columns).
-constexpr char kManagerPrefix[] = "ckpt.";
-constexpr char kMetricPrefix[] = "ckpt.metric.";
 // Keys shown first in the summary, then keys that look like metrics.
 const char* const kStepKeys[] = {"step", "global_step", "epoch", "iteration", "iter"};
 const char* const kMetricWords[] = {"loss", "acc", "metric", "score",  "ppl", "perplexity",
@@ -69,15 +65,14 @@ struct Entry {
     bool incomplete = false;  // a step directory without its manifest: a save in progress or cut short
 };
 
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
 std::string summary(const Entry& e) {
-    // The user's keys, and the manager's metrics by their names.
+    // The user's keys, and the manager's metrics by their names (the manager's other keys, the index and the
+    // time, have their columns).
     std::vector<std::pair<std::string, std::string>> shown_keys;
     for (const auto& kv : e.metadata) {
-        if (starts_with(kv.first, kMetricPrefix))
-            shown_keys.emplace_back(kv.first.substr(sizeof kMetricPrefix - 1), kv.second);
-        else if (!starts_with(kv.first, kManagerPrefix) && kv.first != e.time_key)
+        if (const auto metric = metric_name(kv.first))
+            shown_keys.emplace_back(*metric, kv.second);
+        else if (!manager_key(kv.first) && kv.first != e.time_key)
             shown_keys.push_back(kv);
     }
     std::vector<const std::pair<std::string, std::string>*> chosen;
@@ -95,16 +90,7 @@ std::string summary(const Entry& e) {
     size_t shown = 0;
     for (const auto* kv : chosen) {
         if (shown == kSummaryKeys) break;
-        std::string value = kv->second;
-        if (text_width(value) > kSummaryValueWidth) {
-            size_t cut = 0, width = 0;  // cut on a code point boundary
-            while (cut < value.size() && width < kSummaryValueWidth - 3) {
-                ++cut;
-                while (cut < value.size() && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80) ++cut;
-                ++width;
-            }
-            value = value.substr(0, cut) + "...";
-        }
+        std::string value = shorten(kv->second, kSummaryValueWidth, "...");
         for (char& ch : value)
             if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
         out += (shown == 0 ? "" : " ") + kv->first + "=" + value;

@@ -210,6 +210,18 @@ std::optional<uint64_t> step_bytes(const std::string& path) {
     return total;
 }
 
+namespace {
+constexpr char kManagerPrefix[] = "ckpt.";
+constexpr char kMetricPrefix[] = "ckpt.metric.";
+}  // namespace
+
+std::optional<std::string> metric_name(const std::string& key) {
+    if (key.rfind(kMetricPrefix, 0) != 0) return std::nullopt;
+    return key.substr(sizeof kMetricPrefix - 1);
+}
+
+bool manager_key(const std::string& key) { return key.rfind(kManagerPrefix, 0) == 0 && !metric_name(key); }
+
 std::optional<uint64_t> shared_bytes_of(const std::string& file) {
     uint64_t shared = 0;
     if (ckpt_storage_shared_bytes(nullptr, file.c_str(), &shared) != CKPT_OK) return std::nullopt;

@@ -47,6 +47,12 @@ std::optional<int64_t> checkpoint_index(const std::string& name);
 // Whether the local directory `logdir` is a manager's as open_checkpoint_dir takes it without a subdir: it has a
 // "ckpt" directory, or it holds checkpoints itself.
 bool is_manager_dir(const std::string& logdir);
+// What a checkpoint manager records in a checkpoint's metadata: its metrics as "ckpt.metric.<name>", its own other
+// keys (the saving time, the index) under "ckpt.". The metric `key` records ("ckpt.metric.loss" -> "loss"); none
+// for other keys.
+std::optional<std::string> metric_name(const std::string& key);
+// Whether `key` is one of the manager's own keys other than its metrics ("ckpt.saved_at", "ckpt.index").
+bool manager_key(const std::string& key);
 // Bytes of the file whose blocks it shares with other files (incremental saves on XFS or btrfs); none where the
 // storage cannot tell (S3, tmpfs).
 std::optional<uint64_t> shared_bytes_of(const std::string& file);

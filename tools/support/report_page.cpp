@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "report_page.hpp"
 
+#include "checkpoint_dir.hpp"
+#include "location.hpp"
 #include "text.hpp"
 
 #include <ckpt/ckpt.h>
@@ -82,21 +84,6 @@ std::string stat_text(const Json& j) {
     if (j.is_number_integer()) return j.dump();
     const auto v = value_of(j);
     return v ? (std::isfinite(*v) ? fmt::format("{:.6g}", *v) : num(*v)) : "-";
-}
-
-// The first n code points of UTF-8 text.
-std::string first_code_points(const std::string& text, size_t n) {
-    size_t cut = 0;
-    for (size_t k = 0; k < n && cut < text.size(); ++k) {
-        ++cut;
-        while (cut < text.size() && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) ++cut;
-    }
-    return text.substr(0, cut);
-}
-
-std::string base_name(const std::string& path) {
-    const size_t slash = path.find_last_of('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 // A metric's curve over the steps: a line through its finite values, a dot per checkpoint (hover: step and value),
@@ -209,16 +196,7 @@ std::string change_map(const Json& changes) {
     for (size_t r = 0; r < changes.size(); ++r) {
         const Json& c = changes[r];
         const std::string name = c["name"];
-        std::string shown = name;
-        if (text_width(name) > max_chars) {  // the end of a long name says most: "…layers.11.mlp.weight"
-            size_t cut = name.size(), width = 0;
-            while (cut > 0 && width + 1 < max_chars) {
-                --cut;
-                while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
-                ++width;
-            }
-            shown = "\u2026" + name.substr(cut);
-        }
+        const std::string shown = shorten(name, max_chars, "\u2026", true);
         const double y = 26 + ch * r;
         s += fmt::format("<text class=\"row\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\"><title>{}</title>{}</text>",
                          label - 6, y + ch - 4, esc(name), esc(shown));
@@ -380,17 +358,15 @@ std::string checkpoints_section(const Json& report) {
     for (const Json& c : checkpoints) {
         std::string meta;
         for (const auto& [key, value] : c["metadata"].items()) {
-            if (key.rfind("ckpt.", 0) == 0 && key.rfind("ckpt.metric.", 0) != 0) continue;
-            if (key.rfind("__", 0) == 0) continue;
-            std::string v = value.get<std::string>();
-            if (text_width(v) > 40) v = first_code_points(v, 39) + "\u2026";
-            meta += fmt::format("{}<code>{}={}</code>", meta.empty() ? "" : " ",
-                                esc(key.rfind("ckpt.metric.", 0) == 0 ? key.substr(12) : key), esc(v));
+            if (manager_key(key) || key.rfind("__", 0) == 0) continue;  // "__": records such as nested state's
+            const std::string v = shorten(value.get<std::string>(), 40, "\u2026");
+            meta += fmt::format("{}<code>{}={}</code>", meta.empty() ? "" : " ", esc(metric_name(key).value_or(key)),
+                                esc(v));
         }
         s += fmt::format(
             "<tr><td class=\"n\">{}</td><td class=\"mono\" title=\"{}\">{}</td><td class=\"n\">{}</td>"
             "<td class=\"n\">{}</td><td>{}</td></tr>",
-            c["step"].dump(), esc(c["path"]), esc(base_name(c["path"])),
+            c["step"].dump(), esc(c["path"]), esc(last_component(c["path"])),
             c["bytes"].is_number() ? human_size(c["bytes"].get<uint64_t>(), false) : "-",
             c["shared_bytes"].is_number() ? human_size(c["shared_bytes"].get<uint64_t>(), false) : "-", meta);
     }
@@ -439,7 +415,7 @@ std::string arrays_section(const Json& report) {
         "</th><th>dtype</th><th>shape</th><th>size</th><th>min</th><th>max</th><th>mean</th><th>std</th>"
         "<th>NaN</th><th>\u00b1Inf</th><th>zeros</th><th>histogram</th></tr></thead><tbody>",
         report["checkpoints"].size() > 1 ? fmt::format("step {} (the newest)", newest["step"].dump())
-                                         : "<code>" + esc(base_name(newest["path"])) + "</code>");
+                                         : "<code>" + esc(last_component(newest["path"])) + "</code>");
     for (const Json& a : report["arrays"]) {
         std::string shape = "(";
         for (size_t k = 0; k < a["shape"].size(); ++k) shape += (k ? ", " : "") + a["shape"][k].dump();
@@ -482,7 +458,7 @@ std::string html_escape(const std::string& text) {
 std::string report_page(const Json& report) {
     const Json& checkpoints = report["checkpoints"];
     const std::string what =
-        report["kind"] == "run" ? report["paths"][0].get<std::string>() : base_name(checkpoints.back()["path"]);
+        report["kind"] == "run" ? report["paths"][0].get<std::string>() : last_component(checkpoints.back()["path"]);
     std::string summary;
     if (report["kind"] == "run")
         summary = fmt::format("{} checkpoint{}, steps {} to {}", checkpoints.size(), checkpoints.size() == 1 ? "" : "s",

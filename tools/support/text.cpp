@@ -54,6 +54,23 @@ size_t text_width(const std::string& s) {
     return width;
 }
 
+std::string shorten(const std::string& text, size_t width, const std::string& mark, bool keep_end) {
+    if (text_width(text) <= width) return text;
+    const size_t keep = width > text_width(mark) ? width - text_width(mark) : 0;
+    const auto continuation = [&](size_t at) { return (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80; };
+    size_t cut = keep_end ? text.size() : 0;
+    for (size_t k = 0; k < keep; ++k) {
+        if (keep_end) {
+            do --cut;
+            while (cut > 0 && continuation(cut));
+        } else {
+            do ++cut;
+            while (cut < text.size() && continuation(cut));
+        }
+    }
+    return keep_end ? mark + text.substr(cut) : text.substr(0, cut) + mark;
+}
+
 Table::Table(std::vector<std::string> header, std::vector<bool> right_aligned) : right_(std::move(right_aligned)) {
     right_.resize(header.size(), false);
     rows_.push_back(std::move(header));

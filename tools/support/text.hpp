@@ -34,5 +34,9 @@ private:
 
 // Display width of UTF-8 text (code points; enough for names and metadata).
 size_t text_width(const std::string& s);
+// UTF-8 text no wider than `width` code points: as it is when it fits, else cut on a code point boundary with
+// `mark` (counted in the width) in place of what is cut — its end ("a long va..."), or with keep_end its start
+// ("...ers.11.mlp.weight", where the end of a name says most).
+std::string shorten(const std::string& text, size_t width, const std::string& mark, bool keep_end = false);
 
 }  // namespace ckpt_tool
