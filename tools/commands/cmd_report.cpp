@@ -59,12 +59,9 @@ struct Member {
     bool active = true;
     ArrayView piece;
     Moments moments;
-};
-
-// The change from one member to the next (same dtype and shape).
-struct Change {
-    size_t from = 0, to = 0;  // members
-    Difference difference;
+    // How it differs from the array in the checkpoint before; none for the first, or where the dtype or shape
+    // changed or the array has no numbers.
+    std::optional<Difference> change;
 };
 
 // What one array adds to the report. Arrays are read in parallel, their results put in order afterwards.
@@ -93,11 +90,6 @@ std::optional<double> number_in(const std::string& text) {
     const double v = std::strtod(text.c_str(), &end);
     if (end != text.c_str() + text.size() || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
     return v;
-}
-
-std::string base_name(const std::string& path) {
-    const size_t slash = path.find_last_of('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 std::string number_text(double v) { return fmt::format("{:.4g}", v); }
@@ -210,7 +202,7 @@ private:
     // A file's step: the number in its name (0000000300.npz), else its "step" or "global_step" metadata, else its
     // position among the paths given (all files' positions where those steps do not rise in the order given).
     static int64_t step_of(const Source& s, int64_t position) {
-        if (const auto idx = checkpoint_index(base_name(s.path))) return *idx;
+        if (const auto idx = checkpoint_index(last_component(s.path))) return *idx;
         for (const char* key : {"step", "global_step"}) {
             const char* v = ckpt_reader_metadata(s.reader.get(), key);
             if (v == nullptr) continue;
@@ -244,10 +236,8 @@ private:
             ckpt_reader* r = sources_[t].reader.get();
             for (size_t k = 0; k < ckpt_reader_metadata_count(r); ++k) {
                 std::string key = ckpt_reader_metadata_key(r, k);
-                if (key.rfind("ckpt.metric.", 0) == 0)
-                    key = key.substr(12);
-                else if (key.rfind("ckpt.", 0) == 0 || key.rfind("__", 0) == 0)
-                    continue;
+                if (manager_key(key)) continue;
+                key = metric_name(key).value_or(key);
                 const auto v = number_in(ckpt_reader_metadata_value(r, k));
                 if (!v) continue;
                 auto& series = values[key];
@@ -353,54 +343,45 @@ private:
             members.push_back(std::move(m));
         }
         const bool in_newest = !members.empty() && members.back().source + 1 == sources_.size();
-        std::vector<Change> changes;
         for (size_t k = 1; k < members.size(); ++k)
             if (members[k].dtype == members[k - 1].dtype && members[k].shape == members[k - 1].shape &&
                 has_statistics(members[k].dtype))
-                changes.push_back({k - 1, k, {}});
+                members[k].change.emplace();
         const size_t piece = std::clamp(budget / std::max<size_t>(members.size(), 1), kMinPieceBytes, kPieceBytes);
         for (Member& m : members)
             m.pieces = std::make_unique<PieceReader>(readers[m.source], m.index, sources_[m.source].path, piece);
 
+        // The newest checkpoint's array gets its full statistics, which include what the others' Moments hold.
         Stats newest(in_newest ? members.back().dtype : CKPT_FLOAT64);
         for (bool any = true; any;) {
             any = false;
-            for (Member& m : members) {
+            for (size_t k = 0; k < members.size(); ++k) {
+                Member& m = members[k];
                 if (!m.active || !(m.active = m.pieces->next(m.piece))) continue;
                 any = true;
                 advance(m.piece.count() * m.piece.itemsize);
-                if (has_statistics(m.dtype)) m.moments.add_piece(m.piece);
+                if (in_newest && k + 1 == members.size())
+                    newest.add_piece(m.piece);
+                else if (has_statistics(m.dtype))
+                    m.moments.add_piece(m.piece);
+                if (m.change && members[k - 1].active) m.change->add_pieces(members[k - 1].piece, m.piece);
             }
-            if (in_newest && members.back().active) newest.add_piece(members.back().piece);
-            for (Change& c : changes)
-                if (members[c.from].active && members[c.to].active)
-                    c.difference.add_pieces(members[c.from].piece, members[c.to].piece);
         }
         ArrayResult result;
-        if (in_newest) result.array = array_json(name, readers.back(), members.back(), newest);
-        add_changes(result, name, members, changes);
+        if (in_newest) {
+            members.back().moments = newest.moments();
+            result.array = array_json(name, readers.back(), members.back(), newest);
+        }
+        add_changes(result, name, members);
         return result;
     }
 
     Json array_json(const std::string& name, ckpt_reader* r, const Member& m, const Stats& st) {
-        Json j;
-        j["name"] = name;
-        j["dtype"] = ckpt_dtype_name(m.dtype);
-        j["shape"] = m.shape;
-        j["bytes"] = ckpt_reader_nbytes(r, m.index);
-        j["elements"] = st.elements;
-        const bool have = st.numeric() && st.finite != 0;
-        j["min"] = st.extreme_json(false);
-        j["max"] = st.extreme_json(true);
-        j["mean"] = have ? json_number(st.mean) : Json(nullptr);
-        j["std"] = have ? json_number(st.std_dev()) : Json(nullptr);
-        for (const auto& [key, value] : {std::pair<const char*, uint64_t>{"nan", st.nan},
-                                         {"pos_inf", st.pos_inf},
-                                         {"neg_inf", st.neg_inf},
-                                         {"inf", st.pos_inf + st.neg_inf},
-                                         {"zeros", st.zeros}})
-            j[key] = st.numeric() ? Json(value) : Json(nullptr);
-        if (have) {
+        Json j = {{"name", name}, {"dtype", ckpt_dtype_name(m.dtype)}, {"shape", m.shape},
+                  {"bytes", ckpt_reader_nbytes(r, m.index)}};
+        j.update(st.to_json());
+        j["inf"] = st.numeric() ? Json(st.pos_inf + st.neg_inf) : Json(nullptr);
+        if (st.numeric() && st.finite != 0) {
             Histogram h(st.min, st.max);
             PieceReader pieces(r, m.index, sources_[m.source].path, kPieceBytes);
             ArrayView piece;
@@ -416,8 +397,7 @@ private:
         return j;
     }
 
-    void add_changes(ArrayResult& result, const std::string& name, const std::vector<Member>& members,
-                     const std::vector<Change>& changes) {
+    void add_changes(ArrayResult& result, const std::string& name, const std::vector<Member>& members) {
         const auto warn = [&](const char* kind, int64_t step, const std::string& message) {
             result.warnings.push_back(warning(kind, name, step, message));
         };
@@ -436,12 +416,12 @@ private:
             }
         if (members.size() < 2) return;
         Json steps = Json::array(), relative = Json::array();
-        bool frozen = !changes.empty() && changes.size() + 1 == members.size();
+        bool frozen = true;
         bool jumped = false;
         for (size_t k = 1; k < members.size(); ++k) {
-            steps.push_back(sources_[members[k].source].step);
-            const auto c = std::find_if(changes.begin(), changes.end(), [&](const Change& x) { return x.to == k; });
-            if (c == changes.end()) {  // a new dtype or shape: no change to measure
+            const Member &a = members[k - 1], &b = members[k];
+            steps.push_back(sources_[b.source].step);
+            if (!b.change) {  // a new dtype or shape: no change to measure
                 relative.push_back(nullptr);
                 frozen = false;
                 result.differences.push_back({{"name", name},
@@ -450,14 +430,13 @@ private:
                                               {"note", "the dtype or shape differs"}});
                 continue;
             }
-            const Moments &a = members[c->from].moments, &b = members[c->to].moments;
-            const bool finite = a.nan + a.inf + b.nan + b.inf == 0;
-            const double before = std::sqrt(a.sum_squares), after = std::sqrt(b.sum_squares);
-            const double diff = std::sqrt(c->difference.diff_squares);
+            const bool finite = a.moments.nan + a.moments.inf + b.moments.nan + b.moments.inf == 0;
+            const double before = std::sqrt(a.moments.sum_squares), after = std::sqrt(b.moments.sum_squares);
+            const double diff = std::sqrt(b.change->diff_squares);
             const double rel = !finite ? std::nan("") : before > 0 ? diff / before : diff == 0 ? 0 : HUGE_VAL;
             relative.push_back(json_number(rel));
             if (rel != 0) frozen = false;
-            const int64_t from = sources_[members[c->from].source].step, to = sources_[members[c->to].source].step;
+            const int64_t from = sources_[a.source].step, to = sources_[b.source].step;
             if (!jumped && finite && before > 0 && after > kJumpFactor * before) {
                 jumped = true;
                 warn("jump", to,
@@ -465,7 +444,7 @@ private:
                                  number_text(after / before), from, to, number_text(before), number_text(after)));
             }
             result.differences.push_back(
-                {{"name", name}, {"max_abs", json_number(c->difference.max_abs)}, {"relative_l2", json_number(rel)}});
+                {{"name", name}, {"max_abs", json_number(b.change->max_abs)}, {"relative_l2", json_number(rel)}});
         }
         if (frozen) {
             const int64_t first = sources_[members.front().source].step, last = sources_[members.back().source].step;

@@ -66,17 +66,8 @@ int show_histogram(const ShowOptions& o) {
     if (st.finite != 0) h = array_histogram(f, i, o.file, st, progress);
     progress.clear();
     if (o.json) {
-        Json out;
-        out["path"] = o.file;
-        out["name"] = *o.hist;
-        out["dtype"] = ckpt_dtype_name(dtype);
-        out["shape"] = shape;
-        out["elements"] = st.elements;
-        out["finite"] = st.finite;
-        out["nan"] = st.nan;
-        out["inf"] = st.pos_inf + st.neg_inf;
-        out["min"] = st.extreme_json(false);
-        out["max"] = st.extreme_json(true);
+        Json out = {{"path", o.file}, {"name", *o.hist}, {"dtype", ckpt_dtype_name(dtype)}, {"shape", shape}};
+        out.update(st.to_json());
         out["histogram"] = h ? h->to_json() : Json(nullptr);
         print_json(out);
         return kExitOk;

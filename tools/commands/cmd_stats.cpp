@@ -49,21 +49,8 @@ int run_stats(const StatsOptions& o) {
         const std::vector<int64_t> dims(shape, shape + ckpt_reader_ndim(raw, k));
         const std::string dtype = dtype_label(ckpt_reader_dtype(raw, k), ckpt_reader_itemsize(raw, k));
         const bool have = st.numeric() && st.finite != 0;
-        Json j;
-        j["name"] = name;
-        j["dtype"] = ckpt_dtype_name(ckpt_reader_dtype(raw, k));
-        j["shape"] = dims;
-        j["elements"] = st.elements;
-        j["finite"] = st.numeric() ? Json(st.finite) : Json(nullptr);
-        j["min"] = st.extreme_json(false);
-        j["max"] = st.extreme_json(true);
-        j["mean"] = have ? json_number(st.mean) : Json(nullptr);
-        j["std"] = have ? json_number(st.std_dev()) : Json(nullptr);
-        for (const auto& [key, value] : {std::pair<const char*, uint64_t>{"nan", st.nan},
-                                         {"pos_inf", st.pos_inf},
-                                         {"neg_inf", st.neg_inf},
-                                         {"zeros", st.zeros}})
-            j[key] = st.numeric() ? Json(value) : Json(nullptr);
+        Json j = {{"name", name}, {"dtype", ckpt_dtype_name(ckpt_reader_dtype(raw, k))}, {"shape", dims}};
+        j.update(st.to_json());
         arrays.push_back(j);
         const auto counted = [&](uint64_t v) { return st.numeric() ? count_text(v) : std::string("-"); };
         table.add({name, dtype, shape_text(dims), st.extreme_text(false), st.extreme_text(true),

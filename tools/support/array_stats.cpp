@@ -25,6 +25,29 @@ inline Doubles splat(double x) { return Doubles{x, x, x, x}; }
 inline double lane_sum(Doubles v) { return (v[0] + v[1]) + (v[2] + v[3]); }
 inline double lane_min(Doubles v) { return std::min(std::min(v[0], v[1]), std::min(v[2], v[3])); }
 inline double lane_max(Doubles v) { return std::max(std::max(v[0], v[1]), std::max(v[2], v[3])); }
+// Four elements as Doubles, for each of the loads of array_stats.hpp.
+inline Doubles four(LoadFloat32, const unsigned char* p, uint64_t i) {
+    Floats x;
+    std::memcpy(&x, p + i * 4, sizeof x);
+    return __builtin_convertvector(x, Doubles);
+}
+inline Doubles four(LoadFloat64, const unsigned char* p, uint64_t i) {
+    Doubles x;
+    std::memcpy(&x, p + i * 8, sizeof x);
+    return x;
+}
+inline Doubles four(LoadBFloat16, const unsigned char* p, uint64_t i) {
+    Halves bits;
+    std::memcpy(&bits, p + i * 2, sizeof bits);
+    const Words wide = __builtin_convertvector(bits, Words) << 16;
+    Floats x;
+    std::memcpy(&x, &wide, sizeof x);
+    return __builtin_convertvector(x, Doubles);
+}
+inline Doubles four(const LoadOther& load, const unsigned char* p, uint64_t i) {  // a lane at a time
+    return Doubles{load(p, i), load(p, i + 1), load(p, i + 2), load(p, i + 3)};
+}
+
 // Over the finite elements of a piece: how many, their sum, sum of squares, zeros, minimum and maximum.
 struct PieceSums {
     double finite = 0, sum = 0, sum_squares = 0, zeros = 0;
@@ -35,10 +58,10 @@ struct PieceSums {
 template <typename Load, typename Step>
 inline __attribute__((always_inline)) void each_four(const unsigned char* p, uint64_t n, Load load, Step step) {
     uint64_t i = 0;
-    for (; i + kLanes <= n; i += kLanes) step(load.four(p, i));
+    for (; i + kLanes <= n; i += kLanes) step(four(load, p, i));
     if (i == n) return;
     Doubles tail = splat(std::nan(""));
-    for (int k = 0; i < n; ++i, ++k) tail[k] = load.one(p, i);
+    for (int k = 0; i < n; ++i, ++k) tail[k] = load(p, i);
     step(tail);
 }
 
@@ -102,66 +125,13 @@ inline __attribute__((always_inline)) void difference_lanes(const unsigned char*
         const Doubles magnitude = v < zero ? -v : v;
         largest = magnitude > largest ? magnitude : largest;
     };
-    for (; i + kLanes <= n; i += kLanes) step(load.four(b, i) - load.four(a, i));
+    for (; i + kLanes <= n; i += kLanes) step(four(load, b, i) - four(load, a, i));
     Doubles tail{};
-    for (int k = 0; i < n; ++i, ++k) tail[k] = load.one(b, i) - load.one(a, i);
+    for (int k = 0; i < n; ++i, ++k) tail[k] = load(b, i) - load(a, i);
     step(tail);
     squares += lane_sum(acc);
     top = std::max(top, lane_max(largest));
 }
-
-// How elements are loaded: one as a double, or four as Doubles.
-struct Float32 {
-    static double one(const unsigned char* p, uint64_t i) {
-        float x;
-        std::memcpy(&x, p + i * 4, 4);
-        return x;
-    }
-    static Doubles four(const unsigned char* p, uint64_t i) {
-        Floats x;
-        std::memcpy(&x, p + i * 4, sizeof x);
-        return __builtin_convertvector(x, Doubles);
-    }
-};
-struct Float64 {
-    static double one(const unsigned char* p, uint64_t i) {
-        double x;
-        std::memcpy(&x, p + i * 8, 8);
-        return x;
-    }
-    static Doubles four(const unsigned char* p, uint64_t i) {
-        Doubles x;
-        std::memcpy(&x, p + i * 8, sizeof x);
-        return x;
-    }
-};
-struct BFloat16 {  // the top half of a float32
-    static double one(const unsigned char* p, uint64_t i) {
-        uint16_t bits;
-        std::memcpy(&bits, p + i * 2, 2);
-        const uint32_t wide = static_cast<uint32_t>(bits) << 16;
-        float x;
-        std::memcpy(&x, &wide, 4);
-        return x;
-    }
-    static Doubles four(const unsigned char* p, uint64_t i) {
-        Halves bits;
-        std::memcpy(&bits, p + i * 2, sizeof bits);
-        const Words wide = __builtin_convertvector(bits, Words) << 16;
-        Floats x;
-        std::memcpy(&x, &wide, sizeof x);
-        return __builtin_convertvector(x, Doubles);
-    }
-};
-// Any other boolean, integer or real type, through real_fn, a lane at a time.
-struct Other {
-    RealFn get;
-    size_t size;
-    double one(const unsigned char* p, uint64_t i) const { return get(p + i * size); }
-    Doubles four(const unsigned char* p, uint64_t i) const {
-        return Doubles{one(p, i), one(p, i + 1), one(p, i + 2), one(p, i + 3)};
-    }
-};
 
 // The clones are chosen by an ifunc resolver, which the dynamic loader runs before a sanitizer's runtime is up: an
 // instrumented resolver crashes a ThreadSanitizer build at start. Sanitizer builds take the x86-64 code alone.
@@ -170,38 +140,38 @@ struct Other {
 #else
 #define CKPT_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #endif
-CKPT_VECTOR_CLONES PieceSums sums_f32(const unsigned char* p, uint64_t n) { return sums_lanes(p, n, Float32{}); }
-CKPT_VECTOR_CLONES PieceSums sums_f64(const unsigned char* p, uint64_t n) { return sums_lanes(p, n, Float64{}); }
-CKPT_VECTOR_CLONES PieceSums sums_bf16(const unsigned char* p, uint64_t n) { return sums_lanes(p, n, BFloat16{}); }
+CKPT_VECTOR_CLONES PieceSums sums_f32(const unsigned char* p, uint64_t n) { return sums_lanes(p, n, LoadFloat32{}); }
+CKPT_VECTOR_CLONES PieceSums sums_f64(const unsigned char* p, uint64_t n) { return sums_lanes(p, n, LoadFloat64{}); }
+CKPT_VECTOR_CLONES PieceSums sums_bf16(const unsigned char* p, uint64_t n) { return sums_lanes(p, n, LoadBFloat16{}); }
 CKPT_VECTOR_CLONES void squares_f32(const unsigned char* p, uint64_t n, double& f, double& s) {
-    squares_lanes(p, n, Float32{}, f, s);
+    squares_lanes(p, n, LoadFloat32{}, f, s);
 }
 CKPT_VECTOR_CLONES void squares_f64(const unsigned char* p, uint64_t n, double& f, double& s) {
-    squares_lanes(p, n, Float64{}, f, s);
+    squares_lanes(p, n, LoadFloat64{}, f, s);
 }
 CKPT_VECTOR_CLONES void squares_bf16(const unsigned char* p, uint64_t n, double& f, double& s) {
-    squares_lanes(p, n, BFloat16{}, f, s);
+    squares_lanes(p, n, LoadBFloat16{}, f, s);
 }
 CKPT_VECTOR_CLONES double deviations_f32(const unsigned char* p, uint64_t n, double mean) {
-    return deviations_lanes(p, n, mean, Float32{});
+    return deviations_lanes(p, n, mean, LoadFloat32{});
 }
 CKPT_VECTOR_CLONES double deviations_f64(const unsigned char* p, uint64_t n, double mean) {
-    return deviations_lanes(p, n, mean, Float64{});
+    return deviations_lanes(p, n, mean, LoadFloat64{});
 }
 CKPT_VECTOR_CLONES double deviations_bf16(const unsigned char* p, uint64_t n, double mean) {
-    return deviations_lanes(p, n, mean, BFloat16{});
+    return deviations_lanes(p, n, mean, LoadBFloat16{});
 }
 CKPT_VECTOR_CLONES void difference_f32(const unsigned char* a, const unsigned char* b, uint64_t n, double& s,
                                        double& t) {
-    difference_lanes(a, b, n, Float32{}, s, t);
+    difference_lanes(a, b, n, LoadFloat32{}, s, t);
 }
 CKPT_VECTOR_CLONES void difference_f64(const unsigned char* a, const unsigned char* b, uint64_t n, double& s,
                                        double& t) {
-    difference_lanes(a, b, n, Float64{}, s, t);
+    difference_lanes(a, b, n, LoadFloat64{}, s, t);
 }
 CKPT_VECTOR_CLONES void difference_bf16(const unsigned char* a, const unsigned char* b, uint64_t n, double& s,
                                         double& t) {
-    difference_lanes(a, b, n, BFloat16{}, s, t);
+    difference_lanes(a, b, n, LoadBFloat16{}, s, t);
 }
 #undef CKPT_VECTOR_CLONES
 
@@ -210,7 +180,7 @@ PieceSums piece_sums(const ArrayView& v) {
         case CKPT_FLOAT32: return sums_f32(v.data, v.count());
         case CKPT_FLOAT64: return sums_f64(v.data, v.count());
         case CKPT_BFLOAT16: return sums_bf16(v.data, v.count());
-        default: return sums_lanes(v.data, v.count(), Other{real_fn(v.dtype), v.itemsize});
+        default: return sums_lanes(v.data, v.count(), LoadOther{real_fn(v.dtype), v.itemsize});
     }
 }
 
@@ -219,7 +189,7 @@ double piece_deviations(const ArrayView& v, double mean) {
         case CKPT_FLOAT32: return deviations_f32(v.data, v.count(), mean);
         case CKPT_FLOAT64: return deviations_f64(v.data, v.count(), mean);
         case CKPT_BFLOAT16: return deviations_bf16(v.data, v.count(), mean);
-        default: return deviations_lanes(v.data, v.count(), mean, Other{real_fn(v.dtype), v.itemsize});
+        default: return deviations_lanes(v.data, v.count(), mean, LoadOther{real_fn(v.dtype), v.itemsize});
     }
 }
 
@@ -257,6 +227,7 @@ void Stats::add_piece(const ArrayView& v) {
         if (count != v.count()) count_nonfinite(v, nan, pos_inf, neg_inf);
         if (count == 0) return;
         zeros += static_cast<uint64_t>(p.zeros);
+        sum_squares += p.sum_squares;
         // The extremes as the type holds them: the first element equal to a new one (first as a scan in order
         // would keep it: -0.0 and 0.0 are equal).
         if (finite == 0 || p.min < min) {
@@ -295,6 +266,7 @@ void Stats::add_piece(const ArrayView& v) {
         if (first || x < min) min = x;
         if (first || x > max) max = x;
         sum += x;
+        sum_squares += x * x;
         ++count;
     });
     if (count == 0) return;
@@ -317,7 +289,7 @@ void Moments::add_piece(const ArrayView& v) {
         case CKPT_FLOAT32: squares_f32(v.data, v.count(), finite, sum_squares); break;
         case CKPT_FLOAT64: squares_f64(v.data, v.count(), finite, sum_squares); break;
         case CKPT_BFLOAT16: squares_bf16(v.data, v.count(), finite, sum_squares); break;
-        default: squares_lanes(v.data, v.count(), Other{real_fn(v.dtype), v.itemsize}, finite, sum_squares);
+        default: squares_lanes(v.data, v.count(), LoadOther{real_fn(v.dtype), v.itemsize}, finite, sum_squares);
     }
     if (static_cast<uint64_t>(finite) != v.count()) {
         uint64_t pos = 0, neg = 0;
@@ -332,8 +304,25 @@ void Difference::add_pieces(const ArrayView& a, const ArrayView& b) {
         case CKPT_FLOAT32: return difference_f32(a.data, b.data, n, diff_squares, max_abs);
         case CKPT_FLOAT64: return difference_f64(a.data, b.data, n, diff_squares, max_abs);
         case CKPT_BFLOAT16: return difference_bf16(a.data, b.data, n, diff_squares, max_abs);
-        default: return difference_lanes(a.data, b.data, n, Other{real_fn(a.dtype), a.itemsize}, diff_squares, max_abs);
+        default: return difference_lanes(a.data, b.data, n, LoadOther{real_fn(a.dtype), a.itemsize}, diff_squares, max_abs);
     }
+}
+
+Json Stats::to_json() const {
+    const bool have = numeric() && finite != 0;
+    const auto count = [&](uint64_t n) { return numeric() ? Json(n) : Json(nullptr); };
+    Json j;
+    j["elements"] = elements;
+    j["finite"] = count(finite);
+    j["min"] = extreme_json(false);
+    j["max"] = extreme_json(true);
+    j["mean"] = have ? json_number(mean) : Json(nullptr);
+    j["std"] = have ? json_number(std_dev()) : Json(nullptr);
+    j["nan"] = count(nan);
+    j["pos_inf"] = count(pos_inf);
+    j["neg_inf"] = count(neg_inf);
+    j["zeros"] = count(zeros);
+    return j;
 }
 
 Json Stats::extreme_json(bool maximum) const {
@@ -386,15 +375,15 @@ void Histogram::add_piece(const ArrayView& v) {
     const double lo = edges_[0], hi = edges_[kBins];
     uint64_t tables[4][kBins] = {};
     const uint64_t n = v.count();
-    with_reader(v.dtype, [&](auto get) {
+    with_reader(v.dtype, [&](auto load) {
         uint64_t i = 0;
         for (; i + 4 <= n; i += 4)
             for (int k = 0; k < 4; ++k) {
-                const double x = get(v.data, i + k);
+                const double x = load(v.data, i + k);
                 if (x >= lo && x <= hi) ++tables[k][bin_of(x)];  // not NaN, not infinite
             }
         for (; i < n; ++i) {
-            const double x = get(v.data, i);
+            const double x = load(v.data, i);
             if (x >= lo && x <= hi) ++tables[0][bin_of(x)];
         }
     });

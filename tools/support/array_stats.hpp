@@ -20,47 +20,57 @@ namespace ckpt_tool {
 // The bytes the commands read of an array at a time (rounded down to whole items).
 constexpr size_t kPieceBytes = size_t{8} << 20;
 
-// Calls f(get) once, get(p, i) reading element i of the items at p as a double, inlined for the common real types
-// (float32, float64, bfloat16) and through real_fn for the others: the loops in f are compiled once per type.
+// How element i of the items at p is read as a double: inlined for the common real types, through real_fn (as
+// exact) for the other booleans, integers and reals. The vector passes (array_stats.cpp) load four at a time with
+// the same types.
+struct LoadFloat32 {
+    double operator()(const unsigned char* p, uint64_t i) const {
+        float x;
+        std::memcpy(&x, p + i * 4, 4);
+        return x;
+    }
+};
+struct LoadFloat64 {
+    double operator()(const unsigned char* p, uint64_t i) const {
+        double x;
+        std::memcpy(&x, p + i * 8, 8);
+        return x;
+    }
+};
+struct LoadBFloat16 {  // the top half of a float32
+    double operator()(const unsigned char* p, uint64_t i) const {
+        uint16_t bits;
+        std::memcpy(&bits, p + i * 2, 2);
+        const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+        float x;
+        std::memcpy(&x, &wide, 4);
+        return x;
+    }
+};
+struct LoadOther {
+    RealFn get;
+    size_t size;
+    double operator()(const unsigned char* p, uint64_t i) const { return get(p + i * size); }
+};
+
+// Calls f(load) once with the load for `dtype`: the loops in f are compiled once per type, the dtype looked at
+// once per call rather than per element.
 template <typename F>
 void with_reader(uint32_t dtype, F&& f) {
     switch (dtype) {
-        case CKPT_FLOAT32:
-            return f([](const unsigned char* p, uint64_t i) {
-                float x;
-                std::memcpy(&x, p + i * 4, 4);
-                return static_cast<double>(x);
-            });
-        case CKPT_FLOAT64:
-            return f([](const unsigned char* p, uint64_t i) {
-                double x;
-                std::memcpy(&x, p + i * 8, 8);
-                return x;
-            });
-        case CKPT_BFLOAT16:
-            return f([](const unsigned char* p, uint64_t i) {
-                uint16_t bits;
-                std::memcpy(&bits, p + i * 2, 2);
-                const uint32_t wide = static_cast<uint32_t>(bits) << 16;
-                float x;
-                std::memcpy(&x, &wide, 4);
-                return static_cast<double>(x);
-            });
-        default: {
-            const RealFn get = real_fn(dtype);
-            const size_t size = ckpt_dtype_size(dtype);
-            return f([get, size](const unsigned char* p, uint64_t i) { return get(p + i * size); });
-        }
+        case CKPT_FLOAT32: return f(LoadFloat32{});
+        case CKPT_FLOAT64: return f(LoadFloat64{});
+        case CKPT_BFLOAT16: return f(LoadBFloat16{});
+        default: return f(LoadOther{real_fn(dtype), ckpt_dtype_size(dtype)});
     }
 }
 
-// Calls f(i, x) for every element i of v, x its value as a double (v's kind is boolean, integer or real). The
-// dtype is looked at once per call, not per element.
+// Calls f(i, x) for every element i of v, x its value as a double (v's kind is boolean, integer or real).
 template <typename F>
 void for_each_value(const ArrayView& v, F&& f) {
     const uint64_t n = v.count();
-    with_reader(v.dtype, [&](auto get) {
-        for (uint64_t i = 0; i < n; ++i) f(i, get(v.data, i));
+    with_reader(v.dtype, [&](auto load) {
+        for (uint64_t i = 0; i < n; ++i) f(i, load(v.data, i));
     });
 }
 
@@ -97,12 +107,18 @@ struct Stats {
     int64_t smin = 0, smax = 0;   // exact, for signed integers
     uint64_t umin = 0, umax = 0;  // exact, for booleans and unsigned integers
     double mean = 0, m2 = 0;
+    double sum_squares = 0;  // of the finite elements: the squared L2 norm the change map takes
 
     explicit Stats(uint32_t dtype = CKPT_FLOAT64) : kind(kind_of(dtype)) {}
     void add_piece(const ArrayView& v);
     void merge(uint64_t count, double piece_mean, double piece_m2);
     bool numeric() const { return kind != Kind::complex && kind != Kind::text; }
     double std_dev() const { return finite == 0 ? 0 : std::sqrt(m2 / static_cast<double>(finite)); }
+    // What the change map needs of the same array (Moments), gathered on the way.
+    Moments moments() const { return {nan, pos_inf + neg_inf, sum_squares}; }
+    // elements, finite, min, max, mean, std, nan, pos_inf, neg_inf, zeros: the statistics of `ckpt stats --json`
+    // (docs/cli.md), null where the array has no numbers or no finite element.
+    Json to_json() const;
     // min or max as JSON (exact integers for integer arrays), null without finite elements.
     Json extreme_json(bool maximum) const;
     // min or max as text: integers exactly, booleans True/False, reals in their own type's shortest form.
@@ -117,7 +133,6 @@ public:
     static constexpr int kBins = 64;
     Histogram(double min, double max);
     void add_piece(const ArrayView& v);
-    const std::array<double, kBins + 1>& edges() const { return edges_; }
     const std::array<uint64_t, kBins>& counts() const { return counts_; }
     Json to_json() const;
 
@@ -137,8 +152,6 @@ public:
     PieceReader(ckpt_reader* reader, size_t i, std::string path, size_t piece_bytes);
     // Points `piece` at the next piece (valid until the next call); false after the last.
     bool next(ArrayView& piece);
-    uint64_t nbytes() const { return nbytes_; }
-    uint32_t dtype() const { return view_.dtype; }
 
 private:
     unsigned char* buffer(size_t size);
