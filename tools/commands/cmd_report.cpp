@@ -377,7 +377,9 @@ private:
     }
 
     Json array_json(const std::string& name, ckpt_reader* r, const Member& m, const Stats& st) {
-        Json j = {{"name", name}, {"dtype", ckpt_dtype_name(m.dtype)}, {"shape", m.shape},
+        Json j = {{"name", name},
+                  {"dtype", ckpt_dtype_name(m.dtype)},
+                  {"shape", m.shape},
                   {"bytes", ckpt_reader_nbytes(r, m.index)}};
         j.update(st.to_json());
         j["inf"] = st.numeric() ? Json(st.pos_inf + st.neg_inf) : Json(nullptr);

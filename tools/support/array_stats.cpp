@@ -304,7 +304,8 @@ void Difference::add_pieces(const ArrayView& a, const ArrayView& b) {
         case CKPT_FLOAT32: return difference_f32(a.data, b.data, n, diff_squares, max_abs);
         case CKPT_FLOAT64: return difference_f64(a.data, b.data, n, diff_squares, max_abs);
         case CKPT_BFLOAT16: return difference_bf16(a.data, b.data, n, diff_squares, max_abs);
-        default: return difference_lanes(a.data, b.data, n, LoadOther{real_fn(a.dtype), a.itemsize}, diff_squares, max_abs);
+        default:
+            return difference_lanes(a.data, b.data, n, LoadOther{real_fn(a.dtype), a.itemsize}, diff_squares, max_abs);
     }
 }
 
