@@ -7,8 +7,8 @@ numpy's .npz files in a manager's directory layout) is read by a plain read() of
 `ckpt verify` (every byte once, CRC-32 checked), by `ckpt report -o` (every byte once, the newest checkpoint twice,
 statistics, histograms and the change map) and by numpy computing the same numbers (np.load of each array, its
 NaN/Inf counts and norm, the difference from the checkpoint before, and the newest's min, max, mean, std and
-np.histogram). Each is timed warm (the files in the page cache) and, where this process may drop the page cache
-(root), cold; the figures are medians of R runs, the ratios against `ckpt verify` of the same run, the memory the
+np.histogram). Each is timed warm (the files in the page cache) and cold (the files evicted from it first, as
+bench_numpy.py evicts them); the figures are medians of R runs, the ratios against `ckpt verify` of the same run, the memory the
 peak resident set (GNU time). --docs writes the table into docs/performance.md between its bench_report markers.
 Nothing here passes or fails on speed.
 """
@@ -23,6 +23,8 @@ import tempfile
 import time
 
 import numpy as np
+
+from bench_numpy import evict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN, END = "<!-- bench/bench_report.py: begin -->", "<!-- bench/bench_report.py: end -->"
@@ -47,16 +49,6 @@ for k, f in enumerate(files):
                 stats = (v.min(), v.max(), v.mean(), v.std(), int((v == 0).sum()), np.histogram(v, bins=64))
             previous[name] = x
 """
-
-
-def drop_caches():
-    try:
-        subprocess.run(["sync"], check=True)
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        return True
-    except OSError:
-        return False
 
 
 def timed(command):
@@ -108,18 +100,16 @@ def main():
             "ckpt report -o page": [args.cli, "report", work, "-o", page],
             "numpy, the same numbers": ["/usr/bin/python3", "-c", NUMPY_REPORT, ckpt_dir],
         }
-        cold_possible = drop_caches()
         results = {}
         for label, command in commands.items():
             timed(command)  # warm-up: the files in the page cache, the program loaded
             warm = [timed(command) for _ in range(args.runs)]
             cold = []
-            if cold_possible:
-                for _ in range(args.runs):
-                    drop_caches()
-                    cold.append(timed(command))
-            results[label] = (statistics.median(s for s, _ in warm),
-                              statistics.median(s for s, _ in cold) if cold else None,
+            for _ in range(args.runs):
+                for f in files:
+                    evict(f)
+                cold.append(timed(command))
+            results[label] = (statistics.median(s for s, _ in warm), statistics.median(s for s, _ in cold),
                               max(kib for _, kib in warm + cold))
     finally:
         if not args.dir:
@@ -130,18 +120,17 @@ def main():
     lines = ["| reads %d checkpoints of %d MiB (%d float32 arrays each) | warm (s) | × verify | cold (s) | × verify "
              "| peak RSS (MiB) |" % (args.checkpoints, args.mib, args.arrays), "|---|---:|---:|---:|---:|---:|"]
     for label, (warm, cold, kib) in results.items():
-        lines.append("| %s | %.2f | %.2f | %s | %s | %.0f |" % (
-            label, warm, warm / verify_warm, "%.2f" % cold if cold is not None else "-",
-            "%.2f" % (cold / verify_cold) if cold is not None else "-", kib / 1024))
+        lines.append("| %s | %.2f | %.2f | %.2f | %.2f | %.0f |" % (
+            label, warm, warm / verify_warm, cold, cold / verify_cold, kib / 1024))
     load = open("/proc/loadavg").read().split()[:3]
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     header = ("Measured %s (commit %s) by `bench/bench_report.py%s` in %.0f s: %d MiB in all, medians of %d runs; "
-              "cold runs after dropping the page cache%s. Machine: %d vCPUs (%s); load average %s after." % (
+              "cold runs after evicting the files from the page cache (posix_fadvise). Machine: %d vCPUs (%s); load average %s after." % (
                   datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"), commit,
                   "".join(" " + a for a in sys.argv[1:] if a != "--docs"), time.time() - started, total_mib,
-                  args.runs, "" if cold_possible else " (not measured: dropping it needs root)", os.cpu_count(), cpu,
+                  args.runs, os.cpu_count(), cpu,
                   " ".join(load)))
     table = header + "\n\n" + "\n".join(lines)
     print(table)
