@@ -320,3 +320,12 @@ def test_large_steps_are_whole_numbers_on_the_page(tmp_path):
     html = page.read_text()
     assert 'data-step="120000" data-value="0.5"' in html and 'data-step="1250000" data-value="0.25"' in html
     assert "step 120000<" in html and ">1250000<" in html and "e+0" not in html
+
+
+def test_a_run_of_sharded_steps_says_report_does_not_read_them(tmp_path):
+    from cli_inputs import make_sharded_run
+    make_sharded_run(str(tmp_path / "sharded"), cwd=tmp_path)  # steps 1 and 2 sharded, checkpoint 3 a file
+    doc = run_json("report", tmp_path / "sharded")
+    assert [c["step"] for c in doc["checkpoints"]] == [3] and [a["name"] for a in doc["arrays"]] == ["w"]
+    assert [(w["kind"], w["step"]) for w in doc["warnings"]] == [("unsupported", 1), ("unsupported", 2)]
+    assert doc["warnings"][0]["message"].endswith("0000000001: a sharded step, not read by ckpt report")

@@ -170,17 +170,25 @@ private:
             return;
         }
         kind_ = "run";
-        std::vector<std::pair<std::string, int64_t>> found;
+        struct Found {
+            std::string path;
+            int64_t step;
+            bool sharded;  // as the listing says: no second look at each path
+        };
+        std::vector<Found> found;
         if (is_url(first) || is_manager_dir(first) || o_.subdir) {
             const CheckpointDir dir = open_checkpoint_dir(first, o_.subdir);
-            for (int64_t idx : dir.indices) found.emplace_back(dir.path_of(idx), idx);
+            for (int64_t idx : dir.indices) {
+                const std::string path = dir.path_of(idx);
+                found.push_back({path, idx, CheckpointDir::is_step(path)});
+            }
         } else {
             int64_t position = 0;
             for (const NamedCheckpoint& c : named_checkpoints(first))
-                found.emplace_back(c.path, checkpoint_index(c.name).value_or(position++));
+                found.push_back({c.path, checkpoint_index(c.name).value_or(position++), c.step});
         }
-        for (const auto& [path, step] : found) {
-            if (CheckpointDir::is_step(path) || is_step_dir(path)) {
+        for (const auto& [path, step, sharded] : found) {
+            if (sharded) {
                 warn("unsupported", "", step, fmt::format("{}: a sharded step, not read by ckpt report", path));
                 continue;
             }
