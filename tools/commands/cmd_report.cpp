@@ -393,12 +393,10 @@ private:
         j["inf"] = st.numeric() ? Json(st.pos_inf + st.neg_inf) : Json(nullptr);
         if (st.numeric() && st.finite != 0) {
             Histogram h(st.min, st.max);
-            PieceReader pieces(r, m.index, sources_[m.source].path, kPieceBytes);
-            ArrayView piece;
-            while (pieces.next(piece)) {
+            read_pieces(r, m.index, sources_[m.source].path, kPieceBytes, [&](const ArrayView& piece) {
                 h.add_piece(piece);
                 advance(piece.count() * piece.itemsize);
-            }
+            });
             j["histogram"] = h.to_json();
         } else {
             j["histogram"] = nullptr;

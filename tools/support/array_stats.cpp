@@ -462,26 +462,29 @@ size_t array_index(ckpt_reader* reader, const std::string& name, const std::stri
         CKPT_ENOTFOUND);
 }
 
+void read_pieces(ckpt_reader* reader, size_t i, const std::string& path, size_t piece_bytes,
+                 const std::function<void(const ArrayView&)>& f) {
+    PieceReader pieces(reader, i, path, piece_bytes);
+    ArrayView piece;
+    while (pieces.next(piece)) f(piece);
+}
+
 Stats array_stats(ckpt_reader* reader, size_t i, const std::string& path, Progress& progress) {
     Stats st(ckpt_reader_dtype(reader, i));
-    PieceReader pieces(reader, i, path, kPieceBytes);
-    ArrayView piece;
-    while (pieces.next(piece)) {
+    read_pieces(reader, i, path, kPieceBytes, [&](const ArrayView& piece) {
         st.add_piece(piece);
         progress.advance(piece.count() * piece.itemsize);
-    }
+    });
     return st;
 }
 
 Histogram array_histogram(ckpt_reader* reader, size_t i, const std::string& path, const Stats& stats,
                           Progress& progress) {
     Histogram h(stats.min, stats.max);
-    PieceReader pieces(reader, i, path, kPieceBytes);
-    ArrayView piece;
-    while (pieces.next(piece)) {
+    read_pieces(reader, i, path, kPieceBytes, [&](const ArrayView& piece) {
         h.add_piece(piece);
         progress.advance(piece.count() * piece.itemsize);
-    }
+    });
     return h;
 }
 

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -164,6 +165,10 @@ private:
     bool started_ = false, whole_ = false;
     std::vector<unsigned char> bytes_;
 };
+
+// Calls f with each piece of array i of an open file in order (PieceReader's pieces of about piece_bytes).
+void read_pieces(ckpt_reader* reader, size_t i, const std::string& path, size_t piece_bytes,
+                 const std::function<void(const ArrayView&)>& f);
 
 // The index of the array `name` of an open file; a Failure naming the file and the arrays it has when it has none
 // of that name.
