@@ -76,6 +76,9 @@ function makeAtomicPutObject(store) {
     const md5 = crypto.createHash('md5');
     let size = 0;
     const content = Buffer.isBuffer(object.content) ? Readable.from([object.content]) : object.content;
+    // The file is created before the body is read: a stream that opened it by itself could still be opening it
+    // on one of libuv's threads when an aborted request's cleanup removes it on another, leaving it for good.
+    const handle = await fs.promises.open(temporary, 'w');
     try {
       await promisify(pipeline)(
         content,
@@ -86,9 +89,10 @@ function makeAtomicPutObject(store) {
             callback(null, chunk);
           },
         }),
-        fs.createWriteStream(temporary),
+        handle.createWriteStream(),
       );
     } catch (err) {
+      await handle.close().catch(() => {}); // waits for a write in flight; the stream may have closed it already
       await fs.promises.rm(temporary, { force: true });
       throw err;
     }
