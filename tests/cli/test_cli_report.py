@@ -95,6 +95,33 @@ def test_statistics_and_histograms_equal_numpys_for_every_dtype(tmp_path):
         assert (stats[name]["min"], stats[name]["mean"]) == (got[name]["min"], got[name]["mean"]), name
 
 
+def test_histograms_of_elements_on_and_beside_numpys_edges(tmp_path):
+    # Bins are found sixteen elements at a time by truncation, and by numpy's checks against its edges only where
+    # an element may lie near one: elements on the edges and a few units in the last place either side, among
+    # others, at offsets where the edges are inexact and ranges narrow beside their magnitude.
+    rng = np.random.default_rng(21)
+    arrays = {}
+    for k, (low, high) in enumerate([(1e6 + 0.1, 1e6 + 3.7), (-3.3, 7.9), (1e15, 1e15 + 0.5), (-1e-300, 3e-300),
+                                     (0.0, 1.0), (-7e150, 8e150)]):
+        edges = np.histogram_bin_edges(np.array([low, high]), bins=64)
+        near = [np.nextafter(edges, direction) for direction in (-np.inf, np.inf)]
+        for _ in range(3):
+            near += [np.nextafter(near[-2], -np.inf), np.nextafter(near[-1], np.inf)]
+        ulp = np.spacing(np.maximum(np.abs(edges), np.finfo(np.float64).tiny))
+        scaled = [edges + m * ulp for m in (-4096, -64, 64, 4096)]
+        inside = rng.uniform(low, high, 3000)
+        x = np.concatenate([[low, high], edges, *near, *scaled, inside])
+        x = x[(x >= low) & (x <= high)]
+        rng.shuffle(x)
+        arrays["f64_%d" % k] = x
+        if abs(high) < 3e38 and abs(low) > 1e-30 or (low, high) == (0.0, 1.0):
+            arrays["f32_%d" % k] = x.astype(np.float32)
+    np.savez(str(tmp_path / "edges.npz"), **arrays)
+    got = {a["name"]: a for a in run_json("report", tmp_path / "edges.npz")["arrays"]}
+    for name, x in arrays.items():
+        check_array(got[name], x, name)
+
+
 def test_a_safetensors_file_reports_as_its_npz(tmp_path):
     rng = np.random.default_rng(4)
     np.savez(str(tmp_path / "m.npz"), w=rng.normal(size=(30, 20)).astype(np.float32), b=np.arange(7.0),

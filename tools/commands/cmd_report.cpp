@@ -34,8 +34,11 @@ struct ReportOptions {
     bool json = false;
 };
 
-// The memory the side-by-side reads share: the pieces of every checkpoint's copy of the arrays being read.
+// The memory the side-by-side reads share: the pieces of every checkpoint's copy of the arrays being read. Each
+// piece is at most kSideBySidePiece, so that the two a change is taken between are still in the core's cache from
+// their reading (8 MiB pieces made the report a quarter slower).
 constexpr size_t kSideBySideBytes = size_t{32} << 20;
+constexpr size_t kSideBySidePiece = size_t{256} << 10;
 constexpr size_t kMinPieceBytes = size_t{64} << 10;
 // Threads reading arrays at once (no more than the machine's cores).
 constexpr size_t kWorkers = 4;
@@ -355,7 +358,10 @@ private:
             if (members[k].dtype == members[k - 1].dtype && members[k].shape == members[k - 1].shape &&
                 has_statistics(members[k].dtype))
                 members[k].change.emplace();
-        const size_t piece = std::clamp(budget / std::max<size_t>(members.size(), 1), kMinPieceBytes, kPieceBytes);
+        // Whole multiples of kMinPieceBytes, so that the statistics gather the same blocks as ckpt stats does.
+        const size_t piece =
+            std::clamp(budget / std::max<size_t>(members.size(), 1), kMinPieceBytes, kSideBySidePiece) /
+            kMinPieceBytes * kMinPieceBytes;
         for (Member& m : members)
             m.pieces = std::make_unique<PieceReader>(readers[m.source], m.index, sources_[m.source].path, piece);
 

@@ -10,15 +10,16 @@ namespace ckpt_tool {
 
 namespace {
 
-// The passes over a piece that every report makes, written with GCC's vector types: four doubles at a time, selects
-// in place of branches. Each is compiled twice, for AVX2 and for any x86-64 (then as pairs of SSE2 registers), and
-// the machine's is picked when the program starts. Sums are double whatever the element type. Element types without
-// a vector load (float16, float8, integers) run the same code a lane at a time.
+// The passes over a piece that every report makes, written with GCC's vector types: four doubles at a time, no
+// branches per element (selects where elements are left out). Each is compiled twice, for AVX2 and for any x86-64 (then
+// as pairs of SSE2 registers), and the machine's is picked when the program starts. Sums are double whatever the
+// element type. Element types without a vector load (float16, float8, integers) run the same code a lane at a time.
 using Doubles = double __attribute__((vector_size(32)));
 using Mask = int64_t __attribute__((vector_size(32)));
 using Floats = float __attribute__((vector_size(16)));
 using Halves = uint16_t __attribute__((vector_size(8)));
 using Words = uint32_t __attribute__((vector_size(16)));
+using Ints = int32_t __attribute__((vector_size(16)));
 constexpr int kLanes = 4;
 
 inline Doubles splat(double x) { return Doubles{x, x, x, x}; }
@@ -26,10 +27,11 @@ inline double lane_sum(Doubles v) { return (v[0] + v[1]) + (v[2] + v[3]); }
 inline double lane_min(Doubles v) { return std::min(std::min(v[0], v[1]), std::min(v[2], v[3])); }
 inline double lane_max(Doubles v) { return std::max(std::max(v[0], v[1]), std::max(v[2], v[3])); }
 // Four elements as Doubles, for each of the loads of array_stats.hpp.
+// (Floats widened lane by lane: GCC 12 makes __builtin_convertvector two half conversions through the stack.)
 inline Doubles four(LoadFloat32, const unsigned char* p, uint64_t i) {
     Floats x;
     std::memcpy(&x, p + i * 4, sizeof x);
-    return __builtin_convertvector(x, Doubles);
+    return Doubles{x[0], x[1], x[2], x[3]};
 }
 inline Doubles four(LoadFloat64, const unsigned char* p, uint64_t i) {
     Doubles x;
@@ -42,11 +44,16 @@ inline Doubles four(LoadBFloat16, const unsigned char* p, uint64_t i) {
     const Words wide = __builtin_convertvector(bits, Words) << 16;
     Floats x;
     std::memcpy(&x, &wide, sizeof x);
-    return __builtin_convertvector(x, Doubles);
+    return Doubles{x[0], x[1], x[2], x[3]};
 }
 inline Doubles four(const LoadOther& load, const unsigned char* p, uint64_t i) {  // a lane at a time
     return Doubles{load(p, i), load(p, i + 1), load(p, i + 2), load(p, i + 3)};
 }
+// The bytes of an element each load reads.
+constexpr size_t sizeof_load(LoadFloat32) { return 4; }
+constexpr size_t sizeof_load(LoadFloat64) { return 8; }
+constexpr size_t sizeof_load(LoadBFloat16) { return 2; }
+inline size_t sizeof_load(const LoadOther& load) { return load.size; }
 
 // Over the finite elements of a piece: how many, their sum, sum of squares, zeros, minimum and maximum.
 struct PieceSums {
@@ -54,7 +61,13 @@ struct PieceSums {
     double min = HUGE_VAL, max = -HUGE_VAL;
 };
 
-// Calls step(x) for each four elements as Doubles (the last ones padded with NaN, which every pass skips).
+// Each pass comes twice. The plain one takes a piece's elements by sixteen with no selects, in four sets of
+// sums (one would wait on each addition before the next), and trusts a finite sum of squares to mean that every
+// element was finite (a NaN or an infinity makes it NaN or infinite; so does a square too large for a double, which
+// the masked pass then leaves out as it must). The masked one leaves out the elements that are not finite: it
+// takes a piece whose plain sum was not finite, and the last elements short of sixteen.
+
+// Calls step(x) for each four elements as Doubles (the last ones padded with NaN, which every masked pass skips).
 template <typename Load, typename Step>
 inline __attribute__((always_inline)) void each_four(const unsigned char* p, uint64_t n, Load load, Step step) {
     uint64_t i = 0;
@@ -65,8 +78,27 @@ inline __attribute__((always_inline)) void each_four(const unsigned char* p, uin
     step(tail);
 }
 
+// The elements of a piece the plain passes take: n rounded down to a multiple of kWide, in kSets sets of sums.
+constexpr int kSets = 4;
+constexpr uint64_t kWide = kSets * kLanes;
+inline uint64_t whole_wide(uint64_t n) { return n - n % kWide; }
+// Calls step(set, x) for each four of elements [0, whole) as Doubles, the fours taken in turn by the kSets sets.
+template <typename Load, typename Step>
+inline __attribute__((always_inline)) void each_wide(const unsigned char* p, uint64_t whole, Load load, Step step) {
+    for (uint64_t i = 0; i < whole; i += kWide) {
+#pragma GCC unroll 4
+        for (int j = 0; j < kSets; ++j) step(j, four(load, p, i + j * kLanes));
+    }
+}
+inline Doubles sum_sets(const Doubles (&v)[kSets]) { return (v[0] + v[1]) + (v[2] + v[3]); }
+
+inline PieceSums operator+(const PieceSums& a, const PieceSums& b) {
+    return {a.finite + b.finite, a.sum + b.sum,          a.sum_squares + b.sum_squares,
+            a.zeros + b.zeros,   std::min(a.min, b.min), std::max(a.max, b.max)};
+}
+
 template <typename Load>
-inline __attribute__((always_inline)) PieceSums sums_lanes(const unsigned char* p, uint64_t n, Load load) {
+inline __attribute__((always_inline)) PieceSums masked_sums(const unsigned char* p, uint64_t n, Load load) {
     Doubles count{}, sum{}, squares{}, zeros{}, lo = splat(HUGE_VAL), hi = splat(-HUGE_VAL);
     const Doubles zero{}, one = splat(1), inf = splat(HUGE_VAL), minus_inf = splat(-HUGE_VAL);
     each_four(p, n, load, [&](Doubles x) {
@@ -83,10 +115,32 @@ inline __attribute__((always_inline)) PieceSums sums_lanes(const unsigned char* 
     return {lane_sum(count), lane_sum(sum), lane_sum(squares), lane_sum(zeros), lane_min(lo), lane_max(hi)};
 }
 
+template <typename Load>
+inline __attribute__((always_inline)) PieceSums sums_lanes(const unsigned char* p, uint64_t n, Load load) {
+    const uint64_t whole = whole_wide(n);
+    Doubles sum[kSets]{}, squares[kSets]{}, zeros[kSets]{}, lo = splat(HUGE_VAL), hi = splat(-HUGE_VAL);
+    const Doubles zero{}, one = splat(1);
+    each_wide(p, whole, load, [&](int j, Doubles x) {
+        sum[j] += x;
+        squares[j] += x * x;
+        zeros[j] += x == zero ? one : zero;
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+    });
+    const PieceSums plain{static_cast<double>(whole),
+                          lane_sum(sum_sets(sum)),
+                          lane_sum(sum_sets(squares)),
+                          lane_sum(sum_sets(zeros)),
+                          lane_min(lo),
+                          lane_max(hi)};
+    if (!std::isfinite(plain.sum_squares) || !std::isfinite(plain.sum)) return masked_sums(p, n, load);
+    return whole == n ? plain : plain + masked_sums(p + whole * sizeof_load(load), n - whole, load);
+}
+
 // Over the finite elements of a piece: how many, and the sum of their squares.
 template <typename Load>
-inline __attribute__((always_inline)) void squares_lanes(const unsigned char* p, uint64_t n, Load load, double& finite,
-                                                         double& squares) {
+inline __attribute__((always_inline)) void masked_squares(const unsigned char* p, uint64_t n, Load load, double& finite,
+                                                          double& squares) {
     Doubles count{}, acc{};
     const Doubles zero{}, one = splat(1);
     each_four(p, n, load, [&](Doubles x) {
@@ -99,23 +153,41 @@ inline __attribute__((always_inline)) void squares_lanes(const unsigned char* p,
     squares += lane_sum(acc);
 }
 
-// The sum of (x - mean)^2 over the finite elements.
+template <typename Load>
+inline __attribute__((always_inline)) void squares_lanes(const unsigned char* p, uint64_t n, Load load, double& finite,
+                                                         double& squares) {
+    const uint64_t whole = whole_wide(n);
+    Doubles acc[kSets]{};
+    each_wide(p, whole, load, [&](int j, Doubles x) { acc[j] += x * x; });
+    const double plain = lane_sum(sum_sets(acc));
+    if (!std::isfinite(plain)) return masked_squares(p, n, load, finite, squares);
+    finite += static_cast<double>(whole);
+    squares += plain;
+    if (whole != n) masked_squares(p + whole * sizeof_load(load), n - whole, load, finite, squares);
+}
+
+// The sum of (x - mean)^2 over the finite elements; `all_finite` when the piece is known to have no others.
 template <typename Load>
 inline __attribute__((always_inline)) double deviations_lanes(const unsigned char* p, uint64_t n, double mean,
-                                                              Load load) {
-    Doubles acc{};
+                                                              bool all_finite, Load load) {
+    Doubles acc[kSets]{};
     const Doubles zero{}, m = splat(mean);
-    each_four(p, n, load, [&](Doubles x) {
-        const Doubles d = (x - x) == zero ? x - m : zero;
-        acc += d * d;
+    const uint64_t whole = all_finite ? whole_wide(n) : 0;
+    each_wide(p, whole, load, [&](int j, Doubles x) {
+        const Doubles d = x - m;
+        acc[j] += d * d;
     });
-    return lane_sum(acc);
+    each_four(p + whole * sizeof_load(load), n - whole, load, [&](Doubles x) {
+        const Doubles d = (x - x) == zero ? x - m : zero;
+        acc[0] += d * d;
+    });
+    return lane_sum(sum_sets(acc));
 }
 
 // Over the elements where b - a is finite: the sum of (b - a)^2 and the largest |b - a|.
 template <typename Load>
-inline __attribute__((always_inline)) void difference_lanes(const unsigned char* a, const unsigned char* b, uint64_t n,
-                                                            Load load, double& squares, double& top) {
+inline __attribute__((always_inline)) void masked_difference(const unsigned char* a, const unsigned char* b, uint64_t n,
+                                                             Load load, double& squares, double& top) {
     Doubles acc{}, largest{};
     const Doubles zero{};
     uint64_t i = 0;
@@ -131,6 +203,66 @@ inline __attribute__((always_inline)) void difference_lanes(const unsigned char*
     step(tail);
     squares += lane_sum(acc);
     top = std::max(top, lane_max(largest));
+}
+
+template <typename Load>
+inline __attribute__((always_inline)) void difference_lanes(const unsigned char* a, const unsigned char* b, uint64_t n,
+                                                            Load load, double& squares, double& top) {
+    const uint64_t whole = whole_wide(n);
+    Doubles acc[kSets]{}, largest[kSets]{};
+    const Mask no_sign = ~Mask{} ^ (Mask{} + INT64_MIN);  // every bit but the sign's
+    for (uint64_t i = 0; i < whole; i += kWide) {
+#pragma GCC unroll 4
+        for (int j = 0; j < kSets; ++j) {
+            const Doubles d = four(load, b, i + j * kLanes) - four(load, a, i + j * kLanes);
+            acc[j] += d * d;
+            const Doubles magnitude = reinterpret_cast<Doubles>(reinterpret_cast<Mask>(d) & no_sign);
+            largest[j] = magnitude > largest[j] ? magnitude : largest[j];
+        }
+    }
+    const double plain = lane_sum(sum_sets(acc));
+    if (!std::isfinite(plain)) return masked_difference(a, b, n, load, squares, top);
+    squares += plain;
+    for (const Doubles& l : largest) top = std::max(top, lane_max(l));
+    const size_t skip = whole * sizeof_load(load);
+    if (whole != n) masked_difference(a + skip, b + skip, n - whole, load, squares, top);
+}
+
+// numpy's bins of the elements of a piece in [first, last], counted in four tables (one per lane, so that runs of
+// elements in one bin do not wait on each other's increments). (x - first) * norm truncated is an element's bin
+// wherever it lies further than h.margin() from a whole number: it and numpy's edges are each within a few units in
+// the last place of the exact values, which the margin bounds. Sixteen elements with one nearer an edge (or
+// outside the range, or not finite) take Histogram::bin_of's exact checks.
+template <typename Load>
+inline __attribute__((always_inline)) void bins_lanes(const Histogram& h, const unsigned char* p, uint64_t n, Load load,
+                                                      uint64_t (&tables)[4][Histogram::kBins]) {
+    const double lo = h.edge(0), hi = h.edge(Histogram::kBins);
+    const auto exact = [&](int k, double x) {
+        if (x >= lo && x <= hi) ++tables[k][h.bin_of(x)];  // not NaN, not infinite
+    };
+    const Doubles first = splat(lo), norm = splat(h.norm()), zero{}, bins = splat(Histogram::kBins),
+                  below = splat(h.margin()), above = splat(1 - h.margin());
+    const uint64_t whole = h.margin() < 0.25 ? whole_wide(n) : 0;
+    for (uint64_t i = 0; i < whole; i += kWide) {
+        Ints bin[kSets];
+        Mask near{};  // the lanes where an element of some four may not lie in the bin truncation gives it
+#pragma GCC unroll 4
+        for (int j = 0; j < kSets; ++j) {
+            const Doubles f = (four(load, p, i + j * kLanes) - first) * norm;
+            const Mask inside = (f >= zero) & (f < bins);
+            const Doubles g = inside ? f : zero;
+            bin[j] = __builtin_convertvector(g, Ints);
+            const Doubles part = g - __builtin_convertvector(bin[j], Doubles);
+            near |= ~(inside & (part > below) & (part < above));
+        }
+        if ((near[0] | near[1] | near[2] | near[3]) == 0) {
+            for (int j = 0; j < kSets; ++j)
+                for (int k = 0; k < kLanes; ++k) ++tables[k][bin[j][k]];
+        } else {
+            for (uint64_t e = i; e < i + kWide; ++e) exact(static_cast<int>(e % kLanes), load(p, e));
+        }
+    }
+    for (uint64_t i = whole; i < n; ++i) exact(0, load(p, i));
 }
 
 // The clones are chosen by an ifunc resolver, which the dynamic loader runs before a sanitizer's runtime is up: an
@@ -152,14 +284,14 @@ CKPT_VECTOR_CLONES void squares_f64(const unsigned char* p, uint64_t n, double& 
 CKPT_VECTOR_CLONES void squares_bf16(const unsigned char* p, uint64_t n, double& f, double& s) {
     squares_lanes(p, n, LoadBFloat16{}, f, s);
 }
-CKPT_VECTOR_CLONES double deviations_f32(const unsigned char* p, uint64_t n, double mean) {
-    return deviations_lanes(p, n, mean, LoadFloat32{});
+CKPT_VECTOR_CLONES double deviations_f32(const unsigned char* p, uint64_t n, double mean, bool all_finite) {
+    return deviations_lanes(p, n, mean, all_finite, LoadFloat32{});
 }
-CKPT_VECTOR_CLONES double deviations_f64(const unsigned char* p, uint64_t n, double mean) {
-    return deviations_lanes(p, n, mean, LoadFloat64{});
+CKPT_VECTOR_CLONES double deviations_f64(const unsigned char* p, uint64_t n, double mean, bool all_finite) {
+    return deviations_lanes(p, n, mean, all_finite, LoadFloat64{});
 }
-CKPT_VECTOR_CLONES double deviations_bf16(const unsigned char* p, uint64_t n, double mean) {
-    return deviations_lanes(p, n, mean, LoadBFloat16{});
+CKPT_VECTOR_CLONES double deviations_bf16(const unsigned char* p, uint64_t n, double mean, bool all_finite) {
+    return deviations_lanes(p, n, mean, all_finite, LoadBFloat16{});
 }
 CKPT_VECTOR_CLONES void difference_f32(const unsigned char* a, const unsigned char* b, uint64_t n, double& s,
                                        double& t) {
@@ -173,6 +305,16 @@ CKPT_VECTOR_CLONES void difference_bf16(const unsigned char* a, const unsigned c
                                         double& t) {
     difference_lanes(a, b, n, LoadBFloat16{}, s, t);
 }
+using Tables = uint64_t[4][Histogram::kBins];
+CKPT_VECTOR_CLONES void bins_f32(const Histogram& h, const unsigned char* p, uint64_t n, Tables& t) {
+    bins_lanes(h, p, n, LoadFloat32{}, t);
+}
+CKPT_VECTOR_CLONES void bins_f64(const Histogram& h, const unsigned char* p, uint64_t n, Tables& t) {
+    bins_lanes(h, p, n, LoadFloat64{}, t);
+}
+CKPT_VECTOR_CLONES void bins_bf16(const Histogram& h, const unsigned char* p, uint64_t n, Tables& t) {
+    bins_lanes(h, p, n, LoadBFloat16{}, t);
+}
 #undef CKPT_VECTOR_CLONES
 
 PieceSums piece_sums(const ArrayView& v) {
@@ -184,12 +326,12 @@ PieceSums piece_sums(const ArrayView& v) {
     }
 }
 
-double piece_deviations(const ArrayView& v, double mean) {
+double piece_deviations(const ArrayView& v, double mean, bool all_finite) {
     switch (v.dtype) {
-        case CKPT_FLOAT32: return deviations_f32(v.data, v.count(), mean);
-        case CKPT_FLOAT64: return deviations_f64(v.data, v.count(), mean);
-        case CKPT_BFLOAT16: return deviations_bf16(v.data, v.count(), mean);
-        default: return deviations_lanes(v.data, v.count(), mean, LoadOther{real_fn(v.dtype), v.itemsize});
+        case CKPT_FLOAT32: return deviations_f32(v.data, v.count(), mean, all_finite);
+        case CKPT_FLOAT64: return deviations_f64(v.data, v.count(), mean, all_finite);
+        case CKPT_BFLOAT16: return deviations_bf16(v.data, v.count(), mean, all_finite);
+        default: return deviations_lanes(v.data, v.count(), mean, all_finite, LoadOther{real_fn(v.dtype), v.itemsize});
     }
 }
 
@@ -219,6 +361,15 @@ Real first_equal(const ArrayView& v, double x) {
 }  // namespace
 
 void Stats::add_piece(const ArrayView& v) {
+    ArrayView block = v;
+    for (uint64_t at = 0, n = v.count(); at < n; at += kBlock) {
+        block.data = v.data + at * v.itemsize;
+        block.shape = {static_cast<int64_t>(std::min<uint64_t>(kBlock, n - at))};
+        add_block(block);
+    }
+}
+
+void Stats::add_block(const ArrayView& v) {
     elements += v.count();
     if (!numeric()) return;
     if (kind == Kind::real) {  // the common case, in vector passes
@@ -238,7 +389,8 @@ void Stats::add_piece(const ArrayView& v) {
             max = p.max;
             real_max = first_equal(v, p.max);
         }
-        merge(count, p.sum / static_cast<double>(count), piece_deviations(v, p.sum / static_cast<double>(count)));
+        const double piece_mean = p.sum / static_cast<double>(count);
+        merge(count, piece_mean, piece_deviations(v, piece_mean, count == v.count()));
         return;
     }
     uint64_t count = 0;
@@ -271,7 +423,7 @@ void Stats::add_piece(const ArrayView& v) {
     });
     if (count == 0) return;
     const double piece_mean = sum / static_cast<double>(count);
-    merge(count, piece_mean, piece_deviations(v, piece_mean));
+    merge(count, piece_mean, piece_deviations(v, piece_mean, false));
 }
 
 // Chan, Golub and LeVeque's merge of a piece's count, mean and sum of squared deviations into the totals.
@@ -358,6 +510,9 @@ Histogram::Histogram(double min, double max) {
     edges_[kBins] = max;
     first_ = min;
     norm_ = kBins / delta;
+    // An edge is within 2^-51 max(|min|, |max|) of min + i * delta / 64, (x - min) * norm within 2^-45 bins of the
+    // exact value; the margin leaves a factor of 32 and more (infinite where the range is too narrow for a double).
+    margin_ = 0x1p-40 * (1 + std::max(std::fabs(min), std::fabs(max)) * norm_);
 }
 
 int Histogram::bin_of(double x) const {
@@ -370,24 +525,14 @@ int Histogram::bin_of(double x) const {
     return i;
 }
 
-// Four tables of counts, one per element of each four, so that runs of elements in one bin do not wait on each
-// other's increments; summed at the end.
 void Histogram::add_piece(const ArrayView& v) {
-    const double lo = edges_[0], hi = edges_[kBins];
     uint64_t tables[4][kBins] = {};
-    const uint64_t n = v.count();
-    with_reader(v.dtype, [&](auto load) {
-        uint64_t i = 0;
-        for (; i + 4 <= n; i += 4)
-            for (int k = 0; k < 4; ++k) {
-                const double x = load(v.data, i + k);
-                if (x >= lo && x <= hi) ++tables[k][bin_of(x)];  // not NaN, not infinite
-            }
-        for (; i < n; ++i) {
-            const double x = load(v.data, i);
-            if (x >= lo && x <= hi) ++tables[0][bin_of(x)];
-        }
-    });
+    switch (v.dtype) {
+        case CKPT_FLOAT32: bins_f32(*this, v.data, v.count(), tables); break;
+        case CKPT_FLOAT64: bins_f64(*this, v.data, v.count(), tables); break;
+        case CKPT_BFLOAT16: bins_bf16(*this, v.data, v.count(), tables); break;
+        default: bins_lanes(*this, v.data, v.count(), LoadOther{real_fn(v.dtype), v.itemsize}, tables);
+    }
     for (int b = 0; b < kBins; ++b) counts_[b] += tables[0][b] + tables[1][b] + tables[2][b] + tables[3][b];
 }
 

@@ -97,9 +97,11 @@ inline bool has_statistics(uint32_t dtype) {
 }
 
 // The statistics of one array, gathered piece by piece: counts, the extremes, and the mean and sum of squared
-// deviations of the finite elements, pieces merged as Chan, Golub and LeVeque do (each piece's own in two passes,
-// so a large offset costs no precision). Arrays without statistics (complex, text) count only their elements.
-// Real pieces take vector passes (array_stats.cpp); integers are read one by one, exactly.
+// deviations of the finite elements, blocks of kBlock elements merged as Chan, Golub and LeVeque do (each block's
+// own in two passes, so a large offset costs no precision). The blocks are the same whatever the pieces, when
+// each piece but the last holds a whole number of blocks (a multiple of 32 KiB): then every command that reads an
+// array prints the same digits. Arrays without statistics (complex, text) count only their elements. Real blocks
+// take vector passes (array_stats.cpp); integers are read one by one, exactly.
 struct Stats {
     Kind kind = Kind::real;
     uint64_t elements = 0, finite = 0, nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
@@ -109,6 +111,8 @@ struct Stats {
     uint64_t umin = 0, umax = 0;  // exact, for booleans and unsigned integers
     double mean = 0, m2 = 0;
     double sum_squares = 0;  // of the finite elements: the squared L2 norm the change map takes
+
+    static constexpr uint64_t kBlock = 4096;
 
     explicit Stats(uint32_t dtype = CKPT_FLOAT64) : kind(kind_of(dtype)) {}
     void add_piece(const ArrayView& v);
@@ -124,6 +128,9 @@ struct Stats {
     Json extreme_json(bool maximum) const;
     // min or max as text: integers exactly, booleans True/False, reals in their own type's shortest form.
     std::string extreme_text(bool maximum) const;
+
+private:
+    void add_block(const ArrayView& v);
 };
 
 // numpy.histogram(x, bins=64) of the finite elements x of an array taken as float64 values: 64 equal bins from
@@ -137,11 +144,19 @@ public:
     const std::array<uint64_t, kBins>& counts() const { return counts_; }
     Json to_json() const;
 
-private:
+    // The bin of x in [edge(0), edge(kBins)], numpy's exactly: (x - edge(0)) * norm() truncated, then moved to the
+    // side of the edges x is on.
     int bin_of(double x) const;
+    double edge(int i) const { return edges_[i]; }
+    double norm() const { return norm_; }
+    // How near a whole number (x - edge(0)) * norm() may lie before rounding could put it on the wrong side of an
+    // edge: further away, the truncation is the bin.
+    double margin() const { return margin_; }
+
+private:
     std::array<double, kBins + 1> edges_{};
     std::array<uint64_t, kBins> counts_{};
-    double first_ = 0, norm_ = 0;
+    double first_ = 0, norm_ = 0, margin_ = 0;
 };
 
 // Array i of an open file, read in order a piece of about `piece_bytes` (whole items) at a time with
