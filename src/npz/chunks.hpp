@@ -65,10 +65,10 @@ struct ChunkTable {
     std::vector<Member> members;
 };
 
-// The member's bytes (docs/format.md): "CKPTCHNK", u32 version 2, u32 chunk size, u64 member count; per member:
+// The member's bytes (docs/format.md): "CKPTCHNK", u32 version 3, u32 chunk size, u64 member count; per member:
 // u16 name length, the name (UTF-8), u32 CRC-32, u32 header CRC-32, u64 data bytes, u64 chunk count, then 20 bytes
-// per chunk (hash lo, hash hi, CRC-32; little-endian throughout). Version 1 (no CRC-32s) is not read: a save against
-// such a file is a full one.
+// per chunk (hash lo, hash hi, CRC-32; little-endian throughout). Versions 1 (no CRC-32s) and 2 (an earlier hash)
+// are not read: a save against such a file is a full one.
 std::vector<unsigned char> encode_chunk_table(const ChunkTable& table);
 // The size encode_chunk_table gives for members with these name lengths and array sizes.
 uint64_t chunk_table_bytes(const std::vector<std::pair<size_t, uint64_t>>& name_and_data_bytes, uint32_t chunk_bytes);

@@ -24,8 +24,9 @@ struct NpzWriteOptions {
     // throw to refuse the save (the checkpoint manager's disk check).
     std::function<void(uint64_t size_bound)> before_write;
     // Whether the collection's "ckpt."-prefixed metadata keys — the checkpoint manager's own (its index, time,
-    // version, metrics) — are written. Only the manager sets it, for the keys it has just made; any other save
-    // leaves them out, so that keys a restore brought in are never written again as if they described this file.
+    // version, metrics) — are written. The manager sets it, for the keys it has just made, and so does a copy that
+    // asks to keep them (CKPT_KEEP_MANAGER_KEYS: ckpt convert); any other save leaves them out, so that keys a
+    // restore brought in are never written again as if they described this file.
     bool manager_keys = false;
     // Whether stored arrays of kMinChunkedBytes or more are hashed in chunks into a chunk table member (chunks.hpp), so
     // that a later save can take this file as its base.
