@@ -55,6 +55,22 @@ std::string xml_escape(const std::string& s) {
 
 class Store;
 
+// Bytes [at, at + size) of an object, in a buffer kept for the next window (not zeroed: fetched over at once).
+struct Window {
+    std::unique_ptr<char[]> bytes;
+    size_t size = 0, capacity = 0;
+    uint64_t at = 0;
+
+    bool holds(uint64_t offset, size_t n) const { return offset >= at && offset + n <= at + size; }
+    void resize(size_t n) {
+        if (n > capacity) {
+            bytes.reset(new char[n]);
+            capacity = n;
+        }
+        size = n;
+    }
+};
+
 // An object being read, pinned to the version it opened. ckpt reads a file's structure in small pieces (the end
 // record, the directory, local headers between arrays) and arrays one after the other: a read smaller than a part
 // fetches a part-sized window of the object around it, which serves the reads that follow, so a file of many
@@ -63,8 +79,21 @@ struct Reading {
     std::string key;
     std::string etag;
     uint64_t size = 0;
-    std::string window;  // bytes [window_at, window_at + window.size()) of the object
-    uint64_t window_at = 0;
+    Window window;  // what small reads are served from
+    Window tail;    // the file's end (its directory), kept apart so that reading it does not drop the window
+    // A reader going on through the object has the window after this one fetched meanwhile, on a thread of its
+    // own, so that ranges are in flight while it reads. Joined before `ahead` is used, and at close.
+    Window ahead;
+    std::thread fetching;
+    std::optional<RequestError> ahead_failed;
+
+    Reading() = default;
+    Reading(const Reading&) = delete;
+    Reading& operator=(const Reading&) = delete;
+    ~Reading() { wait_ahead(); }
+    void wait_ahead() {
+        if (fetching.joinable()) fetching.join();
+    }
 };
 
 // A part of an upload waiting for a worker: bytes to send, or a range of an existing object to copy on the server
@@ -692,6 +721,66 @@ void fetch(Client& client, const Reading& f, uint64_t offset, char* dst, size_t 
     if (failed) throw *failed;
 }
 
+// Fetches `span` bytes at `at` into w, in ranges of at least kMinPiece bytes, up to `parallelism` at a time.
+void fetch_window(Client& client, const Reading& f, uint64_t at, size_t span, Window& w) {
+    const size_t parallel = std::max(1u, client.config().parallelism);
+    w.resize(span);
+    w.at = at;
+    try {
+        fetch(client, f, at, w.bytes.get(), span, std::max(kMinPiece, (span + parallel - 1) / parallel));
+    } catch (...) {
+        w.size = 0;  // holds nothing
+        throw;
+    }
+}
+
+// Fetches the window that holds the bytes from offset on of a read of n bytes, and returns it: for a read that
+// reaches the file's end (opening reads the end record first, then the directory before it), the tail, kBackWindow
+// bytes ending with it, so that opening a large file does not fetch array data it will read again; elsewhere
+// part_size bytes from the read on (restores read on). A reader that has gone on from one window to the next has
+// the one after fetched on a thread while it reads this one (a read elsewhere, such as one array of a file, fetches
+// nothing ahead). When that fetch failed, the window is fetched again here, which retries or says why.
+const Window& fill_window(Client& client, Reading& f, uint64_t offset, size_t n) {
+    const size_t part = static_cast<size_t>(client.config().part_size);
+    if (offset + n == f.size) {
+        const uint64_t span = std::min<uint64_t>(f.size, std::max<uint64_t>(n, kBackWindow));
+        fetch_window(client, f, f.size - span, static_cast<size_t>(span), f.tail);
+        return f.tail;
+    }
+    const uint64_t end = f.window.at + f.window.size;
+    const bool going_on = f.window.size != 0 && offset >= end && offset - end < part;
+    f.wait_ahead();
+    if (!f.ahead_failed && f.ahead.holds(offset, 1)) {
+        std::swap(f.window, f.ahead);
+    } else {
+        const uint64_t span = std::min<uint64_t>(f.size, part);
+        fetch_window(client, f, std::min(offset, f.size - span), static_cast<size_t>(span), f.window);
+        if (!going_on) return f.window;
+    }
+    f.ahead.size = 0;
+    f.ahead_failed.reset();
+    const uint64_t next = f.window.at + f.window.size;
+    if (next >= f.size) return f.window;
+    // As a read at `next` would place it: part_size bytes, the last window ending with the file.
+    const size_t span = static_cast<size_t>(std::min<uint64_t>(part, f.size));
+    const uint64_t at = std::min(next, f.size - span);
+    try {
+        f.ahead.resize(span);  // allocated here: a thread that cannot allocate has nothing to report with
+        f.fetching = std::thread([&client, &f, at, span] {
+            try {
+                fetch_window(client, f, at, span, f.ahead);
+            } catch (const RequestError& e) {
+                f.ahead_failed = e;
+            } catch (...) {
+                f.ahead_failed = RequestError{CKPT_ERROR, "reading ahead failed"};
+            }
+        });
+    } catch (const std::exception&) {
+        f.ahead.size = 0;  // no memory or no thread for it: the next window is fetched when it is read
+    }
+    return f.window;
+}
+
 int op_read_at(void* payload, void* file, uint64_t offset, void* dst, size_t size, size_t* got) {
     return callback([&] {
         Client& client = store_of(payload).client;
@@ -700,24 +789,20 @@ int op_read_at(void* payload, void* file, uint64_t offset, void* dst, size_t siz
         if (offset >= f.size) return;
         const size_t n = static_cast<size_t>(std::min<uint64_t>(size, f.size - offset));
         const size_t part = static_cast<size_t>(client.config().part_size);
-        const size_t parallel = std::max(1u, client.config().parallelism);
         if (n >= part) {
             // A large read: straight into place, its ranges in parallel.
             fetch(client, f, offset, static_cast<char*>(dst), n, part);
         } else {
-            if (offset < f.window_at || offset + n > f.window_at + f.window.size()) {
-                // The window: part_size bytes from the read on (restores read on); or, for a read that reaches the
-                // file's end (opening reads the end record first, then the directory before it), kBackWindow bytes
-                // ending with it, so that opening a large file does not fetch array data it will read again.
-                const bool back = offset + n == f.size;
-                const uint64_t span = std::min<uint64_t>(f.size, back ? std::max(n, kBackWindow) : part);
-                const uint64_t start = back ? f.size - span : std::min(offset, f.size - span);
-                std::string bytes(static_cast<size_t>(span), '\0');
-                fetch(client, f, start, bytes.data(), bytes.size(), std::max(kMinPiece, (bytes.size() + parallel - 1) / parallel));
-                f.window = std::move(bytes);
-                f.window_at = start;
+            // From the window; a read that goes on past its end takes the rest from the next one.
+            for (size_t done = 0; done < n;) {
+                const uint64_t at = offset + done;
+                const Window& w = f.tail.holds(at, 1)     ? f.tail
+                                  : f.window.holds(at, 1) ? f.window
+                                                          : fill_window(client, f, at, n - done);
+                const size_t k = static_cast<size_t>(std::min<uint64_t>(n - done, w.at + w.size - at));
+                std::memcpy(static_cast<char*>(dst) + done, w.bytes.get() + (at - w.at), k);
+                done += k;
             }
-            std::memcpy(dst, f.window.data() + (offset - f.window_at), n);
         }
         *got = n;
     });

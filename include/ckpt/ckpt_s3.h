@@ -13,7 +13,9 @@
  *    multipart upload (a process that is killed cannot: give the bucket a lifecycle rule that aborts incomplete
  *    multipart uploads after a day);
  *  - reads are ranged GETs pinned to the object they opened (If-Match on its ETag: an object replaced while it is
- *    read fails the read instead of mixing two versions); large reads are split into parallel ranges;
+ *    read fails the read instead of mixing two versions); large reads are split into parallel ranges, and a file
+ *    read in order has its next part_size bytes fetched while it is read (memory: at most 3 x part_size per file
+ *    being read);
  *  - listings are ListObjectsV2 with a delimiter (directories are the common prefixes), removals are DELETEs;
  *  - there is no rename of directories, so sharded steps commit by writing their manifest last; and there is no
  *    lock: the store cannot give one (a manager on S3 trusts that one job writes a directory at a time).

@@ -420,6 +420,58 @@ TEST_CASE("an object replaced while it is read fails the read instead of mixing 
     CHECK(read(key, "w", &opts) == values(kLarge, 10));
 }
 
+TEST_CASE(
+    "a file read in order has its next window fetched while it is read; a read ahead that fails is fetched again") {
+    clear_faults();
+    // One request at a time and two tries each: every GET below is counted, and two faults fail a read ahead.
+    ckpt_storage* raw = nullptr;
+    ckpt_s3_options o = CKPT_S3_OPTIONS_INIT;
+    o.bucket = bucket().c_str();
+    o.part_size = 5u << 20;
+    o.parallelism = 1;
+    o.max_attempts = 2;
+    REQUIRE(ckpt_storage_s3_new(&raw, &o) == CKPT_OK);
+    const std::unique_ptr<ckpt_storage, void (*)(ckpt_storage*)> storage(raw, ckpt_storage_free);
+    ckpt_options opts = CKPT_OPTIONS_INIT;
+    opts.storage = raw;
+    const std::string key = fresh_prefix("ahead") + "/x.npz";
+    constexpr size_t kArrays = 48, kValues = 65536;  // 24 MiB in arrays of 512 KiB: five windows and a bit
+    {
+        Vars vars;
+        for (size_t a = 0; a < kArrays; ++a) add(vars, ("a" + std::to_string(a)).c_str(), values(kValues, a));
+        REQUIRE(ckpt_save(key.c_str(), vars.v, &opts) == CKPT_OK);
+    }
+    const auto gets = [&] { return seen(proxy_log(), "get", "x.npz").requests; };
+    clear_faults();
+    ckpt_reader* reader = nullptr;
+    REQUIRE(ckpt_reader_open(&reader, key.c_str(), &opts) == CKPT_OK);
+    // Opening: the window at the start (opening checks the file's first bytes) and the 2 MiB at the end. The first
+    // arrays: that window, then the next one, read on from the first; then the one after that comes without a read
+    // asking for it.
+    std::vector<double> x(kValues);
+    const auto read_array = [&](size_t a) {
+        INFO("array " << a << ": " << ckpt_error_message());
+        REQUIRE(ckpt_reader_read_into(reader, a, x.data(), x.size() * sizeof(double)) == CKPT_OK);
+        CHECK(x == values(kValues, a));
+    };
+    CHECK(gets() == 2);
+    for (size_t a = 0; a < 12; ++a) read_array(a);  // 6 MiB: into the second window
+    CHECK(gets() >= 3);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (gets() < 4 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(gets() == 4);
+    // The next read ahead fails twice (both its tries): the reader fetches that window itself, and reads on.
+    add_fault({{"kind", "get"}, {"action", "status"}, {"status", 500}, {"s3_code", "InternalError"}, {"times", 2}});
+    for (size_t a = 12; a < kArrays; ++a) read_array(a);
+    ckpt_reader_close(reader);
+    const json log = proxy_log();
+    CHECK(seen(log, "get", "x.npz").faulted == 2);
+    // The end window, five windows from the start (the last one ending with the file) each fetched once, and the
+    // two tries of the read ahead that failed.
+    CHECK(seen(log, "get", "x.npz").requests == 1 + 5 + 2);
+}
+
 TEST_CASE("a manager on s3:// keeps, lists, restores and falls back past a corrupt newest checkpoint") {
     clear_faults();
     const std::string logdir = "s3://" + bucket() + "/" + fresh_prefix("manager");
