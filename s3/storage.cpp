@@ -738,20 +738,20 @@ void fetch_window(Client& client, const Reading& f, uint64_t at, size_t span, Wi
 // reaches the file's end (opening reads the end record first, then the directory before it), the tail, kBackWindow
 // bytes ending with it, so that opening a large file does not fetch array data it will read again; elsewhere
 // part_size bytes from the read on (restores read on). A reader that has gone on from one window to the next has
-// the one after fetched on a thread while it reads this one (a read elsewhere, such as one array of a file, fetches
-// nothing ahead). When that fetch failed, the window is fetched again here, which retries or says why.
+// the one after (part_size bytes, or what is left of the file) fetched on a thread while it reads this one, which
+// serves its reads that reach the file's end too (a read elsewhere, such as one array of a file, fetches nothing
+// ahead). When that fetch failed, the window is fetched again here, which retries or says why.
 const Window& fill_window(Client& client, Reading& f, uint64_t offset, size_t n) {
     const size_t part = static_cast<size_t>(client.config().part_size);
-    if (offset + n == f.size) {
-        const uint64_t span = std::min<uint64_t>(f.size, std::max<uint64_t>(n, kBackWindow));
-        fetch_window(client, f, f.size - span, static_cast<size_t>(span), f.tail);
-        return f.tail;
-    }
     const uint64_t end = f.window.at + f.window.size;
     const bool going_on = f.window.size != 0 && offset >= end && offset - end < part;
     f.wait_ahead();
     if (!f.ahead_failed && f.ahead.holds(offset, 1)) {
         std::swap(f.window, f.ahead);
+    } else if (offset + n == f.size) {
+        const uint64_t span = std::min<uint64_t>(f.size, std::max<uint64_t>(n, kBackWindow));
+        fetch_window(client, f, f.size - span, static_cast<size_t>(span), f.tail);
+        return f.tail;
     } else {
         const uint64_t span = std::min<uint64_t>(f.size, part);
         fetch_window(client, f, std::min(offset, f.size - span), static_cast<size_t>(span), f.window);
@@ -761,9 +761,8 @@ const Window& fill_window(Client& client, Reading& f, uint64_t offset, size_t n)
     f.ahead_failed.reset();
     const uint64_t next = f.window.at + f.window.size;
     if (next >= f.size) return f.window;
-    // As a read at `next` would place it: part_size bytes, the last window ending with the file.
-    const size_t span = static_cast<size_t>(std::min<uint64_t>(part, f.size));
-    const uint64_t at = std::min(next, f.size - span);
+    const size_t span = static_cast<size_t>(std::min<uint64_t>(part, f.size - next));
+    const uint64_t at = next;
     try {
         f.ahead.resize(span);  // allocated here: a thread that cannot allocate has nothing to report with
         f.fetching = std::thread([&client, &f, at, span] {
