@@ -358,10 +358,7 @@ private:
             if (members[k].dtype == members[k - 1].dtype && members[k].shape == members[k - 1].shape &&
                 has_statistics(members[k].dtype))
                 members[k].change.emplace();
-        // Whole multiples of kMinPieceBytes, so that the statistics gather the same blocks as ckpt stats does.
-        const size_t piece =
-            std::clamp(budget / std::max<size_t>(members.size(), 1), kMinPieceBytes, kSideBySidePiece) /
-            kMinPieceBytes * kMinPieceBytes;
+        const size_t piece = std::clamp(budget / std::max<size_t>(members.size(), 1), kMinPieceBytes, kSideBySidePiece);
         for (Member& m : members)
             m.pieces = std::make_unique<PieceReader>(readers[m.source], m.index, sources_[m.source].path, piece);
 

@@ -272,68 +272,29 @@ inline __attribute__((always_inline)) void bins_lanes(const Histogram& h, const 
 #else
 #define CKPT_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #endif
-CKPT_VECTOR_CLONES PieceSums sums_f32(const unsigned char* p, uint64_t n) { return sums_lanes(p, n, LoadFloat32{}); }
-CKPT_VECTOR_CLONES PieceSums sums_f64(const unsigned char* p, uint64_t n) { return sums_lanes(p, n, LoadFloat64{}); }
-CKPT_VECTOR_CLONES PieceSums sums_bf16(const unsigned char* p, uint64_t n) { return sums_lanes(p, n, LoadBFloat16{}); }
-CKPT_VECTOR_CLONES void squares_f32(const unsigned char* p, uint64_t n, double& f, double& s) {
-    squares_lanes(p, n, LoadFloat32{}, f, s);
+// One entry per pass, cloned; with_reader picks the element type's load inside it, so the pass is inlined into
+// each clone once per type.
+#define CKPT_INLINE __attribute__((always_inline))
+CKPT_VECTOR_CLONES PieceSums piece_sums(const ArrayView& v) {
+    return with_reader(v.dtype, [&](auto load) CKPT_INLINE { return sums_lanes(v.data, v.count(), load); });
 }
-CKPT_VECTOR_CLONES void squares_f64(const unsigned char* p, uint64_t n, double& f, double& s) {
-    squares_lanes(p, n, LoadFloat64{}, f, s);
+CKPT_VECTOR_CLONES double piece_deviations(const ArrayView& v, double mean, bool all_finite) {
+    return with_reader(v.dtype, [&](auto load) CKPT_INLINE {
+        return deviations_lanes(v.data, v.count(), mean, all_finite, load);
+    });
 }
-CKPT_VECTOR_CLONES void squares_bf16(const unsigned char* p, uint64_t n, double& f, double& s) {
-    squares_lanes(p, n, LoadBFloat16{}, f, s);
+CKPT_VECTOR_CLONES void piece_squares(const ArrayView& v, double& finite, double& squares) {
+    with_reader(v.dtype, [&](auto load) CKPT_INLINE { squares_lanes(v.data, v.count(), load, finite, squares); });
 }
-CKPT_VECTOR_CLONES double deviations_f32(const unsigned char* p, uint64_t n, double mean, bool all_finite) {
-    return deviations_lanes(p, n, mean, all_finite, LoadFloat32{});
+CKPT_VECTOR_CLONES void piece_difference(const ArrayView& a, const ArrayView& b, double& squares, double& top) {
+    const uint64_t n = std::min(a.count(), b.count());
+    with_reader(a.dtype, [&](auto load) CKPT_INLINE { difference_lanes(a.data, b.data, n, load, squares, top); });
 }
-CKPT_VECTOR_CLONES double deviations_f64(const unsigned char* p, uint64_t n, double mean, bool all_finite) {
-    return deviations_lanes(p, n, mean, all_finite, LoadFloat64{});
+CKPT_VECTOR_CLONES void piece_bins(const Histogram& h, const ArrayView& v, uint64_t (&tables)[4][Histogram::kBins]) {
+    with_reader(v.dtype, [&](auto load) CKPT_INLINE { bins_lanes(h, v.data, v.count(), load, tables); });
 }
-CKPT_VECTOR_CLONES double deviations_bf16(const unsigned char* p, uint64_t n, double mean, bool all_finite) {
-    return deviations_lanes(p, n, mean, all_finite, LoadBFloat16{});
-}
-CKPT_VECTOR_CLONES void difference_f32(const unsigned char* a, const unsigned char* b, uint64_t n, double& s,
-                                       double& t) {
-    difference_lanes(a, b, n, LoadFloat32{}, s, t);
-}
-CKPT_VECTOR_CLONES void difference_f64(const unsigned char* a, const unsigned char* b, uint64_t n, double& s,
-                                       double& t) {
-    difference_lanes(a, b, n, LoadFloat64{}, s, t);
-}
-CKPT_VECTOR_CLONES void difference_bf16(const unsigned char* a, const unsigned char* b, uint64_t n, double& s,
-                                        double& t) {
-    difference_lanes(a, b, n, LoadBFloat16{}, s, t);
-}
-using Tables = uint64_t[4][Histogram::kBins];
-CKPT_VECTOR_CLONES void bins_f32(const Histogram& h, const unsigned char* p, uint64_t n, Tables& t) {
-    bins_lanes(h, p, n, LoadFloat32{}, t);
-}
-CKPT_VECTOR_CLONES void bins_f64(const Histogram& h, const unsigned char* p, uint64_t n, Tables& t) {
-    bins_lanes(h, p, n, LoadFloat64{}, t);
-}
-CKPT_VECTOR_CLONES void bins_bf16(const Histogram& h, const unsigned char* p, uint64_t n, Tables& t) {
-    bins_lanes(h, p, n, LoadBFloat16{}, t);
-}
+#undef CKPT_INLINE
 #undef CKPT_VECTOR_CLONES
-
-PieceSums piece_sums(const ArrayView& v) {
-    switch (v.dtype) {
-        case CKPT_FLOAT32: return sums_f32(v.data, v.count());
-        case CKPT_FLOAT64: return sums_f64(v.data, v.count());
-        case CKPT_BFLOAT16: return sums_bf16(v.data, v.count());
-        default: return sums_lanes(v.data, v.count(), LoadOther{real_fn(v.dtype), v.itemsize});
-    }
-}
-
-double piece_deviations(const ArrayView& v, double mean, bool all_finite) {
-    switch (v.dtype) {
-        case CKPT_FLOAT32: return deviations_f32(v.data, v.count(), mean, all_finite);
-        case CKPT_FLOAT64: return deviations_f64(v.data, v.count(), mean, all_finite);
-        case CKPT_BFLOAT16: return deviations_bf16(v.data, v.count(), mean, all_finite);
-        default: return deviations_lanes(v.data, v.count(), mean, all_finite, LoadOther{real_fn(v.dtype), v.itemsize});
-    }
-}
 
 // The NaN, +Inf and -Inf of a piece, counted where the sums found elements that are not finite.
 void count_nonfinite(const ArrayView& v, uint64_t& nan, uint64_t& pos_inf, uint64_t& neg_inf) {
@@ -437,12 +398,7 @@ void Stats::merge(uint64_t count, double piece_mean, double piece_m2) {
 
 void Moments::add_piece(const ArrayView& v) {
     double finite = 0;
-    switch (v.dtype) {
-        case CKPT_FLOAT32: squares_f32(v.data, v.count(), finite, sum_squares); break;
-        case CKPT_FLOAT64: squares_f64(v.data, v.count(), finite, sum_squares); break;
-        case CKPT_BFLOAT16: squares_bf16(v.data, v.count(), finite, sum_squares); break;
-        default: squares_lanes(v.data, v.count(), LoadOther{real_fn(v.dtype), v.itemsize}, finite, sum_squares);
-    }
+    piece_squares(v, finite, sum_squares);
     if (static_cast<uint64_t>(finite) != v.count()) {
         uint64_t pos = 0, neg = 0;
         count_nonfinite(v, nan, pos, neg);
@@ -450,16 +406,7 @@ void Moments::add_piece(const ArrayView& v) {
     }
 }
 
-void Difference::add_pieces(const ArrayView& a, const ArrayView& b) {
-    const uint64_t n = std::min(a.count(), b.count());
-    switch (a.dtype) {
-        case CKPT_FLOAT32: return difference_f32(a.data, b.data, n, diff_squares, max_abs);
-        case CKPT_FLOAT64: return difference_f64(a.data, b.data, n, diff_squares, max_abs);
-        case CKPT_BFLOAT16: return difference_bf16(a.data, b.data, n, diff_squares, max_abs);
-        default:
-            return difference_lanes(a.data, b.data, n, LoadOther{real_fn(a.dtype), a.itemsize}, diff_squares, max_abs);
-    }
-}
+void Difference::add_pieces(const ArrayView& a, const ArrayView& b) { piece_difference(a, b, diff_squares, max_abs); }
 
 Json Stats::to_json() const {
     const bool have = numeric() && finite != 0;
@@ -508,7 +455,6 @@ Histogram::Histogram(double min, double max) {
     for (int i = 0; i < kBins; ++i)
         edges_[i] = step != 0 ? i * step + min : (static_cast<double>(i) / kBins) * delta + min;
     edges_[kBins] = max;
-    first_ = min;
     norm_ = kBins / delta;
     // An edge is within 2^-51 max(|min|, |max|) of min + i * delta / 64, (x - min) * norm within 2^-45 bins of the
     // exact value; the margin leaves a factor of 32 and more (infinite where the range is too narrow for a double).
@@ -516,7 +462,7 @@ Histogram::Histogram(double min, double max) {
 }
 
 int Histogram::bin_of(double x) const {
-    const double f = (x - first_) * norm_;
+    const double f = (x - edges_[0]) * norm_;
     // numpy casts to an integer here; f is NaN or out of range only where the extremes overflow a double's range
     // (delta infinite), which numpy leaves undefined and the clamp keeps in the bins.
     int i = f >= 0 && f < kBins ? static_cast<int>(f) : (f >= kBins ? kBins - 1 : 0);
@@ -527,12 +473,7 @@ int Histogram::bin_of(double x) const {
 
 void Histogram::add_piece(const ArrayView& v) {
     uint64_t tables[4][kBins] = {};
-    switch (v.dtype) {
-        case CKPT_FLOAT32: bins_f32(*this, v.data, v.count(), tables); break;
-        case CKPT_FLOAT64: bins_f64(*this, v.data, v.count(), tables); break;
-        case CKPT_BFLOAT16: bins_bf16(*this, v.data, v.count(), tables); break;
-        default: bins_lanes(*this, v.data, v.count(), LoadOther{real_fn(v.dtype), v.itemsize}, tables);
-    }
+    piece_bins(*this, v, tables);
     for (int b = 0; b < kBins; ++b) counts_[b] += tables[0][b] + tables[1][b] + tables[2][b] + tables[3][b];
 }
 
@@ -548,8 +489,8 @@ PieceReader::PieceReader(ckpt_reader* reader, size_t i, std::string path, size_t
     view_.dtype = ckpt_reader_dtype(reader, i);
     view_.itemsize = ckpt_reader_itemsize(reader, i);
     nbytes_ = ckpt_reader_nbytes(reader, i);
-    const size_t item = std::max<size_t>(view_.itemsize, 1);
-    piece_ = std::max(piece_bytes / item, size_t{1}) * item;
+    const size_t unit = std::max<size_t>(view_.itemsize, 1) * (has_statistics(view_.dtype) ? Stats::kBlock : 1);
+    piece_ = std::max(piece_bytes / unit, size_t{1}) * unit;
 }
 
 unsigned char* PieceReader::buffer(size_t size) {

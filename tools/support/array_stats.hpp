@@ -54,10 +54,11 @@ struct LoadOther {
     double operator()(const unsigned char* p, uint64_t i) const { return get(p + i * size); }
 };
 
-// Calls f(load) once with the load for `dtype`: the loops in f are compiled once per type, the dtype looked at
-// once per call rather than per element.
+// Calls f(load) once with the load for `dtype` and returns what it returns: the loops in f are compiled once per
+// type, the dtype looked at once per call rather than per element. Always inlined, so that f is compiled for the
+// target of its caller (the vector passes' AVX2 clones).
 template <typename F>
-void with_reader(uint32_t dtype, F&& f) {
+inline __attribute__((always_inline)) decltype(auto) with_reader(uint32_t dtype, F&& f) {
     switch (dtype) {
         case CKPT_FLOAT32: return f(LoadFloat32{});
         case CKPT_FLOAT64: return f(LoadFloat64{});
@@ -98,10 +99,10 @@ inline bool has_statistics(uint32_t dtype) {
 
 // The statistics of one array, gathered piece by piece: counts, the extremes, and the mean and sum of squared
 // deviations of the finite elements, blocks of kBlock elements merged as Chan, Golub and LeVeque do (each block's
-// own in two passes, so a large offset costs no precision). The blocks are the same whatever the pieces, when
-// each piece but the last holds a whole number of blocks (a multiple of 32 KiB): then every command that reads an
-// array prints the same digits. Arrays without statistics (complex, text) count only their elements. Real blocks
-// take vector passes (array_stats.cpp); integers are read one by one, exactly.
+// own in two passes, so a large offset costs no precision). The blocks are the same whatever the pieces, as each
+// of PieceReader's pieces but the last holds a whole number of blocks: every command that reads an array prints the
+// same digits. Arrays without statistics (complex, text) count only their elements. Real blocks take vector passes
+// (array_stats.cpp); integers are read one by one, exactly.
 struct Stats {
     Kind kind = Kind::real;
     uint64_t elements = 0, finite = 0, nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
@@ -156,11 +157,11 @@ public:
 private:
     std::array<double, kBins + 1> edges_{};
     std::array<uint64_t, kBins> counts_{};
-    double first_ = 0, norm_ = 0, margin_ = 0;
+    double norm_ = 0, margin_ = 0;
 };
 
-// Array i of an open file, read in order a piece of about `piece_bytes` (whole items) at a time with
-// ckpt_reader_read_range, into a buffer of its own; its CRC-32 is checked at the last piece. A Fortran-order array,
+// Array i of an open file, read in order a piece of about `piece_bytes` at a time (whole items; for an array with
+// statistics, whole blocks of Stats::kBlock items, at least one) with ckpt_reader_read_range, into a buffer of its own; its CRC-32 is checked at the last piece. A Fortran-order array,
 // which is not read in ranges, is read whole once (in C order) and handed out in the same pieces. An empty array
 // is one empty piece. Failures throw a Failure naming `path`.
 class PieceReader {
