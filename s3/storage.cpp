@@ -61,7 +61,7 @@ struct Window {
     size_t size = 0, capacity = 0;
     uint64_t at = 0;
 
-    bool holds(uint64_t offset, size_t n) const { return offset >= at && offset + n <= at + size; }
+    bool holds(uint64_t offset) const { return offset >= at && offset < at + size; }
     void resize(size_t n) {
         if (n > capacity) {
             bytes.reset(new char[n]);
@@ -85,11 +85,7 @@ struct Reading {
     // own, so that ranges are in flight while it reads. Joined before `ahead` is used, and at close.
     Window ahead;
     std::thread fetching;
-    std::optional<RequestError> ahead_failed;
 
-    Reading() = default;
-    Reading(const Reading&) = delete;
-    Reading& operator=(const Reading&) = delete;
     ~Reading() { wait_ahead(); }
     void wait_ahead() {
         if (fetching.joinable()) fetching.join();
@@ -746,7 +742,7 @@ const Window& fill_window(Client& client, Reading& f, uint64_t offset, size_t n)
     const uint64_t end = f.window.at + f.window.size;
     const bool going_on = f.window.size != 0 && offset >= end && offset - end < part;
     f.wait_ahead();
-    if (!f.ahead_failed && f.ahead.holds(offset, 1)) {
+    if (f.ahead.holds(offset)) {
         std::swap(f.window, f.ahead);
     } else if (offset + n == f.size) {
         const uint64_t span = std::min<uint64_t>(f.size, std::max<uint64_t>(n, kBackWindow));
@@ -758,20 +754,16 @@ const Window& fill_window(Client& client, Reading& f, uint64_t offset, size_t n)
         if (!going_on) return f.window;
     }
     f.ahead.size = 0;
-    f.ahead_failed.reset();
     const uint64_t next = f.window.at + f.window.size;
     if (next >= f.size) return f.window;
     const size_t span = static_cast<size_t>(std::min<uint64_t>(part, f.size - next));
-    const uint64_t at = next;
     try {
         f.ahead.resize(span);  // allocated here: a thread that cannot allocate has nothing to report with
-        f.fetching = std::thread([&client, &f, at, span] {
+        f.fetching = std::thread([&client, &f, next, span] {
             try {
-                fetch_window(client, f, at, span, f.ahead);
-            } catch (const RequestError& e) {
-                f.ahead_failed = e;
+                fetch_window(client, f, next, span, f.ahead);
             } catch (...) {
-                f.ahead_failed = RequestError{CKPT_ERROR, "reading ahead failed"};
+                // It holds nothing: the reader fetches that window itself, and hears why it fails.
             }
         });
     } catch (const std::exception&) {
@@ -795,8 +787,8 @@ int op_read_at(void* payload, void* file, uint64_t offset, void* dst, size_t siz
             // From the window; a read that goes on past its end takes the rest from the next one.
             for (size_t done = 0; done < n;) {
                 const uint64_t at = offset + done;
-                const Window& w = f.tail.holds(at, 1)     ? f.tail
-                                  : f.window.holds(at, 1) ? f.window
+                const Window& w = f.tail.holds(at)     ? f.tail
+                                  : f.window.holds(at) ? f.window
                                                           : fill_window(client, f, at, n - done);
                 const size_t k = static_cast<size_t>(std::min<uint64_t>(n - done, w.at + w.size - at));
                 std::memcpy(static_cast<char*>(dst) + done, w.bytes.get() + (at - w.at), k);

@@ -133,13 +133,14 @@ int uploads_in_progress(const std::string& prefix) {
 }
 
 // The S3 storage the tests use: 5 MiB parts (S3's smallest) so that multipart uploads happen at test sizes, four
-// attempts per request, and a stall noticed after a second.
+// attempts per request, and a stall noticed after a second; `parallelism` 0 is the default.
 struct Storage {
     ckpt_storage* s = nullptr;
-    explicit Storage(uint32_t max_attempts = 4, const char* secret = nullptr) {
+    explicit Storage(uint32_t max_attempts = 4, const char* secret = nullptr, uint32_t parallelism = 0) {
         ckpt_s3_options o = CKPT_S3_OPTIONS_INIT;
         o.bucket = bucket().c_str();
         o.part_size = 5u << 20;
+        o.parallelism = parallelism;
         o.max_attempts = max_attempts;
         o.stall_timeout_ms = 1000;
         o.secret_access_key = secret;
@@ -424,16 +425,8 @@ TEST_CASE(
     "a file read in order has its next window fetched while it is read; a read ahead that fails is fetched again") {
     clear_faults();
     // One request at a time and two tries each: every GET below is counted, and two faults fail a read ahead.
-    ckpt_storage* raw = nullptr;
-    ckpt_s3_options o = CKPT_S3_OPTIONS_INIT;
-    o.bucket = bucket().c_str();
-    o.part_size = 5u << 20;
-    o.parallelism = 1;
-    o.max_attempts = 2;
-    REQUIRE(ckpt_storage_s3_new(&raw, &o) == CKPT_OK);
-    const std::unique_ptr<ckpt_storage, void (*)(ckpt_storage*)> storage(raw, ckpt_storage_free);
-    ckpt_options opts = CKPT_OPTIONS_INIT;
-    opts.storage = raw;
+    Storage s3(2, nullptr, 1);
+    const ckpt_options opts = s3.npz();
     const std::string key = fresh_prefix("ahead") + "/x.npz";
     constexpr size_t kArrays = 48, kValues = 65536;  // 24 MiB in arrays of 512 KiB: five windows and a bit
     {
