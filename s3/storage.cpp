@@ -789,7 +789,7 @@ int op_read_at(void* payload, void* file, uint64_t offset, void* dst, size_t siz
                 const uint64_t at = offset + done;
                 const Window& w = f.tail.holds(at)     ? f.tail
                                   : f.window.holds(at) ? f.window
-                                                          : fill_window(client, f, at, n - done);
+                                                       : fill_window(client, f, at, n - done);
                 const size_t k = static_cast<size_t>(std::min<uint64_t>(n - done, w.at + w.size - at));
                 std::memcpy(static_cast<char*>(dst) + done, w.bytes.get() + (at - w.at), k);
                 done += k;

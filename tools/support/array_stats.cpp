@@ -279,9 +279,8 @@ CKPT_VECTOR_CLONES PieceSums piece_sums(const ArrayView& v) {
     return with_reader(v.dtype, [&](auto load) CKPT_INLINE { return sums_lanes(v.data, v.count(), load); });
 }
 CKPT_VECTOR_CLONES double piece_deviations(const ArrayView& v, double mean, bool all_finite) {
-    return with_reader(v.dtype, [&](auto load) CKPT_INLINE {
-        return deviations_lanes(v.data, v.count(), mean, all_finite, load);
-    });
+    return with_reader(
+        v.dtype, [&](auto load) CKPT_INLINE { return deviations_lanes(v.data, v.count(), mean, all_finite, load); });
 }
 CKPT_VECTOR_CLONES void piece_squares(const ArrayView& v, double& finite, double& squares) {
     with_reader(v.dtype, [&](auto load) CKPT_INLINE { squares_lanes(v.data, v.count(), load, finite, squares); });

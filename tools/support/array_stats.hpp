@@ -161,9 +161,9 @@ private:
 };
 
 // Array i of an open file, read in order a piece of about `piece_bytes` at a time (whole items; for an array with
-// statistics, whole blocks of Stats::kBlock items, at least one) with ckpt_reader_read_range, into a buffer of its own; its CRC-32 is checked at the last piece. A Fortran-order array,
-// which is not read in ranges, is read whole once (in C order) and handed out in the same pieces. An empty array
-// is one empty piece. Failures throw a Failure naming `path`.
+// statistics, whole blocks of Stats::kBlock items, at least one) with ckpt_reader_read_range, into a buffer of its own;
+// its CRC-32 is checked at the last piece. A Fortran-order array, which is not read in ranges, is read whole once (in C
+// order) and handed out in the same pieces. An empty array is one empty piece. Failures throw a Failure naming `path`.
 class PieceReader {
 public:
     PieceReader(ckpt_reader* reader, size_t i, std::string path, size_t piece_bytes);
